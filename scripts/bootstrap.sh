@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs what Tessera needs to build and test, when it is missing.
+# As root on Debian it installs the Debian packages itself; otherwise it prints the
+# exact command to run. Then it installs the npm packages when node_modules is stale.
+# Usage: scripts/bootstrap.sh [--browser]   (--browser also needs Debian chromium)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_browser=0
+for a in "$@"; do [ "$a" = "--browser" ] && want_browser=1; done
+
+missing=()
+command -v cmake >/dev/null || missing+=(cmake)
+command -v g++ >/dev/null || missing+=(g++)
+command -v make >/dev/null || missing+=(make)
+command -v em++ >/dev/null || missing+=(emscripten)
+[ -f /usr/src/googletest/CMakeLists.txt ] || missing+=(googletest libgtest-dev)
+[ -f /usr/include/eigen3/Eigen/Core ] || missing+=(libeigen3-dev)
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
+if [ "$want_browser" = 1 ]; then
+  [ -x /usr/bin/chromium ] || missing+=(chromium)
+fi
+
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "bootstrap: installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "bootstrap: missing Debian packages: ${missing[*]}" >&2
+    echo "bootstrap: run as root:  apt-get update && apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+# npm packages: install when node_modules is missing or older than the manifest.
+if [ ! -d node_modules ] || [ package.json -nt node_modules/.package-lock.json ] \
+   || { [ -f package-lock.json ] && [ package-lock.json -nt node_modules/.package-lock.json ]; }; then
+  echo "bootstrap: installing npm packages"
+  npm install --no-audit --no-fund --loglevel=error
+fi
