@@ -1,0 +1,37 @@
+// The patch-runner interface: run a network on one [1, C, X, Y, Z] input.
+// Natively a C++ runner; in the browser the JavaScript worker pool stands behind it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace tessera {
+
+// Shape of one network tensor [1, channels, dims[0], dims[1], dims[2]], row-major (last axis fastest).
+// dims[0] is the volume's x axis: converting host (x-fastest) to network layout is a reorder of
+// memory, never a permutation of axes.
+struct TensorShape {
+  uint32_t channels = 1;
+  std::array<uint64_t, 3> dims{0, 0, 0};
+
+  uint64_t spatial() const { return dims[0] * dims[1] * dims[2]; }
+  uint64_t size() const { return spatial() * channels; }
+};
+
+class PatchRunner {
+ public:
+  virtual ~PatchRunner() = default;
+
+  // Runs the network on one input tensor and returns its output, [1, out_channels, dims...].
+  // input.size() == shape.size().
+  // May be called from several threads at once (up to the driver's concurrency): must be thread-safe.
+  // The driver checks the returned length and refuses a wrong one with ErrorCode::RunnerFailed.
+  virtual std::vector<float> run(std::span<const float> input, const TensorShape& shape) = 0;
+
+  // Number of output channels the network produces (1 for field -> chi networks).
+  virtual uint32_t output_channels() const { return 1; }
+};
+
+}  // namespace tessera
