@@ -1,0 +1,124 @@
+#include "tessera/budget.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+#include "tessera/error.h"
+
+namespace tessera {
+
+namespace {
+constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+
+uint64_t round_up(uint64_t v, uint64_t d) {
+  if (d <= 1) return v;
+  const uint64_t r = v % d;
+  return r == 0 ? v : saturating_add(v, d - r);
+}
+
+std::string cube(uint64_t edge) { return std::to_string(edge) + "³"; }
+}  // namespace
+
+uint64_t saturating_add(uint64_t a, uint64_t b) { return a > kMax - b ? kMax : a + b; }
+
+uint64_t saturating_mul(uint64_t a, uint64_t b) {
+  if (a == 0 || b == 0) return 0;
+  return a > kMax / b ? kMax : a * b;
+}
+
+uint64_t tile_patch_size(TileConfig cfg, uint32_t divisor) {
+  const uint64_t raw = saturating_add(cfg.core, saturating_mul(2, cfg.halo));
+  return round_up(raw, divisor == 0 ? 1 : divisor);
+}
+
+uint64_t patch_bytes(uint64_t edge, uint64_t bytes_per_voxel) {
+  return saturating_mul(saturating_mul(saturating_mul(edge, edge), edge), bytes_per_voxel);
+}
+
+uint64_t tile_bytes(TileConfig cfg, TileCost cost) {
+  return patch_bytes(tile_patch_size(cfg, cost.divisor), cost.bytes_per_voxel);
+}
+
+uint64_t max_wasm_patch_edge(uint64_t bytes_per_voxel) {
+  const uint64_t bpv = bytes_per_voxel == 0 ? 1 : bytes_per_voxel;
+  // Binary search the largest e with e³·bpv <= limit; e <= 2^21 since (2^21)³ > 2.5e9.
+  uint64_t lo = 0, hi = uint64_t{1} << 21;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo + 1) / 2;
+    if (patch_bytes(mid, bpv) <= WASM_MAX_PATCH_ACTIVATION_BYTES) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
+uint64_t tiles_within_wasm_budget(TileConfig cfg, TileCost cost) {
+  const uint64_t per_tile = tile_bytes(cfg, cost);
+  if (per_tile == 0) return kMax;
+  return std::max<uint64_t>(1, WASM_TILE_ACTIVATION_BUDGET / per_tile);
+}
+
+uint32_t wasm_tiles_in_flight(TileConfig cfg, TileCost cost, uint32_t threads) {
+  const uint64_t budget = tiles_within_wasm_budget(cfg, cost);
+  return static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(threads, budget)));
+}
+
+uint32_t tile_concurrency(TileConfig cfg, TileCost cost, uint32_t pool, Target target) {
+  if (target == Target::Native) return std::max<uint32_t>(1, pool);
+  return wasm_tiles_in_flight(cfg, cost, pool);
+}
+
+std::string format_gb(uint64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f GB", static_cast<double>(bytes) / 1e9);
+  return buf;
+}
+
+PatchFit wasm_patch_fit(TileConfig cfg, TileCost cost) {
+  PatchFit fit;
+  const uint64_t divisor = cost.divisor == 0 ? 1 : cost.divisor;
+  fit.patch_edge = tile_patch_size(cfg, cost.divisor);
+  fit.bytes = patch_bytes(fit.patch_edge, cost.bytes_per_voxel);
+  fit.largest_edge = max_wasm_patch_edge(cost.bytes_per_voxel) / divisor * divisor;
+  const uint64_t halo2 = saturating_mul(2, cfg.halo);
+  fit.largest_core = fit.largest_edge > halo2 ? fit.largest_edge - halo2 : 0;
+  fit.fits = fit.bytes <= WASM_MAX_PATCH_ACTIVATION_BYTES;
+  if (fit.fits) return fit;
+
+  std::string m = "patch " + cube(fit.patch_edge) + " (core " + std::to_string(cfg.core) + " + 2×halo " +
+                  std::to_string(cfg.halo) + (divisor > 1 ? ", rounded up to divisor " + std::to_string(divisor) : "") +
+                  ") needs " + format_gb(fit.bytes) + " of activations at " + std::to_string(cost.bytes_per_voxel) +
+                  " B/voxel, over the " + format_gb(WASM_MAX_PATCH_ACTIVATION_BYTES) +
+                  " single-patch limit; the largest patch that fits is " + cube(fit.largest_edge);
+  if (fit.largest_core > 0) {
+    m += ": at halo " + std::to_string(cfg.halo) + " the largest core that fits is " + std::to_string(fit.largest_core);
+  } else {
+    const uint64_t max_halo = fit.largest_edge > 0 ? (fit.largest_edge - 1) / 2 : 0;
+    m += ": the halo alone (2×" + std::to_string(cfg.halo) + " = " + std::to_string(halo2) +
+         " voxels) leaves no room for a core; reduce the halo to at most " + std::to_string(max_halo);
+  }
+  fit.message = std::move(m);
+  return fit;
+}
+
+void check_wasm_patch_fits(TileConfig cfg, TileCost cost) {
+  PatchFit fit = wasm_patch_fit(cfg, cost);
+  if (!fit.fits) throw Error(ErrorCode::BudgetExceeded, fit.message);
+}
+
+void validate_tile_config(TileConfig cfg) {
+  if (cfg.core == 0) {
+    throw Error(ErrorCode::InvalidArgument, "tile core must be at least 1 voxel (got 0); try core 56, halo 4");
+  }
+  constexpr uint32_t kMaxEdge = 1u << 16;
+  if (cfg.core > kMaxEdge || cfg.halo > kMaxEdge) {
+    throw Error(ErrorCode::InvalidArgument, "tile core " + std::to_string(cfg.core) + " / halo " +
+                                                std::to_string(cfg.halo) + " is absurdly large (at most " +
+                                                std::to_string(kMaxEdge) + ")");
+  }
+}
+
+}  // namespace tessera

@@ -1,0 +1,86 @@
+// The tile budget: how big a patch may be and how many may be in flight under the browser's
+// wasm memory limits. All arithmetic is 64-bit and saturating (size_t is 32 bits on wasm32).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace tessera {
+
+// Output core edge and halo (context) edge of a cubic tile, in voxels.
+struct TileConfig {
+  uint32_t core = 128;  // native default
+  uint32_t halo = 8;
+};
+
+// What one network costs: patch edges must be multiples of divisor; activations per patch voxel.
+struct TileCost {
+  uint32_t divisor = 1;
+  uint64_t bytes_per_voxel = 1100;  // the reference engine's budgeting figure
+};
+
+// Activations of all tiles in flight together.
+inline constexpr uint64_t WASM_TILE_ACTIVATION_BUDGET = 1'500'000'000ull;
+// One patch over this is refused up front: near the heap ceiling a run stalls instead of failing.
+inline constexpr uint64_t WASM_MAX_PATCH_ACTIVATION_BYTES = 2'500'000'000ull;
+// The 32-bit wasm heap ceiling (4 GiB).
+inline constexpr uint64_t WASM_HEAP_CEILING_BYTES = 4ull << 30;
+
+// Where the tiles run: natively every pool thread may hold a tile; in wasm the budget caps them.
+enum class Target { Native, Wasm };
+#ifdef __EMSCRIPTEN__
+inline constexpr Target kBuildTarget = Target::Wasm;
+#else
+inline constexpr Target kBuildTarget = Target::Native;
+#endif
+
+// Saturating 64-bit helpers (results clamp at UINT64_MAX instead of wrapping).
+uint64_t saturating_add(uint64_t a, uint64_t b);
+uint64_t saturating_mul(uint64_t a, uint64_t b);
+
+// Patch edge: core + 2·halo rounded up to the divisor.
+// A divisor of 0 is treated as 1.
+uint64_t tile_patch_size(TileConfig cfg, uint32_t divisor);
+
+// Activation bytes of one cubic patch of the given edge.
+uint64_t patch_bytes(uint64_t edge, uint64_t bytes_per_voxel);
+
+// Activation bytes of one tile of this config and cost.
+uint64_t tile_bytes(TileConfig cfg, TileCost cost);
+
+// Largest cubic patch edge whose activations fit WASM_MAX_PATCH_ACTIVATION_BYTES.
+// bytes_per_voxel 0 is treated as 1.
+uint64_t max_wasm_patch_edge(uint64_t bytes_per_voxel);
+
+// How many tiles fit WASM_TILE_ACTIVATION_BUDGET together (at least 1).
+uint64_t tiles_within_wasm_budget(TileConfig cfg, TileCost cost);
+
+// Tiles in flight in wasm: min(threads, tiles_within_wasm_budget), at least 1.
+uint32_t wasm_tiles_in_flight(TileConfig cfg, TileCost cost, uint32_t threads);
+
+// Tiles in flight for a pool of the given size: native the pool, wasm min(pool, budget); at least 1.
+uint32_t tile_concurrency(TileConfig cfg, TileCost cost, uint32_t pool, Target target = kBuildTarget);
+
+// The verdict on one config against the single-patch limit, with advice when refused.
+struct PatchFit {
+  bool fits = false;
+  uint64_t patch_edge = 0;    // the patch this config asks for
+  uint64_t bytes = 0;         // its activation bytes
+  uint64_t largest_edge = 0;  // largest patch edge that fits, rounded down to the divisor
+  uint64_t largest_core = 0;  // at this halo; 0 when the halo alone leaves no room
+  std::string message;        // empty when it fits
+};
+
+// Judges a config against WASM_MAX_PATCH_ACTIVATION_BYTES and explains a refusal.
+PatchFit wasm_patch_fit(TileConfig cfg, TileCost cost);
+
+// Throws Error(BudgetExceeded) with wasm_patch_fit's message when the patch does not fit.
+void check_wasm_patch_fits(TileConfig cfg, TileCost cost);
+
+// Throws Error(InvalidArgument) for a config that cannot tile (core 0, absurd sizes).
+void validate_tile_config(TileConfig cfg);
+
+// "3.28 GB" style rendering (decimal GB, 2 decimals), as used in every budget message.
+std::string format_gb(uint64_t bytes);
+
+}  // namespace tessera

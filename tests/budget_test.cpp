@@ -1,0 +1,122 @@
+#include "tessera/budget.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+
+#include "tessera/error.h"
+
+using namespace tessera;
+
+namespace {
+constexpr uint64_t kBpv = 1100;  // the reference engine's budgeting figure
+TileCost cost(uint32_t divisor) { return TileCost{divisor, kBpv}; }
+
+std::string refusal(TileConfig cfg, TileCost c) {
+  try {
+    check_wasm_patch_fits(cfg, c);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::BudgetExceeded);
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(Budget, PatchSizeRoundsUpToDivisor) {
+  EXPECT_EQ(tile_patch_size({56, 4}, 8), 64u);
+  EXPECT_EQ(tile_patch_size({121, 4}, 8), 136u);
+  EXPECT_EQ(tile_patch_size({121, 4}, 1), 129u);
+  EXPECT_EQ(tile_patch_size({5, 0}, 16), 16u);
+  EXPECT_EQ(tile_patch_size({5, 0}, 0), 5u);  // divisor 0 treated as 1
+}
+
+TEST(Budget, MaxPatchEdgeFor1100BytesPerVoxel) {
+  EXPECT_EQ(max_wasm_patch_edge(1100), 131u);
+  // Check the defining property directly, not only the number.
+  EXPECT_LE(patch_bytes(131, 1100), WASM_MAX_PATCH_ACTIVATION_BYTES);
+  EXPECT_GT(patch_bytes(132, 1100), WASM_MAX_PATCH_ACTIVATION_BYTES);
+}
+
+TEST(Budget, TilesWithinBudget) {
+  EXPECT_EQ(tiles_within_wasm_budget({56, 4}, cost(1)), 5u);
+  EXPECT_EQ(tiles_within_wasm_budget({24, 4}, cost(1)), 41u);
+  EXPECT_EQ(tiles_within_wasm_budget({120, 4}, cost(1)), 1u);
+  EXPECT_EQ(tiles_within_wasm_budget({128, 8}, cost(1)), 1u);
+  EXPECT_EQ(tiles_within_wasm_budget({192, 32}, cost(1)), 1u);
+}
+
+TEST(Budget, TilesInFlightIsMinOfThreadsAndBudget) {
+  EXPECT_EQ(wasm_tiles_in_flight({56, 4}, cost(8), 2), 2u);
+  EXPECT_EQ(wasm_tiles_in_flight({56, 4}, cost(8), 16), 5u);
+  EXPECT_EQ(wasm_tiles_in_flight({56, 4}, cost(8), 0), 1u);
+  EXPECT_EQ(tile_concurrency({56, 4}, cost(8), 16, Target::Native), 16u);
+  EXPECT_EQ(tile_concurrency({56, 4}, cost(8), 16, Target::Wasm), 5u);
+  EXPECT_EQ(tile_concurrency({56, 4}, cost(8), 0, Target::Native), 1u);
+}
+
+TEST(Budget, PatchFitsWithDivisor8) {
+  EXPECT_NO_THROW(check_wasm_patch_fits({56, 4}, cost(8)));
+  EXPECT_NO_THROW(check_wasm_patch_fits({120, 4}, cost(8)));
+  const std::string m = refusal({121, 4}, cost(8));
+  EXPECT_NE(m.find("136³"), std::string::npos) << m;
+}
+
+TEST(Budget, PatchFitsWithDivisor1) {
+  EXPECT_NO_THROW(check_wasm_patch_fits({123, 4}, cost(1)));
+  EXPECT_NE(refusal({124, 4}, cost(1)).find("132³"), std::string::npos);
+}
+
+TEST(Budget, NativeDefaultRefusedWithAdvice) {
+  const std::string m = refusal(TileConfig{}, cost(8));
+  EXPECT_NE(m.find("144³"), std::string::npos) << m;
+  EXPECT_NE(m.find("largest core that fits is 112"), std::string::npos) << m;
+  EXPECT_NE(m.find("largest patch that fits is 128³"), std::string::npos) << m;
+  EXPECT_NE(m.find("3.28 GB"), std::string::npos) << m;  // 144³ · 1100 B
+  // The advice itself must be true: the suggested core fits, one more does not.
+  EXPECT_NO_THROW(check_wasm_patch_fits({112, 8}, cost(8)));
+  EXPECT_THROW(check_wasm_patch_fits({113, 8}, cost(8)), Error);
+}
+
+TEST(Budget, HugeHaloSaysReduceTheHalo) {
+  const std::string m = refusal({8, 64}, cost(8));
+  EXPECT_NE(m.find("reduce the halo"), std::string::npos) << m;
+  EXPECT_EQ(m.find("largest core that fits"), std::string::npos) << m;
+  const PatchFit fit = wasm_patch_fit({8, 64}, cost(8));
+  EXPECT_EQ(fit.largest_core, 0u);
+  // The suggested maximum halo leaves room for a 1-voxel core within the largest patch.
+  EXPECT_NE(m.find("at most 63"), std::string::npos) << m;
+}
+
+TEST(Budget, CountNeverRisesAsCoreGrows) {
+  for (uint32_t divisor : {1u, 8u, 16u}) {
+    uint64_t previous = std::numeric_limits<uint64_t>::max();
+    for (uint32_t core = 8; core <= 200; ++core) {
+      const uint64_t n = tiles_within_wasm_budget({core, 4}, cost(divisor));
+      EXPECT_LE(n, previous) << "core " << core << " divisor " << divisor;
+      EXPECT_GE(n, 1u);
+      previous = n;
+    }
+  }
+}
+
+TEST(Budget, DegenerateConfigsNeitherCrashNorWrap) {
+  // core 0, halo 0: a zero-size patch costs nothing; the count saturates instead of dividing by 0.
+  EXPECT_EQ(tile_patch_size({0, 0}, 8), 0u);
+  EXPECT_EQ(tile_bytes({0, 0}, cost(8)), 0u);
+  EXPECT_EQ(tiles_within_wasm_budget({0, 0}, cost(8)), std::numeric_limits<uint64_t>::max());
+  EXPECT_GE(wasm_tiles_in_flight({0, 0}, cost(8), 4), 1u);
+  EXPECT_THROW(validate_tile_config({0, 4}), Error);
+  // Huge core: 64-bit products that would wrap on 32-bit size_t saturate instead.
+  const TileConfig huge{std::numeric_limits<uint32_t>::max(), std::numeric_limits<uint32_t>::max()};
+  EXPECT_EQ(tile_bytes(huge, cost(8)), std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(tiles_within_wasm_budget(huge, cost(8)), 1u);
+  EXPECT_FALSE(wasm_patch_fit(huge, cost(8)).fits);
+  EXPECT_THROW(validate_tile_config(huge), Error);
+  // 2048³ · 1100 is 9.4e12: above 2^32, so a 32-bit product would have wrapped to a small number.
+  EXPECT_EQ(patch_bytes(2048, 1100), 2048ull * 2048ull * 2048ull * 1100ull);
+  EXPECT_EQ(saturating_mul(std::numeric_limits<uint64_t>::max(), 2), std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(saturating_add(std::numeric_limits<uint64_t>::max(), 1), std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(max_wasm_patch_edge(0), max_wasm_patch_edge(1));
+}
