@@ -1,0 +1,81 @@
+// The model registry: the one source of truth for every network Tessera knows
+// (facts from shared/docs/models.md). JavaScript asks for it through the bindings.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "tessera/budget.h"
+
+namespace tessera {
+
+enum class ModelKind {
+  FieldToChi,       // fully convolutional local field -> chi: overlap-tileable
+  PhysicsLoop,      // an algorithm around the net; tiled = whole algorithm per patch (off-design)
+  NativePatches,    // the network fixes its own patching; ignores the user's tile settings
+  WholeVolumeOnly,  // from wrapped phase; never tiled
+};
+
+const char* model_kind_name(ModelKind kind);
+
+// Zero-padding rule of whole-volume runs: which side gets the smaller half of the padding.
+enum class PadRule { SmallerHalfLow, LargerHalfLow };
+
+// Network input = (field - input_mean) / input_std; chi = output_scale * output + output_offset.
+struct Normalization {
+  double input_mean = 0.0;
+  double input_std = 1.0;
+  double output_scale = 1.0;
+  double output_offset = 0.0;
+};
+
+struct WeightsFile {
+  std::string_view file;    // name under the official base URL
+  uint64_t bytes = 0;       // 0: not recorded
+  std::string_view sha256;  // empty: not recorded
+};
+
+struct ModelSpec {
+  std::string_view id;
+  std::string_view name;
+  ModelKind kind = ModelKind::FieldToChi;
+  uint32_t divisor = 1;
+  uint64_t bytes_per_voxel = 1100;  // tile cost: live activation bytes per patch voxel
+  bool cost_provisional = true;     // true until measured in ONNX Runtime Web
+  std::string_view cost_source;     // how the figure was obtained
+  uint32_t input_channels = 1;
+  uint32_t output_channels = 1;
+  std::string_view input;   // what the network takes, in words
+  std::string_view output;  // what it gives
+  Normalization norm;
+  PadRule pad = PadRule::SmallerHalfLow;
+  std::array<WeightsFile, 2> weights;  // unused entries have an empty file
+  std::string_view licence;
+  std::string_view citation;
+  std::string_view notes;
+
+  bool tileable() const { return kind == ModelKind::FieldToChi || kind == ModelKind::PhysicsLoop; }
+  TileCost tile_cost() const { return TileCost{divisor, bytes_per_voxel}; }
+};
+
+// Base URL of the official ONNX exports.
+inline constexpr std::string_view kOfficialWeightsBase = "https://huggingface.co/qsmxt/qsm-onnx-weights/resolve/main/";
+
+// Every registered network, in a stable order.
+std::span<const ModelSpec> model_registry();
+
+// The network with this id, or nullptr.
+const ModelSpec* find_model(std::string_view id);
+
+// The network with this id.
+// Throws Error(InvalidArgument) naming the known ids when the id is unknown.
+const ModelSpec& model_spec(std::string_view id);
+
+// Tile cost of a tileable network.
+// Throws Error(InvalidArgument) for an unknown id or a network that cannot be tiled.
+TileCost tile_cost_of(std::string_view id);
+
+}  // namespace tessera

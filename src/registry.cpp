@@ -1,0 +1,252 @@
+#include "tessera/registry.h"
+
+#include <string>
+
+#include "tessera/error.h"
+
+namespace tessera {
+
+namespace {
+
+constexpr std::string_view kTractCost =
+    "provisional: live activation bytes per voxel measured for the Rust engine (tract) at a 64³ patch "
+    "(shared/docs/models.md), not yet measured in ONNX Runtime Web";
+constexpr std::string_view kDefaultCost =
+    "provisional: no measurement; the reference engine's budgeting figure of 1100 B/voxel";
+
+// The registry itself. Facts from shared/docs/models.md; keep this the only copy.
+const ModelSpec kModels[] = {
+    {
+        .id = "xqsm",
+        .name = "xQSM",
+        .kind = ModelKind::FieldToChi,
+        .divisor = 8,
+        .bytes_per_voxel = 1028,
+        .cost_source = kTractCost,
+        .input = "local field (ppm), no normalisation",
+        .output = "chi (ppm), no scaling (global residual inside the graph)",
+        .weights = {{{"xqsm.onnx", 20901826, "81854ec2ca85bba25c2f9aae05efdcac299d0efffb03fe6a0e6797019e46b487"}}},
+        .licence = "not stated in models.md: check the upstream repository before redistribution",
+        .citation = "Gao Y, Zhu X, Moffat BA, et al. xQSM: quantitative susceptibility mapping with octave "
+                    "convolutional and noise-regularized neural networks. NMR Biomed. 2021;34:e4461",
+    },
+    {
+        .id = "qsmnet",
+        .name = "QSMnet",
+        .kind = ModelKind::FieldToChi,
+        .divisor = 16,
+        .bytes_per_voxel = 563,
+        .cost_source = kTractCost,
+        .input = "local field (ppm), normalised (f - 0) / 0.01",
+        .output = "chi (ppm) = 0.0317 · output + 0",
+        .norm = {0.0, 0.01, 0.0317, 0.0},
+        .weights = {{{"qsmnet.onnx", 397801854, "8fd1d79b7a9258a262a2faab9e8469757ae7735f3da6212e431acfb207c21b54"}}},
+        .licence = "academic research only",
+        .citation = "Yoon J, Gong E, Chatnuntawech I, et al. Quantitative susceptibility mapping using deep "
+                    "neural network: QSMnet. NeuroImage. 2018;179:199-206",
+    },
+    {
+        .id = "qsmnet-plus",
+        .name = "QSMnet+",
+        .kind = ModelKind::FieldToChi,
+        .divisor = 16,
+        .bytes_per_voxel = 563,
+        .cost_source = "provisional: QSMnet's tract figure (same architecture), not yet measured in ONNX Runtime Web",
+        .input = "local field (ppm), normalised (f - 0) / 0.0205",
+        .output = "chi (ppm) = 0.0734 · output + 0",
+        .norm = {0.0, 0.0205, 0.0734, 0.0},
+        .weights = {{{"qsmnet-plus.onnx", 397801854,
+                      "0ed31f9a1b66f75fee4a96022b6bc3838b91bc5b819714dade5ca87cd331683d"}}},
+        .licence = "academic research only",
+        .citation = "Jung W, Yoon J, Ji S, et al. Exploring linearity of deep neural network trained QSM: "
+                    "QSMnet+. NeuroImage. 2020;211:116619",
+    },
+    {
+        .id = "ir2qsm",
+        .name = "IR2QSM",
+        .kind = ModelKind::FieldToChi,
+        .divisor = 8,
+        .bytes_per_voxel = 357,
+        .cost_source = kTractCost,
+        .input = "local field (ppm)",
+        .output = "chi (ppm)",
+        .pad = PadRule::LargerHalfLow,
+        .weights = {{{"ir2qsm.onnx", 40259354, "dcaf7a26d6633900f339f94be16d580ccea6147bbf6da26eacb9a5e1acdc0c53"}}},
+        .licence = "not stated in models.md: check the upstream repository before redistribution",
+        .citation = "Li M, Chen C, Xiong Z, et al. Quantitative susceptibility mapping via deep neural networks "
+                    "with iterative reverse concatenations and recurrent modules. Med Phys. 2025 "
+                    "(doi:10.1002/mp.17747)",
+    },
+    {
+        .id = "lpcnn",
+        .name = "LPCNN",
+        .kind = ModelKind::PhysicsLoop,
+        .divisor = 8,
+        .bytes_per_voxel = 396,
+        .cost_source = kTractCost,
+        .input = "local field (ppm) and mask; 3 proximal-gradient iterations around the net",
+        .output = "chi (ppm)",
+        .weights = {{{"lpcnn.onnx", 1790869, "831f2a161f6ab8ee7bf64cc2dd8bca532fc971d0083cf5729d6302d3ed31625d"}}},
+        .licence = "not stated in models.md: check the upstream repository before redistribution",
+        .citation = "Lai KW, Aggarwal M, van Zijl P, Li X, Sulam J. Learned proximal networks for quantitative "
+                    "susceptibility mapping. MICCAI 2020",
+        .notes = "tiled mode runs the whole physics loop per patch: off-design, results approximate",
+    },
+    {
+        .id = "modl-qsm",
+        .name = "MoDL-QSM",
+        .kind = ModelKind::PhysicsLoop,
+        .divisor = 1,
+        .bytes_per_voxel = 1100,
+        .cost_source = kDefaultCost,
+        .input_channels = 2,
+        .output_channels = 2,
+        .input = "local field (ppm) and mask; 1 mm isotropic, even dims; 3 model-based iterations",
+        .output = "chi (ppm): channel 0 · mask",
+        .weights = {{{"modl-qsm.onnx", 1794143, "1f8da7d39eaaa4c3f0f9e67298fba5f14230e769cfd6349c81d0b74a6f800c57"}}},
+        .licence = "not stated in models.md: check the upstream repository before redistribution",
+        .citation = "Feng R, Zhao J, Wang H, et al. MoDL-QSM: model-based deep learning for quantitative "
+                    "susceptibility mapping. NeuroImage. 2021;240:118376",
+        .notes = "tiled mode runs the whole physics loop per patch: off-design, results approximate",
+    },
+    {
+        .id = "nextqsm",
+        .name = "NeXtQSM",
+        .kind = ModelKind::PhysicsLoop,
+        .divisor = 64,
+        .bytes_per_voxel = 515,
+        .cost_source = "provisional: the VJP network's tract figure (shared/docs/models.md), not yet measured in "
+                       "ONNX Runtime Web",
+        .input = "total field (ppm) and mask; does its own background removal; 6 unrolled steps",
+        .output = "chi (ppm)",
+        .weights = {{{"nextqsm-bf.onnx", 113211474, "d0f0b0391153f8e5e07ef85d46fbe492afc8394fab008350540a6868d0b4a3ba"},
+                     {"nextqsm-vjp.onnx", 42437407, "50fe388663c05b1d3996139975270e500e13feb025f1b792576dbc0da814a4bc"}}},
+        .licence = "MIT",
+        .citation = "Cognolato F, O'Brien K, Jin J, et al. NeXtQSM: a complete deep learning pipeline for "
+                    "data-consistent quantitative susceptibility mapping trained with hybrid data. Med Image Anal. "
+                    "2023;84:102700",
+        .notes = "tiled mode runs the whole physics loop per patch: off-design, results approximate",
+    },
+    {
+        .id = "autoqsm",
+        .name = "AutoQSM",
+        .kind = ModelKind::NativePatches,
+        .divisor = 1,
+        .bytes_per_voxel = 1100,
+        .cost_source = kDefaultCost,
+        .input = "total field (ppm); fixed 64³ in, central 32³ out, stride 24, 8-voxel linear blend, "
+                 "edge-replicate padding",
+        .output = "chi (ppm)",
+        .weights = {{{"autoqsm.onnx", 5609662, "c2f23c6ae735fd1677e8623da22cb6f25b4a932ae50ba1ef08a75439e240977e"}}},
+        .licence = "not stated in models.md: check the upstream repository before redistribution",
+        .citation = "Wei H, Cao S, Zhang Y, et al. Learning-based single-step quantitative susceptibility "
+                    "mapping reconstruction without brain extraction. NeuroImage. 2019;202:116064",
+        .notes = "patches are fixed by the network: the user's tile settings do not apply",
+    },
+    {
+        .id = "qsmgan",
+        .name = "QSMGAN",
+        .kind = ModelKind::NativePatches,
+        .divisor = 1,
+        .bytes_per_voxel = 1100,
+        .cost_source = kDefaultCost,
+        .input = "local field (ppm) · -100; 64³ in, 48³ out at stride 48",
+        .output = "chi (ppm) = atanh(clip(output, ±0.999999)) / 10",
+        .norm = {0.0, -0.01, 1.0, 0.0},
+        .weights = {{{"qsmgan.onnx", 10753955, "238573a6fa8a563004fc28e63a30694289d1a1a204f3c406daba486b1122d604"}}},
+        .licence = "MIT",
+        .citation = "Chen Y, Jakary A, Avadiappan S, Hess CP, Lupo JM. QSMGAN: improved quantitative "
+                    "susceptibility mapping using 3D generative adversarial networks with increased receptive "
+                    "field. NeuroImage. 2020;207:116389",
+        .notes = "patches are fixed by the network: the user's tile settings do not apply",
+    },
+    {
+        .id = "iqsm",
+        .name = "iQSM",
+        .kind = ModelKind::WholeVolumeOnly,
+        .divisor = 16,
+        .bytes_per_voxel = 1100,
+        .cost_source = kDefaultCost,
+        .input = "wrapped phase · -1 (rad), eroded mask, TE (s), B0 (T), border shell",
+        .output = "chi (ppm)",
+        .weights = {{{"iqsm.onnx", 0, ""}}},
+        .licence = "not stated in models.md: check the upstream repository before redistribution",
+        .citation = "Gao Y, Xiong Z, Fazlollahi A, et al. Instant tissue field and magnetic susceptibility "
+                    "mapping from MRI raw phase using Laplacian enhanced deep neural networks. NeuroImage. "
+                    "2022;259:119410",
+        .notes = "whole-volume only (17.2-17.7 MB weights; size and sha256 not recorded in models.md)",
+    },
+    {
+        .id = "iqfm",
+        .name = "iQFM",
+        .kind = ModelKind::WholeVolumeOnly,
+        .divisor = 16,
+        .bytes_per_voxel = 1100,
+        .cost_source = kDefaultCost,
+        .input = "wrapped phase · -1 (rad), eroded mask, TE (s), B0 (T), border shell",
+        .output = "local field (ppm)",
+        .weights = {{{"iqfm.onnx", 0, ""}}},
+        .licence = "not stated in models.md: check the upstream repository before redistribution",
+        .citation = "Gao Y, Xiong Z, Fazlollahi A, et al. Instant tissue field and magnetic susceptibility "
+                    "mapping from MRI raw phase using Laplacian enhanced deep neural networks. NeuroImage. "
+                    "2022;259:119410",
+        .notes = "whole-volume only (17.2-17.7 MB weights; size and sha256 not recorded in models.md)",
+    },
+    {
+        .id = "iqsm-plus",
+        .name = "iQSM+",
+        .kind = ModelKind::WholeVolumeOnly,
+        .divisor = 16,
+        .bytes_per_voxel = 1100,
+        .cost_source = kDefaultCost,
+        .input = "wrapped phase · -1 (rad), eroded mask, TE (s), B0 (T), border shell, B0 direction",
+        .output = "chi (ppm)",
+        .weights = {{{"iqsm-plus.onnx", 0, ""}}},
+        .licence = "not stated in models.md: check the upstream repository before redistribution",
+        .citation = "Gao Y, Xiong Z, Shan S, et al. Plug-and-play latent feature editing for orientation-adaptive "
+                    "quantitative susceptibility mapping neural networks. Med Image Anal. 2024",
+        .notes = "whole-volume only (17.2-17.7 MB weights; size and sha256 not recorded in models.md)",
+    },
+};
+
+}  // namespace
+
+const char* model_kind_name(ModelKind kind) {
+  switch (kind) {
+    case ModelKind::FieldToChi: return "field-to-chi";
+    case ModelKind::PhysicsLoop: return "physics-loop";
+    case ModelKind::NativePatches: return "native-patches";
+    case ModelKind::WholeVolumeOnly: return "whole-volume-only";
+  }
+  return "unknown";
+}
+
+std::span<const ModelSpec> model_registry() { return kModels; }
+
+const ModelSpec* find_model(std::string_view id) {
+  for (const ModelSpec& m : kModels) {
+    if (m.id == id) return &m;
+  }
+  return nullptr;
+}
+
+const ModelSpec& model_spec(std::string_view id) {
+  if (const ModelSpec* m = find_model(id)) return *m;
+  std::string known;
+  for (const ModelSpec& m : kModels) {
+    if (!known.empty()) known += ", ";
+    known += m.id;
+  }
+  throw Error(ErrorCode::InvalidArgument, "unknown model '" + std::string(id) + "'; known models: " + known);
+}
+
+TileCost tile_cost_of(std::string_view id) {
+  const ModelSpec& m = model_spec(id);
+  if (!m.tileable()) {
+    throw Error(ErrorCode::InvalidArgument, "model '" + std::string(id) + "' (" + model_kind_name(m.kind) +
+                                                ") cannot be tiled with user settings: " + std::string(m.notes));
+  }
+  return m.tile_cost();
+}
+
+}  // namespace tessera
