@@ -1,0 +1,173 @@
+// One pool worker: one ONNX Runtime Web instance (wasm backend) with ONE InferenceSession, running one
+// tile at a time. Started by pool.js; the same file runs as a node worker_thread and a browser module Worker.
+//
+// Protocol (pool → worker):
+//   {type:'init', model: Uint8Array, ortModuleUrl, wasmPaths?, numThreads, inputName?, outputName?,
+//    slots?: SharedArrayBuffer, slotIndex}
+//   {type:'run', seq, tile, input: Float32Array, dims: number[], hook?: 'crash'|'stall'|'fail'|'oom'}
+// (worker → pool):
+//   {type:'ready', inputName, outputName, inputNames, outputNames, heapBytes}
+//   {type:'init-error', message}
+//   {type:'start', seq, t}               (the run has begun in this worker)
+//   {type:'result', seq, output: Float32Array (transferred), dims, seconds, heapBytes, t}
+//   {type:'error', seq, message, name, oom, heapBytes, t}
+//
+// Heap measurement: ONNX Runtime Web 1.30.0 does not expose its emscripten Module object (wasm-factory.ts
+// keeps it in a closure; only `getInstance()` inside the bundle sees it). Its threaded wasm build creates its
+// memory in JS — `new WebAssembly.Memory({initial:256, maximum:65536, shared:true})` in
+// dist/ort-wasm-simd-threaded.mjs — and grows it with `memory.grow()`. Before importing ORT, this worker
+// wraps the WebAssembly.Memory constructor (and WebAssembly.instantiate*, for exported memories) to keep a
+// reference to every Memory created in this worker's realm; heapBytes = the largest `memory.buffer.byteLength`
+// read at the moment of reporting (read and dropped at once: no view is kept). Wasm memory never shrinks, so the
+// value after each run is also that instance's high-water mark.
+import { workerPort, dieNow } from './platform.js';
+
+const memories = new Set();
+
+function installMemoryProbe() {
+  const WA = globalThis.WebAssembly;
+  if (!WA || WA.Memory.__tesseraProbe) return;
+  const RealMemory = WA.Memory;
+  const Probe = new Proxy(RealMemory, {
+    construct(target, args, newTarget) {
+      const mem = Reflect.construct(target, args, newTarget === Probe ? target : newTarget);
+      memories.add(mem);
+      return mem;
+    },
+    get(target, prop, receiver) {
+      if (prop === '__tesseraProbe') return true;
+      return Reflect.get(target, prop, receiver);
+    },
+  });
+  WA.Memory = Probe;
+  const noteExports = (result) => {
+    const inst = result?.instance ?? result;
+    for (const v of Object.values(inst?.exports ?? {})) if (v instanceof RealMemory) memories.add(v);
+    return result;
+  };
+  for (const fn of ['instantiate', 'instantiateStreaming']) {
+    const real = WA[fn];
+    if (typeof real !== 'function') continue;
+    WA[fn] = function (...args) {
+      return real.apply(this, args).then(noteExports);
+    };
+  }
+}
+
+/** Current (= high-water: wasm memories never shrink) bytes of this worker's ORT wasm heap. */
+function heapBytes() {
+  let max = 0;
+  for (const m of memories) {
+    const n = m.buffer.byteLength;
+    if (n > max) max = n;
+  }
+  return max;
+}
+
+const OOM_RE = /out of memory|\boom\b|bad_alloc|allocation failed|cannot enlarge memory|could not allocate|failed to allocate|memory access out of bounds/i;
+
+function isOom(e) {
+  return e instanceof RangeError || OOM_RE.test(String(e?.message ?? e));
+}
+
+installMemoryProbe();
+const port = workerPort();
+let ort = null;
+let session = null;
+let inputName = null;
+let outputName = null;
+let slots = null;
+let slotIndex = 0;
+const now = () => performance.timeOrigin + performance.now();
+
+/** Mark this worker as running in the shared slot table and raise the shared max-in-flight (slot 0). */
+function markRunning(on) {
+  if (!slots) return;
+  Atomics.store(slots, 1 + slotIndex, on ? 1 : 0);
+  if (!on) return;
+  let n = 0;
+  for (let i = 1; i < slots.length; i++) n += Atomics.load(slots, i);
+  for (;;) {
+    const cur = Atomics.load(slots, 0);
+    if (n <= cur || Atomics.compareExchange(slots, 0, cur, n) === cur) break;
+  }
+}
+
+async function init(msg) {
+  try {
+    if (msg.slots) {
+      slots = new Int32Array(msg.slots);
+      slotIndex = msg.slotIndex;
+    }
+    ort = await import(msg.ortModuleUrl);
+    ort.env.wasm.numThreads = msg.numThreads;
+    if (msg.wasmPaths) ort.env.wasm.wasmPaths = msg.wasmPaths;
+    ort.env.logLevel = 'error';
+    session = await ort.InferenceSession.create(msg.model, {
+      executionProviders: ['wasm'],
+      graphOptimizationLevel: 'all',
+    });
+    inputName = msg.inputName ?? session.inputNames[0];
+    outputName = msg.outputName ?? session.outputNames[0];
+    if (!session.inputNames.includes(inputName))
+      throw new Error(`the network has no input '${inputName}' (inputs: ${session.inputNames.join(', ')})`);
+    if (!session.outputNames.includes(outputName))
+      throw new Error(`the network has no output '${outputName}' (outputs: ${session.outputNames.join(', ')})`);
+    port.post({
+      type: 'ready',
+      inputName,
+      outputName,
+      inputNames: [...session.inputNames],
+      outputNames: [...session.outputNames],
+      heapBytes: heapBytes(),
+    });
+  } catch (e) {
+    port.post({ type: 'init-error', message: String(e?.message ?? e), oom: isOom(e), heapBytes: heapBytes() });
+  }
+}
+
+async function run(msg) {
+  const { seq, tile, dims, hook } = msg;
+  markRunning(true);
+  port.post({ type: 'start', seq, t: now() });
+  if (hook === 'crash') dieNow(1, `test hook: worker crashed on tile ${tile}`);
+  if (hook === 'stall') {
+    // Block this thread without burning CPU, like a run that never returns; only terminate() ends it.
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
+  }
+  try {
+    if (hook === 'fail') throw new Error(`test hook: ONNX Runtime error on tile ${tile}`);
+    if (hook === 'oom') throw new RangeError('test hook: WebAssembly.Memory(): could not allocate memory');
+    const t0 = performance.now();
+    const feeds = { [inputName]: new ort.Tensor('float32', msg.input, dims) };
+    const results = await session.run(feeds, [outputName]);
+    const seconds = (performance.now() - t0) / 1000;
+    const out = results[outputName];
+    let data = out.data;
+    if (!(data instanceof Float32Array)) throw new Error(`the network's output is ${out.type}, expected float32`);
+    if (data.byteOffset !== 0 || data.byteLength !== data.buffer.byteLength || !(data.buffer instanceof ArrayBuffer))
+      data = data.slice(); // own, whole, transferable buffer
+    for (const k of Object.keys(results)) results[k].dispose?.();
+    markRunning(false);
+    port.post(
+      { type: 'result', seq, output: data, dims: Array.from(out.dims, Number), seconds, heapBytes: heapBytes(), t: now() },
+      [data.buffer],
+    );
+  } catch (e) {
+    markRunning(false);
+    port.post({
+      type: 'error',
+      seq,
+      message: String(e?.message ?? e),
+      name: e?.name ?? 'Error',
+      oom: isOom(e),
+      heapBytes: heapBytes(),
+      t: now(),
+    });
+  }
+}
+
+port.onMessage((msg) => {
+  if (msg?.type === 'init') init(msg);
+  else if (msg?.type === 'run') run(msg);
+});

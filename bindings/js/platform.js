@@ -1,0 +1,121 @@
+// Tiny adapter so the worker pool runs unchanged on node worker_threads and browser Web Workers.
+//
+// Main side:   createWorker(url, { name }) → { postMessage, onMessage, onError, onExit, terminate }
+// Worker side: workerPort() → { post, onMessage }
+// Both:        isNode, canShareMemory(), hardwareConcurrency()
+
+/** True under node (main thread or worker_threads), false in browsers (page or Web Worker). */
+export const isNode =
+  typeof process === 'object' && process !== null && !!process.versions?.node && typeof window === 'undefined' &&
+  typeof globalThis.WorkerGlobalScope === 'undefined';
+
+const threads = isNode ? await import('node:worker_threads') : null;
+const os = isNode ? await import('node:os') : null;
+
+/**
+ * True when SharedArrayBuffers can be created and posted to workers (node; browsers only when the page
+ * is cross-origin isolated — the same condition ONNX Runtime Web needs for multi-threading).
+ */
+export function canShareMemory() {
+  if (typeof SharedArrayBuffer === 'undefined') return false;
+  return isNode || globalThis.crossOriginIsolated === true;
+}
+
+/** Logical cores available to this page/process (>= 1). */
+export function hardwareConcurrency() {
+  if (isNode) return Math.max(1, os.availableParallelism?.() ?? os.cpus().length);
+  return Math.max(1, globalThis.navigator?.hardwareConcurrency ?? 1);
+}
+
+/**
+ * Start a module worker. Precondition: `url` is a URL (or href) of an ES module.
+ * The returned handle normalises the events: onMessage(data), onError(Error), onExit(code) — onExit
+ * fires exactly once, on node when the thread has really exited, in browsers when terminate() is called
+ * (browsers have no exit event).
+ * @param {URL|string} url
+ * @param {{name?: string}} [opts]
+ */
+export function createWorker(url, { name } = {}) {
+  const listeners = { message: [], error: [], exit: [] };
+  const emit = (type, v) => {
+    for (const cb of listeners[type]) cb(v);
+  };
+  let exited = false;
+  let exitResolve;
+  const exitPromise = new Promise((r) => (exitResolve = r));
+  const fireExit = (code) => {
+    if (exited) return;
+    exited = true;
+    emit('exit', code);
+    exitResolve(code);
+  };
+  let w;
+  if (isNode) {
+    w = new threads.Worker(url instanceof URL ? url : new URL(url), { name, workerData: { tessera: true } });
+    w.on('message', (d) => emit('message', d));
+    w.on('error', (e) => emit('error', e instanceof Error ? e : new Error(String(e))));
+    w.on('messageerror', (e) => emit('error', new Error(`message could not be deserialised: ${e?.message ?? e}`)));
+    w.on('exit', (code) => fireExit(code));
+  } else {
+    w = new Worker(url, { type: 'module', name });
+    w.addEventListener('message', (e) => emit('message', e.data));
+    w.addEventListener('error', (e) => {
+      e.preventDefault?.();
+      emit('error', new Error(e.message || 'the worker failed (error event)'));
+    });
+    w.addEventListener('messageerror', () => emit('error', new Error('message could not be deserialised')));
+  }
+  return {
+    postMessage(msg, transfer = []) {
+      w.postMessage(msg, transfer);
+    },
+    onMessage(cb) {
+      listeners.message.push(cb);
+    },
+    onError(cb) {
+      listeners.error.push(cb);
+    },
+    onExit(cb) {
+      listeners.exit.push(cb);
+    },
+    get exited() {
+      return exited;
+    },
+    /** Terminate the thread; resolves once it has exited. */
+    terminate() {
+      if (!exited) {
+        if (isNode) {
+          w.terminate().catch(() => {});
+        } else {
+          w.terminate();
+          queueMicrotask(() => fireExit(null));
+        }
+      }
+      return exitPromise;
+    },
+  };
+}
+
+/**
+ * Worker side: the channel to the thread that started this worker.
+ * @returns {{post(msg: any, transfer?: Transferable[]): void, onMessage(cb: (data: any) => void): void}}
+ */
+export function workerPort() {
+  if (isNode) {
+    const port = threads.parentPort;
+    if (!port) throw new Error('workerPort() called outside a worker thread');
+    return { post: (m, t = []) => port.postMessage(m, t), onMessage: (cb) => port.on('message', cb) };
+  }
+  return {
+    post: (m, t = []) => self.postMessage(m, t),
+    onMessage: (cb) => self.addEventListener('message', (e) => cb(e.data)),
+  };
+}
+
+/** End this worker at once (test hook "crash"): node exits the thread, a browser worker throws uncaught. */
+export function dieNow(code = 1, message = 'worker died') {
+  if (isNode) process.exit(code);
+  setTimeout(() => {
+    throw new Error(message);
+  });
+}

@@ -1,0 +1,560 @@
+// WorkerPool: K workers, each with ONE ONNX Runtime Web InferenceSession (wasm backend, T threads), that run
+// the tiles the C++ tiler produces. Same code on node worker_threads and browser module Workers.
+//
+// Data movement:
+//  - input: run() makes ONE copy of the caller's Float32Array into a pool-owned buffer. The copy is required
+//    twice over: the input is often a view on the C++ module's heap (a SharedArrayBuffer that the module may
+//    reuse or grow as soon as run() returns to it), and a tile must survive the death of its worker to be
+//    retried. Where SharedArrayBuffers can be posted (node; cross-origin-isolated pages) the pool-owned buffer
+//    is a SharedArrayBuffer, handed to the worker (and to a retry) without any further copy; ORT builds its
+//    input tensor on it directly. Elsewhere it is a plain ArrayBuffer sent by structured clone.
+//  - output: the worker TRANSFERS the output buffer (postMessage transfer list): zero copy.
+//  - model: copied once into a SharedArrayBuffer shared by all workers (else cloned per worker).
+import { createWorker, canShareMemory, isNode } from './platform.js';
+
+const DEFAULT_WATCHDOG_MS = 10 * 60 * 1000;
+const SLOT_CAPACITY = 256;
+
+function defaultOrtModuleUrl() {
+  if (isNode) return 'onnxruntime-web';
+  try {
+    // On a page, an import map may name 'onnxruntime-web'.
+    return import.meta.resolve('onnxruntime-web');
+  } catch {
+    return new URL('../../node_modules/onnxruntime-web/dist/ort.wasm.min.mjs', import.meta.url).href;
+  }
+}
+
+function poolError(message, code, extra = {}) {
+  const e = new Error(message, extra.cause !== undefined ? { cause: extra.cause } : undefined);
+  e.code = code;
+  Object.assign(e, extra);
+  return e;
+}
+
+function abortError(message) {
+  return new DOMException(message, 'AbortError');
+}
+
+function asIdSet(v) {
+  if (v === undefined || v === null) return new Set();
+  return new Set(Array.isArray(v) ? v : [v]);
+}
+
+/**
+ * A pool of ONNX Runtime Web workers running network calls (tiles) with least-pending dispatch,
+ * fault recovery (one retry on a fresh worker), a per-tile watchdog, cancellation and heap recycling.
+ */
+export class WorkerPool {
+  /**
+   * Create the pool (no worker starts until ready() or run()).
+   * Preconditions: `model` holds ONNX bytes; workers >= 1; threadsPerWorker >= 1 (> 1 needs
+   * SharedArrayBuffer: node, or a cross-origin-isolated page).
+   * @param {object} o
+   * @param {Uint8Array|ArrayBuffer} o.model ONNX bytes (copied; the caller keeps its buffer)
+   * @param {number} [o.workers=1] K, number of workers (= max runs executing at once)
+   * @param {number} [o.threadsPerWorker=1] T, env.wasm.numThreads in each worker
+   * @param {number} [o.watchdogMs=600000] per-tile stall limit, from dispatch to result
+   * @param {number} [o.recycleHeapBytes=Infinity] recycle a worker once its wasm heap passes this
+   * @param {string|object} [o.ortWasmPaths] ort.env.wasm.wasmPaths in the workers (browser: where ORT's .wasm/.mjs live)
+   * @param {string} [o.ortModuleUrl] module specifier/URL of onnxruntime-web for the workers (node default
+   *   'onnxruntime-web'; browser default import.meta.resolve('onnxruntime-web') or ../../node_modules/...)
+   * @param {string|URL} [o.workerUrl] URL of ort-worker.js (default: next to this file)
+   * @param {string} [o.inputName] network input (default: the first)
+   * @param {string} [o.outputName] network output (default: the first)
+   * @param {object} [o.testHooks] TESTS ONLY: { crashOnTile, crashTimes, stallOnTile, failOnTile, oomOnTile } —
+   *   tile ids (one or an array) on which the worker dies (process.exit / uncaught throw) after signalling start,
+   *   blocks forever (Atomics.wait), or throws an ORT-like / out-of-memory error; crashTimes (default Infinity)
+   *   bounds how many dispatches of each such tile are made to crash/fail.
+   */
+  constructor(o = {}) {
+    const { model } = o;
+    if (!(model instanceof Uint8Array) && !(model instanceof ArrayBuffer) && !(globalThis.SharedArrayBuffer && model instanceof SharedArrayBuffer))
+      throw new TypeError('WorkerPool: model must be a Uint8Array or ArrayBuffer of ONNX bytes');
+    const K = o.workers ?? 1;
+    const T = o.threadsPerWorker ?? 1;
+    if (!Number.isInteger(K) || K < 1) throw new RangeError(`WorkerPool: workers must be an integer >= 1 (got ${K})`);
+    if (!Number.isInteger(T) || T < 1) throw new RangeError(`WorkerPool: threadsPerWorker must be an integer >= 1 (got ${T})`);
+    this._K = K;
+    this._T = T;
+    this._watchdogMs = o.watchdogMs ?? DEFAULT_WATCHDOG_MS;
+    this._recycleHeapBytes = o.recycleHeapBytes ?? Infinity;
+    this._wasmPaths = o.ortWasmPaths;
+    this._ortModuleUrl = o.ortModuleUrl ?? defaultOrtModuleUrl();
+    this._workerUrl = o.workerUrl ? new URL(o.workerUrl, import.meta.url) : new URL('./ort-worker.js', import.meta.url);
+    this._inputName = o.inputName;
+    this._outputName = o.outputName;
+    const h = o.testHooks ?? {};
+    this._hooks = {
+      crash: asIdSet(h.crashOnTile),
+      stall: asIdSet(h.stallOnTile),
+      fail: asIdSet(h.failOnTile),
+      oom: asIdSet(h.oomOnTile),
+      times: h.crashTimes ?? Infinity,
+      counts: new Map(),
+    };
+    this._shared = canShareMemory();
+    const bytes = model instanceof Uint8Array ? model : new Uint8Array(model);
+    if (this._shared) {
+      this._model = new Uint8Array(new SharedArrayBuffer(bytes.byteLength));
+      this._model.set(bytes);
+      this._slots = new Int32Array(new SharedArrayBuffer(4 * (1 + SLOT_CAPACITY)));
+    } else {
+      this._model = bytes.slice();
+      this._slots = null;
+    }
+    this._handles = []; // live workers that count towards K: state 'starting' | 'idle' | 'busy'
+    this._closing = new Set(); // terminated, exit not yet observed
+    this._queue = [];
+    this._serial = 0;
+    this._seq = 0;
+    this._terminated = false;
+    this._fatal = null;
+    this._readyWaiters = [];
+    this._inFlightMsg = 0;
+    this._maxInFlightMsg = 0;
+    this._perWorker = new Map();
+    this._s = {
+      runs: 0,
+      retries: 0,
+      recycles: 0,
+      stalls: 0,
+      crashes: 0,
+      runErrors: 0,
+      ooms: 0,
+      cancelled: 0,
+      workersCreated: 0,
+      workersExited: 0,
+      heapHighWater: 0,
+    };
+  }
+
+  /**
+   * Start the missing workers (up to K) and wait until each has its session.
+   * Rejects with code 'ModelLoadFailed' ("the network could not be loaded: ...") when ORT refuses the model,
+   * 'WorkerStartFailed' when a worker dies while starting, 'PoolTerminated' after terminate().
+   * @returns {Promise<void>}
+   */
+  ready() {
+    if (this._terminated) return Promise.reject(this._terminatedError('ready'));
+    if (this._fatal) return Promise.reject(this._fatal);
+    this._spawnUpToK();
+    const starting = this._handles.filter((h) => h.state === 'starting');
+    if (starting.length === 0) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this._readyWaiters.push({ resolve, reject });
+      this._checkReady();
+    });
+  }
+
+  /**
+   * Run one tile through the network on the least-loaded free worker (queued while all are busy).
+   * Preconditions: input.length === product(dims); dims = [1, C, X, Y, Z] as the network expects. The input is
+   * copied at once (the caller may reuse/free it — e.g. a view on the wasm heap — as soon as run() returns).
+   * Resolves { output: Float32Array, dims: number[], seconds, worker, heapBytes }: `dims` are the network's
+   * real output dims — the caller must check them (a wrong-shaped network is not an error here).
+   * Rejects: DOMException 'AbortError' on cancel; Error code 'TileFailed' (naming the tile and each cause) after
+   * a retry on a fresh worker also failed; 'TileStalled' ("tile N stalled: no result after X s (watchdog)");
+   * 'ModelLoadFailed'/'WorkerStartFailed' if workers cannot start; 'PoolTerminated' after terminate().
+   * @param {{id: number|string, input: Float32Array, dims: number[], signal?: AbortSignal}} req
+   */
+  run({ id, input, dims, signal } = {}) {
+    if (this._terminated) return Promise.reject(this._terminatedError(`run(tile ${id})`));
+    if (this._fatal) return Promise.reject(this._fatal);
+    if (!(input instanceof Float32Array)) return Promise.reject(new TypeError(`tile ${id}: input must be a Float32Array`));
+    if (!Array.isArray(dims) || dims.some((d) => !Number.isInteger(d) || d < 1))
+      return Promise.reject(new TypeError(`tile ${id}: dims must be an array of positive integers`));
+    const n = dims.reduce((a, b) => a * b, 1);
+    if (n !== input.length)
+      return Promise.reject(new RangeError(`tile ${id}: input has ${input.length} values but dims [${dims}] need ${n}`));
+    if (signal?.aborted) return Promise.reject(abortError(`tile ${id} cancelled before it started`));
+
+    // The one copy (see the header): pool-owned, shared with the worker where possible.
+    let data;
+    if (this._shared) {
+      data = new Float32Array(new SharedArrayBuffer(input.byteLength));
+      data.set(input);
+    } else {
+      data = input.slice();
+    }
+    return new Promise((resolve, reject) => {
+      const job = { id, dims: [...dims], data, resolve, reject, signal, attempts: 0, freshAfter: 0, causes: [], handle: null, seq: 0, timer: null, started: false, done: false };
+      if (signal) {
+        job.onAbort = () => this._abortJob(job, `tile ${id} cancelled`);
+        signal.addEventListener('abort', job.onAbort, { once: true });
+      }
+      this._queue.push(job);
+      this._pump();
+    });
+  }
+
+  /**
+   * Cancel everything: queued tiles are dropped, busy workers terminated (ORT cannot abort inside a run) and
+   * replaced lazily (on the next run/ready); every pending run rejects with DOMException 'AbortError'.
+   * Resolves when the terminated workers have exited.
+   * @returns {Promise<void>}
+   */
+  cancelAll(reason = 'cancelled') {
+    const exits = [];
+    for (const job of [...this._queue]) this._abortJob(job, `tile ${job.id} ${reason}`);
+    for (const h of [...this._handles]) if (h.job) exits.push(this._abortJob(h.job, `tile ${h.job.id} ${reason}`));
+    return Promise.all(exits).then(() => undefined);
+  }
+
+  /**
+   * Give back the workers' never-shrinking wasm heaps: idle workers are terminated now, busy ones as soon as
+   * their tile is done; replacements start lazily (next run/ready) unless `respawn` is true.
+   * Resolves when the idle ones have exited (and, with respawn, the replacements are ready).
+   * @param {{respawn?: boolean}} [opts]
+   * @returns {Promise<void>}
+   */
+  async recycle({ respawn = false } = {}) {
+    const exits = [];
+    for (const h of [...this._handles]) {
+      if (h.state === 'busy') h.recycleAfter = true;
+      else if (h.state === 'idle') {
+        this._s.recycles++;
+        exits.push(this._retire(h, 'recycled'));
+      }
+    }
+    await Promise.all(exits);
+    if (respawn) await this.ready();
+  }
+
+  /**
+   * End the pool: every pending run rejects (code 'PoolTerminated'), every worker is terminated.
+   * After it, run() and ready() reject. Resolves when all workers have exited.
+   * @returns {Promise<void>}
+   */
+  async terminate() {
+    if (!this._terminated) {
+      this._terminated = true;
+      const err = this._terminatedError('a pending tile');
+      for (const job of [...this._queue]) this._settle(job, err);
+      for (const h of [...this._handles]) {
+        if (h.job) this._settle(h.job, err);
+        this._retire(h, 'terminated');
+      }
+      for (const w of this._readyWaiters.splice(0)) w.reject(err);
+    }
+    await Promise.all([...this._closing].map((h) => h.w.terminate()));
+  }
+
+  /** Number of worker threads started and not yet exited (including ones being terminated). */
+  get liveWorkers() {
+    return this._handles.length + this._closing.size;
+  }
+
+  /**
+   * Counters: { workers, threadsPerWorker, liveWorkers, busy, queued, inFlight, maxInFlight, maxInFlightMessages,
+   * runs, retries, recycles, stalls, crashes, runErrors, ooms, cancelled, workersCreated, workersExited,
+   * heapHighWater, perWorker: [{ worker, state, runs, heapBytes, heapHighWater, endedBy }] }.
+   * maxInFlight is measured inside the workers (shared slot table + Atomics) when memory can be shared, else from
+   * the workers' start/end messages (maxInFlightMessages, always computed).
+   */
+  stats() {
+    const shared = this._slots ? Atomics.load(this._slots, 0) : null;
+    return {
+      workers: this._K,
+      threadsPerWorker: this._T,
+      liveWorkers: this.liveWorkers,
+      busy: this._handles.filter((h) => h.state === 'busy').length,
+      queued: this._queue.length,
+      inFlight: this._inFlightMsg,
+      maxInFlight: shared ?? this._maxInFlightMsg,
+      maxInFlightMessages: this._maxInFlightMsg,
+      ...this._s,
+      perWorker: [...this._perWorker.values()].map((p) => ({ ...p })),
+    };
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  _terminatedError(what) {
+    return poolError(`WorkerPool: ${what} — the pool has been terminated`, 'PoolTerminated');
+  }
+
+  _spawnUpToK() {
+    while (!this._terminated && !this._fatal && this._handles.length < this._K) this._spawn();
+  }
+
+  _spawn() {
+    const serial = ++this._serial;
+    const w = createWorker(this._workerUrl, { name: `tessera-ort-${serial}` });
+    const h = { serial, w, state: 'starting', job: null, runs: 0, recycleAfter: false, slotIndex: serial % SLOT_CAPACITY };
+    this._handles.push(h);
+    this._s.workersCreated++;
+    this._perWorker.set(serial, { worker: serial, state: 'starting', runs: 0, heapBytes: 0, heapHighWater: 0, endedBy: null });
+    w.onMessage((m) => this._onMessage(h, m));
+    w.onError((e) => this._onDeath(h, `the worker failed: ${e.message}`));
+    w.onExit((code) => {
+      if (this._closing.delete(h)) {
+        this._s.workersExited++;
+        return;
+      }
+      this._s.workersExited++;
+      this._onDeath(h, `the worker exited (code ${code})`);
+    });
+    if (this._slots) Atomics.store(this._slots, 1 + h.slotIndex, 0);
+    w.postMessage({
+      type: 'init',
+      model: this._model,
+      ortModuleUrl: this._ortModuleUrl,
+      wasmPaths: this._wasmPaths,
+      numThreads: this._T,
+      inputName: this._inputName,
+      outputName: this._outputName,
+      slots: this._slots?.buffer,
+      slotIndex: h.slotIndex,
+    });
+    return h;
+  }
+
+  _noteHeap(h, bytes) {
+    const p = this._perWorker.get(h.serial);
+    if (!p || typeof bytes !== 'number') return;
+    p.heapBytes = bytes;
+    if (bytes > p.heapHighWater) p.heapHighWater = bytes;
+    if (bytes > this._s.heapHighWater) this._s.heapHighWater = bytes;
+  }
+
+  _setState(h, state) {
+    h.state = state;
+    const p = this._perWorker.get(h.serial);
+    if (p) p.state = state;
+  }
+
+  _onMessage(h, m) {
+    if (h.state === 'closing' || h.state === 'dead') return;
+    switch (m?.type) {
+      case 'ready':
+        this._noteHeap(h, m.heapBytes);
+        this._setState(h, 'idle');
+        this._checkReady();
+        this._pump();
+        break;
+      case 'init-error': {
+        const oom = m.oom ? ' (out of memory)' : '';
+        this._fail(poolError(`the network could not be loaded: ${m.message}${oom}`, 'ModelLoadFailed'), h);
+        break;
+      }
+      case 'start': {
+        const job = h.job;
+        if (job && job.seq === m.seq && !job.started) {
+          job.started = true;
+          this._inFlightMsg++;
+          if (this._inFlightMsg > this._maxInFlightMsg) this._maxInFlightMsg = this._inFlightMsg;
+        }
+        break;
+      }
+      case 'result': {
+        const job = h.job;
+        if (!job || job.seq !== m.seq) return;
+        this._noteHeap(h, m.heapBytes);
+        h.runs++;
+        this._perWorker.get(h.serial).runs = h.runs;
+        this._s.runs++;
+        this._detach(h, job);
+        this._setState(h, 'idle');
+        this._settle(job, null, { output: m.output, dims: m.dims, seconds: m.seconds, worker: h.serial, heapBytes: m.heapBytes });
+        if (h.recycleAfter || m.heapBytes > this._recycleHeapBytes) {
+          this._s.recycles++;
+          this._retire(h, 'recycled');
+        }
+        this._pump();
+        break;
+      }
+      case 'error': {
+        const job = h.job;
+        if (!job || job.seq !== m.seq) return;
+        this._noteHeap(h, m.heapBytes);
+        this._s.runErrors++;
+        if (m.oom) this._s.ooms++;
+        const cause = m.oom ? `out of memory in ONNX Runtime (${m.name}: ${m.message})` : `ONNX Runtime error (${m.name}: ${m.message})`;
+        this._detach(h, job);
+        // The ORT instance may be unusable after an error (an OOM certainly is): replace the worker.
+        this._retire(h, 'run error');
+        this._fault(job, `${cause} on worker ${h.serial}`);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  _onDeath(h, cause) {
+    if (h.state === 'closing' || h.state === 'dead') return;
+    this._s.crashes++;
+    if (h.state === 'starting') {
+      this._fail(poolError(`a worker could not start: ${cause}`, 'WorkerStartFailed'), h);
+      return;
+    }
+    const job = h.job;
+    if (job) this._detach(h, job);
+    this._retire(h, 'died');
+    if (job) this._fault(job, `${cause} on worker ${h.serial}`);
+    else this._pump();
+  }
+
+  /** Unlink a job from its worker: stop the watchdog, close the in-flight interval. */
+  _detach(h, job) {
+    clearTimeout(job.timer);
+    job.timer = null;
+    if (job.started) this._inFlightMsg--;
+    job.started = false;
+    job.handle = null;
+    h.job = null;
+  }
+
+  /** A tile failed on a worker: retry it once on another (fresh) worker, else reject naming tile and causes. */
+  _fault(job, cause) {
+    job.causes.push(cause);
+    if (job.done) return;
+    if (job.attempts < 2 && !this._terminated && !this._fatal) {
+      this._s.retries++;
+      // Retry on a FRESH worker: one started after this failure (its replacement is spawned by _pump).
+      job.freshAfter = this._serial;
+      this._queue.unshift(job);
+      this._pump();
+      return;
+    }
+    this._settle(
+      job,
+      poolError(`tile ${job.id} failed after ${job.attempts} attempt(s): ${job.causes.join('; then ')}`, 'TileFailed', {
+        tile: job.id,
+        causes: [...job.causes],
+      }),
+    );
+    this._pump();
+  }
+
+  /** Fatal start failure: reject the waiters and every queued tile with `err`; the pool refuses new runs. */
+  _fail(err, h) {
+    if (!this._fatal) this._fatal = err;
+    for (const w of this._readyWaiters.splice(0)) w.reject(this._fatal);
+    for (const job of [...this._queue]) this._settle(job, this._fatal);
+    if (h) this._retire(h, 'init failed');
+  }
+
+  _checkReady() {
+    if (this._readyWaiters.length === 0) return;
+    if (this._fatal) {
+      for (const w of this._readyWaiters.splice(0)) w.reject(this._fatal);
+      return;
+    }
+    if (this._handles.some((h) => h.state === 'starting')) return;
+    for (const w of this._readyWaiters.splice(0)) w.resolve();
+  }
+
+  /** Terminate a worker and forget it (it no longer counts towards K). Resolves on its exit. */
+  _retire(h, why) {
+    if (h.state === 'closing' || h.state === 'dead') return h.w.terminate();
+    const i = this._handles.indexOf(h);
+    if (i >= 0) this._handles.splice(i, 1);
+    this._setState(h, 'closing');
+    const p = this._perWorker.get(h.serial);
+    if (p) p.endedBy = why;
+    if (this._slots) Atomics.store(this._slots, 1 + h.slotIndex, 0);
+    if (h.w.exited) {
+      this._setState(h, 'dead');
+      return Promise.resolve();
+    }
+    this._closing.add(h);
+    const done = h.w.terminate().then(() => {
+      this._closing.delete(h);
+      this._setState(h, 'dead');
+    });
+    this._checkReady();
+    return done;
+  }
+
+  _abortJob(job, message) {
+    if (job.done) return Promise.resolve();
+    this._s.cancelled++;
+    let exit = Promise.resolve();
+    const qi = this._queue.indexOf(job);
+    if (qi >= 0) this._queue.splice(qi, 1);
+    const h = job.handle;
+    if (h) {
+      this._detach(h, job);
+      exit = this._retire(h, 'cancelled');
+    }
+    this._settle(job, abortError(message));
+    this._pump();
+    return exit;
+  }
+
+  _onStall(job) {
+    const h = job.handle;
+    if (!h || job.done) return;
+    this._s.stalls++;
+    this._detach(h, job);
+    this._retire(h, 'stalled');
+    const s = this._watchdogMs / 1000;
+    this._settle(
+      job,
+      poolError(`tile ${job.id} stalled: no result after ${s} s (watchdog); worker ${h.serial} was terminated`, 'TileStalled', {
+        tile: job.id,
+      }),
+    );
+    this._pump();
+  }
+
+  _settle(job, err, value) {
+    if (job.done) return;
+    job.done = true;
+    if (job.handle) this._detach(job.handle, job);
+    const qi = this._queue.indexOf(job);
+    if (qi >= 0) this._queue.splice(qi, 1);
+    if (job.signal && job.onAbort) job.signal.removeEventListener('abort', job.onAbort);
+    job.data = null; // drop the pool-owned input
+    if (err) job.reject(err);
+    else job.resolve(value);
+  }
+
+  _hookFor(id) {
+    const hk = this._hooks;
+    let kind = null;
+    if (hk.stall.has(id)) kind = 'stall';
+    else if (hk.crash.has(id)) kind = 'crash';
+    else if (hk.fail.has(id)) kind = 'fail';
+    else if (hk.oom.has(id)) kind = 'oom';
+    if (!kind) return undefined;
+    const n = hk.counts.get(id) ?? 0;
+    if (n >= hk.times) return undefined;
+    hk.counts.set(id, n + 1);
+    return kind;
+  }
+
+  /** Least-pending dispatch: each free worker takes the next queued tile; ties go to the worker with fewest runs. */
+  _pump() {
+    if (this._terminated) return;
+    for (let i = 0; i < this._queue.length; ) {
+      const job = this._queue[i];
+      let best = null;
+      for (const h of this._handles) {
+        if (h.state !== 'idle' || h.serial <= job.freshAfter) continue;
+        if (!best || h.runs < best.runs) best = h;
+      }
+      if (!best) {
+        if (!this._handles.some((h) => h.state === 'idle')) break;
+        i++; // a retry waiting for a fresh worker: let the tiles behind it use the idle ones
+        continue;
+      }
+      this._queue.splice(i, 1);
+      this._dispatch(best, job);
+    }
+    if (this._queue.length > 0) this._spawnUpToK();
+  }
+
+  _dispatch(h, job) {
+    this._setState(h, 'busy');
+    h.job = job;
+    job.handle = h;
+    job.attempts++;
+    job.seq = ++this._seq;
+    job.started = false;
+    job.timer = setTimeout(() => this._onStall(job), this._watchdogMs);
+    h.w.postMessage({ type: 'run', seq: job.seq, tile: job.id, input: job.data, dims: job.dims, hook: this._hookFor(job.id) });
+  }
+}
