@@ -1,0 +1,60 @@
+// Tiles and patches: where each core lies, and moving voxels between a volume (x-fastest) and a
+// network patch ([1, C, X, Y, Z] row-major, z fastest). The caller owns every buffer.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "tessera/budget.h"
+#include "tessera/geometry.h"
+#include "tessera/registry.h"
+
+namespace tessera {
+
+// One tile: its output core [core_lo, core_hi) and the volume position of its patch's first voxel.
+struct Tile {
+  uint64_t index = 0;  // position in grid order (x fastest, then y, then z)
+  Dims3 core_lo{0, 0, 0};
+  Dims3 core_hi{0, 0, 0};
+  Dims3 patch_lo{0, 0, 0};  // core_lo - halo; may be negative (zeros outside the volume)
+  bool skipped = false;     // the core holds no mask voxel
+};
+
+struct TileGrid {
+  TileConfig config;
+  uint64_t patch_edge = 0;                // cubic patch edge (core + 2·halo rounded up to the divisor)
+  std::array<uint64_t, 3> counts{0, 0, 0};  // tiles per axis
+  std::vector<Tile> tiles;                // every tile, skipped ones included
+  uint64_t active = 0;                    // tiles to run
+  uint64_t skipped = 0;                   // tiles whose core holds no mask voxel
+};
+
+// Cuts the volume into core-aligned tiles from 0, clamped at the far edges, and marks empty ones.
+// geometry is valid; mask holds geometry.voxel_count() values; cfg.core >= 1.
+TileGrid make_tile_grid(const Geometry& geometry, std::span<const uint8_t> mask, TileConfig cfg, uint32_t divisor);
+
+// Copies field[origin .. origin+dims) into out in network layout through the input normalisation;
+// voxels outside the volume are 0 in the network's domain.
+// out.size() == dims[0]*dims[1]*dims[2]; field holds geometry.voxel_count() values.
+void gather_patch(const Geometry& geometry, std::span<const float> field, const Dims3& origin,
+                  const std::array<uint64_t, 3>& dims, const Normalization& norm, std::span<float> out);
+
+// Writes the part of a network-layout output that covers [core_lo, core_hi) into chi through the
+// output normalisation, at mask voxels only (other voxels of the core are set to 0).
+// patch holds dims[0]*dims[1]*dims[2] values (channel 0); the core lies inside origin .. origin+dims.
+void scatter_core(const Geometry& geometry, std::span<const uint8_t> mask, const Dims3& core_lo,
+                  const Dims3& core_hi, const Dims3& origin, const std::array<uint64_t, 3>& dims,
+                  const Normalization& norm, std::span<const float> patch, std::span<float> chi);
+
+// Copies a cubic region in host layout (x-fastest): field values and mask, zeros outside the volume.
+// field_out and mask_out hold edge³ values.
+void gather_host_patch(const Geometry& geometry, std::span<const float> field, std::span<const uint8_t> mask,
+                       const Dims3& origin, uint64_t edge, std::span<float> field_out, std::span<uint8_t> mask_out);
+
+// Writes the core of a host-layout cubic patch result into out at mask voxels (0 elsewhere in the core).
+// patch holds edge³ values.
+void scatter_host_core(const Geometry& geometry, std::span<const uint8_t> mask, const Tile& tile, uint64_t edge,
+                       std::span<const float> patch, std::span<float> out);
+
+}  // namespace tessera

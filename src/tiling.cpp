@@ -1,0 +1,137 @@
+#include "tessera/tiling.h"
+
+#include <algorithm>
+
+#include "tessera/error.h"
+
+namespace tessera {
+
+namespace {
+
+// Does the box [lo, hi) hold any mask voxel?
+bool any_mask(const Geometry& g, std::span<const uint8_t> mask, const Dims3& lo, const Dims3& hi) {
+  for (int64_t z = lo[2]; z < hi[2]; ++z) {
+    for (int64_t y = lo[1]; y < hi[1]; ++y) {
+      const uint8_t* row = mask.data() + g.index(0, y, z);
+      for (int64_t x = lo[0]; x < hi[0]; ++x) {
+        if (row[x]) return true;
+      }
+    }
+  }
+  return false;
+}
+
+// Range of patch coordinates [a, b) whose volume coordinate origin + i lies inside [0, n).
+void valid_range(int64_t origin, uint64_t dim, int64_t n, int64_t& a, int64_t& b) {
+  a = std::max<int64_t>(0, -origin);
+  b = std::min<int64_t>(static_cast<int64_t>(dim), n - origin);
+  if (b < a) b = a;
+}
+
+}  // namespace
+
+TileGrid make_tile_grid(const Geometry& g, std::span<const uint8_t> mask, TileConfig cfg, uint32_t divisor) {
+  validate_tile_config(cfg);
+  TileGrid grid;
+  grid.config = cfg;
+  grid.patch_edge = tile_patch_size(cfg, divisor);
+  const int64_t core = cfg.core;
+  for (int a = 0; a < 3; ++a) {
+    grid.counts[a] = static_cast<uint64_t>((g.dims[a] + core - 1) / core);
+  }
+  grid.tiles.reserve(grid.counts[0] * grid.counts[1] * grid.counts[2]);
+  uint64_t index = 0;
+  for (uint64_t tz = 0; tz < grid.counts[2]; ++tz) {
+    for (uint64_t ty = 0; ty < grid.counts[1]; ++ty) {
+      for (uint64_t tx = 0; tx < grid.counts[0]; ++tx) {
+        Tile t;
+        t.index = index++;
+        const uint64_t tc[3] = {tx, ty, tz};
+        for (int a = 0; a < 3; ++a) {
+          t.core_lo[a] = static_cast<int64_t>(tc[a]) * core;
+          t.core_hi[a] = std::min<int64_t>(t.core_lo[a] + core, g.dims[a]);
+          t.patch_lo[a] = t.core_lo[a] - static_cast<int64_t>(cfg.halo);
+        }
+        t.skipped = !any_mask(g, mask, t.core_lo, t.core_hi);
+        (t.skipped ? grid.skipped : grid.active) += 1;
+        grid.tiles.push_back(t);
+      }
+    }
+  }
+  return grid;
+}
+
+void gather_patch(const Geometry& g, std::span<const float> field, const Dims3& origin,
+                  const std::array<uint64_t, 3>& dims, const Normalization& norm, std::span<float> out) {
+  std::fill(out.begin(), out.end(), 0.0f);
+  int64_t ax, bx, ay, by, az, bz;
+  valid_range(origin[0], dims[0], g.dims[0], ax, bx);
+  valid_range(origin[1], dims[1], g.dims[1], ay, by);
+  valid_range(origin[2], dims[2], g.dims[2], az, bz);
+  const float mean = static_cast<float>(norm.input_mean);
+  const float stdev = static_cast<float>(norm.input_std);
+  const uint64_t sy = dims[2], sx = dims[1] * dims[2];  // network strides (z fastest)
+  // Read the volume contiguously along x; the patch is written with stride sx.
+  for (int64_t pz = az; pz < bz; ++pz) {
+    for (int64_t py = ay; py < by; ++py) {
+      const float* src = field.data() + g.index(0, origin[1] + py, origin[2] + pz);
+      float* dst = out.data() + static_cast<uint64_t>(py) * sy + static_cast<uint64_t>(pz);
+      for (int64_t px = ax; px < bx; ++px) {
+        dst[static_cast<uint64_t>(px) * sx] = (src[origin[0] + px] - mean) / stdev;
+      }
+    }
+  }
+}
+
+void scatter_core(const Geometry& g, std::span<const uint8_t> mask, const Dims3& core_lo, const Dims3& core_hi,
+                  const Dims3& origin, const std::array<uint64_t, 3>& dims, const Normalization& norm,
+                  std::span<const float> patch, std::span<float> chi) {
+  const float scale = static_cast<float>(norm.output_scale);
+  const float offset = static_cast<float>(norm.output_offset);
+  const uint64_t sy = dims[2], sx = dims[1] * dims[2];
+  for (int64_t z = core_lo[2]; z < core_hi[2]; ++z) {
+    for (int64_t y = core_lo[1]; y < core_hi[1]; ++y) {
+      const uint64_t row = g.index(0, y, z);
+      const float* src = patch.data() + static_cast<uint64_t>(y - origin[1]) * sy + static_cast<uint64_t>(z - origin[2]);
+      for (int64_t x = core_lo[0]; x < core_hi[0]; ++x) {
+        const uint64_t i = row + static_cast<uint64_t>(x);
+        chi[i] = mask[i] ? scale * src[static_cast<uint64_t>(x - origin[0]) * sx] + offset : 0.0f;
+      }
+    }
+  }
+}
+
+void gather_host_patch(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask,
+                       const Dims3& origin, uint64_t edge, std::span<float> field_out, std::span<uint8_t> mask_out) {
+  std::fill(field_out.begin(), field_out.end(), 0.0f);
+  std::fill(mask_out.begin(), mask_out.end(), uint8_t{0});
+  int64_t ax, bx, ay, by, az, bz;
+  valid_range(origin[0], edge, g.dims[0], ax, bx);
+  valid_range(origin[1], edge, g.dims[1], ay, by);
+  valid_range(origin[2], edge, g.dims[2], az, bz);
+  for (int64_t pz = az; pz < bz; ++pz) {
+    for (int64_t py = ay; py < by; ++py) {
+      const uint64_t src = g.index(origin[0] + ax, origin[1] + py, origin[2] + pz);
+      const uint64_t dst = static_cast<uint64_t>(ax) + edge * (static_cast<uint64_t>(py) + edge * static_cast<uint64_t>(pz));
+      const uint64_t n = static_cast<uint64_t>(bx - ax);
+      std::copy_n(field.data() + src, n, field_out.data() + dst);
+      std::copy_n(mask.data() + src, n, mask_out.data() + dst);
+    }
+  }
+}
+
+void scatter_host_core(const Geometry& g, std::span<const uint8_t> mask, const Tile& t, uint64_t edge,
+                       std::span<const float> patch, std::span<float> out) {
+  for (int64_t z = t.core_lo[2]; z < t.core_hi[2]; ++z) {
+    for (int64_t y = t.core_lo[1]; y < t.core_hi[1]; ++y) {
+      const uint64_t row = g.index(0, y, z);
+      const uint64_t prow = edge * (static_cast<uint64_t>(y - t.patch_lo[1]) + edge * static_cast<uint64_t>(z - t.patch_lo[2]));
+      for (int64_t x = t.core_lo[0]; x < t.core_hi[0]; ++x) {
+        const uint64_t i = row + static_cast<uint64_t>(x);
+        out[i] = mask[i] ? patch[prow + static_cast<uint64_t>(x - t.patch_lo[0])] : 0.0f;
+      }
+    }
+  }
+}
+
+}  // namespace tessera

@@ -1,0 +1,151 @@
+// Test networks and volumes shared by the C++ tests (not a test file itself).
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "tessera/geometry.h"
+#include "tessera/runner.h"
+
+namespace tessera::test {
+
+// Deterministic pseudo-random floats in [-1, 1) (splitmix64), identical natively and in wasm.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : s_(seed) {}
+  uint64_t next() {
+    uint64_t z = (s_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  float uniform() { return static_cast<float>(next() >> 40) / static_cast<float>(1ull << 23) - 1.0f; }
+
+ private:
+  uint64_t s_;
+};
+
+inline Geometry geometry(int64_t nx, int64_t ny, int64_t nz) {
+  Geometry g;
+  g.dims = {nx, ny, nz};
+  return g;
+}
+
+inline std::vector<float> random_field(const Geometry& g, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> f(g.voxel_count());
+  for (float& v : f) v = rng.uniform();
+  return f;
+}
+
+// An ellipsoid mask filling most of the volume (some empty corners for skipped tiles).
+inline std::vector<uint8_t> ellipsoid_mask(const Geometry& g, double fill = 0.9) {
+  std::vector<uint8_t> m(g.voxel_count());
+  for (int64_t z = 0; z < g.dims[2]; ++z)
+    for (int64_t y = 0; y < g.dims[1]; ++y)
+      for (int64_t x = 0; x < g.dims[0]; ++x) {
+        double r2 = 0;
+        const int64_t p[3] = {x, y, z};
+        for (int a = 0; a < 3; ++a) {
+          const double c = (g.dims[a] - 1) / 2.0, h = std::max(0.5, fill * g.dims[a] / 2.0);
+          r2 += (p[a] - c) * (p[a] - c) / (h * h);
+        }
+        m[g.index(x, y, z)] = r2 <= 1.0 ? 1 : 0;
+      }
+  return m;
+}
+
+// Returns its input unchanged.
+class IdentityRunner : public PatchRunner {
+ public:
+  std::vector<float> run(std::span<const float> input, const TensorShape&) override {
+    calls.fetch_add(1);
+    return {input.begin(), input.end()};
+  }
+  std::atomic<int> calls{0};
+};
+
+// A reference 3D convolution network of receptive radius r: leaky-ReLU, one (2r+1)³ convolution
+// with zero padding, leaky-ReLU. Every output voxel depends on exactly the inputs within Chebyshev
+// distance r; every tap is summed (outside = 0) in a fixed order, so results are reproducible bit for bit.
+class ReferenceConvRunner : public PatchRunner {
+ public:
+  explicit ReferenceConvRunner(int radius, uint64_t seed = 7) : r_(radius) {
+    Rng rng(seed);
+    const int k = 2 * r_ + 1;
+    weights_.resize(static_cast<size_t>(k) * k * k);
+    for (float& w : weights_) w = rng.uniform() * 0.2f;
+  }
+  static float leaky(float v) { return v > 0.0f ? v : 0.1f * v; }
+
+  std::vector<float> run(std::span<const float> input, const TensorShape& s) override {
+    const int64_t X = static_cast<int64_t>(s.dims[0]), Y = static_cast<int64_t>(s.dims[1]), Z = static_cast<int64_t>(s.dims[2]);
+    auto at = [&](int64_t x, int64_t y, int64_t z) -> float {
+      if (x < 0 || y < 0 || z < 0 || x >= X || y >= Y || z >= Z) return 0.0f;
+      return leaky(input[static_cast<size_t>((x * Y + y) * Z + z)]);
+    };
+    std::vector<float> out(input.size());
+    const int k = 2 * r_ + 1;
+    for (int64_t x = 0; x < X; ++x)
+      for (int64_t y = 0; y < Y; ++y)
+        for (int64_t z = 0; z < Z; ++z) {
+          float acc = 0.0f;
+          size_t w = 0;
+          for (int dx = -r_; dx <= r_; ++dx)
+            for (int dy = -r_; dy <= r_; ++dy)
+              for (int dz = -r_; dz <= r_; ++dz) acc += weights_[w++] * at(x + dx, y + dy, z + dz);
+          out[static_cast<size_t>((x * Y + y) * Z + z)] = leaky(acc);
+        }
+    return out;
+  }
+
+ private:
+  int r_;
+  std::vector<float> weights_;
+};
+
+// Counts how many runs execute at once; each run sleeps a little so overlaps really happen.
+class InstrumentedRunner : public PatchRunner {
+ public:
+  explicit InstrumentedRunner(std::chrono::milliseconds work) : work_(work) {}
+  std::vector<float> run(std::span<const float> input, const TensorShape&) override {
+    const int now = in_flight.fetch_add(1) + 1;
+    int seen = max_in_flight.load();
+    while (now > seen && !max_in_flight.compare_exchange_weak(seen, now)) {
+    }
+    std::this_thread::sleep_for(work_);
+    started.fetch_add(1);
+    in_flight.fetch_sub(1);
+    return {input.begin(), input.end()};
+  }
+  std::atomic<int> in_flight{0};
+  std::atomic<int> max_in_flight{0};
+  std::atomic<int> started{0};
+
+ private:
+  std::chrono::milliseconds work_;
+};
+
+// Runs a function of (call number, input, shape) — for failures, wrong lengths, stalls.
+class LambdaRunner : public PatchRunner {
+ public:
+  using Fn = std::function<std::vector<float>(int call, std::span<const float>, const TensorShape&)>;
+  explicit LambdaRunner(Fn fn) : fn_(std::move(fn)) {}
+  std::vector<float> run(std::span<const float> input, const TensorShape& s) override {
+    return fn_(calls.fetch_add(1), input, s);
+  }
+  std::atomic<int> calls{0};
+
+ private:
+  Fn fn_;
+};
+
+}  // namespace tessera::test

@@ -1,0 +1,101 @@
+#include "tessera/tiling.h"
+
+#include <gtest/gtest.h>
+
+#include "support.h"
+#include "tessera/error.h"
+
+using namespace tessera;
+using namespace tessera::test;
+
+TEST(Tiling, CoresPartitionTheVolume) {
+  for (const auto& d : std::vector<Dims3>{{1, 1, 1}, {13, 7, 5}, {64, 64, 64}, {65, 30, 9}}) {
+    for (uint32_t core : {1u, 4u, 7u, 56u, 200u}) {
+      const Geometry g = geometry(d[0], d[1], d[2]);
+      const std::vector<uint8_t> mask(g.voxel_count(), 1);
+      const TileGrid grid = make_tile_grid(g, mask, {core, 3}, 8);
+      std::vector<int> hits(g.voxel_count(), 0);
+      for (const Tile& t : grid.tiles) {
+        for (int a = 0; a < 3; ++a) {
+          EXPECT_EQ(t.core_lo[a] % core, 0);  // core-aligned from 0
+          EXPECT_LE(t.core_hi[a], g.dims[a]);  // clamped at the edges
+          EXPECT_EQ(t.patch_lo[a], t.core_lo[a] - 3);
+          EXPECT_LE(t.core_hi[a] - t.core_lo[a], static_cast<int64_t>(core));
+        }
+        for (int64_t z = t.core_lo[2]; z < t.core_hi[2]; ++z)
+          for (int64_t y = t.core_lo[1]; y < t.core_hi[1]; ++y)
+            for (int64_t x = t.core_lo[0]; x < t.core_hi[0]; ++x) ++hits[g.index(x, y, z)];
+      }
+      for (int h : hits) ASSERT_EQ(h, 1) << "dims " << d[0] << "×" << d[1] << "×" << d[2] << " core " << core;
+      EXPECT_EQ(grid.active + grid.skipped, grid.tiles.size());
+      EXPECT_EQ(grid.patch_edge, tile_patch_size({core, 3}, 8));
+    }
+  }
+}
+
+TEST(Tiling, TilesWithoutMaskVoxelsAreSkipped) {
+  const Geometry g = geometry(40, 40, 40);
+  std::vector<uint8_t> mask(g.voxel_count(), 0);
+  mask[g.index(25, 5, 35)] = 1;  // one voxel: only the tile holding it runs
+  const TileGrid grid = make_tile_grid(g, mask, {10, 2}, 1);
+  EXPECT_EQ(grid.tiles.size(), 64u);
+  EXPECT_EQ(grid.active, 1u);
+  EXPECT_EQ(grid.skipped, 63u);
+  for (const Tile& t : grid.tiles) {
+    const bool holds = t.core_lo[0] == 20 && t.core_lo[1] == 0 && t.core_lo[2] == 30;
+    EXPECT_EQ(t.skipped, !holds);
+  }
+}
+
+TEST(Tiling, GatherReordersToNetworkLayoutWithZerosOutside) {
+  const Geometry g = geometry(5, 4, 3);
+  std::vector<float> field(g.voxel_count());
+  for (size_t i = 0; i < field.size(); ++i) field[i] = static_cast<float>(i + 1);
+  const std::array<uint64_t, 3> dims{8, 6, 4};
+  const Dims3 origin{-2, -1, 0};
+  std::vector<float> patch(8 * 6 * 4, -99.0f);
+  Normalization norm{0.5, 2.0, 1.0, 0.0};
+  gather_patch(g, field, origin, dims, norm, patch);
+  for (uint64_t px = 0; px < 8; ++px)
+    for (uint64_t py = 0; py < 6; ++py)
+      for (uint64_t pz = 0; pz < 4; ++pz) {
+        const int64_t x = origin[0] + static_cast<int64_t>(px), y = origin[1] + static_cast<int64_t>(py),
+                      z = origin[2] + static_cast<int64_t>(pz);
+        const bool inside = x >= 0 && y >= 0 && z >= 0 && x < 5 && y < 4 && z < 3;
+        const float expected = inside ? (field[g.index(x, y, z)] - 0.5f) / 2.0f : 0.0f;
+        ASSERT_EQ(patch[(px * 6 + py) * 4 + pz], expected) << px << "," << py << "," << pz;
+      }
+}
+
+TEST(Tiling, ScatterWritesCoreAtMaskVoxelsOnly) {
+  const Geometry g = geometry(6, 6, 6);
+  std::vector<uint8_t> mask(g.voxel_count(), 0);
+  for (size_t i = 0; i < mask.size(); i += 3) mask[i] = 1;
+  const std::array<uint64_t, 3> dims{6, 6, 6};
+  std::vector<float> patch(216);
+  for (size_t i = 0; i < patch.size(); ++i) patch[i] = static_cast<float>(i);
+  std::vector<float> chi(g.voxel_count(), -1.0f);
+  const Normalization norm{0, 1, 2.0, 1.0};
+  scatter_core(g, mask, {1, 1, 1}, {4, 5, 6}, {0, 0, 0}, dims, norm, patch, chi);
+  for (int64_t z = 0; z < 6; ++z)
+    for (int64_t y = 0; y < 6; ++y)
+      for (int64_t x = 0; x < 6; ++x) {
+        const uint64_t i = g.index(x, y, z);
+        const bool in_core = x >= 1 && x < 4 && y >= 1 && y < 5 && z >= 1;
+        const float net = patch[static_cast<size_t>((x * 6 + y) * 6 + z)];
+        const float expected = !in_core ? -1.0f : (mask[i] ? 2.0f * net + 1.0f : 0.0f);
+        ASSERT_EQ(chi[i], expected);
+      }
+}
+
+TEST(Tiling, CoreZeroIsRefused) {
+  const Geometry g = geometry(4, 4, 4);
+  const std::vector<uint8_t> mask(64, 1);
+  try {
+    make_tile_grid(g, mask, {0, 4}, 8);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("core must be at least 1"), std::string::npos);
+  }
+}
