@@ -1,0 +1,128 @@
+#include "tessera/fft.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <vector>
+
+#include "tessera/error.h"
+
+namespace {
+
+using tessera::Complex;
+using tessera::Dims3;
+
+std::vector<Complex> random_volume(const Dims3& d, uint64_t seed) {
+  std::vector<Complex> v(static_cast<size_t>(d[0] * d[1] * d[2]));
+  uint64_t s = seed;
+  auto next = [&]() {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<float>(static_cast<double>(s >> 40) / static_cast<double>(1ull << 24)) - 0.5f;
+  };
+  for (auto& x : v) x = Complex(next(), next());
+  return v;
+}
+
+// O(N^2) reference in double: X[k] = sum_x v[x] exp(sign * 2 pi i k.x / n).
+std::vector<std::complex<double>> naive_dft(const std::vector<Complex>& v, const Dims3& d, double sign) {
+  const int64_t nx = d[0], ny = d[1], nz = d[2];
+  std::vector<std::complex<double>> out(v.size());
+  const double two_pi = 2.0 * std::acos(-1.0);
+  for (int64_t kz = 0; kz < nz; ++kz)
+    for (int64_t ky = 0; ky < ny; ++ky)
+      for (int64_t kx = 0; kx < nx; ++kx) {
+        std::complex<double> acc = 0.0;
+        for (int64_t z = 0; z < nz; ++z)
+          for (int64_t y = 0; y < ny; ++y)
+            for (int64_t x = 0; x < nx; ++x) {
+              const double ph = sign * two_pi *
+                                (static_cast<double>(kx * x) / nx + static_cast<double>(ky * y) / ny +
+                                 static_cast<double>(kz * z) / nz);
+              acc += std::complex<double>(v[x + nx * (y + ny * z)]) * std::polar(1.0, ph);
+            }
+        out[kx + nx * (ky + ny * kz)] = acc;
+      }
+  return out;
+}
+
+void expect_matches_naive(const Dims3& d) {
+  const auto v = random_volume(d, 7 + d[0] * 100 + d[1] * 10 + d[2]);
+  const auto ref = naive_dft(v, d, -1.0);
+  auto f = v;
+  tessera::fft3d_forward(f, d);
+  double max_err = 0.0, max_ref = 0.0;
+  for (size_t i = 0; i < f.size(); ++i) {
+    max_err = std::max(max_err, std::abs(std::complex<double>(f[i]) - ref[i]));
+    max_ref = std::max(max_ref, std::abs(ref[i]));
+  }
+  EXPECT_LT(max_err, 1e-5 * max_ref) << d[0] << "x" << d[1] << "x" << d[2];
+  // The inverse matches the naive inverse DFT divided by N.
+  const auto iref = naive_dft(v, d, +1.0);
+  auto g = v;
+  tessera::fft3d_inverse(g, d);
+  const double n = static_cast<double>(v.size());
+  max_err = 0.0;
+  for (size_t i = 0; i < g.size(); ++i) max_err = std::max(max_err, std::abs(std::complex<double>(g[i]) - iref[i] / n));
+  EXPECT_LT(max_err, 1e-5 * max_ref / n) << "inverse " << d[0] << "x" << d[1] << "x" << d[2];
+}
+
+}  // namespace
+
+TEST(Fft, MatchesNaiveDftOnOddSizes) {
+  expect_matches_naive({3, 5, 7});
+  expect_matches_naive({9, 1, 4});
+  expect_matches_naive({1, 1, 1});
+  expect_matches_naive({11, 2, 1});
+  expect_matches_naive({4, 13, 3});
+}
+
+TEST(Fft, RoundTripAnySize) {
+  for (const Dims3& d : {Dims3{7, 15, 33}, Dims3{16, 8, 4}, Dims3{1, 17, 1}, Dims3{22, 10, 25}}) {
+    const auto v = random_volume(d, 3);
+    auto w = v;
+    tessera::fft3d_forward(w, d);
+    tessera::fft3d_inverse(w, d);
+    double max_err = 0.0;
+    for (size_t i = 0; i < v.size(); ++i) max_err = std::max(max_err, static_cast<double>(std::abs(w[i] - v[i])));
+    EXPECT_LT(max_err, 2e-6) << d[0] << "x" << d[1] << "x" << d[2];
+  }
+}
+
+TEST(Fft, ThreadsGiveBitIdenticalResults) {
+  const Dims3 d{64, 48, 40};  // 122880 voxels: three workers pay
+  const auto v = random_volume(d, 11);
+  auto one = v, many = v;
+  tessera::fft3d_forward(one, d, 1);
+  tessera::fft3d_forward(many, d, 4);
+  ASSERT_EQ(one, many);
+  tessera::fft3d_inverse(one, d, 1);
+  tessera::fft3d_inverse(many, d, 0);  // hardware concurrency
+  ASSERT_EQ(one, many);
+  EXPECT_EQ(tessera::fft3d_planned_threads(d, 1), 1u);
+  EXPECT_EQ(tessera::fft3d_planned_threads({4, 4, 4}, 8), 1u);  // too small to pay
+  EXPECT_EQ(tessera::fft3d_planned_threads(d, 4), 3u);
+}
+
+TEST(Fft, WorkspaceBytes) {
+  const uint64_t one = tessera::fft3d_workspace_bytes({160, 160, 160}, 1);
+  const uint64_t four = tessera::fft3d_workspace_bytes({160, 160, 160}, 4);
+  EXPECT_GT(one, 17u * 160u * 8u);      // at least a batch of lines
+  EXPECT_LT(one, uint64_t{1} << 20);    // far below the volume (32 MB)
+  EXPECT_EQ(four, 4 * one);
+}
+
+TEST(Fft, RejectsBadInput) {
+  std::vector<Complex> v(10);
+  try {
+    tessera::fft3d_forward(v, {3, 3, 1});
+    FAIL() << "size mismatch accepted";
+  } catch (const tessera::Error& e) {
+    EXPECT_EQ(e.code(), tessera::ErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("holds 10"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(tessera::fft3d_inverse(v, {10, 0, 1}), tessera::Error);
+  EXPECT_THROW(tessera::fft3d_forward(v, {-10, -1, 1}), tessera::Error);
+  EXPECT_THROW((void)tessera::fft3d_workspace_bytes({0, 1, 1}), tessera::Error);
+}
