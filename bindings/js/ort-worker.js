@@ -2,11 +2,11 @@
 // tile at a time. Started by pool.js; the same file runs as a node worker_thread and a browser module Worker.
 //
 // Protocol (pool → worker):
-//   {type:'init', model: Uint8Array, ortModuleUrl, wasmPaths?, numThreads, inputName?, outputName?,
-//    slots?: SharedArrayBuffer, slotIndex}
+//   {type:'init', model: Uint8Array, ortModuleUrl, wasmPaths?, wasmModule?: WebAssembly.Module, numThreads,
+//    inputName?, outputName?, slots?: SharedArrayBuffer, slotIndex}
 //   {type:'run', seq, tile, input: Float32Array, dims: number[], hook?: 'crash'|'stall'|'fail'|'oom'}
 // (worker → pool):
-//   {type:'ready', inputName, outputName, inputNames, outputNames, heapBytes}
+//   {type:'ready', inputName, outputName, inputNames, outputNames, heapBytes, sharedWasm}
 //   {type:'init-error', message}
 //   {type:'start', seq, t}               (the run has begun in this worker)
 //   {type:'result', seq, output: Float32Array (transferred), dims, seconds, heapBytes, t}
@@ -24,10 +24,14 @@ import { workerPort, dieNow } from './platform.js';
 
 const memories = new Set();
 
+let precompiled = null; // a WebAssembly.Module of ORT's wasm compiled once by the pool (saves ~0.4–1 s per worker)
+let sharedWasm = false;
+
 function installMemoryProbe() {
   const WA = globalThis.WebAssembly;
   if (!WA || WA.Memory.__tesseraProbe) return;
   const RealMemory = WA.Memory;
+  const RealModule = WA.Module;
   const Probe = new Proxy(RealMemory, {
     construct(target, args, newTarget) {
       const mem = Reflect.construct(target, args, newTarget === Probe ? target : newTarget);
@@ -45,11 +49,37 @@ function installMemoryProbe() {
     for (const v of Object.values(inst?.exports ?? {})) if (v instanceof RealMemory) memories.add(v);
     return result;
   };
-  for (const fn of ['instantiate', 'instantiateStreaming']) {
-    const real = WA[fn];
-    if (typeof real !== 'function') continue;
-    WA[fn] = function (...args) {
-      return real.apply(this, args).then(noteExports);
+  // Instantiate ORT's wasm from the pool's precompiled module when it links; otherwise as ORT asked.
+  const usePrecompiled = async (imports) => {
+    const mod = precompiled;
+    precompiled = null;
+    try {
+      const instance = await realInstantiate.call(WA, mod, imports);
+      sharedWasm = true;
+      return noteExports({ module: mod, instance });
+    } catch {
+      return null; // e.g. a different ORT build (LinkError): fall back
+    }
+  };
+  const realInstantiate = WA.instantiate;
+  WA.instantiate = async function (src, imports) {
+    if (precompiled && !(src instanceof RealModule)) {
+      const r = await usePrecompiled(imports);
+      if (r) return r;
+    }
+    return noteExports(await realInstantiate.call(WA, src, imports));
+  };
+  const realStreaming = WA.instantiateStreaming;
+  if (typeof realStreaming === 'function') {
+    WA.instantiateStreaming = async function (src, imports) {
+      if (precompiled) {
+        const r = await usePrecompiled(imports);
+        if (r) {
+          Promise.resolve(src).then((res) => res?.body?.cancel?.(), () => {});
+          return r;
+        }
+      }
+      return noteExports(await realStreaming.call(WA, src, imports));
     };
   }
 }
@@ -99,6 +129,7 @@ async function init(msg) {
       slots = new Int32Array(msg.slots);
       slotIndex = msg.slotIndex;
     }
+    precompiled = msg.wasmModule ?? null;
     ort = await import(msg.ortModuleUrl);
     ort.env.wasm.numThreads = msg.numThreads;
     if (msg.wasmPaths) ort.env.wasm.wasmPaths = msg.wasmPaths;
@@ -120,6 +151,7 @@ async function init(msg) {
       inputNames: [...session.inputNames],
       outputNames: [...session.outputNames],
       heapBytes: heapBytes(),
+      sharedWasm,
     });
   } catch (e) {
     port.post({ type: 'init-error', message: String(e?.message ?? e), oom: isOom(e), heapBytes: heapBytes() });

@@ -25,6 +25,42 @@ function defaultOrtModuleUrl() {
   }
 }
 
+const ORT_WASM = 'ort-wasm-simd-threaded.wasm';
+const compiledCache = new Map(); // wasm URL → Promise<WebAssembly.Module|null>, shared by all pools here
+
+/**
+ * Where the ORT wasm binary that the workers' ORT build will load lives, or null when unknown (then each worker
+ * compiles its own). Only the plain threaded build (ort.wasm*.mjs / node's default) is precompiled.
+ */
+async function ortWasmUrl(ortModuleUrl, wasmPaths) {
+  if (typeof wasmPaths === 'object' && wasmPaths?.wasm) return String(wasmPaths.wasm?.href ?? wasmPaths.wasm);
+  if (isNode && ortModuleUrl === 'onnxruntime-web') {
+    const { createRequire } = await import('node:module');
+    const { pathToFileURL } = await import('node:url');
+    const main = createRequire(import.meta.url).resolve('onnxruntime-web');
+    return new URL(ORT_WASM, pathToFileURL(main)).href;
+  }
+  if (!/\/ort\.wasm(\.min)?\.mjs$|\/ort\.node\.min\.mjs$/.test(String(ortModuleUrl))) return null;
+  if (typeof wasmPaths === 'string') return new URL(ORT_WASM, new URL(wasmPaths, import.meta.url)).href;
+  return new URL(ORT_WASM, new URL(ortModuleUrl, import.meta.url)).href;
+}
+
+function compileOrtWasm(url) {
+  if (!url) return Promise.resolve(null);
+  let p = compiledCache.get(url);
+  if (!p) {
+    p = (async () => {
+      if (isNode && url.startsWith('file:')) {
+        const fs = await import('node:fs');
+        return WebAssembly.compile(await fs.promises.readFile(new URL(url)));
+      }
+      return WebAssembly.compileStreaming(fetch(url, { credentials: 'same-origin' }));
+    })().catch(() => null); // workers then compile ORT's wasm themselves
+    compiledCache.set(url, p);
+  }
+  return p;
+}
+
 function poolError(message, code, extra = {}) {
   const e = new Error(message, extra.cause !== undefined ? { cause: extra.cause } : undefined);
   e.code = code;
@@ -60,6 +96,8 @@ export class WorkerPool {
    * @param {string} [o.ortModuleUrl] module specifier/URL of onnxruntime-web for the workers (node default
    *   'onnxruntime-web'; browser default import.meta.resolve('onnxruntime-web') or ../../node_modules/...)
    * @param {string|URL} [o.workerUrl] URL of ort-worker.js (default: next to this file)
+   * @param {boolean} [o.shareCompiledWasm=true] compile ORT's wasm once here and hand the WebAssembly.Module to
+   *   every worker (falls back to per-worker compilation when the ORT build is not the plain threaded one)
    * @param {string} [o.inputName] network input (default: the first)
    * @param {string} [o.outputName] network output (default: the first)
    * @param {object} [o.testHooks] TESTS ONLY: { crashOnTile, crashTimes, stallOnTile, failOnTile, oomOnTile } —
@@ -82,6 +120,8 @@ export class WorkerPool {
     this._wasmPaths = o.ortWasmPaths;
     this._ortModuleUrl = o.ortModuleUrl ?? defaultOrtModuleUrl();
     this._workerUrl = o.workerUrl ? new URL(o.workerUrl, import.meta.url) : new URL('./ort-worker.js', import.meta.url);
+    this._shareWasm = o.shareCompiledWasm ?? true;
+    this._wasmModule = null; // Promise<WebAssembly.Module|null>, made on the first spawn
     this._inputName = o.inputName;
     this._outputName = o.outputName;
     const h = o.testHooks ?? {};
@@ -248,7 +288,7 @@ export class WorkerPool {
   /**
    * Counters: { workers, threadsPerWorker, liveWorkers, busy, queued, inFlight, maxInFlight, maxInFlightMessages,
    * runs, retries, recycles, stalls, crashes, runErrors, ooms, cancelled, workersCreated, workersExited,
-   * heapHighWater, perWorker: [{ worker, state, runs, heapBytes, heapHighWater, endedBy }] }.
+   * heapHighWater, perWorker: [{ worker, state, runs, heapBytes, heapHighWater, endedBy, sharedWasm }] }.
    * maxInFlight is measured inside the workers (shared slot table + Atomics) when memory can be shared, else from
    * the workers' start/end messages (maxInFlightMessages, always computed).
    */
@@ -284,7 +324,7 @@ export class WorkerPool {
     const h = { serial, w, state: 'starting', job: null, runs: 0, recycleAfter: false, slotIndex: serial % SLOT_CAPACITY };
     this._handles.push(h);
     this._s.workersCreated++;
-    this._perWorker.set(serial, { worker: serial, state: 'starting', runs: 0, heapBytes: 0, heapHighWater: 0, endedBy: null });
+    this._perWorker.set(serial, { worker: serial, state: 'starting', runs: 0, heapBytes: 0, heapHighWater: 0, endedBy: null, sharedWasm: false });
     w.onMessage((m) => this._onMessage(h, m));
     w.onError((e) => this._onDeath(h, `the worker failed: ${e.message}`));
     w.onExit((code) => {
@@ -296,16 +336,25 @@ export class WorkerPool {
       this._onDeath(h, `the worker exited (code ${code})`);
     });
     if (this._slots) Atomics.store(this._slots, 1 + h.slotIndex, 0);
-    w.postMessage({
-      type: 'init',
-      model: this._model,
-      ortModuleUrl: this._ortModuleUrl,
-      wasmPaths: this._wasmPaths,
-      numThreads: this._T,
-      inputName: this._inputName,
-      outputName: this._outputName,
-      slots: this._slots?.buffer,
-      slotIndex: h.slotIndex,
+    if (!this._wasmModule) {
+      this._wasmModule = this._shareWasm
+        ? ortWasmUrl(this._ortModuleUrl, this._wasmPaths).then(compileOrtWasm, () => null)
+        : Promise.resolve(null);
+    }
+    this._wasmModule.then((wasmModule) => {
+      if (h.state !== 'starting') return; // terminated meanwhile
+      w.postMessage({
+        type: 'init',
+        model: this._model,
+        ortModuleUrl: this._ortModuleUrl,
+        wasmPaths: this._wasmPaths,
+        wasmModule: wasmModule ?? undefined,
+        numThreads: this._T,
+        inputName: this._inputName,
+        outputName: this._outputName,
+        slots: this._slots?.buffer,
+        slotIndex: h.slotIndex,
+      });
     });
     return h;
   }
@@ -329,6 +378,7 @@ export class WorkerPool {
     switch (m?.type) {
       case 'ready':
         this._noteHeap(h, m.heapBytes);
+        this._perWorker.get(h.serial).sharedWasm = !!m.sharedWasm;
         this._setState(h, 'idle');
         this._checkReady();
         this._pump();
