@@ -1,0 +1,170 @@
+// loadModel tests (node --no-experimental-fetch --test --test-force-exit bindings/js/model-loader.test.js).
+// Runs with and without node's global fetch: with --no-experimental-fetch the node:http path is used.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
+import { loadModel, sha256Hex } from './model-loader.js';
+import { WorkerPool } from './pool.js';
+import { convStack, convStackReference, randomArray } from '../../tests/js/networks.js';
+
+const model = convStack({ layers: 2, channels: 2, seed: 4 });
+const big = new Uint8Array(3 * 1024 * 1024 + 17).map((_, i) => (i * 2654435761) >>> 24);
+const sha = (b) => createHash('sha256').update(b).digest('hex');
+let dir;
+let server;
+let base;
+
+before(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-loader-'));
+  fs.writeFileSync(path.join(dir, 'model.onnx'), model);
+  fs.writeFileSync(path.join(dir, 'big.bin'), big);
+  server = http.createServer(async (req, res) => {
+    if (req.url === '/big.bin' || req.url === '/big-nolength.bin') {
+      const headers = { 'content-type': 'application/octet-stream' };
+      if (req.url === '/big.bin') headers['content-length'] = String(big.byteLength);
+      res.writeHead(200, headers);
+      const chunk = 256 * 1024;
+      for (let o = 0; o < big.byteLength; o += chunk) {
+        if (!res.write(big.subarray(o, o + chunk))) await new Promise((r) => res.once('drain', r));
+        await new Promise((r) => setTimeout(r, 2));
+      }
+      res.end();
+    } else if (req.url === '/model.onnx') {
+      res.writeHead(200, { 'content-length': String(model.byteLength) });
+      res.end(model);
+    } else if (req.url === '/moved') {
+      res.writeHead(302, { location: '/model.onnx' });
+      res.end();
+    } else if (req.url === '/slow') {
+      res.writeHead(200, { 'content-length': '1000000' });
+      res.write(new Uint8Array(1000));
+      // never finishes: for the abort test
+    } else {
+      res.writeHead(404);
+      res.end('not found');
+    }
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${server.address().port}`;
+});
+
+after(() => {
+  server?.closeAllConnections?.();
+  server?.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test('bytes, ArrayBuffer, Blob, File, path and file: URL all give the same bytes', async () => {
+  const want = sha(model);
+  const sources = [
+    model,
+    model.buffer.slice(model.byteOffset, model.byteOffset + model.byteLength),
+    new Blob([model]),
+    new File([model], 'model.onnx'),
+    path.join(dir, 'model.onnx'),
+    pathToFileURL(path.join(dir, 'model.onnx')),
+    pathToFileURL(path.join(dir, 'model.onnx')).href,
+  ];
+  for (const s of sources) {
+    const b = await loadModel(s, { expectedBytes: model.byteLength, sha256: want });
+    assert.ok(b instanceof Uint8Array);
+    assert.equal(sha(b), want);
+  }
+  assert.equal(await sha256Hex(model), want);
+});
+
+test('download from a local http server: streamed progress reaches total, bytes verified', async () => {
+  const events = [];
+  const b = await loadModel(`${base}/big.bin`, {
+    expectedBytes: big.byteLength,
+    sha256: sha(big),
+    onProgress: (p) => events.push({ ...p }),
+  });
+  assert.equal(b.byteLength, big.byteLength);
+  assert.ok(events.length >= 4, `only ${events.length} progress events`);
+  for (let i = 1; i < events.length; i++) assert.ok(events[i].loaded >= events[i - 1].loaded);
+  assert.ok(events.every((e) => e.total === big.byteLength));
+  assert.deepEqual(events.at(-1), { loaded: big.byteLength, total: big.byteLength });
+});
+
+test('download without Content-Length: total known at the end (or from expectedBytes)', async () => {
+  const events = [];
+  const b = await loadModel(`${base}/big-nolength.bin`, { onProgress: (p) => events.push({ ...p }) });
+  assert.equal(sha(b), sha(big));
+  assert.deepEqual(events.at(-1), { loaded: big.byteLength, total: big.byteLength });
+  const ev2 = [];
+  await loadModel(`${base}/big-nolength.bin`, { expectedBytes: big.byteLength, onProgress: (p) => ev2.push({ ...p }) });
+  assert.ok(ev2.every((e) => e.total === big.byteLength));
+});
+
+test('file progress reaches total', async () => {
+  const events = [];
+  await loadModel(path.join(dir, 'big.bin'), { onProgress: (p) => events.push({ ...p }) });
+  assert.ok(events.length >= 3);
+  assert.deepEqual(events.at(-1), { loaded: big.byteLength, total: big.byteLength });
+});
+
+test('sha256 mismatch: WeightsMismatch naming expected and got, and the fix', async () => {
+  const wrong = '0'.repeat(64);
+  for (const s of [model, path.join(dir, 'model.onnx'), `${base}/model.onnx`, new Blob([model])]) {
+    await assert.rejects(loadModel(s, { sha256: wrong }), (e) => {
+      assert.equal(e.code, 'WeightsMismatch');
+      assert.equal(e.check, 'sha256');
+      assert.equal(e.expected, wrong);
+      assert.equal(e.got, sha(model));
+      assert.ok(e.message.includes(wrong) && e.message.includes(sha(model)), e.message);
+      assert.match(e.message, /download it again/);
+      return true;
+    });
+  }
+  // upper-case hex is accepted
+  await loadModel(model, { sha256: sha(model).toUpperCase() });
+});
+
+test('size mismatch: WeightsMismatch naming expected and got bytes (checked before the download when known)', async () => {
+  for (const s of [model, path.join(dir, 'model.onnx'), `${base}/model.onnx`, new Blob([model]), `${base}/big-nolength.bin`]) {
+    await assert.rejects(loadModel(s, { expectedBytes: 12345 }), (e) => {
+      assert.equal(e.code, 'WeightsMismatch');
+      assert.equal(e.check, 'bytes');
+      assert.equal(e.expected, 12345);
+      assert.match(e.message, /expected 12345 bytes/);
+      assert.match(e.message, new RegExp(`have ${e.got} bytes`));
+      return true;
+    });
+  }
+});
+
+test('HTTP errors, redirects, missing files, bad sources, cancellation', async () => {
+  await assert.rejects(loadModel(`${base}/nope.onnx`), (e) => e.code === 'DownloadFailed' && /HTTP 404/.test(e.message));
+  const b = await loadModel(`${base}/moved`, { sha256: sha(model) });
+  assert.equal(b.byteLength, model.byteLength);
+  await assert.rejects(loadModel(path.join(dir, 'missing.onnx')), { code: 'ReadFailed' });
+  await assert.rejects(loadModel(42), TypeError);
+  const ac = new AbortController();
+  const p = loadModel(`${base}/slow`, { signal: ac.signal });
+  setTimeout(() => ac.abort(), 100);
+  await assert.rejects(p, { name: 'AbortError' });
+  const done = new AbortController();
+  done.abort();
+  await assert.rejects(loadModel(model, { signal: done.signal }), { name: 'AbortError' });
+});
+
+test('loaded weights run in the worker pool', async () => {
+  const bytes = await loadModel(`${base}/model.onnx`, { expectedBytes: model.byteLength, sha256: sha(model) });
+  const pool = new WorkerPool({ model: bytes, workers: 1 });
+  try {
+    const input = randomArray(6 * 7 * 8, 3);
+    const r = await pool.run({ id: 0, input, dims: [1, 1, 6, 7, 8] });
+    const ref = convStackReference(input, [6, 7, 8], { layers: 2, channels: 2, seed: 4 });
+    let m = 0;
+    for (let i = 0; i < ref.length; i++) m = Math.max(m, Math.abs(ref[i] - r.output[i]));
+    assert.ok(m <= 1e-5);
+  } finally {
+    await pool.terminate();
+  }
+});
