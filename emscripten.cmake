@@ -43,3 +43,6 @@ function(tessera_wasm_module target)
     -sPTHREAD_POOL_SIZE_STRICT=2
     -sWASM_BIGINT=0)
 endfunction()
+
+# The generated JS is CommonJS while the npm package is "type": "module": mark the build tree.
+file(WRITE ${CMAKE_BINARY_DIR}/package.json "{\"type\":\"commonjs\"}\n")
