@@ -162,7 +162,6 @@ async function run(msg) {
   const { seq, tile, dims, hook } = msg;
   markRunning(true);
   port.post({ type: 'start', seq, t: now() });
-  if (hook === 'crash') dieNow(1, `test hook: worker crashed on tile ${tile}`);
   if (hook === 'stall') {
     // Block this thread without burning CPU, like a run that never returns; only terminate() ends it.
     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
@@ -201,5 +200,11 @@ async function run(msg) {
 
 port.onMessage((msg) => {
   if (msg?.type === 'init') init(msg);
-  else if (msg?.type === 'run') run(msg);
+  else if (msg?.type === 'run' && msg.hook === 'crash') {
+    // Test hook: die after accepting the tile. Synchronous, inside the message handler: node ends the thread
+    // (process.exit), a browser worker throws an uncaught error here (an 'error' event at the Worker object).
+    markRunning(true);
+    port.post({ type: 'start', seq: msg.seq, t: now() });
+    dieNow(1, `test hook: worker crashed on tile ${msg.tile}`);
+  } else if (msg?.type === 'run') run(msg);
 });

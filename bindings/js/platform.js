@@ -112,10 +112,11 @@ export function workerPort() {
   };
 }
 
-/** End this worker at once (test hook "crash"): node exits the thread, a browser worker throws uncaught. */
+/**
+ * End this worker at once (test hook "crash"): node exits the thread; in a browser worker it throws — call it
+ * synchronously from a message handler so the throw is uncaught and reaches the Worker as an 'error' event.
+ */
 export function dieNow(code = 1, message = 'worker died') {
   if (isNode) process.exit(code);
-  setTimeout(() => {
-    throw new Error(message);
-  });
+  throw new Error(message);
 }
