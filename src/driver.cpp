@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "tessera/error.h"
+#include "tessera/plan.h"
 #include "tessera/scheduler.h"
 
 namespace tessera {
@@ -245,15 +246,9 @@ RunReport whole_volume_inversion(const Geometry& g, std::span<const float> field
                                  std::span<float> chi) {
   const auto t0 = Clock::now();
   validate_inputs(g, field, mask, chi.size());
+  const TilePlan plan = plan_whole(g, network, options.target);
+  if (!plan.feasible) throw Error(ErrorCode::BudgetExceeded, plan.message);
   const WholeVolumeShape s = whole_volume_shape(g, network);
-  if (options.target == Target::Wasm && s.bytes > WASM_MAX_PATCH_ACTIVATION_BYTES) {
-    const PatchFit fit = wasm_patch_fit(TileConfig{1, 8}, network.cost);
-    throw Error(ErrorCode::BudgetExceeded,
-                "whole volume padded to " + dims_text(s.dims) + " needs " + format_gb(s.bytes) + " of activations at " +
-                    std::to_string(network.cost.bytes_per_voxel) + " B/voxel, over the " +
-                    format_gb(WASM_MAX_PATCH_ACTIVATION_BYTES) + " single-patch limit: run it tiled (at halo 8 the " +
-                    "largest core that fits is " + std::to_string(fit.largest_core) + ")");
-  }
   if (options.progress) options.progress(0, 1);
   if (options.cancel && options.cancel->load()) throw Error(ErrorCode::Cancelled, "cancelled before the run started");
 

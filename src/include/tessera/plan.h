@@ -1,0 +1,39 @@
+// The plan of a run before it starts: patch, memory per tile, tiles in flight, tile counts and the
+// estimated peak memory against the browser limits, or the refusal with advice. JavaScript shows
+// these figures; it never re-derives them.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "tessera/driver.h"
+
+namespace tessera {
+
+struct TilePlan {
+  bool feasible = false;
+  std::string message;              // the refusal with advice, empty when feasible
+  bool whole_volume = false;
+  uint64_t patch_edge = 0;          // cubic patch edge (tiled), or the largest padded dim (whole)
+  std::array<uint64_t, 3> patch_dims{0, 0, 0};
+  uint64_t bytes_per_tile = 0;      // activations of one patch
+  uint32_t tiles_in_flight = 0;     // the cap, from tile_concurrency
+  uint64_t tiles_total = 0;
+  uint64_t tiles_active = 0;        // to run
+  uint64_t tiles_skipped = 0;       // core holds no mask voxel
+  uint64_t activation_bytes = 0;    // bytes_per_tile · tiles_in_flight: all tiles in flight
+  uint64_t module_heap_bytes = 0;   // the C++ module: field, mask, chi and the patches in flight
+  uint64_t peak_bytes = 0;          // activation_bytes + module_heap_bytes
+};
+
+// Plans a tiled run. Never throws for an infeasible config: feasible=false and message say why.
+// geometry is valid and mask holds geometry.voxel_count() values (else Error InvalidArgument).
+TilePlan plan_tiled(const Geometry& geometry, std::span<const uint8_t> mask, const FieldNetwork& network,
+                    TileConfig cfg, uint32_t workers, Target target = kBuildTarget);
+
+// Plans a whole-volume run (padded to the divisor by the network's rule).
+// geometry is valid.
+TilePlan plan_whole(const Geometry& geometry, const FieldNetwork& network, Target target = kBuildTarget);
+
+}  // namespace tessera

@@ -1,0 +1,81 @@
+#include "tessera/plan.h"
+
+#include <algorithm>
+
+#include "tessera/error.h"
+
+namespace tessera {
+
+namespace {
+// Field (f32), mask (u8) and chi (f32) of the whole volume live in the module heap.
+uint64_t volume_bytes(const Geometry& g) { return saturating_mul(g.voxel_count(), 4 + 1 + 4); }
+}  // namespace
+
+TilePlan plan_tiled(const Geometry& g, std::span<const uint8_t> mask, const FieldNetwork& network, TileConfig cfg,
+                    uint32_t workers, Target target) {
+  validate_geometry(g);
+  if (mask.size() != g.voxel_count()) validate_volume_sizes(g, g.voxel_count(), mask.size());
+  TilePlan p;
+  if (cfg.core == 0) {
+    p.message = "tile core must be at least 1 voxel (got 0); try core 56, halo 4";
+    return p;
+  }
+  try {
+    validate_tile_config(cfg);
+  } catch (const Error& e) {
+    p.message = e.what();
+    return p;
+  }
+  p.patch_edge = tile_patch_size(cfg, network.cost.divisor);
+  p.patch_dims = {p.patch_edge, p.patch_edge, p.patch_edge};
+  p.bytes_per_tile = patch_bytes(p.patch_edge, network.cost.bytes_per_voxel);
+  p.tiles_in_flight = tile_concurrency(cfg, network.cost, workers, target);
+  if (target == Target::Wasm) {
+    const PatchFit fit = wasm_patch_fit(cfg, network.cost);
+    if (!fit.fits) {
+      p.message = fit.message;
+      return p;
+    }
+  }
+  const TileGrid grid = make_tile_grid(g, mask, cfg, network.cost.divisor);
+  p.tiles_total = grid.tiles.size();
+  p.tiles_active = grid.active;
+  p.tiles_skipped = grid.skipped;
+  const uint32_t in_flight = static_cast<uint32_t>(std::min<uint64_t>(p.tiles_in_flight, std::max<uint64_t>(1, grid.active)));
+  p.activation_bytes = saturating_mul(p.bytes_per_tile, in_flight);
+  const uint64_t patch_io = saturating_mul(saturating_mul(p.patch_edge, saturating_mul(p.patch_edge, p.patch_edge)), 4 * 2);
+  p.module_heap_bytes = saturating_add(volume_bytes(g), saturating_mul(patch_io, in_flight));
+  p.peak_bytes = saturating_add(p.activation_bytes, p.module_heap_bytes);
+  p.feasible = true;
+  return p;
+}
+
+TilePlan plan_whole(const Geometry& g, const FieldNetwork& network, Target target) {
+  validate_geometry(g);
+  TilePlan p;
+  p.whole_volume = true;
+  const WholeVolumeShape s = whole_volume_shape(g, network);
+  p.patch_dims = s.dims;
+  p.patch_edge = std::max({s.dims[0], s.dims[1], s.dims[2]});
+  p.bytes_per_tile = s.bytes;
+  p.tiles_in_flight = 1;
+  p.tiles_total = 1;
+  p.tiles_active = 1;
+  p.activation_bytes = s.bytes;
+  const uint64_t padded = saturating_mul(s.dims[0], saturating_mul(s.dims[1], s.dims[2]));
+  p.module_heap_bytes = saturating_add(volume_bytes(g), saturating_mul(padded, 4 * 2));
+  p.peak_bytes = saturating_add(p.activation_bytes, p.module_heap_bytes);
+  if (target == Target::Wasm && s.bytes > WASM_MAX_PATCH_ACTIVATION_BYTES) {
+    const PatchFit fit = wasm_patch_fit(TileConfig{1, 8}, network.cost);
+    p.message = "whole volume padded to " + std::to_string(s.dims[0]) + "×" + std::to_string(s.dims[1]) + "×" +
+                std::to_string(s.dims[2]) + " needs " + format_gb(s.bytes) + " of activations at " +
+                std::to_string(network.cost.bytes_per_voxel) + " B/voxel, over the " +
+                format_gb(WASM_MAX_PATCH_ACTIVATION_BYTES) + " single-patch limit: run it tiled (at halo 8 the " +
+                "largest core that fits is " + std::to_string(fit.largest_core) + ")";
+    return p;
+  }
+  p.feasible = true;
+  return p;
+}
+
+}  // namespace tessera

@@ -1,0 +1,54 @@
+#include "tessera/plan.h"
+
+#include <gtest/gtest.h>
+
+#include "support.h"
+
+using namespace tessera;
+using namespace tessera::test;
+
+TEST(Plan, TiledPlanCountsTilesAndMemory) {
+  const Geometry g = geometry(100, 90, 80);
+  const std::vector<uint8_t> mask = ellipsoid_mask(g, 0.8);
+  const FieldNetwork net{TileCost{8, 1100}, {}, PadRule::SmallerHalfLow};
+  const TilePlan p = plan_tiled(g, mask, net, {56, 4}, 4, Target::Wasm);
+  ASSERT_TRUE(p.feasible) << p.message;
+  EXPECT_EQ(p.patch_edge, 64u);
+  EXPECT_EQ(p.bytes_per_tile, 64ull * 64 * 64 * 1100);
+  EXPECT_EQ(p.tiles_in_flight, 4u);  // min(4 workers, 5 within budget)
+  EXPECT_EQ(p.tiles_total, 8u);
+  const TileGrid grid = make_tile_grid(g, mask, {56, 4}, 8);
+  EXPECT_EQ(p.tiles_active, grid.active);
+  EXPECT_EQ(p.tiles_skipped, grid.skipped);
+  EXPECT_EQ(p.activation_bytes, p.bytes_per_tile * std::min<uint64_t>(4, grid.active));
+  EXPECT_LE(p.activation_bytes, WASM_TILE_ACTIVATION_BUDGET);
+  EXPECT_EQ(p.peak_bytes, p.activation_bytes + p.module_heap_bytes);
+  EXPECT_GE(p.module_heap_bytes, g.voxel_count() * 9);
+}
+
+TEST(Plan, InfeasibleConfigCarriesTheAdviceInsteadOfThrowing) {
+  const Geometry g = geometry(200, 200, 150);
+  const std::vector<uint8_t> mask(g.voxel_count(), 1);
+  const FieldNetwork net{TileCost{8, 1100}, {}, PadRule::SmallerHalfLow};
+  const TilePlan p = plan_tiled(g, mask, net, TileConfig{}, 2, Target::Wasm);
+  EXPECT_FALSE(p.feasible);
+  EXPECT_NE(p.message.find("largest core that fits is 112"), std::string::npos) << p.message;
+  const TilePlan zero = plan_tiled(g, mask, net, {0, 4}, 2, Target::Wasm);
+  EXPECT_FALSE(zero.feasible);
+  EXPECT_NE(zero.message.find("core must be at least 1"), std::string::npos);
+  // Natively there is no single-patch limit.
+  EXPECT_TRUE(plan_tiled(g, mask, net, TileConfig{}, 2, Target::Native).feasible);
+}
+
+TEST(Plan, WholeVolumePlan) {
+  const Geometry small = geometry(60, 70, 50);
+  const FieldNetwork net{TileCost{16, 563}, {}, PadRule::SmallerHalfLow};
+  const TilePlan p = plan_whole(small, net, Target::Wasm);
+  ASSERT_TRUE(p.feasible);
+  EXPECT_EQ(p.patch_dims, (std::array<uint64_t, 3>{64, 80, 64}));
+  EXPECT_EQ(p.bytes_per_tile, 64ull * 80 * 64 * 563);
+  const TilePlan big = plan_whole(geometry(256, 256, 176), FieldNetwork{TileCost{8, 1100}, {}, PadRule::SmallerHalfLow},
+                                  Target::Wasm);
+  EXPECT_FALSE(big.feasible);
+  EXPECT_NE(big.message.find("run it tiled"), std::string::npos);
+}
