@@ -7,7 +7,7 @@
 //   {type:'run', seq, tile, input: Float32Array, dims: number[], hook?: 'crash'|'stall'|'fail'|'oom'}
 // (worker → pool):
 //   {type:'ready', inputName, outputName, inputNames, outputNames, heapBytes, sharedWasm}
-//   {type:'init-error', message}
+//   {type:'init-error', phase: 'runtime'|'session', message, oom?}
 //   {type:'start', seq, t}               (the run has begun in this worker)
 //   {type:'result', seq, output: Float32Array (transferred), dims, seconds, heapBytes, t}
 //   {type:'error', seq, message, name, oom, heapBytes, t}
@@ -130,7 +130,12 @@ async function init(msg) {
       slotIndex = msg.slotIndex;
     }
     precompiled = msg.wasmModule ?? null;
-    ort = await import(msg.ortModuleUrl);
+    try {
+      ort = await import(msg.ortModuleUrl);
+    } catch (e) {
+      port.post({ type: 'init-error', phase: 'runtime', message: `cannot import ONNX Runtime Web from '${msg.ortModuleUrl}': ${e?.message ?? e}` });
+      return;
+    }
     ort.env.wasm.numThreads = msg.numThreads;
     if (msg.wasmPaths) ort.env.wasm.wasmPaths = msg.wasmPaths;
     ort.env.logLevel = 'error';
@@ -154,7 +159,7 @@ async function init(msg) {
       sharedWasm,
     });
   } catch (e) {
-    port.post({ type: 'init-error', message: String(e?.message ?? e), oom: isOom(e), heapBytes: heapBytes() });
+    port.post({ type: 'init-error', phase: 'session', message: String(e?.message ?? e), oom: isOom(e), heapBytes: heapBytes() });
   }
 }
 

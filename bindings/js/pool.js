@@ -92,6 +92,7 @@ export class WorkerPool {
    * @param {number} [o.threadsPerWorker=1] T, env.wasm.numThreads in each worker
    * @param {number} [o.watchdogMs=600000] per-tile stall limit, from dispatch to result
    * @param {number} [o.recycleHeapBytes=Infinity] recycle a worker once its wasm heap passes this
+   * @param {number} [o.startTimeoutMs=max(watchdogMs, 120000)] limit for a worker to load ORT and create its session
    * @param {string|object} [o.ortWasmPaths] ort.env.wasm.wasmPaths in the workers (browser: where ORT's .wasm/.mjs live)
    * @param {string} [o.ortModuleUrl] module specifier/URL of onnxruntime-web for the workers (node default
    *   'onnxruntime-web'; browser default import.meta.resolve('onnxruntime-web') or ../../node_modules/...)
@@ -117,6 +118,7 @@ export class WorkerPool {
     this._T = T;
     this._watchdogMs = o.watchdogMs ?? DEFAULT_WATCHDOG_MS;
     this._recycleHeapBytes = o.recycleHeapBytes ?? Infinity;
+    this._startTimeoutMs = o.startTimeoutMs ?? Math.max(this._watchdogMs, 120000);
     this._wasmPaths = o.ortWasmPaths;
     this._ortModuleUrl = o.ortModuleUrl ?? defaultOrtModuleUrl();
     this._workerUrl = o.workerUrl ? new URL(o.workerUrl, import.meta.url) : new URL('./ort-worker.js', import.meta.url);
@@ -325,6 +327,11 @@ export class WorkerPool {
     this._handles.push(h);
     this._s.workersCreated++;
     this._perWorker.set(serial, { worker: serial, state: 'starting', runs: 0, heapBytes: 0, heapHighWater: 0, endedBy: null, sharedWasm: false });
+    h.startTimer = setTimeout(() => {
+      if (h.state !== 'starting') return;
+      const secs = this._startTimeoutMs / 1000;
+      this._fail(poolError(`a worker could not start: no session after ${secs} s (start watchdog)`, 'WorkerStartFailed'), h);
+    }, this._startTimeoutMs);
     w.onMessage((m) => this._onMessage(h, m));
     w.onError((e) => this._onDeath(h, `the worker failed: ${e.message}`));
     w.onExit((code) => {
@@ -368,6 +375,7 @@ export class WorkerPool {
   }
 
   _setState(h, state) {
+    if (state !== 'starting') clearTimeout(h.startTimer);
     h.state = state;
     const p = this._perWorker.get(h.serial);
     if (p) p.state = state;
@@ -385,7 +393,8 @@ export class WorkerPool {
         break;
       case 'init-error': {
         const oom = m.oom ? ' (out of memory)' : '';
-        this._fail(poolError(`the network could not be loaded: ${m.message}${oom}`, 'ModelLoadFailed'), h);
+        if (m.phase === 'runtime') this._fail(poolError(`a worker could not start: ${m.message}`, 'WorkerStartFailed'), h);
+        else this._fail(poolError(`the network could not be loaded: ${m.message}${oom}`, 'ModelLoadFailed'), h);
         break;
       }
       case 'start': {

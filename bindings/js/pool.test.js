@@ -113,8 +113,15 @@ test('runs executing at once never exceed K (measured in the workers); least-pen
   const perWorker = new Map();
   for (const r of results) perWorker.set(r.worker, (perWorker.get(r.worker) ?? 0) + 1);
   assert.equal(perWorker.size, K, `tiles went to ${[...perWorker.keys()]}`);
-  for (const [w, n] of perWorker) assert.ok(n >= 2, `worker ${w} ran only ${n} of 8 tiles`);
+  assert.notEqual(results[0].worker, results[1].worker, 'the first two tiles go to the two free workers');
   for (const p of s.perWorker) assert.equal(p.runs, perWorker.get(p.worker));
+  // Sequential tiles: the free worker with the fewest runs takes the next one (ties: the older worker).
+  for (let i = 0; i < 4; i++) {
+    const runs = pool.stats().perWorker.filter((p) => p.state === 'idle');
+    const least = runs.reduce((a, b) => (b.runs < a.runs ? b : a));
+    const r = await pool.run(tile(100 + i, [8, 8, 8]));
+    assert.equal(r.worker, least.worker, `tile ${100 + i}: runs per worker ${JSON.stringify(runs.map((p) => [p.worker, p.runs]))}`);
+  }
   await pool.terminate();
 });
 
@@ -269,6 +276,24 @@ test('corrupt model bytes: ready() and run() reject with "the network could not 
   await assert.rejects(garbage.run(tile(1, [4, 4, 4])), /the network could not be loaded: .*protobuf parsing failed/);
   await garbage.terminate();
   assert.throws(() => new WorkerPool({ model: 'not bytes' }), TypeError);
+});
+
+test('a worker that never finishes starting: start watchdog error, nothing hangs', async () => {
+  // an "ORT module" whose import never settles
+  const pool = makePool({ model: convModel, workers: 1, startTimeoutMs: 600, ortModuleUrl: 'data:text/javascript,await new Promise(() => {})' });
+  const t0 = performance.now();
+  await assert.rejects(pool.ready(), (e) => {
+    assert.equal(e.code, 'WorkerStartFailed');
+    assert.match(e.message, /^a worker could not start: no session after 0\.6 s \(start watchdog\)$/);
+    return true;
+  });
+  assert.ok(performance.now() - t0 < 3000);
+  await assert.rejects(pool.run(tile(1, [4, 4, 4])), { code: 'WorkerStartFailed' });
+  await pool.terminate();
+  assert.equal(pool.liveWorkers, 0);
+  const missing = makePool({ model: convModel, workers: 1, ortModuleUrl: 'file:///nonexistent/ort.mjs' });
+  await assert.rejects(missing.ready(), /^Error: a worker could not start: cannot import ONNX Runtime Web from 'file:\/\/\/nonexistent\/ort.mjs'/);
+  await missing.terminate();
 });
 
 test('recycle(): frees and replaces workers; automatic recycling once the heap passes recycleHeapBytes', async () => {
