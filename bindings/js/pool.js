@@ -238,7 +238,10 @@ export class WorkerPool {
    */
   cancelAll(reason = 'cancelled') {
     const exits = [];
-    for (const job of [...this._queue]) this._abortJob(job, `tile ${job.id} ${reason}`);
+    for (const job of this._queue.splice(0)) {
+      this._s.cancelled++;
+      this._settle(job, abortError(`tile ${job.id} ${reason}`));
+    }
     for (const h of [...this._handles]) if (h.job) exits.push(this._abortJob(h.job, `tile ${h.job.id} ${reason}`));
     return Promise.all(exits).then(() => undefined);
   }
