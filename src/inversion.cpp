@@ -1,0 +1,111 @@
+#include "tessera/inversion.h"
+
+#include <algorithm>
+
+#include "tessera/error.h"
+#include "tessera/native_patching.h"
+#include "tessera/physics_loops.h"
+
+namespace tessera {
+
+namespace {
+
+FieldNetwork network_of(const InversionRequest& r) { return r.model ? field_network(*r.model) : r.custom; }
+
+void refuse_phase_networks(const InversionRequest& r) {
+  if (r.model && r.model->kind == ModelKind::WholeVolumeOnly) {
+    throw Error(ErrorCode::InvalidArgument,
+                "model '" + std::string(r.model->id) + "' reconstructs from wrapped phase (inputs: " +
+                    std::string(r.model->input) + "); it cannot invert a field map");
+  }
+}
+
+// A physics loop on one volume (whole, or one patch).
+std::vector<float> physics_loop(const ModelSpec& m, const Geometry& g, std::span<const float> field,
+                                std::span<const uint8_t> mask, std::span<PatchRunner* const> nets) {
+  if (m.id == "lpcnn") return lpcnn_invert(g, field, mask, *nets[0]);
+  if (m.id == "modl-qsm") return modl_qsm_invert(g, field, mask, *nets[0]);
+  if (m.id == "nextqsm") return nextqsm_invert(g, field, mask, *nets[0], *nets[1]);
+  throw Error(ErrorCode::Internal, "no physics loop for model '" + std::string(m.id) + "'");
+}
+
+}  // namespace
+
+uint32_t network_count(const InversionRequest& r) {
+  if (!r.model) return 1;
+  return r.model->weights[1].file.empty() ? 1 : 2;
+}
+
+uint32_t network_output_channels(const InversionRequest& r, uint32_t) {
+  return r.model ? r.model->output_channels : 1;
+}
+
+std::string inversion_warning(const InversionRequest& r) {
+  if (!r.model) return "";
+  if (r.model->kind == ModelKind::PhysicsLoop && !r.whole_volume) {
+    return std::string(r.model->name) +
+           " is a physics loop: tiled, the whole loop runs per patch and cannot see the dipole field of distant "
+           "sources (off-design); results are approximate";
+  }
+  if (r.model->kind == ModelKind::NativePatches) {
+    return std::string(r.model->name) + " uses its own fixed patching; the tile settings are ignored";
+  }
+  return "";
+}
+
+TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask, Target target) {
+  refuse_phase_networks(r);
+  const FieldNetwork net = network_of(r);
+  if (r.whole_volume || (r.model && r.model->kind == ModelKind::NativePatches)) return plan_whole(r.geometry, net, target);
+  return plan_tiled(r.geometry, mask, net, r.tile, r.workers, target);
+}
+
+RunReport run_inversion(const InversionRequest& r, std::span<const float> field, std::span<const uint8_t> mask,
+                        std::span<PatchRunner* const> networks, const RunOptions& options, std::span<float> chi) {
+  refuse_phase_networks(r);
+  if (networks.size() != network_count(r)) {
+    throw Error(ErrorCode::InvalidArgument, "this model needs " + std::to_string(network_count(r)) + " network(s), got " +
+                                                std::to_string(networks.size()));
+  }
+  const FieldNetwork net = network_of(r);
+  const ModelKind kind = r.model ? r.model->kind : ModelKind::FieldToChi;
+
+  if (kind == ModelKind::FieldToChi) {
+    return r.whole_volume ? whole_volume_inversion(r.geometry, field, mask, net, *networks[0], options, chi)
+                          : tiled_field_inversion(r.geometry, field, mask, net, r.tile, *networks[0], options, chi);
+  }
+
+  if (kind == ModelKind::PhysicsLoop && !r.whole_volume) {
+    const ModelSpec& m = *r.model;
+    auto algorithm = [&](const Geometry& pg, std::span<const float> f, std::span<const uint8_t> mk) {
+      return physics_loop(m, pg, f, mk, networks);
+    };
+    return tiled_volume_algorithm(r.geometry, field, mask, r.tile, net.cost, algorithm, options, chi);
+  }
+
+  // Whole-volume physics loops and native patching: one C++ call over the whole volume.
+  const TilePlan plan = plan_whole(r.geometry, net, options.target);
+  if (!plan.feasible) throw Error(ErrorCode::BudgetExceeded, plan.message);
+  validate_geometry(r.geometry);
+  validate_volume_sizes(r.geometry, field.size(), mask.size());
+  if (options.progress) options.progress(0, 1);
+  std::vector<float> out;
+  if (kind == ModelKind::PhysicsLoop) {
+    out = physics_loop(*r.model, r.geometry, field, mask, networks);
+  } else if (r.model->id == "autoqsm") {
+    out = autoqsm_invert(r.geometry, field, mask, *networks[0]);
+  } else {
+    out = qsmgan_invert(r.geometry, field, mask, *networks[0]);
+  }
+  if (out.size() != chi.size()) throw Error(ErrorCode::Internal, "inversion returned the wrong size");
+  std::copy(out.begin(), out.end(), chi.begin());
+  if (options.progress) options.progress(1, 1);
+  RunReport report;
+  report.tiles_total = report.tiles_run = 1;
+  report.concurrency = report.max_in_flight = 1;
+  report.patch_edge = plan.patch_edge;
+  report.bytes_per_tile = plan.bytes_per_tile;
+  return report;
+}
+
+}  // namespace tessera
