@@ -1,0 +1,75 @@
+// Embind registrations only: every conversion lives in conversions.cpp.
+#include <emscripten/bind.h>
+
+#include "conversions.h"
+
+using namespace emscripten;
+using namespace tessera;
+using namespace tessera::js;
+
+namespace {
+
+val registry() {
+  return guarded([] {
+    val out = val::array();
+    for (const ModelSpec& m : model_registry()) out.call<void>("push", to_val(m));
+    return out;
+  });
+}
+val model(std::string id) { return guarded([&] { return to_val(model_spec(id)); }); }
+val limits() {
+  val o = val::object();
+  o.set("tileActivationBudget", static_cast<double>(WASM_TILE_ACTIVATION_BUDGET));
+  o.set("maxPatchActivationBytes", static_cast<double>(WASM_MAX_PATCH_ACTIVATION_BYTES));
+  o.set("heapCeilingBytes", static_cast<double>(WASM_HEAP_CEILING_BYTES));
+  return o;
+}
+val patch_fit(val tile, val cost) { return guarded([&] { return to_val(wasm_patch_fit(tile_from(tile), cost_from(cost))); }); }
+double max_patch_edge(double bpv) { return static_cast<double>(max_wasm_patch_edge(static_cast<uint64_t>(bpv))); }
+val plan(std::shared_ptr<Volume> volume, val request) {
+  return guarded([&] {
+    InversionRequest r = request_from(request);
+    r.geometry = volume->geo();
+    val p = to_val(plan_inversion(r, volume->mask(), Target::Wasm));
+    p.set("warning", inversion_warning(r));
+    p.set("networks", network_count(r));
+    return p;
+  });
+}
+std::shared_ptr<Volume> make_volume(val geometry) {
+  return guarded([&] { return std::make_shared<Volume>(geometry); });
+}
+std::unique_ptr<InversionJob> start_inversion(std::shared_ptr<Volume> volume, val request, unsigned threads) {
+  return guarded([&] { return std::make_unique<InversionJob>(volume, request, threads); });
+}
+val job_report(InversionJob& j) { return guarded([&] { return j.report(); }); }
+val job_result(InversionJob& j) { return guarded([&] { return j.result_view(); }); }
+
+}  // namespace
+
+EMSCRIPTEN_BINDINGS(tessera) {
+  function("registry", &registry);
+  function("model", &model);
+  function("limits", &limits);
+  function("patchFit", &patch_fit);
+  function("maxPatchEdge", &max_patch_edge);
+  function("plan", &plan);
+  function("startInversion", &start_inversion);
+
+  class_<Volume>("Volume")
+      .smart_ptr_constructor("Volume", &make_volume)
+      .function("geometry", &Volume::geometry)
+      .function("fieldView", &Volume::field_view)
+      .function("maskView", &Volume::mask_view)
+      .function("voxelCount", &Volume::voxel_count);
+
+  class_<InversionJob>("InversionJob")
+      .function("poll", &InversionJob::poll)
+      .function("respond", &InversionJob::respond)
+      .function("fail", &InversionJob::fail)
+      .function("cancel", &InversionJob::cancel)
+      .function("report", &job_report)
+      .function("resultView", &job_result)
+      .function("warning", &InversionJob::warning)
+      .function("networkCount", &InversionJob::network_count);
+}
