@@ -65,14 +65,13 @@ std::vector<float> crop_real(const Geometry& g, const Geometry& p, const std::ve
   return out;
 }
 
-}  // namespace
-
-std::vector<float> dipole_kernel(const Geometry& g, DipoleConvention convention) {
-  validate_geometry(g);
+// Calls f(index, D) for every voxel of the kernel of g (x-fastest order), D in double; nothing the size of the
+// volume is allocated, so forward_field and tkd multiply by the kernel without materialising it.
+template <typename F>
+void for_each_kernel_value(const Geometry& g, DipoleConvention convention, F&& f) {
   const int64_t nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
-  std::vector<float> kernel(static_cast<size_t>(g.voxel_count()));
   Vec3 b = g.b0_dir;
-  std::vector<double> kx(nx), ky(ny), kz(nz);
+  std::vector<double> kx(static_cast<size_t>(nx)), ky(static_cast<size_t>(ny)), kz(static_cast<size_t>(nz));
   if (convention == DipoleConvention::Standard) {
     const double norm = std::sqrt(b[0] * b[0] + b[1] * b[1] + b[2] * b[2]);
     for (auto& c : b) c /= norm;
@@ -82,15 +81,14 @@ std::vector<float> dipole_kernel(const Geometry& g, DipoleConvention convention)
   } else {
     auto fill = [](std::vector<double>& k, int64_t n, double v) {
       for (int64_t i = 0; i < n; ++i) {
-        k[static_cast<size_t>((i + n / 2) % n)] =
-            static_cast<double>(i - n / 2) / (static_cast<double>(n) * v);
+        k[static_cast<size_t>((i + n / 2) % n)] = static_cast<double>(i - n / 2) / (static_cast<double>(n) * v);
       }
     };
     fill(kx, nx, g.voxel_mm[0]);
     fill(ky, ny, g.voxel_mm[1]);
     fill(kz, nz, g.voxel_mm[2]);
   }
-  const double eps = convention == DipoleConvention::NextQsm ? static_cast<double>(FLT_EPSILON) : 0.0;
+  const double eps = static_cast<double>(FLT_EPSILON);
   size_t idx = 0;
   for (int64_t z = 0; z < nz; ++z)
     for (int64_t y = 0; y < ny; ++y)
@@ -103,8 +101,16 @@ std::vector<float> dipole_kernel(const Geometry& g, DipoleConvention convention)
         } else {
           d = 1.0 / 3.0 - kb * kb / (k2 + eps);
         }
-        kernel[idx] = static_cast<float>(d);
+        f(idx, d);
       }
+}
+
+}  // namespace
+
+std::vector<float> dipole_kernel(const Geometry& g, DipoleConvention convention) {
+  validate_geometry(g);
+  std::vector<float> kernel(static_cast<size_t>(g.voxel_count()));
+  for_each_kernel_value(g, convention, [&](size_t i, double d) { kernel[i] = static_cast<float>(d); });
   return kernel;
 }
 
@@ -145,10 +151,7 @@ std::vector<float> forward_field(const Geometry& g, std::span<const float> chi, 
   validate_geometry(p);
   std::vector<Complex> c = pad_complex(g, p, chi);
   fft3d_forward(c, p.dims, threads);
-  {
-    const std::vector<float> kernel = dipole_kernel(p, DipoleConvention::Standard);
-    for (size_t i = 0; i < c.size(); ++i) c[i] *= kernel[i];
-  }
+  for_each_kernel_value(p, DipoleConvention::Standard, [&](size_t i, double d) { c[i] *= static_cast<float>(d); });
   fft3d_inverse(c, p.dims, threads);
   return crop_real(g, p, c);
 }
@@ -159,7 +162,8 @@ uint64_t dipole_workspace_bytes(const Geometry& g, int pad_factor, unsigned thre
   const Geometry p = padded_geometry(g, pad_factor);
   validate_geometry(p);
   const uint64_t n = p.voxel_count();
-  return n * (sizeof(Complex) + sizeof(float)) + g.voxel_count() * sizeof(float) + fft3d_workspace_bytes(p.dims, threads);
+  // the padded complex volume, the cropped real result, FFT scratch (the kernel is computed on the fly)
+  return n * sizeof(Complex) + g.voxel_count() * sizeof(float) + fft3d_workspace_bytes(p.dims, threads);
 }
 
 std::vector<float> tkd(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask, float threshold,
@@ -175,17 +179,14 @@ std::vector<float> tkd(const Geometry& g, std::span<const float> field, std::spa
   validate_geometry(p);
   std::vector<Complex> c = pad_complex(g, p, field);
   fft3d_forward(c, p.dims, threads);
-  {
-    const std::vector<float> kernel = dipole_kernel(p, DipoleConvention::Standard);
-    for (size_t i = 0; i < c.size(); ++i) {
-      const float d = kernel[i];
-      float inv;
-      if (d == 0.0f) inv = 0.0f;
-      else if (std::fabs(d) >= threshold) inv = 1.0f / d;
-      else inv = (d > 0.0f ? 1.0f : -1.0f) / threshold;
-      c[i] *= inv;
-    }
-  }
+  for_each_kernel_value(p, DipoleConvention::Standard, [&](size_t i, double dd) {
+    const float d = static_cast<float>(dd);
+    float inv;
+    if (d == 0.0f) inv = 0.0f;
+    else if (std::fabs(d) >= threshold) inv = 1.0f / d;
+    else inv = (d > 0.0f ? 1.0f : -1.0f) / threshold;
+    c[i] *= inv;
+  });
   fft3d_inverse(c, p.dims, threads);
   std::vector<float> chi = crop_real(g, p, c);
   for (size_t i = 0; i < chi.size(); ++i) {

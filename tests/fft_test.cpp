@@ -126,3 +126,17 @@ TEST(Fft, RejectsBadInput) {
   EXPECT_THROW(tessera::fft3d_forward(v, {-10, -1, 1}), tessera::Error);
   EXPECT_THROW((void)tessera::fft3d_workspace_bytes({0, 1, 1}), tessera::Error);
 }
+
+// Asking for more threads than the platform gives (the wasm test binary has a pool of 8 with
+// PTHREAD_POOL_SIZE_STRICT=2, so the 9th std::thread throws std::system_error) falls back to the
+// threads that did start plus the calling thread, with the same result.
+TEST(Fft, MoreThreadsThanThePoolFallsBack) {
+  const Dims3 d{128, 128, 128};  // 2^21 voxels: 64 workers allowed by size
+  ASSERT_EQ(tessera::fft3d_planned_threads(d, 64), 64u);
+  std::vector<Complex> v(size_t{1} << 21);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = Complex(static_cast<float>(i % 13) - 6.0f, static_cast<float>(i % 5));
+  auto one = v, many = v;
+  tessera::fft3d_forward(one, d, 1);
+  tessera::fft3d_forward(many, d, 64);
+  ASSERT_TRUE(one == many);
+}

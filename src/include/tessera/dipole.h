@@ -48,7 +48,8 @@ std::vector<float> dipole_convolve(const Geometry& geometry, std::span<const flo
 std::vector<float> forward_field(const Geometry& geometry, std::span<const float> chi, int pad_factor = 2,
                                  unsigned threads = 1);
 
-// Bytes forward_field / tkd allocate at their peak for a volume of geometry (padded complex volume, kernel, FFT scratch).
+// Bytes forward_field / tkd allocate at their peak for a volume of geometry (padded complex volume, result, FFT scratch;
+// the kernel is computed on the fly, never stored).
 // geometry valid; pad_factor in [1, 4] (else Error InvalidArgument).
 uint64_t dipole_workspace_bytes(const Geometry& geometry, int pad_factor, unsigned threads = 1);
 
