@@ -18,12 +18,12 @@ if [ "$what" = wasm ] || [ "$what" = all ]; then
       "-DCMAKE_CROSSCOMPILING_EMULATOR=/usr/bin/node;--no-experimental-fetch" >/dev/null
   fi
   cmake --build build/wasm -j"$jobs"
-  # The module's files are what the npm package and the page load.
-  if [ -f build/wasm/tessera.js ]; then
-    mkdir -p dist/wasm
-    cp build/wasm/tessera.js build/wasm/tessera.wasm dist/wasm/
-    [ -f build/wasm/tessera.worker.js ] && cp build/wasm/tessera.worker.js dist/wasm/
-    # The generated worker is CommonJS; the package is ESM.
-    echo '{"type":"commonjs"}' > dist/wasm/package.json
-  fi
+  # The module's files are what the npm package and the page load: dist/wasm/node (CommonJS, for
+  # node's worker_threads) and dist/wasm/web (ES module, for browser module Workers).
+  mkdir -p dist/wasm/node dist/wasm/web
+  cp build/wasm/tessera.js build/wasm/tessera.wasm build/wasm/tessera.worker.js dist/wasm/node/
+  cp build/wasm/web/tessera.js build/wasm/web/tessera.wasm build/wasm/web/tessera.worker.js dist/wasm/web/
+  # The generated pthread worker is CommonJS; the package is ESM.
+  echo '{"type":"commonjs"}' > dist/wasm/node/package.json
+  echo '{"type":"commonjs"}' > dist/wasm/web/package.json
 fi

@@ -25,6 +25,8 @@ val limits() {
   return o;
 }
 val patch_fit(val tile, val cost) { return guarded([&] { return to_val(wasm_patch_fit(tile_from(tile), cost_from(cost))); }); }
+// Current size of the module's wasm memory: it never shrinks, so this is also its high-water mark.
+double heap_bytes() { return static_cast<double>(__builtin_wasm_memory_size(0)) * 65536.0; }
 double max_patch_edge(double bpv) { return static_cast<double>(max_wasm_patch_edge(static_cast<uint64_t>(bpv))); }
 val plan(std::shared_ptr<Volume> volume, val request) {
   return guarded([&] {
@@ -53,6 +55,7 @@ EMSCRIPTEN_BINDINGS(tessera) {
   function("limits", &limits);
   function("patchFit", &patch_fit);
   function("maxPatchEdge", &max_patch_edge);
+  function("heapBytes", &heap_bytes);
   function("plan", &plan);
   function("startInversion", &start_inversion);
 
