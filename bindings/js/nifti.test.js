@@ -1,0 +1,483 @@
+// Tests for bindings/js/nifti.js. Every input file is built byte by byte here, independently of the
+// writer under test. Run: node --no-experimental-fetch --test bindings/js/nifti.test.js
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import zlib from 'node:zlib';
+import { execFileSync } from 'node:child_process';
+import * as niftiReader from 'nifti-reader-js';
+import {
+  readNifti, readNiftiAsync, readMask, thresholdMask, writeNifti, hzToPpm, radPerSecToPpm, GAMMA_BAR_MHZ_PER_T, _streams,
+} from './nifti.js';
+
+// ---------------------------------------------------------------------------------------------------
+// Hand-made files
+
+const TYPES = {
+  2: { bitpix: 8, set: 'setUint8', values: [0, 1, 2, 127, 128, 200, 254, 255, 3, 4, 5, 6] },
+  256: { bitpix: 8, set: 'setInt8', values: [-128, -1, 0, 1, 127, 5, -5, 100, -100, 7, 8, 9] },
+  4: { bitpix: 16, set: 'setInt16', values: [-32768, -1, 0, 1, 32767, 1000, -1000, 12345, 2, 3, 4, 5] },
+  512: { bitpix: 16, set: 'setUint16', values: [0, 1, 65535, 32768, 40000, 7, 8, 9, 10, 11, 12, 13] },
+  8: { bitpix: 32, set: 'setInt32', values: [-2147483648, 2147483647, 0, -1, 1, 16777217, 123456789, 5, 6, 7, 8, 9] },
+  768: { bitpix: 32, set: 'setUint32', values: [0, 4294967295, 1, 16777217, 2147483648, 5, 6, 7, 8, 9, 10, 11] },
+  16: { bitpix: 32, set: 'setFloat32', values: [0, -0.5, 1.5, 3.4e38, -1e-30, NaN, Infinity, 0.1, 2, 3, 4, 5] },
+  64: { bitpix: 64, set: 'setFloat64', values: [1 / 3, -2.5, 1e300, 0, 1e-300, NaN, 7, 8, 9, 10, 11, 12] },
+};
+
+/** A single-file NIfTI-1 built field by field (nifti1.h offsets). */
+function makeNifti1({
+  dim = [3, 3, 2, 2, 1, 1, 1, 1], datatype = 16, values, le = true, pixdim = [1, 1, 1, 1, 0, 0, 0, 0],
+  voxOffset = 352, slope = 0, inter = 0, xyztUnits = 2, qformCode = 0, quatern = [0, 0, 0, 0, 0, 0],
+  sformCode = 0, srow = null, magic = 'n+1\0', extension = null, intentCode = 0, intentName = '', descrip = '',
+  truncateBy = 0,
+} = {}) {
+  const t = TYPES[datatype] ?? { bitpix: 32, set: 'setFloat32' };
+  const nvox = dim.slice(1, dim[0] + 1).reduce((a, b) => a * b, 1);
+  values ??= t.values ?? new Array(nvox).fill(0);
+  const bytes = new Uint8Array(voxOffset + (nvox * t.bitpix) / 8);
+  const dv = new DataView(bytes.buffer);
+  dv.setInt32(0, 348, le);
+  dim.forEach((d, i) => dv.setInt16(40 + 2 * i, d, le));
+  dv.setInt16(68, intentCode, le);
+  dv.setInt16(70, datatype, le);
+  dv.setInt16(72, t.bitpix, le);
+  pixdim.forEach((p, i) => dv.setFloat32(76 + 4 * i, p, le));
+  dv.setFloat32(108, voxOffset, le);
+  dv.setFloat32(112, slope, le);
+  dv.setFloat32(116, inter, le);
+  bytes[123] = xyztUnits;
+  for (let i = 0; i < descrip.length; i++) bytes[148 + i] = descrip.charCodeAt(i);
+  dv.setInt16(252, qformCode, le);
+  dv.setInt16(254, sformCode, le);
+  quatern.forEach((q, i) => dv.setFloat32(256 + 4 * i, q, le));
+  if (srow) srow.slice(0, 12).forEach((v, i) => dv.setFloat32(280 + 4 * i, v, le));
+  for (let i = 0; i < intentName.length; i++) bytes[328 + i] = intentName.charCodeAt(i);
+  for (let i = 0; i < 4; i++) bytes[344 + i] = magic.charCodeAt(i);
+  if (extension) {
+    bytes[348] = 1;
+    dv.setInt32(352, extension.length + 8, le); // esize
+    dv.setInt32(356, 6, le); // ecode: comment
+    bytes.set(extension, 360);
+  }
+  const step = t.bitpix / 8;
+  values.forEach((v, i) => dv[t.set](voxOffset + step * i, v, le));
+  return truncateBy ? bytes.slice(0, bytes.length - truncateBy) : bytes;
+}
+
+/** A single-file NIfTI-2 built field by field (nifti2.h offsets). */
+function makeNifti2({ dim = [3, 3, 2, 2, 1, 1, 1, 1], datatype = 64, values, le = true, pixdim = [1, 1, 1, 1, 0, 0, 0, 0], sformCode = 0, srow = null, qformCode = 0, quatern = [0, 0, 0, 0, 0, 0], slope = 0, inter = 0 } = {}) {
+  const t = TYPES[datatype];
+  values ??= t.values;
+  const voxOffset = 544;
+  const bytes = new Uint8Array(voxOffset + (values.length * t.bitpix) / 8);
+  const dv = new DataView(bytes.buffer);
+  dv.setInt32(0, 540, le);
+  'n+2\0\r\n\x1a\n'.split('').forEach((c, i) => (bytes[4 + i] = c.charCodeAt(0)));
+  dv.setInt16(12, datatype, le);
+  dv.setInt16(14, t.bitpix, le);
+  dim.forEach((d, i) => dv.setBigInt64(16 + 8 * i, BigInt(d), le));
+  pixdim.forEach((p, i) => dv.setFloat64(104 + 8 * i, p, le));
+  dv.setBigInt64(168, BigInt(voxOffset), le);
+  dv.setFloat64(176, slope, le);
+  dv.setFloat64(184, inter, le);
+  dv.setInt32(344, qformCode, le);
+  dv.setInt32(348, sformCode, le);
+  quatern.forEach((q, i) => dv.setFloat64(352 + 8 * i, q, le));
+  if (srow) srow.slice(0, 12).forEach((v, i) => dv.setFloat64(400 + 8 * i, v, le));
+  dv.setInt32(500, 2, le); // xyzt_units mm
+  const step = t.bitpix / 8;
+  values.forEach((v, i) => dv[t.set](voxOffset + step * i, v, le));
+  return bytes;
+}
+
+const f32 = (xs) => xs.map(Math.fround);
+const close = (a, b, tol, msg) => a.forEach((x, i) => assert.ok(Math.abs(x - b[i]) <= tol, `${msg}: [${i}] ${x} vs ${b[i]}`));
+
+/** Quaternion (b, c, d) for a rotation of `theta` about the unit axis `u`. */
+const quat = (u, theta) => u.map((x) => x * Math.sin(theta / 2));
+
+// ---------------------------------------------------------------------------------------------------
+// Reading
+
+test('reads every supported datatype (little-endian NIfTI-1), values converted to float32 exactly', () => {
+  for (const [code, t] of Object.entries(TYPES)) {
+    const vol = readNifti(makeNifti1({ datatype: Number(code) }));
+    assert.equal(vol.datatype, Number(code));
+    assert.deepEqual(vol.dims, [3, 2, 2]);
+    assert.ok(vol.data instanceof Float32Array);
+    assert.deepEqual(Array.from(vol.data), f32(t.values), `datatype ${code}`);
+    assert.equal(vol.header.version, 1);
+    assert.equal(vol.raw.byteLength, 352);
+    assert.deepEqual(vol.affine, [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]);
+    assert.equal(vol.affineSource, 'pixdim');
+    assert.deepEqual(vol.b0Dir, [0, 0, 1]);
+  }
+});
+
+test('reads big-endian NIfTI-1 and NIfTI-1 from an ArrayBuffer / offset Uint8Array', () => {
+  for (const code of [4, 512, 8, 16, 64]) {
+    const vol = readNifti(makeNifti1({ datatype: code, le: false }));
+    assert.equal(vol.header.littleEndian, false);
+    assert.deepEqual(Array.from(vol.data), f32(TYPES[code].values), `BE datatype ${code}`);
+  }
+  const file = makeNifti1({ datatype: 4 });
+  assert.deepEqual(Array.from(readNifti(file.buffer).data), f32(TYPES[4].values));
+  const padded = new Uint8Array(file.length + 3);
+  padded.set(file, 3); // unaligned view
+  assert.deepEqual(Array.from(readNifti(padded.subarray(3)).data), f32(TYPES[4].values));
+});
+
+test('reads NIfTI-2 (little- and big-endian) with its sform', () => {
+  const srow = [0, 0, -2, 10, 1.5, 0, 0, -20, 0, 1.25, 0, 30];
+  for (const le of [true, false]) {
+    const vol = readNifti(makeNifti2({ le, sformCode: 1, srow, pixdim: [1, 1.5, 1.25, 2, 0, 0, 0, 0] }));
+    assert.equal(vol.header.version, 2);
+    assert.deepEqual(vol.dims, [3, 2, 2]);
+    assert.deepEqual(vol.voxelMm, [1.5, 1.25, 2]);
+    assert.deepEqual(Array.from(vol.data), f32(TYPES[64].values));
+    assert.deepEqual(vol.affine, [...srow, 0, 0, 0, 1]);
+    assert.equal(vol.raw.byteLength, 544);
+    // voxel axes: i → world y, j → world z, k → −world x; B0 (world z) is along +j
+    assert.deepEqual(vol.b0Dir, [0, 1, 0]);
+  }
+});
+
+test('scl_slope / scl_inter are applied when slope != 0, ignored when slope == 0', () => {
+  const values = [0, 1, 2, 3, -4, 100, 6, 7, 8, 9, 10, 11];
+  const scaled = readNifti(makeNifti1({ datatype: 4, values, slope: 0.5, inter: -10 }));
+  assert.deepEqual(Array.from(scaled.data), f32(values.map((v) => v * 0.5 - 10)));
+  const unscaled = readNifti(makeNifti1({ datatype: 4, values, slope: 0, inter: -10 }));
+  assert.deepEqual(Array.from(unscaled.data), values);
+  // int32 scaled from the exact integer, not from its float32 rounding
+  const big = readNifti(makeNifti1({ datatype: 8, values: [16777217, ...new Array(11).fill(0)], slope: 1, inter: 0.5 }));
+  assert.equal(big.data[0], Math.fround(16777217.5));
+  const n2 = readNifti(makeNifti2({ slope: 2, inter: 1 }));
+  assert.deepEqual(Array.from(n2.data), f32(TYPES[64].values.map((v) => v * 2 + 1)));
+});
+
+test('4D with one volume is read; more volumes (or 5D) are refused clearly', () => {
+  const one = readNifti(makeNifti1({ dim: [4, 3, 2, 2, 1, 1, 1, 1] }));
+  assert.deepEqual(one.dims, [3, 2, 2]);
+  assert.throws(
+    () => readNifti(makeNifti1({ dim: [4, 2, 2, 1, 12, 1, 1, 1], values: new Array(48).fill(1) })),
+    { message: 'expected a 3D volume, got 4D with 12 volumes: pick one volume first' },
+  );
+  assert.throws(() => readNifti(makeNifti1({ dim: [5, 2, 2, 1, 1, 3, 1, 1], values: new Array(12).fill(1) })), /got 5D with 3 volumes/);
+  // 2D images are 3D volumes with nz = 1
+  assert.deepEqual(readNifti(makeNifti1({ dim: [2, 4, 3, 0, 0, 0, 0, 0] })).dims, [4, 3, 1]);
+});
+
+test('truncated image data and truncated headers are refused with sizes', () => {
+  assert.throws(() => readNifti(makeNifti1({ datatype: 4, truncateBy: 5 })), {
+    message: 'truncated data: expected 24 bytes of image data after vox_offset 352, got 19',
+  });
+  assert.throws(() => readNifti(makeNifti1().slice(0, 200)), /truncated NIfTI-1 header: expected 348 bytes, got 200/);
+  const gz = zlib.gzipSync(makeNifti1());
+  assert.throws(() => readNifti(gz.subarray(0, gz.length - 30)), /corrupt or truncated gzip data/);
+});
+
+test('non-NIfTI input is refused clearly', () => {
+  assert.throws(() => readNifti(new Uint8Array(0)), /not a NIfTI file/);
+  assert.throws(() => readNifti(new TextEncoder().encode('hello world, this is not an image'.repeat(20))), /not a NIfTI file/);
+  assert.throws(() => readNifti(new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, ...new Array(400).fill(0)])), /not a NIfTI file/);
+  assert.throws(() => readNifti(makeNifti1({ magic: '\0\0\0\0' })), /not a NIfTI file: NIfTI-1 magic .*ANALYZE/);
+  assert.throws(() => readNifti(makeNifti1({ magic: 'ni1\0' })), /header\/image pair/);
+  assert.throws(() => readNifti('file.nii'), TypeError);
+  assert.throws(() => readNifti(makeNifti1({ datatype: 32 })), /unsupported datatype 32 \(complex64\)/);
+  assert.throws(() => readNifti(makeNifti1({ datatype: 128 })), /unsupported datatype 128 \(rgb24\)/);
+  assert.throws(() => readNifti(makeNifti1({ pixdim: [1, 0, 1, 1, 0, 0, 0, 0] })), /invalid voxel size/);
+});
+
+test('extensions are kept in raw and skipped for data; voxel size honours xyzt_units', () => {
+  const ext = new TextEncoder().encode('hello extension'.padEnd(24, '\0'));
+  const file = makeNifti1({ datatype: 4, voxOffset: 352 + 8 + 24, extension: ext });
+  const vol = readNifti(file);
+  assert.equal(vol.raw.byteLength, 384);
+  assert.deepEqual(new Uint8Array(vol.raw), file.subarray(0, 384));
+  assert.deepEqual(Array.from(vol.data), TYPES[4].values);
+  const metres = readNifti(makeNifti1({ xyztUnits: 1 + 8, pixdim: [1, 0.001, 0.0005, 0.002, 0, 0, 0, 0] }));
+  close(metres.voxelMm, [1, 0.5, 2], 1e-6, 'metres→mm');
+  const microns = readNifti(makeNifti1({ xyztUnits: 3, pixdim: [1, 500, 500, 1000, 0, 0, 0, 0] }));
+  close(microns.voxelMm, [0.5, 0.5, 1], 1e-9, 'µm→mm');
+});
+
+test('affine: sform wins over qform; qform matches nifti-reader-js (qfac −1, oblique)', () => {
+  const [b, c, d] = quat([0.48, 0.6, 0.64], 0.7); // unit axis
+  const quatern = [b, c, d, -90.5, 12.25, 40];
+  const pixdim = [-1, 0.9, 1.1, 2.2, 0, 0, 0, 0];
+  const file = makeNifti1({ qformCode: 1, quatern, pixdim });
+  const vol = readNifti(file);
+  assert.equal(vol.affineSource, 'qform');
+  const ref = niftiReader.readHeader(file.slice().buffer).getQformMat().flat();
+  close(vol.affine, ref, 1e-12, 'qform vs nifti-reader-js');
+  const srow = [2, 0, 0, 1, 0, 2, 0, 2, 0, 0, 2, 3];
+  const both = readNifti(makeNifti1({ qformCode: 1, quatern, pixdim, sformCode: 2, srow }));
+  assert.equal(both.affineSource, 'sform');
+  assert.deepEqual(both.affine, [...srow, 0, 0, 0, 1]);
+});
+
+test('b0Dir: scanner z in voxel axes from qform, sform (anisotropic), scanner-space preference', () => {
+  const th = 0.3;
+  const want = [0, Math.sin(th), Math.cos(th)]; // rotation about x by θ: third row of R
+  const [b, c, d] = quat([1, 0, 0], th);
+  const q = readNifti(makeNifti1({ qformCode: 1, quatern: [b, c, d, 0, 0, 0], pixdim: [1, 0.5, 0.7, 2, 0, 0, 0, 0] }));
+  assert.equal(q.b0DirSource, 'qform');
+  close(q.b0Dir, want, 1e-6, 'qform b0Dir');
+  // the same rotation written as an anisotropic sform: R · diag(0.5, 0.7, 2)
+  const C = Math.cos(th);
+  const S = Math.sin(th);
+  const srow = [0.5, 0, 0, 0, 0, 0.7 * C, -2 * S, 0, 0, 0.7 * S, 2 * C, 0];
+  const s = readNifti(makeNifti1({ sformCode: 1, srow }));
+  assert.equal(s.b0DirSource, 'sform');
+  close(s.b0Dir, want, 1e-6, 'sform b0Dir');
+  assert.ok(Math.abs(Math.hypot(...s.b0Dir) - 1) < 1e-12);
+  // sform in MNI space (code 4) but qform in scanner space (code 1): affine from sform, b0Dir from qform
+  const mixed = readNifti(makeNifti1({ sformCode: 4, srow: [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0], qformCode: 1, quatern: [b, c, d, 0, 0, 0] }));
+  assert.equal(mixed.affineSource, 'sform');
+  assert.equal(mixed.b0DirSource, 'qform');
+  close(mixed.b0Dir, want, 1e-6, 'mixed b0Dir');
+  // qfac −1 flips the k axis: B0 then points along −k (sign immaterial for the dipole kernel)
+  const flipped = readNifti(makeNifti1({ qformCode: 1, pixdim: [-1, 1, 1, 1, 0, 0, 0, 0] }));
+  assert.deepEqual(flipped.b0Dir, [0, 0, -1]);
+  // sagittal slab: k along world x, B0 lies along voxel axis j
+  const sag = readNifti(makeNifti1({ sformCode: 1, srow: [0, 0, 1, 0, 1, 0, 0, 0, 0, 1, 0, 0] }));
+  assert.deepEqual(sag.b0Dir, [0, 1, 0]);
+  // singular sform → default
+  const sing = readNifti(makeNifti1({ sformCode: 1, srow: [1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0] }));
+  assert.deepEqual(sing.b0Dir, [0, 0, 1]);
+  assert.equal(sing.b0DirSource, 'default');
+});
+
+// ---------------------------------------------------------------------------------------------------
+// Masks
+
+test('readMask: 1 where finite and non-zero', () => {
+  const values = [0, 1, -1, NaN, Infinity, -Infinity, 0.5, -0, 2, 0, 3, 1e-20];
+  const m = readMask(makeNifti1({ values }));
+  assert.deepEqual(Array.from(m.mask), [0, 1, 1, 0, 0, 0, 1, 0, 1, 0, 1, 1]);
+  assert.deepEqual(m.dims, [3, 2, 2]);
+  const u8 = readMask(makeNifti1({ datatype: 2, values: [0, 1, 0, 1, 1, 1, 0, 0, 255, 0, 0, 1] }));
+  assert.deepEqual(Array.from(u8.mask), [0, 1, 0, 1, 1, 1, 0, 0, 1, 0, 0, 1]);
+});
+
+test('thresholdMask on a synthetic magnitude: sphere recovered despite hot voxels, noise and NaN', () => {
+  const n = 32;
+  const mag = new Float32Array(n * n * n);
+  const truth = new Uint8Array(mag.length);
+  let seed = 7;
+  const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  for (let z = 0; z < n; z++) for (let y = 0; y < n; y++) for (let x = 0; x < n; x++) {
+    const i = x + n * (y + n * z);
+    const inside = (x - 15.5) ** 2 + (y - 15.5) ** 2 + (z - 15.5) ** 2 < 10 ** 2;
+    truth[i] = inside ? 1 : 0;
+    mag[i] = inside ? 80 + 40 * rand() : 5 * rand(); // tissue 80..120, background noise 0..5
+  }
+  for (let k = 0; k < 20; k++) mag[(k * 7919) % mag.length] = 1e7; // hot voxels (< 1 %)
+  mag[0] = NaN;
+  const mask = thresholdMask(mag); // robust max ≈ 119 → threshold ≈ 12
+  for (let i = 0; i < mag.length; i++) {
+    const expect = Number.isFinite(mag[i]) && (truth[i] || mag[i] > 1e6) ? 1 : 0;
+    assert.equal(mask[i], expect, `voxel ${i}`);
+  }
+  // plain max would have been 1e7 and would have lost the sphere; 50 % threshold still keeps it
+  assert.deepEqual(thresholdMask(mag, 0.5), mask);
+  // percentile selection matches a sort
+  const small = new Float32Array([5, 1, 4, 2, 3, 9, 8, 7, 6, 10]);
+  assert.deepEqual(Array.from(thresholdMask(small, 0.5, 50)), [1, 0, 1, 0, 1, 1, 1, 1, 1, 1]); // p50 = 5 → > 2.5
+  // quickselect agrees with a sort on random data with many ties
+  for (let trial = 0; trial < 20; trial++) {
+    const a = new Float32Array(1 + Math.floor(rand() * 3000)).map(() => 1 + Math.floor(rand() * 50));
+    const sorted = Float32Array.from(a).sort();
+    const p = 1 + Math.floor(rand() * 99);
+    const t = 0.3 * sorted[Math.floor((p / 100) * (a.length - 1))];
+    assert.deepEqual(thresholdMask(a, 0.3, p), Uint8Array.from(a, (v) => (v > t ? 1 : 0)), `trial ${trial}`);
+  }
+  assert.throws(() => thresholdMask(new Float32Array(10)), /robust maximum .* not > 0/);
+  assert.throws(() => thresholdMask(mag, 1), RangeError);
+  assert.throws(() => thresholdMask(mag, -0.1), RangeError);
+  assert.throws(() => thresholdMask(new Float32Array([NaN, NaN])), /no finite voxel/);
+});
+
+// ---------------------------------------------------------------------------------------------------
+// Writing
+
+/** Header bytes that writeNifti may change (NIfTI-1 offsets), everything else must be identical. */
+const PATCHED = new Set([
+  ...range(70, 74), ...range(108, 120), ...range(124, 132), ...range(348, 352),
+]);
+function range(a, b) {
+  return Array.from({ length: b - a }, (_, i) => a + i);
+}
+
+test('writeNifti → readNifti keeps header bytes, dims, pixdim, sform, qform and data exactly', async () => {
+  const [b, c, d] = quat([0.48, 0.6, 0.64], -1.1);
+  const srow = [-0.8, 0.1, 0.02, 91.5, 0.1, 0.9, -0.3, -120.25, 0.01, 0.3, 2.1, -70];
+  const src = makeNifti1({
+    datatype: 4, qformCode: 1, quatern: [b, c, d, 91.5, -120.25, -70], pixdim: [-1, 0.8, 0.9, 2.1, 3.5, 0, 0, 0],
+    sformCode: 2, srow, xyztUnits: 2 + 8, intentCode: 1001, intentName: 'qsm', descrip: 'source',
+  });
+  const vol = readNifti(src);
+  const chi = new Float32Array(12).map((_, i) => Math.fround(Math.sin(i) * 1e-3));
+  for (const gzip of [false, true]) {
+    const out = await writeNifti(chi, vol, { gzip, description: 'chi (ppm) from tessera' });
+    assert.ok(out instanceof Uint8Array);
+    assert.equal(out[0] === 0x1f && out[1] === 0x8b, gzip, 'gzip magic iff asked');
+    const back = readNifti(out);
+    const plain = gzip ? new Uint8Array(zlib.gunzipSync(out)) : out;
+    assert.equal(plain.length, 352 + 4 * 12);
+    for (let i = 0; i < 348; i++) if (!PATCHED.has(i) && !(i >= 148 && i < 228)) assert.equal(plain[i], src[i], `header byte ${i}`);
+    assert.deepEqual(Array.from(back.data), Array.from(chi));
+    assert.deepEqual(back.dims, vol.dims);
+    assert.deepEqual(back.header.pixdim, vol.header.pixdim);
+    assert.deepEqual(back.affine, vol.affine);
+    assert.deepEqual(back.b0Dir, vol.b0Dir);
+    for (const k of ['qform_code', 'sform_code', 'quatern_b', 'quatern_c', 'quatern_d', 'qoffset_x', 'qoffset_y', 'qoffset_z', 'srow_x', 'srow_y', 'srow_z', 'xyzt_units', 'intent_code', 'intent_name']) {
+      assert.deepEqual(back.header[k], vol.header[k], k);
+    }
+    assert.equal(back.datatype, 16);
+    assert.equal(back.header.bitpix, 32);
+    assert.equal(back.header.vox_offset, 352);
+    assert.equal(back.header.scl_slope, 1);
+    assert.equal(back.header.scl_inter, 0);
+    assert.equal(back.header.descrip, 'chi (ppm) from tessera');
+    assert.equal(back.header.cal_min, Math.min(...chi));
+    assert.equal(back.header.cal_max, Math.max(...chi));
+  }
+});
+
+test('writeNifti keeps big-endian order, drops extensions, converts NIfTI-2 to NIfTI-1', async () => {
+  const be = readNifti(makeNifti1({ datatype: 4, le: false, qformCode: 1, quatern: [0.1, 0.2, 0.3, 1, 2, 3] }));
+  const data = new Float32Array([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, NaN]);
+  const outBE = await writeNifti(data, be);
+  assert.equal(new DataView(outBE.buffer).getInt32(0, false), 348);
+  const backBE = readNifti(outBE);
+  assert.deepEqual(Array.from(backBE.data), Array.from(data));
+  assert.deepEqual(backBE.affine, be.affine);
+  assert.equal(backBE.header.cal_max, 11); // NaN ignored
+
+  const ext = readNifti(makeNifti1({ voxOffset: 400, extension: new Uint8Array(32).fill(65) }));
+  const outExt = await writeNifti(new Float32Array(12).fill(2), ext);
+  assert.equal(outExt.length, 352 + 48);
+  assert.deepEqual(Array.from(outExt.subarray(348, 352)), [0, 0, 0, 0]);
+  assert.equal(readNifti(outExt).raw.byteLength, 352);
+
+  const srow = [0, 0, -2, 10, 1.5, 0, 0, -20, 0, 1.25, 0, 30];
+  const n2 = readNifti(makeNifti2({ sformCode: 1, srow, pixdim: [1, 1.5, 1.25, 2, 0, 0, 0, 0] }));
+  const back2 = readNifti(await writeNifti(n2.data, n2));
+  assert.equal(back2.header.version, 1);
+  assert.deepEqual(back2.affine, n2.affine);
+  assert.deepEqual(back2.voxelMm, n2.voxelMm);
+  assert.deepEqual(back2.b0Dir, n2.b0Dir);
+  assert.deepEqual(Array.from(back2.data), Array.from(n2.data));
+});
+
+test('writeNifti from { dims, voxelMm, affine }: sform and a matching qform; none without affine', async () => {
+  const th = 0.4;
+  const C = Math.fround(Math.cos(th));
+  const S = Math.fround(Math.sin(th));
+  // rotation about x with a left-handed flip of k (det < 0), voxel 1 x 1 x 2 mm
+  const affine = [1, 0, 0, -10, 0, C, 2 * S, 20, 0, S, -2 * C, 30, 0, 0, 0, 1];
+  const data = new Float32Array(2 * 3 * 4).map((_, i) => i - 5);
+  const back = readNifti(await writeNifti(data, { dims: [2, 3, 4], voxelMm: [1, 1, 2], affine }));
+  assert.deepEqual(back.dims, [2, 3, 4]);
+  assert.deepEqual(back.voxelMm, [1, 1, 2]);
+  assert.deepEqual(back.affine, affine.map(Math.fround));
+  assert.equal(back.header.sform_code, 1);
+  assert.equal(back.header.qform_code, 1);
+  assert.equal(back.header.pixdim[0], -1);
+  const qOnly = readNifti(await writeNifti(data, { dims: [2, 3, 4], voxelMm: [1, 1, 2], affine }).then((u8) => {
+    new DataView(u8.buffer).setInt16(254, 0, true); // hide the sform: the qform alone must agree
+    return u8;
+  }));
+  assert.equal(qOnly.affineSource, 'qform');
+  close(qOnly.affine, back.affine, 1e-5, 'qform vs sform');
+  assert.deepEqual(Array.from(back.data), Array.from(data));
+
+  // qform derived from the affine agrees with it for 180° turns, axis permutations and flips
+  // (every branch of nifti_mat44_to_quatern)
+  const rots = [
+    [1, 0, 0, 0, 1, 0, 0, 0, 1], [-1, 0, 0, 0, -1, 0, 0, 0, 1], [-1, 0, 0, 0, 1, 0, 0, 0, -1], [1, 0, 0, 0, -1, 0, 0, 0, -1],
+    [0, 0, 1, 1, 0, 0, 0, 1, 0], [0, 1, 0, 0, 0, 1, 1, 0, 0], [0, 0, -1, -1, 0, 0, 0, 1, 0], [-1, 0, 0, 0, 1, 0, 0, 0, 1],
+    [0, 1, 0, 1, 0, 0, 0, 0, 1], [0, 0, 1, 0, 1, 0, 1, 0, 0],
+  ];
+  for (const r of rots) {
+    const vox = [0.5, 0.75, 2];
+    const aff = [0, 1, 2].flatMap((i) => [...[0, 1, 2].map((j) => r[3 * i + j] * vox[j]), 10 * i - 7]).concat([0, 0, 0, 1]);
+    const u8 = await writeNifti(data, { dims: [2, 3, 4], voxelMm: vox, affine: aff });
+    new DataView(u8.buffer).setInt16(254, 0, true);
+    const q = readNifti(u8);
+    close(q.affine, aff, 1e-6, `qform for rotation ${r}`);
+  }
+
+  const bare = readNifti(await writeNifti(data, { dims: [2, 3, 4], voxelMm: [0.5, 0.5, 1] }));
+  assert.equal(bare.header.sform_code, 0);
+  assert.equal(bare.header.qform_code, 0);
+  assert.deepEqual(bare.affine, [0.5, 0, 0, 0, 0, 0.5, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]);
+  assert.deepEqual(bare.b0Dir, [0, 0, 1]);
+  assert.equal(bare.header.xyzt_units, 2);
+
+  await assert.rejects(writeNifti(new Float32Array(5), bare), /data has 5 values but like.dims 2x3x4 needs 24/);
+  await assert.rejects(writeNifti(new Float64Array(24), bare), TypeError);
+  await assert.rejects(writeNifti(data, { dims: [2, 3, 4], voxelMm: [1, 0, 1] }), /voxelMm/);
+  await assert.rejects(writeNifti(new Float32Array(40000), { dims: [40000, 1, 1], voxelMm: [1, 1, 1] }), /32767/);
+});
+
+test('.nii.gz round trip, and the browser stream gzip paths (CompressionStream / DecompressionStream)', async () => {
+  const src = makeNifti1({ datatype: 64 });
+  const gz = zlib.gzipSync(src);
+  const vol = readNifti(gz);
+  assert.deepEqual(Array.from(vol.data), f32(TYPES[64].values));
+  assert.deepEqual(Array.from((await readNiftiAsync(gz)).data), f32(TYPES[64].values));
+  const written = await writeNifti(vol.data, vol, { gzip: true });
+  assert.deepEqual(Array.from(readNifti(written).data), Array.from(vol.data));
+
+  if (typeof CompressionStream === 'function') {
+    const viaStream = await _streams.gzip(src);
+    assert.equal(viaStream[0], 0x1f);
+    assert.deepEqual(new Uint8Array(zlib.gunzipSync(viaStream)), src);
+    assert.deepEqual(await _streams.gunzip(gz), src);
+    await assert.rejects(_streams.gunzip(gz.subarray(0, gz.length - 20)), /corrupt or truncated gzip data/);
+  }
+});
+
+// ---------------------------------------------------------------------------------------------------
+// Units
+
+test('hzToPpm and radPerSecToPpm', () => {
+  assert.equal(GAMMA_BAR_MHZ_PER_T, 42.577478);
+  close(Array.from(hzToPpm(new Float32Array([42.577478]), 1)), [1], 1e-7, '1 T');
+  close(Array.from(hzToPpm(new Float32Array([127.732434, -127.732434, 0, 12.7732434]), 3)), [1, -1, 0, 0.1], 1e-7, '3 T');
+  close(Array.from(hzToPpm([298.042346], 7)), [1], 1e-7, '7 T');
+  const w = 2 * Math.PI * 42.577478 * 3;
+  close(Array.from(radPerSecToPpm(new Float32Array([w, -w / 2]), 3)), [1, -0.5], 1e-6, 'rad/s at 3 T');
+  const out = hzToPpm(new Float32Array([1, 2]), 1.5);
+  assert.ok(out instanceof Float32Array);
+  for (const bad of [0, -3, NaN, Infinity, '3', undefined]) {
+    assert.throws(() => hzToPpm(new Float32Array(1), bad), /B0 must be a finite field strength in tesla > 0/);
+    assert.throws(() => radPerSecToPpm(new Float32Array(1), bad), /B0 must be a finite field strength in tesla > 0/);
+  }
+});
+
+// ---------------------------------------------------------------------------------------------------
+// Browser code path
+
+test('browser code path (no node:zlib): gzip written with CompressionStream, read with nifti-reader-js', () => {
+  // A child node process with `window` defined makes nifti.js take its browser branches.
+  const url = new URL('./nifti.js', import.meta.url).href;
+  const script = `
+    globalThis.window = globalThis;
+    const m = await import(${JSON.stringify(url)});
+    const data = new Float32Array([1, 2, 3, 4, 5, 6, 7, 8.5]);
+    const gz = await m.writeNifti(data, { dims: [2, 2, 2], voxelMm: [1, 1, 1] }, { gzip: true });
+    const back = m.readNifti(gz);
+    const backAsync = await m.readNiftiAsync(gz);
+    let err = '';
+    try { m.readNifti(gz.subarray(0, gz.length - 40)); } catch (e) { err = e.message; }
+    console.log(JSON.stringify({ magic: [gz[0], gz[1]], data: Array.from(back.data), dataAsync: Array.from(backAsync.data), err }));
+  `;
+  const out = JSON.parse(execFileSync(process.execPath, ['--no-experimental-fetch', '--input-type=module', '-e', script], { encoding: 'utf8' }));
+  assert.deepEqual(out.magic, [0x1f, 0x8b]);
+  assert.deepEqual(out.data, [1, 2, 3, 4, 5, 6, 7, 8.5]);
+  assert.deepEqual(out.dataAsync, out.data);
+  assert.match(out.err, /corrupt or truncated gzip data/);
+});
