@@ -179,7 +179,7 @@ std::vector<float> lpcnn_invert(const Geometry& g, std::span<const float> field,
     for (size_t i = 0; i < n; ++i) in[0][i] = ((p[i] - mu_f) / sigma_f) * m[i];
     auto out = run_network(net, in, d, 1, call_name("lpcnn", "", it + 1));
     den = std::move(out[0]);
-    for (size_t i = 0; i < n; ++i) den[i] = (den[i] * sigma_f + mu_f) * m[i];
+    for (size_t i = 0; i < n; ++i) den[i] = m[i] != 0.0f ? (den[i] * sigma_f + mu_f) * m[i] : 0.0f;  // +0 outside the mask
   }
   return pad.crop(den);
 }
@@ -236,7 +236,7 @@ std::vector<float> modl_qsm_invert(const Geometry& g, std::span<const float> fie
     for (int c = 0; c < 2; ++c)
       for (size_t i = 0; i < n; ++i) x[c][i] = (x[c][i] * m[i]) * std_f[c] + mean_f[c];
   }
-  for (size_t i = 0; i < n; ++i) x[0][i] *= m[i];
+  for (size_t i = 0; i < n; ++i) x[0][i] = m[i] != 0.0f ? x[0][i] * m[i] : 0.0f;  // +0 outside the mask
   return pad.crop(x[0]);
 }
 
@@ -279,7 +279,7 @@ std::vector<float> nextqsm_invert(const Geometry& g, std::span<const float> fiel
     const float lam = static_cast<float>(lambda);
     for (size_t i = 0; i < n; ++i) {
       const float gd = denom > 0.0 ? scale * g_d[i] : 0.0f;
-      x[i] = (x[i] - lam * gd - g_r[i] * inv_n) * m[i];
+      x[i] = m[i] != 0.0f ? (x[i] - lam * gd - g_r[i] * inv_n) * m[i] : 0.0f;  // +0 outside the mask
     }
   }
   return pad.crop(x);

@@ -1,0 +1,158 @@
+// The dedicated driver worker: holds the Tessera wasm module (whose C++ driver threads plan, gather
+// and scatter tiles) and the ONNX Runtime worker pools that run the networks. The page or the node
+// main thread talks to it through index.js; nothing heavy ever runs on the caller's thread.
+import { workerPort } from './platform.js';
+import { loadTesseraModule } from './module.js';
+import { WorkerPool } from './pool.js';
+import { runInversion } from './driver.js';
+import { TesseraError, errorToMessage, fromModuleError } from './errors.js';
+
+const port = workerPort();
+let M = null;
+let options = {};
+const running = new Map(); // request id → AbortController
+const livePools = new Set(); // pools of runs in progress (for status())
+
+function call(f) {
+  try {
+    return f();
+  } catch (e) {
+    throw fromModuleError(e);
+  }
+}
+
+function toMask(mask, n) {
+  if (mask === undefined || mask === null) return new Uint8Array(n).fill(1);
+  if (mask.length !== n) {
+    throw new TesseraError(`mask holds ${mask.length} values but the volume has ${n} voxels: field and mask must have the same dims`, 'InvalidArgument');
+  }
+  if (mask instanceof Uint8Array) return mask;
+  const out = new Uint8Array(n);
+  for (let i = 0; i < n; i++) out[i] = mask[i] ? 1 : 0;
+  return out;
+}
+
+// Copies field and mask into a module Volume (views are taken right after the allocation).
+function makeVolume(geometry, field, mask) {
+  const volume = call(() => new M.Volume(geometry));
+  const n = volume.voxelCount();
+  try {
+    if (field !== undefined) {
+      if (!(field instanceof Float32Array)) throw new TesseraError('field must be a Float32Array (ppm, x-fastest)', 'InvalidArgument');
+      if (field.length !== n) {
+        throw new TesseraError(`field holds ${field.length} values but the volume ${geometry.dims.join('×')} has ${n} voxels`, 'InvalidArgument');
+      }
+      volume.fieldView().set(field);
+    }
+    volume.maskView().set(toMask(mask, n));
+  } catch (e) {
+    volume.delete();
+    throw e;
+  }
+  return volume;
+}
+
+function requestOf(a) {
+  return { model: a.model, spec: a.spec, whole: !!a.whole, tile: a.tile, workers: a.workers ?? options.workers ?? 1 };
+}
+
+const methods = {
+  async init(a) {
+    options = a ?? {};
+    const workers = Math.max(1, options.workers ?? 1);
+    // Driver thread + one thread per tile in flight + a spare.
+    M = await loadTesseraModule({ pthreadPoolSize: workers + 2, wasmBase: options.wasmBase });
+    return { heapBytes: M.heapBytes() };
+  },
+  registry: () => call(() => M.registry()),
+  // Runs in progress, live ONNX Runtime workers and the module's heap.
+  status: () => ({
+    running: running.size,
+    liveWorkers: [...livePools].reduce((n, p) => n + p.liveWorkers, 0),
+    moduleHeapBytes: M.heapBytes(),
+  }),
+  model: (a) => call(() => M.model(a.id)),
+  limits: () => call(() => M.limits()),
+  patchFit: (a) => call(() => M.patchFit(a.tile, a.cost)),
+  plan(a) {
+    const volume = makeVolume(a.geometry, undefined, a.mask);
+    try {
+      return call(() => M.plan(volume, requestOf(a)));
+    } finally {
+      volume.delete();
+    }
+  },
+  async invert(a, id) {
+    const request = requestOf(a);
+    const controller = new AbortController();
+    running.set(id, controller);
+    const weights = Array.isArray(a.weights) ? a.weights : [a.weights];
+    const volume = makeVolume(a.geometry, a.field, a.mask);
+    let pools = [];
+    try {
+      const plan = call(() => M.plan(volume, request));
+      if (!plan.feasible) throw new TesseraError(plan.message, 'BudgetExceeded');
+      if (weights.length !== plan.networks || weights.some((w) => !w || !w.byteLength)) {
+        throw new TesseraError(`this model needs ${plan.networks} network file(s) (weights), got ${weights.filter(Boolean).length}`, 'InvalidArgument');
+      }
+      const k = Math.max(1, plan.tilesInFlight);
+      pools = weights.map(
+        (model) =>
+          new WorkerPool({
+            model,
+            workers: k,
+            threadsPerWorker: options.threadsPerWorker ?? 1,
+            watchdogMs: options.watchdogMs,
+            recycleHeapBytes: options.recycleHeapBytes,
+            ortWasmPaths: options.ortWasmPaths,
+            ortModuleUrl: options.ortModuleUrl,
+            testHooks: a.testHooks,
+          }),
+      );
+      for (const p of pools) livePools.add(p);
+      await Promise.all(pools.map((p) => p.ready()));
+      if (controller.signal.aborted) throw new DOMException('the inversion was cancelled', 'AbortError');
+      const { chi, report } = await runInversion(M, {
+        volume,
+        request,
+        pools,
+        threads: k,
+        signal: controller.signal,
+        onProgress: (p) => port.post({ id, progress: p }),
+      });
+      const stats = pools.map((p) => p.stats());
+      report.plan = plan;
+      report.memory = {
+        moduleHeapBytes: M.heapBytes(),
+        workerHeapHighWater: stats.flatMap((s) => s.perWorker.map((w) => w.heapHighWater)),
+        estimatedPeakBytes: plan.peakBytes,
+      };
+      report.pool = stats.map((s) => ({ maxInFlight: s.maxInFlight, runs: s.runs, retries: s.retries, recycles: s.recycles }));
+      return { value: { chi, report }, transfer: [chi.buffer] };
+    } finally {
+      running.delete(id);
+      volume.delete();
+      // Give back the never-shrinking ONNX Runtime heaps at the end of every run.
+      await Promise.all(pools.map((p) => p.terminate().catch(() => {})));
+      for (const p of pools) if (p.liveWorkers === 0) livePools.delete(p); // any left over stay visible in status()
+    }
+  },
+};
+
+port.onMessage(async (msg) => {
+  if (msg.cancel !== undefined) {
+    running.get(msg.cancel)?.abort();
+    return;
+  }
+  const { id, method, args } = msg;
+  try {
+    if (method !== 'init' && !M) throw new TesseraError('the runtime is not initialised', 'Internal');
+    const f = methods[method];
+    if (!f) throw new TesseraError(`unknown method ${method}`, 'Internal');
+    const out = await f(args, id);
+    if (out && out.transfer) port.post({ id, result: out.value }, out.transfer);
+    else port.post({ id, result: out });
+  } catch (e) {
+    port.post({ id, error: errorToMessage(e) });
+  }
+});

@@ -1,0 +1,149 @@
+// tessera-qsm: memory-bounded, overlap-tiled deep-learning QSM inversion, in the browser and in node.
+// The friendly API. Every call goes to a dedicated driver worker that holds the C++ core (wasm) and the
+// ONNX Runtime worker pools, so the caller's thread (a page's main thread) never does heavy work.
+import { createWorker, hardwareConcurrency } from './platform.js';
+import { TesseraError, errorFromMessage } from './errors.js';
+import { loadModel, sha256Hex } from './model-loader.js';
+
+export { TesseraError, loadModel, sha256Hex };
+export { readNifti, readMask, writeNifti, hzToPpm, thresholdMask } from './nifti.js';
+
+/**
+ * Start a Tessera runtime: a driver worker with the wasm core; ONNX Runtime workers start per run.
+ * workers: most networks running at once (the C++ core lowers it to fit the 1.5 GB budget).
+ * threadsPerWorker: ONNX Runtime intra-op threads in each worker.
+ * @param {import('./index.js').RuntimeOptions} [o]
+ * @returns {Promise<Tessera>}
+ */
+export async function createTessera(o = {}) {
+  const t = new Tessera(o);
+  await t._call('init', {
+    workers: o.workers ?? Math.max(1, Math.min(4, Math.floor(hardwareConcurrency() / 2))),
+    threadsPerWorker: o.threadsPerWorker ?? 1,
+    wasmBase: o.wasmBase === undefined ? undefined : String(o.wasmBase),
+    ortWasmPaths: o.ortWasmPaths,
+    ortModuleUrl: o.ortModuleUrl,
+    watchdogMs: o.watchdogMs,
+    recycleHeapBytes: o.recycleHeapBytes,
+  });
+  return t;
+}
+
+export class Tessera {
+  /** Use createTessera(). */
+  constructor(o = {}) {
+    this._next = 1;
+    this._pending = new Map();
+    this._dead = null;
+    this._worker = createWorker(o.driverUrl ?? new URL('./driver-worker.js', import.meta.url), { name: 'tessera-driver' });
+    this._worker.onMessage((m) => {
+      const p = this._pending.get(m.id);
+      if (!p) return;
+      if (m.progress) {
+        p.onProgress?.(m.progress);
+        return;
+      }
+      this._pending.delete(m.id);
+      p.cleanup?.();
+      if (m.error) p.reject(errorFromMessage(m.error));
+      else p.resolve(m.result);
+    });
+    const die = (why) => {
+      this._dead = new TesseraError(why, 'RuntimeTerminated');
+      for (const p of this._pending.values()) {
+        p.cleanup?.();
+        p.reject(this._dead);
+      }
+      this._pending.clear();
+    };
+    this._worker.onError((e) => die(`the Tessera driver worker failed: ${e.message}`));
+    this._worker.onExit(() => die('the Tessera runtime was terminated'));
+  }
+
+  _call(method, args, { onProgress, signal, transfer = [] } = {}) {
+    if (this._dead) return Promise.reject(this._dead);
+    if (signal?.aborted) return Promise.reject(new DOMException('the inversion was cancelled', 'AbortError'));
+    const id = this._next++;
+    return new Promise((resolve, reject) => {
+      const entry = { resolve, reject, onProgress };
+      if (signal) {
+        const onAbort = () => this._worker.postMessage({ cancel: id });
+        signal.addEventListener('abort', onAbort, { once: true });
+        entry.cleanup = () => signal.removeEventListener('abort', onAbort);
+      }
+      this._pending.set(id, entry);
+      this._worker.postMessage({ id, method, args }, transfer);
+    });
+  }
+
+  /** Every network Tessera knows (the C++ registry): id, kind, divisor, tile cost, weights, licence, citation. */
+  registry() {
+    return this._call('registry');
+  }
+
+  /** One registry entry. Unknown id: TesseraError InvalidArgument naming the known ids. */
+  model(id) {
+    return this._call('model', { id });
+  }
+
+  /** The memory limits the core enforces: {tileActivationBudget, maxPatchActivationBytes, heapCeilingBytes}. */
+  limits() {
+    return this._call('limits');
+  }
+
+  /**
+   * The plan of a run, from the C++ planner: patch edge, bytes per tile, tiles in flight, tile counts,
+   * estimated memory; or feasible=false with the planner's advice.
+   * geometry.dims are whole numbers >= 1; mask (optional) holds dims product values.
+   */
+  plan({ geometry, mask, model, spec, tile, whole, workers }) {
+    return this._call('plan', { geometry, mask, model, spec, tile, whole, workers });
+  }
+
+  /**
+   * Download (or read) a registered network's weights, checking byte size and sha256 against the registry.
+   * sources: one per weights file (NeXtQSM has two); default the official URLs.
+   * @returns {Promise<Uint8Array[]>}
+   */
+  async loadWeights(id, { sources, onProgress, signal } = {}) {
+    const m = await this.model(id);
+    const list = sources === undefined ? m.weights.map((w) => w.url) : Array.isArray(sources) ? sources : [sources];
+    if (list.length !== m.weights.length) {
+      throw new TesseraError(`${m.name} needs ${m.weights.length} weights file(s) (${m.weights.map((w) => w.file).join(', ')}), got ${list.length}`, 'InvalidArgument');
+    }
+    const out = [];
+    for (let i = 0; i < list.length; i++) {
+      const w = m.weights[i];
+      out.push(
+        await loadModel(list[i], {
+          expectedBytes: w.bytes || undefined,
+          sha256: w.sha256 || undefined,
+          signal,
+          onProgress: onProgress && ((p) => onProgress({ ...p, file: w.file, index: i, files: list.length })),
+        }),
+      );
+    }
+    return out;
+  }
+
+  /**
+   * Invert a local field map (ppm) to susceptibility (ppm).
+   * field: Float32Array, x-fastest; mask: same length (nonzero = inside); geometry: {dims, voxelMm, b0Dir}.
+   * model (registry id) or spec ({divisor, bytesPerVoxel, inputMean, inputStd, outputMean, outputStd}).
+   * weights: ONNX bytes (an array for NeXtQSM). tile: {core, halo}; whole: run the volume at once.
+   * @returns {Promise<{chi: Float32Array, report: object}>}
+   */
+  invert({ field, mask, geometry, model, spec, weights, tile, whole, workers, signal, onProgress, testHooks }) {
+    return this._call('invert', { field, mask, geometry, model, spec, weights, tile, whole, workers, testHooks }, { onProgress, signal });
+  }
+
+  /** Runs in progress, live ONNX Runtime workers, and the wasm module's heap bytes. */
+  status() {
+    return this._call('status');
+  }
+
+  /** Ends the driver worker and every ONNX Runtime worker; later calls reject. */
+  async terminate() {
+    await this._worker.terminate();
+  }
+}

@@ -1,0 +1,218 @@
+// The public runtime API end to end in node: C++ core (wasm) + driver worker + ONNX Runtime pools,
+// on networks built in the test with onnx-proto.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createTessera, TesseraError } from './index.js';
+import { convStack, unet, twoChannel, wrongShape, prng } from '../../tests/js/networks.js';
+
+let tessera;
+before(async () => {
+  tessera = await createTessera({ workers: 2, threadsPerWorker: 1, watchdogMs: 20000 });
+});
+after(async () => {
+  await tessera?.terminate();
+});
+
+function volume(dims, seed = 1) {
+  const n = dims[0] * dims[1] * dims[2];
+  const rnd = prng(seed);
+  const field = new Float32Array(n);
+  for (let i = 0; i < n; i++) field[i] = rnd() * 2 - 1;
+  return { geometry: { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] }, field, n };
+}
+
+// A mask that stays `margin` voxels away from the volume's faces (a brain never touches the edge).
+function interiorMask(dims, margin) {
+  const [nx, ny, nz] = dims;
+  const m = new Uint8Array(nx * ny * nz);
+  for (let z = margin; z < nz - margin; z++)
+    for (let y = margin; y < ny - margin; y++)
+      for (let x = margin; x < nx - margin; x++) m[x + nx * (y + ny * z)] = 1;
+  return m;
+}
+
+async function rejectsWith(promise, code, pattern) {
+  await assert.rejects(promise, (e) => {
+    assert.equal(e.code ?? e.name, code, `${e.code}: ${e.message}`);
+    if (pattern) assert.match(e.message, pattern);
+    return true;
+  });
+}
+
+test('tiled equals whole volume (1e-6) for a conv stack when the halo covers its receptive field', async () => {
+  const layers = 3; // receptive radius 3
+  const weights = convStack({ layers, seed: 4 });
+  const { geometry, field } = volume([34, 29, 23], 2);
+  // Inside the mask, tiles and the whole volume see identical context; at the volume's faces zero
+  // padding between layers differs, so the mask keeps `layers` voxels away from them.
+  const mask = interiorMask(geometry.dims, layers);
+  const whole = await tessera.invert({ field, mask, geometry, spec: { divisor: 1 }, weights, whole: true });
+  const tiled = await tessera.invert({ field, mask, geometry, spec: { divisor: 1 }, weights, tile: { core: 10, halo: layers } });
+  let maxDiff = 0;
+  for (let i = 0; i < field.length; i++) maxDiff = Math.max(maxDiff, Math.abs(whole.chi[i] - tiled.chi[i]));
+  assert.ok(maxDiff <= 1e-6, `max |tiled - whole| = ${maxDiff}`);
+  const short = await tessera.invert({ field, mask, geometry, spec: { divisor: 1 }, weights, tile: { core: 10, halo: 1 } });
+  let shortDiff = 0;
+  for (let i = 0; i < field.length; i++) shortDiff = Math.max(shortDiff, Math.abs(whole.chi[i] - short.chi[i]));
+  assert.ok(shortDiff > 1e-4, `a halo below the receptive field should show (${shortDiff})`);
+  for (let i = 0; i < field.length; i++) if (!mask[i]) assert.equal(tiled.chi[i], 0);
+});
+
+test('a U-Net with pooling (divisor 8) and a transposed-conv decoder runs tiled and whole', async () => {
+  const weights = unet({ base: 4 });
+  const { geometry, field } = volume([40, 33, 27], 3);
+  const mask = interiorMask(geometry.dims, 2);
+  const plan = await tessera.plan({ geometry, mask, spec: { divisor: 8 }, tile: { core: 12, halo: 4 } });
+  assert.equal(plan.patchEdge, 24);
+  const tiled = await tessera.invert({ field, mask, geometry, spec: { divisor: 8 }, weights, tile: { core: 12, halo: 4 } });
+  assert.equal(tiled.report.tilesRun, plan.tilesActive);
+  assert.equal(tiled.report.tilesRun + tiled.report.tilesSkipped, tiled.report.tilesTotal);
+  const whole = await tessera.invert({ field, mask, geometry, spec: { divisor: 8 }, weights, whole: true });
+  assert.equal(whole.report.patchEdge, 40);
+  let nonzero = 0;
+  for (let i = 0; i < field.length; i++) {
+    assert.ok(Number.isFinite(tiled.chi[i]) && Number.isFinite(whole.chi[i]));
+    if (mask[i] && tiled.chi[i] !== 0) nonzero++;
+  }
+  assert.ok(nonzero > 0.5 * mask.reduce((a, b) => a + b, 0));
+});
+
+test('the number of networks running at once never exceeds the plan, even with more workers asked', async () => {
+  const { geometry, field } = volume([48, 40, 32], 5);
+  const mask = interiorMask(geometry.dims, 1);
+  // 16³ patches at 183 105 B/voxel = 0.75 GB each: the 1.5 GB budget allows 2 in flight.
+  const spec = { divisor: 8, bytesPerVoxel: 183105 };
+  const plan = await tessera.plan({ geometry, mask, spec, tile: { core: 8, halo: 4 }, workers: 6 });
+  assert.equal(plan.tilesInFlight, 2);
+  assert.ok(plan.activationBytes <= 1.5e9);
+  const seen = [];
+  const { report } = await tessera.invert({
+    field, mask, geometry, spec, weights: convStack({ layers: 1 }), tile: { core: 8, halo: 4 }, workers: 6,
+    onProgress: (p) => seen.push(p),
+  });
+  assert.ok(report.pool[0].maxInFlight <= 2, `pool ran ${report.pool[0].maxInFlight} at once`);
+  assert.ok(report.maxInFlight <= 2 && report.maxOpenRequests <= 2);
+  assert.equal(report.concurrency, 2);
+  // Progress: monotonic, ends at total, with rate and ETA.
+  assert.ok(seen.length >= 2);
+  for (let i = 1; i < seen.length; i++) assert.ok(seen[i].done >= seen[i - 1].done);
+  assert.equal(seen.at(-1).done, seen.at(-1).total);
+  assert.equal(seen.at(-1).total, report.tilesRun);
+  assert.ok(seen.at(-1).tilesPerSecond > 0);
+  assert.equal(report.tileSeconds.length, report.tilesRun);
+  assert.ok(report.memory.moduleHeapBytes > 0);
+  assert.ok(report.memory.workerHeapHighWater.every((b) => b > 0));
+});
+
+test('a 2-channel network runs inside the MoDL-QSM physics loop, whole and tiled (off-design warning)', async () => {
+  const { geometry, field } = volume([24, 20, 16], 6);
+  const mask = interiorMask(geometry.dims, 2);
+  const weights = twoChannel();
+  const whole = await tessera.invert({ field, mask, geometry, model: 'modl-qsm', weights, whole: true });
+  assert.equal(whole.report.warning, '');
+  const tiled = await tessera.invert({ field, mask, geometry, model: 'modl-qsm', weights, tile: { core: 12, halo: 4 } });
+  assert.match(tiled.report.warning, /off-design/);
+  for (let i = 0; i < field.length; i++) {
+    assert.ok(Number.isFinite(whole.chi[i]));
+    if (!mask[i]) assert.equal(whole.chi[i], 0);
+  }
+});
+
+test('a network with the wrong output shape is refused with a clear error', async () => {
+  const { geometry, field } = volume([20, 20, 20], 7);
+  await rejectsWith(
+    tessera.invert({ field, geometry, spec: { divisor: 8 }, weights: wrongShape(), tile: { core: 8, halo: 4 } }),
+    'RunnerFailed',
+    /returned \d+ values, expected 4096 \(\[1, 1, 16×16×16\]\)/,
+  );
+});
+
+test('corrupt model bytes: a clear error, and the runtime stays usable', async () => {
+  const { geometry, field } = volume([16, 16, 16], 8);
+  const junk = new Uint8Array(1000).map((_, i) => (i * 37) & 255);
+  await rejectsWith(
+    tessera.invert({ field, geometry, spec: { divisor: 1 }, weights: junk, tile: { core: 8, halo: 2 } }),
+    'ModelLoadFailed',
+    /the network could not be loaded/,
+  );
+  const ok = await tessera.invert({ field, geometry, spec: { divisor: 1 }, weights: convStack({ layers: 1 }), whole: true });
+  assert.equal(ok.chi.length, field.length);
+});
+
+test('a worker killed mid-tile is recovered and the result is unchanged', async () => {
+  const weights = convStack({ layers: 2, seed: 9 });
+  const { geometry, field } = volume([30, 30, 20], 9);
+  const args = { field, geometry, spec: { divisor: 1 }, weights, tile: { core: 10, halo: 2 } };
+  const clean = await tessera.invert(args);
+  const hit = await tessera.invert({ ...args, testHooks: { crashOnTile: 3, crashTimes: 1 } });
+  assert.deepEqual(hit.chi, clean.chi);
+  assert.equal(hit.report.pool[0].retries, 1);
+  assert.equal((await tessera.status()).liveWorkers, 0);
+});
+
+test('a stalled worker becomes a watchdog error, never a hang', async () => {
+  const t = await createTessera({ workers: 2, watchdogMs: 1500 });
+  try {
+    const { geometry, field } = volume([24, 24, 12], 10);
+    const t0 = Date.now();
+    await rejectsWith(
+      t.invert({ field, geometry, spec: { divisor: 1 }, weights: convStack({ layers: 1 }), tile: { core: 8, halo: 1 }, testHooks: { stallOnTile: 2 } }),
+      'RunnerFailed',
+      /stalled: no result after 1\.5 s \(watchdog\)/,
+    );
+    assert.ok(Date.now() - t0 < 15000);
+    assert.equal((await t.status()).liveWorkers, 0);
+  } finally {
+    await t.terminate();
+  }
+});
+
+test('cancel mid-run rejects with AbortError and leaves no worker behind', async () => {
+  const { geometry, field } = volume([48, 48, 32], 11);
+  const controller = new AbortController();
+  let progressed = 0;
+  const run = tessera.invert({
+    field, geometry, spec: { divisor: 8 }, weights: unet({ base: 4 }), tile: { core: 8, halo: 4 }, signal: controller.signal,
+    onProgress: (p) => {
+      progressed = p.done;
+      if (p.done >= 3) controller.abort();
+    },
+  });
+  await assert.rejects(run, (e) => e.name === 'AbortError');
+  assert.ok(progressed >= 3);
+  const status = await tessera.status();
+  assert.equal(status.running, 0);
+  assert.equal(status.liveWorkers, 0);
+  // The runtime runs again afterwards.
+  const again = await tessera.invert({ field, geometry, spec: { divisor: 1 }, weights: convStack({ layers: 1 }), whole: true });
+  assert.equal(again.chi.length, field.length);
+});
+
+test('bad input is refused with clear errors', async () => {
+  const { geometry, field } = volume([20, 20, 20], 12);
+  const weights = convStack({ layers: 1 });
+  await rejectsWith(tessera.invert({ field, mask: new Uint8Array(10), geometry, spec: {}, weights }), 'InvalidArgument', /same dims/);
+  const bad = field.slice();
+  bad[5] = NaN;
+  await rejectsWith(tessera.invert({ field: bad, geometry, spec: {}, weights, whole: true }), 'NonFiniteInput', /1 non-finite voxel/);
+  await rejectsWith(tessera.invert({ field, geometry, model: 'nope', weights }), 'InvalidArgument', /unknown model 'nope'/);
+  await rejectsWith(tessera.invert({ field, geometry, model: 'iqsm', weights }), 'InvalidArgument', /wrapped phase/);
+  await rejectsWith(tessera.invert({ field, geometry, model: 'nextqsm', weights }), 'InvalidArgument', /needs 2 network file/);
+  // The native default patch in wasm: refused up front with the planner's advice.
+  const big = volume([200, 200, 150], 13);
+  await rejectsWith(
+    tessera.invert({ field: big.field, geometry: big.geometry, spec: { divisor: 8 }, weights, tile: { core: 128, halo: 8 } }),
+    'BudgetExceeded',
+    /144³.*largest core that fits is 112/,
+  );
+  const plan = await tessera.plan({ geometry: big.geometry, spec: { divisor: 8 }, tile: { core: 128, halo: 8 } });
+  assert.equal(plan.feasible, false);
+  assert.match(plan.message, /largest core that fits is 112/);
+});
+
+test('registry weights are checked for size and sha256', async () => {
+  const models = await tessera.registry();
+  assert.ok(models.find((m) => m.id === 'xqsm' && m.weights[0].sha256.length === 64));
+  await rejectsWith(tessera.loadWeights('xqsm', { sources: new Uint8Array(100) }), 'WeightsMismatch', /expected 20901826/);
+  assert.ok(new TesseraError('x', 'Y') instanceof Error);
+});
