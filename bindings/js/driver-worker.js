@@ -74,6 +74,21 @@ const methods = {
   model: (a) => call(() => M.model(a.id)),
   limits: () => call(() => M.limits()),
   patchFit: (a) => call(() => M.patchFit(a.tile, a.cost)),
+  // The numerical head phantom: {chi, field, mask} (ppm), deterministic from the seed.
+  phantom(a) {
+    const p = call(() => M.phantom(a.geometry, { seed: a.seed ?? 1, noise: a.noise ?? 0 }));
+    return { value: p, transfer: [p.chi.buffer, p.field.buffer, p.mask.buffer] };
+  },
+  // TKD (truncated k-space division): the classical reference inversion.
+  tkd(a) {
+    const volume = makeVolume(a.geometry, a.field, a.mask);
+    try {
+      const chi = call(() => M.tkd(volume, a.threshold ?? 0.19));
+      return { value: chi, transfer: [chi.buffer] };
+    } finally {
+      volume.delete();
+    }
+  },
   plan(a) {
     const volume = makeVolume(a.geometry, undefined, a.mask);
     try {

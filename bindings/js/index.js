@@ -6,7 +6,7 @@ import { TesseraError, errorFromMessage } from './errors.js';
 import { loadModel, sha256Hex } from './model-loader.js';
 
 export { TesseraError, loadModel, sha256Hex };
-export { readNifti, readMask, writeNifti, hzToPpm, thresholdMask } from './nifti.js';
+export { readNifti, readNiftiAsync, readMask, writeNifti, hzToPpm, radPerSecToPpm, thresholdMask, GAMMA_BAR_MHZ_PER_T } from './nifti.js';
 
 /**
  * Start a Tessera runtime: a driver worker with the wasm core; ONNX Runtime workers start per run.
@@ -135,6 +135,20 @@ export class Tessera {
    */
   invert({ field, mask, geometry, model, spec, weights, tile, whole, workers, signal, onProgress, testHooks }) {
     return this._call('invert', { field, mask, geometry, model, spec, weights, tile, whole, workers, testHooks }, { onProgress, signal });
+  }
+
+  /**
+   * The numerical head phantom (C++): susceptibility truth, local field by the dipole forward model, brain mask.
+   * geometry.dims >= 1; noise is the field noise sigma in ppm.
+   * @returns {Promise<{chi: Float32Array, field: Float32Array, mask: Uint8Array}>}
+   */
+  phantom({ geometry, seed = 1, noise = 0 }) {
+    return this._call('phantom', { geometry, seed, noise });
+  }
+
+  /** TKD inversion (threshold 0.19 by default): the classical reference, masked. */
+  tkd({ field, mask, geometry, threshold }) {
+    return this._call('tkd', { field, mask, geometry, threshold });
   }
 
   /** Runs in progress, live ONNX Runtime workers, and the wasm module's heap bytes. */

@@ -216,3 +216,20 @@ test('registry weights are checked for size and sha256', async () => {
   await rejectsWith(tessera.loadWeights('xqsm', { sources: new Uint8Array(100) }), 'WeightsMismatch', /expected 20901826/);
   assert.ok(new TesseraError('x', 'Y') instanceof Error);
 });
+
+test('the C++ phantom and TKD reach JavaScript (TKD correlates with the truth)', async () => {
+  const geometry = { dims: [64, 76, 60], voxelMm: [2.5, 2.5, 2.5], b0Dir: [0, 0, 1] };
+  const p = await tessera.phantom({ geometry, seed: 1 });
+  const again = await tessera.phantom({ geometry, seed: 1 });
+  assert.deepEqual(p.chi, again.chi);
+  const chi = await tessera.tkd({ field: p.field, mask: p.mask, geometry });
+  let n = 0, sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;
+  for (let i = 0; i < chi.length; i++) {
+    if (!p.mask[i]) continue;
+    const x = chi[i], y = p.chi[i];
+    n++; sx += x; sy += y; sxx += x * x; syy += y * y; sxy += x * y;
+  }
+  const r = (n * sxy - sx * sy) / Math.sqrt((n * sxx - sx * sx) * (n * syy - sy * sy));
+  assert.ok(n > 10000, `mask has ${n} voxels`);
+  assert.ok(r >= 0.85, `TKD r = ${r}`);
+});

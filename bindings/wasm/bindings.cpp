@@ -2,6 +2,7 @@
 #include <emscripten/bind.h>
 
 #include "conversions.h"
+#include "tessera/dipole.h"
 
 using namespace emscripten;
 using namespace tessera;
@@ -44,6 +45,13 @@ std::shared_ptr<Volume> make_volume(val geometry) {
 std::unique_ptr<InversionJob> start_inversion(std::shared_ptr<Volume> volume, val request, unsigned threads) {
   return guarded([&] { return std::make_unique<InversionJob>(volume, request, threads); });
 }
+val phantom(val geometry, val options) { return guarded([&] { return phantom_to_val(geometry, options); }); }
+val tkd_of(std::shared_ptr<Volume> volume, double threshold) {
+  return guarded([&] {
+    const std::vector<float> chi = tkd(volume->geo(), volume->field(), volume->mask(), static_cast<float>(threshold));
+    return copy_out(std::span<const float>(chi));
+  });
+}
 val job_report(InversionJob& j) { return guarded([&] { return j.report(); }); }
 val job_result(InversionJob& j) { return guarded([&] { return j.result_view(); }); }
 
@@ -58,6 +66,8 @@ EMSCRIPTEN_BINDINGS(tessera) {
   function("heapBytes", &heap_bytes);
   function("plan", &plan);
   function("startInversion", &start_inversion);
+  function("phantom", &phantom);
+  function("tkd", &tkd_of);
 
   class_<Volume>("Volume")
       .smart_ptr_constructor("Volume", &make_volume)

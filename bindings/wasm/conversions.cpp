@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "tessera/phantom.h"
+
 namespace tessera::js {
 
 namespace {
@@ -178,6 +180,29 @@ val to_val(const RunReport& r) {
   for (double s : r.tile_seconds) secs.call<void>("push", s);
   o.set("tileSeconds", secs);
   return o;
+}
+
+val copy_out(std::span<const float> v) {
+  return val(emscripten::typed_memory_view(v.size(), v.data())).call<val>("slice");
+}
+val copy_out(std::span<const uint8_t> v) {
+  return val(emscripten::typed_memory_view(v.size(), v.data())).call<val>("slice");
+}
+
+val phantom_to_val(const val& geometry, const val& options) {
+  const Geometry g = geometry_from(geometry);
+  PhantomOptions o;
+  if (!options.isUndefined() && !options.isNull()) {
+    o.seed = static_cast<uint64_t>(number(options, "seed", 1));
+    o.noise_sigma = number(options, "noise", 0.0);
+    o.threads = count(options, "threads", 1);
+  }
+  const Phantom p = make_phantom(g, o);
+  val out = val::object();
+  out.set("chi", copy_out(std::span<const float>(p.chi)));
+  out.set("field", copy_out(std::span<const float>(p.field)));
+  out.set("mask", copy_out(std::span<const uint8_t>(p.mask)));
+  return out;
 }
 
 Volume::Volume(const val& geometry) : geometry_(geometry_from(geometry)) {

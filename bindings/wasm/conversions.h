@@ -51,6 +51,13 @@ val to_val(const PatchFit& f);
 val to_val(const TilePlan& p);
 val to_val(const RunReport& r);
 
+// A copy of a C++ vector as a standalone JS typed array (not a heap view).
+val copy_out(std::span<const float> v);
+val copy_out(std::span<const uint8_t> v);
+
+// {chi, field, mask} of the numerical head phantom; options {seed, noise, threads}.
+val phantom_to_val(const val& geometry, const val& options);
+
 // A volume in the module heap: field (f32) and mask (u8), filled by JavaScript through views.
 class Volume {
  public:

@@ -1,0 +1,220 @@
+// Type declarations of tessera-qsm's public API (checked with `tsc --strict`: npm run typecheck).
+
+export type Triple = [number, number, number];
+
+/** Where a volume lies: dims (voxels, x-fastest storage), voxel size (mm), B0 direction (voxel axes). */
+export interface Geometry {
+  dims: Triple;
+  voxelMm?: Triple;
+  b0Dir?: Triple;
+}
+
+export interface TileConfig {
+  core: number;
+  halo: number;
+}
+
+/** A network that is not in the registry: network input = (field − inputMean)/inputStd, χ = outputStd·output + outputMean. */
+export interface NetworkSpec {
+  divisor?: number;
+  bytesPerVoxel?: number;
+  inputMean?: number;
+  inputStd?: number;
+  outputMean?: number;
+  outputStd?: number;
+}
+
+export type ModelKind = 'field-to-chi' | 'physics-loop' | 'native-patches' | 'whole-volume-only';
+
+export interface WeightsFile {
+  file: string;
+  url: string;
+  /** 0 when not recorded */
+  bytes: number;
+  /** empty when not recorded */
+  sha256: string;
+}
+
+export interface ModelInfo {
+  id: string;
+  name: string;
+  kind: ModelKind;
+  tileable: boolean;
+  divisor: number;
+  bytesPerVoxel: number;
+  costProvisional: boolean;
+  costSource: string;
+  inputChannels: number;
+  outputChannels: number;
+  input: string;
+  output: string;
+  normalization: { inputMean: number; inputStd: number; outputStd: number; outputMean: number };
+  pad: 'smaller-half-low' | 'larger-half-low';
+  weights: WeightsFile[];
+  licence: string;
+  citation: string;
+  notes: string;
+}
+
+export interface Limits {
+  tileActivationBudget: number;
+  maxPatchActivationBytes: number;
+  heapCeilingBytes: number;
+}
+
+export interface Plan {
+  feasible: boolean;
+  /** the planner's refusal with advice; empty when feasible */
+  message: string;
+  wholeVolume: boolean;
+  patchEdge: number;
+  patchDims: Triple;
+  bytesPerTile: number;
+  tilesInFlight: number;
+  tilesTotal: number;
+  tilesActive: number;
+  tilesSkipped: number;
+  activationBytes: number;
+  moduleHeapBytes: number;
+  peakBytes: number;
+  /** off-design warning (physics loops tiled, native patching), or empty */
+  warning: string;
+  networks: number;
+}
+
+export interface Progress {
+  done: number;
+  total: number;
+  inFlight: number;
+  tilesPerSecond: number;
+  etaSeconds: number | null;
+  elapsedSeconds: number;
+}
+
+export interface RunReport {
+  tilesTotal: number;
+  tilesRun: number;
+  tilesSkipped: number;
+  concurrency: number;
+  maxInFlight: number;
+  maxOpenRequests: number;
+  maxInFlightObserved: number;
+  patchEdge: number;
+  bytesPerTile: number;
+  driverSeconds: number;
+  wallSeconds: number;
+  tileSeconds: number[];
+  warning: string;
+  plan: Plan;
+  memory: { moduleHeapBytes: number; workerHeapHighWater: number[]; estimatedPeakBytes: number };
+  pool: { maxInFlight: number; runs: number; retries: number; recycles: number }[];
+}
+
+export interface RuntimeOptions {
+  /** most networks running at once (the core lowers it to fit the 1.5 GB budget) */
+  workers?: number;
+  /** ONNX Runtime intra-op threads per worker */
+  threadsPerWorker?: number;
+  /** folder holding tessera.js/.wasm/.worker.js for this platform */
+  wasmBase?: string | URL;
+  /** onnxruntime-web's env.wasm.wasmPaths inside the pool workers */
+  ortWasmPaths?: string | Record<string, string>;
+  /** module specifier or URL of onnxruntime-web for the pool workers */
+  ortModuleUrl?: string;
+  /** per-tile stall limit (ms) */
+  watchdogMs?: number;
+  /** recycle a pool worker once its wasm heap passes this many bytes */
+  recycleHeapBytes?: number;
+  /** URL of driver-worker.js (bundlers) */
+  driverUrl?: string | URL;
+}
+
+export interface PlanRequest {
+  geometry: Geometry;
+  mask?: ArrayLike<number>;
+  model?: string;
+  spec?: NetworkSpec;
+  tile?: TileConfig;
+  whole?: boolean;
+  workers?: number;
+}
+
+export interface InvertRequest extends PlanRequest {
+  /** local field (ppm), x-fastest */
+  field: Float32Array;
+  /** ONNX bytes; an array for networks with several files (NeXtQSM) */
+  weights: Uint8Array | ArrayBuffer | (Uint8Array | ArrayBuffer)[];
+  signal?: AbortSignal;
+  onProgress?: (p: Progress) => void;
+}
+
+export interface Status {
+  running: number;
+  liveWorkers: number;
+  moduleHeapBytes: number;
+}
+
+export interface DownloadProgress {
+  loaded: number;
+  total: number | null;
+}
+
+export declare class Tessera {
+  registry(): Promise<ModelInfo[]>;
+  model(id: string): Promise<ModelInfo>;
+  limits(): Promise<Limits>;
+  plan(request: PlanRequest): Promise<Plan>;
+  loadWeights(
+    id: string,
+    options?: {
+      sources?: string | URL | Blob | ArrayBuffer | Uint8Array | (string | URL | Blob | ArrayBuffer | Uint8Array)[];
+      onProgress?: (p: DownloadProgress & { file: string; index: number; files: number }) => void;
+      signal?: AbortSignal;
+    },
+  ): Promise<Uint8Array[]>;
+  invert(request: InvertRequest): Promise<{ chi: Float32Array; report: RunReport }>;
+  phantom(request: { geometry: Geometry; seed?: number; noise?: number }): Promise<{ chi: Float32Array; field: Float32Array; mask: Uint8Array }>;
+  tkd(request: { field: Float32Array; mask?: ArrayLike<number>; geometry: Geometry; threshold?: number }): Promise<Float32Array>;
+  status(): Promise<Status>;
+  terminate(): Promise<void>;
+}
+
+export declare function createTessera(options?: RuntimeOptions): Promise<Tessera>;
+
+export declare class TesseraError extends Error {
+  constructor(message: string, code: string, options?: { cause?: unknown });
+  code: string;
+}
+
+export declare function loadModel(
+  source: string | URL | Blob | ArrayBuffer | Uint8Array,
+  options?: { expectedBytes?: number; sha256?: string; onProgress?: (p: DownloadProgress) => void; signal?: AbortSignal },
+): Promise<Uint8Array>;
+
+export declare function sha256Hex(bytes: ArrayBuffer | Uint8Array): Promise<string>;
+
+export interface NiftiImage {
+  header: Record<string, unknown>;
+  dims: Triple;
+  voxelMm: Triple;
+  data: Float32Array;
+  datatype: number;
+  affine: number[];
+  affineSource: 'sform' | 'qform' | 'pixdim';
+  b0Dir: Triple;
+  b0DirSource: string;
+  raw: ArrayBuffer;
+}
+
+export declare function readNifti(bytes: ArrayBuffer | Uint8Array): NiftiImage;
+export declare function readMask(bytes: ArrayBuffer | Uint8Array): NiftiImage & { mask: Uint8Array };
+export declare function writeNifti(
+  data: Float32Array,
+  like: NiftiImage | { dims: Triple; voxelMm: Triple; affine?: number[] },
+  options?: { gzip?: boolean; description?: string },
+): Promise<Uint8Array>;
+export declare function hzToPpm(data: Float32Array, b0Tesla: number): Float32Array;
+export declare function thresholdMask(magnitude: Float32Array, fraction?: number, percentile?: number): Uint8Array;
+export declare function readNiftiAsync(bytes: ArrayBuffer | Uint8Array): Promise<NiftiImage>;
+export declare function radPerSecToPpm(data: Float32Array, b0Tesla: number): Float32Array;
+export declare const GAMMA_BAR_MHZ_PER_T: number;
