@@ -3,7 +3,7 @@
 # the GoogleTest suite natively and as wasm32 under node, then the JavaScript suites.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/bootstrap.sh "$@"
+scripts/bootstrap.sh --browser "$@"
 scripts/build.sh all
 
 echo "== GoogleTest, native"
