@@ -1,0 +1,42 @@
+#!/usr/bin/env node
+// Write the architecture-faithful stand-in networks (scripts/standins.js) as .onnx files.
+// Usage: node scripts/make_standins.js OUT_DIR [--only xqsm|qsmnet] [--base N] [--seed S]
+//   default: both nets at their published sizes (xQSM-shaped ~21 MB, QSMnet-shaped ~400 MB).
+// The files are generated data: keep them out of git (e.g. OUT_DIR=/tmp/standins).
+import { parseArgs } from 'node:util';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import { STANDINS, inspectModel } from './standins.js';
+
+const { values: a, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { only: { type: 'string' }, base: { type: 'string' }, seed: { type: 'string' } },
+});
+if (positionals.length !== 1) {
+  console.error('usage: node scripts/make_standins.js OUT_DIR [--only xqsm|qsmnet] [--base N] [--seed S]');
+  process.exit(2);
+}
+const outDir = positionals[0];
+mkdirSync(outDir, { recursive: true });
+const ids = a.only ? [a.only] : Object.keys(STANDINS);
+for (const id of ids) {
+  const s = STANDINS[id];
+  if (!s) throw new Error(`unknown stand-in '${id}' (known: ${Object.keys(STANDINS).join(', ')})`);
+  const opts = {};
+  if (a.base) opts.base = Number(a.base);
+  if (a.seed) opts.seed = Number(a.seed);
+  const t0 = performance.now();
+  const bytes = s.build(opts);
+  const info = inspectModel(bytes);
+  const formula = s.params(opts);
+  const file = path.join(outDir, a.base ? s.file.replace('.onnx', `-base${a.base}.onnx`) : s.file);
+  writeFileSync(file, bytes);
+  const sha = createHash('sha256').update(bytes).digest('hex');
+  console.log(
+    `${file}: ${bytes.byteLength} bytes, sha256 ${sha}, ${info.nodes} nodes, ` +
+      `params trainable ${info.trainable} (formula ${formula.trainable}), stored ${info.stored} (formula ${formula.stored}), ` +
+      `divisor ${s.divisor}, ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+  );
+  console.log(`  ops: ${JSON.stringify(info.ops)}`);
+}
