@@ -1,0 +1,652 @@
+#!/usr/bin/env node
+// tessera-qsm: the command line. Reads a NIfTI field map and mask, runs a deep-learning QSM network
+// through the Tessera runtime (C++ planner/tiler in wasm + ONNX Runtime worker pools) and writes χ as
+// NIfTI with the field's header; `plan` prints the memory budget of a run, `models` the registry.
+//
+// Exit codes: 0 success; 1 error (runtime, input files, weights); 2 usage error, or a run the
+// memory planner refuses; 130 cancelled by Ctrl-C (SIGINT), 143 by SIGTERM.
+import { parseArgs } from 'node:util';
+import fs from 'node:fs';
+import path from 'node:path';
+import { createRequire, syncBuiltinESMExports } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+// Emscripten's loader (dist/wasm/node/tessera.js) instantiates the wasm with fetch() whenever a global
+// fetch exists, and node's fetch cannot read a file path, so the driver worker must run without it
+// (the test suites pass --no-experimental-fetch for the same reason). A shebang cannot pass node flags,
+// so the worker threads this process starts get the flag instead. Harmless once module.js hands the
+// module its wasm bytes in node.
+if (typeof globalThis.fetch === 'function') {
+  const wt = createRequire(import.meta.url)('node:worker_threads');
+  const Base = wt.Worker;
+  wt.Worker = class extends Base {
+    constructor(url, options = {}) {
+      const execArgv = [...(options.execArgv ?? process.execArgv)];
+      if (!execArgv.includes('--no-experimental-fetch')) execArgv.push('--no-experimental-fetch');
+      super(url, { ...options, execArgv });
+    }
+  };
+  syncBuiltinESMExports();
+}
+
+const { createTessera, loadModel, sha256Hex, readNifti, readMask, writeNifti, hzToPpm } = await import('./index.js');
+const { radPerSecToPpm } = await import('./nifti.js');
+
+const EXIT_OK = 0;
+const EXIT_ERROR = 1;
+const EXIT_USAGE = 2;
+const SPEC_DEFAULTS = { divisor: 1, bytesPerVoxel: 1100, inputMean: 0, inputStd: 1, outputMean: 0, outputStd: 1 };
+
+/** An error the user can fix: printed as "error: message", never with a stack. exit: the exit code. */
+class CliError extends Error {
+  constructor(message, exit = EXIT_ERROR, code = 'InvalidArgument') {
+    super(message);
+    this.code = code;
+    this.exit = exit;
+  }
+}
+const usageError = (message) => new CliError(message, EXIT_USAGE, 'Usage');
+
+// ---------------------------------------------------------------------------------------------------
+// Help
+
+const HELP = {
+  main: `tessera-qsm: memory-bounded, overlap-tiled deep-learning QSM inversion
+
+Usage:
+  tessera-qsm invert --field f.nii[.gz] --mask m.nii[.gz] (--model ID [--weights FILE|URL ...] | --spec net.json --weights FILE)
+                     [--core N --halo N --workers N --threads N | --whole] [--b0 T --units hz|ppm|rad/s]
+                     --out chi.nii[.gz] [--report r.json] [--quiet]
+  tessera-qsm plan   --field f.nii[.gz] [--mask m.nii[.gz]] (--model ID | --spec net.json)
+                     [--core N --halo N --workers N | --whole] [--json]
+  tessera-qsm models [--json]
+  tessera-qsm <command> --help     tessera-qsm --version
+
+Exit codes: 0 success, 1 error (runtime, input files, weights), 2 usage error or a run the memory
+planner refuses, 130 cancelled (Ctrl-C).
+`,
+  invert: `tessera-qsm invert: invert a local field map to susceptibility (χ, ppm)
+
+Usage:
+  tessera-qsm invert --field f.nii[.gz] --mask m.nii[.gz] (--model ID [--weights FILE|URL ...] | --spec net.json --weights FILE)
+                     [--core N --halo N --workers N --threads N | --whole] [--b0 T --units hz|ppm|rad/s]
+                     --out chi.nii[.gz] [--report r.json] [--quiet]
+
+Input
+  --field FILE       field map (NIfTI-1/2, .nii or .nii.gz); dims, voxel size and B0 direction come from its header
+  --mask FILE        mask with the field's dims (nonzero = inside)
+  --units U          field units: ppm (default), hz or rad/s; hz and rad/s need --b0
+  --b0 T             main field strength in tesla (for --units hz|rad/s)
+Network (one of)
+  --model ID         a registry network (see \`tessera-qsm models\`); --weights defaults to its official URL(s),
+                     NeXtQSM takes two; byte size and sha256 are checked against the registry
+  --spec FILE        a network not in the registry: JSON object with any of divisor (1), bytesPerVoxel (1100),
+                     inputMean (0), inputStd (1), outputMean (0), outputStd (1); network input =
+                     (field - inputMean) / inputStd, χ = outputStd · output + outputMean; needs --weights FILE
+  --weights SRC      ONNX file or URL (repeat for a model with several networks)
+Tiling
+  --core N --halo N  tile core and halo edge in voxels (defaults: the planner's)
+  --workers N        most networks running at once (the planner lowers it to fit the memory budget)
+  --threads N        ONNX Runtime threads per worker (default 1)
+  --whole            run the whole volume at once (no tiling)
+Output
+  --out FILE         χ in ppm as float32 NIfTI with the field's header and affine (.gz: gzipped)
+  --report FILE      run report as JSON (tiles, timings, memory, plan, command line, versions)
+  --quiet            no progress on stderr
+
+Progress goes to stderr: a bar on a terminal, one line per 10% otherwise. Ctrl-C cancels the run
+(exit 130) without writing any output.
+`,
+  plan: `tessera-qsm plan: the memory budget of a run, from the C++ planner
+
+Usage:
+  tessera-qsm plan --field f.nii[.gz] [--mask m.nii[.gz]] (--model ID | --spec net.json)
+                   [--core N --halo N --workers N | --whole] [--json]
+
+Prints the patch edge, MB per tile, tiles in flight, tiles total/active/skipped (skipped: no mask voxel
+in the core), activation and peak memory against the runtime's limits, or the planner's refusal and
+advice (exit code 2). --json prints the plan object instead of the table.
+Options as for \`tessera-qsm invert --help\`.
+`,
+  models: `tessera-qsm models: the networks Tessera knows
+
+Usage:
+  tessera-qsm models [--json]
+
+Lists id, kind, divisor, activation bytes per voxel (provisional or measured), weights and licence.
+--json prints the full registry entries (URLs, sha256, citation, normalisation).
+`,
+};
+
+// ---------------------------------------------------------------------------------------------------
+// Arguments
+
+const RUN_OPTIONS = {
+  field: { type: 'string' },
+  mask: { type: 'string' },
+  model: { type: 'string' },
+  spec: { type: 'string' },
+  core: { type: 'string' },
+  halo: { type: 'string' },
+  workers: { type: 'string' },
+  whole: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+};
+const OPTIONS = {
+  invert: {
+    ...RUN_OPTIONS,
+    weights: { type: 'string', multiple: true },
+    threads: { type: 'string' },
+    b0: { type: 'string' },
+    units: { type: 'string' },
+    out: { type: 'string', short: 'o' },
+    report: { type: 'string' },
+    quiet: { type: 'boolean', short: 'q' },
+  },
+  plan: { ...RUN_OPTIONS, json: { type: 'boolean' } },
+  models: { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+};
+
+function parse(command, args) {
+  try {
+    return parseArgs({ args, options: OPTIONS[command], strict: true, allowPositionals: false }).values;
+  } catch (e) {
+    if (!String(e.code).startsWith('ERR_PARSE_ARGS')) throw e;
+    const hint = `see \`tessera-qsm ${command} --help\``;
+    if (e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+      const m = /option '([^']+)'/i.exec(e.message);
+      throw usageError(`unknown option ${m ? m[1] : ''} for \`tessera-qsm ${command}\`; ${hint}`);
+    }
+    if (e.code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') {
+      const m = /argument '([^']*)'/i.exec(e.message);
+      throw usageError(`unexpected argument ${m ? `'${m[1]}'` : ''} (every value belongs to a --flag); ${hint}`);
+    }
+    throw usageError(`${e.message.replace(/\.$/, '')}; ${hint}`);
+  }
+}
+
+function wholeNumber(v, flag, min) {
+  if (v === undefined) return undefined;
+  if (!/^\d+$/.test(v.trim()) || Number(v) < min) throw usageError(`--${flag} must be a whole number >= ${min}, got '${v}'`);
+  return Number(v);
+}
+
+function positiveNumber(v, flag) {
+  if (v === undefined) return undefined;
+  const x = Number(v);
+  if (v.trim() === '' || !Number.isFinite(x) || x <= 0) throw usageError(`--${flag} must be a number > 0, got '${v}'`);
+  return x;
+}
+
+const niftiName = (p) => /\.nii(\.gz)?$/i.test(p);
+
+/** Checks the flags shared by invert and plan; returns the run options. */
+function runOptions(command, o) {
+  if (o.field === undefined) throw usageError(`--field is required; see \`tessera-qsm ${command} --help\``);
+  if ((o.model === undefined) === (o.spec === undefined)) {
+    throw usageError(`give exactly one of --model ID or --spec net.json; see \`tessera-qsm ${command} --help\``);
+  }
+  const core = wholeNumber(o.core, 'core', 1);
+  const halo = wholeNumber(o.halo, 'halo', 0);
+  const workers = wholeNumber(o.workers, 'workers', 1);
+  if (o.whole && (core !== undefined || halo !== undefined)) throw usageError('--whole runs the volume at once: it takes no --core or --halo');
+  const tile = core !== undefined || halo !== undefined ? { ...(core !== undefined && { core }), ...(halo !== undefined && { halo }) } : undefined;
+  return { tile, whole: !!o.whole, workers };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Files
+
+/** A file's bytes as a plain Uint8Array: readNifti misreads node Buffers (Buffer#slice is a view, not a copy). */
+async function readBytes(file, what, signal) {
+  try {
+    const b = await fs.promises.readFile(file, { signal });
+    return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+  } catch (e) {
+    if (e.name === 'AbortError') throw e;
+    throw new CliError(`could not read the ${what} ${file}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`, EXIT_ERROR, 'ReadFailed');
+  }
+}
+
+function parseNifti(bytes, file, what, reader) {
+  try {
+    return reader(bytes);
+  } catch (e) {
+    throw new CliError(`the ${what} ${file} is not a NIfTI volume Tessera reads: ${e.message}`, EXIT_ERROR, 'InvalidNifti');
+  }
+}
+
+/** Reads and validates a --spec file: an object whose keys are SPEC_DEFAULTS' keys, with finite number values. */
+async function readSpec(file, signal) {
+  const text = new TextDecoder().decode(await readBytes(file, 'network spec', signal));
+  let spec;
+  try {
+    spec = JSON.parse(text);
+  } catch (e) {
+    throw new CliError(`the network spec ${file} is not valid JSON: ${e.message}`, EXIT_ERROR, 'InvalidSpec');
+  }
+  if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) {
+    throw new CliError(`the network spec ${file} must be a JSON object such as {"divisor": 8, "bytesPerVoxel": 1100}`, EXIT_ERROR, 'InvalidSpec');
+  }
+  const known = Object.keys(SPEC_DEFAULTS);
+  for (const [k, v] of Object.entries(spec)) {
+    if (!known.includes(k)) {
+      throw new CliError(`the network spec ${file} has an unknown key '${k}' (allowed: ${known.join(', ')})`, EXIT_ERROR, 'InvalidSpec');
+    }
+    if (typeof v !== 'number' || !Number.isFinite(v)) {
+      throw new CliError(`the network spec ${file}: '${k}' must be a finite number, got ${JSON.stringify(v)}`, EXIT_ERROR, 'InvalidSpec');
+    }
+  }
+  return spec;
+}
+
+/** Fails early (before a long run) when a file cannot be created in its directory. */
+function checkWritable(file, flag) {
+  const dir = path.dirname(path.resolve(file));
+  try {
+    fs.accessSync(dir, fs.constants.W_OK);
+  } catch {
+    throw new CliError(`cannot write --${flag} ${file}: the directory ${dir} does not exist or is not writable`, EXIT_ERROR, 'WriteFailed');
+  }
+}
+
+/** Writes next to the target and renames, so an interrupted or failed run never leaves a partial file. */
+async function writeAtomic(file, bytes) {
+  const tmp = path.join(path.dirname(path.resolve(file)), `.${path.basename(file)}.${process.pid}.partial`);
+  try {
+    await fs.promises.writeFile(tmp, bytes);
+    await fs.promises.rename(tmp, file);
+  } catch (e) {
+    await fs.promises.rm(tmp, { force: true }).catch(() => {});
+    throw new CliError(`could not write ${file}: ${e.message}`, EXIT_ERROR, 'WriteFailed');
+  }
+}
+
+/** Field and mask from the command line: geometry from the field's header, field converted to ppm. */
+async function readInputs(o, { needMask, units, b0 }, signal) {
+  const fieldNifti = parseNifti(await readBytes(o.field, 'field', signal), o.field, 'field', readNifti);
+  const geometry = { dims: fieldNifti.dims, voxelMm: fieldNifti.voxelMm, b0Dir: fieldNifti.b0Dir };
+  let mask;
+  let maskNifti;
+  if (o.mask !== undefined) {
+    maskNifti = parseNifti(await readBytes(o.mask, 'mask', signal), o.mask, 'mask', readMask);
+    if (maskNifti.dims.some((d, i) => d !== fieldNifti.dims[i])) {
+      throw new CliError(
+        `the mask ${o.mask} has dims ${maskNifti.dims.join('×')} but the field ${o.field} has ${fieldNifti.dims.join('×')}: field and mask must have the same dims`,
+        EXIT_ERROR,
+        'InvalidArgument',
+      );
+    }
+    mask = maskNifti.mask;
+  } else if (needMask) throw usageError('--mask is required; see `tessera-qsm invert --help`');
+  let field = fieldNifti.data;
+  if (units === 'hz') field = hzToPpm(field, b0);
+  else if (units === 'rad/s') field = radPerSecToPpm(field, b0);
+  return { fieldNifti, field, geometry, mask, maskNifti };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Output helpers
+
+const GB = (b) => `${(b / 1e9).toFixed(2)} GB`;
+/** Bytes in GB from 1 GB up, else in MB. */
+const size = (b) => (b >= 1e9 ? GB(b) : `${(b / 1e6).toFixed(1)} MB`);
+const MB = (b) => `${(b / 1e6).toFixed(1)} MB`;
+const pct = (a, b) => `${Math.round((100 * a) / b)}%`;
+
+function duration(s) {
+  if (s === null || s === undefined || !Number.isFinite(s)) return '?';
+  if (s < 60) return `${Math.round(s)} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${String(Math.round(s - 60 * m)).padStart(2, '0')}s`;
+  return `${Math.floor(m / 60)}h ${String(m % 60).padStart(2, '0')}m`;
+}
+
+function table(rows) {
+  const w = Math.max(...rows.map((r) => r[0].length));
+  return rows.map(([k, v]) => `  ${k.padEnd(w)}  ${v}`).join('\n');
+}
+
+/** Progress on stderr: a redrawn bar on a terminal, one line per 10% otherwise, nothing when quiet. */
+class Progress {
+  constructor({ quiet, stream = process.stderr }) {
+    this.quiet = quiet;
+    this.stream = stream;
+    this.tty = !!stream.isTTY;
+    this.open = false; // a bar line is on screen without its newline
+    this.lastDraw = 0;
+    this.lastDecile = 0;
+  }
+  /** A message line (closing any bar first). */
+  line(text) {
+    if (this.quiet) return;
+    this.close();
+    this.stream.write(`${text}\n`);
+  }
+  close() {
+    if (this.open) this.stream.write('\n');
+    this.open = false;
+  }
+  bar(fraction, text) {
+    const width = 24;
+    const n = Math.max(0, Math.min(width, Math.round(fraction * width)));
+    this.stream.write(`\r\x1b[K[${'#'.repeat(n)}${'.'.repeat(width - n)}] ${text}`);
+    this.open = true;
+  }
+  /** Tile progress from invert's onProgress: {done, total, tilesPerSecond, etaSeconds}. */
+  tiles(p) {
+    if (this.quiet || !(p.total > 0)) return;
+    const rate = p.tilesPerSecond > 0 ? `${p.tilesPerSecond.toFixed(p.tilesPerSecond < 10 ? 2 : 1)} tiles/s` : '- tiles/s';
+    const eta = p.done >= p.total ? `done in ${duration(p.elapsedSeconds)}` : `ETA ${duration(p.etaSeconds)}`;
+    const text = `${p.done}/${p.total} tiles  ${rate}  ${eta}`;
+    if (this.tty) {
+      const now = Date.now();
+      if (p.done < p.total && now - this.lastDraw < 100) return;
+      this.lastDraw = now;
+      this.bar(p.done / p.total, text);
+      if (p.done >= p.total) this.close();
+      return;
+    }
+    const decile = Math.floor((10 * p.done) / p.total);
+    if (decile > this.lastDecile) {
+      this.lastDecile = decile;
+      this.stream.write(`progress ${String(decile * 10).padStart(3)}%  ${text}\n`);
+    }
+  }
+  /** Weights download/read progress: {loaded, total, file}. */
+  bytes(p) {
+    if (this.quiet || !this.tty) return;
+    const now = Date.now();
+    const finished = p.total !== undefined && p.loaded >= p.total;
+    if (!finished && now - this.lastDraw < 100) return;
+    this.lastDraw = now;
+    this.bar(p.total ? p.loaded / p.total : 0, `${p.file}  ${MB(p.loaded)}${p.total ? ` / ${MB(p.total)}` : ''}`);
+    if (finished) this.close();
+  }
+}
+
+function versions() {
+  const out = { node: process.versions.node, v8: process.versions.v8 };
+  try {
+    const pkg = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+    out.tessera = pkg.version;
+  } catch {
+    out.tessera = null;
+  }
+  try {
+    let dir = path.dirname(fileURLToPath(import.meta.resolve('onnxruntime-web')));
+    for (; dir !== path.dirname(dir); dir = path.dirname(dir)) {
+      const f = path.join(dir, 'package.json');
+      if (fs.existsSync(f)) {
+        const pkg = JSON.parse(fs.readFileSync(f, 'utf8'));
+        if (pkg.name === 'onnxruntime-web') {
+          out.onnxruntimeWeb = pkg.version;
+          break;
+        }
+      }
+    }
+  } catch {
+    /* not resolvable: leave it out */
+  }
+  return out;
+}
+
+/** The network of a run, for messages: registry entry or the spec with its defaults filled in. */
+function describeNetwork(o, entry, spec) {
+  if (entry) return `${entry.id} (${entry.kind}, divisor ${entry.divisor}, ${entry.bytesPerVoxel} B/voxel${entry.costProvisional ? ' provisional' : ''})`;
+  const s = { ...SPEC_DEFAULTS, ...spec };
+  return `spec ${o.spec} (divisor ${s.divisor}, ${s.bytesPerVoxel} B/voxel)`;
+}
+
+function planTable(plan, limits, { o, run, entry, spec, geometry, maskVoxels }) {
+  const mode = plan.wholeVolume
+    ? 'whole volume'
+    : run.tile
+      ? `tiled (core ${run.tile.core ?? 'default'}, halo ${run.tile.halo ?? 'default'})`
+      : 'tiled (default core and halo)';
+  const rows = [
+    ['volume', `${geometry.dims.join('×')} voxels, ${geometry.voxelMm.map((v) => +v.toFixed(3)).join('×')} mm${maskVoxels !== undefined ? `, ${maskVoxels} voxels in the mask` : ''}`],
+    ['network', describeNetwork(o, entry, spec)],
+    ['mode', mode],
+    ['patch edge', plan.patchDims ? `${plan.patchEdge} (${plan.patchDims.join('×')})` : String(plan.patchEdge)],
+    ['MB per tile', `${MB(plan.bytesPerTile)} of activations (single-patch limit ${GB(limits.maxPatchActivationBytes)}, ${pct(plan.bytesPerTile, limits.maxPatchActivationBytes)})`],
+  ];
+  if (plan.feasible) {
+    rows.push(
+      ['tiles in flight', String(plan.tilesInFlight)],
+      ['tiles', `${plan.tilesTotal} total, ${plan.tilesActive} active, ${plan.tilesSkipped} skipped`],
+      ['activation memory', `${size(plan.activationBytes)} of the ${GB(limits.tileActivationBudget)} budget for tiles in flight (${pct(plan.activationBytes, limits.tileActivationBudget)})`],
+      ['peak memory', `${size(plan.peakBytes)} estimated (${size(plan.moduleHeapBytes)} wasm heap) of the ${GB(limits.heapCeilingBytes)} heap ceiling (${pct(plan.peakBytes, limits.heapCeilingBytes)})`],
+    );
+    if (plan.networks > 1) rows.push(['networks', String(plan.networks)]);
+    if (plan.warning) rows.push(['warning', plan.warning]);
+  }
+  const head = plan.feasible ? 'plan: feasible' : 'plan: REFUSED';
+  return `${head}\n${table(rows)}${plan.feasible ? '' : `\nrefused: ${plan.message}`}\n`;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Commands
+
+async function cmdModels(o, ctx) {
+  const tessera = await ctx.start({});
+  const models = await tessera.registry();
+  if (o.json) {
+    ctx.out(`${JSON.stringify(models, null, 2)}\n`);
+    return EXIT_OK;
+  }
+  const rows = [['id', 'kind', 'divisor', 'bytes/voxel', 'weights', 'licence']];
+  for (const m of models) {
+    rows.push([
+      m.id,
+      m.kind,
+      String(m.divisor),
+      `${m.bytesPerVoxel} ${m.costProvisional ? '(provisional)' : '(measured)'}`,
+      m.weights.map((w) => (w.bytes ? `${w.file} ${MB(w.bytes)}` : w.file)).join(' + '),
+      m.licence,
+    ]);
+  }
+  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
+  ctx.out(`${rows.map((r) => r.map((v, c) => (c === r.length - 1 ? v : v.padEnd(widths[c]))).join('  ')).join('\n')}\n`);
+  return EXIT_OK;
+}
+
+async function cmdPlan(o, ctx) {
+  const run = runOptions('plan', o);
+  const { signal } = ctx;
+  const spec = o.spec !== undefined ? await readSpec(o.spec, signal) : undefined;
+  const { geometry, mask } = await readInputs(o, { needMask: false }, signal);
+  const tessera = await ctx.start({ workers: run.workers });
+  const entry = o.model !== undefined ? await tessera.model(o.model) : undefined;
+  const limits = await tessera.limits();
+  const plan = await tessera.plan({ geometry, mask, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers });
+  if (o.json) ctx.out(`${JSON.stringify(plan, null, 2)}\n`);
+  else {
+    const maskVoxels = mask ? mask.reduce((a, b) => a + b, 0) : undefined;
+    ctx.out(planTable(plan, limits, { o, run, entry, spec, geometry, maskVoxels }));
+  }
+  return plan.feasible ? EXIT_OK : EXIT_USAGE;
+}
+
+async function cmdInvert(o, ctx) {
+  const t0 = performance.now();
+  const startedAt = new Date().toISOString();
+  const run = runOptions('invert', o);
+  const threads = wholeNumber(o.threads, 'threads', 1);
+  if (o.out === undefined) throw usageError('--out is required; see `tessera-qsm invert --help`');
+  if (!niftiName(o.out)) throw usageError(`--out must end with .nii or .nii.gz, got '${o.out}'`);
+  if (o.mask === undefined) throw usageError('--mask is required; see `tessera-qsm invert --help`');
+  const units = (o.units ?? 'ppm').toLowerCase();
+  if (!['ppm', 'hz', 'rad/s'].includes(units)) throw usageError(`--units must be ppm, hz or rad/s, got '${o.units}'`);
+  const b0 = positiveNumber(o.b0, 'b0');
+  if (units !== 'ppm' && b0 === undefined) throw usageError(`--units ${units} needs --b0 (the field strength in tesla) to convert to ppm`);
+  const weightSources = o.weights ?? [];
+  if (o.spec !== undefined && weightSources.length !== 1) {
+    throw usageError(`--spec needs exactly one --weights FILE (the ONNX network), got ${weightSources.length}`);
+  }
+  checkWritable(o.out, 'out');
+  if (o.report !== undefined) checkWritable(o.report, 'report');
+  const { signal, progress } = ctx;
+
+  const spec = o.spec !== undefined ? await readSpec(o.spec, signal) : undefined;
+  const { fieldNifti, field, geometry, mask } = await readInputs(o, { needMask: true, units, b0 }, signal);
+  const tessera = await ctx.start({ workers: run.workers, threadsPerWorker: threads });
+  const entry = o.model !== undefined ? await tessera.model(o.model) : undefined;
+  if (entry && weightSources.length > 0 && weightSources.length !== entry.weights.length) {
+    throw usageError(
+      `${entry.name} needs ${entry.weights.length} --weights (${entry.weights.map((w) => w.file).join(', ')}), got ${weightSources.length}`,
+    );
+  }
+  const request = { geometry, mask, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers };
+  const plan = await tessera.plan(request);
+  if (!plan.feasible) throw new CliError(plan.message, EXIT_USAGE, 'BudgetExceeded');
+  signal.throwIfAborted();
+
+  // Weights: after the plan, so a refused run downloads nothing.
+  let weights;
+  let weightsInfo;
+  const onBytes = (p) => progress.bytes(p);
+  if (entry) {
+    const sources = weightSources.length ? weightSources : undefined;
+    (sources ?? entry.weights.map((w) => w.url)).forEach((s, i) => progress.line(`weights ${entry.weights[i].file}: ${s}`));
+    weights = await tessera.loadWeights(entry.id, { sources, signal, onProgress: onBytes });
+    weightsInfo = entry.weights.map((w, i) => ({ source: sources?.[i] ?? w.url, file: w.file, bytes: weights[i].byteLength, sha256: w.sha256 || null, verified: !!w.sha256 }));
+  } else {
+    const bytes = await loadModel(weightSources[0], { signal, onProgress: (p) => onBytes({ ...p, file: path.basename(weightSources[0]) }) });
+    weights = bytes;
+    weightsInfo = [{ source: weightSources[0], bytes: bytes.byteLength, sha256: await sha256Hex(bytes), verified: false }];
+  }
+  signal.throwIfAborted();
+
+  progress.line(
+    `${o.model ?? `spec ${o.spec}`}: ${plan.wholeVolume ? 'whole volume' : `${plan.tilesActive} of ${plan.tilesTotal} tiles`}, patch ${plan.patchDims?.join('×') ?? plan.patchEdge}, ` +
+      `${plan.tilesInFlight} in flight, estimated peak ${size(plan.peakBytes)}`,
+  );
+  if (plan.warning) progress.line(`warning: ${plan.warning}`);
+  const { chi, report } = await tessera.invert({ ...request, field, weights, signal, onProgress: (p) => progress.tiles(p) });
+  progress.close();
+  signal.throwIfAborted();
+
+  const description = `chi ppm, tessera-qsm ${o.model ?? 'spec'}`.slice(0, 79);
+  const bytes = await writeNifti(chi, fieldNifti, { gzip: /\.gz$/i.test(o.out), description });
+  signal.throwIfAborted();
+  await writeAtomic(o.out, bytes);
+  if (o.report !== undefined) {
+    const full = {
+      ...report,
+      plan,
+      command: ['tessera-qsm', ...ctx.args],
+      cwd: process.cwd(),
+      versions: versions(),
+      startedAt,
+      totalWallSeconds: (performance.now() - t0) / 1000,
+      inputs: {
+        field: { path: o.field, dims: geometry.dims, voxelMm: geometry.voxelMm, b0Dir: geometry.b0Dir, b0DirSource: fieldNifti.b0DirSource, units, b0Tesla: b0 ?? null },
+        mask: { path: o.mask, voxelsInside: mask.reduce((a, b) => a + b, 0) },
+      },
+      network: entry ? { model: entry.id, name: entry.name, kind: entry.kind } : { spec: { ...SPEC_DEFAULTS, ...spec }, specFile: o.spec },
+      weights: weightsInfo,
+      options: { tile: run.tile ?? null, whole: run.whole, workers: run.workers ?? null, threads: threads ?? null },
+      output: o.out,
+    };
+    await writeAtomic(o.report, `${JSON.stringify(full, null, 2)}\n`);
+  }
+  progress.line(`wrote ${o.out} (${report.tilesRun} tiles run, ${report.tilesSkipped} skipped, ${duration(report.wallSeconds)})`);
+  return EXIT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Main
+
+const COMMANDS = { invert: cmdInvert, plan: cmdPlan, models: cmdModels };
+
+async function main(args) {
+  const controller = new AbortController();
+  let tessera = null;
+  let cancelCode = 0;
+  let progress = new Progress({ quiet: true });
+  const onSignal = (sig, code) => () => {
+    if (cancelCode) {
+      // A second Ctrl-C: stop at once (output files are only ever renamed into place, never partial).
+      progress.close();
+      process.stderr.write('cancelled\n');
+      process.exit(code);
+    }
+    cancelCode = code;
+    controller.abort(new DOMException(`cancelled by ${sig}`, 'AbortError'));
+  };
+  const sigint = onSignal('SIGINT', 130);
+  const sigterm = onSignal('SIGTERM', 143);
+  process.on('SIGINT', sigint);
+  process.on('SIGTERM', sigterm);
+
+  const out = (text) => process.stdout.write(text);
+  let code = EXIT_OK;
+  try {
+    const [command, ...rest] = args;
+    if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+      const topic = command === 'help' && COMMANDS[rest[0]] ? rest[0] : 'main';
+      if (command === undefined) {
+        process.stderr.write(HELP.main);
+        return EXIT_USAGE;
+      }
+      out(HELP[topic]);
+      return EXIT_OK;
+    }
+    if (command === '--version' || command === '-v') {
+      out(`tessera-qsm ${versions().tessera ?? 'unknown'}\n`);
+      return EXIT_OK;
+    }
+    if (!COMMANDS[command]) throw usageError(`unknown command '${command}' (commands: invert, plan, models); see \`tessera-qsm --help\``);
+    if (rest.includes('--help') || rest.includes('-h')) {
+      out(HELP[command]);
+      return EXIT_OK;
+    }
+    const o = parse(command, rest);
+    progress = new Progress({ quiet: !!o.quiet });
+    const ctx = {
+      args,
+      out,
+      signal: controller.signal,
+      progress,
+      async start(opts) {
+        tessera = await createTessera(opts);
+        controller.signal.throwIfAborted();
+        return tessera;
+      },
+    };
+    code = await COMMANDS[command](o, ctx);
+  } catch (e) {
+    progress.close();
+    if (cancelCode || e?.name === 'AbortError') {
+      process.stderr.write('cancelled\n');
+      code = cancelCode || 130;
+    } else if (e instanceof CliError) {
+      process.stderr.write(`error: ${e.message}\n`);
+      code = e.exit;
+    } else if (e && typeof e === 'object' && e.code) {
+      // TesseraError from the runtime, loader errors (WeightsMismatch, DownloadFailed, ...).
+      process.stderr.write(`error: ${e.message}\n`);
+      code = EXIT_ERROR;
+    } else {
+      // Not a known kind: still no stack unless asked for (TESSERA_DEBUG=1).
+      process.stderr.write(`error: ${e?.message ?? String(e)}\n`);
+      if (process.env.TESSERA_DEBUG && e?.stack) process.stderr.write(`${e.stack}\n`);
+      code = EXIT_ERROR;
+    }
+  } finally {
+    if (tessera) {
+      await Promise.race([tessera.terminate().catch(() => {}), new Promise((r) => setTimeout(r, 5000).unref())]);
+    }
+  }
+  process.off('SIGINT', sigint);
+  process.off('SIGTERM', sigterm);
+  return code;
+}
+
+// `tessera-qsm models | head`: a closed pipe ends the process quietly.
+process.stdout.on('error', (e) => process.exit(e.code === 'EPIPE' ? EXIT_OK : EXIT_ERROR));
+const code = await main(process.argv.slice(2));
+// Let stdout drain (pipes) before exiting.
+await new Promise((r) => process.stdout.write('', r));
+process.exit(code);
