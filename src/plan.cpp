@@ -7,8 +7,10 @@
 namespace tessera {
 
 namespace {
-// Field (f32), mask (u8) and chi (f32) of the whole volume live in the module heap.
-uint64_t volume_bytes(const Geometry& g) { return saturating_mul(g.voxel_count(), 4 + 1 + 4); }
+// The module's baseline plus field (f32), mask (u8) and chi (f32) of the whole volume.
+uint64_t volume_bytes(const Geometry& g) {
+  return saturating_add(WASM_MODULE_BASELINE_BYTES, saturating_mul(g.voxel_count(), 4 + 1 + 4));
+}
 }  // namespace
 
 TilePlan plan_tiled(const Geometry& g, std::span<const uint8_t> mask, const FieldNetwork& network, TileConfig cfg,

@@ -23,7 +23,7 @@ TEST(Plan, TiledPlanCountsTilesAndMemory) {
   EXPECT_EQ(p.activation_bytes, p.bytes_per_tile * std::min<uint64_t>(4, grid.active));
   EXPECT_LE(p.activation_bytes, WASM_TILE_ACTIVATION_BUDGET);
   EXPECT_EQ(p.peak_bytes, p.activation_bytes + p.module_heap_bytes);
-  EXPECT_GE(p.module_heap_bytes, g.voxel_count() * 9);
+  EXPECT_GE(p.module_heap_bytes, WASM_MODULE_BASELINE_BYTES + g.voxel_count() * 9);
 }
 
 TEST(Plan, InfeasibleConfigCarriesTheAdviceInsteadOfThrowing) {

@@ -8,26 +8,7 @@
 import { parseArgs } from 'node:util';
 import fs from 'node:fs';
 import path from 'node:path';
-import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { fileURLToPath } from 'node:url';
-
-// Emscripten's loader (dist/wasm/node/tessera.js) instantiates the wasm with fetch() whenever a global
-// fetch exists, and node's fetch cannot read a file path, so the driver worker must run without it
-// (the test suites pass --no-experimental-fetch for the same reason). A shebang cannot pass node flags,
-// so the worker threads this process starts get the flag instead. Harmless once module.js hands the
-// module its wasm bytes in node.
-if (typeof globalThis.fetch === 'function') {
-  const wt = createRequire(import.meta.url)('node:worker_threads');
-  const Base = wt.Worker;
-  wt.Worker = class extends Base {
-    constructor(url, options = {}) {
-      const execArgv = [...(options.execArgv ?? process.execArgv)];
-      if (!execArgv.includes('--no-experimental-fetch')) execArgv.push('--no-experimental-fetch');
-      super(url, { ...options, execArgv });
-    }
-  };
-  syncBuiltinESMExports();
-}
 
 const { createTessera, loadModel, sha256Hex, readNifti, readMask, writeNifti, hzToPpm } = await import('./index.js');
 const { radPerSecToPpm } = await import('./nifti.js');

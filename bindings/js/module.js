@@ -20,7 +20,9 @@ export async function loadTesseraModule({ pthreadPoolSize = 4, wasmBase } = {}) 
       throw new Error(`Tessera's wasm module is not built (${main} is missing): run \`npm run build\``);
     }
     const create = createRequire(import.meta.url)(main);
-    return create({ pthreadPoolSize });
+    // Hand over the wasm bytes: with node's global fetch the loader would try to fetch a file path.
+    const wasmBinary = fs.readFileSync(fileURLToPath(new URL('tessera.wasm', base)));
+    return create({ pthreadPoolSize, wasmBinary });
   }
   const base = new URL(wasmBase ?? '../../dist/wasm/web/', import.meta.url);
   const main = new URL('tessera.js', base).href;

@@ -261,7 +261,10 @@ export function radPerSecToPpm(data, b0Tesla) {
 // Internals
 
 function toUint8(bytes, who) {
-  if (bytes instanceof Uint8Array) return bytes;
+  // A plain view: subclasses such as node's Buffer have a slice() that does not copy.
+  if (bytes instanceof Uint8Array) {
+    return bytes.constructor === Uint8Array ? bytes : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
   if (bytes instanceof ArrayBuffer || (typeof SharedArrayBuffer !== 'undefined' && bytes instanceof SharedArrayBuffer)) {
     return new Uint8Array(bytes);
   }

@@ -481,3 +481,13 @@ test('browser code path (no node:zlib): gzip written with CompressionStream, rea
   assert.deepEqual(out.dataAsync, out.data);
   assert.match(out.err, /corrupt or truncated gzip data/);
 });
+
+test('a node Buffer (whose slice() does not copy) reads like a plain Uint8Array', async () => {
+  const { writeNifti: write, readNifti: read } = await import('./nifti.js');
+  const data = new Float32Array(4 * 3 * 2).map((_, i) => i + 0.5);
+  const bytes = await write(data, { dims: [4, 3, 2], voxelMm: [1, 1, 2] });
+  const padded = Buffer.concat([Buffer.alloc(7), Buffer.from(bytes)]).subarray(7); // offset inside a pool
+  const a = read(bytes), b = read(padded);
+  assert.deepEqual(b.data, a.data);
+  assert.equal(b.raw.byteLength, a.raw.byteLength);
+});

@@ -26,6 +26,9 @@ inline constexpr uint64_t WASM_MAX_PATCH_ACTIVATION_BYTES = 2'500'000'000ull;
 // The 32-bit wasm heap ceiling (4 GiB).
 inline constexpr uint64_t WASM_HEAP_CEILING_BYTES = 4ull << 30;
 
+// The C++ module's own heap before any volume: Emscripten's initial memory (stacks, runtime, statics).
+inline constexpr uint64_t WASM_MODULE_BASELINE_BYTES = 16ull << 20;
+
 // Where the tiles run: natively every pool thread may hold a tile; in wasm the budget caps them.
 enum class Target { Native, Wasm };
 #ifdef __EMSCRIPTEN__
