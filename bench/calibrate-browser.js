@@ -1,0 +1,153 @@
+// The memory calibration of bench/calibrate.js, in headless Chromium: the same WorkerPool (bindings/js/pool.js,
+// module Workers running bindings/js/ort-worker.js) and the same measurePoint/summarize/recommend, on a page served
+// cross-origin isolated (COOP same-origin + COEP require-corp + CORP same-origin) by a tiny static server in this
+// script, so SharedArrayBuffer and ORT threads work as in production.
+//
+// Usage:
+//   node --no-experimental-fetch bench/calibrate-browser.js --onnx /tmp/standins/xqsm-standin.onnx \
+//     --network xqsm-standin --edges 32,48,64 --repeats 2 --threads 2 [--runs 1] [--out bench/calibration.json]
+// Needs /usr/bin/chromium (apt-get install -y chromium) and playwright-core (devDependency).
+import { parseArgs } from 'node:util';
+import http from 'node:http';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { summarize, recommend, table, mergeJson, METHOD } from './calibrate.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const MIME = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html',
+  '.json': 'application/json', '.onnx': 'application/octet-stream' };
+
+const { values: a } = parseArgs({
+  options: {
+    onnx: { type: 'string' },
+    network: { type: 'string' },
+    edges: { type: 'string', default: '32,48,64' },
+    repeats: { type: 'string', default: '2' },
+    threads: { type: 'string', default: '2' },
+    runs: { type: 'string', default: '1' },
+    'min-edge': { type: 'string', default: '64' },
+    chromium: { type: 'string', default: '/usr/bin/chromium' },
+    out: { type: 'string' },
+    note: { type: 'string' },
+  },
+});
+if (!a.onnx) {
+  console.error('usage: node --no-experimental-fetch bench/calibrate-browser.js --onnx NET.onnx [--network NAME] ' +
+    '[--edges 32,48,64] [--repeats 2] [--threads 2] [--runs 1] [--out bench/calibration.json]');
+  process.exit(2);
+}
+const modelFile = path.resolve(a.onnx);
+const model = fs.readFileSync(modelFile);
+const network = a.network ?? path.basename(modelFile, '.onnx');
+const cfg = { edges: a.edges.split(',').map(Number), repeats: Number(a.repeats), threads: Number(a.threads), runs: Number(a.runs) };
+
+const PAGE = `<!doctype html><meta charset="utf-8"><title>tessera calibration</title>
+<script type="module">
+import { WorkerPool } from '/bindings/js/pool.js';
+import { measurePoint } from '/bench/calibrate.js';
+window.__calibrate = async (cfg) => {
+  if (!crossOriginIsolated) throw new Error('the page is not cross-origin isolated');
+  const model = new Uint8Array(await (await fetch('/__model.onnx')).arrayBuffer());
+  const points = [];
+  for (let rep = 1; rep <= cfg.repeats; rep++)
+    for (const edge of cfg.edges) {
+      const p = { repeat: rep, ...(await measurePoint({ WorkerPool, model, edge, threads: cfg.threads, runs: cfg.runs })) };
+      points.push(p);
+      await window.__progress(p);
+    }
+  return { points, userAgent: navigator.userAgent, hardwareConcurrency: navigator.hardwareConcurrency, crossOriginIsolated };
+};
+window.__ready = true;
+</script>`;
+
+// Tiny static server: the repository (read-only), the model, the page. Cross-origin isolated headers everywhere.
+const server = http.createServer((req, res) => {
+  const headers = {
+    'Cross-Origin-Opener-Policy': 'same-origin',
+    'Cross-Origin-Embedder-Policy': 'require-corp',
+    'Cross-Origin-Resource-Policy': 'same-origin',
+    'Cache-Control': 'no-store',
+  };
+  const url = new URL(req.url, 'http://x');
+  const send = (code, type, body) => {
+    res.writeHead(code, { ...headers, 'Content-Type': type });
+    res.end(body);
+  };
+  if (url.pathname === '/' || url.pathname === '/__calibrate.html') return send(200, 'text/html', PAGE);
+  if (url.pathname === '/__model.onnx') return send(200, MIME['.onnx'], model);
+  const file = path.resolve(ROOT, '.' + decodeURIComponent(url.pathname));
+  if (!file.startsWith(ROOT + path.sep)) return send(403, 'text/plain', 'forbidden');
+  fs.readFile(file, (err, body) => {
+    if (err) return send(404, 'text/plain', 'not found');
+    send(200, MIME[path.extname(file)] ?? 'application/octet-stream', body);
+  });
+});
+await new Promise((r) => server.listen(0, '127.0.0.1', r));
+const base = `http://127.0.0.1:${server.address().port}`;
+
+const MB = (b) => (b / 1e6).toFixed(1);
+const userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-calib-'));
+const context = await chromium.launchPersistentContext(userDir, { executablePath: a.chromium, headless: true, args: ARGS });
+const t0 = performance.now();
+let result;
+try {
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.on('console', (m) => {
+    if (m.type() === 'error') console.error(`  [page] ${m.text()}`);
+  });
+  await page.exposeFunction('__progress', (p) =>
+    console.log(`  repeat ${p.repeat} edge ${p.edge}: heap ${MB(p.heapBytes)} MB (after first run ${MB(p.firstRunHeapBytes)}), ` +
+      `after session ${MB(p.afterSessionBytes)} MB, heap/vox ${(p.heapBytes / p.voxels).toFixed(1)} B, ` +
+      `runs ${p.secondsPerRun.join('/')} s, session ${p.sessionSeconds} s`));
+  await page.goto(`${base}/__calibrate.html`);
+  await page.waitForFunction(() => window.__ready === true);
+  const ua = await page.evaluate(() => navigator.userAgent);
+  console.log(`${network} in Chromium (${ua}): ${modelFile} (${model.byteLength} B), ${cfg.threads} thread(s), ` +
+    `edges ${cfg.edges.join(',')}, ${cfg.repeats} repeat(s), ${cfg.runs} run(s)/pool`);
+  result = await page.evaluate((c) => window.__calibrate(c), cfg);
+} finally {
+  await context.close();
+  server.close();
+  fs.rmSync(userDir, { recursive: true, force: true });
+}
+
+const { points } = result;
+const s = summarize(points);
+const rec = recommend(s, points, { minEdge: Number(a['min-edge']) });
+console.log(table(s));
+console.log(`safe, per-voxel only (patches ≥ ${rec.minEdge}³, +${rec.margin * 100} %): ${rec.perVoxelOnly.bytesPerVoxel} B/voxel; ` +
+  `with a fixed part: ${MB(rec.withFixed.fixedBytes)} MB + ${rec.withFixed.bytesPerVoxel} B/voxel; ` +
+  `worst (heap−session)/voxel ${rec.worstIncrementPerVoxel}; total ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+const ortVersion = JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules/onnxruntime-web/package.json'), 'utf8')).version;
+const entry = {
+  network,
+  runtime: 'chromium',
+  method: `${METHOD} Headless Chromium page (crossOriginIsolated ${result.crossOriginIsolated}), module Workers.`,
+  date: new Date().toISOString().slice(0, 10),
+  machine: {
+    cpu: os.cpus()[0].model,
+    cores: os.cpus().length,
+    os: `${os.type()} ${os.release()}`,
+    browser: result.userAgent,
+    hardwareConcurrency: result.hardwareConcurrency,
+    onnxruntimeWeb: ortVersion,
+  },
+  model: { file: path.basename(modelFile), bytes: model.byteLength, sha256: createHash('sha256').update(model).digest('hex') },
+  threads: cfg.threads,
+  runsPerPool: cfg.runs,
+  repeats: cfg.repeats,
+  note: a.note,
+  points,
+  ...s,
+  recommendation: rec,
+};
+if (a.out) {
+  await mergeJson(a.out, entry);
+  console.log(`written to ${a.out}`);
+}
