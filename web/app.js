@@ -1,0 +1,852 @@
+// Tessera's page: inputs, network and weights, tile settings with the C++ planner's live readout, the run
+// with a live tile map, and the results in NiiVue. Heavy work never runs here: the runtime lives in a
+// driver worker (bindings/js/index.js), NIfTI decoding and writing in web/io-worker.js.
+import { createTessera, loadModel, TesseraError } from '../bindings/js/index.js';
+import { TileMap, robustRange } from './tilemap.js';
+import { Viewer } from './viewer.js';
+
+const $ = (id) => document.getElementById(id);
+const DEMO = {
+  geometry: { dims: [128, 128, 96], voxelMm: [1.75, 1.75, 1.75], b0Dir: [0, 0, 1] },
+  seed: 1,
+  noise: 0,
+  modelUrl: new URL('models/demo-unet.onnx', import.meta.url).href,
+  spec: { divisor: 8, bytesPerVoxel: 1100 },
+};
+const CACHE_NAME = 'tessera-weights-v1';
+const GB = 1e9;
+
+// Everything the tests (and a curious user in the console) may look at.
+const T = (window.__tessera = {
+  ready: false,
+  state: 'starting', // starting | idle | loading | running | done | cancelled | error
+  runs: 0,
+  plan: null,
+  progress: null,
+  report: null,
+  stats: null,
+  tiles: null,
+  errors: [],
+  input: null,
+  timings: {},
+});
+
+const ui = {
+  tessera: null,
+  runtimeKey: '',
+  registry: [],
+  limits: null,
+  input: null, // { source: 'demo'|'files', geometry, field, mask, truth?, like, name }
+  files: { field: null, mask: null, magnitude: null },
+  plan: null,
+  planSeq: 0,
+  controller: null,
+  settling: Promise.resolve(), // the last run, settled (a cancelled run still tears its workers down)
+  weightsMemo: new Map(),
+  chi: null,
+};
+
+const tileMap = new TileMap($('tilemap'));
+const viewer = new Viewer({ field: $('nvField'), chi: $('nvChi'), truth: $('nvTruth') });
+
+// ------------------------------------------------------------------------------------------------
+// Errors, in words
+
+function showError(e) {
+  const box = $('error');
+  if (!e) {
+    box.hidden = true;
+    box.textContent = '';
+    return;
+  }
+  const msg = friendly(e);
+  T.errors.push(msg);
+  box.textContent = msg;
+  box.hidden = false;
+}
+
+function friendly(e) {
+  if (typeof e === 'string') return e;
+  const code = e?.code ?? '';
+  const m = e?.message ?? String(e);
+  switch (code) {
+    case 'WeightsMismatch':
+      return `The network weights do not match the registry: ${m}`;
+    case 'DownloadFailed':
+      return `The weights could not be downloaded: ${m}`;
+    case 'BudgetExceeded':
+      return `This tile setting does not fit in memory: ${m}`;
+    case 'ModelLoadFailed':
+      return `The network could not be loaded: ${m}`;
+    case 'NonFiniteInput':
+      return `The field map holds invalid values: ${m}`;
+    default:
+      return m;
+  }
+}
+
+function err(message, code = 'InvalidArgument') {
+  return new TesseraError(message, code);
+}
+
+// ------------------------------------------------------------------------------------------------
+// File I/O worker
+
+const io = (() => {
+  const w = new Worker(new URL('./io-worker.js', import.meta.url), { type: 'module', name: 'tessera-io' });
+  let next = 1;
+  const pending = new Map();
+  w.addEventListener('message', (e) => {
+    const p = pending.get(e.data.id);
+    if (!p) return;
+    pending.delete(e.data.id);
+    if (e.data.error) p.reject(err(e.data.error.message, e.data.error.code ?? 'ReadFailed'));
+    else p.resolve(e.data.result);
+  });
+  w.addEventListener('error', (e) => {
+    e.preventDefault();
+    for (const p of pending.values()) p.reject(err(`the file worker failed: ${e.message}`, 'Internal'));
+    pending.clear();
+  });
+  return (op, args, transfer = []) =>
+    new Promise((resolve, reject) => {
+      const id = next++;
+      pending.set(id, { resolve, reject });
+      w.postMessage({ id, op, args }, transfer);
+    });
+})();
+
+// ------------------------------------------------------------------------------------------------
+// Runtime
+
+function runtimeOptions() {
+  const workers = clampInt($('workers').value, 1, 16, 2);
+  const threadsPerWorker = clampInt($('threads').value, 1, 16, 1);
+  return { workers, threadsPerWorker };
+}
+
+function clampInt(v, lo, hi, dflt) {
+  const n = Math.floor(Number(v));
+  return Number.isFinite(n) ? Math.max(lo, Math.min(hi, n)) : dflt;
+}
+
+/** The runtime for the current workers/threads (they fix the module's thread pool): recreated on change. */
+async function runtime() {
+  const o = runtimeOptions();
+  const key = `${o.workers}x${o.threadsPerWorker}`;
+  if (ui.tessera && ui.runtimeKey === key) return ui.tessera;
+  const old = ui.tessera;
+  ui.tessera = null;
+  if (old) await old.terminate();
+  ui.tessera = await createTessera({ ...o, watchdogMs: 120000 });
+  ui.runtimeKey = key;
+  return ui.tessera;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Network choice
+
+function selectedNetwork() {
+  const v = $('model').value;
+  if (v === 'demo') return { kind: 'demo', spec: DEMO.spec, name: 'Demo U-Net' };
+  if (v === 'custom') {
+    const num = (id, d) => (Number.isFinite(Number($(id).value)) && $(id).value !== '' ? Number($(id).value) : d);
+    return {
+      kind: 'custom',
+      name: 'Custom network',
+      spec: {
+        divisor: clampInt($('customDivisor').value, 1, 1024, 1),
+        bytesPerVoxel: num('customBpv', 1100),
+        inputMean: num('customInMean', 0),
+        inputStd: num('customInStd', 1),
+        outputMean: num('customOutMean', 0),
+        outputStd: num('customOutStd', 1),
+      },
+    };
+  }
+  const m = ui.registry.find((r) => r.id === v);
+  return { kind: 'registry', id: v, model: m, name: m?.name ?? v };
+}
+
+function fillModels() {
+  const sel = $('model');
+  sel.textContent = '';
+  const add = (parent, value, text) => {
+    const o = document.createElement('option');
+    o.value = value;
+    o.textContent = text;
+    parent.append(o);
+  };
+  add(sel, 'demo', 'Demo U-Net (bundled, field → χ, divisor 8)');
+  const groups = { 'field-to-chi': 'Field → χ networks', 'physics-loop': 'Physics loops', 'native-patches': 'Native patching', 'whole-volume-only': 'Whole volume only' };
+  for (const [kind, label] of Object.entries(groups)) {
+    const g = document.createElement('optgroup');
+    g.label = label;
+    for (const m of ui.registry.filter((r) => r.kind === kind)) add(g, m.id, `${m.name}${m.tileable ? '' : ' (not tileable)'}`);
+    if (g.children.length) sel.append(g);
+  }
+  add(sel, 'custom', 'Custom network (your .onnx)…');
+  sel.value = 'demo';
+}
+
+function showModelInfo() {
+  const n = selectedNetwork();
+  const box = $('modelInfo');
+  box.textContent = '';
+  const line = (k, v) => {
+    if (!v) return;
+    const p = document.createElement('p');
+    const b = document.createElement('b');
+    b.textContent = `${k}: `;
+    p.append(b, String(v));
+    box.append(p);
+  };
+  $('weightsBox').hidden = n.kind !== 'registry';
+  $('customBox').hidden = n.kind !== 'custom';
+  if (n.kind === 'demo') {
+    line('Kind', 'field → χ, a small 3D U-Net trained on synthetic patches (1 mm, B0 along z); input local field in ppm, output χ in ppm');
+    line('Weights', 'web/models/demo-unet.onnx, served with this page');
+    line('Licence', 'MIT (part of Tessera)');
+    line('Citation', 'Tessera demo network — for demonstration only, not for clinical or research use');
+  } else if (n.kind === 'registry' && n.model) {
+    const m = n.model;
+    line('Kind', `${m.kind}${m.tileable ? ', tileable' : ', not tileable'}; divisor ${m.divisor}; ${m.bytesPerVoxel} B/voxel${m.costProvisional ? ' (provisional)' : ''}`);
+    line('Input / output', `${m.input} → ${m.output}`);
+    line('Weights', m.weights.map((w) => `${w.file}${w.bytes ? ` (${(w.bytes / 1e6).toFixed(1)} MB)` : ''}`).join(', '));
+    line('Licence', m.licence);
+    line('Citation', m.citation);
+    line('Notes', m.notes);
+  }
+  schedulePlan();
+}
+
+// ------------------------------------------------------------------------------------------------
+// Weights: cache (Cache API, key `file:sha256`), download with progress, size + sha256 check
+
+function cacheKey(file, sha256) {
+  return new URL(`__tessera-weights/${encodeURIComponent(`${file}:${sha256 || 'unverified'}`)}`, location.href).href;
+}
+
+async function cacheGet(file, sha256) {
+  if (!('caches' in self) || !sha256) return null;
+  const c = await caches.open(CACHE_NAME);
+  const r = await c.match(cacheKey(file, sha256));
+  return r ? new Uint8Array(await r.arrayBuffer()) : null;
+}
+
+async function cachePut(file, sha256, bytes) {
+  if (!('caches' in self) || !sha256) return;
+  try {
+    const c = await caches.open(CACHE_NAME);
+    await c.put(cacheKey(file, sha256), new Response(bytes, { headers: { 'Content-Type': 'application/octet-stream' } }));
+  } catch (e) {
+    console.warn('weights not cached:', e?.message ?? e);
+  }
+  refreshCacheInfo();
+}
+
+async function refreshCacheInfo() {
+  if (!('caches' in self)) {
+    $('cacheInfo').textContent = 'no Cache API here';
+    return;
+  }
+  const c = await caches.open(CACHE_NAME);
+  const keys = await c.keys();
+  $('cacheInfo').textContent = keys.length
+    ? `cached: ${keys.map((k) => decodeURIComponent(k.url.split('/').pop()).split(':')[0]).join(', ')}`
+    : 'cache empty';
+}
+
+function dlProgress(label, loaded, total) {
+  const bar = $('dlProgress');
+  bar.hidden = false;
+  bar.max = total || 1;
+  bar.value = total ? loaded : 0;
+  if (!total) bar.removeAttribute('value');
+  $('dlText').textContent = `${label}: ${(loaded / 1e6).toFixed(1)}${total ? ` / ${(total / 1e6).toFixed(1)}` : ''} MB`;
+}
+
+/** ONNX bytes for the selected network: an array (one per network file). */
+async function weightsFor(net, signal) {
+  if (net.kind === 'demo') {
+    if (ui.weightsMemo.has('demo')) return ui.weightsMemo.get('demo');
+    let bytes;
+    try {
+      bytes = await loadModel(DEMO.modelUrl, { signal, onProgress: (p) => dlProgress('demo network', p.loaded, p.total) });
+    } catch (e) {
+      if (e?.name === 'AbortError') throw e;
+      throw err(`The demo network (web/models/demo-unet.onnx) is not available on this server: ${e.message}`, 'DownloadFailed');
+    }
+    ui.weightsMemo.set('demo', [bytes]);
+    return [bytes];
+  }
+  if (net.kind === 'custom') {
+    const f = $('customFile').files[0];
+    if (!f) throw err('Choose the custom network’s .onnx file first.');
+    const bytes = await loadModel(f, { signal, onProgress: (p) => dlProgress(f.name, p.loaded, p.total) });
+    return [bytes];
+  }
+  const m = net.model;
+  const how = document.querySelector('input[name=weightsSource]:checked').value;
+  const onProgress = (p) => dlProgress(`${p.file} (${p.index + 1}/${p.files})`, p.loaded, p.total);
+  if (how === 'file') {
+    const files = [...$('weightsFile').files];
+    if (files.length !== m.weights.length) throw err(`${m.name} needs ${m.weights.length} weights file(s): ${m.weights.map((w) => w.file).join(', ')}.`);
+    return ui.tessera.loadWeights(m.id, { sources: files, onProgress, signal });
+  }
+  if (how === 'url') {
+    const urls = $('weightsUrl').value.split(',').map((s) => s.trim()).filter(Boolean);
+    if (!urls.length) throw err('Type the URL of the weights, or choose the official URL.');
+    return ui.tessera.loadWeights(m.id, { sources: urls, onProgress, signal });
+  }
+  // Official URL, through the cache.
+  const memoKey = `${m.id}:${m.weights.map((w) => w.sha256).join(',')}`;
+  if (ui.weightsMemo.has(memoKey)) return ui.weightsMemo.get(memoKey);
+  const cached = await Promise.all(m.weights.map((w) => cacheGet(w.file, w.sha256)));
+  let out;
+  if (cached.every(Boolean)) {
+    $('dlText').textContent = 'weights from the cache (checking sha256)…';
+    out = await ui.tessera.loadWeights(m.id, { sources: cached, signal });
+  } else {
+    out = await ui.tessera.loadWeights(m.id, { onProgress, signal });
+    await Promise.all(m.weights.map((w, i) => cachePut(w.file, w.sha256, out[i])));
+  }
+  ui.weightsMemo.set(memoKey, out);
+  return out;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Input
+
+function setInput(input) {
+  ui.input = input;
+  const [nx, ny, nz] = input.geometry.dims;
+  const v = input.geometry.voxelMm ?? [1, 1, 1];
+  let inMask = 0;
+  for (const m of input.mask) inMask += m ? 1 : 0;
+  $('inputInfo').textContent =
+    `${input.name}: ${nx}×${ny}×${nz} voxels of ${v.map((x) => +x.toFixed(3)).join('×')} mm, B0 direction ` +
+    `[${input.geometry.b0Dir.map((x) => +x.toFixed(3)).join(', ')}], ${inMask.toLocaleString()} mask voxels` +
+    (input.note ? ` — ${input.note}` : '');
+  T.input = { source: input.source, dims: input.geometry.dims, maskVoxels: inMask };
+  input.range = robustRange(input.field, input.mask);
+  for (const s of [$('tileSlice'), $('slice')]) {
+    s.max = String(nz - 1);
+    s.value = String(Math.floor(nz / 2));
+  }
+  tileMap.z = Math.floor(nz / 2);
+  schedulePlan();
+}
+
+async function loadFiles() {
+  const f = ui.files;
+  if (!f.field) return;
+  const maskSource = document.querySelector('input[name=maskSource]:checked').value;
+  const units = document.querySelector('input[name=units]:checked').value;
+  const b0 = Number($('b0').value);
+  if (units === 'hz' && !(b0 > 0)) return showError('Give the field strength B0 in tesla to convert Hz to ppm.');
+  if (maskSource === 'file' && !f.mask) return ($('inputInfo').textContent = `Field map ${f.field.name} chosen: now choose its mask.`);
+  if (maskSource === 'magnitude' && !f.magnitude) return ($('inputInfo').textContent = `Field map ${f.field.name} chosen: now choose a magnitude image.`);
+  setBusy('loading');
+  showError(null);
+  try {
+    const img = await io('read', { bytes: await f.field.arrayBuffer(), units, b0 });
+    let m;
+    if (maskSource === 'file') m = await io('mask', { bytes: await f.mask.arrayBuffer() });
+    else m = await io('threshold', { bytes: await f.magnitude.arrayBuffer(), fraction: Number($('maskFraction').value) });
+    if (m.dims.join() !== img.dims.join()) {
+      throw err(`The field map is ${img.dims.join('×')} but the ${maskSource === 'file' ? 'mask' : 'magnitude image'} is ${m.dims.join('×')}: they must have the same dimensions.`);
+    }
+    // Invalid values outside the mask do not matter: make them 0 (inside, the runtime refuses them).
+    let fixed = 0;
+    for (let i = 0; i < img.data.length; i++) {
+      if (!m.mask[i] && !Number.isFinite(img.data[i])) {
+        img.data[i] = 0;
+        fixed++;
+      }
+    }
+    setInput({
+      source: 'files',
+      name: f.field.name,
+      geometry: { dims: img.dims, voxelMm: img.voxelMm, b0Dir: img.b0Dir },
+      field: img.data,
+      mask: m.mask,
+      like: img,
+      note: [units === 'hz' ? `converted from Hz at ${b0} T` : '', maskSource === 'magnitude' ? `mask from ${f.magnitude.name} at ${$('maskFraction').value} of its robust max` : '', fixed ? `${fixed} invalid voxels outside the mask set to 0` : '']
+        .filter(Boolean)
+        .join('; '),
+    });
+    setBusy('idle');
+  } catch (e) {
+    setBusy('idle');
+    showError(e);
+  }
+}
+
+function takeFiles(list) {
+  for (const file of list) {
+    const n = file.name.toLowerCase();
+    if (/\.onnx$/.test(n)) {
+      $('model').value = 'custom';
+      const dt = new DataTransfer();
+      dt.items.add(file);
+      $('customFile').files = dt.files;
+      showModelInfo();
+      continue;
+    }
+    if (/mask|brain|roi/.test(n)) {
+      ui.files.mask = file;
+      setRadio('maskSource', 'file');
+    } else if (/mag/.test(n)) {
+      ui.files.magnitude = file;
+      setRadio('maskSource', 'magnitude');
+    } else ui.files.field = file;
+  }
+  syncMaskInputs();
+  loadFiles();
+}
+
+function setRadio(name, value) {
+  const r = document.querySelector(`input[name=${name}][value=${value}]`);
+  if (r) r.checked = true;
+}
+
+function syncMaskInputs() {
+  const src = document.querySelector('input[name=maskSource]:checked').value;
+  $('maskFileLabel').hidden = src !== 'file';
+  $('magFileLabel').hidden = src !== 'magnitude';
+}
+
+// ------------------------------------------------------------------------------------------------
+// Plan readout (every number from the C++ planner)
+
+let planTimer = 0;
+function schedulePlan() {
+  clearTimeout(planTimer);
+  planTimer = setTimeout(updatePlan, 120);
+}
+
+function planRequest() {
+  const net = selectedNetwork();
+  const geometry = ui.input?.geometry ?? DEMO.geometry;
+  const req = {
+    geometry,
+    mask: ui.input?.mask,
+    tile: { core: clampInt($('core').value, 1, 4096, 32), halo: clampInt($('halo').value, 0, 4096, 8) },
+    whole: $('whole').checked,
+    workers: runtimeOptions().workers,
+  };
+  if (net.kind === 'registry') req.model = net.id;
+  else req.spec = net.spec;
+  return req;
+}
+
+async function updatePlan() {
+  if (!ui.tessera) return;
+  const seq = ++ui.planSeq;
+  const req = planRequest();
+  let plan;
+  try {
+    plan = await ui.tessera.plan(req);
+  } catch (e) {
+    plan = { feasible: false, message: friendly(e), warning: '' };
+  }
+  if (seq !== ui.planSeq) return;
+  ui.plan = plan;
+  T.plan = plan;
+  renderPlan(plan, req);
+  if (ui.input && !ui.controller) {
+    tileMap.setup({ dims: req.geometry.dims, core: req.tile.core, halo: req.tile.halo, whole: !!plan.wholeVolume, mask: ui.input.mask, background: ui.input.field });
+    renderTiles();
+  }
+  updateButtons();
+}
+
+function fmtBytes(b) {
+  if (!(b >= 0)) return '—';
+  return b >= GB ? `${(b / GB).toFixed(2)} GB` : `${(b / 1e6).toFixed(0)} MB`;
+}
+
+function renderPlan(plan, req) {
+  const t = $('planReadout');
+  t.textContent = '';
+  const row = (k, v) => {
+    const tr = t.insertRow();
+    tr.insertCell().textContent = k;
+    tr.insertCell().textContent = v;
+  };
+  const onWhat = ui.input ? '' : ' (demo phantom geometry; no mask loaded yet, so every tile counts)';
+  if (plan.feasible) {
+    row('Patch', `${plan.patchDims?.join('×')} voxels${plan.wholeVolume ? ' (whole volume)' : ` (edge ${plan.patchEdge})`}`);
+    row('Memory per tile', fmtBytes(plan.bytesPerTile));
+    row('Tiles in flight', String(plan.tilesInFlight));
+    row('Tiles', `${plan.tilesTotal} total, ${plan.tilesActive} to run, ${plan.tilesSkipped} skipped${onWhat}`);
+    row('Estimated peak', `${fmtBytes(plan.peakBytes)} (activations ${fmtBytes(plan.activationBytes)} + module heap ${fmtBytes(plan.moduleHeapBytes)})`);
+  } else if (plan.patchDims) {
+    row('Patch', `${plan.patchDims.join('×')} voxels — ${fmtBytes(plan.bytesPerTile)} per tile`);
+  }
+  const L = ui.limits;
+  const bars = $('memBars');
+  bars.textContent = '';
+  if (L && plan.feasible) {
+    const bar = (label, value, limit) => {
+      const d = document.createElement('div');
+      d.className = 'membar';
+      const frac = Math.min(1, value / limit);
+      d.innerHTML = `<span class="lbl"></span><span class="track"><span class="fill"></span></span><span class="val mono"></span>`;
+      d.querySelector('.lbl').textContent = label;
+      d.querySelector('.fill').style.width = `${(100 * frac).toFixed(1)}%`;
+      d.querySelector('.fill').classList.toggle('hot', frac > 0.85);
+      d.querySelector('.val').textContent = `${fmtBytes(value)} / ${fmtBytes(limit)}`;
+      bars.append(d);
+    };
+    bar('Tiles in flight vs budget', plan.activationBytes, L.tileActivationBudget);
+    bar('One tile vs single-patch limit', plan.bytesPerTile, L.maxPatchActivationBytes);
+    bar('Estimated peak vs heap ceiling', plan.peakBytes, L.heapCeilingBytes);
+  }
+  $('planAdvice').hidden = plan.feasible;
+  $('planAdvice').textContent = plan.feasible ? '' : plan.message;
+  $('planWarning').hidden = !plan.warning;
+  $('planWarning').textContent = plan.warning || '';
+  $('core').disabled = $('halo').disabled = $('whole').checked;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Run
+
+function setBusy(state) {
+  T.state = state;
+  updateButtons();
+}
+
+function updateButtons() {
+  const running = T.state === 'running' || T.state === 'loading';
+  const feasible = !!ui.plan?.feasible;
+  const ready = !!ui.tessera && T.ready;
+  $('run').disabled = !ready || running || !feasible || !ui.input;
+  $('run').title = !ui.input ? 'Load a field map and a mask, or try the demo' : !feasible ? 'The tile setting does not fit: see the advice' : '';
+  $('demo').disabled = !ready || running || !feasible;
+  $('cancel').disabled = T.state !== 'running';
+  $('download').disabled = running || !ui.chi;
+  for (const id of ['workers', 'threads', 'fieldFile', 'maskFile', 'magFile', 'model']) $(id).disabled = running;
+}
+
+function renderTiles() {
+  T.tiles = { ...tileMap.snapshot(), planSkipped: ui.plan?.tilesSkipped ?? null, planTotal: ui.plan?.tilesTotal ?? null };
+  const c = T.tiles.counts;
+  $('tileCounts').textContent = `${c.total} tiles: ${c.done} done · ${c.running} running · ${c.queued} queued · ${c.skipped} skipped`;
+}
+
+function fmtSeconds(s) {
+  if (s === null || s === undefined || !Number.isFinite(s)) return '—';
+  if (s < 60) return `${s.toFixed(s < 10 ? 1 : 0)} s`;
+  return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
+}
+
+function onProgress(p) {
+  T.progress = p;
+  $('progress').max = p.total || 1;
+  $('progress').value = p.done;
+  const pct = p.total ? Math.round((100 * p.done) / p.total) : 0;
+  $('progressText').textContent = `${p.done}/${p.total} tiles (${pct}%) · ${p.tilesPerSecond.toFixed(2)} tiles/s · ETA ${fmtSeconds(p.etaSeconds)} · ${p.inFlight} in flight`;
+  const active = tileMap.order.length;
+  const done = p.total === active ? p.done : Math.round((p.done / (p.total || 1)) * active);
+  tileMap.setProgress(done, p.inFlight);
+  renderTiles();
+}
+
+async function run() {
+  if (ui.controller) return;
+  const input = ui.input;
+  if (!input) return;
+  showError(null);
+  const plan = ui.plan;
+  if (!plan?.feasible) return showError(plan?.message || 'This tile setting does not fit.');
+  const req = planRequest();
+  const net = selectedNetwork();
+  const controller = new AbortController();
+  ui.controller = controller;
+  const previous = ui.settling;
+  ui.chi = null;
+  T.report = null;
+  T.stats = null;
+  T.progress = null;
+  T.runs++;
+  setBusy('running');
+  $('progress').value = 0;
+  $('progressText').textContent = 'loading the network…';
+  tileMap.setup({ dims: req.geometry.dims, core: req.tile.core, halo: req.tile.halo, whole: !!plan.wholeVolume, mask: input.mask, background: input.field });
+  renderTiles();
+  const body = (async () => {
+    await previous;
+    const tessera = await runtime();
+    let t = performance.now();
+    const weights = await weightsFor(net, controller.signal);
+    T.timings.weightsSeconds = (performance.now() - t) / 1000;
+    if (controller.signal.aborted) throw new DOMException('cancelled', 'AbortError');
+    $('progressText').textContent = `0/${plan.tilesActive} tiles · starting ${plan.tilesInFlight} worker(s)…`;
+    tileMap.setProgress(0, plan.tilesInFlight);
+    renderTiles();
+    const t0 = performance.now();
+    const { chi, report } = await tessera.invert({
+      ...req,
+      field: input.field,
+      weights,
+      signal: controller.signal,
+      onProgress: (p) => ui.controller === controller && onProgress(p),
+    });
+    return { chi, report, seconds: (performance.now() - t0) / 1000 };
+  })();
+  ui.settling = body.catch(() => {});
+  try {
+    const { chi, report, seconds } = await body;
+    if (controller.signal.aborted) return;
+    tileMap.setProgress(tileMap.order.length, 0);
+    renderTiles();
+    $('progress').max = 1;
+    $('progress').value = 1;
+    ui.chi = chi;
+    T.report = report;
+    T.stats = stats(chi, input);
+    renderReport(report, seconds, T.stats);
+    $('progressText').textContent = `${report.tilesRun}/${report.tilesRun} tiles (100%) · ${fmtSeconds(report.wallSeconds)}`;
+    const tv = performance.now();
+    await showResults(chi, input);
+    T.timings.invertSeconds = seconds;
+    T.timings.viewerSeconds = (performance.now() - tv) / 1000;
+    setBusy('done');
+  } catch (e) {
+    if (ui.controller !== controller) return; // a cancel already settled the page
+    if (e?.name === 'AbortError') {
+      T.state = 'cancelled';
+    } else {
+      tileMap.settle();
+      renderTiles();
+      $('progressText').textContent = 'failed';
+      showError(e);
+      setBusy('error');
+    }
+  } finally {
+    if (ui.controller === controller) {
+      ui.controller = null;
+      updateButtons();
+    }
+  }
+}
+
+function cancel() {
+  const c = ui.controller;
+  if (!c) return;
+  // Settle the page at once; the runtime stops its workers in the background.
+  ui.controller = null;
+  c.abort();
+  tileMap.settle();
+  renderTiles();
+  $('progressText').textContent = `cancelled at ${T.progress?.done ?? 0}/${T.progress?.total ?? '?'} tiles`;
+  $('dlProgress').hidden = true;
+  setBusy('cancelled');
+}
+
+function stats(chi, input) {
+  let n = 0, s = 0, ss = 0, sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0, outside = 0;
+  const t = input.truth;
+  for (let i = 0; i < chi.length; i++) {
+    const x = chi[i];
+    if (!input.mask[i]) {
+      if (x !== 0) outside++;
+      continue;
+    }
+    n++;
+    s += x;
+    ss += x * x;
+    if (t) {
+      const y = t[i];
+      sx += x; sy += y; sxx += x * x; syy += y * y; sxy += x * y;
+    }
+  }
+  const mean = s / n;
+  const out = { maskVoxels: n, mean, std: Math.sqrt(Math.max(0, ss / n - mean * mean)), nonzeroOutside: outside, finite: chi.every(Number.isFinite) };
+  if (t) {
+    out.r = (n * sxy - sx * sy) / Math.sqrt((n * sxx - sx * sx) * (n * syy - sy * sy));
+    let e = 0, tt = 0;
+    for (let i = 0; i < chi.length; i++) if (input.mask[i]) { e += (chi[i] - t[i]) ** 2; tt += t[i] ** 2; }
+    out.nrmse = Math.sqrt(e / tt);
+  }
+  return out;
+}
+
+function renderReport(r, seconds, st) {
+  const t = $('report');
+  t.textContent = '';
+  const row = (k, v) => {
+    const tr = t.insertRow();
+    tr.insertCell().textContent = k;
+    tr.insertCell().textContent = v;
+  };
+  row('Wall time', `${fmtSeconds(r.wallSeconds)} (driver ${fmtSeconds(r.driverSeconds)}, page ${fmtSeconds(seconds)})`);
+  const ts = [...r.tileSeconds].sort((a, b) => a - b);
+  if (ts.length) row('Per tile', `median ${fmtSeconds(ts[Math.floor(ts.length / 2)])}, max ${fmtSeconds(ts.at(-1))}`);
+  row('Tiles', `${r.tilesTotal} total, ${r.tilesRun} run, ${r.tilesSkipped} skipped; patch ${r.patchEdge}³, ${fmtBytes(r.bytesPerTile)} each`);
+  row('Concurrency', `${r.concurrency} planned, ${r.maxInFlightObserved} observed in flight; pool max ${r.pool.map((p) => p.maxInFlight).join(', ')}, runs ${r.pool.map((p) => p.runs).join(', ')}, retries ${r.pool.map((p) => p.retries).join(', ')}, recycles ${r.pool.map((p) => p.recycles).join(', ')}`);
+  row('Memory', `module heap ${fmtBytes(r.memory.moduleHeapBytes)}; ONNX Runtime worker heaps high-water ${r.memory.workerHeapHighWater.map(fmtBytes).join(', ') || '—'}; planner estimate ${fmtBytes(r.memory.estimatedPeakBytes)}`);
+  if (r.warning) row('Warning', r.warning);
+  row('χ in the mask', `mean ${st.mean.toFixed(4)} ppm, std ${st.std.toFixed(4)} ppm over ${st.maskVoxels.toLocaleString()} voxels`);
+  if (st.r !== undefined) row('Against the phantom truth', `r = ${st.r.toFixed(3)}, NRMSE = ${(100 * st.nrmse).toFixed(1)} %`);
+  $('corr').textContent = st.r !== undefined ? `r vs truth = ${st.r.toFixed(3)}` : '';
+}
+
+async function showResults(chi, input) {
+  if (!ui.windowSet) {
+    // A symmetric χ window from the data (the truth in the demo), once; the user's window is kept after.
+    const [a, z] = robustRange(input.truth ?? chi, input.mask);
+    const w = Math.max(Math.abs(a), Math.abs(z)) || 0.1;
+    $('winMin').value = String(-+w.toPrecision(2));
+    $('winMax').value = String(+w.toPrecision(2));
+  }
+  const [lo, hi] = [Number($('winMin').value), Number($('winMax').value)];
+  await viewer.show({ field: input.field, chi, truth: input.truth }, input.like, { field: input.range, chi: [lo, hi] }, $('cmap').value || 'gray');
+  syncSlice(Number($('slice').value));
+  T.viewer = { shown: [...viewer.loaded] };
+}
+
+function syncSlice(z) {
+  $('slice').value = String(z);
+  $('tileSlice').value = String(z);
+  $('sliceText').textContent = `z = ${z}`;
+  viewer.setSlice(z);
+  tileMap.setSlice(z);
+}
+
+async function download() {
+  if (!ui.chi || !ui.input) return;
+  const bytes = await io('write', { data: ui.chi.slice(), like: stripForClone(ui.input.like), gzip: true });
+  const a = document.createElement('a');
+  a.href = URL.createObjectURL(new Blob([bytes], { type: 'application/gzip' }));
+  a.download = `${ui.input.name.replace(/\.nii(\.gz)?$/i, '')}_chi.nii.gz`;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+}
+
+/** The NIfTI header part of a readNifti result (no voxel data) for writeNifti in the worker. */
+function stripForClone(like) {
+  const { data, ...rest } = like;
+  return rest;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Demo
+
+async function demo() {
+  if (ui.controller) return;
+  showError(null);
+  setBusy('loading');
+  $('progressText').textContent = 'making the phantom…';
+  try {
+    const tessera = await runtime();
+    const tp = performance.now();
+    const p = await tessera.phantom({ geometry: DEMO.geometry, seed: DEMO.seed, noise: DEMO.noise });
+    T.timings.phantomSeconds = (performance.now() - tp) / 1000;
+    $('model').value = 'demo';
+    showModelInfo();
+    setInput({
+      source: 'demo',
+      name: 'phantom',
+      geometry: DEMO.geometry,
+      field: p.field,
+      mask: p.mask,
+      truth: p.chi,
+      like: { dims: DEMO.geometry.dims, voxelMm: DEMO.geometry.voxelMm },
+      note: 'numerical head phantom, local field from the dipole model',
+    });
+    clearTimeout(planTimer);
+    await updatePlan();
+    setBusy('idle');
+    await run();
+  } catch (e) {
+    setBusy('error');
+    showError(e);
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Wiring
+
+function wire() {
+  $('demo').addEventListener('click', demo);
+  $('run').addEventListener('click', run);
+  $('cancel').addEventListener('click', cancel);
+  $('download').addEventListener('click', () => download().catch(showError));
+  $('model').addEventListener('change', showModelInfo);
+  for (const id of ['core', 'halo', 'whole', 'workers', 'customDivisor', 'customBpv']) $(id).addEventListener('input', schedulePlan);
+  $('fieldFile').addEventListener('change', (e) => {
+    ui.files.field = e.target.files[0] ?? null;
+    loadFiles();
+  });
+  $('maskFile').addEventListener('change', (e) => {
+    ui.files.mask = e.target.files[0] ?? null;
+    loadFiles();
+  });
+  $('magFile').addEventListener('change', (e) => {
+    ui.files.magnitude = e.target.files[0] ?? null;
+    loadFiles();
+  });
+  $('maskFraction').addEventListener('change', loadFiles);
+  for (const r of document.querySelectorAll('input[name=maskSource]')) r.addEventListener('change', () => (syncMaskInputs(), loadFiles()));
+  for (const r of document.querySelectorAll('input[name=units]')) r.addEventListener('change', loadFiles);
+  $('b0').addEventListener('change', loadFiles);
+  const drop = $('drop');
+  drop.addEventListener('dragover', (e) => {
+    e.preventDefault();
+    drop.classList.add('over');
+  });
+  drop.addEventListener('dragleave', () => drop.classList.remove('over'));
+  drop.addEventListener('drop', (e) => {
+    e.preventDefault();
+    drop.classList.remove('over');
+    if (T.state !== 'running') takeFiles([...e.dataTransfer.files]);
+  });
+  $('clearCache').addEventListener('click', async () => {
+    if ('caches' in self) await caches.delete(CACHE_NAME);
+    ui.weightsMemo.clear();
+    refreshCacheInfo();
+  });
+  $('tileSlice').addEventListener('input', (e) => syncSlice(Number(e.target.value)));
+  $('slice').addEventListener('input', (e) => syncSlice(Number(e.target.value)));
+  const chiDisplay = () => viewer.setChiDisplay($('cmap').value, Number($('winMin').value), Number($('winMax').value));
+  for (const id of ['cmap', 'winMin', 'winMax']) $(id).addEventListener('input', chiDisplay);
+  for (const id of ['winMin', 'winMax']) $(id).addEventListener('input', () => (ui.windowSet = true));
+}
+
+async function main() {
+  wire();
+  syncMaskInputs();
+  const iso = globalThis.crossOriginIsolated === true;
+  $('env').textContent = `${iso ? 'Cross-origin isolated' : 'NOT cross-origin isolated (threads unavailable: serve with COOP/COEP, e.g. npm start)'} · ${navigator.hardwareConcurrency} logical cores`;
+  $('workers').value = String(Math.max(1, Math.min(4, navigator.hardwareConcurrency || 2)));
+  try {
+    const tessera = await runtime();
+    [ui.registry, ui.limits] = await Promise.all([tessera.registry(), tessera.limits()]);
+    fillModels();
+    await viewer.ready;
+    const cm = $('cmap');
+    for (const name of viewer.colormaps()) {
+      const o = document.createElement('option');
+      o.value = o.textContent = name;
+      cm.append(o);
+    }
+    cm.value = 'gray';
+    T.ready = true;
+    setBusy('idle');
+    showModelInfo();
+    await updatePlan();
+    refreshCacheInfo();
+    $('env').textContent += ' · runtime ready';
+  } catch (e) {
+    setBusy('error');
+    showError(e);
+  }
+}
+
+main();

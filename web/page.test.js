@@ -1,0 +1,294 @@
+// The browser page end to end in Chromium (playwright-core driving Debian's /usr/bin/chromium), served by
+// scripts/serve.js on an ephemeral port:
+//   - the server: COOP/COEP/CORP headers, MIME types, / → /web/, 404s, no path outside the repository;
+//   - the page loads cross-origin isolated, with no console error and no request to another origin;
+//   - an infeasible tile setting (core 128, halo 8, divisor 8) is refused with the planner's advice, Run disabled;
+//   - "Try the demo" runs to completion: progress 100 %, every tile on the map done or skipped (the map's
+//     skipped count equals the planner's), χ finite, 0 outside the mask, r vs the phantom truth inside the
+//     mask > 0.5 with the real demo network, and the NiiVue χ panel shows an image (non-blank pixels);
+//   - Cancel mid-run stops the run at once (no result arrives later);
+//   - a field/mask NIfTI pair written in node (writeNifti of the phantom) loaded through the file inputs runs
+//     end to end with a custom network (.onnx file input) — so the page runs again after a cancel — and the
+//     download is a valid .nii.gz with the input's dims and voxel size.
+// While web/models/demo-unet.onnx does not exist (the demo network is trained separately), the server
+// serves a stand-in U-Net (tests/js/networks.js, divisor 8) at that URL and the r threshold is not
+// applied (a random network has no relation to the truth); the result is still checked for the rest.
+// Screenshots: test-artifacts/*.png; web/screenshot.png (the README's) after the demo, with the real network only.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import http from 'node:http';
+import { fileURLToPath } from 'node:url';
+import { spawn } from 'node:child_process';
+import { startServer } from '../scripts/serve.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const CHROMIUM = '/usr/bin/chromium';
+const ARTIFACTS = path.join(ROOT, 'test-artifacts');
+const DEMO_NET = path.join(ROOT, 'web/models/demo-unet.onnx');
+const REAL_NET = fs.existsSync(DEMO_NET);
+const R_MIN = 0.5; // r(χ, truth) inside the mask, demo phantom, real demo network (TKD reaches ≈0.85+)
+const skip = fs.existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: install it with scripts/bootstrap.sh --browser (apt-get install chromium)`;
+
+// playwright-core needs node's fetch globals (Headers, Request) at import; `node --no-experimental-fetch`
+// (scripts/test.sh runs every suite with it, for the wasm loader) removes them. Then this file runs
+// itself again in a child node without that flag and reports the child's result as one test.
+const NO_FETCH_GLOBALS = typeof globalThis.Headers === 'undefined' || typeof globalThis.Request === 'undefined';
+if (NO_FETCH_GLOBALS) {
+  test('browser suite, in a child node with the fetch globals playwright-core needs', { skip, timeout: 400000 }, async () => {
+    const self = fileURLToPath(import.meta.url);
+    const env = { ...process.env };
+    delete env.NODE_TEST_CONTEXT; // else the child believes it is the runner's own child and runs nothing
+    const child = spawn(process.execPath, ['--test', '--test-force-exit', '--test-reporter=spec', self], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    const code = await new Promise((r) => child.on('close', r));
+    for (const line of out.split("\n")) if (line.trim()) console.log(line);
+    assert.equal(code, 0, 'the browser suite failed (see above)');
+    const passed = Number(/pass (\d+)/.exec(out)?.[1] ?? 0);
+    assert.ok(passed >= 7, `the browser suite ran ${passed} tests`);
+  });
+} else suite();
+
+function suite() {
+let srv, ctx, page, tmp, netPath, pair;
+const consoleErrors = [];
+const foreignRequests = [];
+
+before(async () => {
+  if (skip) return;
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-page-'));
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  const overrides = {};
+  netPath = DEMO_NET;
+  if (!REAL_NET) {
+    const { unet } = await import('../tests/js/networks.js');
+    netPath = path.join(tmp, 'standin-unet.onnx');
+    fs.writeFileSync(netPath, unet({ base: 4 }));
+    overrides['/web/models/demo-unet.onnx'] = netPath;
+    console.log(`# ${DEMO_NET} is missing: serving a stand-in U-Net there; the r > ${R_MIN} check is skipped`);
+  }
+  // The NIfTI pair: the C++ phantom (node flavour of the runtime), written with writeNifti.
+  const { createTessera, writeNifti } = await import('../bindings/js/index.js');
+  const t = await createTessera({ workers: 1 });
+  try {
+    const geometry = { dims: [64, 64, 48], voxelMm: [2, 2, 2], b0Dir: [0, 0, 1] };
+    const p = await t.phantom({ geometry, seed: 3 });
+    const like = { dims: geometry.dims, voxelMm: geometry.voxelMm };
+    pair = {
+      geometry,
+      truth: p.chi,
+      mask: p.mask,
+      field: await writeNifti(p.field, like, { gzip: true, description: 'phantom local field (ppm)' }),
+      maskNii: await writeNifti(Float32Array.from(p.mask), like, { gzip: true, description: 'phantom mask' }),
+    };
+  } finally {
+    await t.terminate();
+  }
+  srv = await startServer({ overrides });
+  ctx = await (await import('playwright-core')).chromium.launchPersistentContext(path.join(tmp, 'profile'), {
+    executablePath: CHROMIUM,
+    headless: true,
+    acceptDownloads: true,
+    viewport: { width: 1280, height: 1000 },
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  page = ctx.pages()[0] ?? (await ctx.newPage());
+  page.on('console', (m) => {
+    if (m.type() === 'error') consoleErrors.push(m.text());
+  });
+  page.on('pageerror', (e) => consoleErrors.push(`uncaught: ${e.message}`));
+  page.on('request', (r) => {
+    if (!r.url().startsWith(srv.url) && !/^(data|blob):/.test(r.url())) foreignRequests.push(r.url());
+  });
+});
+
+after(async () => {
+  await ctx?.close().catch(() => {});
+  await srv?.close();
+  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+const T = (expr) => page.evaluate(expr);
+const waitState = (states, timeout) =>
+  page.waitForFunction((s) => s.includes(window.__tessera?.state), states, { timeout, polling: 100 });
+
+function get(url) {
+  return new Promise((resolve, reject) => {
+    http.get(url, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res));
+    }).on('error', reject);
+  });
+}
+
+test('serve.js: isolation headers, MIME types, redirect, 404, no traversal', { skip }, async () => {
+  const root = await get(`${srv.url}/`);
+  assert.equal(root.statusCode, 302);
+  assert.equal(root.headers.location, '/web/');
+  const wasm = await get(`${srv.url}/dist/wasm/web/tessera.wasm`);
+  assert.equal(wasm.statusCode, 200);
+  assert.equal(wasm.headers['content-type'], 'application/wasm');
+  assert.equal(wasm.headers['cross-origin-opener-policy'], 'same-origin');
+  assert.equal(wasm.headers['cross-origin-embedder-policy'], 'require-corp');
+  assert.equal(wasm.headers['cross-origin-resource-policy'], 'same-origin');
+  assert.match((await get(`${srv.url}/node_modules/onnxruntime-web/dist/ort.wasm.min.mjs`)).headers['content-type'], /^text\/javascript/);
+  assert.match((await get(`${srv.url}/package.json`)).headers['content-type'], /^application\/json/);
+  assert.equal((await get(`${srv.url}/web/nope.js`)).statusCode, 404);
+  assert.equal((await get(`${srv.url}/%2e%2e/%2e%2e/etc/passwd`)).statusCode, 404);
+  assert.equal((await get(`${srv.url}/web/..%2f..%2fetc%2fpasswd`)).statusCode, 404);
+  assert.equal((await get(`${srv.url}/.git/config`)).statusCode, 404);
+});
+
+test('the page loads cross-origin isolated, with the runtime and a plan', { skip }, async () => {
+  const t0 = Date.now();
+  await page.goto(`${srv.url}/`);
+  assert.equal(new URL(page.url()).pathname, '/web/');
+  await page.waitForFunction(() => window.__tessera?.ready && window.__tessera.plan, null, { timeout: 60000 });
+  assert.equal(await T(() => crossOriginIsolated), true);
+  const plan = await T(() => window.__tessera.plan);
+  assert.equal(plan.feasible, true);
+  assert.equal(plan.patchEdge, 48);
+  assert.match(await page.textContent('#planReadout'), /Tiles in flight\s*2/);
+  assert.equal(await page.isDisabled('#demo'), false);
+  assert.equal(await page.isDisabled('#run'), true, 'Run needs an input first');
+  const models = await page.$$eval('#model option', (o) => o.map((x) => x.value));
+  assert.ok(models.includes('demo') && models.includes('xqsm') && models.includes('custom'));
+  console.log(`# page ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+});
+
+test('an infeasible tile setting is refused with the planner\'s advice and Run disabled', { skip }, async () => {
+  await page.fill('#core', '128');
+  await page.fill('#halo', '8');
+  await page.waitForSelector('#planAdvice:not([hidden])', { timeout: 10000 });
+  assert.match(await page.textContent('#planAdvice'), /largest core that fits is 112/);
+  assert.equal(await page.isDisabled('#run'), true);
+  assert.equal(await page.isDisabled('#demo'), true);
+  await page.screenshot({ path: path.join(ARTIFACTS, 'infeasible.png'), fullPage: true });
+  await page.fill('#core', '32');
+  await page.waitForSelector('#planAdvice', { state: 'hidden', timeout: 10000 });
+  assert.equal(await page.isDisabled('#demo'), false);
+});
+
+test('the demo runs to completion: progress, tile map, χ against the truth, NiiVue shows it', { skip }, async () => {
+  const t0 = Date.now();
+  await page.click('#demo');
+  await waitState(['running'], 30000);
+  // mid-run: the tile map shows progress
+  await page.waitForFunction(() => (window.__tessera.progress?.done ?? 0) >= 1, null, { timeout: 60000, polling: 100 });
+  await page.screenshot({ path: path.join(ARTIFACTS, 'demo-running.png'), fullPage: true });
+  await waitState(['done', 'error'], 150000);
+  const s = await T(() => {
+    const x = window.__tessera;
+    return { state: x.state, errors: x.errors, progress: x.progress, tiles: x.tiles, stats: x.stats, report: x.report, plan: x.plan, timings: x.timings, viewer: x.viewer };
+  });
+  assert.equal(s.state, 'done', s.errors.join('; '));
+  assert.equal(s.progress.done, s.progress.total);
+  assert.equal(await page.$eval('#progress', (p) => p.value / p.max), 1);
+  assert.match(await page.textContent('#progressText'), /100%/);
+  assert.ok(s.tiles.states.every((t) => t === 'done' || t === 'skipped'), JSON.stringify(s.tiles.counts));
+  assert.equal(s.tiles.counts.skipped, s.plan.tilesSkipped, 'drawn skipped tiles = planner');
+  assert.equal(s.tiles.counts.done, s.report.tilesRun);
+  assert.equal(s.report.tilesRun + s.report.tilesSkipped, s.report.tilesTotal);
+  assert.ok(s.stats.finite, 'χ is finite');
+  assert.equal(s.stats.nonzeroOutside, 0, 'χ is 0 outside the mask');
+  assert.ok(s.stats.std > 0, 'χ varies inside the mask');
+  console.log(`# demo: ${((Date.now() - t0) / 1000).toFixed(1)} s in all; ${JSON.stringify(s.timings)}; ${s.report.tilesRun} tiles; r = ${s.stats.r.toFixed(3)}, NRMSE ${(100 * s.stats.nrmse).toFixed(1)} %${REAL_NET ? '' : ' (stand-in network)'}`);
+  if (REAL_NET) assert.ok(s.stats.r > R_MIN, `r vs truth = ${s.stats.r}`);
+  assert.deepEqual(s.viewer.shown.sort(), ['chi', 'field', 'truth']);
+  // NiiVue's χ panel: a picture, not a blank canvas (WebGL: read back through a screenshot of the element)
+  await page.waitForTimeout(300);
+  const png = await page.locator('#nvChi').screenshot();
+  const px = await page.evaluate(async (b64) => {
+    const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const bmp = await createImageBitmap(new Blob([bytes], { type: 'image/png' }));
+    const c = new OffscreenCanvas(bmp.width, bmp.height);
+    const g = c.getContext('2d');
+    g.drawImage(bmp, 0, 0);
+    const d = g.getImageData(0, 0, bmp.width, bmp.height).data;
+    const levels = new Set();
+    let bright = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      const l = (d[i] + d[i + 1] + d[i + 2]) / 3;
+      if (l > 40) bright++;
+      levels.add(Math.round(l / 8));
+    }
+    return { bright, total: d.length / 4, levels: levels.size };
+  }, png.toString('base64'));
+  assert.ok(px.bright > 0.1 * px.total && px.levels >= 8, `χ panel looks blank: ${JSON.stringify(px)}`);
+  await page.locator('#resultCard').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: path.join(ARTIFACTS, 'demo-done.png'), fullPage: true });
+  if (REAL_NET) await page.screenshot({ path: path.join(ROOT, 'web/screenshot.png'), fullPage: true });
+});
+
+test('Cancel stops a run at once and leaves the page ready', { skip }, async () => {
+  await page.click('#run');
+  await page.waitForFunction(() => window.__tessera.state === 'running' && (window.__tessera.progress?.done ?? 0) >= 2, null, { timeout: 60000, polling: 50 });
+  const t0 = Date.now();
+  await page.click('#cancel');
+  await waitState(['cancelled'], 2000);
+  const ms = Date.now() - t0;
+  assert.equal(await page.isDisabled('#cancel'), true);
+  assert.equal(await page.isDisabled('#run'), false);
+  await page.waitForTimeout(1500);
+  const s = await T(() => ({ state: window.__tessera.state, report: window.__tessera.report, counts: window.__tessera.tiles.counts, errors: window.__tessera.errors }));
+  assert.equal(s.state, 'cancelled');
+  assert.equal(s.report, null, 'no result arrives after a cancel');
+  assert.equal(s.counts.running, 0);
+  assert.ok(s.counts.done < s.counts.total - s.counts.skipped, 'stopped before the end');
+  assert.deepEqual(s.errors, []);
+  assert.match(await page.textContent('#progressText'), /cancelled/);
+  console.log(`# cancel settled the page in ${ms} ms at ${s.counts.done} tiles`);
+});
+
+test('a NIfTI pair loaded through the file inputs runs end to end with a custom network; χ downloads as NIfTI', { skip }, async () => {
+  const { readNifti } = await import('../bindings/js/index.js');
+  await page.setInputFiles('#fieldFile', { name: 'phantom_field.nii.gz', mimeType: 'application/gzip', buffer: Buffer.from(pair.field) });
+  await page.setInputFiles('#maskFile', { name: 'phantom_mask.nii.gz', mimeType: 'application/gzip', buffer: Buffer.from(pair.maskNii) });
+  await page.waitForFunction(() => window.__tessera.input?.source === 'files', null, { timeout: 20000 });
+  const input = await T(() => window.__tessera.input);
+  assert.deepEqual(input.dims, pair.geometry.dims);
+  assert.equal(input.maskVoxels, pair.mask.reduce((a, b) => a + b, 0));
+  await page.selectOption('#model', 'custom');
+  await page.fill('#customDivisor', '8');
+  await page.fill('#customBpv', '1100');
+  await page.setInputFiles('#customFile', netPath);
+  await page.waitForFunction(() => window.__tessera.plan?.feasible && window.__tessera.plan.patchEdge === 48 && !document.querySelector('#run').disabled, null, { timeout: 10000 });
+  await page.click('#run');
+  await waitState(['done', 'error'], 120000);
+  const s = await T(() => ({ state: window.__tessera.state, errors: window.__tessera.errors, stats: window.__tessera.stats, counts: window.__tessera.tiles.counts, report: window.__tessera.report }));
+  assert.equal(s.state, 'done', s.errors.join('; '));
+  assert.equal(s.counts.running + s.counts.queued, 0);
+  assert.ok(s.stats.finite && s.stats.nonzeroOutside === 0);
+  const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), page.click('#download')]);
+  assert.match(dl.suggestedFilename(), /^phantom_field_chi\.nii\.gz$/);
+  const bytes = fs.readFileSync(await dl.path());
+  assert.deepEqual([...bytes.subarray(0, 2)], [0x1f, 0x8b], 'gzipped');
+  const chi = readNifti(bytes);
+  fs.writeFileSync(path.join(ARTIFACTS, dl.suggestedFilename()), bytes);
+  assert.deepEqual(chi.dims, pair.geometry.dims);
+  assert.deepEqual(chi.voxelMm, pair.geometry.voxelMm);
+  assert.equal(chi.datatype, 16);
+  let n = 0, sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;
+  for (let i = 0; i < chi.data.length; i++) {
+    if (!pair.mask[i]) {
+      assert.equal(chi.data[i], 0);
+      continue;
+    }
+    const x = chi.data[i], y = pair.truth[i];
+    n++; sx += x; sy += y; sxx += x * x; syy += y * y; sxy += x * y;
+  }
+  const r = (n * sxy - sx * sy) / Math.sqrt((n * sxx - sx * sx) * (n * syy - sy * sy));
+  console.log(`# NIfTI run: ${s.report.tilesRun} tiles in ${s.report.wallSeconds.toFixed(1)} s; downloaded χ r vs truth = ${r.toFixed(3)}${REAL_NET ? '' : ' (stand-in network)'}`);
+  if (REAL_NET) assert.ok(r > R_MIN, `r = ${r}`);
+  await page.screenshot({ path: path.join(ARTIFACTS, 'nifti-done.png'), fullPage: true });
+});
+
+test('no console error and no request to another origin during the whole session', { skip }, () => {
+  assert.deepEqual(consoleErrors, []);
+  assert.deepEqual(foreignRequests, []);
+});
+}
