@@ -46,7 +46,7 @@ const ui = {
   chi: null,
 };
 
-const tileMap = new TileMap($('tilemap'));
+const tileMap = new TileMap($('tilemap'), $('tileLayers'));
 const viewer = new Viewer({ field: $('nvField'), chi: $('nvChi'), truth: $('nvTruth') });
 
 // ------------------------------------------------------------------------------------------------
@@ -323,12 +323,18 @@ function setInput(input) {
   const [nx, ny, nz] = input.geometry.dims;
   const v = input.geometry.voxelMm ?? [1, 1, 1];
   let inMask = 0;
-  for (const m of input.mask) inMask += m ? 1 : 0;
+  let fieldSum = 0;
+  for (let i = 0; i < input.mask.length; i++) {
+    if (!input.mask[i]) continue;
+    inMask++;
+    fieldSum += input.field[i];
+  }
+  tileMap.follow = true;
   $('inputInfo').textContent =
     `${input.name}: ${nx}×${ny}×${nz} voxels of ${v.map((x) => +x.toFixed(3)).join('×')} mm, B0 direction ` +
     `[${input.geometry.b0Dir.map((x) => +x.toFixed(3)).join(', ')}], ${inMask.toLocaleString()} mask voxels` +
     (input.note ? ` — ${input.note}` : '');
-  T.input = { source: input.source, dims: input.geometry.dims, maskVoxels: inMask };
+  T.input = { source: input.source, dims: input.geometry.dims, voxelMm: input.geometry.voxelMm, maskVoxels: inMask, fieldSumInMask: fieldSum, seq: (T.input?.seq ?? 0) + 1 };
   input.range = robustRange(input.field, input.mask);
   for (const s of [$('tileSlice'), $('slice')]) {
     s.max = String(nz - 1);
@@ -552,6 +558,7 @@ function onProgress(p) {
   const active = tileMap.order.length;
   const done = p.total === active ? p.done : Math.round((p.done / (p.total || 1)) * active);
   tileMap.setProgress(done, p.inFlight);
+  $('tileSlice').value = String(tileMap.z);
   renderTiles();
 }
 
@@ -602,6 +609,7 @@ async function run() {
     const { chi, report, seconds } = await body;
     if (controller.signal.aborted) return;
     tileMap.setProgress(tileMap.order.length, 0);
+    if (tileMap.follow) tileMap.setSlice(Math.floor(input.geometry.dims[2] / 2));
     renderTiles();
     $('progress').max = 1;
     $('progress').value = 1;
@@ -812,8 +820,12 @@ function wire() {
     ui.weightsMemo.clear();
     refreshCacheInfo();
   });
-  $('tileSlice').addEventListener('input', (e) => syncSlice(Number(e.target.value)));
-  $('slice').addEventListener('input', (e) => syncSlice(Number(e.target.value)));
+  const userSlice = (e) => {
+    tileMap.follow = false; // the user's slice wins over following the running tiles
+    syncSlice(Number(e.target.value));
+  };
+  $('tileSlice').addEventListener('input', userSlice);
+  $('slice').addEventListener('input', userSlice);
   const chiDisplay = () => viewer.setChiDisplay($('cmap').value, Number($('winMin').value), Number($('winMax').value));
   for (const id of ['cmap', 'winMin', 'winMax']) $(id).addEventListener('input', chiDisplay);
   for (const id of ['winMin', 'winMax']) $(id).addEventListener('input', () => (ui.windowSet = true));

@@ -49,7 +49,7 @@ if (NO_FETCH_GLOBALS) {
     for (const line of out.split("\n")) if (line.trim()) console.log(line);
     assert.equal(code, 0, 'the browser suite failed (see above)');
     const passed = Number(/pass (\d+)/.exec(out)?.[1] ?? 0);
-    assert.ok(passed >= 7, `the browser suite ran ${passed} tests`);
+    assert.ok(passed >= 8, `the browser suite ran ${passed} tests`);
   });
 } else suite();
 
@@ -82,7 +82,10 @@ before(async () => {
       geometry,
       truth: p.chi,
       mask: p.mask,
-      field: await writeNifti(p.field, like, { gzip: true, description: 'phantom local field (ppm)' }),
+      // the field in Hz at 3 T: the page converts it (units Hz, B0 3 T)
+      fieldPpmSum: p.field.reduce((a, v, i) => a + (p.mask[i] ? v : 0), 0),
+      field: await writeNifti(p.field.map((v) => v * 42.577478 * 3), like, { gzip: true, description: 'phantom local field (Hz at 3 T)' }),
+      magnitude: await writeNifti(Float32Array.from(p.mask, (m, i) => (m ? 100 + (i % 7) : 1)), like, { gzip: true }),
       maskNii: await writeNifti(Float32Array.from(p.mask), like, { gzip: true, description: 'phantom mask' }),
     };
   } finally {
@@ -246,12 +249,16 @@ test('Cancel stops a run at once and leaves the page ready', { skip }, async () 
 
 test('a NIfTI pair loaded through the file inputs runs end to end with a custom network; χ downloads as NIfTI', { skip }, async () => {
   const { readNifti } = await import('../bindings/js/index.js');
+  await page.check('input[name=units][value=hz]');
+  await page.fill('#b0', '3');
   await page.setInputFiles('#fieldFile', { name: 'phantom_field.nii.gz', mimeType: 'application/gzip', buffer: Buffer.from(pair.field) });
   await page.setInputFiles('#maskFile', { name: 'phantom_mask.nii.gz', mimeType: 'application/gzip', buffer: Buffer.from(pair.maskNii) });
   await page.waitForFunction(() => window.__tessera.input?.source === 'files', null, { timeout: 20000 });
   const input = await T(() => window.__tessera.input);
   assert.deepEqual(input.dims, pair.geometry.dims);
   assert.equal(input.maskVoxels, pair.mask.reduce((a, b) => a + b, 0));
+  assert.deepEqual(input.voxelMm, pair.geometry.voxelMm);
+  assert.ok(Math.abs(input.fieldSumInMask - pair.fieldPpmSum) <= 1e-3 * Math.abs(pair.fieldPpmSum) + 1e-3, `Hz → ppm: ${input.fieldSumInMask} vs ${pair.fieldPpmSum}`);
   await page.selectOption('#model', 'custom');
   await page.fill('#customDivisor', '8');
   await page.fill('#customBpv', '1100');
@@ -285,6 +292,16 @@ test('a NIfTI pair loaded through the file inputs runs end to end with a custom 
   console.log(`# NIfTI run: ${s.report.tilesRun} tiles in ${s.report.wallSeconds.toFixed(1)} s; downloaded χ r vs truth = ${r.toFixed(3)}${REAL_NET ? '' : ' (stand-in network)'}`);
   if (REAL_NET) assert.ok(r > R_MIN, `r = ${r}`);
   await page.screenshot({ path: path.join(ARTIFACTS, 'nifti-done.png'), fullPage: true });
+});
+
+test('a mask made by thresholding a magnitude image', { skip }, async () => {
+  const seq = await T(() => window.__tessera.input.seq);
+  await page.check('input[name=maskSource][value=magnitude]');
+  await page.setInputFiles('#magFile', { name: 'phantom_mag.nii.gz', mimeType: 'application/gzip', buffer: Buffer.from(pair.magnitude) });
+  await page.waitForFunction((s) => window.__tessera.input.seq > s && window.__tessera.state === 'idle', seq, { timeout: 20000 });
+  const input = await T(() => window.__tessera.input);
+  assert.equal(input.maskVoxels, pair.mask.reduce((a, b) => a + b, 0));
+  assert.match(await page.textContent('#inputInfo'), /mask from phantom_mag\.nii\.gz/);
 });
 
 test('no console error and no request to another origin during the whole session', { skip }, () => {

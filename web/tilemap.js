@@ -53,10 +53,16 @@ export function activeTiles(dims, core, mask, whole = false) {
 }
 
 export class TileMap {
-  /** @param {HTMLCanvasElement} canvas */
-  constructor(canvas) {
+  /**
+   * canvas: the slice view; layers (optional): a strip with every z layer of tiles as a small grid.
+   * @param {HTMLCanvasElement} canvas
+   * @param {HTMLCanvasElement} [layers]
+   */
+  constructor(canvas, layers = null) {
     this.canvas = canvas;
     this.ctx = canvas.getContext('2d');
+    this.layers = layers;
+    this.follow = true; // during a run, show the layer where tiles are running (until the user picks a slice)
     this.dims = null;
     this.state = new Uint8Array(0);
     this.order = []; // active tile indices in grid order
@@ -95,6 +101,11 @@ export class TileMap {
     done = Math.max(0, Math.min(a, done));
     const run = Math.max(0, Math.min(a - done, inFlight));
     for (let i = 0; i < a; i++) this.state[this.order[i]] = i < done ? DONE : i < done + run ? RUN : Q;
+    if (this.follow && !this.whole && a) {
+      const t = this.order[Math.min(a - 1, done)];
+      const kz = Math.floor(t / (this.grid[0] * this.grid[1]));
+      if (Math.floor(this.z / this.core) !== kz) this.z = Math.min(this.dims[2] - 1, kz * this.core + Math.floor(this.core / 2));
+    }
     this.draw();
   }
 
@@ -167,6 +178,36 @@ export class TileMap {
     ctx.fillStyle = 'rgba(230,235,245,0.9)';
     ctx.font = '12px system-ui, sans-serif';
     ctx.fillText(`z = ${this.z}  (tile layer ${kz + 1}/${this.grid[2]})`, 6, 16);
+    this._drawLayers(kz);
+  }
+
+  /** Every z layer of tiles as a small grid (y up), the shown layer outlined. */
+  _drawLayers(current) {
+    const cv = this.layers;
+    if (!cv) return;
+    const [gx, gy, gz] = this.grid;
+    const cell = Math.max(3, Math.min(12, Math.floor(300 / (gz * (gx + 1)))));
+    const W = gz * (gx + 1) * cell, H = gy * cell + 4;
+    if (cv.width !== W || cv.height !== H) {
+      cv.width = W;
+      cv.height = H;
+    }
+    const g = cv.getContext('2d');
+    g.clearRect(0, 0, W, H);
+    for (let k = 0; k < gz; k++) {
+      const ox = k * (gx + 1) * cell;
+      for (let j = 0; j < gy; j++) {
+        for (let i = 0; i < gx; i++) {
+          const s = this.state[i + gx * (j + gy * k)];
+          g.fillStyle = s === SKIP ? '#23252b' : s === DONE ? '#3cc878' : s === RUN ? '#ffaa28' : '#4a5568';
+          g.fillRect(ox + i * cell, 2 + (gy - 1 - j) * cell, cell - 1, cell - 1);
+        }
+      }
+      if (k === current) {
+        g.strokeStyle = '#e6edf3';
+        g.strokeRect(ox - 0.5, 1.5, gx * cell, gy * cell);
+      }
+    }
   }
 
   _background(z) {
