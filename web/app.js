@@ -140,6 +140,7 @@ async function runtime() {
   if (old) await old.terminate();
   ui.tessera = await createTessera({ ...o, watchdogMs: 120000 });
   ui.runtimeKey = key;
+  if (old) schedulePlan(); // a plan asked of the old runtime may have been cut short
   return ui.tessera;
 }
 
