@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "tessera/autoplan.h"
 #include "tessera/error.h"
 #include "tessera/native_patching.h"
 #include "tessera/physics_loops.h"
@@ -57,7 +58,31 @@ TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask
   refuse_phase_networks(r);
   const FieldNetwork net = network_of(r);
   if (r.whole_volume || (r.model && r.model->kind == ModelKind::NativePatches)) return plan_whole(r.geometry, net, target);
-  return plan_tiled(r.geometry, mask, net, r.tile, r.workers, target);
+  if (!r.auto_tile) return plan_tiled(r.geometry, mask, net, r.tile, r.workers, target);
+  AutoPlanRequest a;
+  a.geometry = r.geometry;
+  a.network = net;
+  a.halo = r.halo_override ? r.halo_override : (r.model ? r.model->default_halo : 4);
+  a.hardware_threads = std::max<uint32_t>(1, r.hardware_threads);
+  a.fixed_core = r.fixed_core;
+  a.fixed_workers = r.fixed_workers;
+  a.fixed_threads = r.fixed_threads;
+  a.target = target;
+  try {
+    const AutoPlan chosen = plan_auto(a, mask);
+    TilePlan p = chosen.plan;
+    p.tile = chosen.tile;
+    p.workers = chosen.workers;
+    p.threads_per_worker = chosen.threads_per_worker;
+    p.estimated_seconds = chosen.estimated_seconds;
+    p.explanation = chosen.explanation;
+    return p;
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::BudgetExceeded) throw;
+    TilePlan refused;
+    refused.message = e.what();
+    return refused;
+  }
 }
 
 RunReport run_inversion(const InversionRequest& r, std::span<const float> field, std::span<const uint8_t> mask,
@@ -66,6 +91,9 @@ RunReport run_inversion(const InversionRequest& r, std::span<const float> field,
   if (networks.size() != network_count(r)) {
     throw Error(ErrorCode::InvalidArgument, "this model needs " + std::to_string(network_count(r)) + " network(s), got " +
                                                 std::to_string(networks.size()));
+  }
+  if (r.auto_tile) {
+    throw Error(ErrorCode::InvalidArgument, "an automatic tile config must be planned first: run the plan's tile and workers");
   }
   const FieldNetwork net = network_of(r);
   const ModelKind kind = r.model ? r.model->kind : ModelKind::FieldToChi;

@@ -18,6 +18,8 @@ TilePlan plan_tiled(const Geometry& g, std::span<const uint8_t> mask, const Fiel
   validate_geometry(g);
   if (mask.size() != g.voxel_count()) validate_volume_sizes(g, g.voxel_count(), mask.size());
   TilePlan p;
+  p.tile = cfg;
+  p.workers = std::max<uint32_t>(1, workers);
   if (cfg.core == 0) {
     p.message = "tile core must be at least 1 voxel (got 0); try core 56, halo 4";
     return p;

@@ -1,7 +1,7 @@
 // The dedicated driver worker: holds the Tessera wasm module (whose C++ driver threads plan, gather
 // and scatter tiles) and the ONNX Runtime worker pools that run the networks. The page or the node
 // main thread talks to it through index.js; nothing heavy ever runs on the caller's thread.
-import { workerPort } from './platform.js';
+import { workerPort, hardwareConcurrency } from './platform.js';
 import { loadTesseraModule } from './module.js';
 import { WorkerPool } from './pool.js';
 import { runInversion } from './driver.js';
@@ -52,15 +52,34 @@ function makeVolume(geometry, field, mask) {
   return volume;
 }
 
+function hardwareThreads() {
+  return Math.max(1, options.hardwareThreads ?? hardwareConcurrency());
+}
+
+// tile "auto" (or {core: "auto"}): the C++ auto-planner chooses core, workers and threads per worker,
+// keeping the caller's workers / threadsPerWorker when they are given.
+function isAuto(tile) {
+  return tile === 'auto' || (tile && typeof tile === 'object' && tile.core === 'auto');
+}
+
 function requestOf(a) {
-  return { model: a.model, spec: a.spec, whole: !!a.whole, tile: a.tile, workers: a.workers ?? options.workers ?? 1 };
+  const auto = isAuto(a.tile);
+  return {
+    model: a.model,
+    spec: a.spec,
+    whole: !!a.whole,
+    tile: a.tile,
+    workers: auto ? a.workers : a.workers ?? options.workers ?? 1,
+    threadsPerWorker: auto ? a.threadsPerWorker : undefined,
+    hardwareThreads: hardwareThreads(),
+  };
 }
 
 const methods = {
   async init(a) {
     options = a ?? {};
-    const workers = Math.max(1, options.workers ?? 1);
-    // Driver thread + one thread per tile in flight + a spare.
+    const workers = Math.max(1, options.workers ?? 1, hardwareThreads());
+    // Driver thread + one thread per tile in flight (the auto-planner may use every core) + a spare.
     M = await loadTesseraModule({ pthreadPoolSize: workers + 2, wasmBase: options.wasmBase });
     return { heapBytes: M.heapBytes() };
   },
@@ -110,13 +129,19 @@ const methods = {
       if (weights.length !== plan.networks || weights.some((w) => !w || !w.byteLength)) {
         throw new TesseraError(`this model needs ${plan.networks} network file(s) (weights), got ${weights.filter(Boolean).length}`, 'InvalidArgument');
       }
+      if (isAuto(request.tile) && !request.whole) {
+        // Run what the auto-planner chose (the run re-checks it against the limits).
+        request.tile = { core: plan.tile.core, halo: plan.tile.halo };
+        request.workers = plan.workers;
+      }
+      const threadsPerWorker = plan.threadsPerWorker || a.threadsPerWorker || options.threadsPerWorker || 1;
       const k = Math.max(1, plan.tilesInFlight);
       pools = weights.map(
         (model) =>
           new WorkerPool({
             model,
             workers: k,
-            threadsPerWorker: options.threadsPerWorker ?? 1,
+            threadsPerWorker,
             watchdogMs: options.watchdogMs,
             recycleHeapBytes: options.recycleHeapBytes,
             ortWasmPaths: options.ortWasmPaths,

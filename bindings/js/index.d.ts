@@ -54,6 +54,7 @@ export interface ModelInfo {
   licence: string;
   citation: string;
   notes: string;
+  defaultHalo: number;
 }
 
 export interface Limits {
@@ -64,6 +65,15 @@ export interface Limits {
 
 export interface Plan {
   feasible: boolean;
+  /** the tile config planned (the auto-planner's choice for tile "auto") */
+  tile: TileConfig;
+  workers: number;
+  /** chosen by the auto-planner; 0 = the runtime's setting */
+  threadsPerWorker: number;
+  /** the auto-planner's estimate (s), 0 when not estimated */
+  estimatedSeconds: number;
+  /** the auto-planner's one-sentence reason */
+  explanation: string;
   /** the planner's refusal with advice; empty when feasible */
   message: string;
   wholeVolume: boolean;
@@ -125,6 +135,8 @@ export interface RuntimeOptions {
   watchdogMs?: number;
   /** recycle a pool worker once its wasm heap passes this many bytes */
   recycleHeapBytes?: number;
+  /** cores the auto-planner may use (default: the machine's) */
+  hardwareThreads?: number;
   /** URL of driver-worker.js (bundlers) */
   driverUrl?: string | URL;
 }
@@ -134,9 +146,11 @@ export interface PlanRequest {
   mask?: ArrayLike<number>;
   model?: string;
   spec?: NetworkSpec;
-  tile?: TileConfig;
+  /** {core, halo}, or "auto" / {core: "auto", halo} for the auto-planner */
+  tile?: TileConfig | 'auto' | { core: 'auto'; halo?: number };
   whole?: boolean;
   workers?: number;
+  threadsPerWorker?: number;
 }
 
 export interface InvertRequest extends PlanRequest {

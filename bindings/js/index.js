@@ -11,6 +11,7 @@ export { readNifti, readNiftiAsync, readMask, writeNifti, hzToPpm, radPerSecToPp
 /**
  * Start a Tessera runtime: a driver worker with the wasm core; ONNX Runtime workers start per run.
  * workers: most networks running at once (the C++ core lowers it to fit the 1.5 GB budget).
+ * hardwareThreads: cores the auto-planner may use (default: the machine's).
  * threadsPerWorker: ONNX Runtime intra-op threads in each worker.
  * @param {import('./index.js').RuntimeOptions} [o]
  * @returns {Promise<Tessera>}
@@ -25,6 +26,7 @@ export async function createTessera(o = {}) {
     ortModuleUrl: o.ortModuleUrl,
     watchdogMs: o.watchdogMs,
     recycleHeapBytes: o.recycleHeapBytes,
+    hardwareThreads: o.hardwareThreads,
   });
   return t;
 }
@@ -96,8 +98,8 @@ export class Tessera {
    * estimated memory; or feasible=false with the planner's advice.
    * geometry.dims are whole numbers >= 1; mask (optional) holds dims product values.
    */
-  plan({ geometry, mask, model, spec, tile, whole, workers }) {
-    return this._call('plan', { geometry, mask, model, spec, tile, whole, workers });
+  plan({ geometry, mask, model, spec, tile, whole, workers, threadsPerWorker }) {
+    return this._call('plan', { geometry, mask, model, spec, tile, whole, workers, threadsPerWorker });
   }
 
   /**
@@ -133,8 +135,12 @@ export class Tessera {
    * weights: ONNX bytes (an array for NeXtQSM). tile: {core, halo}; whole: run the volume at once.
    * @returns {Promise<{chi: Float32Array, report: object}>}
    */
-  invert({ field, mask, geometry, model, spec, weights, tile, whole, workers, signal, onProgress, testHooks }) {
-    return this._call('invert', { field, mask, geometry, model, spec, weights, tile, whole, workers, testHooks }, { onProgress, signal });
+  invert({ field, mask, geometry, model, spec, weights, tile, whole, workers, threadsPerWorker, signal, onProgress, testHooks }) {
+    return this._call(
+      'invert',
+      { field, mask, geometry, model, spec, weights, tile, whole, workers, threadsPerWorker, testHooks },
+      { onProgress, signal },
+    );
   }
 
   /**

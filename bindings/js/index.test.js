@@ -233,3 +233,20 @@ test('the C++ phantom and TKD reach JavaScript (TKD correlates with the truth)',
   assert.ok(n > 10000, `mask has ${n} voxels`);
   assert.ok(r >= 0.85, `TKD r = ${r}`);
 });
+
+test('tile "auto": the C++ auto-planner chooses core, workers and threads, explains, and the run follows it', async () => {
+  const { geometry, field } = volume([64, 56, 40], 14);
+  const mask = interiorMask(geometry.dims, 4);
+  const plan = await tessera.plan({ geometry, mask, spec: { divisor: 8 }, tile: 'auto' });
+  assert.ok(plan.feasible, plan.message);
+  assert.match(plan.explanation, /core \d+, halo 4 .* estimated \d+ s/);
+  assert.ok(plan.workers >= 1 && plan.threadsPerWorker >= 1);
+  assert.ok(plan.estimatedSeconds > 0);
+  const { report } = await tessera.invert({ field, mask, geometry, spec: { divisor: 8 }, weights: unet({ base: 4 }), tile: 'auto' });
+  assert.equal(report.plan.tile.core, plan.tile.core);
+  assert.equal(report.tilesRun, plan.tilesActive);
+  // A fixed halo and worker count are kept.
+  const fixed = await tessera.plan({ geometry, mask, spec: { divisor: 8 }, tile: { core: 'auto', halo: 8 }, workers: 1 });
+  assert.equal(fixed.tile.halo, 8);
+  assert.equal(fixed.workers, 1);
+});

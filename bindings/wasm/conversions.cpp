@@ -94,8 +94,24 @@ InversionRequest request_from(const val& v) {
     r.custom = custom_network_from(spec);
   }
   r.whole_volume = !v["whole"].isUndefined() && v["whole"].as<bool>();
-  r.tile = tile_from(v["tile"]);
-  r.workers = std::max<uint32_t>(1, count(v, "workers", 1));
+  const val tile = v["tile"];
+  // tile: {core, halo} | "auto" | {core: "auto", halo?}: the auto-planner chooses.
+  const bool auto_all = tile.isString() && tile.as<std::string>() == "auto";
+  const bool auto_core = !tile.isUndefined() && !tile.isNull() && !tile.isString() && tile["core"].isString() &&
+                         tile["core"].as<std::string>() == "auto";
+  if (tile.isString() && !auto_all) throw Error(ErrorCode::InvalidArgument, "tile must be {core, halo} or \"auto\"");
+  if (auto_all || auto_core) {
+    r.auto_tile = true;
+    r.halo_override = auto_core ? count(tile, "halo", 0) : 0;
+    const val w = v["workers"];
+    r.fixed_workers = (w.isUndefined() || w.isNull() || w.isString()) ? 0 : count(v, "workers", 0);
+    const val t = v["threadsPerWorker"];
+    r.fixed_threads = (t.isUndefined() || t.isNull() || t.isString()) ? 0 : count(v, "threadsPerWorker", 0);
+    r.hardware_threads = std::max<uint32_t>(1, count(v, "hardwareThreads", 2));
+  } else {
+    r.tile = tile_from(tile);
+  }
+  r.workers = std::max<uint32_t>(1, v["workers"].isNumber() ? count(v, "workers", 1) : 1);
   return r;
 }
 
@@ -134,6 +150,7 @@ val to_val(const ModelSpec& m) {
   o.set("licence", std::string(m.licence));
   o.set("citation", std::string(m.citation));
   o.set("notes", std::string(m.notes));
+  o.set("defaultHalo", m.default_halo);
   return o;
 }
 
@@ -151,6 +168,14 @@ val to_val(const PatchFit& f) {
 val to_val(const TilePlan& p) {
   val o = val::object();
   o.set("feasible", p.feasible);
+  val tile = val::object();
+  tile.set("core", p.tile.core);
+  tile.set("halo", p.tile.halo);
+  o.set("tile", tile);
+  o.set("workers", p.workers);
+  o.set("threadsPerWorker", p.threads_per_worker);
+  o.set("estimatedSeconds", p.estimated_seconds);
+  o.set("explanation", p.explanation);
   o.set("message", p.message);
   o.set("wholeVolume", p.whole_volume);
   o.set("patchEdge", static_cast<double>(p.patch_edge));

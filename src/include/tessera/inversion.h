@@ -20,6 +20,13 @@ struct InversionRequest {
   bool whole_volume = false;
   TileConfig tile;
   uint32_t workers = 1;
+  // Automatic tiling: the auto-planner chooses core (unless fixed_core), workers and threads.
+  bool auto_tile = false;
+  uint32_t halo_override = 0;     // 0: the network's default halo
+  uint32_t fixed_core = 0;
+  uint32_t fixed_workers = 0;
+  uint32_t fixed_threads = 0;
+  uint32_t hardware_threads = 2;
 };
 
 // The networks an inversion calls: 2 for NeXtQSM (BF, VJP), else 1.
@@ -27,7 +34,8 @@ uint32_t network_count(const InversionRequest& request);
 // Output channels of network i (MoDL-QSM: 2).
 uint32_t network_output_channels(const InversionRequest& request, uint32_t network);
 
-// The plan of this request: tiled or whole, with the off-design warning for tiled physics loops.
+// The plan of this request: tiled, automatic (plan.tile/workers/threads_per_worker hold the choice) or
+// whole.
 // Throws Error(InvalidArgument) for networks that cannot run from a field map (iQSM family).
 TilePlan plan_inversion(const InversionRequest& request, std::span<const uint8_t> mask, Target target);
 

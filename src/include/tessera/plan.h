@@ -13,6 +13,11 @@ namespace tessera {
 
 struct TilePlan {
   bool feasible = false;
+  TileConfig tile;                  // the tile config planned (chosen, for an automatic plan)
+  uint32_t workers = 1;             // workers asked for (chosen, for an automatic plan)
+  uint32_t threads_per_worker = 0;  // chosen by the auto-planner; 0 = the caller's setting
+  double estimated_seconds = 0.0;   // the auto-planner's estimate; 0 when not estimated
+  std::string explanation;          // the auto-planner's one-sentence reason
   std::string message;              // the refusal with advice, empty when feasible
   bool whole_volume = false;
   uint64_t patch_edge = 0;          // cubic patch edge (tiled), or the largest padded dim (whole)

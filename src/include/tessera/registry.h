@@ -43,6 +43,7 @@ struct ModelSpec {
   std::string_view name;
   ModelKind kind = ModelKind::FieldToChi;
   uint32_t divisor = 1;
+  uint32_t default_halo = 4;        // the halo the auto-planner uses unless the user sets one
   uint64_t bytes_per_voxel = 1100;  // tile cost: live activation bytes per patch voxel
   bool cost_provisional = true;     // true until measured in ONNX Runtime Web
   std::string_view cost_source;     // how the figure was obtained
