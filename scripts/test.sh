@@ -15,5 +15,5 @@ shopt -s nullglob globstar
 js_tests=(web/**/*.test.js bindings/**/*.test.js tests/**/*.test.js)
 if [ ${#js_tests[@]} -gt 0 ]; then
   echo "== JavaScript (node --test)"
-  node --no-experimental-fetch --test --test-force-exit "${js_tests[@]}"
+  node --test --test-force-exit "${js_tests[@]}"
 fi

@@ -66,7 +66,8 @@ Network (one of)
                      (field - inputMean) / inputStd, χ = outputStd · output + outputMean; needs --weights FILE
   --weights SRC      ONNX file or URL (repeat for a model with several networks)
 Tiling
-  --core N --halo N  tile core and halo edge in voxels (defaults: the planner's)
+  --core N --halo N  tile core and halo edge in voxels (default: the auto-planner chooses the core, workers
+                     and threads; the halo is the network's default unless given)
   --workers N        most networks running at once (the planner lowers it to fit the memory budget)
   --threads N        ONNX Runtime threads per worker (default 1)
   --whole            run the whole volume at once (no tiling)
@@ -171,7 +172,8 @@ function runOptions(command, o) {
   const halo = wholeNumber(o.halo, 'halo', 0);
   const workers = wholeNumber(o.workers, 'workers', 1);
   if (o.whole && (core !== undefined || halo !== undefined)) throw usageError('--whole runs the volume at once: it takes no --core or --halo');
-  const tile = core !== undefined || halo !== undefined ? { ...(core !== undefined && { core }), ...(halo !== undefined && { halo }) } : undefined;
+  // Without --core the C++ auto-planner chooses the core (and, unless given, workers and threads).
+  const tile = o.whole ? undefined : core !== undefined ? { core, ...(halo !== undefined && { halo }) } : halo !== undefined ? { core: 'auto', halo } : 'auto';
   return { tile, whole: !!o.whole, workers };
 }
 
@@ -382,9 +384,9 @@ function describeNetwork(o, entry, spec) {
 function planTable(plan, limits, { o, run, entry, spec, geometry, maskVoxels }) {
   const mode = plan.wholeVolume
     ? 'whole volume'
-    : run.tile
-      ? `tiled (core ${run.tile.core ?? 'default'}, halo ${run.tile.halo ?? 'default'})`
-      : 'tiled (default core and halo)';
+    : plan.explanation
+      ? `tiled, chosen by the auto-planner: ${plan.explanation}`
+      : `tiled (core ${plan.tile?.core ?? run.tile?.core}, halo ${plan.tile?.halo ?? run.tile?.halo})`;
   const rows = [
     ['volume', `${geometry.dims.join('×')} voxels, ${geometry.voxelMm.map((v) => +v.toFixed(3)).join('×')} mm${maskVoxels !== undefined ? `, ${maskVoxels} voxels in the mask` : ''}`],
     ['network', describeNetwork(o, entry, spec)],
@@ -478,7 +480,7 @@ async function cmdInvert(o, ctx) {
       `${entry.name} needs ${entry.weights.length} --weights (${entry.weights.map((w) => w.file).join(', ')}), got ${weightSources.length}`,
     );
   }
-  const request = { geometry, mask, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers };
+  const request = { geometry, mask, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, threadsPerWorker: threads };
   const plan = await tessera.plan(request);
   if (!plan.feasible) throw new CliError(plan.message, EXIT_USAGE, 'BudgetExceeded');
   signal.throwIfAborted();
