@@ -4,8 +4,9 @@
 // script, so SharedArrayBuffer and ORT threads work as in production.
 //
 // Usage:
-//   node --no-experimental-fetch bench/calibrate-browser.js --onnx /tmp/standins/xqsm-standin.onnx \
+//   node bench/calibrate-browser.js --onnx /tmp/standins/xqsm-standin.onnx \
 //     --network xqsm-standin --edges 32,48,64 --repeats 2 --threads 2 [--runs 1] [--out bench/calibration.json]
+// (Not with --no-experimental-fetch: playwright-core needs the global Headers.)
 // Needs /usr/bin/chromium (apt-get install -y chromium) and playwright-core (devDependency).
 import { parseArgs } from 'node:util';
 import http from 'node:http';
@@ -38,7 +39,7 @@ const { values: a } = parseArgs({
   },
 });
 if (!a.onnx) {
-  console.error('usage: node --no-experimental-fetch bench/calibrate-browser.js --onnx NET.onnx [--network NAME] ' +
+  console.error('usage: node bench/calibrate-browser.js --onnx NET.onnx [--network NAME] ' +
     '[--edges 32,48,64] [--repeats 2] [--threads 2] [--runs 1] [--out bench/calibration.json]');
   process.exit(2);
 }
