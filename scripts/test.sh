@@ -12,7 +12,7 @@ echo "== GoogleTest, wasm32 under node"
 NODE_PATH=/usr/share/nodejs ctest --test-dir build/wasm --output-on-failure
 
 shopt -s nullglob globstar
-js_tests=(web/**/*.test.js bindings/**/*.test.js tests/**/*.test.js)
+js_tests=(bindings/**/*.test.js web/**/*.test.js scripts/**/*.test.js tests/**/*.test.js)
 if [ ${#js_tests[@]} -gt 0 ]; then
   echo "== JavaScript (node --test)"
   node --test --test-force-exit "${js_tests[@]}"
