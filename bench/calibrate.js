@@ -6,7 +6,8 @@
 //
 // Usage (node):
 //   node --no-experimental-fetch bench/calibrate.js --onnx /tmp/standins/xqsm-standin.onnx --network xqsm-standin \
-//     --edges 32,48,64,80,96 --repeats 3 --threads 1 [--runs 2] [--out bench/calibration.json]
+//     --edges 32,48,64,80,96 --repeats 3 --threads 1 [--runs 2] [--out bench/calibration.json] [--merge]
+// --merge adds the points to the existing entry of the same network/runtime/threads (same model sha256) and refits.
 // bench/calibrate-browser.js runs the same measurement (measurePoint/summarize below) in headless Chromium.
 //
 // This module is also imported by the browser page of calibrate-browser.js: no node import at the top level.
@@ -116,8 +117,17 @@ export function summarize(points) {
     });
   }
   const slopes = fitsPerRepeat.map((g) => g.bytesPerVoxel);
+  // Points whose run grew the heap past its after-session size: below that, activations fit in heap that session
+  // creation freed and the heap is flat (QSMnet-shaped up to 96³), which would drag a straight-line fit down.
+  const growing = points.filter((p) => p.heapBytes > p.afterSessionBytes);
+  let fitGrowing = null;
+  if (new Set(growing.map((p) => p.edge)).size >= 2) {
+    const g = fitLinear(growing.map((p) => p.voxels), growing.map((p) => p.heapBytes));
+    fitGrowing = { fixedBytes: Math.round(g.a), bytesPerVoxel: +g.b.toFixed(1), r2: +g.r2.toFixed(5), edges: [...new Set(growing.map((p) => p.edge))] };
+  }
   return {
     fit: { fixedBytes: Math.round(f.a), bytesPerVoxel: +f.b.toFixed(1), r2: +f.r2.toFixed(5) },
+    fitGrowing,
     fitsPerRepeat,
     spread: {
       bytesPerVoxelMin: slopes.length ? Math.min(...slopes) : null,
@@ -145,6 +155,8 @@ export function table(s) {
   }
   const f = s.fit;
   lines.push(`fit: heap = ${MB(f.fixedBytes)} MB + ${f.bytesPerVoxel} B × edge³   (r² ${f.r2})`);
+  const g = s.fitGrowing;
+  if (g) lines.push(`fit over the points that grew the heap (edges ${g.edges.join(',')}): ${MB(g.fixedBytes)} MB + ${g.bytesPerVoxel} B × edge³ (r² ${g.r2})`);
   if (s.fitsPerRepeat.length)
     lines.push(
       `per repeat: ${s.fitsPerRepeat.map((g) => `${MB(g.fixedBytes)} MB + ${g.bytesPerVoxel} B/vox (r² ${g.r2})`).join('; ')}`,
@@ -168,12 +180,13 @@ export function recommend(s, points, { minEdge = 64, margin = 0.1 } = {}) {
   const basis = used.length ? used : points.filter((p) => p.edge === Math.max(...points.map((q) => q.edge)));
   const ceil10 = (v) => Math.ceil(v / 10) * 10;
   const worstTotal = Math.max(...basis.map((p) => p.heapBytes / p.voxels));
-  const bpv = ceil10(s.fit.bytesPerVoxel * (1 + margin));
+  const slope = s.fitGrowing ? s.fitGrowing.bytesPerVoxel : s.fit.bytesPerVoxel;
+  const bpv = ceil10(slope * (1 + margin));
   const fixed = Math.max(0, ...points.map((p) => p.heapBytes - bpv * p.voxels));
   return {
     minEdge,
     margin,
-    fittedBytesPerVoxel: s.fit.bytesPerVoxel,
+    fittedBytesPerVoxel: slope,
     perVoxelOnly: { bytesPerVoxel: ceil10(worstTotal * (1 + margin)), worstHeapPerVoxel: +worstTotal.toFixed(1), validFromEdge: minEdge },
     withFixed: { bytesPerVoxel: bpv, fixedBytes: Math.ceil(fixed / 1048576) * 1048576 },
     worstIncrementPerVoxel: +Math.max(...basis.map((p) => (p.heapBytes - p.afterSessionBytes) / p.voxels)).toFixed(1),
@@ -219,11 +232,12 @@ async function main() {
       'min-edge': { type: 'string', default: '64' },
       out: { type: 'string' },
       note: { type: 'string' },
+      merge: { type: 'boolean', default: false },
     },
   });
   if (!a.onnx) {
     console.error('usage: node --no-experimental-fetch bench/calibrate.js --onnx NET.onnx [--network NAME] [--edges 32,48,64] ' +
-      '[--repeats 3] [--threads 1] [--runs 2] [--min-edge 64] [--out bench/calibration.json] [--note TEXT]');
+      '[--repeats 3] [--threads 1] [--runs 2] [--min-edge 64] [--out bench/calibration.json] [--note TEXT] [--merge]');
     process.exit(2);
   }
   const model = new Uint8Array(fs.readFileSync(a.onnx));
@@ -237,16 +251,36 @@ async function main() {
   console.log(`${network}: ${a.onnx} (${model.byteLength} B), ${os.cpus()[0].model} × ${os.cpus().length}, node ${process.version}, ` +
     `onnxruntime-web ${ortVersion}, ${threads} thread(s), edges ${edges.join(',')}, ${repeats} repeat(s), ${runs} run(s)/pool`);
   const points = [];
+  const failures = [];
   const t0 = performance.now();
   for (let rep = 1; rep <= repeats; rep++) {
     for (const edge of edges) {
-      const p = await measurePoint({ WorkerPool, model, edge, threads, runs });
+      let p;
+      try {
+        p = await measurePoint({ WorkerPool, model, edge, threads, runs });
+      } catch (e) {
+        // e.g. out of memory near the 4 GiB wasm ceiling: record it, keep the other points
+        failures.push({ repeat: rep, edge, error: String(e?.message ?? e) });
+        console.log(`  repeat ${rep} edge ${edge}: FAILED: ${e?.message ?? e}`);
+        continue;
+      }
       points.push({ repeat: rep, ...p });
       console.log(
         `  repeat ${rep} edge ${edge}: heap ${MB(p.heapBytes)} MB (after first run ${MB(p.firstRunHeapBytes)}), ` +
           `after session ${MB(p.afterSessionBytes)} MB, (heap−session)/vox ${((p.heapBytes - p.afterSessionBytes) / p.voxels).toFixed(1)} B, ` +
           `runs ${p.secondsPerRun.join('/')} s, session ${p.sessionSeconds} s`,
       );
+    }
+  }
+  let notes = a.note ? [a.note] : [];
+  if (a.merge && a.out && fs.existsSync(a.out)) {
+    // --merge: add these points to an existing entry (same network, runtime, threads) and refit everything
+    const old = JSON.parse(fs.readFileSync(a.out, 'utf8')).entries.find((e) => e.network === network && e.runtime === 'node' && e.threads === threads);
+    if (old) {
+      if (old.model.sha256 !== sha256) throw new Error('--merge: the existing entry was measured on a different model file');
+      points.unshift(...old.points);
+      failures.unshift(...(old.failures ?? []));
+      notes = [...(Array.isArray(old.note) ? old.note : old.note ? [old.note] : []), ...notes];
     }
   }
   const s = summarize(points);
@@ -265,8 +299,9 @@ async function main() {
     threads,
     runsPerPool: runs,
     repeats,
-    note: a.note,
+    note: notes.length > 1 ? notes : notes[0],
     points,
+    failures,
     ...s,
     recommendation: rec,
   };
