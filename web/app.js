@@ -439,9 +439,13 @@ function planRequest() {
   const req = {
     geometry,
     mask: ui.input?.mask,
-    tile: { core: clampInt($('core').value, 1, 4096, 32), halo: clampInt($('halo').value, 0, 4096, 8) },
+    // Auto: the C++ auto-planner picks the core (and workers/threads up to this page's runtime).
+    tile: $('auto').checked
+      ? { core: 'auto', halo: clampInt($('halo').value, 0, 4096, 8) }
+      : { core: clampInt($('core').value, 1, 4096, 32), halo: clampInt($('halo').value, 0, 4096, 8) },
     whole: $('whole').checked,
     workers: runtimeOptions().workers,
+    threadsPerWorker: runtimeOptions().threadsPerWorker,
   };
   if (net.kind === 'registry') req.model = net.id;
   else req.spec = net.spec;
@@ -463,7 +467,7 @@ async function updatePlan() {
   T.plan = plan;
   renderPlan(plan, req);
   if (ui.input && !ui.controller) {
-    tileMap.setup({ dims: req.geometry.dims, core: req.tile.core, halo: req.tile.halo, whole: !!plan.wholeVolume, mask: ui.input.mask, background: ui.input.field });
+    tileMap.setup({ dims: req.geometry.dims, core: plan.tile?.core ?? req.tile.core, halo: plan.tile?.halo ?? req.tile.halo, whole: !!plan.wholeVolume, mask: ui.input.mask, background: ui.input.field });
     renderTiles();
   }
   updateButtons();
@@ -516,6 +520,13 @@ function renderPlan(plan, req) {
   $('planWarning').hidden = !plan.warning;
   $('planWarning').textContent = plan.warning || '';
   $('core').disabled = $('halo').disabled = $('whole').checked;
+  $('auto').disabled = $('whole').checked;
+  if ($('auto').checked) {
+    $('core').disabled = true;
+    if (plan.feasible && plan.tile) $('core').value = String(plan.tile.core);
+  }
+  $('planExplain').hidden = !plan.explanation;
+  $('planExplain').textContent = plan.explanation ? `Auto-planner: ${plan.explanation}.` : '';
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -583,7 +594,7 @@ async function run() {
   setBusy('running');
   $('progress').value = 0;
   $('progressText').textContent = 'loading the network…';
-  tileMap.setup({ dims: req.geometry.dims, core: req.tile.core, halo: req.tile.halo, whole: !!plan.wholeVolume, mask: input.mask, background: input.field });
+  tileMap.setup({ dims: req.geometry.dims, core: plan.tile?.core ?? req.tile.core, halo: plan.tile?.halo ?? req.tile.halo, whole: !!plan.wholeVolume, mask: input.mask, background: input.field });
   renderTiles();
   const body = (async () => {
     await previous;
@@ -788,7 +799,7 @@ function wire() {
   $('cancel').addEventListener('click', cancel);
   $('download').addEventListener('click', () => download().catch(showError));
   $('model').addEventListener('change', showModelInfo);
-  for (const id of ['core', 'halo', 'whole', 'workers', 'customDivisor', 'customBpv']) $(id).addEventListener('input', schedulePlan);
+  for (const id of ['core', 'halo', 'auto', 'whole', 'workers', 'customDivisor', 'customBpv']) $(id).addEventListener('input', schedulePlan);
   $('fieldFile').addEventListener('change', (e) => {
     ui.files.field = e.target.files[0] ?? null;
     loadFiles();

@@ -160,8 +160,12 @@ test('the page loads cross-origin isolated, with the runtime and a plan', { skip
   assert.equal(await T(() => crossOriginIsolated), true);
   const plan = await T(() => window.__tessera.plan);
   assert.equal(plan.feasible, true);
-  assert.equal(plan.patchEdge, 48);
-  assert.match(await page.textContent('#planReadout'), /Tiles in flight\s*2/);
+  // Auto by default: the C++ auto-planner's choice, explained on the page.
+  assert.equal(plan.patchEdge % 8, 0);
+  assert.equal(plan.patchEdge, Math.ceil((plan.tile.core + 2 * plan.tile.halo) / 8) * 8);
+  assert.match(await page.textContent('#planExplain'), /Auto-planner: core \d+, halo 8 .*estimated \d+ s/);
+  assert.equal(await page.inputValue('#core'), String(plan.tile.core));
+  assert.match(await page.textContent('#planReadout'), new RegExp(`Tiles in flight\\s*${plan.tilesInFlight}`));
   assert.equal(await page.isDisabled('#demo'), false);
   assert.equal(await page.isDisabled('#run'), true, 'Run needs an input first');
   const models = await page.$$eval('#model option', (o) => o.map((x) => x.value));
@@ -170,6 +174,7 @@ test('the page loads cross-origin isolated, with the runtime and a plan', { skip
 });
 
 test('an infeasible tile setting is refused with the planner\'s advice and Run disabled', { skip }, async () => {
+  await page.uncheck('#auto'); // explicit tile settings
   await page.fill('#core', '128');
   await page.fill('#halo', '8');
   await page.waitForSelector('#planAdvice:not([hidden])', { timeout: 10000 });

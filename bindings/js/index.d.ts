@@ -33,6 +33,8 @@ export interface WeightsFile {
   bytes: number;
   /** empty when not recorded */
   sha256: string;
+  /** shipped with the package: url is relative to the package root */
+  bundled: boolean;
 }
 
 export interface ModelInfo {

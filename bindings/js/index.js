@@ -109,7 +109,9 @@ export class Tessera {
    */
   async loadWeights(id, { sources, onProgress, signal } = {}) {
     const m = await this.model(id);
-    const list = sources === undefined ? m.weights.map((w) => w.url) : Array.isArray(sources) ? sources : [sources];
+    // Bundled weights (the demo network) live in the package, next to bindings/.
+    const where = (w) => (w.bundled ? new URL(`../../${w.url}`, import.meta.url).href : w.url);
+    const list = sources === undefined ? m.weights.map(where) : Array.isArray(sources) ? sources : [sources];
     if (list.length !== m.weights.length) {
       throw new TesseraError(`${m.name} needs ${m.weights.length} weights file(s) (${m.weights.map((w) => w.file).join(', ')}), got ${list.length}`, 'InvalidArgument');
     }

@@ -141,7 +141,8 @@ val to_val(const ModelSpec& m) {
     if (w.file.empty()) continue;
     val f = val::object();
     f.set("file", std::string(w.file));
-    f.set("url", std::string(kOfficialWeightsBase) + std::string(w.file));
+    f.set("url", w.bundled.empty() ? std::string(kOfficialWeightsBase) + std::string(w.file) : std::string(w.bundled));
+    f.set("bundled", !w.bundled.empty());
     f.set("bytes", static_cast<double>(w.bytes));
     f.set("sha256", std::string(w.sha256));
     weights.call<void>("push", f);

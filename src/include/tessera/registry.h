@@ -33,9 +33,10 @@ struct Normalization {
 };
 
 struct WeightsFile {
-  std::string_view file;    // name under the official base URL
-  uint64_t bytes = 0;       // 0: not recorded
-  std::string_view sha256;  // empty: not recorded
+  std::string_view file;     // name under the official base URL
+  uint64_t bytes = 0;        // 0: not recorded
+  std::string_view sha256;   // empty: not recorded
+  std::string_view bundled;  // non-empty: shipped with Tessera at this path (relative to the package root)
 };
 
 struct ModelSpec {
