@@ -38,27 +38,6 @@ void validate_inputs(const Geometry& g, std::span<const float> field, std::span<
   validate_finite(g, field);
 }
 
-// Runs the network on one input and checks what came back.
-std::vector<float> run_checked(PatchRunner& runner, std::span<const float> input, const TensorShape& shape,
-                               const std::string& where) {
-  std::vector<float> out;
-  try {
-    out = runner.run(input, shape);
-  } catch (const Error& e) {
-    throw Error(e.code(), where + ": " + e.what());
-  } catch (const std::exception& e) {
-    throw Error(ErrorCode::RunnerFailed, where + ": the network failed: " + e.what());
-  }
-  const uint64_t channels = runner.output_channels();
-  const uint64_t expected = channels * shape.spatial();
-  if (out.size() != expected) {
-    throw Error(ErrorCode::RunnerFailed, where + ": the network returned " + std::to_string(out.size()) +
-                                             " values, expected " + std::to_string(expected) + " ([1, " +
-                                             std::to_string(channels) + ", " + dims_text(shape.dims) + "])");
-  }
-  return out;
-}
-
 std::vector<const Tile*> active_tiles(const TileGrid& grid) {
   std::vector<const Tile*> active;
   active.reserve(grid.active);
@@ -176,7 +155,8 @@ RunReport tiled_field_inversion(const Geometry& g, std::span<const float> field,
     const Tile& t = *active[job];
     std::vector<float> input(shape.size());
     gather_patch(g, field, t.patch_lo, dims, network.norm, input);
-    const std::vector<float> output = run_checked(runner, input, shape, tile_text(t));
+    const std::vector<float> output =
+        run_checked(runner, input, shape, TensorShape{runner.output_channels(), dims}, tile_text(t));
     scatter_core(g, mask, t.core_lo, t.core_hi, t.patch_lo, dims, network.norm,
                  std::span<const float>(output).first(shape.spatial()), chi);
   };
@@ -256,7 +236,8 @@ RunReport whole_volume_inversion(const Geometry& g, std::span<const float> field
   const Dims3 origin{-s.pad_low[0], -s.pad_low[1], -s.pad_low[2]};
   std::vector<float> input(shape.size());
   gather_patch(g, field, origin, s.dims, network.norm, input);
-  const std::vector<float> output = run_checked(runner, input, shape, "whole volume " + dims_text(s.dims));
+  const std::vector<float> output =
+      run_checked(runner, input, shape, TensorShape{runner.output_channels(), s.dims}, "whole volume " + dims_text(s.dims));
   std::fill(chi.begin(), chi.end(), 0.0f);
   scatter_core(g, mask, Dims3{0, 0, 0}, g.dims, origin, s.dims, network.norm,
                std::span<const float>(output).first(shape.spatial()), chi);

@@ -39,7 +39,6 @@ std::vector<float> run_native_patches(const Geometry& g, const std::vector<float
   TensorShape shape;
   shape.channels = 1;
   shape.dims = {static_cast<uint64_t>(in), static_cast<uint64_t>(in), static_cast<uint64_t>(in)};
-  const uint64_t expected = static_cast<uint64_t>(out) * static_cast<uint64_t>(out) * static_cast<uint64_t>(out);
   std::vector<float> patch(static_cast<size_t>(shape.size()));
   std::vector<int64_t> cx(in), cy(in), cz(in);
   std::vector<double> wx(out), wy(out), wz(out);
@@ -59,22 +58,11 @@ std::vector<float> run_native_patches(const Geometry& g, const std::vector<float
         for (int64_t i = 0; i < in; ++i)
           for (int64_t j = 0; j < in; ++j)
             for (int64_t k = 0; k < in; ++k) patch[p++] = input[g.index(cx[i], cy[j], cz[k])];
-        std::vector<float> result;
         const std::string what = std::string(model) + ": network (patch " + std::to_string(call) + " of " +
                                  std::to_string(total) + ")";
-        try {
-          result = net.run(patch, shape);
-        } catch (const Error&) {
-          throw;
-        } catch (const std::exception& e) {
-          throw Error(ErrorCode::RunnerFailed, what + " failed: " + e.what());
-        }
-        if (result.size() != expected) {
-          throw Error(ErrorCode::RunnerFailed, what + " returned " + std::to_string(result.size()) +
-                                                   " values; expected " + std::to_string(expected) + " for an output [1,1," +
-                                                   std::to_string(out) + "," + std::to_string(out) + "," +
-                                                   std::to_string(out) + "]");
-        }
+        const std::vector<float> result = run_checked(
+            net, patch, shape,
+            TensorShape{1, {static_cast<uint64_t>(out), static_cast<uint64_t>(out), static_cast<uint64_t>(out)}}, what);
         for (int64_t j = 0; j < out; ++j) {
           wx[j] = blend_weight(j, kx, grid[0], out, overlap);
           wy[j] = blend_weight(j, ky, grid[1], out, overlap);

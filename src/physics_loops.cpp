@@ -1,4 +1,5 @@
 #include "tessera/physics_loops.h"
+#include "tessera/tiling.h"
 
 #include <cmath>
 #include <exception>
@@ -84,21 +85,9 @@ std::vector<std::vector<float>> run_network(PatchRunner& net, const std::vector<
   for (size_t c = 0; c < inputs.size(); ++c) {
     host_to_network(dims, inputs[c], std::span<float>(tensor).subspan(c * spatial, spatial));
   }
-  std::vector<float> out;
-  try {
-    out = net.run(tensor, shape);
-  } catch (const Error&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw Error(ErrorCode::RunnerFailed, what + " failed: " + e.what());
-  }
-  const uint64_t expected = spatial * out_channels;
-  if (out.size() != expected) {
-    throw Error(ErrorCode::RunnerFailed, what + " returned " + std::to_string(out.size()) + " values; expected " +
-                                             std::to_string(expected) + " for an output [1," +
-                                             std::to_string(out_channels) + "," + std::to_string(dims[0]) + "," +
-                                             std::to_string(dims[1]) + "," + std::to_string(dims[2]) + "]");
-  }
+  TensorShape out_shape = shape;
+  out_shape.channels = out_channels;
+  const std::vector<float> out = run_checked(net, tensor, shape, out_shape, what);
   std::vector<std::vector<float>> result(out_channels, std::vector<float>(static_cast<size_t>(spatial)));
   for (uint32_t c = 0; c < out_channels; ++c) {
     network_to_host(dims, std::span<const float>(out).subspan(c * spatial, spatial), result[c]);
@@ -114,14 +103,12 @@ std::string call_name(const char* model, const char* net, int call) {
 
 void host_to_network(const Dims3& dims, std::span<const float> host, std::span<float> network) {
   check_layout_args("host_to_network", dims, host.size(), network.size());
-  const uint64_t nx = static_cast<uint64_t>(dims[0]), ny = static_cast<uint64_t>(dims[1]),
-                 nz = static_cast<uint64_t>(dims[2]);
-  for (uint64_t x = 0; x < nx; ++x)
-    for (uint64_t y = 0; y < ny; ++y) {
-      float* dst = network.data() + (x * ny + y) * nz;
-      const float* src = host.data() + x + nx * y;
-      for (uint64_t z = 0; z < nz; ++z) dst[z] = src[nx * ny * z];
-    }
+  // The tiled driver's gather with no offset and no normalisation: one reorder implementation.
+  Geometry g;
+  g.dims = dims;
+  gather_patch(g, host, Dims3{0, 0, 0},
+               {static_cast<uint64_t>(dims[0]), static_cast<uint64_t>(dims[1]), static_cast<uint64_t>(dims[2])},
+               Normalization{}, network);
 }
 
 void network_to_host(const Dims3& dims, std::span<const float> network, std::span<float> host) {

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace tessera {
@@ -33,5 +34,12 @@ class PatchRunner {
   // Number of output channels the network produces (1 for field -> chi networks).
   virtual uint32_t output_channels() const { return 1; }
 };
+
+// Runs net on input and checks the output holds out_shape.size() values.
+// where names the call in messages ("tile 3 (core ...)", "LPCNN: network (call 2)").
+// A tessera::Error from the runner keeps its code (prefixed with where); any other exception, or a
+// wrong output length, becomes Error(RunnerFailed).
+std::vector<float> run_checked(PatchRunner& net, std::span<const float> input, const TensorShape& in_shape,
+                               const TensorShape& out_shape, const std::string& where);
 
 }  // namespace tessera
