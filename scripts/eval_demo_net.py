@@ -18,6 +18,7 @@ or let the script run the phantom tool itself:
 """
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -87,7 +88,8 @@ def metrics(pred, truth, mask):
     t = truth[m].astype(np.float64)
     r = np.corrcoef(p, t)[0, 1]
     rmse = float(np.sqrt(np.mean((p - t) ** 2)))
-    return float(r), rmse
+    d = (p - t) - np.mean(p - t)  # after removing the mean offset inside the mask
+    return float(r), rmse, float(np.sqrt(np.mean(d ** 2))), float(np.mean(p - t))
 
 
 def main():
@@ -135,13 +137,17 @@ def main():
     t = time.time()
     pred = run_whole_volume(model, field.astype(np.float32), mask)
     dt = time.time() - t
-    r, rmse = metrics(pred, chi, mask)
+    r, rmse, rmse0, offset = metrics(pred, chi, mask)
     print(f"checkpoint step {ck.get('step')}; inference {dt:.1f} s", flush=True)
     print(f"Pearson r (in mask) = {r:.4f}", flush=True)
     print(f"RMSE (in mask)      = {rmse:.5f} ppm  (truth std in mask "
           f"{chi[mask > 0].std():.5f} ppm)", flush=True)
+    print(f"mean offset (pred - truth, in mask) = {offset:+.5f} ppm; RMSE after removing it = "
+          f"{rmse0:.5f} ppm", flush=True)
     if args.save_pred:
         np.save(args.save_pred, pred.astype(np.float32))
+    if tmp:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

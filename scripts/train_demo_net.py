@@ -4,7 +4,7 @@
 Reproducible (fixed seeds, fixed step count, one CPU thread). Needs only Debian's
 python3-torch (1.13) and python3-numpy; run it with /usr/bin/python3.
 
-    /usr/bin/python3 scripts/train_demo_net.py --steps 2600 --ckpt /tmp/demo/ckpt.pt \
+    /usr/bin/python3 scripts/train_demo_net.py --steps 1600 --ckpt /tmp/demo/ckpt.pt \
         --onnx web/models/demo-unet.onnx
 
 Conventions of the network (see scripts/train_demo_net.md):
@@ -267,7 +267,7 @@ def export_onnx(model, path, opset):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--steps", type=int, default=2600)
+    ap.add_argument("--steps", type=int, default=1600)
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--patch", type=int, default=48, help="training window edge (voxels)")
     ap.add_argument("--gen-size", type=int, default=64, help="synthetic volume edge")
