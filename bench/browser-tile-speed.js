@@ -1,0 +1,88 @@
+// bench/tile-speed.js in headless Chromium: seconds per 64³ tile at 1 and 2 ONNX Runtime Web threads, through the
+// same WorkerPool (module Workers running bindings/js/ort-worker.js) and the same measureTileSpeed, on a page served
+// cross-origin isolated (COOP/COEP, by scripts/serve.js's startServer) so SharedArrayBuffer and ORT threads work as
+// in production. Prints the same table as tile-speed.js (median of `repeats` runs after one warm-up run).
+//
+// Usage:
+//   node scripts/make_standins.js /tmp/standins        # once
+//   node bench/browser-tile-speed.js [--onnx /tmp/standins/xqsm-standin.onnx] [--edge 64] [--threads 1,2]
+//        [--repeats 3] [--rounds 1] [--chromium /usr/bin/chromium] [--json out.json]
+// (Not with --no-experimental-fetch: playwright-core needs the global Headers.) Needs /usr/bin/chromium and
+// playwright-core (devDependency).
+import { parseArgs } from 'node:util';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+import { startServer } from '../scripts/serve.js';
+import { summarizeTileSpeed, tileSpeedTable } from './tile-speed.js';
+
+const { values: a } = parseArgs({
+  options: {
+    onnx: { type: 'string', default: '/tmp/standins/xqsm-standin.onnx' },
+    edge: { type: 'string', default: '64' },
+    threads: { type: 'string', default: '1,2' },
+    repeats: { type: 'string', default: '3' },
+    rounds: { type: 'string', default: '1' },
+    chromium: { type: 'string', default: '/usr/bin/chromium' },
+    json: { type: 'string' },
+  },
+});
+if (!fs.existsSync(a.onnx)) {
+  console.error(`${a.onnx} not found: run  node scripts/make_standins.js /tmp/standins  first`);
+  process.exit(2);
+}
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const cfg = { edge: Number(a.edge), threads: a.threads.split(',').map(Number), repeats: Number(a.repeats), rounds: Number(a.rounds) };
+
+const PAGE = `<!doctype html><meta charset="utf-8"><title>tessera tile speed</title>
+<script type="module">
+import { WorkerPool } from '/bindings/js/pool.js';
+import { measureTileSpeed } from '/bench/tile-speed.js';
+window.__run = async (cfg) => {
+  if (!crossOriginIsolated) throw new Error('the page is not cross-origin isolated');
+  const model = new Uint8Array(await (await fetch('/__model.onnx')).arrayBuffer());
+  const points = [];
+  for (let r = 0; r < cfg.rounds; r++)
+    for (const threads of cfg.threads) {
+      const p = await measureTileSpeed({ WorkerPool, model, edge: cfg.edge, threads, repeats: cfg.repeats });
+      points.push(p);
+      await window.__progress(p);
+    }
+  return { points, userAgent: navigator.userAgent, hardwareConcurrency: navigator.hardwareConcurrency };
+};
+window.__ready = true;
+</script>`;
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-tilespeed-'));
+const pageFile = path.join(tmp, 'page.html');
+fs.writeFileSync(pageFile, PAGE);
+const srv = await startServer({ overrides: { '/__tile-speed.html': pageFile, '/__model.onnx': path.resolve(a.onnx) } });
+const userDir = path.join(tmp, 'profile');
+const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
+console.log(`browser tile speed, ${os.cpus()[0].model} × ${os.cpus().length}, ${a.onnx}, edge ${cfg.edge}, threads ${cfg.threads.join(',')}, ` +
+  `${cfg.repeats} repeats × ${cfg.rounds} round(s); load average ${load()}`);
+const context = await chromium.launchPersistentContext(userDir, { executablePath: a.chromium, headless: true, args: ARGS });
+let result;
+try {
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.on('console', (m) => {
+    if (m.type() === 'error') console.error(`  [page] ${m.text()}`);
+  });
+  await page.exposeFunction('__progress', (p) =>
+    console.log(`  ${p.threads} thread(s): session ${p.sessionSeconds.toFixed(2)} s, warm-up ${p.warmupSeconds.toFixed(2)} s, ` +
+      `runs ${p.seconds.map((x) => x.toFixed(2)).join('/')} s; load ${os.loadavg()[0].toFixed(2)}`));
+  await page.goto(`${srv.url}/__tile-speed.html`);
+  await page.waitForFunction(() => window.__ready === true);
+  result = await page.evaluate((c) => window.__run(c), cfg);
+} finally {
+  await context.close();
+  await srv.close();
+  fs.rmSync(tmp, { recursive: true, force: true });
+}
+console.log(`browser: ${result.userAgent} (hardwareConcurrency ${result.hardwareConcurrency})`);
+const s = summarizeTileSpeed(result.points);
+console.log(tileSpeedTable(s));
+console.log(`load average at end ${load()}`);
+if (a.json) fs.writeFileSync(a.json, JSON.stringify({ runtime: 'chromium', userAgent: result.userAgent, loadavg: os.loadavg(), points: result.points, ...s }, null, 2));

@@ -1,0 +1,156 @@
+// Seconds per 64³ tile of a network in ONNX Runtime Web (wasm backend), through the WorkerPool the runtime
+// uses (bindings/js/pool.js: one worker, one session, T intra-op threads), at 1 and 2 threads, in node.
+// Per thread count: a fresh pool (its session-creation time = the planner's "worker start"), one warm-up run
+// (not counted), then `repeats` runs of one [1,1,e,e,e] patch; median, min, max. The threads are interleaved
+// (1,2,1,2,...) when --rounds > 1 so a change of machine load hits both alike.
+// Also derived: Amdahl parallel fraction f from speed-up S = t1/t2 at T=2 (f = 2(1 − 1/S)), and seconds per
+// patch voxel at 1 thread (what src/include/tessera/autoplan.h calls seconds_per_voxel).
+//
+// Usage:
+//   node scripts/make_standins.js /tmp/standins        # once: /tmp/standins/xqsm-standin.onnx
+//   node --no-experimental-fetch bench/tile-speed.js [--onnx /tmp/standins/xqsm-standin.onnx] [--edge 64]
+//        [--threads 1,2] [--repeats 3] [--rounds 1] [--json out.json]
+// bench/browser-tile-speed.js runs the same measurement (measureTileSpeed below) in headless Chromium.
+//
+// Imported by the browser page of browser-tile-speed.js: no node import at the top level.
+
+/** Deterministic smooth input patch (values ~ ±0.1 ppm, like a local field). */
+export function patchInput(edge) {
+  const n = edge * edge * edge;
+  const x = new Float32Array(n);
+  for (let i = 0; i < n; i++) x[i] = 0.05 * Math.sin(0.013 * i) + 0.05 * Math.cos(0.0071 * i + 1);
+  return x;
+}
+
+export const median = (v) => {
+  const s = [...v].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+/**
+ * One pool (1 worker, `threads` ORT threads): session seconds, warm-up seconds, `repeats` timed runs.
+ * Times are measured around pool.run() on the caller's side (includes the copy in/out and the worker message),
+ * and the worker's own session.run() time (res.seconds) is kept too.
+ */
+export async function measureTileSpeed({ WorkerPool, model, edge = 64, threads = 1, repeats = 3, poolOptions = {} }) {
+  const pool = new WorkerPool({ model, workers: 1, threadsPerWorker: threads, ...poolOptions });
+  try {
+    const t0 = performance.now();
+    await pool.ready();
+    const sessionSeconds = (performance.now() - t0) / 1000;
+    const input = patchInput(edge);
+    const dims = [1, 1, edge, edge, edge];
+    const tw = performance.now();
+    await pool.run({ id: 0, input, dims });
+    const warmupSeconds = (performance.now() - tw) / 1000;
+    const seconds = [];
+    const ortSeconds = [];
+    for (let r = 0; r < repeats; r++) {
+      const t = performance.now();
+      const res = await pool.run({ id: r + 1, input, dims });
+      seconds.push((performance.now() - t) / 1000);
+      ortSeconds.push(res.seconds);
+    }
+    return { edge, threads, sessionSeconds, warmupSeconds, seconds, ortSeconds, heapBytes: pool.stats().perWorker[0].heapHighWater };
+  } finally {
+    await pool.terminate();
+  }
+}
+
+/** Summary per thread count + the Amdahl fit from the 1- and 2-thread medians. */
+export function summarizeTileSpeed(points) {
+  const byT = new Map();
+  for (const p of points) {
+    if (!byT.has(p.threads)) byT.set(p.threads, []);
+    byT.get(p.threads).push(p);
+  }
+  const rows = [...byT.entries()].sort((a, b) => a[0] - b[0]).map(([threads, ps]) => {
+    const s = ps.flatMap((p) => p.seconds);
+    const edge = ps[0].edge;
+    return {
+      threads,
+      edge,
+      n: s.length,
+      medianSeconds: median(s),
+      minSeconds: Math.min(...s),
+      maxSeconds: Math.max(...s),
+      medianOrtSeconds: median(ps.flatMap((p) => p.ortSeconds)),
+      sessionSeconds: median(ps.map((p) => p.sessionSeconds)),
+      warmupSeconds: median(ps.map((p) => p.warmupSeconds)),
+      voxelsPerSecond: edge ** 3 / median(s),
+      secondsPerVoxel: median(s) / edge ** 3,
+      heapBytes: Math.max(...ps.map((p) => p.heapBytes)),
+    };
+  });
+  const r1 = rows.find((r) => r.threads === 1);
+  const r2 = rows.find((r) => r.threads === 2);
+  let fit = null;
+  if (r1 && r2) {
+    const speedup = r1.medianSeconds / r2.medianSeconds;
+    fit = {
+      speedup2: speedup,
+      parallelFraction: Math.min(1, Math.max(0, 2 * (1 - 1 / speedup))),
+      secondsPerVoxel1: r1.secondsPerVoxel,
+      workerStartSeconds: median(rows.map((r) => r.sessionSeconds)),
+    };
+  }
+  return { rows, fit };
+}
+
+export function tileSpeedTable(s) {
+  const L = [];
+  L.push('threads  edge  n  median s/tile  min–max (s)     ORT run s  session s  warm-up s  voxels/s   s/voxel   heap MB');
+  for (const r of s.rows) {
+    L.push(`${String(r.threads).padStart(7)}  ${String(r.edge).padStart(4)}  ${String(r.n).padStart(1)}  ${r.medianSeconds.toFixed(2).padStart(13)}  ` +
+      `${`${r.minSeconds.toFixed(2)}–${r.maxSeconds.toFixed(2)}`.padStart(13)}  ${r.medianOrtSeconds.toFixed(2).padStart(9)}  ` +
+      `${r.sessionSeconds.toFixed(2).padStart(9)}  ${r.warmupSeconds.toFixed(2).padStart(9)}  ${Math.round(r.voxelsPerSecond).toString().padStart(8)}  ` +
+      `${r.secondsPerVoxel.toExponential(2).padStart(8)}  ${(r.heapBytes / 1e6).toFixed(1).padStart(8)}`);
+  }
+  if (s.fit) {
+    L.push(`speed-up 1→2 threads ${s.fit.speedup2.toFixed(3)} ⇒ Amdahl parallel fraction ${s.fit.parallelFraction.toFixed(3)}; ` +
+      `seconds per patch voxel at 1 thread ${s.fit.secondsPerVoxel1.toExponential(3)}; worker start (session create) ${s.fit.workerStartSeconds.toFixed(2)} s`);
+  }
+  return L.join('\n');
+}
+
+async function main() {
+  const { parseArgs } = await import('node:util');
+  const fs = await import('node:fs');
+  const os = await import('node:os');
+  const { WorkerPool } = await import('../bindings/js/pool.js');
+  const { values: a } = parseArgs({
+    options: {
+      onnx: { type: 'string', default: '/tmp/standins/xqsm-standin.onnx' },
+      edge: { type: 'string', default: '64' },
+      threads: { type: 'string', default: '1,2' },
+      repeats: { type: 'string', default: '3' },
+      rounds: { type: 'string', default: '1' },
+      json: { type: 'string' },
+    },
+  });
+  if (!fs.existsSync(a.onnx)) {
+    console.error(`${a.onnx} not found: run  node scripts/make_standins.js /tmp/standins  first`);
+    process.exit(2);
+  }
+  const model = new Uint8Array(fs.readFileSync(a.onnx));
+  const edge = Number(a.edge);
+  const threads = a.threads.split(',').map(Number);
+  console.log(`tile speed, node ${process.version}, ${os.cpus()[0].model} × ${os.cpus().length}, ${a.onnx}, ` +
+    `edge ${edge}, threads ${threads.join(',')}, ${a.repeats} repeats × ${a.rounds} round(s); load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  const points = [];
+  for (let round = 0; round < Number(a.rounds); round++) {
+    for (const t of threads) {
+      const p = await measureTileSpeed({ WorkerPool, model, edge, threads: t, repeats: Number(a.repeats) });
+      points.push(p);
+      console.log(`  ${t} thread(s): session ${p.sessionSeconds.toFixed(2)} s, warm-up ${p.warmupSeconds.toFixed(2)} s, runs ${p.seconds.map((x) => x.toFixed(2)).join('/')} s; load ${os.loadavg()[0].toFixed(2)}`);
+    }
+  }
+  const s = summarizeTileSpeed(points);
+  console.log(tileSpeedTable(s));
+  console.log(`load average at end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  if (a.json) fs.writeFileSync(a.json, JSON.stringify({ runtime: 'node', node: process.version, loadavg: os.loadavg(), points, ...s }, null, 2));
+}
+
+const isMain = typeof process === 'object' && process.argv?.[1] && import.meta.url === (await import('node:url')).pathToFileURL(process.argv[1]).href;
+if (isMain) await main();
