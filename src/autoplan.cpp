@@ -30,7 +30,7 @@ AutoPlan plan_auto(const AutoPlanRequest& r, std::span<const uint8_t> mask) {
   uint64_t max_dim = 0;
   for (int64_t d : r.geometry.dims) max_dim = std::max<uint64_t>(max_dim, static_cast<uint64_t>(d));
   uint64_t hi = (max_dim + halo2 + divisor - 1) / divisor * divisor;
-  if (r.target == Target::Wasm) hi = std::min<uint64_t>(hi, max_wasm_patch_edge(r.network.cost.bytes_per_voxel) / divisor * divisor);
+  if (r.target == Target::Wasm) hi = std::min<uint64_t>(hi, max_wasm_patch_edge(r.network.cost.bytes_per_voxel, r.network.cost.fixed_bytes) / divisor * divisor);
   std::vector<uint32_t> cores_to_try;
   if (r.fixed_core) {
     cores_to_try.push_back(r.fixed_core);

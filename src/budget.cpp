@@ -37,16 +37,17 @@ uint64_t patch_bytes(uint64_t edge, uint64_t bytes_per_voxel) {
 }
 
 uint64_t tile_bytes(TileConfig cfg, TileCost cost) {
-  return patch_bytes(tile_patch_size(cfg, cost.divisor), cost.bytes_per_voxel);
+  return saturating_add(cost.fixed_bytes, patch_bytes(tile_patch_size(cfg, cost.divisor), cost.bytes_per_voxel));
 }
 
-uint64_t max_wasm_patch_edge(uint64_t bytes_per_voxel) {
+uint64_t max_wasm_patch_edge(uint64_t bytes_per_voxel, uint64_t fixed_bytes) {
   const uint64_t bpv = bytes_per_voxel == 0 ? 1 : bytes_per_voxel;
+  if (fixed_bytes >= WASM_MAX_PATCH_ACTIVATION_BYTES) return 0;
   // Binary search the largest e with e³·bpv <= limit; e <= 2^21 since (2^21)³ > 2.5e9.
   uint64_t lo = 0, hi = uint64_t{1} << 21;
   while (lo < hi) {
     const uint64_t mid = lo + (hi - lo + 1) / 2;
-    if (patch_bytes(mid, bpv) <= WASM_MAX_PATCH_ACTIVATION_BYTES) {
+    if (saturating_add(fixed_bytes, patch_bytes(mid, bpv)) <= WASM_MAX_PATCH_ACTIVATION_BYTES) {
       lo = mid;
     } else {
       hi = mid - 1;
@@ -81,8 +82,8 @@ PatchFit wasm_patch_fit(TileConfig cfg, TileCost cost) {
   PatchFit fit;
   const uint64_t divisor = cost.divisor == 0 ? 1 : cost.divisor;
   fit.patch_edge = tile_patch_size(cfg, cost.divisor);
-  fit.bytes = patch_bytes(fit.patch_edge, cost.bytes_per_voxel);
-  fit.largest_edge = max_wasm_patch_edge(cost.bytes_per_voxel) / divisor * divisor;
+  fit.bytes = tile_bytes(cfg, cost);
+  fit.largest_edge = max_wasm_patch_edge(cost.bytes_per_voxel, cost.fixed_bytes) / divisor * divisor;
   const uint64_t halo2 = saturating_mul(2, cfg.halo);
   fit.largest_core = fit.largest_edge > halo2 ? fit.largest_edge - halo2 : 0;
   fit.fits = fit.bytes <= WASM_MAX_PATCH_ACTIVATION_BYTES;
@@ -90,10 +91,14 @@ PatchFit wasm_patch_fit(TileConfig cfg, TileCost cost) {
 
   std::string m = "patch " + cube(fit.patch_edge) + " (core " + std::to_string(cfg.core) + " + 2×halo " +
                   std::to_string(cfg.halo) + (divisor > 1 ? ", rounded up to divisor " + std::to_string(divisor) : "") +
-                  ") needs " + format_gb(fit.bytes) + " of activations at " + std::to_string(cost.bytes_per_voxel) +
-                  " B/voxel, over the " + format_gb(WASM_MAX_PATCH_ACTIVATION_BYTES) +
+                  ") needs " + format_gb(fit.bytes) + " at " +
+                  (cost.fixed_bytes ? format_gb(cost.fixed_bytes) + " per worker + " : std::string()) +
+                  std::to_string(cost.bytes_per_voxel) + " B/voxel, over the " + format_gb(WASM_MAX_PATCH_ACTIVATION_BYTES) +
                   " single-patch limit; the largest patch that fits is " + cube(fit.largest_edge);
-  if (fit.largest_core > 0) {
+  if (fit.largest_edge == 0) {
+    m = "this network alone holds " + format_gb(cost.fixed_bytes) + " per worker, over the " +
+        format_gb(WASM_MAX_PATCH_ACTIVATION_BYTES) + " single-patch limit: it cannot run in a browser wasm heap";
+  } else if (fit.largest_core > 0) {
     m += ": at halo " + std::to_string(cfg.halo) + " the largest core that fits is " + std::to_string(fit.largest_core);
   } else {
     const uint64_t max_halo = fit.largest_edge > 0 ? (fit.largest_edge - 1) / 2 : 0;

@@ -51,12 +51,14 @@ void fill_grid_report(RunReport& report, const TileGrid& grid, TileCost cost) {
   report.tiles_total = grid.tiles.size();
   report.tiles_skipped = grid.skipped;
   report.patch_edge = grid.patch_edge;
-  report.bytes_per_tile = patch_bytes(grid.patch_edge, cost.bytes_per_voxel);
+  report.bytes_per_tile = tile_bytes(grid.config, cost);
 }
 
 }  // namespace
 
-FieldNetwork field_network(const ModelSpec& spec) { return FieldNetwork{spec.tile_cost(), spec.norm, spec.pad}; }
+FieldNetwork field_network(const ModelSpec& spec) {
+  return FieldNetwork{spec.tile_cost(), spec.norm, spec.pad, spec.masked_input};
+}
 
 RunReport tiled_scatter(uint64_t total, uint32_t concurrency, const std::function<void(uint64_t)>& work,
                         const RunOptions& options) {
@@ -154,7 +156,8 @@ RunReport tiled_field_inversion(const Geometry& g, std::span<const float> field,
   auto work = [&](uint64_t job) {
     const Tile& t = *active[job];
     std::vector<float> input(shape.size());
-    gather_patch(g, field, t.patch_lo, dims, network.norm, input);
+    gather_patch(g, field, t.patch_lo, dims, network.norm, input,
+                 network.masked_input ? mask : std::span<const uint8_t>{});
     const std::vector<float> output =
         run_checked(runner, input, shape, TensorShape{runner.output_channels(), dims}, tile_text(t));
     scatter_core(g, mask, t.core_lo, t.core_hi, t.patch_lo, dims, network.norm,
@@ -217,7 +220,7 @@ WholeVolumeShape whole_volume_shape(const Geometry& g, const FieldNetwork& netwo
     s.dims[a] = static_cast<uint64_t>(padded);
     voxels = saturating_mul(voxels, s.dims[a]);
   }
-  s.bytes = saturating_mul(voxels, network.cost.bytes_per_voxel);
+  s.bytes = saturating_add(network.cost.fixed_bytes, saturating_mul(voxels, network.cost.bytes_per_voxel));
   return s;
 }
 
@@ -235,7 +238,7 @@ RunReport whole_volume_inversion(const Geometry& g, std::span<const float> field
   const TensorShape shape{1, s.dims};
   const Dims3 origin{-s.pad_low[0], -s.pad_low[1], -s.pad_low[2]};
   std::vector<float> input(shape.size());
-  gather_patch(g, field, origin, s.dims, network.norm, input);
+  gather_patch(g, field, origin, s.dims, network.norm, input, network.masked_input ? mask : std::span<const uint8_t>{});
   const std::vector<float> output =
       run_checked(runner, input, shape, TensorShape{runner.output_channels(), s.dims}, "whole volume " + dims_text(s.dims));
   std::fill(chi.begin(), chi.end(), 0.0f);

@@ -32,7 +32,7 @@ TilePlan plan_tiled(const Geometry& g, std::span<const uint8_t> mask, const Fiel
   }
   p.patch_edge = tile_patch_size(cfg, network.cost.divisor);
   p.patch_dims = {p.patch_edge, p.patch_edge, p.patch_edge};
-  p.bytes_per_tile = patch_bytes(p.patch_edge, network.cost.bytes_per_voxel);
+  p.bytes_per_tile = tile_bytes(cfg, network.cost);
   p.tiles_in_flight = tile_concurrency(cfg, network.cost, workers, target);
   if (target == Target::Wasm) {
     const PatchFit fit = wasm_patch_fit(cfg, network.cost);
@@ -72,7 +72,8 @@ TilePlan plan_whole(const Geometry& g, const FieldNetwork& network, Target targe
   if (target == Target::Wasm && s.bytes > WASM_MAX_PATCH_ACTIVATION_BYTES) {
     const PatchFit fit = wasm_patch_fit(TileConfig{1, 8}, network.cost);
     p.message = "whole volume padded to " + std::to_string(s.dims[0]) + "×" + std::to_string(s.dims[1]) + "×" +
-                std::to_string(s.dims[2]) + " needs " + format_gb(s.bytes) + " of activations at " +
+                std::to_string(s.dims[2]) + " needs " + format_gb(s.bytes) + " at " +
+                (network.cost.fixed_bytes ? format_gb(network.cost.fixed_bytes) + " per worker + " : std::string()) +
                 std::to_string(network.cost.bytes_per_voxel) + " B/voxel, over the " +
                 format_gb(WASM_MAX_PATCH_ACTIVATION_BYTES) + " single-patch limit: run it tiled (at halo 8 the " +
                 "largest core that fits is " + std::to_string(fit.largest_core) + ")";

@@ -8,9 +8,14 @@ namespace tessera {
 
 namespace {
 
-constexpr std::string_view kTractCost =
-    "provisional: live activation bytes per voxel measured for the Rust engine (tract) at a 64³ patch "
-    "(shared/docs/models.md), not yet measured in ONNX Runtime Web";
+constexpr std::string_view kMeasuredXqsm =
+    "measured in ONNX Runtime Web 1.30.0 (wasm, 2 threads) on an architecture-faithful xQSM-shaped stand-in "
+    "(scripts/standins.js), node and Chromium, 32-96³ patches, 2026-11-29: every worker heap high-water lies under "
+    "72.4 MB + 1120 B/voxel (bench/CALIBRATION.md)";
+constexpr std::string_view kMeasuredQsmnet =
+    "measured in ONNX Runtime Web 1.30.0 (wasm, 2 threads) on an architecture-faithful QSMnet-shaped stand-in "
+    "(scripts/standins.js), node, 64-144³ patches, 2026-11-29: 1.69 GB per worker after session creation, flat to "
+    "112³, then +384 B/voxel; budgeted as 1.70 GB + 430 B/voxel (bench/CALIBRATION.md)";
 constexpr std::string_view kDefaultCost =
     "provisional: no measurement; the reference engine's budgeting figure of 1100 B/voxel";
 
@@ -21,8 +26,10 @@ const ModelSpec kModels[] = {
         .name = "xQSM",
         .kind = ModelKind::FieldToChi,
         .divisor = 8,
-        .bytes_per_voxel = 1028,
-        .cost_source = kTractCost,
+        .bytes_per_voxel = 1120,
+        .fixed_bytes = 72'400'000,
+        .cost_provisional = false,
+        .cost_source = kMeasuredXqsm,
         .input = "local field (ppm), no normalisation",
         .output = "chi (ppm), no scaling (global residual inside the graph)",
         .weights = {{{"xqsm.onnx", 20901826, "81854ec2ca85bba25c2f9aae05efdcac299d0efffb03fe6a0e6797019e46b487"}}},
@@ -35,8 +42,10 @@ const ModelSpec kModels[] = {
         .name = "QSMnet",
         .kind = ModelKind::FieldToChi,
         .divisor = 16,
-        .bytes_per_voxel = 563,
-        .cost_source = kTractCost,
+        .bytes_per_voxel = 430,
+        .fixed_bytes = 1'700'000'000,
+        .cost_provisional = false,
+        .cost_source = kMeasuredQsmnet,
         .input = "local field (ppm), normalised (f - 0) / 0.01",
         .output = "chi (ppm) = 0.0317 · output + 0",
         .norm = {0.0, 0.01, 0.0317, 0.0},
@@ -50,8 +59,10 @@ const ModelSpec kModels[] = {
         .name = "QSMnet+",
         .kind = ModelKind::FieldToChi,
         .divisor = 16,
-        .bytes_per_voxel = 563,
-        .cost_source = "provisional: QSMnet's tract figure (same architecture), not yet measured in ONNX Runtime Web",
+        .bytes_per_voxel = 430,
+        .fixed_bytes = 1'700'000'000,
+        .cost_provisional = false,
+        .cost_source = kMeasuredQsmnet,
         .input = "local field (ppm), normalised (f - 0) / 0.0205",
         .output = "chi (ppm) = 0.0734 · output + 0",
         .norm = {0.0, 0.0205, 0.0734, 0.0},
@@ -66,8 +77,10 @@ const ModelSpec kModels[] = {
         .name = "IR2QSM",
         .kind = ModelKind::FieldToChi,
         .divisor = 8,
-        .bytes_per_voxel = 357,
-        .cost_source = kTractCost,
+        .bytes_per_voxel = 400,
+        .fixed_bytes = 194'000'000,
+        .cost_source = "provisional estimate: tract's 357 B/voxel × 1.1 plus 20 MB + 4.3 × the weights file per worker "
+                       "(the ratios measured for the xQSM and QSMnet stand-ins, bench/CALIBRATION.md); not measured",
         .input = "local field (ppm)",
         .output = "chi (ppm)",
         .pad = PadRule::LargerHalfLow,
@@ -82,8 +95,11 @@ const ModelSpec kModels[] = {
         .name = "LPCNN",
         .kind = ModelKind::PhysicsLoop,
         .divisor = 8,
-        .bytes_per_voxel = 396,
-        .cost_source = kTractCost,
+        .bytes_per_voxel = 440,
+        .fixed_bytes = 28'000'000,
+        .cost_source = "provisional estimate: tract's 396 B/voxel × 1.1 plus 20 MB + 4.3 × the weights file per worker "
+                       "(ratios measured on the stand-ins, bench/CALIBRATION.md); not measured; the FFT workspace of "
+                       "the loop lives in the C++ module heap",
         .input = "local field (ppm) and mask; 3 proximal-gradient iterations around the net",
         .output = "chi (ppm)",
         .weights = {{{"lpcnn.onnx", 1790869, "831f2a161f6ab8ee7bf64cc2dd8bca532fc971d0083cf5729d6302d3ed31625d"}}},
@@ -98,7 +114,8 @@ const ModelSpec kModels[] = {
         .kind = ModelKind::PhysicsLoop,
         .divisor = 1,
         .bytes_per_voxel = 1100,
-        .cost_source = kDefaultCost,
+        .fixed_bytes = 28'000'000,
+        .cost_source = "provisional: no measurement; 1100 B/voxel plus 20 MB + 4.3 × the weights file per worker",
         .input_channels = 2,
         .output_channels = 2,
         .input = "local field (ppm) and mask; 1 mm isotropic, even dims; 3 model-based iterations",
@@ -114,9 +131,10 @@ const ModelSpec kModels[] = {
         .name = "NeXtQSM",
         .kind = ModelKind::PhysicsLoop,
         .divisor = 64,
-        .bytes_per_voxel = 515,
-        .cost_source = "provisional: the VJP network's tract figure (shared/docs/models.md), not yet measured in "
-                       "ONNX Runtime Web",
+        .bytes_per_voxel = 570,
+        .fixed_bytes = 710'000'000,
+        .cost_source = "provisional estimate: the VJP network's tract figure 515 B/voxel × 1.1, plus both networks' "
+                       "fixed parts (20 MB + 4.3 × each weights file; a worker of each runs per tile); not measured",
         .input = "total field (ppm) and mask; does its own background removal; 6 unrolled steps",
         .output = "chi (ppm)",
         .weights = {{{"nextqsm-bf.onnx", 113211474, "d0f0b0391153f8e5e07ef85d46fbe492afc8394fab008350540a6868d0b4a3ba"},
@@ -206,6 +224,27 @@ const ModelSpec kModels[] = {
         .citation = "Gao Y, Xiong Z, Shan S, et al. Plug-and-play latent feature editing for orientation-adaptive "
                     "quantitative susceptibility mapping neural networks. Med Image Anal. 2024",
         .notes = "whole-volume only (17.2-17.7 MB weights; size and sha256 not recorded in models.md)",
+    },
+    {
+        .id = "demo-unet",
+        .name = "Tessera demo U-Net",
+        .kind = ModelKind::FieldToChi,
+        .divisor = 8,
+        .bytes_per_voxel = 370,
+        .fixed_bytes = 23'100'000,
+        .cost_provisional = false,
+        .masked_input = true,
+        .cost_source = "measured in ONNX Runtime Web 1.30.0 (wasm, 2 threads, node), 32-96³ patches, 2026-11-29: heap "
+                       "high-water = 19.5 MB + 328 B/voxel (r² 0.996), budgeted with 10% margin "
+                       "(bench/calibration-demo-unet.json)",
+        .input = "local field (ppm) multiplied by the brain mask; B0 along the volume's third axis; 1 mm-like voxels",
+        .output = "chi (ppm)",
+        .weights = {{{"demo-unet.onnx", 5609982, "750a2452b1d6a69cf8b0f64e519f61366d9e552a343fbc4e02fa3a256f55feba",
+                      "web/models/demo-unet.onnx"}}},
+        .licence = "MIT (Tessera's own; trained on synthetic data by scripts/train_demo_net.py)",
+        .citation = "Tessera demo network: a 1.4 M-parameter 3D U-Net trained on random synthetic susceptibility "
+                    "patches (scripts/train_demo_net.md). A demonstration, not a clinical model",
+        .notes = "demo only: r = 0.85 against the numerical phantom's truth; not for clinical use",
     },
 };
 

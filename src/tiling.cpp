@@ -62,7 +62,8 @@ TileGrid make_tile_grid(const Geometry& g, std::span<const uint8_t> mask, TileCo
 }
 
 void gather_patch(const Geometry& g, std::span<const float> field, const Dims3& origin,
-                  const std::array<uint64_t, 3>& dims, const Normalization& norm, std::span<float> out) {
+                  const std::array<uint64_t, 3>& dims, const Normalization& norm, std::span<float> out,
+                  std::span<const uint8_t> mask) {
   std::fill(out.begin(), out.end(), 0.0f);
   int64_t ax, bx, ay, by, az, bz;
   valid_range(origin[0], dims[0], g.dims[0], ax, bx);
@@ -74,10 +75,17 @@ void gather_patch(const Geometry& g, std::span<const float> field, const Dims3& 
   // Read the volume contiguously along x; the patch is written with stride sx.
   for (int64_t pz = az; pz < bz; ++pz) {
     for (int64_t py = ay; py < by; ++py) {
-      const float* src = field.data() + g.index(0, origin[1] + py, origin[2] + pz);
+      const uint64_t row = g.index(0, origin[1] + py, origin[2] + pz);
+      const float* src = field.data() + row;
       float* dst = out.data() + static_cast<uint64_t>(py) * sy + static_cast<uint64_t>(pz);
-      for (int64_t px = ax; px < bx; ++px) {
-        dst[static_cast<uint64_t>(px) * sx] = (src[origin[0] + px] - mean) / stdev;
+      if (mask.empty()) {
+        for (int64_t px = ax; px < bx; ++px) dst[static_cast<uint64_t>(px) * sx] = (src[origin[0] + px] - mean) / stdev;
+      } else {
+        const uint8_t* m = mask.data() + row;
+        for (int64_t px = ax; px < bx; ++px) {
+          const int64_t x = origin[0] + px;
+          dst[static_cast<uint64_t>(px) * sx] = m[x] ? (src[x] - mean) / stdev : 0.0f;
+        }
       }
     }
   }

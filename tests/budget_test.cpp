@@ -120,3 +120,27 @@ TEST(Budget, DegenerateConfigsNeitherCrashNorWrap) {
   EXPECT_EQ(saturating_add(std::numeric_limits<uint64_t>::max(), 1), std::numeric_limits<uint64_t>::max());
   EXPECT_EQ(max_wasm_patch_edge(0), max_wasm_patch_edge(1));
 }
+
+TEST(Budget, AFixedPartPerWorkerCountsInEveryFigure) {
+  // A QSMnet-like network: 1.7 GB per worker before any patch, then 430 B/voxel.
+  const TileCost heavy{16, 430, 1'700'000'000};
+  EXPECT_EQ(tile_bytes({48, 8}, heavy), 1'700'000'000ull + 64ull * 64 * 64 * 430);
+  // e³·430 <= 0.8e9  =>  e <= 122.
+  EXPECT_EQ(max_wasm_patch_edge(430, 1'700'000'000), 122u);
+  EXPECT_EQ(tiles_within_wasm_budget({48, 8}, heavy), 1u);  // the fixed part alone is over 1.5 GB
+  EXPECT_EQ(wasm_tiles_in_flight({48, 8}, heavy, 4), 1u);
+  const PatchFit ok = wasm_patch_fit({96, 8}, heavy);  // 112³
+  EXPECT_TRUE(ok.fits);
+  const PatchFit big = wasm_patch_fit({112, 8}, heavy);  // 128³
+  EXPECT_FALSE(big.fits);
+  EXPECT_EQ(big.largest_edge, 112u);
+  EXPECT_EQ(big.largest_core, 96u);
+  EXPECT_NE(big.message.find("1.70 GB per worker"), std::string::npos) << big.message;
+  // A fixed part over the single-patch limit cannot run at all, and says so.
+  const PatchFit never = wasm_patch_fit({8, 0}, TileCost{8, 100, 3'000'000'000});
+  EXPECT_FALSE(never.fits);
+  EXPECT_NE(never.message.find("cannot run in a browser"), std::string::npos) << never.message;
+  // A small network: more tiles fit with a small fixed part than the per-voxel rate alone would say.
+  const TileCost light{8, 1120, 72'400'000};
+  EXPECT_EQ(tiles_within_wasm_budget({56, 4}, light), 1'500'000'000ull / (72'400'000ull + 262144ull * 1120));
+}

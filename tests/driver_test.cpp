@@ -379,3 +379,35 @@ TEST(Driver, WholeVolumeOverTheLimitIsRefusedForWasm) {
   const WholeVolumeShape s = whole_volume_shape(g, plain_network(8));
   EXPECT_EQ(s.bytes, 256ull * 256ull * 176ull * 1100ull);
 }
+
+TEST(Driver, MaskedInputNetworksSeeZerosOutsideTheMask) {
+  const Geometry g = geometry(20, 18, 12);
+  const std::vector<float> field = random_field(g, 31);
+  const std::vector<uint8_t> mask = ellipsoid_mask(g, 0.7);
+  std::atomic<int> nonzero_outside{0};
+  std::vector<float> last_input;
+  std::mutex m;
+  LambdaRunner net([&](int, std::span<const float> in, const TensorShape&) {
+    std::lock_guard lock(m);
+    last_input.assign(in.begin(), in.end());
+    return std::vector<float>(in.begin(), in.end());
+  });
+  FieldNetwork fn = plain_network(1);
+  fn.masked_input = true;
+  std::vector<float> chi(g.voxel_count());
+  whole_volume_inversion(g, field, mask, fn, net, threads(1), chi);
+  for (int64_t x = 0; x < 20; ++x)
+    for (int64_t y = 0; y < 18; ++y)
+      for (int64_t z = 0; z < 12; ++z) {
+        const float v = last_input[static_cast<size_t>((x * 18 + y) * 12 + z)];
+        if (!mask[g.index(x, y, z)] && v != 0.0f) nonzero_outside++;
+        if (mask[g.index(x, y, z)]) ASSERT_EQ(v, field[g.index(x, y, z)]);
+      }
+  EXPECT_EQ(nonzero_outside.load(), 0);
+  // Tiled: the same network input, so identical output.
+  std::vector<float> tiled(g.voxel_count());
+  tiled_field_inversion(g, field, mask, fn, {6, 2}, net, threads(2), tiled);
+  EXPECT_EQ(tiled, chi);
+  EXPECT_TRUE(field_network(model_spec("demo-unet")).masked_input);
+  EXPECT_FALSE(field_network(model_spec("xqsm")).masked_input);
+}

@@ -11,7 +11,7 @@ const DEMO = {
   seed: 1,
   noise: 0,
   modelUrl: new URL('models/demo-unet.onnx', import.meta.url).href,
-  spec: { divisor: 8, bytesPerVoxel: 1100 },
+  id: 'demo-unet', // the registry entry: divisor, calibrated memory cost, masked input, size and sha256
 };
 const CACHE_NAME = 'tessera-weights-v1';
 const GB = 1e9;
@@ -149,7 +149,7 @@ async function runtime() {
 
 function selectedNetwork() {
   const v = $('model').value;
-  if (v === 'demo') return { kind: 'demo', spec: DEMO.spec, name: 'Demo U-Net' };
+  if (v === 'demo') return { kind: 'demo', id: DEMO.id, model: ui.registry.find((r) => r.id === DEMO.id), name: 'Demo U-Net' };
   if (v === 'custom') {
     const num = (id, d) => (Number.isFinite(Number($(id).value)) && $(id).value !== '' ? Number($(id).value) : d);
     return {
@@ -183,7 +183,7 @@ function fillModels() {
   for (const [kind, label] of Object.entries(groups)) {
     const g = document.createElement('optgroup');
     g.label = label;
-    for (const m of ui.registry.filter((r) => r.kind === kind)) add(g, m.id, `${m.name}${m.tileable ? '' : ' (not tileable)'}`);
+    for (const m of ui.registry.filter((r) => r.kind === kind && r.id !== DEMO.id)) add(g, m.id, `${m.name}${m.tileable ? '' : ' (not tileable)'}`);
     if (g.children.length) sel.append(g);
   }
   add(sel, 'custom', 'Custom network (your .onnx)…');
@@ -273,7 +273,13 @@ async function weightsFor(net, signal) {
     if (ui.weightsMemo.has('demo')) return ui.weightsMemo.get('demo');
     let bytes;
     try {
-      bytes = await loadModel(DEMO.modelUrl, { signal, onProgress: (p) => dlProgress('demo network', p.loaded, p.total) });
+      const w = net.model?.weights?.[0];
+      bytes = await loadModel(DEMO.modelUrl, {
+        signal,
+        expectedBytes: w?.bytes || undefined,
+        sha256: w?.sha256 || undefined,
+        onProgress: (p) => dlProgress('demo network', p.loaded, p.total),
+      });
     } catch (e) {
       if (e?.name === 'AbortError') throw e;
       throw err(`The demo network (web/models/demo-unet.onnx) is not available on this server: ${e.message}`, 'DownloadFailed');
@@ -447,7 +453,7 @@ function planRequest() {
     workers: runtimeOptions().workers,
     threadsPerWorker: runtimeOptions().threadsPerWorker,
   };
-  if (net.kind === 'registry') req.model = net.id;
+  if (net.kind === 'registry' || net.kind === 'demo') req.model = net.id;
   else req.spec = net.spec;
   return req;
 }

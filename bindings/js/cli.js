@@ -16,7 +16,7 @@ const { radPerSecToPpm } = await import('./nifti.js');
 const EXIT_OK = 0;
 const EXIT_ERROR = 1;
 const EXIT_USAGE = 2;
-const SPEC_DEFAULTS = { divisor: 1, bytesPerVoxel: 1100, inputMean: 0, inputStd: 1, outputMean: 0, outputStd: 1 };
+const SPEC_DEFAULTS = { divisor: 1, bytesPerVoxel: 1100, fixedBytes: 0, inputMean: 0, inputStd: 1, outputMean: 0, outputStd: 1 };
 
 /** An error the user can fix: printed as "error: message", never with a stack. exit: the exit code. */
 class CliError extends Error {

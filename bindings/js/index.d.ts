@@ -18,6 +18,10 @@ export interface TileConfig {
 export interface NetworkSpec {
   divisor?: number;
   bytesPerVoxel?: number;
+  /** bytes one worker holds whatever the patch (runtime, weights) */
+  fixedBytes?: number;
+  /** the network takes the field multiplied by the mask */
+  maskedInput?: boolean;
   inputMean?: number;
   inputStd?: number;
   outputMean?: number;
@@ -44,6 +48,8 @@ export interface ModelInfo {
   tileable: boolean;
   divisor: number;
   bytesPerVoxel: number;
+  fixedBytes: number;
+  maskedInput: boolean;
   costProvisional: boolean;
   costSource: string;
   inputChannels: number;

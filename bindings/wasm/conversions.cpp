@@ -66,7 +66,9 @@ TileConfig tile_from(const val& v) {
   return TileConfig{count(v, "core", 56), count(v, "halo", 4)};
 }
 
-TileCost cost_from(const val& v) { return TileCost{count(v, "divisor", 1), count(v, "bytesPerVoxel", 1100)}; }
+TileCost cost_from(const val& v) {
+  return TileCost{count(v, "divisor", 1), count(v, "bytesPerVoxel", 1100), static_cast<uint64_t>(number(v, "fixedBytes", 0))};
+}
 
 FieldNetwork custom_network_from(const val& v) {
   FieldNetwork n;
@@ -75,6 +77,8 @@ FieldNetwork custom_network_from(const val& v) {
   n.norm.input_std = number(v, "inputStd", 1.0);
   n.norm.output_scale = number(v, "outputStd", 1.0);
   n.norm.output_offset = number(v, "outputMean", 0.0);
+  n.cost.fixed_bytes = static_cast<uint64_t>(number(v, "fixedBytes", 0));
+  n.masked_input = !v["maskedInput"].isUndefined() && v["maskedInput"].as<bool>();
   if (n.cost.divisor == 0) throw Error(ErrorCode::InvalidArgument, "spec.divisor must be at least 1");
   if (n.cost.bytes_per_voxel == 0) throw Error(ErrorCode::InvalidArgument, "spec.bytesPerVoxel must be at least 1");
   if (n.norm.input_std == 0.0) throw Error(ErrorCode::InvalidArgument, "spec.inputStd must not be 0");
@@ -123,6 +127,8 @@ val to_val(const ModelSpec& m) {
   o.set("tileable", m.tileable());
   o.set("divisor", m.divisor);
   o.set("bytesPerVoxel", static_cast<double>(m.bytes_per_voxel));
+  o.set("fixedBytes", static_cast<double>(m.fixed_bytes));
+  o.set("maskedInput", m.masked_input);
   o.set("costProvisional", m.cost_provisional);
   o.set("costSource", std::string(m.cost_source));
   o.set("inputChannels", m.input_channels);

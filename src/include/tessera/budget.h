@@ -13,10 +13,12 @@ struct TileConfig {
   uint32_t halo = 8;
 };
 
-// What one network costs: patch edges must be multiples of divisor; activations per patch voxel.
+// What one network costs: patch edges must be multiples of divisor; the memory one worker running a
+// patch holds is fixed_bytes (runtime + weights + what session creation keeps) + bytes_per_voxel · edge³.
 struct TileCost {
   uint32_t divisor = 1;
   uint64_t bytes_per_voxel = 1100;  // the reference engine's budgeting figure
+  uint64_t fixed_bytes = 0;         // per worker, whatever the patch
 };
 
 // Activations of all tiles in flight together.
@@ -48,12 +50,12 @@ uint64_t tile_patch_size(TileConfig cfg, uint32_t divisor);
 // Activation bytes of one cubic patch of the given edge.
 uint64_t patch_bytes(uint64_t edge, uint64_t bytes_per_voxel);
 
-// Activation bytes of one tile of this config and cost.
+// Bytes one tile of this config and cost holds: fixed_bytes + patch_bytes.
 uint64_t tile_bytes(TileConfig cfg, TileCost cost);
 
-// Largest cubic patch edge whose activations fit WASM_MAX_PATCH_ACTIVATION_BYTES.
-// bytes_per_voxel 0 is treated as 1.
-uint64_t max_wasm_patch_edge(uint64_t bytes_per_voxel);
+// Largest cubic patch edge whose bytes (fixed_bytes + edge³ · bytes_per_voxel) fit WASM_MAX_PATCH_ACTIVATION_BYTES.
+// bytes_per_voxel 0 is treated as 1; 0 when the fixed part alone does not fit.
+uint64_t max_wasm_patch_edge(uint64_t bytes_per_voxel, uint64_t fixed_bytes = 0);
 
 // How many tiles fit WASM_TILE_ACTIVATION_BUDGET together (at least 1).
 uint64_t tiles_within_wasm_budget(TileConfig cfg, TileCost cost);

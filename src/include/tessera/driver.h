@@ -22,6 +22,7 @@ struct FieldNetwork {
   TileCost cost;
   Normalization norm;
   PadRule pad = PadRule::SmallerHalfLow;
+  bool masked_input = false;  // the network takes the field multiplied by the mask
 };
 
 // The FieldNetwork of a registered network.

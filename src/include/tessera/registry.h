@@ -45,8 +45,10 @@ struct ModelSpec {
   ModelKind kind = ModelKind::FieldToChi;
   uint32_t divisor = 1;
   uint32_t default_halo = 4;        // the halo the auto-planner uses unless the user sets one
-  uint64_t bytes_per_voxel = 1100;  // tile cost: live activation bytes per patch voxel
+  uint64_t bytes_per_voxel = 1100;  // tile cost: bytes per patch voxel
+  uint64_t fixed_bytes = 0;         // tile cost: bytes per worker whatever the patch (runtime, weights)
   bool cost_provisional = true;     // true until measured in ONNX Runtime Web
+  bool masked_input = false;        // the network takes the field multiplied by the mask
   std::string_view cost_source;     // how the figure was obtained
   uint32_t input_channels = 1;
   uint32_t output_channels = 1;
@@ -60,7 +62,7 @@ struct ModelSpec {
   std::string_view notes;
 
   bool tileable() const { return kind == ModelKind::FieldToChi || kind == ModelKind::PhysicsLoop; }
-  TileCost tile_cost() const { return TileCost{divisor, bytes_per_voxel}; }
+  TileCost tile_cost() const { return TileCost{divisor, bytes_per_voxel, fixed_bytes}; }
 };
 
 // Base URL of the official ONNX exports.

@@ -35,10 +35,11 @@ struct TileGrid {
 TileGrid make_tile_grid(const Geometry& geometry, std::span<const uint8_t> mask, TileConfig cfg, uint32_t divisor);
 
 // Copies field[origin .. origin+dims) into out in network layout through the input normalisation;
-// voxels outside the volume are 0 in the network's domain.
-// out.size() == dims[0]*dims[1]*dims[2]; field holds geometry.voxel_count() values.
+// voxels outside the volume (and, when mask is given, outside the mask) are 0 in the network's domain.
+// out.size() == dims[0]*dims[1]*dims[2]; field (and a non-empty mask) hold geometry.voxel_count() values.
 void gather_patch(const Geometry& geometry, std::span<const float> field, const Dims3& origin,
-                  const std::array<uint64_t, 3>& dims, const Normalization& norm, std::span<float> out);
+                  const std::array<uint64_t, 3>& dims, const Normalization& norm, std::span<float> out,
+                  std::span<const uint8_t> mask = {});
 
 // Writes the part of a network-layout output that covers [core_lo, core_hi) into chi through the
 // output normalisation, at mask voxels only (other voxels of the core are set to 0).
