@@ -33,5 +33,8 @@ test('the demo U-Net inverts the phantom: whole-volume r >= 0.8 against the trut
   const rt = pearson(tiled.chi, p.chi, p.mask);
   console.log(`# demo U-Net, tiled core 40 halo 8 (${tiled.report.tilesRun} tiles): r = ${rt.toFixed(4)}`);
   assert.ok(rt >= 0.75, `tiled r = ${rt}`);
+  // The calibrated cost is a safe estimate: no worker heap went over the planned bytes per tile.
+  console.log(`# memory: worker heap / plan = ${tiled.report.memory.workerHeapVsPlan.toFixed(2)}, module heap / plan = ${tiled.report.memory.moduleHeapVsPlan.toFixed(2)}`);
+  assert.ok(tiled.report.memory.workerHeapVsPlan > 0.2 && tiled.report.memory.workerHeapVsPlan <= 1, `${tiled.report.memory.workerHeapVsPlan}`);
   for (let i = 0; i < p.mask.length; i++) if (!p.mask[i]) assert.equal(whole.chi[i], 0);
 });

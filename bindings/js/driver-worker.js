@@ -162,10 +162,15 @@ const methods = {
       });
       const stats = pools.map((p) => p.stats());
       report.plan = plan;
+      const workerHeapHighWater = stats.flatMap((s) => s.perWorker.map((w) => w.heapHighWater));
+      const moduleHeapBytes = M.heapBytes();
       report.memory = {
-        moduleHeapBytes: M.heapBytes(),
-        workerHeapHighWater: stats.flatMap((s) => s.perWorker.map((w) => w.heapHighWater)),
+        moduleHeapBytes,
+        workerHeapHighWater,
         estimatedPeakBytes: plan.peakBytes,
+        // The real run against the planner's estimate (1 = exact; above 1 the estimate was too low).
+        workerHeapVsPlan: Math.max(0, ...workerHeapHighWater) / plan.bytesPerTile,
+        moduleHeapVsPlan: moduleHeapBytes / plan.moduleHeapBytes,
       };
       report.pool = stats.map((s) => ({ maxInFlight: s.maxInFlight, runs: s.runs, retries: s.retries, recycles: s.recycles }));
       return { value: { chi, report }, transfer: [chi.buffer] };

@@ -124,7 +124,15 @@ export interface RunReport {
   tileSeconds: number[];
   warning: string;
   plan: Plan;
-  memory: { moduleHeapBytes: number; workerHeapHighWater: number[]; estimatedPeakBytes: number };
+  memory: {
+    moduleHeapBytes: number;
+    workerHeapHighWater: number[];
+    estimatedPeakBytes: number;
+    /** the largest worker heap high-water / the planner's bytes per tile (above 1: the estimate was low) */
+    workerHeapVsPlan: number;
+    /** the module heap / the planner's module heap estimate */
+    moduleHeapVsPlan: number;
+  };
   pool: { maxInFlight: number; runs: number; retries: number; recycles: number }[];
 }
 
