@@ -175,6 +175,8 @@ test('the page loads cross-origin isolated, with the runtime and a plan', { skip
 
 test('an infeasible tile setting is refused with the planner\'s advice and Run disabled', { skip }, async () => {
   await page.uncheck('#auto'); // explicit tile settings
+  // xQSM's calibrated cost (72.4 MB + 1120 B/voxel): a 144³ patch is over the 2.5 GB single-patch limit.
+  await page.selectOption('#model', 'xqsm');
   await page.fill('#core', '128');
   await page.fill('#halo', '8');
   await page.waitForSelector('#planAdvice:not([hidden])', { timeout: 10000 });
@@ -184,6 +186,8 @@ test('an infeasible tile setting is refused with the planner\'s advice and Run d
   await page.screenshot({ path: path.join(ARTIFACTS, 'infeasible.png'), fullPage: true });
   await page.fill('#core', '32');
   await page.waitForSelector('#planAdvice', { state: 'hidden', timeout: 10000 });
+  await page.selectOption('#model', 'demo');
+  await page.waitForFunction(() => window.__tessera.plan?.feasible, null, { timeout: 10000 });
   assert.equal(await page.isDisabled('#demo'), false);
 });
 
