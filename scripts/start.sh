@@ -4,10 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
-if [ ! -f dist/wasm/web/tessera.js ] || [ ! -f dist/wasm/web/tessera.wasm ]; then
-  echo "start: building the browser wasm module (dist/wasm/web/)"
-  scripts/build.sh wasm
-fi
+# Incremental: builds what is missing or out of date (everything on a fresh machine, a few minutes).
+echo "start: building the wasm modules (dist/wasm/)"
+scripts/build.sh wasm >/dev/null
 if [ ! -f web/models/demo-unet.onnx ]; then
   echo "start: note: web/models/demo-unet.onnx is missing, so 'Try the demo' will report it"
 fi
