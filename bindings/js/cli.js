@@ -95,7 +95,8 @@ Options as for \`tessera-qsm invert --help\`.
 Usage:
   tessera-qsm models [--json]
 
-Lists id, kind, divisor, activation bytes per voxel (provisional or measured), weights and licence.
+Lists id, kind, divisor, memory per worker (fixed part + bytes per patch voxel, provisional or measured),
+weights and licence.
 --json prints the full registry entries (URLs, sha256, citation, normalisation).
 `,
 };
@@ -376,7 +377,10 @@ function versions() {
 
 /** The network of a run, for messages: registry entry or the spec with its defaults filled in. */
 function describeNetwork(o, entry, spec) {
-  if (entry) return `${entry.id} (${entry.kind}, divisor ${entry.divisor}, ${entry.bytesPerVoxel} B/voxel${entry.costProvisional ? ' provisional' : ''})`;
+  if (entry) {
+    const fixed = entry.fixedBytes ? `${MB(entry.fixedBytes)} + ` : '';
+    return `${entry.id} (${entry.kind}, divisor ${entry.divisor}, ${fixed}${entry.bytesPerVoxel} B/voxel${entry.costProvisional ? ' provisional' : ' measured'})`;
+  }
   const s = { ...SPEC_DEFAULTS, ...spec };
   return `spec ${o.spec} (divisor ${s.divisor}, ${s.bytesPerVoxel} B/voxel)`;
 }
@@ -418,13 +422,13 @@ async function cmdModels(o, ctx) {
     ctx.out(`${JSON.stringify(models, null, 2)}\n`);
     return EXIT_OK;
   }
-  const rows = [['id', 'kind', 'divisor', 'bytes/voxel', 'weights', 'licence']];
+  const rows = [['id', 'kind', 'divisor', 'memory per worker', 'weights', 'licence']];
   for (const m of models) {
     rows.push([
       m.id,
       m.kind,
       String(m.divisor),
-      `${m.bytesPerVoxel} ${m.costProvisional ? '(provisional)' : '(measured)'}`,
+      `${m.fixedBytes ? `${MB(m.fixedBytes)} + ` : ''}${m.bytesPerVoxel} B/voxel ${m.costProvisional ? '(provisional)' : '(measured)'}`,
       m.weights.map((w) => (w.bytes ? `${w.file} ${MB(w.bytes)}` : w.file)).join(' + '),
       m.licence,
     ]);
