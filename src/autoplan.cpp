@@ -14,7 +14,7 @@ double estimate_tiled_seconds(uint64_t patch_edge, uint64_t active_tiles, uint32
   const double voxels = static_cast<double>(patch_edge) * static_cast<double>(patch_edge) * static_cast<double>(patch_edge);
   const double f = std::clamp(s.parallel_fraction, 0.0, 1.0);
   const double speedup = 1.0 / ((1.0 - f) + f / std::max<uint32_t>(1, threads));
-  const double per_tile = voxels * s.seconds_per_voxel / speedup;
+  const double per_tile = s.per_tile_seconds + voxels * s.seconds_per_voxel / speedup;
   const uint64_t k = std::max<uint32_t>(1, workers);
   const double waves = static_cast<double>((active_tiles + k - 1) / k);
   return s.worker_start_seconds + waves * per_tile;

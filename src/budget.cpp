@@ -72,6 +72,8 @@ uint32_t tile_concurrency(TileConfig cfg, TileCost cost, uint32_t pool, Target t
   return wasm_tiles_in_flight(cfg, cost, pool);
 }
 
+uint64_t wasm_heap_growth_slack(uint64_t needed_bytes) { return std::min<uint64_t>(needed_bytes / 5, 96ull << 20); }
+
 std::string format_gb(uint64_t bytes) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f GB", static_cast<double>(bytes) / 1e9);

@@ -68,6 +68,7 @@ TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask
   a.fixed_workers = r.fixed_workers;
   a.fixed_threads = r.fixed_threads;
   a.target = target;
+  if (r.model && r.model->seconds_per_voxel > 0) a.speed.seconds_per_voxel = r.model->seconds_per_voxel;
   try {
     const AutoPlan chosen = plan_auto(a, mask);
     TilePlan p = chosen.plan;

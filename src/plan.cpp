@@ -48,7 +48,10 @@ TilePlan plan_tiled(const Geometry& g, std::span<const uint8_t> mask, const Fiel
   const uint32_t in_flight = static_cast<uint32_t>(std::min<uint64_t>(p.tiles_in_flight, std::max<uint64_t>(1, grid.active)));
   p.activation_bytes = saturating_mul(p.bytes_per_tile, in_flight);
   const uint64_t patch_io = saturating_mul(saturating_mul(p.patch_edge, saturating_mul(p.patch_edge, p.patch_edge)), 4 * 2);
-  p.module_heap_bytes = saturating_add(volume_bytes(g), saturating_mul(patch_io, in_flight));
+  // Per tile in flight: the gathered input and the network's output, each held twice at the hand-over
+  // (the driver's buffer and the bridge's copy).
+  const uint64_t need = saturating_add(volume_bytes(g), saturating_mul(saturating_mul(patch_io, 2), in_flight));
+  p.module_heap_bytes = saturating_add(need, wasm_heap_growth_slack(need));
   p.peak_bytes = saturating_add(p.activation_bytes, p.module_heap_bytes);
   p.feasible = true;
   return p;
@@ -67,7 +70,8 @@ TilePlan plan_whole(const Geometry& g, const FieldNetwork& network, Target targe
   p.tiles_active = 1;
   p.activation_bytes = s.bytes;
   const uint64_t padded = saturating_mul(s.dims[0], saturating_mul(s.dims[1], s.dims[2]));
-  p.module_heap_bytes = saturating_add(volume_bytes(g), saturating_mul(padded, 4 * 2));
+  const uint64_t need = saturating_add(volume_bytes(g), saturating_mul(padded, 4 * 2 * 2));
+  p.module_heap_bytes = saturating_add(need, wasm_heap_growth_slack(need));
   p.peak_bytes = saturating_add(p.activation_bytes, p.module_heap_bytes);
   if (target == Target::Wasm && s.bytes > WASM_MAX_PATCH_ACTIVATION_BYTES) {
     const PatchFit fit = wasm_patch_fit(TileConfig{1, 8}, network.cost);

@@ -25,6 +25,7 @@ TEST(AutoPlan, EstimateCountsWavesAndThreads) {
   s.seconds_per_voxel = 1e-6;
   s.parallel_fraction = 1.0;
   s.worker_start_seconds = 0.0;
+  s.per_tile_seconds = 0.0;
   const double one = 64.0 * 64 * 64 * 1e-6;
   EXPECT_DOUBLE_EQ(estimate_tiled_seconds(64, 10, 4, 1, s), 3 * one);  // 10 tiles on 4 workers: 3 waves
   EXPECT_DOUBLE_EQ(estimate_tiled_seconds(64, 8, 4, 1, s), 2 * one);

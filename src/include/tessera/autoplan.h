@@ -13,10 +13,14 @@ namespace tessera {
 
 // How fast a network runs: seconds per patch voxel on one thread, and the parallel fraction of an
 // ONNX Runtime run (Amdahl: speed-up with T threads = 1 / ((1 - f) + f / T)).
+// Defaults measured on the xQSM-shaped stand-in (bench/RESULTS.md, 2-core AMD EPYC, node): 3.94e-5 s per
+// 64³-patch voxel on 1 thread, 1.69× on 2 threads (f = 0.815), about 2 s to start a worker and run its
+// first (slower) patch, about 0.3 s of fixed cost per tile.
 struct ThroughputModel {
-  double seconds_per_voxel = 3.0e-6;  // per patch voxel at 1 thread (ORT Web wasm, small 3D U-Net, this machine class)
-  double parallel_fraction = 0.8;
-  double worker_start_seconds = 0.6;  // ONNX Runtime session creation per worker (they start in parallel)
+  double seconds_per_voxel = 3.94e-5;  // per patch voxel at 1 thread
+  double parallel_fraction = 0.815;
+  double worker_start_seconds = 2.0;   // ONNX Runtime session creation per worker (they start in parallel)
+  double per_tile_seconds = 0.3;       // fixed cost of one tile (hand-over, ORT run set-up)
 };
 
 struct AutoPlanRequest {
@@ -40,7 +44,7 @@ struct AutoPlan {
   std::string explanation;  // one sentence
 };
 
-// Estimated wall time of a tiled run: ceil(active / workers) waves of one tile each, plus start-up.
+// Estimated wall time of a tiled run: start-up + ceil(active / workers) waves of one tile each.
 // workers >= 1; threads >= 1.
 double estimate_tiled_seconds(uint64_t patch_edge, uint64_t active_tiles, uint32_t workers, uint32_t threads,
                               const ThroughputModel& speed);

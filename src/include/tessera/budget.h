@@ -31,6 +31,10 @@ inline constexpr uint64_t WASM_HEAP_CEILING_BYTES = 4ull << 30;
 // The C++ module's own heap before any volume: Emscripten's initial memory (stacks, runtime, statics).
 inline constexpr uint64_t WASM_MODULE_BASELINE_BYTES = 16ull << 20;
 
+// Emscripten grows the heap by at least 20 % of its size, at most 96 MiB, at a time (3.1.6 defaults
+// MEMORY_GROWTH_GEOMETRIC_STEP / _CAP): a heap that needs N bytes may hold this much more.
+uint64_t wasm_heap_growth_slack(uint64_t needed_bytes);
+
 // Where the tiles run: natively every pool thread may hold a tile; in wasm the budget caps them.
 enum class Target { Native, Wasm };
 #ifdef __EMSCRIPTEN__

@@ -60,6 +60,7 @@ struct ModelSpec {
   std::string_view licence;
   std::string_view citation;
   std::string_view notes;
+  double seconds_per_voxel = 0.0;  // ONNX Runtime Web, 1 thread, per patch voxel; 0: not measured (planner default)
 
   bool tileable() const { return kind == ModelKind::FieldToChi || kind == ModelKind::PhysicsLoop; }
   TileCost tile_cost() const { return TileCost{divisor, bytes_per_voxel, fixed_bytes}; }
