@@ -24,22 +24,9 @@
 //   level, channels base·2^i (32-64-128-256), bottleneck base·2^levels (512), max-pool 2³ between levels,
 //   ConvTranspose 2³ s2 halving channels, skip concat, two k³ convs per level, final 1³ conv base→1.
 //   Divisor 2^levels = 16.
-import onnxProto from 'onnx-proto';
+import { onnx, prng, tensor, valueInfo, attrInts, attrInt, attrFloat, node } from '../tests/js/onnx-build.js';
 
-const { onnx } = onnxProto;
-const FLOAT = onnx.TensorProto.DataType.FLOAT;
-
-/** Deterministic PRNG (mulberry32) returning floats in [0, 1). */
-export function prng(seed) {
-  let a = (seed >>> 0) || 0x9e3779b9;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { prng };
 
 /** n floats uniform in [lo, hi) from a seed. */
 function uniform(n, seed, lo, hi) {
@@ -48,39 +35,6 @@ function uniform(n, seed, lo, hi) {
   const w = hi - lo;
   for (let i = 0; i < n; i++) out[i] = lo + w * r();
   return out;
-}
-
-function tensor(name, dims, data) {
-  // raw_data is little-endian f32; every platform that runs this is little-endian.
-  return onnx.TensorProto.create({ name, dims, dataType: FLOAT, rawData: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) });
-}
-
-function valueInfo(name, dims) {
-  return onnx.ValueInfoProto.create({
-    name,
-    type: {
-      tensorType: {
-        elemType: FLOAT,
-        shape: { dim: dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) },
-      },
-    },
-  });
-}
-
-function attrInts(name, ints) {
-  return onnx.AttributeProto.create({ name, type: onnx.AttributeProto.AttributeType.INTS, ints });
-}
-
-function attrInt(name, i) {
-  return onnx.AttributeProto.create({ name, type: onnx.AttributeProto.AttributeType.INT, i });
-}
-
-function attrFloat(name, f) {
-  return onnx.AttributeProto.create({ name, type: onnx.AttributeProto.AttributeType.FLOAT, f });
-}
-
-function node(opType, inputs, outputs, attributes = [], name = outputs[0]) {
-  return onnx.NodeProto.create({ opType, input: inputs, output: outputs, attribute: attributes, name });
 }
 
 const k3 = (k) => [k, k, k];

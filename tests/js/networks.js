@@ -2,22 +2,9 @@
 // Not a test file: tests import the builders (ONNX bytes as Uint8Array) and the pure-JS reference.
 //
 // Layout everywhere: f32 [1, C, X, Y, Z], row-major (z fastest), like the ONNX tensors the pool runs.
-import onnxProto from 'onnx-proto';
+import { onnx, prng, tensor, valueInfo, attrInts, node } from './onnx-build.js';
 
-const { onnx } = onnxProto;
-const FLOAT = onnx.TensorProto.DataType.FLOAT;
-
-/** Deterministic PRNG (mulberry32) returning floats in [0, 1). */
-export function prng(seed) {
-  let a = (seed >>> 0) || 0x9e3779b9;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { prng };
 
 /** A Float32Array of n pseudo-random values in [-scale, scale) from a seed. */
 export function randomArray(n, seed, scale = 1) {
@@ -25,30 +12,6 @@ export function randomArray(n, seed, scale = 1) {
   const out = new Float32Array(n);
   for (let i = 0; i < n; i++) out[i] = (2 * r() - 1) * scale;
   return out;
-}
-
-function tensor(name, dims, data) {
-  return onnx.TensorProto.create({ name, dims, dataType: FLOAT, floatData: Array.from(data) });
-}
-
-function valueInfo(name, dims) {
-  return onnx.ValueInfoProto.create({
-    name,
-    type: {
-      tensorType: {
-        elemType: FLOAT,
-        shape: { dim: dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) },
-      },
-    },
-  });
-}
-
-function attrInts(name, ints) {
-  return onnx.AttributeProto.create({ name, type: onnx.AttributeProto.AttributeType.INTS, ints });
-}
-
-function node(opType, inputs, outputs, attributes = [], name = outputs[0]) {
-  return onnx.NodeProto.create({ opType, input: inputs, output: outputs, attribute: attributes, name });
 }
 
 function model(graph) {
