@@ -84,19 +84,24 @@ AutoPlan plan_auto(const AutoPlanRequest& r, std::span<const uint8_t> mask) {
   // The chosen plan with the chosen worker count (plan_tiled was asked with every core as a worker).
   best.plan = plan_tiled(r.geometry, mask, r.network, best.tile, best.workers, r.target);
   const uint64_t fit_tiles = r.target == Target::Wasm ? tiles_within_wasm_budget(best.tile, r.network.cost) : cores;
-  char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "core %u, halo %u (%llu³ patches): %llu tiles to run (%llu skipped) on %u worker%s × %u thread%s, "
-                "because %llu tile%s of %.0f MB fit%s the %.1f GB budget and %u hardware thread%s are available; "
-                "estimated %.0f s",
+  char head[256], why[256], tail[96];
+  std::snprintf(head, sizeof head, "core %u, halo %u (%llu³ patches): %llu tile%s to run (%llu skipped) on %u worker%s × %u thread%s",
                 best.tile.core, best.tile.halo, static_cast<unsigned long long>(best.plan.patch_edge),
-                static_cast<unsigned long long>(best.plan.tiles_active),
+                static_cast<unsigned long long>(best.plan.tiles_active), best.plan.tiles_active == 1 ? "" : "s",
                 static_cast<unsigned long long>(best.plan.tiles_skipped), best.workers, best.workers == 1 ? "" : "s",
-                best.threads_per_worker, best.threads_per_worker == 1 ? "" : "s",
-                static_cast<unsigned long long>(std::min<uint64_t>(fit_tiles, 999)), fit_tiles == 1 ? "" : "s",
-                best.plan.bytes_per_tile / 1e6, fit_tiles == 1 ? "s" : "", WASM_TILE_ACTIVATION_BUDGET / 1e9, cores,
-                cores == 1 ? "" : "s", best.estimated_seconds);
-  best.explanation = buf;
+                best.threads_per_worker, best.threads_per_worker == 1 ? "" : "s");
+  if (r.target == Target::Wasm && best.plan.bytes_per_tile > WASM_TILE_ACTIVATION_BUDGET) {
+    std::snprintf(why, sizeof why, "because one %.0f MB tile is over the %.1f GB in-flight budget, so tiles run one at a time",
+                  best.plan.bytes_per_tile / 1e6, WASM_TILE_ACTIVATION_BUDGET / 1e9);
+  } else {
+    std::snprintf(why, sizeof why, "because %llu tile%s of %.0f MB fit%s the %.1f GB budget and %u hardware thread%s %s available",
+                  static_cast<unsigned long long>(std::min<uint64_t>(fit_tiles, 999)), fit_tiles == 1 ? "" : "s",
+                  best.plan.bytes_per_tile / 1e6, fit_tiles == 1 ? "s" : "", WASM_TILE_ACTIVATION_BUDGET / 1e9, cores,
+                  cores == 1 ? "" : "s", cores == 1 ? "is" : "are");
+  }
+  std::snprintf(tail, sizeof tail, "; estimated %.0f s", best.estimated_seconds);
+  best.explanation = std::string(head) + ", " + why + tail;
+
   return best;
 }
 

@@ -95,3 +95,19 @@ TEST(AutoPlan, SmallVolumesGetPatchesNoLargerThanNeeded) {
   EXPECT_LE(a.plan.patch_edge, 32u);  // 24 + 2·4 = 32 covers the volume in one tile
   EXPECT_GE(a.plan.tiles_active, 1u);
 }
+
+TEST(AutoPlan, ExplanationSaysWhenOneTileIsOverTheInFlightBudget) {
+  // A 128³ patch at 1120 B/voxel + 76 MB is 2.4 GB: over 1.5 GB in flight, under the 2.5 GB patch limit.
+  const Geometry g = geometry(120, 120, 112);
+  const std::vector<uint8_t> mask(g.voxel_count(), 1);
+  AutoPlanRequest r = request(g, 8, 1120, 2);
+  r.network.cost.fixed_bytes = 76'000'000;
+  r.fixed_core = 120;
+  const AutoPlan a = plan_auto(r, mask);
+  EXPECT_NE(a.explanation.find("over the 1.5 GB in-flight budget, so tiles run one at a time"), std::string::npos)
+      << a.explanation;
+  EXPECT_EQ(a.workers, 1u);
+  r.fixed_core = 24;
+  const AutoPlan b = plan_auto(r, mask);
+  EXPECT_NE(b.explanation.find("fit the 1.5 GB budget"), std::string::npos) << b.explanation;
+}
