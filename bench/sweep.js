@@ -41,6 +41,9 @@ const nvox = dims[0] * dims[1] * dims[2];
 const geometry = { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
 const halo = Number(a.halo);
 const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
+// The auto-planner's time model BEFORE it was fitted to these benchmarks (kept as the baseline this sweep
+// measured against; the planner's current model in src/include/tessera/autoplan.h is the fitted one, and its
+// estimate for its own choice is plan.estimatedSeconds, printed below).
 const DEFAULT_MODEL = { secondsPerVoxel: 3e-6, parallelFraction: 0.8, workerStart: 0.6 };
 
 /** src/autoplan.cpp estimate_tiled_seconds, replicated. */
