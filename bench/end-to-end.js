@@ -13,6 +13,7 @@ import { parseArgs } from 'node:util';
 import fs from 'node:fs';
 import os from 'node:os';
 import { createTessera } from '../bindings/js/index.js';
+import { readStandin, loadavg } from './common.js';
 
 const { values: a } = parseArgs({
   options: {
@@ -23,17 +24,13 @@ const { values: a } = parseArgs({
     json: { type: 'string' },
   },
 });
-if (!fs.existsSync(a.onnx)) {
-  console.error(`${a.onnx} not found: run  node scripts/make_standins.js /tmp/standins  first`);
-  process.exit(2);
-}
-const weights = new Uint8Array(fs.readFileSync(a.onnx));
+const weights = readStandin(a.onnx);
 const dims = a.dims.split(',').map(Number);
 const nvox = dims[0] * dims[1] * dims[2];
 const geometry = { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
 const hw = Number(a['hardware-threads']);
 const mb = (b) => (b / 1e6).toFixed(1);
-const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
+const load = loadavg;
 
 console.log(`end to end, node ${process.version}, ${os.cpus()[0].model} × ${os.cpus().length}, ${a.onnx} as model '${a.model}', ` +
   `volume ${dims.join('×')} (${nvox} voxels), tile 'auto', hardwareThreads ${hw}; load average ${load()}`);

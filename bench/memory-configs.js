@@ -18,6 +18,7 @@ import { parseArgs } from 'node:util';
 import fs from 'node:fs';
 import os from 'node:os';
 import { createTessera } from '../bindings/js/index.js';
+import { readStandin, loadavg } from './common.js';
 
 const { values: a } = parseArgs({
   options: {
@@ -30,15 +31,11 @@ const { values: a } = parseArgs({
     json: { type: 'string' },
   },
 });
-if (!fs.existsSync(a.onnx)) {
-  console.error(`${a.onnx} not found: run  node scripts/make_standins.js /tmp/standins  first`);
-  process.exit(2);
-}
-const weights = new Uint8Array(fs.readFileSync(a.onnx));
+const weights = readStandin(a.onnx);
 const halo = Number(a.halo);
 const threads = Number(a.threads);
 const mb = (b) => (b / 1e6).toFixed(1);
-const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
+const load = loadavg;
 
 const probe = await createTessera({ workers: 1 });
 const info = await probe.model(a.model);

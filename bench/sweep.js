@@ -19,6 +19,7 @@ import { parseArgs } from 'node:util';
 import fs from 'node:fs';
 import os from 'node:os';
 import { createTessera } from '../bindings/js/index.js';
+import { readStandin, loadavg } from './common.js';
 
 const { values: a } = parseArgs({
   options: {
@@ -31,16 +32,12 @@ const { values: a } = parseArgs({
     json: { type: 'string' },
   },
 });
-if (!fs.existsSync(a.onnx)) {
-  console.error(`${a.onnx} not found: run  node scripts/make_standins.js /tmp/standins  first`);
-  process.exit(2);
-}
-const weights = new Uint8Array(fs.readFileSync(a.onnx));
+const weights = readStandin(a.onnx);
 const dims = a.dims.split(',').map(Number);
 const nvox = dims[0] * dims[1] * dims[2];
 const geometry = { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
 const halo = Number(a.halo);
-const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
+const load = loadavg;
 // The auto-planner's time model BEFORE it was fitted to these benchmarks (kept as the baseline this sweep
 // measured against; the planner's current model in src/include/tessera/autoplan.h is the fitted one, and its
 // estimate for its own choice is plan.estimatedSeconds, printed below).

@@ -15,6 +15,7 @@ import { parseArgs } from 'node:util';
 import fs from 'node:fs';
 import os from 'node:os';
 import { createTessera } from '../bindings/js/index.js';
+import { readStandin, loadavg } from './common.js';
 
 const { values: a } = parseArgs({
   options: {
@@ -26,16 +27,12 @@ const { values: a } = parseArgs({
     json: { type: 'string' },
   },
 });
-if (!fs.existsSync(a.onnx)) {
-  console.error(`${a.onnx} not found: run  node scripts/make_standins.js /tmp/standins  first`);
-  process.exit(2);
-}
-const weights = new Uint8Array(fs.readFileSync(a.onnx));
+const weights = readStandin(a.onnx);
 const dims = a.dims.split(',').map(Number);
 const geometry = { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
 const nvox = dims[0] * dims[1] * dims[2];
 const halo = Number(a.halo);
-const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
+const load = loadavg;
 
 function pearson(x, y, mask) {
   let n = 0, sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;
