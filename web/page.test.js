@@ -15,7 +15,7 @@
 // applied (a random network has no relation to the truth); the result is still checked for the rest.
 // Also: Hz → ppm conversion of the loaded field, a mask by thresholding a magnitude image, a registry network
 // with wrong weights refused in words.
-// Screenshots: test-artifacts/*.png; web/screenshot.png (the README's) after the demo, with a real (trained)
+// Screenshots: test-artifacts/*.png; with TESSERA_UPDATE_SCREENSHOT=1, web/screenshot.png (the README's) after the demo, with a real (trained)
 // network only. TESSERA_DEMO_NET=/path/net.onnx serves a candidate demo network in place of web/models/.
 // Runs in ≈1–1.5 min on 2 idle cores (≈2.5 min when the machine is loaded).
 import { test, before, after } from 'node:test';
@@ -239,7 +239,10 @@ test('the demo runs to completion: progress, tile map, χ against the truth, Nii
   assert.ok(px.bright > 0.1 * px.total && px.levels >= 8, `χ panel looks blank: ${JSON.stringify(px)}`);
   await page.locator('#resultCard').scrollIntoViewIfNeeded();
   await page.screenshot({ path: path.join(ARTIFACTS, 'demo-done.png'), fullPage: true });
-  if (REAL_NET) await page.screenshot({ path: path.join(ROOT, 'web/screenshot.png'), fullPage: true });
+  // The README's screenshot is a tracked file: rewritten only on request (TESSERA_UPDATE_SCREENSHOT=1).
+  if (REAL_NET && process.env.TESSERA_UPDATE_SCREENSHOT === '1') {
+    await page.screenshot({ path: path.join(ROOT, 'web/screenshot.png'), fullPage: true });
+  }
 });
 
 test('Cancel stops a run at once and leaves the page ready', { skip }, async () => {
