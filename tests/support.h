@@ -93,7 +93,6 @@ class ReferenceConvRunner : public PatchRunner {
       return leaky(input[static_cast<size_t>((x * Y + y) * Z + z)]);
     };
     std::vector<float> out(input.size());
-    const int k = 2 * r_ + 1;
     for (int64_t x = 0; x < X; ++x)
       for (int64_t y = 0; y < Y; ++y)
         for (int64_t z = 0; z < Z; ++z) {
