@@ -155,6 +155,7 @@ RunReport tiled_field_inversion(const Geometry& g, std::span<const float> field,
 
   auto work = [&](uint64_t job) {
     const Tile& t = *active[job];
+    const TileScope scope(static_cast<int64_t>(t.index));
     std::vector<float> input(shape.size());
     gather_patch(g, field, t.patch_lo, dims, network.norm, input,
                  network.masked_input ? mask : std::span<const uint8_t>{});
@@ -186,6 +187,7 @@ RunReport tiled_volume_algorithm(const Geometry& g, std::span<const float> field
 
   auto work = [&](uint64_t job) {
     const Tile& t = *active[job];
+    const TileScope scope(static_cast<int64_t>(t.index));
     std::vector<float> field_patch(voxels);
     std::vector<uint8_t> mask_patch(voxels);
     gather_host_patch(g, field, mask, t.patch_lo, edge, field_patch, mask_patch);

@@ -4,6 +4,14 @@
 
 namespace tessera {
 
+namespace {
+thread_local int64_t t_current_tile = -1;
+}  // namespace
+
+int64_t current_tile() { return t_current_tile; }
+TileScope::TileScope(int64_t tile) : previous_(t_current_tile) { t_current_tile = tile; }
+TileScope::~TileScope() { t_current_tile = previous_; }
+
 std::vector<float> run_checked(PatchRunner& net, std::span<const float> input, const TensorShape& in_shape,
                                const TensorShape& out_shape, const std::string& where) {
   std::vector<float> out;

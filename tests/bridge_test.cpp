@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <thread>
 
 #include "support.h"
@@ -106,7 +107,9 @@ TEST(Job, TiledRunThroughTheBridgeMatchesADirectRun) {
       },
       o);
   uint64_t last_done = 0;
+  std::set<int64_t> tiles_seen;
   serve(job, [&](std::vector<float>& in, const Bridge::Request& r) {
+    tiles_seen.insert(r.tile);
     EXPECT_GE(job.done(), last_done);
     last_done = job.done();
     EXPECT_LE(job.bridge().open_requests(), 3u);
@@ -118,6 +121,13 @@ TEST(Job, TiledRunThroughTheBridgeMatchesADirectRun) {
   EXPECT_EQ(job.report().tiles_run, job.total());
   EXPECT_LE(job.bridge().max_open_requests(), 3u);
   EXPECT_GE(job.bridge().max_open_requests(), 2u);
+  // Every request names its tile: exactly the grid's active tiles.
+  const TileGrid grid = make_tile_grid(g, mask, {8, 1}, 8);
+  std::set<int64_t> active;
+  for (const Tile& t : grid.tiles)
+    if (!t.skipped) active.insert(static_cast<int64_t>(t.index));
+  EXPECT_EQ(tiles_seen, active);
+  EXPECT_EQ(current_tile(), -1);
 }
 
 TEST(Job, CancelMidRunFailsWithCancelledAndJoins) {

@@ -46,17 +46,31 @@ export async function runInversion(M, { volume, request, pools, threads, onProgr
   const pending = new Set();
   let lastDone = -1;
   let maxInFlight = 0;
+  // Which grid tiles have started and which have a network call open (the bridge names each call's tile).
+  const startedTiles = new Set();
+  const open = new Map(); // request id → tile
+  let tilesChanged = false;
+  const closeRequest = (id) => {
+    if (open.delete(id)) tilesChanged = true;
+  };
   try {
     for (;;) {
       const s = job.poll();
       for (const r of s.requests) {
         // r.input views the module heap: the pool copies it synchronously inside run().
         const id = r.id;
+        if (r.tile >= 0) {
+          startedTiles.add(r.tile);
+          open.set(id, r.tile);
+          tilesChanged = true;
+        }
         const p = pools[r.network].run({ id, input: r.input, dims: r.dims }).then(
           (out) => {
+            closeRequest(id);
             if (!aborted) job.respond(id, out.output);
           },
           (err) => {
+            closeRequest(id);
             if (!aborted) job.fail(id, err?.message ?? String(err));
           },
         );
@@ -64,8 +78,9 @@ export async function runInversion(M, { volume, request, pools, threads, onProgr
         p.finally(() => pending.delete(p));
       }
       maxInFlight = Math.max(maxInFlight, s.inFlight);
-      if (s.done !== lastDone && s.total > 0) {
+      if ((s.done !== lastDone || tilesChanged) && s.total > 0) {
         lastDone = s.done;
+        tilesChanged = false;
         if (onProgress) {
           const elapsed = (performance.now() - started) / 1000;
           const rate = s.done > 0 ? s.done / elapsed : 0;
@@ -76,6 +91,10 @@ export async function runInversion(M, { volume, request, pools, threads, onProgr
             tilesPerSecond: rate,
             etaSeconds: rate > 0 ? (s.total - s.done) / rate : null,
             elapsedSeconds: elapsed,
+            // Grid indices (x fastest, then y, then z) of the tiles with a network call running, and of
+            // every tile started so far (started and not running = done, or between two calls of a loop).
+            runningTiles: [...new Set(open.values())],
+            startedTiles: [...startedTiles],
           });
         }
       }

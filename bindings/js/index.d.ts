@@ -107,6 +107,10 @@ export interface Progress {
   tilesPerSecond: number;
   etaSeconds: number | null;
   elapsedSeconds: number;
+  /** grid indices (x fastest, then y, then z) of the tiles whose network is running */
+  runningTiles: number[];
+  /** grid indices of every tile started so far */
+  startedTiles: number[];
 }
 
 export interface RunReport {

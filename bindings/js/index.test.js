@@ -99,6 +99,11 @@ test('the number of networks running at once never exceeds the plan, even with m
   assert.equal(seen.at(-1).done, seen.at(-1).total);
   assert.equal(seen.at(-1).total, report.tilesRun);
   assert.ok(seen.at(-1).tilesPerSecond > 0);
+  // Progress names the tiles: never more running than the plan allows, all started by the end, ids in the grid.
+  for (const p of seen) assert.ok(p.runningTiles.length <= 2 && p.runningTiles.every((t) => t >= 0 && t < report.tilesTotal));
+  assert.ok(seen.some((p) => p.runningTiles.length > 0));
+  assert.equal(new Set(seen.at(-1).startedTiles).size, report.tilesRun);
+  assert.equal(seen.at(-1).runningTiles.length, 0);
   assert.equal(report.tileSeconds.length, report.tilesRun);
   assert.ok(report.memory.moduleHeapBytes > 0);
   assert.ok(report.memory.workerHeapHighWater.every((b) => b > 0));

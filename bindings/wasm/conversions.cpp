@@ -298,6 +298,7 @@ val InversionJob::poll() {
     val q = val::object();
     q.set("id", static_cast<double>(r.id));
     q.set("network", r.network);
+    q.set("tile", static_cast<double>(r.tile));
     val dims = val::array();
     dims.call<void>("push", 1);
     dims.call<void>("push", r.shape.channels);

@@ -23,6 +23,7 @@ class Bridge {
   struct Request {
     uint64_t id = 0;
     uint32_t network = 0;  // which network (NeXtQSM has two)
+    int64_t tile = -1;     // grid index of the tile the call belongs to (current_tile()), -1 for none
     TensorShape shape;
     std::span<const float> input;  // valid until the request is answered
   };

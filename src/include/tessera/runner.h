@@ -35,6 +35,22 @@ class PatchRunner {
   virtual uint32_t output_channels() const { return 1; }
 };
 
+// The grid index of the tile the calling thread is working on, or -1 outside a tile (set by the tiled
+// drivers, read by runners that report which tile a network call belongs to).
+int64_t current_tile();
+
+// Marks the calling thread as working on `tile` for the scope's lifetime.
+class TileScope {
+ public:
+  explicit TileScope(int64_t tile);
+  ~TileScope();
+  TileScope(const TileScope&) = delete;
+  TileScope& operator=(const TileScope&) = delete;
+
+ private:
+  int64_t previous_;
+};
+
 // Runs net on input and checks the output holds out_shape.size() values.
 // where names the call in messages ("tile 3 (core ...)", "LPCNN: network (call 2)").
 // A tessera::Error from the runner keeps its code (prefixed with where); any other exception, or a
