@@ -573,9 +573,13 @@ function onProgress(p) {
   $('progress').value = p.done;
   const pct = p.total ? Math.round((100 * p.done) / p.total) : 0;
   $('progressText').textContent = `${p.done}/${p.total} tiles (${pct}%) · ${p.tilesPerSecond.toFixed(2)} tiles/s · ETA ${fmtSeconds(p.etaSeconds)} · ${p.inFlight} in flight`;
-  const active = tileMap.order.length;
-  const done = p.total === active ? p.done : Math.round((p.done / (p.total || 1)) * active);
-  tileMap.setProgress(done, p.inFlight);
+  if (p.runningTiles && p.startedTiles?.length) {
+    tileMap.setTiles(p.startedTiles, p.runningTiles); // exact: the runtime names the tiles
+  } else {
+    const active = tileMap.order.length;
+    const done = p.total === active ? p.done : Math.round((p.done / (p.total || 1)) * active);
+    tileMap.setProgress(done, p.inFlight);
+  }
   $('tileSlice').value = String(tileMap.z);
   renderTiles();
 }
@@ -610,7 +614,7 @@ async function run() {
     T.timings.weightsSeconds = (performance.now() - t) / 1000;
     if (controller.signal.aborted) throw new DOMException('cancelled', 'AbortError');
     $('progressText').textContent = `0/${plan.tilesActive} tiles · starting ${plan.tilesInFlight} worker(s)…`;
-    tileMap.setProgress(0, plan.tilesInFlight);
+    tileMap.setProgress(0, 0); // every tile queued until the runtime names the running ones
     renderTiles();
     const t0 = performance.now();
     const { chi, report } = await tessera.invert({

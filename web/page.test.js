@@ -197,6 +197,11 @@ test('the demo runs to completion: progress, tile map, χ against the truth, Nii
   await waitState(['running'], 30000);
   // mid-run: the tile map shows progress
   await page.waitForFunction(() => (window.__tessera.progress?.done ?? 0) >= 1, null, { timeout: 60000, polling: 100 });
+  // The map shows exactly the tiles the runtime names as running, never more than the plan allows.
+  const mid = await T(() => ({ p: window.__tessera.progress, c: window.__tessera.tiles.counts, k: window.__tessera.plan.tilesInFlight }));
+  assert.equal(mid.c.running, new Set(mid.p.runningTiles).size);
+  assert.ok(mid.c.running <= mid.k, `${mid.c.running} running, plan allows ${mid.k}`);
+  assert.ok(mid.c.done + mid.c.running >= mid.p.done);
   await page.screenshot({ path: path.join(ARTIFACTS, 'demo-running.png'), fullPage: true });
   await waitState(['done', 'error'], 240000);
   const s = await T(() => {

@@ -7,10 +7,10 @@
 // skipped when its core holds no mask voxel. The planner's tile counts are exposed next to the drawn
 // ones (window.__tessera.tiles.planSkipped) so a disagreement is visible.
 //
-// States: the runtime reports progress as {done, inFlight}, not tile ids. Tiles complete in grid order
-// (x fastest, then y, then z) approximately, so the map marks the first `done` active tiles done and the
-// next `inFlight` running. Which tiles are drawn as running is therefore an approximation; the totals are
-// exact, and at the end every active tile is done.
+// States: progress events name the tiles (grid index, x fastest, then y, then z, as in the C++ core):
+// runningTiles have a network call open, startedTiles not running are done (setTiles). Whole-volume runs
+// and networks with their own patching carry no tile ids; for them setProgress marks the first `done`
+// tiles done and the next `inFlight` running, by grid order.
 
 export const STATES = ['queued', 'running', 'done', 'skipped'];
 const Q = 0, RUN = 1, DONE = 2, SKIP = 3;
@@ -104,6 +104,18 @@ export class TileMap {
     if (this.follow && !this.whole && a) {
       const t = this.order[Math.min(a - 1, done)];
       const kz = Math.floor(t / (this.grid[0] * this.grid[1]));
+      if (Math.floor(this.z / this.core) !== kz) this.z = Math.min(this.dims[2] - 1, kz * this.core + Math.floor(this.core / 2));
+    }
+    this.draw();
+  }
+
+  /** Exact states from the runtime: running tile ids, and every tile id started so far. */
+  setTiles(started, running) {
+    const run = new Set(running);
+    const begun = new Set(started);
+    for (const t of this.order) this.state[t] = run.has(t) ? RUN : begun.has(t) ? DONE : Q;
+    if (this.follow && !this.whole && running.length) {
+      const kz = Math.floor(running[0] / (this.grid[0] * this.grid[1]));
       if (Math.floor(this.z / this.core) !== kz) this.z = Math.min(this.dims[2] - 1, kz * this.core + Math.floor(this.core / 2));
     }
     this.draw();
