@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { launchChromium } from '../scripts/chromium.js';
 import { startServer } from '../scripts/serve.js';
 import { summarizeTileSpeed, tileSpeedTable } from './tile-speed.js';
 
@@ -32,8 +32,6 @@ if (!fs.existsSync(a.onnx)) {
   console.error(`${a.onnx} not found: run  node scripts/make_standins.js /tmp/standins  first`);
   process.exit(2);
 }
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const cfg = { edge: Number(a.edge), threads: a.threads.split(',').map(Number), repeats: Number(a.repeats), rounds: Number(a.rounds) };
 
 const PAGE = `<!doctype html><meta charset="utf-8"><title>tessera tile speed</title>
@@ -63,7 +61,7 @@ const userDir = path.join(tmp, 'profile');
 const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
 console.log(`browser tile speed, ${os.cpus()[0].model} × ${os.cpus().length}, ${a.onnx}, edge ${cfg.edge}, threads ${cfg.threads.join(',')}, ` +
   `${cfg.repeats} repeats × ${cfg.rounds} round(s); load average ${load()}`);
-const context = await chromium.launchPersistentContext(userDir, { executablePath: a.chromium, headless: true, args: ARGS });
+const context = await launchChromium(userDir, a.chromium);
 let result;
 try {
   const page = context.pages()[0] ?? (await context.newPage());

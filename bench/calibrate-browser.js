@@ -1,7 +1,6 @@
 // The memory calibration of bench/calibrate.js, in headless Chromium: the same WorkerPool (bindings/js/pool.js,
 // module Workers running bindings/js/ort-worker.js) and the same measurePoint/summarize/recommend, on a page served
-// cross-origin isolated (COOP same-origin + COEP require-corp + CORP same-origin) by a tiny static server in this
-// script, so SharedArrayBuffer and ORT threads work as in production.
+// cross-origin isolated (COOP same-origin + COEP require-corp + CORP same-origin) by scripts/serve.js, so SharedArrayBuffer and ORT threads work as in production.
 //
 // Usage:
 //   node bench/calibrate-browser.js --onnx /tmp/standins/xqsm-standin.onnx \
@@ -9,21 +8,16 @@
 // (Not with --no-experimental-fetch: playwright-core needs the global Headers.)
 // Needs /usr/bin/chromium (apt-get install -y chromium) and playwright-core (devDependency).
 import { parseArgs } from 'node:util';
-import http from 'node:http';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { startServer } from '../scripts/serve.js';
+import { launchChromium } from '../scripts/chromium.js';
 import { summarize, recommend, table, mergeJson, METHOD } from './calibrate.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const MIME = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html',
-  '.json': 'application/json', '.onnx': 'application/octet-stream' };
-
 const { values: a } = parseArgs({
   options: {
     onnx: { type: 'string' },
@@ -67,34 +61,16 @@ window.__calibrate = async (cfg) => {
 window.__ready = true;
 </script>`;
 
-// Tiny static server: the repository (read-only), the model, the page. Cross-origin isolated headers everywhere.
-const server = http.createServer((req, res) => {
-  const headers = {
-    'Cross-Origin-Opener-Policy': 'same-origin',
-    'Cross-Origin-Embedder-Policy': 'require-corp',
-    'Cross-Origin-Resource-Policy': 'same-origin',
-    'Cache-Control': 'no-store',
-  };
-  const url = new URL(req.url, 'http://x');
-  const send = (code, type, body) => {
-    res.writeHead(code, { ...headers, 'Content-Type': type });
-    res.end(body);
-  };
-  if (url.pathname === '/' || url.pathname === '/__calibrate.html') return send(200, 'text/html', PAGE);
-  if (url.pathname === '/__model.onnx') return send(200, MIME['.onnx'], model);
-  const file = path.resolve(ROOT, '.' + decodeURIComponent(url.pathname));
-  if (!file.startsWith(ROOT + path.sep)) return send(403, 'text/plain', 'forbidden');
-  fs.readFile(file, (err, body) => {
-    if (err) return send(404, 'text/plain', 'not found');
-    send(200, MIME[path.extname(file)] ?? 'application/octet-stream', body);
-  });
-});
-await new Promise((r) => server.listen(0, '127.0.0.1', r));
-const base = `http://127.0.0.1:${server.address().port}`;
+// The page and the model next to the repository, served cross-origin isolated by scripts/serve.js.
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-calib-'));
+const pageFile = path.join(tmp, 'page.html');
+fs.writeFileSync(pageFile, PAGE);
+const srv = await startServer({ overrides: { '/__calibrate.html': pageFile, '/__model.onnx': modelFile } });
+const base = srv.url;
 
 const MB = (b) => (b / 1e6).toFixed(1);
-const userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-calib-'));
-const context = await chromium.launchPersistentContext(userDir, { executablePath: a.chromium, headless: true, args: ARGS });
+const userDir = path.join(tmp, 'profile');
+const context = await launchChromium(userDir, a.chromium);
 const t0 = performance.now();
 let result;
 try {
@@ -114,8 +90,8 @@ try {
   result = await page.evaluate((c) => window.__calibrate(c), cfg);
 } finally {
   await context.close();
-  server.close();
-  fs.rmSync(userDir, { recursive: true, force: true });
+  await srv.close();
+  fs.rmSync(tmp, { recursive: true, force: true });
 }
 
 const { points } = result;
