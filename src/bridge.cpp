@@ -6,11 +6,12 @@
 
 namespace tessera {
 
-std::vector<float> Bridge::call(uint32_t network, std::span<const float> input, const TensorShape& shape) {
+std::vector<float> Bridge::call(uint32_t network, std::span<const float> input, const TensorShape& shape,
+                                std::span<const NamedInput> extras) {
   Slot slot;
   std::unique_lock lock(mutex_);
   if (closed_) throw Error(ErrorCode::Cancelled, close_reason_);
-  slot.request = Request{next_id_++, network, current_tile(), shape, input};
+  slot.request = Request{next_id_++, network, current_tile(), shape, input, {extras.begin(), extras.end()}};
   posted_.push_back(&slot);
   open_[slot.request.id] = &slot;
   max_open_ = std::max<uint32_t>(max_open_, static_cast<uint32_t>(open_.size()));

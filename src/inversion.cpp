@@ -13,13 +13,9 @@ namespace {
 
 FieldNetwork network_of(const InversionRequest& r) { return r.model ? field_network(*r.model) : r.custom; }
 
-void refuse_phase_networks(const InversionRequest& r) {
-  if (r.model && r.model->kind == ModelKind::WholeVolumeOnly) {
-    throw Error(ErrorCode::InvalidArgument,
-                "model '" + std::string(r.model->id) + "' reconstructs from wrapped phase (inputs: " +
-                    std::string(r.model->input) + "); it cannot invert a field map");
-  }
-}
+bool is_phase_network(const InversionRequest& r) { return r.model && r.model->kind == ModelKind::WholeVolumeOnly; }
+
+uint32_t echo_count(const InversionRequest& r) { return static_cast<uint32_t>(std::max<size_t>(1, r.phase.te_s.size())); }
 
 // A physics loop on one volume (whole, or one patch).
 std::vector<float> physics_loop(const ModelSpec& m, const Geometry& g, std::span<const float> field,
@@ -43,6 +39,7 @@ uint32_t network_output_channels(const InversionRequest& r, uint32_t) {
 
 std::string inversion_warning(const InversionRequest& r) {
   if (!r.model) return "";
+  if (is_phase_network(r)) return phase_warning(*r.model, r.geometry);
   if (r.model->kind == ModelKind::PhysicsLoop && !r.whole_volume) {
     return std::string(r.model->name) +
            " is a physics loop: tiled, the whole loop runs per patch and cannot see the dipole field of distant "
@@ -55,7 +52,7 @@ std::string inversion_warning(const InversionRequest& r) {
 }
 
 TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask, Target target) {
-  refuse_phase_networks(r);
+  if (is_phase_network(r)) return plan_phase(*r.model, r.geometry, mask, r.phase, echo_count(r), target);
   const FieldNetwork net = network_of(r);
   if (r.whole_volume || (r.model && r.model->kind == ModelKind::NativePatches)) return plan_whole(r.geometry, net, target);
   if (!r.auto_tile) return plan_tiled(r.geometry, mask, net, r.tile, r.workers, target);
@@ -87,15 +84,19 @@ TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask
 }
 
 RunReport run_inversion(const InversionRequest& r, std::span<const float> field, std::span<const uint8_t> mask,
-                        std::span<PatchRunner* const> networks, const RunOptions& options, std::span<float> chi) {
-  refuse_phase_networks(r);
+                        std::span<PatchRunner* const> networks, const RunOptions& options, std::span<float> chi,
+                        std::span<const float> magnitude) {
   if (networks.size() != network_count(r)) {
     throw Error(ErrorCode::InvalidArgument, "this model needs " + std::to_string(network_count(r)) + " network(s), got " +
                                                 std::to_string(networks.size()));
   }
+  if (is_phase_network(r)) {
+    return run_phase_network(*r.model, r.geometry, field, magnitude, mask, r.phase, *networks[0], options, chi);
+  }
   if (r.auto_tile) {
     throw Error(ErrorCode::InvalidArgument, "an automatic tile config must be planned first: run the plan's tile and workers");
   }
+  if (!magnitude.empty()) throw Error(ErrorCode::InvalidArgument, "a magnitude is only taken by the phase networks (iQSM family)");
   const FieldNetwork net = network_of(r);
   const ModelKind kind = r.model ? r.model->kind : ModelKind::FieldToChi;
 

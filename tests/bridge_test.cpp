@@ -52,6 +52,29 @@ TEST(Bridge, CallsAreAnsweredByTheExecutorThread) {
   EXPECT_EQ(bridge.open_requests(), 0u);
 }
 
+TEST(Bridge, NamedInputsCrossWithTheRequest) {
+  Bridge bridge;
+  BridgeRunner runner(bridge, 0);
+  std::vector<float> input{1, 2, 3, 4, 5, 6, 7, 8}, te{0.02f};
+  const std::vector<tessera::NamedInput> extras{{"te", {1}, te}};
+  std::vector<float> got;
+  std::thread caller([&] { got = runner.run_named(input, TensorShape{1, {2, 2, 2}}, extras); });
+  std::vector<Bridge::Request> taken;
+  while (taken.empty()) {
+    taken = bridge.take();
+    std::this_thread::sleep_for(100us);
+  }
+  ASSERT_EQ(taken[0].extras.size(), 1u);
+  EXPECT_EQ(taken[0].extras[0].role, "te");
+  EXPECT_EQ(taken[0].extras[0].dims, (std::vector<uint64_t>{1}));
+  EXPECT_EQ(taken[0].extras[0].data[0], 0.02f);
+  std::vector<float> out(taken[0].input.begin(), taken[0].input.end());
+  for (float& v : out) v *= taken[0].extras[0].data[0];
+  bridge.respond(taken[0].id, out);
+  caller.join();
+  EXPECT_FLOAT_EQ(got[7], 0.16f);
+}
+
 TEST(Bridge, FailureAndCloseUnblockCallers) {
   Bridge bridge;
   std::vector<float> input(8, 1.0f);
@@ -162,7 +185,7 @@ TEST(Job, CancelMidRunFailsWithCancelledAndJoins) {
   EXPECT_LT(job.done(), job.total());
 }
 
-TEST(Inversion, DispatchesByKindAndRefusesPhaseNetworks) {
+TEST(Inversion, DispatchesByKindAndRunsPhaseNetworksWhole) {
   const Geometry g = geometry(24, 20, 16);
   const std::vector<float> field = random_field(g, 23);
   const std::vector<uint8_t> mask = ellipsoid_mask(g);
@@ -198,10 +221,16 @@ TEST(Inversion, DispatchesByKindAndRefusesPhaseNetworks) {
 
   InversionRequest iq = custom;
   iq.model = &model_spec("iqsm");
-  try {
-    plan_inversion(iq, mask, Target::Wasm);
+  const TilePlan no_te = plan_inversion(iq, mask, Target::Wasm);  // phase networks need their echo times
+  EXPECT_FALSE(no_te.feasible);
+  EXPECT_NE(no_te.message.find("echo time"), std::string::npos) << no_te.message;
+  iq.phase.te_s = {0.02};
+  EXPECT_TRUE(plan_inversion(iq, mask, Target::Wasm).whole_volume);
+  try {  // a single-input runner cannot serve a multi-input network
+    run_inversion(iq, field, mask, nets, RunOptions{}, chi);
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("wrapped phase"), std::string::npos);
+    EXPECT_EQ(e.code(), ErrorCode::RunnerFailed);
+    EXPECT_NE(std::string(e.what()).find("takes one input"), std::string::npos) << e.what();
   }
 }

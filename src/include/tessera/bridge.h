@@ -26,11 +26,13 @@ class Bridge {
     int64_t tile = -1;     // grid index of the tile the call belongs to (current_tile()), -1 for none
     TensorShape shape;
     std::span<const float> input;  // valid until the request is answered
+    std::vector<NamedInput> extras;  // further inputs of multi-input networks (their data: as input)
   };
 
   // Posts a request and blocks until it is answered; returns the output.
   // Throws Error(RunnerFailed) with the executor's message on failure, Error(Cancelled) after close().
-  std::vector<float> call(uint32_t network, std::span<const float> input, const TensorShape& shape);
+  std::vector<float> call(uint32_t network, std::span<const float> input, const TensorShape& shape,
+                          std::span<const NamedInput> extras = {});
 
   // Requests posted since the last take (executor side). Each stays valid until answered.
   std::vector<Request> take();
@@ -71,6 +73,10 @@ class BridgeRunner : public PatchRunner {
       : bridge_(bridge), network_(network), output_channels_(output_channels) {}
   std::vector<float> run(std::span<const float> input, const TensorShape& shape) override {
     return bridge_.call(network_, input, shape);
+  }
+  std::vector<float> run_named(std::span<const float> input, const TensorShape& shape,
+                               std::span<const NamedInput> extras) override {
+    return bridge_.call(network_, input, shape, extras);
   }
   uint32_t output_channels() const override { return output_channels_; }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "tessera/driver.h"
+#include "tessera/phase_networks.h"
 #include "tessera/plan.h"
 #include "tessera/registry.h"
 #include "tessera/runner.h"
@@ -27,6 +28,8 @@ struct InversionRequest {
   uint32_t fixed_workers = 0;
   uint32_t fixed_threads = 0;
   uint32_t hardware_threads = 2;
+  // Phase networks (iQSM family): echo times (one per echo), B0, erosion, phase sign.
+  PhaseSettings phase;
 };
 
 // The networks an inversion calls: 2 for NeXtQSM (BF, VJP), else 1.
@@ -36,15 +39,18 @@ uint32_t network_output_channels(const InversionRequest& request, uint32_t netwo
 
 // The plan of this request: tiled, automatic (plan.tile/workers/threads_per_worker hold the choice) or
 // whole.
-// Throws Error(InvalidArgument) for networks that cannot run from a field map (iQSM family).
+// Phase networks (iQSM family) plan their whole-volume run over request.phase.te_s.size() echoes.
 TilePlan plan_inversion(const InversionRequest& request, std::span<const uint8_t> mask, Target target);
 
 // The off-design warning for this request, or empty.
 std::string inversion_warning(const InversionRequest& request);
 
-// Runs the inversion; chi receives the result.
-// field, mask, chi hold geometry.voxel_count() values; networks.size() == network_count(request).
+// Runs the inversion; chi receives the result (iQFM: the local field).
+// mask, chi hold geometry.voxel_count() values; field too, except for phase networks: the wrapped phase
+// of every echo (echoes · voxel_count values) and magnitude empty or the same size;
+// networks.size() == network_count(request).
 RunReport run_inversion(const InversionRequest& request, std::span<const float> field, std::span<const uint8_t> mask,
-                        std::span<PatchRunner* const> networks, const RunOptions& options, std::span<float> chi);
+                        std::span<PatchRunner* const> networks, const RunOptions& options, std::span<float> chi,
+                        std::span<const float> magnitude = {});
 
 }  // namespace tessera

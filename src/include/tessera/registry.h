@@ -54,6 +54,11 @@ struct ModelSpec {
   uint32_t output_channels = 1;
   std::string_view input;   // what the network takes, in words
   std::string_view output;  // what it gives
+  std::string_view quantity = "chi";  // what the output is: "chi" or "local-field" (both ppm)
+  // Multi-input networks: the input roles in the reference model's order, comma-separated (the first is the
+  // main input). Empty: one input. Roles: phase, mask, te, b0, border, b0_dir (see phase_networks.h).
+  std::string_view inputs;
+  uint32_t crop_margin = 0;  // phase networks: crop to the eroded mask's bounding box + this margin (0: no crop)
   Normalization norm;
   PadRule pad = PadRule::SmallerHalfLow;
   std::array<WeightsFile, 2> weights;  // unused entries have an empty file

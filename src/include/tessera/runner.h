@@ -21,6 +21,14 @@ struct TensorShape {
   uint64_t size() const { return spatial() * channels; }
 };
 
+// One more input of a multi-input network (the iQSM family: mask, TE, B0, border shell, B0 direction),
+// named by its role in the registry's input list. data is row-major over dims, valid during the call.
+struct NamedInput {
+  std::string role;
+  std::vector<uint64_t> dims;
+  std::span<const float> data;
+};
+
 class PatchRunner {
  public:
   virtual ~PatchRunner() = default;
@@ -30,6 +38,11 @@ class PatchRunner {
   // May be called from several threads at once (up to the driver's concurrency): must be thread-safe.
   // The driver checks the returned length and refuses a wrong one with ErrorCode::RunnerFailed.
   virtual std::vector<float> run(std::span<const float> input, const TensorShape& shape) = 0;
+
+  // Runs a multi-input network: input (its first input, shape) and the further named inputs.
+  // Thread-safety as run(). The default takes single-input networks only.
+  virtual std::vector<float> run_named(std::span<const float> input, const TensorShape& shape,
+                                       std::span<const NamedInput> extras);
 
   // Number of output channels the network produces (1 for field -> chi networks).
   virtual uint32_t output_channels() const { return 1; }
@@ -55,7 +68,9 @@ class TileScope {
 // where names the call in messages ("tile 3 (core ...)", "LPCNN: network (call 2)").
 // A tessera::Error from the runner keeps its code (prefixed with where); any other exception, or a
 // wrong output length, becomes Error(RunnerFailed).
+// extras are further named inputs (multi-input networks), passed through run_named.
 std::vector<float> run_checked(PatchRunner& net, std::span<const float> input, const TensorShape& in_shape,
-                               const TensorShape& out_shape, const std::string& where);
+                               const TensorShape& out_shape, const std::string& where,
+                               std::span<const NamedInput> extras = {});
 
 }  // namespace tessera
