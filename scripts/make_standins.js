@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Write the architecture-faithful stand-in networks (scripts/standins.js) as .onnx files.
-// Usage: node scripts/make_standins.js OUT_DIR [--only xqsm|qsmnet] [--base N] [--seed S]
-//   default: both nets at their published sizes (xQSM-shaped ~21 MB, QSMnet-shaped ~400 MB).
+// Usage: node scripts/make_standins.js OUT_DIR [--only xqsm|qsmnet|iqsm|iqsm-plus] [--base N] [--seed S]
+//   default: every net of STANDINS at its published size (xQSM-shaped ~21 MB, QSMnet-shaped ~400 MB,
+//   iQSM- and iQSM+-shaped ~17 MB each; the last two take wrapped phase: inputs STANDINS[id].inputs).
 // The files are generated data: keep them out of git (e.g. OUT_DIR=/tmp/standins).
 import { parseArgs } from 'node:util';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -14,7 +15,7 @@ const { values: a, positionals } = parseArgs({
   options: { only: { type: 'string' }, base: { type: 'string' }, seed: { type: 'string' } },
 });
 if (positionals.length !== 1) {
-  console.error('usage: node scripts/make_standins.js OUT_DIR [--only xqsm|qsmnet] [--base N] [--seed S]');
+  console.error('usage: node scripts/make_standins.js OUT_DIR [--only xqsm|qsmnet|iqsm|iqsm-plus] [--base N] [--seed S]');
   process.exit(2);
 }
 const outDir = positionals[0];

@@ -4,6 +4,7 @@
 // net has ~99.4 M parameters and a repeated float field would be far too slow to encode.
 //
 // Both nets: input 'input' f32 [1, 1, X, Y, Z] with dynamic X, Y, Z; output 'output' [1, 1, X, Y, Z].
+// (The iQSM- / iQSM+-shaped nets further down take wrapped phase and several inputs: see their section.)
 // The operators are the ones the real exports use: Conv, ConvTranspose, BatchNormalization (inference form,
 // random but sane scale/bias/mean/var), Relu / LeakyRelu, AveragePool, MaxPool, Add, Concat.
 //
@@ -25,6 +26,7 @@
 //   ConvTranspose 2³ s2 halving channels, skip concat, two k³ convs per level, final 1³ conv base→1.
 //   Divisor 2^levels = 16.
 import { onnx, prng, tensor, valueInfo, attrInts, attrInt, attrFloat, node } from '../tests/js/onnx-build.js';
+import { LOT_KERNEL, phaseInputs, phaseInputInfo } from '../tests/js/phase-networks.js';
 
 export { prng };
 
@@ -321,6 +323,243 @@ export function qsmnetParamCount({ base = 32, levels = 4, kernel = 5 } = {}) {
   return { trainable: t, stored: t + r };
 }
 
+// -------------------------------------------------------------------------------------- iQSM / iQSM+
+
+// iQSM-shaped (Gao et al.; the structure of sunhongfu/iQSM models/unet_blocks.py, unet.py, lot_unet.py), for
+// wrapped phase in:
+//   LoT layer: c = cos(phase), s = sin(phase); LG(x, K) = Conv3d(x, K, pad 1) · border (the exported form of
+//     "zero the outermost voxel layer"); b = (LG(s,Kx)·c − LG(c,Kx)·s) · mask / (b0·te) · 0.06 with the fixed
+//     27-point Laplacian Kx; d = the same with 15 learnable 3³ kernels; x = concat[b, d] (16 channels).
+//   U-Net (EncodingDepth 4): base·2^(k-1) channels per level (16-32-64-128), each level two
+//     (conv3 → BN → ReLU), first 16→base; max-pool 2³; mid n→2n→n; decoder per level m: ConvT(m, m, 2, s2) →
+//     BN → ReLU, concat the skip, (conv3 2m→m → BN → ReLU), (conv3 m→m/2 → BN → ReLU) (last level m→m);
+//     1³ conv base→1; + b (residual with the LoT channel); / 4.
+//   iQSM+ (sunhongfu/iQSM_Plus): b0_dir [1,1,3] → Z_embed (Linear 3→3, GELU, Linear 3→5) → e [1,5]; every
+//     conv3 + BN + ReLU of the U-Net becomes ZPrjs_Conv_Layer: y = ReLU(BN(conv3(x) + C(HWD(x)))) where
+//     HWD(x) = conv3(x, tile(w, cin)), w = Linear 10→27(SiLU(Linear 5→10(SiLU(e)))) a per-sample 3³ kernel
+//     (one output channel), and C(h) = h·scale + shift with [scale, shift] = Linear 10→2co(SiLU(Linear
+//     5→10(SiLU(e)))); plus one extra such layer 16→base before the encoder (ini_embd_layer). The decoder's
+//     ConvT/BN/ReLU and the final 1³ conv are plain.
+//   Divisor 2^depth = 16. Constants (0.06, the /4, shapes) are Constant nodes, not initializers, so the
+//   initializers are exactly the parameters (the fixed Laplacian Kx counts as one 27-float parameter).
+
+const INT64 = onnx.TensorProto.DataType.INT64;
+
+/**
+ * Input names in order for iqsmStandin({plus, names}) (the same as the LoT test network's, lotNet):
+ * phase, mask, te, b0, (plus: b0_dir), border; names: renames, an object by role or an array in order.
+ */
+export function iqsmInputs({ plus = false, names } = {}) {
+  return phaseInputs(plus, names).map((e) => e.name);
+}
+
+class PhaseBuilder extends Builder {
+  /** A Constant node (not an initializer: not a parameter). */
+  constant(values, dims, int64 = false) {
+    const y = this.name('const');
+    const t = int64
+      ? onnx.TensorProto.create({ name: y, dims, dataType: INT64, int64Data: values })
+      : tensor(y, dims, values);
+    this.nodes.push(node('Constant', [], [y], [onnx.AttributeProto.create({ name: 'value', type: onnx.AttributeProto.AttributeType.TENSOR, t })]));
+    return y;
+  }
+  /** A named f32 initializer from data. */
+  init(prefix, dims, data) {
+    const w = this.name(prefix);
+    this.inits.push(tensor(w, dims, data));
+    return w;
+  }
+  /** 3³ 'same' convolution with a given (initializer or computed) weight and no bias. */
+  convW(x, w) {
+    return this.op('Conv', [x, w], [attrInts('kernel_shape', [3, 3, 3]), attrInts('pads', Array(6).fill(1)), attrInts('strides', [1, 1, 1])]);
+  }
+  mul(a, b) {
+    return this.op('Mul', [a, b]);
+  }
+  /** Linear layer on [.., cin]: MatMul with W [cin, cout] (uniform ±a) + bias (given or uniform ±bias). */
+  linear(x, cin, cout, a, bias = 0.05) {
+    const w = this.init('lw', [cin, cout], uniform(cin * cout, this.s(), -a, a));
+    const bData = typeof bias === 'number' ? uniform(cout, this.s(), -bias, bias) : bias;
+    const b = this.init('lb', [cout], bData);
+    return this.add(this.op('MatMul', [x, w]), b);
+  }
+  silu(x) {
+    return this.mul(x, this.op('Sigmoid', [x]));
+  }
+  /** GELU as PyTorch exports it at opset 17: x · 0.5 · (1 + erf(x / √2)). */
+  gelu(x) {
+    const e = this.op('Erf', [this.op('Div', [x, this.constant([Math.SQRT2], [])])]);
+    return this.mul(this.mul(x, this.add(e, this.constant([1], []))), this.constant([0.5], []));
+  }
+  reshape(x, shape) {
+    return this.op('Reshape', [x, this.constant(shape, [shape.length], true)]);
+  }
+  /** Split along axis 1 into two equal halves. */
+  split2(x) {
+    const a = this.name('split'), c = this.name('split');
+    this.nodes.push(node('Split', [x], [a, c], [attrInt('axis', 1)]));
+    return [a, c];
+  }
+  finishPhase(output, ins, producer) {
+    this.nodes.push(node('Identity', [output], ['chi']));
+    const m = onnx.ModelProto.create({
+      irVersion: 8,
+      producerName: producer,
+      opsetImport: [{ domain: '', version: 17 }],
+      graph: onnx.GraphProto.create({
+        name: producer,
+        node: this.nodes,
+        initializer: this.inits,
+        input: ins.map((e) => phaseInputInfo(e.role, e.name)),
+        output: [valueInfo('chi', [1, 1, 'X', 'Y', 'Z'])],
+      }),
+    });
+    return onnx.ModelProto.encode(m).finish();
+  }
+}
+
+/** LoT layer: returns {b, x} with b the Laplacian channel [1,1,..] and x = concat[b, d] [1,16,..]. */
+function lotLayer(b, n, filters) {
+  const c = b.op('Cos', [n.phase]);
+  const s = b.op('Sin', [n.phase]);
+  const factor = b.op('Div', [b.constant([3 * 20e-3], [1]), b.mul(n.b0, n.te)]);
+  const kx = b.init('lot_kx', [1, 1, 3, 3, 3], LOT_KERNEL);
+  // learnable kernels: random zero-sum 3³ filters (derivative-like, as the trained ones start from Kx)
+  const ky = new Float32Array(filters * 27);
+  const r = uniform(filters * 27, b.s(), -0.5, 0.5);
+  for (let f = 0; f < filters; f++) {
+    let m = 0;
+    for (let k = 0; k < 27; k++) m += r[f * 27 + k];
+    for (let k = 0; k < 27; k++) ky[f * 27 + k] = 0.5 * LOT_KERNEL[k] + r[f * 27 + k] - m / 27;
+  }
+  const kyName = b.init('lot_ky', [filters, 1, 3, 3, 3], ky);
+  const branch = (k) => {
+    const lgS = b.mul(b.convW(s, k), n.border);
+    const lgC = b.mul(b.convW(c, k), n.border);
+    const diff = b.op('Sub', [b.mul(lgS, c), b.mul(lgC, s)]);
+    return b.mul(b.mul(diff, n.mask), factor);
+  };
+  const lb = branch(kx);
+  const ld = branch(kyName);
+  return { b: lb, x: b.concat(lb, ld) };
+}
+
+/** iQSM+ ZPrjs_Conv_Layer's two embeddings of e [1,5] for a conv cin→co: the term added before BN. */
+function zprjsEdit(b, x, e, cin, co) {
+  // HWD: a per-sample 3³ kernel (one output channel) applied to the channel sum (the kernel is tiled over the
+  // input channels); the inputs are ReLU outputs (positive mean), so |w| ~ 1/(cin·sqrt(27)) keeps it O(1)
+  const sw = 1 / (cin * Math.sqrt(27));
+  const h1 = b.silu(b.linear(b.silu(e), 5, 10, Math.sqrt(6 / 5)));
+  const w = b.linear(h1, 10, 27, 0.5 * sw, 1.5 * sw);
+  const wk = b.op('Tile', [b.reshape(w, [1, 1, 3, 3, 3]), b.constant([1, cin, 1, 1, 1], [5], true)]);
+  const h = b.convW(x, wk);
+  // C: per-channel scale and shift of the one-channel map, broadcast to co channels
+  const g1 = b.silu(b.linear(b.silu(e), 5, 10, Math.sqrt(6 / 5)));
+  const bias = new Float32Array(2 * co);
+  bias.set(uniform(co, b.s(), 0.2, 0.5), 0);
+  bias.set(uniform(co, b.s(), -0.05, 0.05), co);
+  const ss = b.linear(g1, 10, 2 * co, 0.05, bias);
+  const [scale, shift] = b.split2(b.reshape(ss, [1, 2 * co, 1, 1, 1]));
+  return b.add(b.mul(h, scale), shift);
+}
+
+/**
+ * BN scale gain of the iQSM-shaped layers: He-initialised conv → BN (scale ~0.75·gain, var ~U(0.5, 1.5)) →
+ * ReLU keeps the activations' RMS about constant through the 22 layers with gain ≈ 1.3 (with 1 it shrinks
+ * ~0.8× per layer).
+ */
+const BN_GAIN = 1.3;
+
+/**
+ * iQSM-shaped (plus: iQSM+-shaped) network with random weights, wrapped phase in.
+ * Inputs in the reference order (iqsmInputs): phase [1,1,X,Y,Z], mask [1,1,X,Y,Z], te [1], b0 [1],
+ * (plus: b0_dir [1,1,3], the unit B0 direction), border [1,1,X,Y,Z] (1 inside, 0 on the outer voxel layer).
+ * Output 'chi' [1,1,X,Y,Z].
+ * @param {{plus?: boolean, seed?: number, base?: number, depth?: number, names?: Record<string,string>|string[]}} [o]
+ *   base: first-level U-Net channels (16 = published), depth: poolings (4 = published)
+ * @returns {Uint8Array} ONNX bytes; spatial dims must be multiples of 2^depth (iqsmDivisor for depth 4)
+ */
+export function iqsmStandin({ plus = false, seed = 31, base = 16, depth = 4, names } = {}) {
+  const ins = phaseInputs(plus, names);
+  const n = Object.fromEntries(ins.map((e) => [e.role, e.name]));
+  const b = new PhaseBuilder(seed);
+  const lot = lotLayer(b, n, 15);
+  let e = null;
+  if (plus) e = b.reshape(b.linear(b.gelu(b.linear(n.b0_dir, 3, 3, 1)), 3, 5, 1), [1, 5]);
+  const layer = (x, ci, co) => {
+    let y = b.conv(x, ci, co);
+    if (plus) y = b.add(y, zprjsEdit(b, x, e, ci, co));
+    return b.relu(b.bn(y, co, BN_GAIN));
+  };
+  let x = lot.x;
+  let cin = 16;
+  if (plus) {
+    x = layer(x, cin, base);
+    cin = base;
+  }
+  const skips = [];
+  let ch = base;
+  for (let k = 1; k <= depth; k++) {
+    ch = base * 2 ** (k - 1);
+    x = layer(layer(x, k === 1 ? cin : ch / 2, ch), ch, ch);
+    skips.push(x);
+    x = b.maxpool(x);
+  }
+  x = layer(layer(x, ch, 2 * ch), 2 * ch, ch);
+  let m = ch;
+  for (let j = 1; j <= depth; j++) {
+    const up = b.relu(b.bn(b.convT(x, m, m, 2), m, BN_GAIN));
+    x = b.concat(up, skips[depth - j]);
+    const next = j === depth ? m : m / 2;
+    x = layer(layer(x, 2 * m, m), m, next);
+    m = next;
+  }
+  const y = b.add(b.conv(x, m, 1, 1), lot.b);
+  const out = b.op('Div', [y, b.constant([4], [])]);
+  return b.finishPhase(out, ins, plus ? 'tessera-standin-iqsm-plus' : 'tessera-standin-iqsm');
+}
+
+/** Spatial divisor of the published iQSM / iQSM+ (depth 4): 2^4. */
+export const iqsmDivisor = 16;
+
+/**
+ * Parameter count of iqsmStandin from the architecture; same meaning as xqsmParamCount (trainable includes
+ * the LoT kernels: the fixed 27-float Laplacian and the 15 learnable 3³ kernels).
+ */
+export function iqsmParamCount({ plus = false, base = 16, depth = 4 } = {}) {
+  let t = 27 + 15 * 27, r = 0;
+  const layer = (ci, co) => {
+    t += 27 * ci * co + co + 2 * co;
+    r += 2 * co;
+    if (plus) t += (5 * 10 + 10 + 10 * 27 + 27) + (5 * 10 + 10 + 10 * 2 * co + 2 * co); // HWD + C embeddings
+  };
+  let cin = 16;
+  if (plus) {
+    t += 3 * 3 + 3 + 3 * 5 + 5; // Z_embed
+    layer(cin, base);
+    cin = base;
+  }
+  let ch = base;
+  for (let k = 1; k <= depth; k++) {
+    ch = base * 2 ** (k - 1);
+    layer(k === 1 ? cin : ch / 2, ch);
+    layer(ch, ch);
+  }
+  layer(ch, 2 * ch);
+  layer(2 * ch, ch);
+  let m = ch;
+  for (let j = 1; j <= depth; j++) {
+    t += 8 * m * m + m + 2 * m;
+    r += 2 * m;
+    const next = j === depth ? m : m / 2;
+    layer(2 * m, m);
+    layer(m, next);
+    m = next;
+  }
+  t += m + 1;
+  return { trainable: t, stored: t + r };
+}
+
 // ------------------------------------------------------------------------------------------- inspection
 
 /**
@@ -342,8 +581,28 @@ export function inspectModel(bytes) {
   return { trainable: stored - running, stored, initializers: m.graph.initializer.length, nodes: m.graph.node.length, ops };
 }
 
-/** The stand-ins by registry id: builder, parameter formula, divisor. */
+/**
+ * The stand-ins by registry id: builder, parameter formula, divisor, file name; the wrapped-phase nets also
+ * list their input names in order (inputs) and their output name (output).
+ */
 export const STANDINS = {
   xqsm: { build: xqsmStandin, params: xqsmParamCount, divisor: xqsmDivisor(2), file: 'xqsm-standin.onnx' },
   qsmnet: { build: qsmnetStandin, params: qsmnetParamCount, divisor: qsmnetDivisor(4), file: 'qsmnet-standin.onnx' },
+  // wrapped-phase nets: several inputs (names in order), output 'chi'
+  iqsm: {
+    build: (o = {}) => iqsmStandin({ ...o, plus: false }),
+    params: (o = {}) => iqsmParamCount({ ...o, plus: false }),
+    divisor: iqsmDivisor,
+    file: 'iqsm-standin.onnx',
+    inputs: iqsmInputs({ plus: false }),
+    output: 'chi',
+  },
+  'iqsm-plus': {
+    build: (o = {}) => iqsmStandin({ ...o, plus: true }),
+    params: (o = {}) => iqsmParamCount({ ...o, plus: true }),
+    divisor: iqsmDivisor,
+    file: 'iqsm-plus-standin.onnx',
+    inputs: iqsmInputs({ plus: true }),
+    output: 'chi',
+  },
 };
