@@ -32,24 +32,33 @@ function toMask(mask, n) {
   return out;
 }
 
-// Copies field and mask into a module Volume (views are taken right after the allocation).
-function makeVolume(geometry, field, mask) {
-  const volume = call(() => new M.Volume(geometry));
+// Copies field (or, for phase networks, the wrapped phase of every echo), mask and an optional magnitude into
+// a module Volume (views are taken right after each allocation and filled at once).
+function makeVolume(geometry, field, mask, { echoes = 1, magnitude, what = 'field' } = {}) {
+  const volume = call(() => new M.Volume(geometry, echoes));
   const n = volume.voxelCount();
   try {
-    if (field !== undefined) {
-      if (!(field instanceof Float32Array)) throw new TesseraError('field must be a Float32Array (ppm, x-fastest)', 'InvalidArgument');
-      if (field.length !== n) {
-        throw new TesseraError(`field holds ${field.length} values but the volume ${geometry.dims.join('×')} has ${n} voxels`, 'InvalidArgument');
+    const fill = (data, name, view) => {
+      if (!(data instanceof Float32Array)) throw new TesseraError(`${name} must be a Float32Array (x-fastest${echoes > 1 ? ', echo after echo' : ''})`, 'InvalidArgument');
+      if (data.length !== n * echoes) {
+        const each = echoes > 1 ? ` (${echoes} echoes)` : '';
+        throw new TesseraError(`${name} holds ${data.length} values but the volume ${geometry.dims.join('×')}${each} has ${n * echoes}`, 'InvalidArgument');
       }
-      volume.fieldView().set(field);
-    }
+      view().set(data);
+    };
+    if (field !== undefined) fill(field, what, () => volume.fieldView());
+    if (magnitude !== undefined && magnitude !== null) fill(magnitude, 'magnitude', () => volume.magnitudeView());
     volume.maskView().set(toMask(mask, n));
   } catch (e) {
     volume.delete();
     throw e;
   }
   return volume;
+}
+
+// Echoes of a phase-network request: one per TE.
+function echoesOf(a) {
+  return Array.isArray(a.te) ? Math.max(1, a.te.length) : 1;
 }
 
 function hardwareThreads() {
@@ -72,6 +81,10 @@ function requestOf(a) {
     workers: auto ? a.workers : a.workers ?? options.workers ?? 1,
     threadsPerWorker: auto ? a.threadsPerWorker : undefined,
     hardwareThreads: hardwareThreads(),
+    te: a.te,
+    b0: a.b0,
+    erodeRadius: a.erodeRadius,
+    phaseSign: a.phaseSign,
   };
 }
 
@@ -109,7 +122,7 @@ const methods = {
     }
   },
   plan(a) {
-    const volume = makeVolume(a.geometry, undefined, a.mask);
+    const volume = makeVolume(a.geometry, undefined, a.mask, { echoes: echoesOf(a) });
     try {
       return call(() => M.plan(volume, requestOf(a)));
     } finally {
@@ -121,7 +134,17 @@ const methods = {
     const controller = new AbortController();
     running.set(id, controller);
     const weights = Array.isArray(a.weights) ? a.weights : [a.weights];
-    const volume = makeVolume(a.geometry, a.field, a.mask);
+    const spec = a.model ? call(() => M.model(a.model)) : null;
+    const phase = spec?.kind === 'whole-volume-only';
+    if (phase && a.field !== undefined) {
+      throw new TesseraError(`${spec.name} reconstructs from wrapped phase: give phase (rad), te (s) and b0 (T), not a field map`, 'InvalidArgument');
+    }
+    if (!phase && (a.phase !== undefined || a.magnitude !== undefined)) {
+      throw new TesseraError('phase and magnitude are inputs of the phase networks (iqsm, iqfm, iqsm-plus); give this model a field', 'InvalidArgument');
+    }
+    const volume = phase
+      ? makeVolume(a.geometry, a.phase, a.mask, { echoes: echoesOf(a), magnitude: a.magnitude, what: 'phase' })
+      : makeVolume(a.geometry, a.field, a.mask);
     let pools = [];
     try {
       const plan = call(() => M.plan(volume, request));
@@ -146,6 +169,8 @@ const methods = {
             recycleHeapBytes: options.recycleHeapBytes,
             ortWasmPaths: options.ortWasmPaths,
             ortModuleUrl: options.ortModuleUrl,
+            inputRoles: spec?.inputs?.length ? spec.inputs : undefined,
+            inputNames: a.inputNames,
             testHooks: a.testHooks,
           }),
       );
@@ -172,8 +197,18 @@ const methods = {
         workerHeapVsPlan: Math.max(0, ...workerHeapHighWater) / plan.bytesPerTile,
         moduleHeapVsPlan: moduleHeapBytes / plan.moduleHeapBytes,
       };
-      report.pool = stats.map((s) => ({ maxInFlight: s.maxInFlight, runs: s.runs, retries: s.retries, recycles: s.recycles }));
-      return { value: { chi, report }, transfer: [chi.buffer] };
+      report.pool = stats.map((s, i) => ({
+        maxInFlight: s.maxInFlight,
+        runs: s.runs,
+        retries: s.retries,
+        recycles: s.recycles,
+        inputBinding: pools[i].inputBinding ?? undefined,
+      }));
+      // What the output is: chi, or for iQFM the local field (both ppm).
+      const quantity = spec?.quantity ?? 'chi';
+      const value = { chi, report, quantity };
+      if (quantity === 'local-field') value.localField = chi;
+      return { value, transfer: [chi.buffer] };
     } finally {
       running.delete(id);
       volume.delete();

@@ -57,14 +57,14 @@ export async function runInversion(M, { volume, request, pools, threads, onProgr
     for (;;) {
       const s = job.poll();
       for (const r of s.requests) {
-        // r.input views the module heap: the pool copies it synchronously inside run().
+        // r.input (and r.extras' inputs) view the module heap: the pool copies them synchronously inside run().
         const id = r.id;
         if (r.tile >= 0) {
           startedTiles.add(r.tile);
           open.set(id, r.tile);
           tilesChanged = true;
         }
-        const p = pools[r.network].run({ id, input: r.input, dims: r.dims }).then(
+        const p = pools[r.network].run({ id, input: r.input, dims: r.dims, extras: r.extras }).then(
           (out) => {
             closeRequest(id);
             if (!aborted) job.respond(id, out.output);

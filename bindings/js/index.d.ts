@@ -56,6 +56,12 @@ export interface ModelInfo {
   outputChannels: number;
   input: string;
   output: string;
+  /** what the output is (both ppm): chi, or the local field (iQFM) */
+  quantity: 'chi' | 'local-field';
+  /** multi-input networks (the iQSM family): input roles in the reference order; empty for one input */
+  inputs: string[];
+  /** phase networks: crop to the eroded mask's bounding box + this margin (0: no crop) */
+  cropMargin: number;
   normalization: { inputMean: number; inputStd: number; outputStd: number; outputMean: number };
   pad: 'smaller-half-low' | 'larger-half-low';
   weights: WeightsFile[];
@@ -137,7 +143,7 @@ export interface RunReport {
     /** the module heap / the planner's module heap estimate */
     moduleHeapVsPlan: number;
   };
-  pool: { maxInFlight: number; runs: number; retries: number; recycles: number }[];
+  pool: { maxInFlight: number; runs: number; retries: number; recycles: number; inputBinding?: Record<string, string> }[];
 }
 
 export interface RuntimeOptions {
@@ -171,11 +177,25 @@ export interface PlanRequest {
   whole?: boolean;
   workers?: number;
   threadsPerWorker?: number;
+  /** phase networks: echo time(s) in seconds, one per echo */
+  te?: number | number[];
+  /** phase networks: field strength in tesla (default 3) */
+  b0?: number;
+  /** phase networks: mask erosion radius in voxels (default 3, the reference's) */
+  erodeRadius?: number;
 }
 
 export interface InvertRequest extends PlanRequest {
-  /** local field (ppm), x-fastest */
-  field: Float32Array;
+  /** local field (ppm), x-fastest; not for the phase networks */
+  field?: Float32Array;
+  /** phase networks: wrapped phase (rad), x-fastest, echo after echo */
+  phase?: Float32Array;
+  /** phase networks: magnitude, same size as phase (weights the echoes by (magnitude·TE)²) */
+  magnitude?: Float32Array;
+  /** phase networks: +1 or -1 (default -1: the reference negates the scanner's phase) */
+  phaseSign?: number;
+  /** multi-input networks: {role: ONNX input name} where the export's names are not recognised */
+  inputNames?: Record<string, string>;
   /** ONNX bytes; an array for networks with several files (NeXtQSM) */
   weights: Uint8Array | ArrayBuffer | (Uint8Array | ArrayBuffer)[];
   signal?: AbortSignal;
@@ -206,7 +226,8 @@ export declare class Tessera {
       signal?: AbortSignal;
     },
   ): Promise<Uint8Array[]>;
-  invert(request: InvertRequest): Promise<{ chi: Float32Array; report: RunReport }>;
+  /** chi holds the result; for iQFM (quantity 'local-field') it is the local field, also given as localField */
+  invert(request: InvertRequest): Promise<{ chi: Float32Array; report: RunReport; quantity: 'chi' | 'local-field'; localField?: Float32Array }>;
   phantom(request: { geometry: Geometry; seed?: number; noise?: number }): Promise<{ chi: Float32Array; field: Float32Array; mask: Uint8Array }>;
   tkd(request: { field: Float32Array; mask?: ArrayLike<number>; geometry: Geometry; threshold?: number }): Promise<Float32Array>;
   status(): Promise<Status>;

@@ -98,8 +98,8 @@ export class Tessera {
    * estimated memory; or feasible=false with the planner's advice.
    * geometry.dims are whole numbers >= 1; mask (optional) holds dims product values.
    */
-  plan({ geometry, mask, model, spec, tile, whole, workers, threadsPerWorker }) {
-    return this._call('plan', { geometry, mask, model, spec, tile, whole, workers, threadsPerWorker });
+  plan({ geometry, mask, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius }) {
+    return this._call('plan', { geometry, mask, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius });
   }
 
   /**
@@ -131,18 +131,23 @@ export class Tessera {
   }
 
   /**
-   * Invert a local field map (ppm) to susceptibility (ppm).
+   * Invert a local field map (ppm) to susceptibility (ppm), or, with the phase networks (iqsm, iqfm, iqsm-plus),
+   * wrapped phase to susceptibility (iQFM: to the local field).
    * field: Float32Array, x-fastest; mask: same length (nonzero = inside); geometry: {dims, voxelMm, b0Dir}.
    * model (registry id) or spec ({divisor, bytesPerVoxel, inputMean, inputStd, outputMean, outputStd}).
    * weights: ONNX bytes (an array for NeXtQSM). tile: {core, halo}; whole: run the volume at once.
-   * @returns {Promise<{chi: Float32Array, report: object}>}
+   * Phase networks (whole volume): phase (rad, wrapped; several echoes one after the other), te (s; one per echo),
+   * b0 (T, default 3), magnitude (optional, same size as phase: echo weights), erodeRadius (default 3),
+   * phaseSign (default -1, the reference's), inputNames ({role: name} when the export's names are not recognised).
+   * @returns {Promise<{chi: Float32Array, report: object, quantity: 'chi'|'local-field', localField?: Float32Array}>}
    */
-  invert({ field, mask, geometry, model, spec, weights, tile, whole, workers, threadsPerWorker, signal, onProgress, testHooks }) {
-    return this._call(
-      'invert',
-      { field, mask, geometry, model, spec, weights, tile, whole, workers, threadsPerWorker, testHooks },
-      { onProgress, signal },
-    );
+  invert(a) {
+    const { signal, onProgress, ...args } = a ?? {};
+    const keys = ['field', 'mask', 'geometry', 'model', 'spec', 'weights', 'tile', 'whole', 'workers', 'threadsPerWorker', 'testHooks',
+      'phase', 'magnitude', 'te', 'b0', 'erodeRadius', 'phaseSign', 'inputNames'];
+    const unknown = Object.keys(args).filter((k) => !keys.includes(k));
+    if (unknown.length) return Promise.reject(new TesseraError(`invert: unknown option(s) ${unknown.join(', ')} (known: ${keys.join(', ')}, signal, onProgress)`, 'InvalidArgument'));
+    return this._call('invert', args, { onProgress, signal });
   }
 
   /**

@@ -3,10 +3,11 @@
 //
 // Protocol (pool → worker):
 //   {type:'init', model: Uint8Array, ortModuleUrl, wasmPaths?, wasmModule?: WebAssembly.Module, numThreads,
-//    inputName?, outputName?, slots?: SharedArrayBuffer, slotIndex}
-//   {type:'run', seq, tile, input: Float32Array, dims: number[], hook?: 'crash'|'stall'|'fail'|'oom'}
+//    inputName?, inputRoles?: string[], inputNames?: {role: name}, outputName?, slots?: SharedArrayBuffer, slotIndex}
+//   {type:'run', seq, tile, input: Float32Array, dims: number[], extras?: [{role, data, dims}],
+//    hook?: 'crash'|'stall'|'fail'|'oom'}
 // (worker → pool):
-//   {type:'ready', inputName, outputName, inputNames, outputNames, heapBytes, sharedWasm}
+//   {type:'ready', inputName, outputName, inputNames, outputNames, binding?, heapBytes, sharedWasm}
 //   {type:'init-error', phase: 'runtime'|'session', message, oom?}
 //   {type:'start', seq, t}               (the run has begun in this worker)
 //   {type:'result', seq, output: Float32Array (transferred), dims, seconds, heapBytes, t}
@@ -21,6 +22,7 @@
 // read at the moment of reporting (read and dropped at once: no view is kept). Wasm memory never shrinks, so the
 // value after each run is also that instance's high-water mark.
 import { workerPort, dieNow } from './platform.js';
+import { bindInputs, fitDims } from './input-binding.js';
 
 const memories = new Set();
 
@@ -106,6 +108,8 @@ let ort = null;
 let session = null;
 let inputName = null;
 let outputName = null;
+let binding = null; // multi-input networks: role → input name
+const declared = new Map(); // input name → declared shape (session.inputMetadata), where ORT gives it
 let slots = null;
 let slotIndex = 0;
 const now = () => performance.timeOrigin + performance.now();
@@ -143,8 +147,17 @@ async function init(msg) {
       executionProviders: ['wasm'],
       graphOptimizationLevel: 'all',
     });
-    inputName = msg.inputName ?? session.inputNames[0];
     outputName = msg.outputName ?? session.outputNames[0];
+    if (msg.inputRoles?.length) {
+      ({ binding } = bindInputs(msg.inputRoles, session.inputNames, msg.inputNames));
+      inputName = binding[msg.inputRoles[0]];
+      const meta = session.inputMetadata ?? [];
+      session.inputNames.forEach((n, i) => {
+        if (meta[i]?.isTensor && Array.isArray(meta[i].shape)) declared.set(n, meta[i].shape);
+      });
+    } else {
+      inputName = msg.inputName ?? session.inputNames[0];
+    }
     if (!session.inputNames.includes(inputName))
       throw new Error(`the network has no input '${inputName}' (inputs: ${session.inputNames.join(', ')})`);
     if (!session.outputNames.includes(outputName))
@@ -155,6 +168,7 @@ async function init(msg) {
       outputName,
       inputNames: [...session.inputNames],
       outputNames: [...session.outputNames],
+      binding: binding ?? undefined,
       heapBytes: heapBytes(),
       sharedWasm,
     });
@@ -176,6 +190,11 @@ async function run(msg) {
     if (hook === 'oom') throw new RangeError('test hook: WebAssembly.Memory(): could not allocate memory');
     const t0 = performance.now();
     const feeds = { [inputName]: new ort.Tensor('float32', msg.input, dims) };
+    for (const e of msg.extras ?? []) {
+      const name = binding?.[e.role];
+      if (!name) throw new Error(`the network has no input bound to '${e.role}' (inputs: ${session.inputNames.join(', ')})`);
+      feeds[name] = new ort.Tensor('float32', e.data, fitDims(e.dims, declared.get(name)));
+    }
     const results = await session.run(feeds, [outputName]);
     const seconds = (performance.now() - t0) / 1000;
     const out = results[outputName];

@@ -100,6 +100,9 @@ export class WorkerPool {
    * @param {boolean} [o.shareCompiledWasm=true] compile ORT's wasm once here and hand the WebAssembly.Module to
    *   every worker (falls back to per-worker compilation when the ORT build is not the plain threaded one)
    * @param {string} [o.inputName] network input (default: the first)
+   * @param {string[]} [o.inputRoles] multi-input networks (iQSM family): the roles of the inputs in the reference
+   *   order, the first being run()'s `input`; each worker binds them to the network's input names (input-binding.js)
+   * @param {Object<string,string>} [o.inputNames] explicit role → network input name bindings (override the matching)
    * @param {string} [o.outputName] network output (default: the first)
    * @param {object} [o.testHooks] TESTS ONLY: { crashOnTile, crashTimes, stallOnTile, failOnTile, oomOnTile } —
    *   tile ids (one or an array) on which the worker dies (process.exit / uncaught throw) after signalling start,
@@ -125,7 +128,10 @@ export class WorkerPool {
     this._shareWasm = o.shareCompiledWasm ?? true;
     this._wasmModule = null; // Promise<WebAssembly.Module|null>, made on the first spawn
     this._inputName = o.inputName;
+    this._inputRoles = o.inputRoles;
+    this._inputNames = o.inputNames;
     this._outputName = o.outputName;
+    this.inputBinding = null; // role → input name, as the first ready worker bound them (multi-input networks)
     const h = o.testHooks ?? {};
     this._hooks = {
       crash: asIdSet(h.crashOnTile),
@@ -198,9 +204,10 @@ export class WorkerPool {
    * Rejects: DOMException 'AbortError' on cancel; Error code 'TileFailed' (naming the tile and each cause) after
    * a retry on a fresh worker also failed; 'TileStalled' ("tile N stalled: no result after X s (watchdog)");
    * 'ModelLoadFailed'/'WorkerStartFailed' if workers cannot start; 'PoolTerminated' after terminate().
-   * @param {{id: number|string, input: Float32Array, dims: number[], signal?: AbortSignal}} req
+   * extras: the further inputs of a multi-input network, by role ({role, input, dims}); copied like input.
+   * @param {{id: number|string, input: Float32Array, dims: number[], extras?: {role: string, input: Float32Array, dims: number[]}[], signal?: AbortSignal}} req
    */
-  run({ id, input, dims, signal } = {}) {
+  run({ id, input, dims, extras = [], signal } = {}) {
     if (this._terminated) return Promise.reject(this._terminatedError(`run(tile ${id})`));
     if (this._fatal) return Promise.reject(this._fatal);
     if (!(input instanceof Float32Array)) return Promise.reject(new TypeError(`tile ${id}: input must be a Float32Array`));
@@ -209,18 +216,23 @@ export class WorkerPool {
     const n = dims.reduce((a, b) => a * b, 1);
     if (n !== input.length)
       return Promise.reject(new RangeError(`tile ${id}: input has ${input.length} values but dims [${dims}] need ${n}`));
+    for (const e of extras) {
+      if (!(e?.input instanceof Float32Array) || !Array.isArray(e.dims) || e.dims.reduce((a, b) => a * b, 1) !== e.input.length)
+        return Promise.reject(new TypeError(`tile ${id}: input '${e?.role}' must be a Float32Array matching its dims`));
+    }
     if (signal?.aborted) return Promise.reject(abortError(`tile ${id} cancelled before it started`));
 
     // The one copy (see the header): pool-owned, shared with the worker where possible.
-    let data;
-    if (this._shared) {
-      data = new Float32Array(new SharedArrayBuffer(input.byteLength));
-      data.set(input);
-    } else {
-      data = input.slice();
-    }
+    const own = (x) => {
+      if (!this._shared) return x.slice();
+      const c = new Float32Array(new SharedArrayBuffer(x.byteLength));
+      c.set(x);
+      return c;
+    };
+    const data = own(input);
+    const named = extras.map((e) => ({ role: e.role, data: own(e.input), dims: [...e.dims] }));
     return new Promise((resolve, reject) => {
-      const job = { id, dims: [...dims], data, resolve, reject, signal, attempts: 0, freshAfter: 0, causes: [], handle: null, seq: 0, timer: null, started: false, done: false };
+      const job = { id, dims: [...dims], data, extras: named, resolve, reject, signal, attempts: 0, freshAfter: 0, causes: [], handle: null, seq: 0, timer: null, started: false, done: false };
       if (signal) {
         job.onAbort = () => this._abortJob(job, `tile ${id} cancelled`);
         signal.addEventListener('abort', job.onAbort, { once: true });
@@ -361,6 +373,8 @@ export class WorkerPool {
         wasmModule: wasmModule ?? undefined,
         numThreads: this._T,
         inputName: this._inputName,
+        inputRoles: this._inputRoles,
+        inputNames: this._inputNames,
         outputName: this._outputName,
         slots: this._slots?.buffer,
         slotIndex: h.slotIndex,
@@ -389,6 +403,7 @@ export class WorkerPool {
     switch (m?.type) {
       case 'ready':
         this._noteHeap(h, m.heapBytes);
+        if (m.binding) this.inputBinding = m.binding;
         this._perWorker.get(h.serial).sharedWasm = !!m.sharedWasm;
         this._setState(h, 'idle');
         this._checkReady();
@@ -569,7 +584,8 @@ export class WorkerPool {
     const qi = this._queue.indexOf(job);
     if (qi >= 0) this._queue.splice(qi, 1);
     if (job.signal && job.onAbort) job.signal.removeEventListener('abort', job.onAbort);
-    job.data = null; // drop the pool-owned input
+    job.data = null; // drop the pool-owned inputs
+    job.extras = null;
     if (err) job.reject(err);
     else job.resolve(value);
   }
@@ -617,6 +633,6 @@ export class WorkerPool {
     job.seq = ++this._seq;
     job.started = false;
     job.timer = setTimeout(() => this._onStall(job), this._watchdogMs);
-    h.w.postMessage({ type: 'run', seq: job.seq, tile: job.id, input: job.data, dims: job.dims, hook: this._hookFor(job.id) });
+    h.w.postMessage({ type: 'run', seq: job.seq, tile: job.id, input: job.data, dims: job.dims, extras: job.extras, hook: this._hookFor(job.id) });
   }
 }

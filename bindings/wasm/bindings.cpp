@@ -33,14 +33,15 @@ val plan(std::shared_ptr<Volume> volume, val request) {
   return guarded([&] {
     InversionRequest r = request_from(request);
     r.geometry = volume->geo();
+    check_echoes(r, *volume);
     val p = to_val(plan_inversion(r, volume->mask(), Target::Wasm));
     p.set("warning", inversion_warning(r));
     p.set("networks", network_count(r));
     return p;
   });
 }
-std::shared_ptr<Volume> make_volume(val geometry) {
-  return guarded([&] { return std::make_shared<Volume>(geometry); });
+std::shared_ptr<Volume> make_volume(val geometry, unsigned echoes) {
+  return guarded([&] { return std::make_shared<Volume>(geometry, echoes); });
 }
 std::unique_ptr<InversionJob> start_inversion(std::shared_ptr<Volume> volume, val request, unsigned threads) {
   return guarded([&] { return std::make_unique<InversionJob>(volume, request, threads); });
@@ -74,6 +75,8 @@ EMSCRIPTEN_BINDINGS(tessera) {
       .function("geometry", &Volume::geometry)
       .function("fieldView", &Volume::field_view)
       .function("maskView", &Volume::mask_view)
+      .function("magnitudeView", &Volume::magnitude_view)
+      .function("echoes", &Volume::echoes)
       .function("voxelCount", &Volume::voxel_count);
 
   class_<InversionJob>("InversionJob")

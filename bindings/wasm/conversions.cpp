@@ -116,6 +116,20 @@ InversionRequest request_from(const val& v) {
     r.tile = tile_from(tile);
   }
   r.workers = std::max<uint32_t>(1, v["workers"].isNumber() ? count(v, "workers", 1) : 1);
+  // Phase networks: te (seconds; a number or one per echo), b0 (tesla), erodeRadius (voxels), phaseSign.
+  const val te = v["te"];
+  if (te.isNumber()) {
+    r.phase.te_s = {number(v, "te", 0.0)};
+  } else if (!te.isUndefined() && !te.isNull()) {
+    if (te["length"].isUndefined()) throw Error(ErrorCode::InvalidArgument, "te must be a number of seconds or one per echo");
+    for (unsigned i = 0; i < te["length"].as<unsigned>(); ++i) {
+      if (!te[i].isNumber()) throw Error(ErrorCode::InvalidArgument, "te must hold numbers (seconds)");
+      r.phase.te_s.push_back(te[i].as<double>());
+    }
+  }
+  r.phase.b0_tesla = number(v, "b0", 3.0);
+  r.phase.erode_radius = count(v, "erodeRadius", 3);
+  r.phase.phase_sign = number(v, "phaseSign", -1.0);
   return r;
 }
 
@@ -135,6 +149,19 @@ val to_val(const ModelSpec& m) {
   o.set("outputChannels", m.output_channels);
   o.set("input", std::string(m.input));
   o.set("output", std::string(m.output));
+  o.set("quantity", std::string(m.quantity));
+  val inputs = val::array();
+  std::string role;
+  for (char c : std::string(m.inputs) + ",") {
+    if (c != ',') {
+      role += c;
+    } else if (!role.empty()) {
+      inputs.call<void>("push", role);
+      role.clear();
+    }
+  }
+  o.set("inputs", inputs);
+  o.set("cropMargin", m.crop_margin);
   val norm = val::object();
   norm.set("inputMean", m.norm.input_mean);
   norm.set("inputStd", m.norm.input_std);
@@ -221,6 +248,17 @@ val copy_out(std::span<const uint8_t> v) {
   return val(emscripten::typed_memory_view(v.size(), v.data())).call<val>("slice");
 }
 
+void check_echoes(const InversionRequest& r, const Volume& v) {
+  const bool phase = r.model && r.model->kind == ModelKind::WholeVolumeOnly;
+  if (!phase && (v.echoes() != 1 || !v.magnitude().empty())) {
+    throw Error(ErrorCode::InvalidArgument, "several echoes and a magnitude are only taken by the phase networks (iQSM family)");
+  }
+  if (phase && !r.phase.te_s.empty() && r.phase.te_s.size() != v.echoes()) {
+    throw Error(ErrorCode::InvalidArgument, "the phase holds " + std::to_string(v.echoes()) + " echo(es) but te gives " +
+                                                std::to_string(r.phase.te_s.size()) + " echo time(s): give one TE per echo");
+  }
+}
+
 val phantom_to_val(const val& geometry, const val& options) {
   const Geometry g = geometry_from(geometry);
   PhantomOptions o;
@@ -237,9 +275,15 @@ val phantom_to_val(const val& geometry, const val& options) {
   return out;
 }
 
-Volume::Volume(const val& geometry) : geometry_(geometry_from(geometry)) {
-  field_.assign(geometry_.voxel_count(), 0.0f);
-  mask_.assign(geometry_.voxel_count(), 0);
+Volume::Volume(const val& geometry, uint32_t echoes) : geometry_(geometry_from(geometry)), echoes_(echoes) {
+  if (echoes == 0 || echoes > 64) throw Error(ErrorCode::InvalidArgument, "echoes must be 1 to 64, got " + std::to_string(echoes));
+  const uint64_t n = geometry_.voxel_count();
+  if (n * echoes > (1ull << 30)) {
+    throw Error(ErrorCode::InvalidArgument, std::to_string(echoes) + " echoes of " + std::to_string(n) +
+                                                " voxels do not fit a browser's 4 GB memory: give fewer echoes");
+  }
+  field_.assign(n * echoes, 0.0f);
+  mask_.assign(n, 0);
 }
 
 val Volume::geometry() const {
@@ -258,10 +302,15 @@ val Volume::geometry() const {
 
 val Volume::field_view() { return val(emscripten::typed_memory_view(field_.size(), field_.data())); }
 val Volume::mask_view() { return val(emscripten::typed_memory_view(mask_.size(), mask_.data())); }
+val Volume::magnitude_view() {
+  if (magnitude_.empty()) magnitude_.assign(field_.size(), 0.0f);
+  return val(emscripten::typed_memory_view(magnitude_.size(), magnitude_.data()));
+}
 
 InversionJob::InversionJob(std::shared_ptr<Volume> volume, const val& request, uint32_t threads)
     : volume_(std::move(volume)), request_(request_from(request)) {
   request_.geometry = volume_->geo();
+  check_echoes(request_, *volume_);
   const TilePlan plan = plan_inversion(request_, volume_->mask(), Target::Wasm);
   if (!plan.feasible) throw Error(ErrorCode::BudgetExceeded, plan.message);
   warning_ = inversion_warning(request_);
@@ -281,7 +330,7 @@ InversionJob::InversionJob(std::shared_ptr<Volume> volume, const val& request, u
           runners.push_back(std::make_unique<BridgeRunner>(bridge, i, network_output_channels(req, i)));
           nets.push_back(runners.back().get());
         }
-        return run_inversion(req, vol->field(), vol->mask(), nets, opts, chi);
+        return run_inversion(req, vol->field(), vol->mask(), nets, opts, chi, vol->magnitude());
       },
       options);
 }
@@ -305,6 +354,17 @@ val InversionJob::poll() {
     for (uint64_t d : r.shape.dims) dims.call<void>("push", static_cast<double>(d));
     q.set("dims", dims);
     q.set("input", val(emscripten::typed_memory_view(r.input.size(), r.input.data())));
+    val extras = val::array();
+    for (const NamedInput& e : r.extras) {
+      val x = val::object();
+      x.set("role", e.role);
+      val d = val::array();
+      for (uint64_t k : e.dims) d.call<void>("push", static_cast<double>(k));
+      x.set("dims", d);
+      x.set("input", val(emscripten::typed_memory_view(e.data.size(), e.data.data())));
+      extras.call<void>("push", x);
+    }
+    q.set("extras", extras);
     requests.call<void>("push", q);
   }
   o.set("requests", requests);

@@ -55,26 +55,38 @@ val to_val(const RunReport& r);
 val copy_out(std::span<const float> v);
 val copy_out(std::span<const uint8_t> v);
 
+class Volume;
+// Throws Error(InvalidArgument) when the volume's echoes (and magnitude) do not suit the request.
+void check_echoes(const InversionRequest& request, const Volume& volume);
+
 // {chi, field, mask} of the numerical head phantom; options {seed, noise, threads}.
 val phantom_to_val(const val& geometry, const val& options);
 
-// A volume in the module heap: field (f32) and mask (u8), filled by JavaScript through views.
+// A volume in the module heap: field (f32; for phase networks the wrapped phase of every echo, echo after
+// echo), mask (u8) and an optional magnitude (same size as the field), filled by JavaScript through views.
 class Volume {
  public:
-  explicit Volume(const val& geometry);
+  // echoes >= 1 (more than 1 only for the phase networks' multi-echo data).
+  Volume(const val& geometry, uint32_t echoes);
   val geometry() const;
   // Views on the heap: valid until the next call that may allocate. Fill them at once.
   val field_view();
   val mask_view();
-  uint32_t voxel_count() const { return static_cast<uint32_t>(field_.size()); }
+  // Allocates the magnitude (zeros) on the first call, then views it.
+  val magnitude_view();
+  uint32_t voxel_count() const { return static_cast<uint32_t>(mask_.size()); }
+  uint32_t echoes() const { return echoes_; }
   const Geometry& geo() const { return geometry_; }
   std::span<const float> field() const { return field_; }
   std::span<const uint8_t> mask() const { return mask_; }
+  std::span<const float> magnitude() const { return magnitude_; }
 
  private:
   Geometry geometry_;
+  uint32_t echoes_ = 1;
   std::vector<float> field_;
   std::vector<uint8_t> mask_;
+  std::vector<float> magnitude_;
 };
 
 // An inversion running on a driver thread; JavaScript polls it and serves its network requests.
