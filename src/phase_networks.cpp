@@ -252,16 +252,8 @@ TilePlan plan_phase(const ModelSpec& m, const Geometry& g, std::span<const uint8
   require_phase_model(m);
   validate_geometry(g);
   if (mask.size() != g.voxel_count()) validate_volume_sizes(g, g.voxel_count(), mask.size());
-  try {
-    validate_settings(s);
-    return plan_layout(m, g, phase_layout(m, g, erode_mask(g, mask, s.erode_radius)), echoes, target);
-  } catch (const Error& e) {
-    if (e.code() != ErrorCode::InvalidArgument) throw;
-    TilePlan p;
-    p.whole_volume = true;
-    p.message = e.what();
-    return p;
-  }
+  validate_settings(s);
+  return plan_layout(m, g, phase_layout(m, g, erode_mask(g, mask, s.erode_radius)), echoes, target);
 }
 
 std::string phase_warning(const ModelSpec& m, const Geometry& g) {

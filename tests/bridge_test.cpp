@@ -221,9 +221,13 @@ TEST(Inversion, DispatchesByKindAndRunsPhaseNetworksWhole) {
 
   InversionRequest iq = custom;
   iq.model = &model_spec("iqsm");
-  const TilePlan no_te = plan_inversion(iq, mask, Target::Wasm);  // phase networks need their echo times
-  EXPECT_FALSE(no_te.feasible);
-  EXPECT_NE(no_te.message.find("echo time"), std::string::npos) << no_te.message;
+  try {  // phase networks need their echo times
+    plan_inversion(iq, mask, Target::Wasm);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("echo time"), std::string::npos) << e.what();
+  }
   iq.phase.te_s = {0.02};
   EXPECT_TRUE(plan_inversion(iq, mask, Target::Wasm).whole_volume);
   try {  // a single-input runner cannot serve a multi-input network

@@ -41,8 +41,12 @@ function makeVolume(geometry, field, mask, { echoes = 1, magnitude, what = 'fiel
     const fill = (data, name, view) => {
       if (!(data instanceof Float32Array)) throw new TesseraError(`${name} must be a Float32Array (x-fastest${echoes > 1 ? ', echo after echo' : ''})`, 'InvalidArgument');
       if (data.length !== n * echoes) {
+        const dims = geometry.dims.join('×');
+        if (what === 'phase' && data.length % n === 0) {
+          throw new TesseraError(`${name} holds ${data.length / n} echo(es) of ${dims} but te gives ${echoes} echo time(s): give one TE per echo`, 'InvalidArgument');
+        }
         const each = echoes > 1 ? ` (${echoes} echoes)` : '';
-        throw new TesseraError(`${name} holds ${data.length} values but the volume ${geometry.dims.join('×')}${each} has ${n * echoes}`, 'InvalidArgument');
+        throw new TesseraError(`${name} holds ${data.length} values but the volume ${dims}${each} has ${n * echoes}`, 'InvalidArgument');
       }
       view().set(data);
     };

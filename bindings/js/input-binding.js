@@ -11,7 +11,7 @@ const PATTERNS = [
   ['mask', /mask|msk/i],
   ['phase', /phase|phs|phi|wph/i],
   ['te', /(^|[^a-z])tes?([^a-z]|$)|echo/i],
-  ['b0', /(^|[^a-z])b0([^a-z_]|$)|tesla|field_?strength/i],
+  ['b0', /(^|[^a-z])b0(?![a-z]|_?dir)|tesla|field_?strength/i],
 ];
 
 /**

@@ -53,6 +53,7 @@ PhaseLayout phase_layout(const ModelSpec& m, const Geometry& geometry, std::span
 // Plans a phase network run: the padded volume against the single-patch limit, the module heap.
 // Never throws for a volume that is too large: feasible=false and message say why and what to do.
 // mask holds geometry.voxel_count() values; echoes >= 1.
+// Throws Error(InvalidArgument) for invalid settings (TE, B0, sign) or a mask that erodes to nothing.
 TilePlan plan_phase(const ModelSpec& m, const Geometry& geometry, std::span<const uint8_t> mask,
                     const PhaseSettings& settings, uint32_t echoes, Target target);
 
