@@ -7,6 +7,7 @@
 // Usage (node):
 //   node --no-experimental-fetch bench/calibrate.js --onnx /tmp/standins/xqsm-standin.onnx --network xqsm-standin \
 //     --edges 32,48,64,80,96 --repeats 3 --threads 1 [--runs 2] [--out bench/calibration.json] [--merge]
+// Multi-input (phase) networks: --inputs phase,mask,te,b0,border (the registry's roles; further inputs are made up).
 // --merge adds the points to the existing entry of the same network/runtime/threads (same model sha256) and refits.
 // bench/calibrate-browser.js runs the same measurement (measurePoint/summarize below) in headless Chromium.
 //
@@ -21,6 +22,28 @@ export function patchInput(edge) {
 }
 
 /**
+ * The further inputs of a multi-input (phase) network for an edge³ patch, by role: a full mask, TE 20 ms, 3 T,
+ * the border shell, B0 along z.
+ */
+export function phaseExtras(roles, edge) {
+  const dims = [1, 1, edge, edge, edge];
+  const n = edge ** 3;
+  const shell = new Float32Array(n);
+  for (let x = 1; x < edge - 1; x++) for (let y = 1; y < edge - 1; y++) for (let z = 1; z < edge - 1; z++) shell[(x * edge + y) * edge + z] = 1;
+  const make = {
+    mask: () => ({ input: new Float32Array(n).fill(1), dims }),
+    border: () => ({ input: shell, dims }),
+    te: () => ({ input: Float32Array.of(0.02), dims: [1] }),
+    b0: () => ({ input: Float32Array.of(3), dims: [1] }),
+    b0_dir: () => ({ input: Float32Array.of(0, 0, 1), dims: [1, 1, 3] }),
+  };
+  return roles.slice(1).map((role) => {
+    if (!make[role]) throw new Error(`no calibration input for role '${role}'`);
+    return { role, ...make[role]() };
+  });
+}
+
+/**
  * One measurement point in a fresh pool.
  * @param {object} o
  * @param {Function} o.WorkerPool the pool class (bindings/js/pool.js)
@@ -29,9 +52,10 @@ export function patchInput(edge) {
  * @param {number} o.threads ORT threads in the worker
  * @param {number} [o.runs=2] patches run in the same session (the high-water must not keep growing)
  * @param {object} [o.poolOptions] extra WorkerPool options (browser: ortModuleUrl, ortWasmPaths)
+ * @param {string[]} [o.inputRoles] multi-input networks: the input roles (phaseExtras makes the further inputs)
  */
-export async function measurePoint({ WorkerPool, model, edge, threads, runs = 2, poolOptions = {} }) {
-  const pool = new WorkerPool({ model, workers: 1, threadsPerWorker: threads, ...poolOptions });
+export async function measurePoint({ WorkerPool, model, edge, threads, runs = 2, poolOptions = {}, inputRoles }) {
+  const pool = new WorkerPool({ model, workers: 1, threadsPerWorker: threads, inputRoles, ...poolOptions });
   try {
     const t0 = performance.now();
     await pool.ready();
@@ -39,9 +63,10 @@ export async function measurePoint({ WorkerPool, model, edge, threads, runs = 2,
     const afterSessionBytes = pool.stats().perWorker[0].heapHighWater;
     const input = patchInput(edge);
     const dims = [1, 1, edge, edge, edge];
+    const extras = inputRoles ? phaseExtras(inputRoles, edge) : [];
     const perRun = [];
     for (let r = 0; r < runs; r++) {
-      const res = await pool.run({ id: r, input, dims });
+      const res = await pool.run({ id: r, input, dims, extras });
       if (res.dims.join(',') !== dims.join(',')) throw new Error(`edge ${edge}: output dims [${res.dims}] != [${dims}]`);
       perRun.push({ seconds: res.seconds, heapBytes: res.heapBytes });
     }
@@ -233,11 +258,13 @@ async function main() {
       out: { type: 'string' },
       note: { type: 'string' },
       merge: { type: 'boolean', default: false },
+      inputs: { type: 'string' },
     },
   });
+  const inputRoles = a.inputs ? a.inputs.split(',') : undefined;
   if (!a.onnx) {
     console.error('usage: node --no-experimental-fetch bench/calibrate.js --onnx NET.onnx [--network NAME] [--edges 32,48,64] ' +
-      '[--repeats 3] [--threads 1] [--runs 2] [--min-edge 64] [--out bench/calibration.json] [--note TEXT] [--merge]');
+      '[--repeats 3] [--threads 1] [--runs 2] [--min-edge 64] [--out bench/calibration.json] [--note TEXT] [--merge] [--inputs phase,mask,te,b0,border]');
     process.exit(2);
   }
   const model = new Uint8Array(fs.readFileSync(a.onnx));
@@ -257,7 +284,7 @@ async function main() {
     for (const edge of edges) {
       let p;
       try {
-        p = await measurePoint({ WorkerPool, model, edge, threads, runs });
+        p = await measurePoint({ WorkerPool, model, edge, threads, runs, inputRoles });
       } catch (e) {
         // e.g. out of memory near the 4 GiB wasm ceiling: record it, keep the other points
         failures.push({ repeat: rep, edge, error: String(e?.message ?? e) });
@@ -297,6 +324,7 @@ async function main() {
     machine: { cpu: os.cpus()[0].model, cores: os.cpus().length, os: `${os.type()} ${os.release()}`, node: process.version, onnxruntimeWeb: ortVersion },
     model: { file: a.onnx.split('/').pop(), bytes: model.byteLength, sha256 },
     threads,
+    inputs: inputRoles,
     runsPerPool: runs,
     repeats,
     note: notes.length > 1 ? notes : notes[0],

@@ -15,6 +15,15 @@ FieldNetwork network_of(const InversionRequest& r) { return r.model ? field_netw
 
 bool is_phase_network(const InversionRequest& r) { return r.model && r.model->kind == ModelKind::WholeVolumeOnly; }
 
+// Whole-volume-only networks cannot be tiled: an explicit tile config is a mistake worth saying.
+void refuse_tiling(const InversionRequest& r) {
+  if (r.tile_given && !r.whole_volume && !r.auto_tile) {
+    throw Error(ErrorCode::InvalidArgument,
+                std::string(r.model->name) + " runs on the whole volume only: it reconstructs from wrapped phase and "
+                                             "cannot be tiled; drop the tile settings or ask for the whole volume");
+  }
+}
+
 uint32_t echo_count(const InversionRequest& r) { return static_cast<uint32_t>(std::max<size_t>(1, r.phase.te_s.size())); }
 
 // A physics loop on one volume (whole, or one patch).
@@ -52,6 +61,7 @@ std::string inversion_warning(const InversionRequest& r) {
 }
 
 TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask, Target target) {
+  if (is_phase_network(r)) refuse_tiling(r);
   if (is_phase_network(r)) return plan_phase(*r.model, r.geometry, mask, r.phase, echo_count(r), target);
   const FieldNetwork net = network_of(r);
   if (r.whole_volume || (r.model && r.model->kind == ModelKind::NativePatches)) return plan_whole(r.geometry, net, target);
@@ -91,6 +101,7 @@ RunReport run_inversion(const InversionRequest& r, std::span<const float> field,
                                                 std::to_string(networks.size()));
   }
   if (is_phase_network(r)) {
+    refuse_tiling(r);
     return run_phase_network(*r.model, r.geometry, field, magnitude, mask, r.phase, *networks[0], options, chi);
   }
   if (r.auto_tile) {

@@ -184,8 +184,13 @@ const ModelSpec kModels[] = {
         .name = "iQSM",
         .kind = ModelKind::WholeVolumeOnly,
         .divisor = 16,
-        .bytes_per_voxel = 1100,
-        .cost_source = kDefaultCost,
+        .bytes_per_voxel = 330,
+        .fixed_bytes = 52'428'800,
+        .cost_provisional = false,
+        .cost_source = "measured in ONNX Runtime Web 1.30.0 (wasm, 2 threads, node) on an iQSM-shaped stand-in (LoT layer + "
+                       "depth-4 U-Net, 4.31 M parameters, random weights: scripts/standins.js), whole 64-160³ volumes, "
+                       "2026-11-29: heap high-water ≈ 72 MB + 295 B/voxel (r² 0.999), budgeted as 50 MiB + 330 B/voxel "
+                       "with every point under the line (bench/calibration-iqsm.json)",
         .input = "wrapped phase · -1 (rad), eroded mask, TE (s), B0 (T), border shell; B0 along the third axis",
         .output = "chi (ppm)",
         .inputs = "phase,mask,te,b0,border",
@@ -194,15 +199,20 @@ const ModelSpec kModels[] = {
         .citation = "Gao Y, Xiong Z, Fazlollahi A, et al. Instant tissue field and magnetic susceptibility "
                     "mapping from MRI raw phase using Laplacian enhanced deep neural networks. NeuroImage. "
                     "2022;259:119410",
-        .notes = "whole-volume only (17.2-17.7 MB weights; size and sha256 not recorded in models.md)",
+        .notes = "whole-volume only; from wrapped phase (17.2-17.7 MB weights; size and sha256 not recorded in models.md)",
     },
     {
         .id = "iqfm",
         .name = "iQFM",
         .kind = ModelKind::WholeVolumeOnly,
         .divisor = 16,
-        .bytes_per_voxel = 1100,
-        .cost_source = kDefaultCost,
+        .bytes_per_voxel = 330,
+        .fixed_bytes = 52'428'800,
+        .cost_provisional = false,
+        .cost_source = "measured in ONNX Runtime Web 1.30.0 (wasm, 2 threads, node) on an iQSM-shaped stand-in (iQFM has the same architecture) (LoT layer + "
+                       "depth-4 U-Net, 4.31 M parameters, random weights: scripts/standins.js), whole 64-160³ volumes, "
+                       "2026-11-29: heap high-water ≈ 72 MB + 295 B/voxel (r² 0.999), budgeted as 50 MiB + 330 B/voxel "
+                       "with every point under the line (bench/calibration-iqsm.json)",
         .input = "wrapped phase · -1 (rad), eroded mask, TE (s), B0 (T), border shell; B0 along the third axis",
         .output = "local field (ppm)",
         .quantity = "local-field",
@@ -212,15 +222,21 @@ const ModelSpec kModels[] = {
         .citation = "Gao Y, Xiong Z, Fazlollahi A, et al. Instant tissue field and magnetic susceptibility "
                     "mapping from MRI raw phase using Laplacian enhanced deep neural networks. NeuroImage. "
                     "2022;259:119410",
-        .notes = "whole-volume only (17.2-17.7 MB weights; size and sha256 not recorded in models.md)",
+        .notes = "whole-volume only; from wrapped phase (17.2-17.7 MB weights; size and sha256 not recorded in models.md)",
     },
     {
         .id = "iqsm-plus",
         .name = "iQSM+",
         .kind = ModelKind::WholeVolumeOnly,
         .divisor = 16,
-        .bytes_per_voxel = 1100,
-        .cost_source = kDefaultCost,
+        .bytes_per_voxel = 360,
+        .fixed_bytes = 71'303'168,
+        .cost_provisional = false,
+        .cost_source = "measured in ONNX Runtime Web 1.30.0 (wasm, 2 threads, node) on an iQSM+-shaped stand-in (LoT layer + "
+                       "orientation-edited depth-4 U-Net, 4.35 M parameters, random weights: scripts/standins.js), whole "
+                       "64-160³ volumes, 2026-11-29: heap high-water ≈ 63 MB + 327 B/voxel (r² 0.97; 1.24-1.50 GB at 160³ "
+                       "between repeats), budgeted as 68 MiB + 360 B/voxel with every point under the line "
+                       "(bench/calibration-iqsm.json)",
         .input = "wrapped phase · -1 (rad), eroded mask, TE (s), B0 (T), B0 direction, border shell; any B0 "
                  "direction",
         .output = "chi (ppm)",
@@ -230,7 +246,7 @@ const ModelSpec kModels[] = {
         .licence = "not stated in models.md: check the upstream repository before redistribution",
         .citation = "Gao Y, Xiong Z, Shan S, et al. Plug-and-play latent feature editing for orientation-adaptive "
                     "quantitative susceptibility mapping neural networks. Med Image Anal. 2024",
-        .notes = "whole-volume only (17.2-17.7 MB weights; size and sha256 not recorded in models.md)",
+        .notes = "whole-volume only; from wrapped phase (17.2-17.7 MB weights; size and sha256 not recorded in models.md)",
     },
     {
         .id = "demo-unet",

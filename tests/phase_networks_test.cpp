@@ -246,7 +246,7 @@ TEST(PhaseNetworks, EchoesAreCombinedWithMagnitudeTimesTeSquaredWeights) {
 }
 
 TEST(PhaseNetworks, PlanRefusesAVolumeOverTheSinglePatchLimitWithAdvice) {
-  const Geometry big = tessera::test::geometry(176, 176, 160);
+  const Geometry big = tessera::test::geometry(224, 224, 176);
   const std::vector<uint8_t> full(big.voxel_count(), 1);
   const tessera::TilePlan p = tessera::plan_phase(iqsm(), big, full, settings(), 1, tessera::Target::Wasm);
   EXPECT_FALSE(p.feasible);
@@ -332,6 +332,20 @@ TEST(PhaseNetworks, InversionDispatchesPhaseNetworksAndWarnsOffDesign) {
   ASSERT_EQ(net.shapes.size(), 1u);
   const std::vector<uint8_t> eroded = erode_brute(g, mask, 2);
   for (uint64_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], eroded[i] ? -phase[i] + 20.0f : 0.0f, 1e-5);
+  // An explicit tile config is refused: these networks cannot be tiled.
+  r.auto_tile = false;
+  r.tile_given = true;
+  r.tile = {56, 4};
+  try {
+    tessera::plan_inversion(r, mask, tessera::Target::Wasm);
+    FAIL() << "tiling a whole-volume-only network";
+  } catch (const tessera::Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("cannot be tiled"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(tessera::run_inversion(r, phase, mask, nets, {}, out), tessera::Error);
+  r.whole_volume = true;  // whole: fine
+  EXPECT_TRUE(tessera::plan_inversion(r, mask, tessera::Target::Wasm).feasible);
   // iQSM+ takes any direction: no warning about it.
   r.model = &iqsm_plus();
   EXPECT_EQ(tessera::inversion_warning(r).find("third axis"), std::string::npos);

@@ -152,7 +152,7 @@ test("an export's input names bind by name, by order or explicitly; ambiguous na
 });
 
 test('a phase network over the single-patch limit is refused up front with advice', async () => {
-  const dims = [176, 176, 160];
+  const dims = [224, 224, 176];
   const plan = await tessera.plan({ model: 'iqsm', geometry: { dims }, te: 0.02 });
   assert.equal(plan.feasible, false);
   assert.match(plan.message, /iQSM runs on the whole volume \(it cannot be tiled\).*crop the field of view/);
@@ -163,7 +163,7 @@ test('a phase network over the single-patch limit is refused up front with advic
   );
   // iQSM+ crops to the brain: the same volume with a head-sized mask fits.
   const mask = new Uint8Array(n);
-  for (let z = 40; z < 120; z++) for (let y = 40; y < 136; y++) for (let x = 48; x < 128; x++) mask[x + 176 * (y + 176 * z)] = 1;
+  for (let z = 40; z < 120; z++) for (let y = 40; y < 136; y++) for (let x = 48; x < 128; x++) mask[x + 224 * (y + 224 * z)] = 1;
   const plus = await tessera.plan({ model: 'iqsm-plus', geometry: { dims }, mask, te: [0.01, 0.02] });
   assert.equal(plus.feasible, true, plus.message);
   assert.equal(plus.tilesTotal, 2);
@@ -187,6 +187,7 @@ test('bad phase-network input is refused by name', async () => {
   await refused({ phase: undefined, field: s.phase }, 'InvalidArgument', /reconstructs from wrapped phase/);
   await refused({ model: 'xqsm', weights: lotNet() }, 'InvalidArgument', /phase and magnitude are inputs of the phase networks/);
   await refused({ tE: 0.02 }, 'InvalidArgument', /unknown option\(s\) tE/);
+  await refused({ tile: { core: 56, halo: 4 } }, 'InvalidArgument', /iQSM runs on the whole volume only: it reconstructs from wrapped phase and cannot be tiled/);
   const nan = s.phase.slice();
   nan[5000] = NaN;
   await refused({ phase: nan }, 'NonFiniteInput', /NaN/);

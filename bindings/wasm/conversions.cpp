@@ -114,6 +114,7 @@ InversionRequest request_from(const val& v) {
     r.hardware_threads = std::max<uint32_t>(1, count(v, "hardwareThreads", 2));
   } else {
     r.tile = tile_from(tile);
+    r.tile_given = !tile.isUndefined() && !tile.isNull();
   }
   r.workers = std::max<uint32_t>(1, v["workers"].isNumber() ? count(v, "workers", 1) : 1);
   // Phase networks: te (seconds; a number or one per echo), b0 (tesla), erodeRadius (voxels), phaseSign.

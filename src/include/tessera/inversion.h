@@ -20,6 +20,7 @@ struct InversionRequest {
   FieldNetwork custom;               // a caller's own field -> chi network (model == nullptr)
   bool whole_volume = false;
   TileConfig tile;
+  bool tile_given = false;  // the caller set tile explicitly (refused for whole-volume-only networks)
   uint32_t workers = 1;
   // Automatic tiling: the auto-planner chooses core (unless fixed_core), workers and threads.
   bool auto_tile = false;
@@ -39,7 +40,8 @@ uint32_t network_output_channels(const InversionRequest& request, uint32_t netwo
 
 // The plan of this request: tiled, automatic (plan.tile/workers/threads_per_worker hold the choice) or
 // whole.
-// Phase networks (iQSM family) plan their whole-volume run over request.phase.te_s.size() echoes.
+// Phase networks (iQSM family) plan their whole-volume run over request.phase.te_s.size() echoes; an
+// explicit tile config for them is refused (Error InvalidArgument).
 TilePlan plan_inversion(const InversionRequest& request, std::span<const uint8_t> mask, Target target);
 
 // The off-design warning for this request, or empty.
