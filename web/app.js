@@ -36,14 +36,21 @@ const ui = {
   runtimeKey: '',
   registry: [],
   limits: null,
-  input: null, // { source: 'demo'|'files', geometry, field, mask, truth?, like, name }
-  files: { field: null, mask: null, magnitude: null },
+  // The loaded input per kind of network; `input` is the one the selected network takes:
+  //   field: { kind, source: 'demo'|'files', geometry, field, mask, truth?, like, name, display }
+  //   phase: { kind, source: 'files', geometry, phase, echoes, magnitude?, mask, like, name, display (echo 1) }
+  inputs: { field: null, phase: null },
+  get input() {
+    return this.inputs[inputKind()];
+  },
+  files: { field: null, mask: null, magnitude: null, phase: null },
   plan: null,
   planSeq: 0,
   controller: null,
   settling: Promise.resolve(), // the last run, settled (a cancelled run still tears its workers down)
   weightsMemo: new Map(),
   chi: null,
+  result: null, // { chi, input, quantity, name } of the last run
 };
 
 const tileMap = new TileMap($('tilemap'), $('tileLayers'));
@@ -75,11 +82,11 @@ function friendly(e) {
     case 'DownloadFailed':
       return `The weights could not be downloaded: ${m}`;
     case 'BudgetExceeded':
-      return `This tile setting does not fit in memory: ${m}`;
+      return inputKind() === 'phase' ? `The volume does not fit in memory: ${m}` : `This tile setting does not fit in memory: ${m}`;
     case 'ModelLoadFailed':
       return `The network could not be loaded: ${m}`;
     case 'NonFiniteInput':
-      return `The field map holds invalid values: ${m}`;
+      return inputKind() === 'phase' ? `The phase or magnitude holds invalid values: ${m}` : `The field map holds invalid values: ${m}`;
     default:
       return m;
   }
@@ -169,6 +176,33 @@ function selectedNetwork() {
   return { kind: 'registry', id: v, model: m, name: m?.name ?? v };
 }
 
+/** The phase networks (iQSM, iQFM, iQSM+): they take the wrapped phase (role 'phase'), not a field map. */
+function isPhaseModel(m) {
+  return !!m && Array.isArray(m.inputs) && m.inputs.includes('phase');
+}
+
+/** What the selected network takes: 'phase' (wrapped phase, TE, B0) or 'field' (a local field map). */
+function inputKind() {
+  const n = selectedNetwork();
+  return n.kind === 'registry' && isPhaseModel(n.model) ? 'phase' : 'field';
+}
+
+/** The selected network's output: 'chi', or 'local-field' (iQFM). */
+function selectedQuantity() {
+  const n = selectedNetwork();
+  return n.model?.quantity === 'local-field' ? 'local-field' : 'chi';
+}
+
+const ROLE_WORDS = {
+  phase: 'wrapped phase (rad, × phase sign)',
+  mask: 'brain mask (eroded)',
+  te: 'TE (s)',
+  b0: 'B0 (T)',
+  b0_dir: 'B0 direction (unit vector)',
+  border: 'border shell',
+  field: 'local field (ppm)',
+};
+
 function fillModels() {
   const sel = $('model');
   sel.textContent = '';
@@ -212,13 +246,61 @@ function showModelInfo() {
   } else if (n.kind === 'registry' && n.model) {
     const m = n.model;
     line('Kind', `${m.kind}${m.tileable ? ', tileable' : ', not tileable'}; divisor ${m.divisor}; ${m.bytesPerVoxel} B/voxel${m.costProvisional ? ' (provisional)' : ''}`);
+    if (isPhaseModel(m)) {
+      line('Inputs', m.inputs.map((r) => ROLE_WORDS[r] ?? r).join(', '));
+      line('Output', m.quantity === 'local-field' ? 'local field (ppm) — the tissue field, not χ' : 'χ (ppm)');
+      line('Runs', `on the whole volume at once (not tileable), padded to a multiple of ${m.divisor}${m.cropMargin ? `; cropped to the eroded mask’s bounding box + ${m.cropMargin} voxels first` : ''}; one network call per echo, echoes combined with (magnitude·TE)² weights`);
+    }
     line('Input / output', `${m.input} → ${m.output}`);
     line('Weights', m.weights.map((w) => `${w.file}${w.bytes ? ` (${(w.bytes / 1e6).toFixed(1)} MB)` : ''}`).join(', '));
     line('Licence', m.licence);
     line('Citation', m.citation);
     line('Notes', m.notes);
   }
+  syncKind();
   schedulePlan();
+}
+
+/**
+ * The page follows what the selected network takes: the input section (field map, or wrapped phase with TE,
+ * B0, magnitude, erosion and sign), the tile settings (irrelevant for whole-volume phase networks), the
+ * output's name. Each kind keeps its own loaded input.
+ */
+let shownKind = 'field';
+function syncKind() {
+  const kind = inputKind();
+  const phase = kind === 'phase';
+  const net = selectedNetwork();
+  $('fieldFileLabel').hidden = phase;
+  $('unitsBox').hidden = phase;
+  $('phaseFileLabel').hidden = !phase;
+  $('phaseBox').hidden = !phase;
+  $('dropMain').textContent = phase ? 'wrapped phase' : 'field map';
+  // One B0 input: next to Hz for field maps, in the acquisition box for the phase networks.
+  $(phase ? 'b0PhaseSlot' : 'b0FieldSlot').append($('b0'));
+  syncMaskInputs();
+  if (phase) for (const id of ['core', 'halo', 'auto', 'whole', 'workers']) $(id).disabled = true; // the next plan keeps them so
+  $('tileNote').hidden = !phase;
+  $('tileNote').textContent = phase
+    ? `${net.name} runs on the whole volume at once (it cannot be tiled): the tile settings do not apply; only the threads per worker do.`
+    : '';
+  if (!ui.result) setQuantityLabels(selectedQuantity());
+  if (kind !== shownKind) {
+    shownKind = kind;
+    showError(null);
+    T.input = { ...(ui.input?.summary ?? { kind, none: true }), seq: T.input?.seq ?? 0 };
+    if (ui.input) showInput(ui.input);
+    else if (phase && ui.files.phase) loadFiles(); // chosen earlier, not (yet) loaded: say what is missing
+    else showInput(null);
+  } else if (phase && ui.input) showInput(ui.input);
+  updatePhaseState();
+}
+
+/** Output names: χ, or the local field (iQFM). */
+function setQuantityLabels(quantity) {
+  const lf = quantity === 'local-field';
+  for (const e of document.querySelectorAll('.qty')) e.textContent = lf ? (e.hasAttribute('data-lower') ? 'local field' : 'Local field') : 'χ';
+  $('capChi').textContent = lf ? 'Local field (ppm)' : 'χ (ppm)';
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -326,32 +408,70 @@ async function weightsFor(net, signal) {
 // Input
 
 function setInput(input) {
-  ui.input = input;
-  const [nx, ny, nz] = input.geometry.dims;
-  const v = input.geometry.voxelMm ?? [1, 1, 1];
+  input.kind ??= 'field';
+  ui.inputs[input.kind] = input;
+  const values = input.kind === 'phase' ? input.display : input.field;
   let inMask = 0;
   let fieldSum = 0;
   for (let i = 0; i < input.mask.length; i++) {
     if (!input.mask[i]) continue;
     inMask++;
-    fieldSum += input.field[i];
+    fieldSum += values[i];
   }
+  input.maskVoxels = inMask;
   tileMap.follow = true;
-  $('inputInfo').textContent =
-    `${input.name}: ${nx}×${ny}×${nz} voxels of ${v.map((x) => +x.toFixed(3)).join('×')} mm, B0 direction ` +
-    `[${input.geometry.b0Dir.map((x) => +x.toFixed(3)).join(', ')}], ${inMask.toLocaleString()} mask voxels` +
-    (input.note ? ` — ${input.note}` : '');
-  T.input = { source: input.source, dims: input.geometry.dims, voxelMm: input.geometry.voxelMm, maskVoxels: inMask, fieldSumInMask: fieldSum, seq: (T.input?.seq ?? 0) + 1 };
-  input.range = robustRange(input.field, input.mask);
+  input.summary = {
+    source: input.source,
+    kind: input.kind,
+    dims: input.geometry.dims,
+    voxelMm: input.geometry.voxelMm,
+    maskVoxels: inMask,
+    fieldSumInMask: fieldSum,
+    ...(input.kind === 'phase' && { echoes: input.echoes, phaseRange: input.phaseRange, magnitude: !!input.magnitude }),
+  };
+  T.input = { ...input.summary, seq: (T.input?.seq ?? 0) + 1 };
+  input.range = input.kind === 'phase' ? [-Math.PI, Math.PI] : robustRange(input.field, input.mask);
+  showInput(input);
+}
+
+/** The input line, the slice sliders and the plan for the loaded input (null: none for this network). */
+function showInput(input) {
+  if (!input) {
+    $('inputInfo').textContent =
+      inputKind() === 'phase'
+        ? 'No phase loaded: choose a wrapped-phase NIfTI (3D, or 4D with the echoes along the 4th dimension), its mask (or a magnitude image to threshold), and type the echo time(s).'
+        : 'No input loaded.';
+    updatePhaseState();
+    schedulePlan();
+    return;
+  }
+  const [nx, ny, nz] = input.geometry.dims;
+  const v = input.geometry.voxelMm ?? [1, 1, 1];
+  const b = input.geometry.b0Dir;
+  let text =
+    `${input.name}: ${nx}×${ny}×${nz} voxels of ${v.map((x) => +x.toFixed(3)).join('×')} mm, ` +
+    (input.kind === 'phase' ? `${input.echoes} echo${input.echoes > 1 ? 'es' : ''}, ` : '') +
+    `B0 direction [${b.map((x) => +x.toFixed(3)).join(', ')}], ${input.maskVoxels.toLocaleString()} mask voxels`;
+  const notes = input.note ? [input.note] : [];
+  if (input.kind === 'phase') {
+    // iQSM and iQFM assume B0 along the third voxel axis; iQSM+ takes the direction (input b0_dir).
+    const net = selectedNetwork();
+    const tilt = (Math.acos(Math.min(1, Math.abs(b[2]) / (Math.hypot(...b) || 1))) * 180) / Math.PI;
+    if (tilt > 5 && !net.model?.inputs?.includes('b0_dir')) notes.push(`B0 is ${tilt.toFixed(0)}° off the third voxel axis: ${net.name} assumes B0 along it (iQSM+ takes any direction)`);
+  }
+  if (notes.length) text += ` — ${notes.join('; ')}`;
+  $('inputInfo').textContent = text;
   for (const s of [$('tileSlice'), $('slice')]) {
     s.max = String(nz - 1);
     s.value = String(Math.floor(nz / 2));
   }
   tileMap.z = Math.floor(nz / 2);
+  updatePhaseState();
   schedulePlan();
 }
 
 async function loadFiles() {
+  if (inputKind() === 'phase') return loadPhaseFiles();
   const f = ui.files;
   if (!f.field) return;
   const maskSource = document.querySelector('input[name=maskSource]:checked').value;
@@ -396,6 +516,112 @@ async function loadFiles() {
   }
 }
 
+let phaseLoads = 0;
+/** The phase networks' input: wrapped phase (3D/4D), optional magnitude, the mask; decoded and checked in the I/O worker. */
+async function loadPhaseFiles() {
+  const f = ui.files;
+  if (!f.phase) return;
+  const seq = ++phaseLoads;
+  const maskSource = document.querySelector('input[name=maskSource]:checked').value;
+  const pending = (text) => {
+    ui.inputs.phase = null; // never run on a phase other than the one chosen
+    T.input = { kind: 'phase', none: true, seq: T.input?.seq ?? 0 };
+    $('inputInfo').textContent = text;
+    updatePhaseState();
+    schedulePlan();
+  };
+  if (maskSource === 'file' && !f.mask) return pending(`Phase ${f.phase.name} chosen: now choose its mask (or threshold a magnitude image).`);
+  if (maskSource === 'magnitude' && !f.magnitude) return pending(`Phase ${f.phase.name} chosen: now choose a magnitude image to threshold.`);
+  setBusy('loading');
+  showError(null);
+  try {
+    const fraction = Number($('maskFraction').value);
+    const bytes = {
+      phase: await f.phase.arrayBuffer(),
+      magnitude: f.magnitude ? await f.magnitude.arrayBuffer() : undefined,
+      mask: maskSource === 'file' ? await f.mask.arrayBuffer() : undefined,
+    };
+    const r = await io(
+      'phase',
+      { ...bytes, maskSource, fraction, units: $('phaseUnits').value, names: { phase: f.phase.name, magnitude: f.magnitude?.name } },
+      Object.values(bytes).filter(Boolean),
+    );
+    if (seq !== phaseLoads) return; // a newer choice of files is loading
+    const nvox = r.mask.length;
+    const mag = f.magnitude?.name;
+    const notes = [...r.notes];
+    if (r.echoes > 1) notes.push(r.magnitude ? `echoes combined with (magnitude·TE)² weights from ${mag}` : mag ? `${mag} is 3D: mask only, echoes combined with TE² weights` : 'no magnitude: echoes combined with TE² weights');
+    if (maskSource === 'magnitude') notes.push(`mask from ${mag}${r.magEchoes > 1 ? ' (echo 1)' : ''} at ${$('maskFraction').value} of its robust max`);
+    if (r.fixed) notes.push(`${r.fixed} invalid voxels outside the mask set to 0`);
+    setInput({
+      kind: 'phase',
+      source: 'files',
+      name: f.phase.name,
+      geometry: { dims: r.dims, voxelMm: r.voxelMm, b0Dir: r.b0Dir },
+      phase: r.phase,
+      echoes: r.echoes,
+      magnitude: r.magnitude ?? undefined,
+      mask: r.mask,
+      like: r.like,
+      display: r.phase.subarray(0, nvox),
+      phaseRange: r.range,
+      note: notes.join('; '),
+    });
+    setBusy('idle');
+  } catch (e) {
+    if (seq !== phaseLoads) return;
+    pending(`${f.phase.name}: not loaded (see the message above).`);
+    setBusy('idle');
+    showError(e);
+  }
+}
+
+/**
+ * The phase networks' settings from the page, checked: te (s, one per echo), b0 (T), erodeRadius, phaseSign;
+ * problem: what is wrong, in words (null when all is well).
+ */
+function phaseParams(input = ui.inputs.phase) {
+  const echoes = input?.echoes ?? null;
+  const text = $('te').value.trim();
+  const parts = text ? text.split(/[\s,;]+/).filter(Boolean) : [];
+  const ms = parts.map(Number);
+  const example = (n) => [20, 30, 40, 50, 60, 70, 80, 90].slice(0, n).join(', ');
+  let problem = null;
+  let te = null;
+  const bad = parts.findIndex((p, i) => !/^[+]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(p) || !(ms[i] > 0));
+  if (!parts.length) {
+    problem = `Type the echo time${echoes > 1 ? 's' : ''} TE in ms${echoes > 1 ? `, one per echo (${echoes} echoes), comma-separated, e.g. ${example(echoes)}` : ', e.g. 20'}.`;
+  } else if (bad >= 0) {
+    problem = `“${parts[bad]}” is not an echo time: type TE in ms, e.g. 20, or ${example(3)} for three echoes.`;
+  } else if (ms.some((t) => t < 1)) {
+    problem = `TE is in milliseconds: ${ms.find((t) => t < 1)} ms is implausibly short (for 20 ms type 20, not 0.02).`;
+  } else if (ms.some((t) => t > 1000)) {
+    problem = `TE ${ms.find((t) => t > 1000)} ms is implausibly long: type the echo time in milliseconds.`;
+  } else if (echoes !== null && ms.length !== echoes) {
+    const given = `${ms.length} echo time${ms.length > 1 ? 's were' : ' was'} given`;
+    problem = `The phase holds ${echoes} echo${echoes > 1 ? 'es' : ''} but ${given}: give one TE per echo, in ms, comma-separated${echoes > 1 ? ` (e.g. ${example(echoes)})` : ' (e.g. 20)'}.`;
+  } else {
+    te = ms.map((t) => t / 1000);
+  }
+  const b0 = Number($('b0').value);
+  if (!problem && !(b0 > 0 && b0 <= 30)) problem = 'Give the field strength B0 in tesla (e.g. 3).';
+  const erode = Number($('erode').value);
+  if (!problem && !(Number.isInteger(erode) && erode >= 0 && erode <= 20)) problem = 'The mask erosion is a whole number of voxels from 0 to 20 (the reference uses 3).';
+  return { te, b0, erodeRadius: erode, phaseSign: Number($('phaseSign').value) < 0 ? -1 : 1, echoes, problem };
+}
+
+/** Shows what keeps a phase network from running (TE, B0, erosion) next to the inputs; Run follows. */
+function updatePhaseState() {
+  const phase = inputKind() === 'phase';
+  const p = phase ? phaseParams() : null;
+  // Before a phase is loaded only a TE that is wrong in itself is worth a word.
+  const show = !!p?.problem && (!!ui.inputs.phase || $('te').value.trim() !== '');
+  $('phaseMsg').hidden = !show;
+  $('phaseMsg').textContent = show ? p.problem : '';
+  T.phaseProblem = p?.problem ?? null;
+  updateButtons();
+}
+
 function takeFiles(list) {
   for (const file of list) {
     const n = file.name.toLowerCase();
@@ -407,13 +633,16 @@ function takeFiles(list) {
       showModelInfo();
       continue;
     }
+    const phase = inputKind() === 'phase';
     if (/mask|brain|roi/.test(n)) {
       ui.files.mask = file;
       setRadio('maskSource', 'file');
     } else if (/mag/.test(n)) {
       ui.files.magnitude = file;
-      setRadio('maskSource', 'magnitude');
-    } else ui.files.field = file;
+      // For the phase networks the magnitude also weights the echoes: it makes the mask only without a mask file.
+      if (!phase || !ui.files.mask) setRadio('maskSource', 'magnitude');
+    } else if (phase) ui.files.phase = file;
+    else ui.files.field = file;
   }
   syncMaskInputs();
   loadFiles();
@@ -426,8 +655,12 @@ function setRadio(name, value) {
 
 function syncMaskInputs() {
   const src = document.querySelector('input[name=maskSource]:checked').value;
+  const phase = inputKind() === 'phase';
   $('maskFileLabel').hidden = src !== 'file';
-  $('magFileLabel').hidden = src !== 'magnitude';
+  // The phase networks take an optional magnitude (echo weights) whatever makes the mask.
+  $('magFileLabel').hidden = src !== 'magnitude' && !phase;
+  $('fractionBox').hidden = src !== 'magnitude';
+  $('magText').textContent = phase ? `Magnitude (optional, weights the echoes${src === 'magnitude' ? '; thresholded for the mask' : ''})` : 'Magnitude';
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -442,6 +675,22 @@ function schedulePlan() {
 function planRequest() {
   const net = selectedNetwork();
   const geometry = ui.input?.geometry ?? DEMO.geometry;
+  if (inputKind() === 'phase') {
+    // The whole volume (cropped by iQSM+), one network call per echo. A TE that is missing or does not
+    // match the echoes is the page's own message (Run stays disabled); the plan still shows the volume.
+    const p = phaseParams();
+    const echoes = ui.input?.echoes ?? p.te?.length ?? 1;
+    return {
+      geometry,
+      mask: ui.input?.mask,
+      model: net.id,
+      te: p.te ?? Array(echoes).fill(0.02),
+      b0: p.b0 > 0 && p.b0 <= 30 ? p.b0 : 3,
+      erodeRadius: Number.isInteger(p.erodeRadius) && p.erodeRadius >= 0 && p.erodeRadius <= 20 ? p.erodeRadius : 3,
+      workers: runtimeOptions().workers,
+      threadsPerWorker: runtimeOptions().threadsPerWorker,
+    };
+  }
   const req = {
     geometry,
     mask: ui.input?.mask,
@@ -473,10 +722,15 @@ async function updatePlan() {
   T.plan = plan;
   renderPlan(plan, req);
   if (ui.input && !ui.controller) {
-    tileMap.setup({ dims: req.geometry.dims, core: plan.tile?.core ?? req.tile.core, halo: plan.tile?.halo ?? req.tile.halo, whole: !!plan.wholeVolume, mask: ui.input.mask, background: ui.input.field });
+    tileMap.setup({ dims: req.geometry.dims, core: plan.tile?.core ?? req.tile?.core ?? 32, halo: plan.tile?.halo ?? req.tile?.halo ?? 0, whole: !!plan.wholeVolume || !req.tile, mask: ui.input.mask, background: backgroundOf(ui.input) });
     renderTiles();
   }
   updateButtons();
+}
+
+/** What the tile map draws under the grid: the field map, or the first echo's wrapped phase. */
+function backgroundOf(input) {
+  return input.kind === 'phase' ? input.display : input.field;
 }
 
 function fmtBytes(b) {
@@ -493,7 +747,15 @@ function renderPlan(plan, req) {
     tr.insertCell().textContent = v;
   };
   const onWhat = ui.input ? '' : ' (demo phantom geometry; no mask loaded yet, so every tile counts)';
-  if (plan.feasible) {
+  const phase = !req.tile; // the phase networks: whole volume, one network call per echo
+  const m = selectedNetwork().model;
+  if (phase && plan.feasible) {
+    const how = m?.cropMargin ? `cropped to the eroded mask’s box + ${m.cropMargin} voxels, ` : '';
+    row('Patch', `${plan.patchDims?.join('×')} voxels (whole volume, ${how}padded to a multiple of ${m?.divisor ?? 16})${ui.input ? '' : ' — for a 128×128×96 example: load a phase for its own plan'}`);
+    row('Memory per network call', fmtBytes(plan.bytesPerTile));
+    row('Network calls', `${plan.tilesTotal} (one per echo), ${plan.tilesInFlight} at a time`);
+    row('Estimated peak', `${fmtBytes(plan.peakBytes)} (activations ${fmtBytes(plan.activationBytes)} + module heap ${fmtBytes(plan.moduleHeapBytes)})`);
+  } else if (plan.feasible) {
     row('Patch', `${plan.patchDims?.join('×')} voxels${plan.wholeVolume ? ' (whole volume)' : ` (edge ${plan.patchEdge})`}`);
     row('Memory per tile', fmtBytes(plan.bytesPerTile));
     row('Tiles in flight', String(plan.tilesInFlight));
@@ -517,8 +779,8 @@ function renderPlan(plan, req) {
       d.querySelector('.val').textContent = `${fmtBytes(value)} / ${fmtBytes(limit)}`;
       bars.append(d);
     };
-    bar('Tiles in flight vs budget', plan.activationBytes, L.tileActivationBudget);
-    bar('One tile vs single-patch limit', plan.bytesPerTile, L.maxPatchActivationBytes);
+    bar(phase ? 'Activations vs budget' : 'Tiles in flight vs budget', plan.activationBytes, L.tileActivationBudget);
+    bar(phase ? 'Whole volume vs single-patch limit' : 'One tile vs single-patch limit', plan.bytesPerTile, L.maxPatchActivationBytes);
     bar('Estimated peak vs heap ceiling', plan.peakBytes, L.heapCeilingBytes);
   }
   $('planAdvice').hidden = plan.feasible;
@@ -527,7 +789,10 @@ function renderPlan(plan, req) {
   $('planWarning').textContent = plan.warning || '';
   $('core').disabled = $('halo').disabled = $('whole').checked;
   $('auto').disabled = $('whole').checked;
-  if ($('auto').checked) {
+  if (phase) {
+    // Whole volume only: no tile setting applies (the note above the settings says so).
+    for (const id of ['core', 'halo', 'auto', 'whole']) $(id).disabled = true;
+  } else if ($('auto').checked) {
     $('core').disabled = true;
     if (plan.feasible && plan.tile) $('core').value = String(plan.tile.core);
   }
@@ -547,12 +812,20 @@ function updateButtons() {
   const running = T.state === 'running' || T.state === 'loading';
   const feasible = !!ui.plan?.feasible;
   const ready = !!ui.tessera && T.ready;
-  $('run').disabled = !ready || running || !feasible || !ui.input;
-  $('run').title = !ui.input ? 'Load a field map and a mask, or try the demo' : !feasible ? 'The tile setting does not fit: see the advice' : '';
-  $('demo').disabled = !ready || running || !feasible;
+  const phase = inputKind() === 'phase';
+  const problem = phase ? phaseParams().problem : null;
+  $('run').disabled = !ready || running || !feasible || !ui.input || !!problem;
+  $('run').title = !ui.input
+    ? phase
+      ? 'Load a wrapped phase and its mask'
+      : 'Load a field map and a mask, or try the demo'
+    : problem || (!feasible ? (phase ? 'The volume does not fit: see the advice' : 'The tile setting does not fit: see the advice') : '');
+  // The demo switches to the demo network, whatever the phase network's plan says.
+  $('demo').disabled = !ready || running || (!feasible && !phase);
   $('cancel').disabled = T.state !== 'running';
   $('download').disabled = running || !ui.chi;
-  for (const id of ['workers', 'threads', 'fieldFile', 'maskFile', 'magFile', 'model']) $(id).disabled = running;
+  for (const id of ['workers', 'threads', 'fieldFile', 'maskFile', 'magFile', 'model', 'phaseFile']) $(id).disabled = running;
+  if (phase) $('workers').disabled = true; // one network call at a time (echo after echo)
 }
 
 function renderTiles() {
@@ -572,7 +845,10 @@ function onProgress(p) {
   $('progress').max = p.total || 1;
   $('progress').value = p.done;
   const pct = p.total ? Math.round((100 * p.done) / p.total) : 0;
-  $('progressText').textContent = `${p.done}/${p.total} tiles (${pct}%) · ${p.tilesPerSecond.toFixed(2)} tiles/s · ETA ${fmtSeconds(p.etaSeconds)} · ${p.inFlight} in flight`;
+  $('progressText').textContent =
+    ui.runKind === 'phase'
+      ? `${p.done}/${p.total} echo${p.total > 1 ? 'es' : ''} (${pct}%) · ETA ${fmtSeconds(p.etaSeconds)} · whole volume`
+      : `${p.done}/${p.total} tiles (${pct}%) · ${p.tilesPerSecond.toFixed(2)} tiles/s · ETA ${fmtSeconds(p.etaSeconds)} · ${p.inFlight} in flight`;
   if (p.runningTiles && p.startedTiles?.length) {
     tileMap.setTiles(p.startedTiles, p.runningTiles); // exact: the runtime names the tiles
   } else {
@@ -593,10 +869,16 @@ async function run() {
   if (!plan?.feasible) return showError(plan?.message || 'This tile setting does not fit.');
   const req = planRequest();
   const net = selectedNetwork();
+  const phase = input.kind === 'phase';
+  const pp = phase ? phaseParams(input) : null;
+  if (pp?.problem) return showError(pp.problem);
   const controller = new AbortController();
   ui.controller = controller;
   const previous = ui.settling;
   ui.chi = null;
+  ui.result = null;
+  ui.runKind = input.kind;
+  setQuantityLabels(selectedQuantity());
   T.report = null;
   T.stats = null;
   T.progress = null;
@@ -604,7 +886,7 @@ async function run() {
   setBusy('running');
   $('progress').value = 0;
   $('progressText').textContent = 'loading the network…';
-  tileMap.setup({ dims: req.geometry.dims, core: plan.tile?.core ?? req.tile.core, halo: plan.tile?.halo ?? req.tile.halo, whole: !!plan.wholeVolume, mask: input.mask, background: input.field });
+  tileMap.setup({ dims: req.geometry.dims, core: plan.tile?.core ?? req.tile?.core ?? 32, halo: plan.tile?.halo ?? req.tile?.halo ?? 0, whole: !!plan.wholeVolume || phase, mask: input.mask, background: backgroundOf(input) });
   renderTiles();
   const body = (async () => {
     await previous;
@@ -613,22 +895,36 @@ async function run() {
     const weights = await weightsFor(net, controller.signal);
     T.timings.weightsSeconds = (performance.now() - t) / 1000;
     if (controller.signal.aborted) throw new DOMException('cancelled', 'AbortError');
-    $('progressText').textContent = `0/${plan.tilesActive} tiles · starting ${plan.tilesInFlight} worker(s)…`;
+    $('progressText').textContent = phase
+      ? `0/${plan.tilesTotal} echo${plan.tilesTotal > 1 ? 'es' : ''} · starting the network on the whole volume…`
+      : `0/${plan.tilesActive} tiles · starting ${plan.tilesInFlight} worker(s)…`;
     tileMap.setProgress(0, 0); // every tile queued until the runtime names the running ones
     renderTiles();
     const t0 = performance.now();
-    const { chi, report } = await tessera.invert({
-      ...req,
-      field: input.field,
-      weights,
-      signal: controller.signal,
-      onProgress: (p) => ui.controller === controller && onProgress(p),
-    });
-    return { chi, report, seconds: (performance.now() - t0) / 1000 };
+    const progress = (p) => ui.controller === controller && onProgress(p);
+    const { chi, report, quantity } = phase
+      ? await tessera.invert({
+          model: req.model,
+          geometry: req.geometry,
+          mask: input.mask,
+          phase: input.phase,
+          magnitude: input.magnitude,
+          te: pp.te,
+          b0: pp.b0,
+          erodeRadius: pp.erodeRadius,
+          phaseSign: pp.phaseSign,
+          workers: req.workers,
+          threadsPerWorker: req.threadsPerWorker,
+          weights,
+          signal: controller.signal,
+          onProgress: progress,
+        })
+      : await tessera.invert({ ...req, field: input.field, weights, signal: controller.signal, onProgress: progress });
+    return { chi, report, quantity: quantity ?? 'chi', seconds: (performance.now() - t0) / 1000 };
   })();
   ui.settling = body.catch(() => {});
   try {
-    const { chi, report, seconds } = await body;
+    const { chi, report, quantity, seconds } = await body;
     if (controller.signal.aborted) return;
     tileMap.setProgress(tileMap.order.length, 0);
     if (tileMap.follow) tileMap.setSlice(Math.floor(input.geometry.dims[2] / 2));
@@ -636,10 +932,15 @@ async function run() {
     $('progress').max = 1;
     $('progress').value = 1;
     ui.chi = chi;
+    ui.result = { chi, input, quantity, name: net.name, params: pp };
+    setQuantityLabels(quantity);
     T.report = report;
+    T.result = { quantity, network: net.name, kind: input.kind };
     T.stats = stats(chi, input);
-    renderReport(report, seconds, T.stats);
-    $('progressText').textContent = `${report.tilesRun}/${report.tilesRun} tiles (100%) · ${fmtSeconds(report.wallSeconds)}`;
+    renderReport(report, seconds, T.stats, ui.result);
+    $('progressText').textContent = phase
+      ? `${report.tilesRun}/${report.tilesRun} echo${report.tilesRun > 1 ? 'es' : ''} (100%) · ${fmtSeconds(report.wallSeconds)}`
+      : `${report.tilesRun}/${report.tilesRun} tiles (100%) · ${fmtSeconds(report.wallSeconds)}`;
     const tv = performance.now();
     await showResults(chi, input);
     T.timings.invertSeconds = seconds;
@@ -705,7 +1006,7 @@ function stats(chi, input) {
   return out;
 }
 
-function renderReport(r, seconds, st) {
+function renderReport(r, seconds, st, res) {
   const t = $('report');
   t.textContent = '';
   const row = (k, v) => {
@@ -715,12 +1016,17 @@ function renderReport(r, seconds, st) {
   };
   row('Wall time', `${fmtSeconds(r.wallSeconds)} (driver ${fmtSeconds(r.driverSeconds)}, page ${fmtSeconds(seconds)})`);
   const ts = [...r.tileSeconds].sort((a, b) => a - b);
-  if (ts.length) row('Per tile', `median ${fmtSeconds(ts[Math.floor(ts.length / 2)])}, max ${fmtSeconds(ts.at(-1))}`);
-  row('Tiles', `${r.tilesTotal} total, ${r.tilesRun} run, ${r.tilesSkipped} skipped; patch ${r.patchEdge}³, ${fmtBytes(r.bytesPerTile)} each`);
+  if (ts.length) row(res?.input.kind === 'phase' ? 'Per network call' : 'Per tile', `median ${fmtSeconds(ts[Math.floor(ts.length / 2)])}, max ${fmtSeconds(ts.at(-1))}`);
+  const phase = res?.input.kind === 'phase';
+  if (phase) {
+    const p = res.params;
+    row('Network', `${res.name}: TE ${p.te.map((t) => +(t * 1000).toPrecision(6)).join(', ')} ms, B0 ${p.b0} T, mask eroded by ${p.erodeRadius} voxel${p.erodeRadius === 1 ? '' : 's'}, phase sign ${p.phaseSign < 0 ? '−1' : '+1'}${res.input.magnitude ? ', magnitude-weighted echoes' : ''}`);
+    row('Network calls', `${r.tilesRun} (one per echo) on the whole volume, ${r.plan?.patchDims?.join('×') ?? r.patchEdge} voxels, ${fmtBytes(r.bytesPerTile)} each`);
+  } else row('Tiles', `${r.tilesTotal} total, ${r.tilesRun} run, ${r.tilesSkipped} skipped; patch ${r.patchEdge}³, ${fmtBytes(r.bytesPerTile)} each`);
   row('Concurrency', `${r.concurrency} planned, ${r.maxInFlightObserved} observed in flight; pool max ${r.pool.map((p) => p.maxInFlight).join(', ')}, runs ${r.pool.map((p) => p.runs).join(', ')}, retries ${r.pool.map((p) => p.retries).join(', ')}, recycles ${r.pool.map((p) => p.recycles).join(', ')}`);
   row('Memory', `module heap ${fmtBytes(r.memory.moduleHeapBytes)}; ONNX Runtime worker heaps high-water ${r.memory.workerHeapHighWater.map(fmtBytes).join(', ') || '—'}; planner estimate ${fmtBytes(r.memory.estimatedPeakBytes)}`);
   if (r.warning) row('Warning', r.warning);
-  row('χ in the mask', `mean ${st.mean.toFixed(4)} ppm, std ${st.std.toFixed(4)} ppm over ${st.maskVoxels.toLocaleString()} voxels`);
+  row(`${res?.quantity === 'local-field' ? 'Local field' : 'χ'} in the mask`, `mean ${st.mean.toFixed(4)} ppm, std ${st.std.toFixed(4)} ppm over ${st.maskVoxels.toLocaleString()} voxels`);
   if (st.r !== undefined) row('Against the phantom truth', `r = ${st.r.toFixed(3)}, NRMSE = ${(100 * st.nrmse).toFixed(1)} %`);
   $('corr').textContent = st.r !== undefined ? `r vs truth = ${st.r.toFixed(3)}` : '';
 }
@@ -734,7 +1040,8 @@ async function showResults(chi, input) {
     $('winMax').value = String(+w.toPrecision(2));
   }
   const [lo, hi] = [Number($('winMin').value), Number($('winMax').value)];
-  await viewer.show({ field: input.field, chi, truth: input.truth }, input.like, { field: input.range, chi: [lo, hi] }, $('cmap').value || 'gray');
+  $('capField').textContent = input.kind === 'phase' ? `Wrapped phase (rad${input.echoes > 1 ? ', echo 1' : ''})` : 'Local field (ppm)';
+  await viewer.show({ field: backgroundOf(input), chi, truth: input.truth }, input.like, { field: input.range, chi: [lo, hi] }, $('cmap').value || 'gray');
   syncSlice(Number($('slice').value));
   T.viewer = { shown: [...viewer.loaded] };
 }
@@ -748,11 +1055,13 @@ function syncSlice(z) {
 }
 
 async function download() {
-  if (!ui.chi || !ui.input) return;
-  const bytes = await io('write', { data: ui.chi.slice(), like: stripForClone(ui.input.like), gzip: true });
+  const res = ui.result; // what was run on which input, whatever is selected now
+  if (!ui.chi || !res) return;
+  const lf = res.quantity === 'local-field';
+  const bytes = await io('write', { data: res.chi.slice(), like: stripForClone(res.input.like), gzip: true, description: lf ? `Tessera ${res.name} local field (ppm)` : undefined });
   const a = document.createElement('a');
   a.href = URL.createObjectURL(new Blob([bytes], { type: 'application/gzip' }));
-  a.download = `${ui.input.name.replace(/\.nii(\.gz)?$/i, '')}_chi.nii.gz`;
+  a.download = `${res.input.name.replace(/\.nii(\.gz)?$/i, '')}_${lf ? 'localfield' : 'chi'}.nii.gz`;
   document.body.append(a);
   a.click();
   a.remove();
@@ -825,7 +1134,25 @@ function wire() {
   $('maskFraction').addEventListener('change', loadFiles);
   for (const r of document.querySelectorAll('input[name=maskSource]')) r.addEventListener('change', () => (syncMaskInputs(), loadFiles()));
   for (const r of document.querySelectorAll('input[name=units]')) r.addEventListener('change', loadFiles);
-  $('b0').addEventListener('change', loadFiles);
+  // B0 converts Hz field maps (reload) and is a parameter of the phase networks (check and re-plan).
+  $('b0').addEventListener('change', () => (inputKind() === 'phase' ? (updatePhaseState(), schedulePlan()) : loadFiles()));
+  $('b0').addEventListener('input', () => inputKind() === 'phase' && updatePhaseState());
+  $('phaseFile').addEventListener('change', (e) => {
+    ui.files.phase = e.target.files[0] ?? null;
+    if (!ui.files.phase) {
+      ui.inputs.phase = null;
+      showInput(null);
+    }
+    loadFiles();
+  });
+  $('phaseUnits').addEventListener('change', loadFiles);
+  for (const id of ['te', 'erode']) {
+    $(id).addEventListener('input', () => {
+      updatePhaseState();
+      schedulePlan();
+    });
+  }
+  $('phaseSign').addEventListener('change', updatePhaseState);
   const drop = $('drop');
   drop.addEventListener('dragover', (e) => {
     e.preventDefault();

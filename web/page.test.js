@@ -15,6 +15,13 @@
 // applied (a random network has no relation to the truth); the result is still checked for the rest.
 // Also: Hz → ppm conversion of the loaded field, a mask by thresholding a magnitude image, a registry network
 // with wrong weights refused in words.
+// The phase networks: with iQSM selected the page asks for a wrapped phase (3D/4D), TE (ms), B0, magnitude,
+// erosion and sign, the tile settings are off; a wrapped-phase NIfTI + box mask and the LoT-layer test network
+// (tests/js/phase-networks.js) as a local weights file give exactly the node API's χ (nonzero only inside the
+// eroded mask); a TE count that does not match the echoes is refused in words with Run disabled; a 4D two-echo
+// phase with a two-echo magnitude runs iQFM (the output and the download named local field); a phase in
+// degrees is refused with advice, then loads with Phase units “degrees”; a volume over the single-patch limit
+// gets the planner's refusal.
 // Screenshots: test-artifacts/*.png; with TESSERA_UPDATE_SCREENSHOT=1, web/screenshot.png (the README's) after the demo, with a real (trained)
 // network only. TESSERA_DEMO_NET=/path/net.onnx serves a candidate demo network in place of web/models/.
 // Runs in ≈1–1.5 min on 2 idle cores (≈2.5 min when the machine is loaded).
@@ -55,7 +62,7 @@ if (NO_FETCH_GLOBALS) {
     for (const line of out.split("\n")) if (line.trim()) console.log(line);
     assert.equal(code, 0, 'the browser suite failed (see above)');
     const passed = Number(/pass (\d+)/.exec(out)?.[1] ?? 0);
-    assert.ok(passed >= 9, `the browser suite ran ${passed} tests`);
+    assert.ok(passed >= 10, `the browser suite ran ${passed} tests`);
   });
 } else suite();
 
@@ -337,6 +344,216 @@ test('a registry network: licence and citation shown; wrong weights refused in w
   assert.equal(await T(() => window.__tessera.tiles.counts.running), 0);
   assert.equal(await page.isDisabled('#run'), false);
   await page.selectOption('#model', 'demo');
+});
+
+test('the phase networks: wrapped phase (3D, then 4D multi-echo with magnitude), TE, B0 → iQSM and iQFM, equal to the node API', { skip, timeout: 150000 }, async () => {
+  const t0 = Date.now();
+  const { createTessera, writeNifti, readNifti } = await import('../bindings/js/index.js');
+  const { lotNet } = await import('../tests/js/phase-networks.js');
+  // A smooth phase ψ that wraps (the phase.test.js scene), a box mask and its erosion by 3 (the box shrunk by 3).
+  const dims = [40, 36, 30];
+  const [X, Y, Z] = dims;
+  const n = X * Y * Z;
+  const like = { dims, voxelMm: [1, 1, 1] };
+  const lo = [6, 6, 5], hi = [X - 6, Y - 6, Z - 5];
+  const inBox = (p, a, b) => p.every((v, i) => v >= a[i] && v < b[i]);
+  const phaseOf = (scale) => {
+    const out = new Float32Array(n);
+    for (let z = 0, i = 0; z < Z; z++)
+      for (let y = 0; y < Y; y++)
+        for (let x = 0; x < X; x++, i++) {
+          const psi = scale * (3.1 + 0.45 * Math.sin(0.21 * x) + 0.35 * Math.cos(0.17 * y + 0.29 * z) + 0.25 * Math.sin(0.13 * z));
+          out[i] = Math.atan2(Math.sin(psi), Math.cos(psi));
+        }
+    return out;
+  };
+  const mask = new Uint8Array(n), eroded = new Uint8Array(n);
+  for (let z = 0, i = 0; z < Z; z++)
+    for (let y = 0; y < Y; y++)
+      for (let x = 0; x < X; x++, i++) {
+        mask[i] = inBox([x, y, z], lo, hi) ? 1 : 0;
+        eroded[i] = inBox([x, y, z], lo.map((v) => v + 3), hi.map((v) => v - 3)) ? 1 : 0;
+      }
+  const echo1 = phaseOf(1), echo2 = phaseOf(1.5);
+  const phase4d = new Float32Array(2 * n);
+  phase4d.set(echo1);
+  phase4d.set(echo2, n);
+  const mag4d = Float32Array.from({ length: 2 * n }, (_, i) => 0.5 + ((i * 7919) % 97) / 97);
+  /** A 4D NIfTI (echoes along dim 4) from writeNifti's 3D output: dim[0] = 4, dim[4] = echoes, the volumes after. */
+  const nifti4d = async (data, echoes) => {
+    const one = await writeNifti(data.subarray(0, n), like);
+    const out = new Uint8Array(352 + 4 * n * echoes);
+    out.set(one);
+    out.set(new Uint8Array(data.buffer, data.byteOffset, 4 * n * echoes), 352);
+    const dv = new DataView(out.buffer);
+    dv.setInt16(40, 4, true);
+    dv.setInt16(48, echoes, true);
+    return Buffer.from(out);
+  };
+  const file = (name, buffer) => ({ name, mimeType: 'application/octet-stream', buffer: Buffer.from(buffer) });
+  const files = {
+    phase3d: file('phase3d.nii.gz', await writeNifti(echo1, like, { gzip: true })),
+    phase4d: file('phase4d.nii', await nifti4d(phase4d, 2)),
+    mag4d: file('mag4d.nii', await nifti4d(mag4d, 2)),
+    mask: file('box_mask.nii.gz', await writeNifti(Float32Array.from(mask), like, { gzip: true })),
+    degrees: file('phase_deg.nii.gz', await writeNifti(echo1.map((v) => (v * 180) / Math.PI), like, { gzip: true })),
+  };
+  // The node API on the same inputs: the reference the page must reproduce.
+  const geometry = { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
+  const t = await createTessera({ workers: 1 });
+  let want3d, want4d, bigEdge;
+  try {
+    // A cube over the single-patch limit at iQFM's registered cost (with 20 % to spare), a multiple of 16.
+    const cost = (await t.model('iqfm')).bytesPerVoxel;
+    bigEdge = 16 * Math.ceil(Math.cbrt((1.2 * (await t.limits()).maxPatchActivationBytes) / cost) / 16);
+    want3d = (await t.invert({ model: 'iqsm', phase: echo1, mask, geometry, te: 0.02, b0: 3, weights: lotNet() })).chi;
+    const r = await t.invert({ model: 'iqfm', phase: phase4d, magnitude: mag4d, mask, geometry, te: [0.02, 0.03], b0: 3, weights: lotNet() });
+    assert.equal(r.quantity, 'local-field');
+    want4d = r.chi;
+  } finally {
+    await t.terminate();
+  }
+  const compare = (got, want, what) => {
+    let err = 0, inside = 0;
+    for (let i = 0; i < n; i++) {
+      err = Math.max(err, Math.abs(got[i] - want[i]));
+      if (!eroded[i]) assert.equal(got[i], 0, `${what}: voxel ${i} outside the eroded mask`);
+      else if (got[i] !== 0) inside++;
+    }
+    assert.ok(err <= 1e-5, `${what}: max |page − node| = ${err}`);
+    assert.ok(inside > 0.9 * eroded.reduce((a, b) => a + b, 0), `${what}: nonzero inside the eroded mask (${inside})`);
+    return err;
+  };
+  const seqNow = () => T(() => window.__tessera.input?.seq ?? 0);
+  const runEnabled = () => page.waitForFunction(() => window.__tessera.plan?.feasible && !document.querySelector('#run').disabled, null, { timeout: 15000 });
+
+  // Selecting iQSM: the phase inputs replace the field map; the tile settings are off, with the reason.
+  await page.selectOption('#model', 'iqsm');
+  assert.equal(await page.isVisible('#phaseFile'), true);
+  assert.equal(await page.isVisible('#fieldFile'), false);
+  assert.equal(await page.isVisible('#te'), true);
+  assert.equal(await page.isVisible('#b0'), true);
+  assert.equal(await page.inputValue('#erode'), '3');
+  assert.equal(await page.inputValue('#phaseSign'), '-1');
+  assert.match(await page.textContent('#modelInfo'), /Inputs: wrapped phase.*brain mask \(eroded\), TE \(s\), B0 \(T\), border shell/);
+  assert.match(await page.textContent('#tileNote'), /iQSM runs on the whole volume at once \(it cannot be tiled\)/);
+  for (const id of ['#core', '#halo', '#auto', '#whole', '#workers']) assert.equal(await page.isDisabled(id), true, `${id} is off`);
+  await page.check('input[name=weightsSource][value=file]');
+  await page.setInputFiles('#weightsFile', file('iqsm.onnx', lotNet()));
+  // The 3D wrapped phase and a box mask through the file inputs (the magnitude of the field session is dropped).
+  await page.check('input[name=maskSource][value=file]');
+  await page.setInputFiles('#magFile', []);
+  await page.setInputFiles('#maskFile', files.mask);
+  let seq = await seqNow();
+  await page.setInputFiles('#phaseFile', files.phase3d);
+  await page.waitForFunction((s) => window.__tessera.input?.seq > s && window.__tessera.state === 'idle', seq, { timeout: 20000 });
+  let input = await T(() => window.__tessera.input);
+  assert.equal(input.kind, 'phase');
+  assert.deepEqual(input.dims, dims);
+  assert.equal(input.echoes, 1);
+  assert.equal(input.maskVoxels, mask.reduce((a, b) => a + b, 0));
+  assert.ok(input.phaseRange[0] >= -3.1416 && input.phaseRange[1] <= 3.1416);
+  assert.match(await page.textContent('#inputInfo'), /phase3d\.nii\.gz: 40×36×30 voxels .* 1 echo,/);
+  // No TE yet, then a TE count that does not match the file: a clear message, Run disabled.
+  assert.match(await page.textContent('#phaseMsg'), /Type the echo time TE in ms/);
+  assert.equal(await page.isDisabled('#run'), true);
+  await page.fill('#te', '20, 30');
+  await page.waitForSelector('#phaseMsg:not([hidden])');
+  assert.match(await page.textContent('#phaseMsg'), /The phase holds 1 echo but 2 echo times were given: give one TE per echo, in ms, comma-separated/);
+  await page.waitForTimeout(300);
+  assert.equal(await page.isDisabled('#run'), true);
+  await page.fill('#te', '20');
+  await page.fill('#b0', '3');
+  await page.waitForSelector('#phaseMsg', { state: 'hidden' });
+  await runEnabled();
+  // The planner's whole-volume readout: the volume padded to 16, one network call.
+  const readout = await page.textContent('#planReadout');
+  assert.match(readout, /48×48×32 voxels \(whole volume, padded to a multiple of 16\)/);
+  assert.match(readout, /Network calls\s*1 \(one per echo\)/);
+  await page.click('#run');
+  await waitState(['done', 'error'], 60000);
+  let s = await T(() => ({ state: window.__tessera.state, errors: window.__tessera.errors, result: window.__tessera.result, stats: window.__tessera.stats }));
+  assert.equal(s.state, 'done', s.errors.join('; '));
+  assert.equal(s.result.quantity, 'chi');
+  assert.equal(s.stats.nonzeroOutside, 0);
+  assert.equal(await page.textContent('#capChi'), 'χ (ppm)');
+  assert.equal(await page.textContent('#capField'), 'Wrapped phase (rad)');
+  let [dl] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), page.click('#download')]);
+  assert.equal(dl.suggestedFilename(), 'phase3d_chi.nii.gz');
+  let out = readNifti(fs.readFileSync(await dl.path()));
+  assert.deepEqual(out.dims, dims);
+  const err3d = compare(out.data, want3d, 'iQSM, one echo');
+
+  // A 4D phase with two echoes and a two-echo magnitude; the single TE no longer matches.
+  seq = await seqNow();
+  await page.setInputFiles('#phaseFile', files.phase4d);
+  await page.waitForFunction((s) => window.__tessera.input?.seq > s && window.__tessera.input.echoes === 2, seq, { timeout: 20000 });
+  seq = await seqNow();
+  await page.setInputFiles('#magFile', files.mag4d);
+  await page.waitForFunction((s) => window.__tessera.input?.seq > s && window.__tessera.input.magnitude && window.__tessera.state === 'idle', seq, { timeout: 20000 });
+  assert.match(await page.textContent('#inputInfo'), /2 echoes,.*echoes combined with \(magnitude·TE\)² weights from mag4d\.nii/);
+  await page.waitForSelector('#phaseMsg:not([hidden])');
+  assert.match(await page.textContent('#phaseMsg'), /The phase holds 2 echoes but 1 echo time was given/);
+  assert.equal(await page.isDisabled('#run'), true);
+  // iQFM: the output is the local field, named so.
+  await page.selectOption('#model', 'iqfm');
+  assert.match(await page.textContent('#modelInfo'), /Output: local field \(ppm\)/);
+  await page.fill('#te', '20, 30');
+  await page.waitForSelector('#phaseMsg', { state: 'hidden' });
+  await page.waitForFunction(() => window.__tessera.plan?.tilesTotal === 2, null, { timeout: 15000 });
+  await runEnabled();
+  await page.click('#run');
+  await waitState(['done', 'error'], 60000);
+  s = await T(() => ({ state: window.__tessera.state, errors: window.__tessera.errors, result: window.__tessera.result, report: window.__tessera.report }));
+  assert.equal(s.state, 'done', s.errors.join('; '));
+  assert.equal(s.result.quantity, 'local-field');
+  assert.equal(s.report.tilesRun, 2);
+  assert.equal(await page.textContent('#capChi'), 'Local field (ppm)');
+  assert.match(await page.textContent('#download'), /Download local field/);
+  assert.match(await page.textContent('#report'), /Local field in the mask/);
+  [dl] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), page.click('#download')]);
+  assert.equal(dl.suggestedFilename(), 'phase4d_localfield.nii.gz');
+  out = readNifti(fs.readFileSync(await dl.path()));
+  const err4d = compare(out.data, want4d, 'iQFM, two echoes');
+  await page.screenshot({ path: path.join(ARTIFACTS, 'phase-done.png'), fullPage: true });
+
+  // A phase in degrees is refused with what to do; choosing the units loads it.
+  await page.setInputFiles('#magFile', []);
+  await page.setInputFiles('#phaseFile', files.degrees);
+  await page.waitForSelector('#error:not([hidden])', { timeout: 20000 });
+  assert.match(await page.textContent('#error'), /The phase ranges from -?1\d\d\.?\d* to 1\d\d.*not about ±π.*looks like degrees: choose Phase units “degrees”/);
+  assert.equal(await page.isDisabled('#run'), true);
+  seq = await seqNow();
+  await page.selectOption('#phaseUnits', 'deg');
+  await page.waitForFunction((s) => window.__tessera.input?.seq > s && window.__tessera.state === 'idle', seq, { timeout: 20000 });
+  assert.equal(await page.isHidden('#error'), true);
+  assert.match(await page.textContent('#inputInfo'), /phase converted from degrees/);
+  await page.selectOption('#phaseUnits', 'rad');
+
+  // Too large for one patch: the planner's refusal and advice, Run disabled.
+  const bigDims = [bigEdge, bigEdge, bigEdge];
+  const bigLike = { dims: bigDims, voxelMm: [1, 1, 1] };
+  const bigN = bigDims[0] * bigDims[1] * bigDims[2];
+  await page.setInputFiles('#maskFile', file('big_mask.nii.gz', await writeNifti(new Float32Array(bigN).fill(1), bigLike, { gzip: true })));
+  seq = await seqNow();
+  await page.setInputFiles('#phaseFile', file('big_phase.nii.gz', await writeNifti(new Float32Array(bigN), bigLike, { gzip: true })));
+  await page.waitForFunction((s) => window.__tessera.input?.seq > s, seq, { timeout: 30000 });
+  await page.fill('#te', '20');
+  await page.waitForSelector('#planAdvice:not([hidden])', { timeout: 20000 });
+  assert.match(await page.textContent('#planAdvice'), /iQFM runs on the whole volume \(it cannot be tiled\).*crop the field of view/);
+  assert.equal(await page.isDisabled('#run'), true);
+  await page.fill('#te', '');
+
+  // Back to a field network: the field input, the tile settings and χ as before.
+  await page.selectOption('#model', 'demo');
+  assert.equal(await page.isVisible('#fieldFile'), true);
+  assert.equal(await page.isVisible('#te'), false);
+  assert.equal(await T(() => window.__tessera.input.kind), 'field');
+  await page.waitForFunction(() => window.__tessera.plan?.feasible && !window.__tessera.plan.wholeVolume, null, { timeout: 15000 });
+  assert.equal(await page.isDisabled('#halo'), false);
+  assert.equal(await page.isDisabled('#workers'), false);
+  assert.equal(await page.isVisible('#tileNote'), false);
+  console.log(`# phase networks: ${((Date.now() - t0) / 1000).toFixed(1)} s; page vs node max |Δ| ${err3d.toExponential(1)} (iQSM), ${err4d.toExponential(1)} (iQFM, 2 echoes)`);
 });
 
 test('no console error and no request to another origin during the whole session', { skip }, () => {
