@@ -1,7 +1,9 @@
 #!/usr/bin/env node
-// tessera-qsm: the command line. Reads a NIfTI field map and mask, runs a deep-learning QSM network
-// through the Tessera runtime (C++ planner/tiler in wasm + ONNX Runtime worker pools) and writes χ as
-// NIfTI with the field's header; `plan` prints the memory budget of a run, `models` the registry.
+// tessera-qsm: the command line. Reads a NIfTI field map (or, for the phase networks iQSM / iQFM / iQSM+,
+// a wrapped phase, 3D or 4D with the echoes along the 4th dim) and a mask, runs a deep-learning QSM network
+// through the Tessera runtime (C++ planner/tiler in wasm + ONNX Runtime worker pools) and writes χ (iQFM:
+// the local field) as NIfTI with the input's 3D header; `plan` prints the memory budget of a run, `models`
+// the registry.
 //
 // Exit codes: 0 success; 1 error (runtime, input files, weights); 2 usage error, or a run the
 // memory planner refuses; 130 cancelled by Ctrl-C (SIGINT), 143 by SIGTERM.
@@ -9,6 +11,7 @@ import { parseArgs } from 'node:util';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import zlib from 'node:zlib';
 
 const { createTessera, loadModel, sha256Hex, readNifti, readMask, writeNifti, hzToPpm } = await import('./index.js');
 const { radPerSecToPpm } = await import('./nifti.js');
@@ -38,7 +41,11 @@ Usage:
   tessera-qsm invert --field f.nii[.gz] --mask m.nii[.gz] (--model ID [--weights FILE|URL ...] | --spec net.json --weights FILE)
                      [--core N --halo N --workers N --threads N | --whole] [--b0 T --units hz|ppm|rad/s]
                      --out chi.nii[.gz] [--report r.json] [--quiet]
-  tessera-qsm plan   --field f.nii[.gz] [--mask m.nii[.gz]] (--model ID | --spec net.json)
+  tessera-qsm invert --phase p.nii[.gz] --te S[,S...] --mask m.nii[.gz] --model iqsm|iqfm|iqsm-plus [--weights FILE|URL]
+                     [--b0 T] [--magnitude mag.nii[.gz]] [--erode N] [--phase-sign +1|-1]
+                     [--phase-units rad|deg|scanner | --phase-scale S] [--input-name ROLE=NAME ...]
+                     --out chi.nii[.gz] [--report r.json] [--quiet]
+  tessera-qsm plan   (--field f.nii[.gz] | --phase p.nii[.gz] [--te S[,S...]]) [--mask m.nii[.gz]] (--model ID | --spec net.json)
                      [--core N --halo N --workers N | --whole] [--json]
   tessera-qsm models [--json]
   tessera-qsm <command> --help     tessera-qsm --version
@@ -46,18 +53,36 @@ Usage:
 Exit codes: 0 success, 1 error (runtime, input files, weights), 2 usage error or a run the memory
 planner refuses, 130 cancelled (Ctrl-C).
 `,
-  invert: `tessera-qsm invert: invert a local field map to susceptibility (χ, ppm)
+  invert: `tessera-qsm invert: invert a local field map (or a wrapped phase) to susceptibility (χ, ppm)
 
 Usage:
   tessera-qsm invert --field f.nii[.gz] --mask m.nii[.gz] (--model ID [--weights FILE|URL ...] | --spec net.json --weights FILE)
                      [--core N --halo N --workers N --threads N | --whole] [--b0 T --units hz|ppm|rad/s]
                      --out chi.nii[.gz] [--report r.json] [--quiet]
+  tessera-qsm invert --phase p.nii[.gz] --te S[,S...] --mask m.nii[.gz] --model iqsm|iqfm|iqsm-plus [--weights FILE|URL]
+                     [--b0 T] [--magnitude mag.nii[.gz]] [--erode N] [--phase-sign +1|-1]
+                     [--phase-units rad|deg|scanner | --phase-scale S] [--input-name ROLE=NAME ...]
+                     --out chi.nii[.gz] [--report r.json] [--quiet]
 
-Input
+Input (one of --field or --phase)
   --field FILE       field map (NIfTI-1/2, .nii or .nii.gz); dims, voxel size and B0 direction come from its header
-  --mask FILE        mask with the field's dims (nonzero = inside)
   --units U          field units: ppm (default), hz or rad/s; hz and rad/s need --b0
-  --b0 T             main field strength in tesla (for --units hz|rad/s)
+  --phase FILE       wrapped phase in rad for the phase networks (iqsm, iqfm, iqsm-plus): 3D, or 4D with the
+                     echoes along the 4th dim; dims, voxel size and B0 direction come from its header
+  --mask FILE        mask with the input's dims (nonzero = inside)
+  --b0 T             main field strength in tesla (for --units hz|rad/s; with --phase default 3)
+Phase networks (with --phase)
+  --te S[,S...]      echo time(s) in seconds, one per echo (20 ms = 0.02); required
+  --magnitude FILE   magnitude with the phase's dims and echoes: echoes are combined with (magnitude·TE)² weights
+  --erode N          erode the mask by a sphere of N voxels before the network (default 3, the reference's)
+  --phase-sign S     +1 or -1 (default -1: the reference negates the scanner's phase)
+  --phase-units U    rad (default), deg, or scanner: integers whose stored range (e.g. Siemens -4096..4095)
+                     spans 2π
+  --phase-scale S    radians per stored unit (after the header's scl_slope/scl_inter), e.g. 0.000767 = π/4096
+                     After the conversion the phase must lie in [-π, π] (a phase in [0, 2π] is re-wrapped to
+                     (-π, π]); anything else, or integers stored without scl_slope, is refused with a hint
+  --input-name R=N   the network's ONNX input name N for the role R (phase, mask, te, b0, b0_dir, border) when
+                     the export's names are not recognised; repeat for several roles
 Network (one of)
   --model ID         a registry network (see \`tessera-qsm models\`); --weights defaults to its official URL(s),
                      NeXtQSM takes two; byte size and sha256 are checked against the registry
@@ -65,14 +90,15 @@ Network (one of)
                      inputMean (0), inputStd (1), outputMean (0), outputStd (1); network input =
                      (field - inputMean) / inputStd, χ = outputStd · output + outputMean; needs --weights FILE
   --weights SRC      ONNX file or URL (repeat for a model with several networks)
-Tiling
+Tiling (field networks; the phase networks always run on the whole volume)
   --core N --halo N  tile core and halo edge in voxels (default: the auto-planner chooses the core, workers
                      and threads; the halo is the network's default unless given)
   --workers N        most networks running at once (the planner lowers it to fit the memory budget)
   --threads N        ONNX Runtime threads per worker (default 1)
   --whole            run the whole volume at once (no tiling)
 Output
-  --out FILE         χ in ppm as float32 NIfTI with the field's header and affine (.gz: gzipped)
+  --out FILE         χ in ppm (iqfm: the local field in ppm) as float32 NIfTI with the input's 3D header and
+                     affine (.gz: gzipped)
   --report FILE      run report as JSON (tiles, timings, memory, plan, command line, versions)
   --quiet            no progress on stderr
 
@@ -82,12 +108,13 @@ Progress goes to stderr: a bar on a terminal, one line per 10% otherwise. Ctrl-C
   plan: `tessera-qsm plan: the memory budget of a run, from the C++ planner
 
 Usage:
-  tessera-qsm plan --field f.nii[.gz] [--mask m.nii[.gz]] (--model ID | --spec net.json)
-                   [--core N --halo N --workers N | --whole] [--json]
+  tessera-qsm plan (--field f.nii[.gz] | --phase p.nii[.gz] [--te S[,S...]] [--erode N] [--b0 T])
+                   [--mask m.nii[.gz]] (--model ID | --spec net.json) [--core N --halo N --workers N | --whole] [--json]
 
 Prints the patch edge, MB per tile, tiles in flight, tiles total/active/skipped (skipped: no mask voxel
 in the core), activation and peak memory against the runtime's limits, or the planner's refusal and
-advice (exit code 2). --json prints the plan object instead of the table.
+advice (exit code 2). --json prints the plan object instead of the table. With --phase (iqsm, iqfm,
+iqsm-plus) the echo count comes from the file (one network call per echo); --te is optional here.
 Options as for \`tessera-qsm invert --help\`.
 `,
   models: `tessera-qsm models: the networks Tessera knows
@@ -95,9 +122,9 @@ Options as for \`tessera-qsm invert --help\`.
 Usage:
   tessera-qsm models [--json]
 
-Lists id, kind, divisor, memory per worker (fixed part + bytes per patch voxel, provisional or measured),
-weights and licence.
---json prints the full registry entries (URLs, sha256, citation, normalisation).
+Lists id, kind, inputs (field, or the phase networks' input roles), divisor, memory per worker (fixed
+part + bytes per patch voxel, provisional or measured), weights and licence.
+--json prints the full registry entries (URLs, sha256, citation, normalisation, inputs).
 `,
 };
 
@@ -106,6 +133,10 @@ weights and licence.
 
 const RUN_OPTIONS = {
   field: { type: 'string' },
+  phase: { type: 'string' },
+  te: { type: 'string' },
+  b0: { type: 'string' },
+  erode: { type: 'string' },
   mask: { type: 'string' },
   model: { type: 'string' },
   spec: { type: 'string' },
@@ -120,8 +151,12 @@ const OPTIONS = {
     ...RUN_OPTIONS,
     weights: { type: 'string', multiple: true },
     threads: { type: 'string' },
-    b0: { type: 'string' },
     units: { type: 'string' },
+    magnitude: { type: 'string' },
+    'phase-sign': { type: 'string' },
+    'phase-units': { type: 'string' },
+    'phase-scale': { type: 'string' },
+    'input-name': { type: 'string', multiple: true },
     out: { type: 'string', short: 'o' },
     report: { type: 'string' },
     quiet: { type: 'boolean', short: 'q' },
@@ -129,10 +164,24 @@ const OPTIONS = {
   plan: { ...RUN_OPTIONS, json: { type: 'boolean' } },
   models: { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
 };
+/** Flags that only make sense with --phase (the phase networks). */
+const PHASE_ONLY = ['te', 'magnitude', 'erode', 'phase-sign', 'phase-units', 'phase-scale'];
+
+/** `--flag -1` → `--flag=-1`: parseArgs refuses a value that starts with a dash as ambiguous. */
+function joinNegativeValues(command, args) {
+  const out = [];
+  for (let i = 0; i < args.length; i++) {
+    const m = /^--([\w-]+)$/.exec(args[i]);
+    if (m && OPTIONS[command][m[1]]?.type === 'string' && i + 1 < args.length && /^-(\d|\.\d)/.test(args[i + 1])) {
+      out.push(`${args[i]}=${args[++i]}`);
+    } else out.push(args[i]);
+  }
+  return out;
+}
 
 function parse(command, args) {
   try {
-    return parseArgs({ args, options: OPTIONS[command], strict: true, allowPositionals: false }).values;
+    return parseArgs({ args: joinNegativeValues(command, args), options: OPTIONS[command], strict: true, allowPositionals: false }).values;
   } catch (e) {
     if (!String(e.code).startsWith('ERR_PARSE_ARGS')) throw e;
     const hint = `see \`tessera-qsm ${command} --help\``;
@@ -161,21 +210,97 @@ function positiveNumber(v, flag) {
   return x;
 }
 
+/** --te 0.01,0.02: echo times in seconds, each > 0 and at most 1 s (a larger value is milliseconds). */
+function echoTimes(v) {
+  if (v === undefined) return undefined;
+  const parts = v.split(',').map((p) => p.trim());
+  const te = parts.map((p) => (p === '' ? NaN : Number(p)));
+  te.forEach((t, i) => {
+    if (!Number.isFinite(t) || t <= 0) throw usageError(`--te takes echo times in seconds > 0, comma-separated (e.g. 0.01,0.02); '${parts[i]}' is not one`);
+  });
+  const ms = te.filter((t) => t > 1);
+  if (ms.length) {
+    throw usageError(
+      `--te ${v}: ${ms.join(', ')} s is implausible for an echo time; give TE in seconds, not milliseconds (20 ms = 0.02: --te ${te.map((t) => (t > 1 ? +(t / 1000).toPrecision(6) : t)).join(',')})`,
+    );
+  }
+  return te;
+}
+
+/** --input-name role=name (repeatable) → {role: name}. */
+function inputNames(list) {
+  if (!list?.length) return undefined;
+  const out = {};
+  for (const item of list) {
+    const m = /^\s*([^=\s]+)\s*=\s*(\S.*?)\s*$/.exec(item);
+    if (!m) throw usageError(`--input-name takes ROLE=NAME (e.g. --input-name phase=wphs), got '${item}'`);
+    if (m[1] in out) throw usageError(`--input-name gives the role '${m[1]}' twice`);
+    out[m[1]] = m[2];
+  }
+  return out;
+}
+
 const niftiName = (p) => /\.nii(\.gz)?$/i.test(p);
 
 /** Checks the flags shared by invert and plan; returns the run options. */
 function runOptions(command, o) {
-  if (o.field === undefined) throw usageError(`--field is required; see \`tessera-qsm ${command} --help\``);
+  const see = `see \`tessera-qsm ${command} --help\``;
+  if (o.field === undefined && o.phase === undefined) {
+    throw usageError(`--field (a local field map) or --phase (wrapped phase, for iqsm, iqfm, iqsm-plus) is required; ${see}`);
+  }
+  if (o.field !== undefined && o.phase !== undefined) {
+    throw usageError(`--field and --phase exclude each other: field networks take a local field map, the phase networks (iqsm, iqfm, iqsm-plus) a wrapped phase; ${see}`);
+  }
   if ((o.model === undefined) === (o.spec === undefined)) {
-    throw usageError(`give exactly one of --model ID or --spec net.json; see \`tessera-qsm ${command} --help\``);
+    throw usageError(`give exactly one of --model ID or --spec net.json; ${see}`);
   }
   const core = wholeNumber(o.core, 'core', 1);
   const halo = wholeNumber(o.halo, 'halo', 0);
   const workers = wholeNumber(o.workers, 'workers', 1);
   if (o.whole && (core !== undefined || halo !== undefined)) throw usageError('--whole runs the volume at once: it takes no --core or --halo');
+  const b0 = positiveNumber(o.b0, 'b0');
+  let phase;
+  if (o.phase !== undefined) {
+    if (o.spec !== undefined) {
+      throw usageError('--phase needs a phase network (--model iqsm, iqfm or iqsm-plus); --spec describes a field-to-χ network, which takes --field');
+    }
+    if (o.units !== undefined) throw usageError('--units is for --field; the phase is in radians (see --phase-units and --phase-scale)');
+    if (core !== undefined || halo !== undefined) {
+      throw usageError('the phase networks (iqsm, iqfm, iqsm-plus) run on the whole volume (they cannot be tiled): they take no --core or --halo');
+    }
+    const te = echoTimes(o.te);
+    if (te === undefined && command === 'invert') {
+      throw usageError('--phase needs --te: the echo time in seconds, one per echo (e.g. --te 0.02, or --te 0.01,0.02 for two echoes)');
+    }
+    const signText = o['phase-sign'];
+    if (signText !== undefined && !/^\s*[+-]?1(\.0*)?\s*$/.test(signText)) throw usageError(`--phase-sign must be +1 or -1, got '${signText}'`);
+    const units = o['phase-units']?.toLowerCase();
+    if (units !== undefined && !['rad', 'deg', 'scanner'].includes(units)) throw usageError(`--phase-units must be rad, deg or scanner, got '${o['phase-units']}'`);
+    let scale;
+    if (o['phase-scale'] !== undefined) {
+      if (units !== undefined) throw usageError('give --phase-units or --phase-scale, not both');
+      scale = Number(o['phase-scale']);
+      if (o['phase-scale'].trim() === '' || !Number.isFinite(scale) || scale === 0) {
+        throw usageError(`--phase-scale must be a nonzero number (radians per stored unit, e.g. 0.000767 = π/4096), got '${o['phase-scale']}'`);
+      }
+    }
+    phase = {
+      te,
+      b0,
+      erodeRadius: wholeNumber(o.erode, 'erode', 0),
+      phaseSign: signText === undefined ? undefined : Number(signText),
+      units,
+      scale,
+    };
+  } else {
+    const given = PHASE_ONLY.filter((k) => o[k] !== undefined);
+    if (given.length) {
+      throw usageError(`${given.map((k) => `--${k}`).join(', ')} ${given.length > 1 ? 'are' : 'is'} for --phase (the phase networks iqsm, iqfm, iqsm-plus), not --field`);
+    }
+  }
   // Without --core the C++ auto-planner chooses the core (and, unless given, workers and threads).
-  const tile = o.whole ? undefined : core !== undefined ? { core, ...(halo !== undefined && { halo }) } : halo !== undefined ? { core: 'auto', halo } : 'auto';
-  return { tile, whole: !!o.whole, workers };
+  const tile = o.whole || phase ? undefined : core !== undefined ? { core, ...(halo !== undefined && { halo }) } : halo !== undefined ? { core: 'auto', halo } : 'auto';
+  return { tile, whole: !!o.whole, workers, b0, phase, inputNames: inputNames(o['input-name']) };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -246,27 +371,239 @@ async function writeAtomic(file, bytes) {
   }
 }
 
-/** Field and mask from the command line: geometry from the field's header, field converted to ppm. */
-async function readInputs(o, { needMask, units, b0 }, signal) {
-  const fieldNifti = parseNifti(await readBytes(o.field, 'field', signal), o.field, 'field', readNifti);
-  const geometry = { dims: fieldNifti.dims, voxelMm: fieldNifti.voxelMm, b0Dir: fieldNifti.b0Dir };
+const INTEGER_TYPES = { 2: 'uint8', 4: 'int16', 8: 'int32', 256: 'int8', 512: 'uint16', 768: 'uint32' };
+
+/**
+ * Reads a NIfTI of one or more echoes: 3D, or 4D with the echoes along the 4th dim (dims 5-7 must be 1).
+ * readNifti reads single volumes only, so a 4D file is read as ONE volume of nz·echoes slices (the
+ * header's dim patched in place): its data is then exactly the echoes one after the other, x fastest,
+ * scaled by scl_slope/scl_inter. The returned image describes one 3D volume (dims, header.dim and raw
+ * patched back to nz, dim[0] = 3, dim[4] = 1), so writeNifti writes a 3D output with the input's geometry.
+ * Returns { nifti, data (n·echoes values), echoes }.
+ */
+function readEchoes(bytes, file, what) {
+  let u8 = bytes;
+  if (u8.length >= 2 && u8[0] === 0x1f && u8[1] === 0x8b) {
+    try {
+      const b = zlib.gunzipSync(u8);
+      u8 = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+    } catch (e) {
+      throw new CliError(`the ${what} ${file} is not a NIfTI volume Tessera reads: gunzip failed: ${e.message}`, EXIT_ERROR, 'InvalidNifti');
+    }
+  }
+  const at = dimField(u8);
+  const dim = at ? Array.from({ length: 8 }, (_, i) => at.get(i)) : null;
+  const nd = dim?.[0];
+  if (!dim || !(nd >= 4 && nd <= 7)) {
+    const nifti = parseNifti(u8, file, what, readNifti);
+    return { nifti, data: nifti.data, echoes: 1 };
+  }
+  const d = (i) => (i <= nd && dim[i] >= 1 ? dim[i] : 1);
+  if ([5, 6, 7].some((i) => d(i) > 1)) {
+    throw new CliError(
+      `the ${what} ${file} is ${nd}D (${dim.slice(1, nd + 1).join('×')}): expected 3D, or 4D with the echoes along the 4th dim`,
+      EXIT_ERROR,
+      'InvalidNifti',
+    );
+  }
+  const echoes = d(4);
+  if (echoes === 1) {
+    const nifti = parseNifti(u8, file, what, readNifti);
+    return { nifti, data: nifti.data, echoes: 1 };
+  }
+  const nz = d(3);
+  if (nz * echoes > at.max) {
+    throw new CliError(`the ${what} ${file} has ${nz} slices × ${echoes} echoes, more than Tessera reads in one NIfTI-1 file`, EXIT_ERROR, 'InvalidNifti');
+  }
+  at.set(u8, 0, 3);
+  at.set(u8, 3, nz * echoes);
+  at.set(u8, 4, 1);
+  const nifti = parseNifti(u8, file, what, readNifti);
+  // Back to one 3D volume of nz slices: the geometry of every echo, and the header of the output.
+  at.set(new Uint8Array(nifti.raw), 3, nz);
+  nifti.header.dim = nifti.header.dim.map((v, i) => (i === 3 ? nz : v));
+  nifti.dims = [nifti.dims[0], nifti.dims[1], nz];
+  return { nifti, data: nifti.data, echoes };
+}
+
+/** The header's dim[0..7] of NIfTI-1 (int16 at 40) or NIfTI-2 (int64 at 16), in the file's byte order; null if neither. */
+function dimField(u8) {
+  if (u8.length < 348) return null;
+  const dv = new DataView(u8.buffer, u8.byteOffset, u8.byteLength);
+  for (const le of [true, false]) {
+    const size = dv.getInt32(0, le);
+    if (size === 348 && u8.length >= 348) {
+      return {
+        max: 32767,
+        get: (i) => dv.getInt16(40 + 2 * i, le),
+        set: (buf, i, v) => new DataView(buf.buffer, buf.byteOffset, buf.byteLength).setInt16(40 + 2 * i, v, le),
+      };
+    }
+    if (size === 540 && u8.length >= 540) {
+      return {
+        max: Number.MAX_SAFE_INTEGER,
+        get: (i) => Number(dv.getBigInt64(16 + 8 * i, le)),
+        set: (buf, i, v) => new DataView(buf.buffer, buf.byteOffset, buf.byteLength).setBigInt64(16 + 8 * i, BigInt(v), le),
+      };
+    }
+  }
+  return null;
+}
+
+/** Smallest and largest finite value, and whether every finite value is a whole number. */
+function valueRange(data) {
+  let lo = Infinity;
+  let hi = -Infinity;
+  let whole = true;
+  for (let i = 0; i < data.length; i++) {
+    const v = data[i];
+    if (!Number.isFinite(v)) continue;
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+    if (whole && v !== Math.round(v)) whole = false;
+  }
+  return { lo, hi, whole };
+}
+
+const TOL = 0.01; // rad of slack on ±π (float rounding of a stored ±π)
+const fmt = (v) => String(+v.toPrecision(6));
+
+/**
+ * The phase in radians, wrapped into [-π, π]: --phase-scale S multiplies, --phase-units deg|scanner convert;
+ * without either the values must already be radians. A phase in [0, 2π] (after the conversion) is re-wrapped
+ * to (-π, π] (the same angles). Anything else is refused with what to do, never passed on as radians.
+ * Returns { phase, units, scale, rewrapped, range: [lo, hi] (stored), notes: string[] }.
+ */
+function phaseToRadians({ nifti, data }, file, { units, scale }) {
+  const stored = valueRange(data);
+  const where = `the phase ${file}`;
+  if (!(stored.lo <= stored.hi)) throw new CliError(`${where} has no finite value`, EXIT_ERROR, 'InvalidArgument');
+  const range = `[${fmt(stored.lo)}, ${fmt(stored.hi)}]`;
+  const h = nifti.header;
+  const intType = INTEGER_TYPES[nifti.datatype];
+  const headerScaled = Number.isFinite(h.scl_slope) && h.scl_slope !== 0 && !(h.scl_slope === 1 && !(h.scl_inter || 0));
+  const notes = [];
+  const used = units ?? (scale !== undefined ? 'scale' : 'rad');
+  let factor = 1;
+  if (scale !== undefined) factor = scale;
+  else if (units === 'deg') factor = Math.PI / 180;
+  else if (units === 'scanner') {
+    if (!stored.whole) throw new CliError(`--phase-units scanner: ${where} holds non-integer values (${range}); give --phase-scale S (rad per stored unit)`, EXIT_USAGE, 'InvalidArgument');
+    // The stored range of a wrapped phase spans (nearly) a power of two: -4096..4095 → 8192, 0..4095 → 4096.
+    const span = 2 ** Math.ceil(Math.log2(Math.max(2, stored.hi - stored.lo)));
+    factor = (2 * Math.PI) / span;
+    notes.push(`phase: scanner integers in ${range}: a span of ${span} values = 2π, × ${fmt(factor)} rad (--phase-scale to override)`);
+  } else if (units === undefined && intType && !headerScaled) {
+    // Stored as integers with no scaling to radians: scanner units unless the user says otherwise.
+    throw new CliError(
+      `${where} is stored as ${intType} integers (${range}) with no scl_slope: that is not radians. ` +
+        'Give --phase-units scanner (the stored range spans 2π, e.g. Siemens -4096..4095 → ×π/4096), --phase-scale S (rad per stored unit), ' +
+        'or --phase-units rad if these really are radians',
+      EXIT_USAGE,
+      'InvalidArgument',
+    );
+  }
+  const lo = Math.min(stored.lo * factor, stored.hi * factor);
+  const hi = Math.max(stored.lo * factor, stored.hi * factor);
+  let rewrapped = false;
+  const inPi = lo >= -Math.PI - TOL && hi <= Math.PI + TOL;
+  const inTwoPi = lo >= -TOL && hi <= 2 * Math.PI + TOL;
+  if (!inPi && !inTwoPi) {
+    let hint;
+    if (used === 'rad' && units === undefined) {
+      if (stored.whole && stored.lo >= -4096 && stored.hi <= 4096) {
+        hint = 'these look like scanner integers (e.g. Siemens -4096..4095): give --phase-units scanner (the stored range spans 2π) or --phase-scale S (rad per stored unit, π/4096 = 0.000767)';
+      } else if (stored.lo >= -180.5 && stored.hi <= 360.5) {
+        hint = 'these look like degrees: give --phase-units deg';
+      } else hint = 'give --phase-scale S (rad per stored unit) or --phase-units deg|scanner';
+      throw new CliError(`${where} spans ${range}, outside [-π, π]: it is not a wrapped phase in radians; ${hint}`, EXIT_USAGE, 'InvalidArgument');
+    }
+    throw new CliError(
+      `${where} spans ${range}, which --phase-${scale !== undefined ? `scale ${fmt(scale)}` : `units ${used}`} maps to [${fmt(lo)}, ${fmt(hi)}] rad, outside [-π, π]: ` +
+        'check the conversion (--phase-scale S: rad per stored unit)',
+      EXIT_USAGE,
+      'InvalidArgument',
+    );
+  }
+  const phase = new Float32Array(data.length);
+  if (!inPi) {
+    rewrapped = true;
+    const twoPi = 2 * Math.PI;
+    for (let i = 0; i < data.length; i++) {
+      const v = data[i] * factor;
+      phase[i] = v > Math.PI ? v - twoPi : v;
+    }
+    notes.push(`phase: values in [${fmt(lo)}, ${fmt(hi)}] rad (0..2π): re-wrapped to (-π, π]`);
+  } else if (factor !== 1) {
+    for (let i = 0; i < data.length; i++) phase[i] = data[i] * factor;
+  } else phase.set(data);
+  if (used === 'deg') notes.push(`phase: degrees × π/180`);
+  if (used === 'scale') notes.push(`phase: × ${fmt(factor)} rad per stored unit`);
+  return { phase, units: used, scale: factor, rewrapped, range: [stored.lo, stored.hi], notes };
+}
+
+/**
+ * The input and mask from the command line: geometry from the input's (3D) header; a field converted to
+ * ppm, or a phase (all echoes) converted to radians with its magnitude.
+ */
+async function readInputs(o, { needMask, units, b0, phase: phaseOpts }, signal) {
+  let like; // the 3D image whose header and affine the output keeps
+  let what;
+  let file;
+  let field;
+  let phase;
+  let magnitude;
+  let echoes = 1;
+  let phaseInfo;
+  if (o.phase !== undefined) {
+    [what, file] = ['phase', o.phase];
+    const read = readEchoes(await readBytes(o.phase, 'phase', signal), o.phase, 'phase');
+    like = read.nifti;
+    echoes = read.echoes;
+    if (phaseOpts?.te && phaseOpts.te.length !== echoes) {
+      throw usageError(
+        `--te gives ${phaseOpts.te.length} echo time(s) but the phase ${o.phase} holds ${echoes} echo(es) ` +
+          `(${echoes > 1 ? `4D, ${echoes} volumes along the 4th dim` : '3D'}): give one TE per echo, in seconds`,
+      );
+    }
+    if (phaseOpts?.convert) {
+      phaseInfo = phaseToRadians(read, o.phase, phaseOpts);
+      phase = phaseInfo.phase;
+    }
+    if (o.magnitude !== undefined) {
+      const mag = readEchoes(await readBytes(o.magnitude, 'magnitude', signal), o.magnitude, 'magnitude');
+      if (mag.nifti.dims.some((d, i) => d !== like.dims[i]) || mag.echoes !== echoes) {
+        throw new CliError(
+          `the magnitude ${o.magnitude} is ${mag.nifti.dims.join('×')} with ${mag.echoes} echo(es) but the phase ${o.phase} is ` +
+            `${like.dims.join('×')} with ${echoes}: magnitude and phase must have the same dims and echoes`,
+          EXIT_ERROR,
+          'InvalidArgument',
+        );
+      }
+      magnitude = mag.data;
+    }
+  } else {
+    [what, file] = ['field', o.field];
+    like = parseNifti(await readBytes(o.field, 'field', signal), o.field, 'field', readNifti);
+    field = like.data;
+    if (units === 'hz') field = hzToPpm(field, b0);
+    else if (units === 'rad/s') field = radPerSecToPpm(field, b0);
+  }
+  const geometry = { dims: like.dims, voxelMm: like.voxelMm, b0Dir: like.b0Dir };
   let mask;
   let maskNifti;
   if (o.mask !== undefined) {
     maskNifti = parseNifti(await readBytes(o.mask, 'mask', signal), o.mask, 'mask', readMask);
-    if (maskNifti.dims.some((d, i) => d !== fieldNifti.dims[i])) {
+    if (maskNifti.dims.some((d, i) => d !== like.dims[i])) {
       throw new CliError(
-        `the mask ${o.mask} has dims ${maskNifti.dims.join('×')} but the field ${o.field} has ${fieldNifti.dims.join('×')}: field and mask must have the same dims`,
+        `the mask ${o.mask} has dims ${maskNifti.dims.join('×')} but the ${what} ${file} has ${like.dims.join('×')}: ${what} and mask must have the same dims`,
         EXIT_ERROR,
         'InvalidArgument',
       );
     }
     mask = maskNifti.mask;
   } else if (needMask) throw usageError('--mask is required; see `tessera-qsm invert --help`');
-  let field = fieldNifti.data;
-  if (units === 'hz') field = hzToPpm(field, b0);
-  else if (units === 'rad/s') field = radPerSecToPpm(field, b0);
-  return { fieldNifti, field, geometry, mask, maskNifti };
+  return { like, field, phase, magnitude, echoes, phaseInfo, geometry, mask, maskNifti };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -385,7 +722,7 @@ function describeNetwork(o, entry, spec) {
   return `spec ${o.spec} (divisor ${s.divisor}, ${s.bytesPerVoxel} B/voxel)`;
 }
 
-function planTable(plan, limits, { o, run, entry, spec, geometry, maskVoxels }) {
+function planTable(plan, limits, { o, run, entry, spec, geometry, maskVoxels, echoes }) {
   const mode = plan.wholeVolume
     ? 'whole volume'
     : plan.explanation
@@ -394,6 +731,7 @@ function planTable(plan, limits, { o, run, entry, spec, geometry, maskVoxels }) 
   const rows = [
     ['volume', `${geometry.dims.join('×')} voxels, ${geometry.voxelMm.map((v) => +v.toFixed(3)).join('×')} mm${maskVoxels !== undefined ? `, ${maskVoxels} voxels in the mask` : ''}`],
     ['network', describeNetwork(o, entry, spec)],
+    ...(o.phase !== undefined ? [['input', `wrapped phase, ${echoes} echo${echoes > 1 ? 'es' : ''} (one network call each)`]] : []),
     ['mode', mode],
     ['patch edge', plan.patchDims ? `${plan.patchEdge} (${plan.patchDims.join('×')})` : String(plan.patchEdge)],
     ['MB per tile', `${MB(plan.bytesPerTile)} of activations (single-patch limit ${GB(limits.maxPatchActivationBytes)}, ${pct(plan.bytesPerTile, limits.maxPatchActivationBytes)})`],
@@ -422,11 +760,12 @@ async function cmdModels(o, ctx) {
     ctx.out(`${JSON.stringify(models, null, 2)}\n`);
     return EXIT_OK;
   }
-  const rows = [['id', 'kind', 'divisor', 'memory per worker', 'weights', 'licence']];
+  const rows = [['id', 'kind', 'inputs', 'divisor', 'memory per worker', 'weights', 'licence']];
   for (const m of models) {
     rows.push([
       m.id,
       m.kind,
+      m.inputs?.length ? m.inputs.join(',') : 'field',
       String(m.divisor),
       `${m.fixedBytes ? `${MB(m.fixedBytes)} + ` : ''}${m.bytesPerVoxel} B/voxel ${m.costProvisional ? '(provisional)' : '(measured)'}`,
       m.weights.map((w) => (w.bytes ? `${w.file} ${MB(w.bytes)}` : w.file)).join(' + '),
@@ -438,19 +777,45 @@ async function cmdModels(o, ctx) {
   return EXIT_OK;
 }
 
+/**
+ * The input flag matches the network: --phase for the phase networks (registry inputs name 'phase'),
+ * --field for the rest. Returns whether the network is a phase network.
+ */
+async function checkInputKind(o, entry, run, tessera) {
+  const phaseNet = !!entry?.inputs?.includes('phase');
+  if (o.phase !== undefined && !phaseNet) {
+    const ids = (await tessera.registry()).filter((m) => m.inputs?.includes('phase')).map((m) => m.id);
+    throw usageError(`--phase is the input of the phase networks (${ids.join(', ')}); ${entry.id} (${entry.kind}) inverts a local field map: give --field`);
+  }
+  if (o.field !== undefined && phaseNet) {
+    throw usageError(`${entry.name} (${entry.id}) reconstructs from the wrapped phase: give --phase p.nii --te S[,S...] instead of --field`);
+  }
+  if (phaseNet && run.inputNames) {
+    const unknown = Object.keys(run.inputNames).filter((r) => !entry.inputs.includes(r));
+    if (unknown.length) throw usageError(`--input-name: ${entry.name} has no input role ${unknown.map((r) => `'${r}'`).join(', ')} (roles: ${entry.inputs.join(', ')})`);
+  }
+  return phaseNet;
+}
+
+/** Drops the keys whose value is undefined. */
+const defined = (obj) => Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined));
+
 async function cmdPlan(o, ctx) {
   const run = runOptions('plan', o);
   const { signal } = ctx;
   const spec = o.spec !== undefined ? await readSpec(o.spec, signal) : undefined;
-  const { geometry, mask } = await readInputs(o, { needMask: false }, signal);
+  const { geometry, mask, echoes } = await readInputs(o, { needMask: false, phase: run.phase }, signal);
   const tessera = await ctx.start({ workers: run.workers });
   const entry = o.model !== undefined ? await tessera.model(o.model) : undefined;
+  const phaseNet = await checkInputKind(o, entry, run, tessera);
   const limits = await tessera.limits();
-  const plan = await tessera.plan({ geometry, mask, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers });
+  // The echo times do not change the plan, only their number: without --te, one placeholder per echo.
+  const phase = phaseNet ? { te: run.phase.te ?? new Array(echoes).fill(0.02), b0: run.b0, erodeRadius: run.phase.erodeRadius } : {};
+  const plan = await tessera.plan(defined({ geometry, mask, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, ...phase }));
   if (o.json) ctx.out(`${JSON.stringify(plan, null, 2)}\n`);
   else {
     const maskVoxels = mask ? mask.reduce((a, b) => a + b, 0) : undefined;
-    ctx.out(planTable(plan, limits, { o, run, entry, spec, geometry, maskVoxels }));
+    ctx.out(planTable(plan, limits, { o, run, entry, spec, geometry, maskVoxels, echoes }));
   }
   return plan.feasible ? EXIT_OK : EXIT_USAGE;
 }
@@ -463,10 +828,13 @@ async function cmdInvert(o, ctx) {
   if (o.out === undefined) throw usageError('--out is required; see `tessera-qsm invert --help`');
   if (!niftiName(o.out)) throw usageError(`--out must end with .nii or .nii.gz, got '${o.out}'`);
   if (o.mask === undefined) throw usageError('--mask is required; see `tessera-qsm invert --help`');
-  const units = (o.units ?? 'ppm').toLowerCase();
-  if (!['ppm', 'hz', 'rad/s'].includes(units)) throw usageError(`--units must be ppm, hz or rad/s, got '${o.units}'`);
-  const b0 = positiveNumber(o.b0, 'b0');
-  if (units !== 'ppm' && b0 === undefined) throw usageError(`--units ${units} needs --b0 (the field strength in tesla) to convert to ppm`);
+  const { b0 } = run;
+  let units;
+  if (o.phase === undefined) {
+    units = (o.units ?? 'ppm').toLowerCase();
+    if (!['ppm', 'hz', 'rad/s'].includes(units)) throw usageError(`--units must be ppm, hz or rad/s, got '${o.units}'`);
+    if (units !== 'ppm' && b0 === undefined) throw usageError(`--units ${units} needs --b0 (the field strength in tesla) to convert to ppm`);
+  }
   const weightSources = o.weights ?? [];
   if (o.spec !== undefined && weightSources.length !== 1) {
     throw usageError(`--spec needs exactly one --weights FILE (the ONNX network), got ${weightSources.length}`);
@@ -476,15 +844,20 @@ async function cmdInvert(o, ctx) {
   const { signal, progress } = ctx;
 
   const spec = o.spec !== undefined ? await readSpec(o.spec, signal) : undefined;
-  const { fieldNifti, field, geometry, mask } = await readInputs(o, { needMask: true, units, b0 }, signal);
+  const inputs = await readInputs(o, { needMask: true, units, b0, phase: run.phase && { ...run.phase, convert: true } }, signal);
+  const { like, field, phase, magnitude, echoes, phaseInfo, geometry, mask } = inputs;
   const tessera = await ctx.start({ workers: run.workers, threadsPerWorker: threads });
   const entry = o.model !== undefined ? await tessera.model(o.model) : undefined;
+  const phaseNet = await checkInputKind(o, entry, run, tessera);
   if (entry && weightSources.length > 0 && weightSources.length !== entry.weights.length) {
     throw usageError(
       `${entry.name} needs ${entry.weights.length} --weights (${entry.weights.map((w) => w.file).join(', ')}), got ${weightSources.length}`,
     );
   }
-  const request = { geometry, mask, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, threadsPerWorker: threads };
+  const phaseSettings = phaseNet ? { te: run.phase.te, b0, erodeRadius: run.phase.erodeRadius } : {};
+  const request = defined({
+    geometry, mask, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, threadsPerWorker: threads, ...phaseSettings,
+  });
   const plan = await tessera.plan(request);
   if (!plan.feasible) throw new CliError(plan.message, EXIT_USAGE, 'BudgetExceeded');
   signal.throwIfAborted();
@@ -505,20 +878,50 @@ async function cmdInvert(o, ctx) {
   }
   signal.throwIfAborted();
 
+  const localField = entry?.quantity === 'local-field';
+  const what = localField ? 'local field (ppm)' : 'χ (ppm)';
+  for (const note of phaseInfo?.notes ?? []) progress.line(note);
+  const mode = plan.wholeVolume ? 'whole volume' : `${plan.tilesActive} of ${plan.tilesTotal} tiles`;
+  const phaseText = phaseNet
+    ? `, ${echoes} echo${echoes > 1 ? 'es' : ''} (TE ${run.phase.te.map((t) => fmt(t * 1000)).join(', ')} ms), B0 ${b0 ?? 3} T${b0 === undefined ? ' (default; --b0 to change)' : ''}`
+    : '';
   progress.line(
-    `${o.model ?? `spec ${o.spec}`}: ${plan.wholeVolume ? 'whole volume' : `${plan.tilesActive} of ${plan.tilesTotal} tiles`}, patch ${plan.patchDims?.join('×') ?? plan.patchEdge}, ` +
+    `${o.model ?? `spec ${o.spec}`}: ${mode}${phaseText}, patch ${plan.patchDims?.join('×') ?? plan.patchEdge}, ` +
       `${plan.tilesInFlight} in flight, estimated peak ${size(plan.peakBytes)}`,
   );
+  if (localField) progress.line(`${o.model}: the output is the local field (ppm), not χ`);
   if (plan.warning) progress.line(`warning: ${plan.warning}`);
-  const { chi, report } = await tessera.invert({ ...request, field, weights, signal, onProgress: (p) => progress.tiles(p) });
+  const data = phaseNet
+    ? defined({ phase, magnitude, phaseSign: run.phase.phaseSign, inputNames: run.inputNames })
+    : defined({ field, inputNames: run.inputNames });
+  let result;
+  try {
+    result = await tessera.invert({ ...request, ...data, weights, signal, onProgress: (p) => progress.tiles(p) });
+  } catch (e) {
+    // The runtime names the API option; say the flag.
+    if (e?.code === 'ModelLoadFailed' && /inputNames/.test(e.message ?? '')) e.message += ' (on the command line: --input-name ROLE=NAME, repeatable)';
+    throw e;
+  }
+  const { chi, report } = result;
   progress.close();
   signal.throwIfAborted();
 
-  const description = `chi ppm, tessera-qsm ${o.model ?? 'spec'}`.slice(0, 79);
-  const bytes = await writeNifti(chi, fieldNifti, { gzip: /\.gz$/i.test(o.out), description });
+  const quantity = result.quantity ?? (localField ? 'local-field' : 'chi');
+  const description = `${quantity === 'local-field' ? 'local field' : 'chi'} ppm, tessera-qsm ${o.model ?? 'spec'}`.slice(0, 79);
+  const bytes = await writeNifti(chi, like, { gzip: /\.gz$/i.test(o.out), description });
   signal.throwIfAborted();
   await writeAtomic(o.out, bytes);
   if (o.report !== undefined) {
+    const input = phaseNet
+      ? {
+          phase: {
+            path: o.phase, dims: geometry.dims, echoes, voxelMm: geometry.voxelMm, b0Dir: geometry.b0Dir, b0DirSource: like.b0DirSource,
+            te: run.phase.te, b0Tesla: b0 ?? 3, units: phaseInfo.units, radPerUnit: phaseInfo.scale, rewrapped: phaseInfo.rewrapped,
+            storedRange: phaseInfo.range, phaseSign: run.phase.phaseSign ?? -1, erodeRadius: run.phase.erodeRadius ?? 3,
+          },
+          ...(o.magnitude !== undefined && { magnitude: { path: o.magnitude } }),
+        }
+      : { field: { path: o.field, dims: geometry.dims, voxelMm: geometry.voxelMm, b0Dir: geometry.b0Dir, b0DirSource: like.b0DirSource, units, b0Tesla: b0 ?? null } };
     const full = {
       ...report,
       plan,
@@ -527,10 +930,8 @@ async function cmdInvert(o, ctx) {
       versions: versions(),
       startedAt,
       totalWallSeconds: (performance.now() - t0) / 1000,
-      inputs: {
-        field: { path: o.field, dims: geometry.dims, voxelMm: geometry.voxelMm, b0Dir: geometry.b0Dir, b0DirSource: fieldNifti.b0DirSource, units, b0Tesla: b0 ?? null },
-        mask: { path: o.mask, voxelsInside: mask.reduce((a, b) => a + b, 0) },
-      },
+      quantity,
+      inputs: { ...input, mask: { path: o.mask, voxelsInside: mask.reduce((a, b) => a + b, 0) }, ...(run.inputNames && { inputNames: run.inputNames }) },
       network: entry ? { model: entry.id, name: entry.name, kind: entry.kind } : { spec: { ...SPEC_DEFAULTS, ...spec }, specFile: o.spec },
       weights: weightsInfo,
       options: { tile: run.tile ?? null, whole: run.whole, workers: run.workers ?? null, threads: threads ?? null },
@@ -538,7 +939,8 @@ async function cmdInvert(o, ctx) {
     };
     await writeAtomic(o.report, `${JSON.stringify(full, null, 2)}\n`);
   }
-  progress.line(`wrote ${o.out} (${report.tilesRun} tiles run, ${report.tilesSkipped} skipped, ${duration(report.wallSeconds)})`);
+  if (phaseNet) progress.line(`wrote ${o.out}: ${what} (${echoes} echo${echoes > 1 ? 'es' : ''}, ${duration(report.wallSeconds)})`);
+  else progress.line(`wrote ${o.out} (${report.tilesRun} tiles run, ${report.tilesSkipped} skipped, ${duration(report.wallSeconds)})`);
   return EXIT_OK;
 }
 
