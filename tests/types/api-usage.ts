@@ -30,3 +30,24 @@ export async function example(fieldBytes: Uint8Array, weights: Uint8Array): Prom
     await tessera.terminate();
   }
 }
+
+// The phase networks: wrapped phase of several echoes in, χ (or iQFM's local field) out.
+export async function phaseExample(phase: Float32Array, magnitude: Float32Array, weights: Uint8Array): Promise<number> {
+  const tessera = await createTessera();
+  try {
+    const geometry = { dims: [160, 160, 128], voxelMm: [1, 1, 1], b0Dir: [0, 0.2, 0.98] };
+    const te = [0.004, 0.008];
+    const plan = await tessera.plan({ geometry, model: 'iqsm-plus', te, b0: 3, erodeRadius: 3 });
+    if (!plan.feasible) return -1;
+    const iqsm = await tessera.model('iqsm-plus');
+    const roles: string[] = iqsm.inputs;
+    const r = await tessera.invert({
+      model: 'iqfm', phase, magnitude, geometry, te, b0: 3, phaseSign: -1, weights,
+      inputNames: { phase: 'wphs', b0_dir: 'z_prjs' },
+    });
+    const field: Float32Array | undefined = r.quantity === 'local-field' ? r.localField : r.chi;
+    return (field?.length ?? 0) + roles.length + iqsm.cropMargin + (r.report.pool[0].inputBinding?.phase.length ?? 0);
+  } finally {
+    await tessera.terminate();
+  }
+}
