@@ -1,5 +1,5 @@
 // Compiled with `tsc --strict` (npm run typecheck): the declarations must describe real usage.
-import { createTessera, TesseraError, readNifti, writeNifti, hzToPpm, type Plan, type Progress } from 'tessera-qsm';
+import { createTessera, TesseraError, readNifti, writeNifti, hzToPpm, type Geometry, type Plan, type Progress } from 'tessera-qsm';
 
 export async function example(fieldBytes: Uint8Array, weights: Uint8Array): Promise<number> {
   const tessera = await createTessera({ workers: 2, threadsPerWorker: 1 });
@@ -35,7 +35,7 @@ export async function example(fieldBytes: Uint8Array, weights: Uint8Array): Prom
 export async function phaseExample(phase: Float32Array, magnitude: Float32Array, weights: Uint8Array): Promise<number> {
   const tessera = await createTessera();
   try {
-    const geometry = { dims: [160, 160, 128], voxelMm: [1, 1, 1], b0Dir: [0, 0.2, 0.98] };
+    const geometry: Geometry = { dims: [160, 160, 128], voxelMm: [1, 1, 1], b0Dir: [0, 0.2, 0.98] };
     const te = [0.004, 0.008];
     const plan = await tessera.plan({ geometry, model: 'iqsm-plus', te, b0: 3, erodeRadius: 3 });
     if (!plan.feasible) return -1;
