@@ -521,7 +521,7 @@ test('the phase networks: wrapped phase (3D, then 4D multi-echo with magnitude),
   await page.setInputFiles('#magFile', []);
   await page.setInputFiles('#phaseFile', files.degrees);
   await page.waitForSelector('#error:not([hidden])', { timeout: 20000 });
-  assert.match(await page.textContent('#error'), /The phase ranges from -?1\d\d\.?\d* to 1\d\d.*not about ±π.*looks like degrees: choose Phase units “degrees”/);
+  assert.match(await page.textContent('#error'), /The phase spans \[-?1\d\d\.?\d*, 1\d\d.*outside \[-π, π\].*looks like degrees: choose Phase units “degrees”/);
   assert.equal(await page.isDisabled('#run'), true);
   seq = await seqNow();
   await page.selectOption('#phaseUnits', 'deg');

@@ -11,10 +11,9 @@ import { parseArgs } from 'node:util';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import zlib from 'node:zlib';
 
 const { createTessera, loadModel, sha256Hex, readNifti, readMask, writeNifti, hzToPpm } = await import('./index.js');
-const { radPerSecToPpm } = await import('./nifti.js');
+const { radPerSecToPpm, readEchoes, phaseToRadians } = await import('./nifti.js');
 
 const EXIT_OK = 0;
 const EXIT_ERROR = 1;
@@ -77,7 +76,7 @@ Phase networks (with --phase)
   --erode N          erode the mask by a sphere of N voxels before the network (default 3, the reference's)
   --phase-sign S     +1 or -1 (default -1: the reference negates the scanner's phase)
   --phase-units U    rad (default), deg, or scanner: integers whose stored range (e.g. Siemens -4096..4095)
-                     spans 2π
+                     spans 2π (the span rounded up to a power of two; any offset is re-wrapped)
   --phase-scale S    radians per stored unit (after the header's scl_slope/scl_inter), e.g. 0.000767 = π/4096
                      After the conversion the phase must lie in [-π, π] (a phase in [0, 2π] is re-wrapped to
                      (-π, π]); anything else, or integers stored without scl_slope, is refused with a hint
@@ -371,175 +370,25 @@ async function writeAtomic(file, bytes) {
   }
 }
 
-const INTEGER_TYPES = { 2: 'uint8', 4: 'int16', 8: 'int32', 256: 'int8', 512: 'uint16', 768: 'uint32' };
-
-/**
- * Reads a NIfTI of one or more echoes: 3D, or 4D with the echoes along the 4th dim (dims 5-7 must be 1).
- * readNifti reads single volumes only, so a 4D file is read as ONE volume of nz·echoes slices (the
- * header's dim patched in place): its data is then exactly the echoes one after the other, x fastest,
- * scaled by scl_slope/scl_inter. The returned image describes one 3D volume (dims, header.dim and raw
- * patched back to nz, dim[0] = 3, dim[4] = 1), so writeNifti writes a 3D output with the input's geometry.
- * Returns { nifti, data (n·echoes values), echoes }.
- */
-function readEchoes(bytes, file, what) {
-  let u8 = bytes;
-  if (u8.length >= 2 && u8[0] === 0x1f && u8[1] === 0x8b) {
-    try {
-      const b = zlib.gunzipSync(u8);
-      u8 = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
-    } catch (e) {
-      throw new CliError(`the ${what} ${file} is not a NIfTI volume Tessera reads: gunzip failed: ${e.message}`, EXIT_ERROR, 'InvalidNifti');
-    }
-  }
-  const at = dimField(u8);
-  const dim = at ? Array.from({ length: 8 }, (_, i) => at.get(i)) : null;
-  const nd = dim?.[0];
-  if (!dim || !(nd >= 4 && nd <= 7)) {
-    const nifti = parseNifti(u8, file, what, readNifti);
-    return { nifti, data: nifti.data, echoes: 1 };
-  }
-  const d = (i) => (i <= nd && dim[i] >= 1 ? dim[i] : 1);
-  if ([5, 6, 7].some((i) => d(i) > 1)) {
-    throw new CliError(
-      `the ${what} ${file} is ${nd}D (${dim.slice(1, nd + 1).join('×')}): expected 3D, or 4D with the echoes along the 4th dim`,
-      EXIT_ERROR,
-      'InvalidNifti',
-    );
-  }
-  const echoes = d(4);
-  if (echoes === 1) {
-    const nifti = parseNifti(u8, file, what, readNifti);
-    return { nifti, data: nifti.data, echoes: 1 };
-  }
-  const nz = d(3);
-  if (nz * echoes > at.max) {
-    throw new CliError(`the ${what} ${file} has ${nz} slices × ${echoes} echoes, more than Tessera reads in one NIfTI-1 file`, EXIT_ERROR, 'InvalidNifti');
-  }
-  at.set(u8, 0, 3);
-  at.set(u8, 3, nz * echoes);
-  at.set(u8, 4, 1);
-  const nifti = parseNifti(u8, file, what, readNifti);
-  // Back to one 3D volume of nz slices: the geometry of every echo, and the header of the output.
-  at.set(new Uint8Array(nifti.raw), 3, nz);
-  nifti.header.dim = nifti.header.dim.map((v, i) => (i === 3 ? nz : v));
-  nifti.dims = [nifti.dims[0], nifti.dims[1], nz];
-  return { nifti, data: nifti.data, echoes };
-}
-
-/** The header's dim[0..7] of NIfTI-1 (int16 at 40) or NIfTI-2 (int64 at 16), in the file's byte order; null if neither. */
-function dimField(u8) {
-  if (u8.length < 348) return null;
-  const dv = new DataView(u8.buffer, u8.byteOffset, u8.byteLength);
-  for (const le of [true, false]) {
-    const size = dv.getInt32(0, le);
-    if (size === 348 && u8.length >= 348) {
-      return {
-        max: 32767,
-        get: (i) => dv.getInt16(40 + 2 * i, le),
-        set: (buf, i, v) => new DataView(buf.buffer, buf.byteOffset, buf.byteLength).setInt16(40 + 2 * i, v, le),
-      };
-    }
-    if (size === 540 && u8.length >= 540) {
-      return {
-        max: Number.MAX_SAFE_INTEGER,
-        get: (i) => Number(dv.getBigInt64(16 + 8 * i, le)),
-        set: (buf, i, v) => new DataView(buf.buffer, buf.byteOffset, buf.byteLength).setBigInt64(16 + 8 * i, BigInt(v), le),
-      };
-    }
-  }
-  return null;
-}
-
-/** Smallest and largest finite value, and whether every finite value is a whole number. */
-function valueRange(data) {
-  let lo = Infinity;
-  let hi = -Infinity;
-  let whole = true;
-  for (let i = 0; i < data.length; i++) {
-    const v = data[i];
-    if (!Number.isFinite(v)) continue;
-    if (v < lo) lo = v;
-    if (v > hi) hi = v;
-    if (whole && v !== Math.round(v)) whole = false;
-  }
-  return { lo, hi, whole };
-}
-
-const TOL = 0.01; // rad of slack on ±π (float rounding of a stored ±π)
 const fmt = (v) => String(+v.toPrecision(6));
 
+/** How phaseToRadians names the command line's options in its refusals and notes. */
+const PHASE_WORDS = {
+  verb: 'give',
+  names: { rad: '--phase-units rad', deg: '--phase-units deg', scanner: '--phase-units scanner', scale: '--phase-scale', field: '--field with a field-to-χ network' },
+};
+
 /**
- * The phase in radians, wrapped into [-π, π]: --phase-scale S multiplies, --phase-units deg|scanner convert;
- * without either the values must already be radians. A phase in [0, 2π] (after the conversion) is re-wrapped
- * to (-π, π] (the same angles). Anything else is refused with what to do, never passed on as radians.
- * Returns { phase, units, scale, rewrapped, range: [lo, hi] (stored), notes: string[] }.
+ * The phase in radians (nifti.js phaseToRadians): --phase-units rad|deg|scanner or --phase-scale S, or without
+ * either radians checked; refusals become usage errors (exit 2) with phaseToRadians' advice.
+ * Returns phaseToRadians' result: { phase, units, scale, rewrapped, range, nonFinite, notes }.
  */
-function phaseToRadians({ nifti, data }, file, { units, scale }) {
-  const stored = valueRange(data);
-  const where = `the phase ${file}`;
-  if (!(stored.lo <= stored.hi)) throw new CliError(`${where} has no finite value`, EXIT_ERROR, 'InvalidArgument');
-  const range = `[${fmt(stored.lo)}, ${fmt(stored.hi)}]`;
-  const h = nifti.header;
-  const intType = INTEGER_TYPES[nifti.datatype];
-  const headerScaled = Number.isFinite(h.scl_slope) && h.scl_slope !== 0 && !(h.scl_slope === 1 && !(h.scl_inter || 0));
-  const notes = [];
-  const used = units ?? (scale !== undefined ? 'scale' : 'rad');
-  let factor = 1;
-  if (scale !== undefined) factor = scale;
-  else if (units === 'deg') factor = Math.PI / 180;
-  else if (units === 'scanner') {
-    if (!stored.whole) throw new CliError(`--phase-units scanner: ${where} holds non-integer values (${range}); give --phase-scale S (rad per stored unit)`, EXIT_USAGE, 'InvalidArgument');
-    // The stored range of a wrapped phase spans (nearly) a power of two: -4096..4095 → 8192, 0..4095 → 4096.
-    const span = 2 ** Math.ceil(Math.log2(Math.max(2, stored.hi - stored.lo)));
-    factor = (2 * Math.PI) / span;
-    notes.push(`phase: scanner integers in ${range}: a span of ${span} values = 2π, × ${fmt(factor)} rad (--phase-scale to override)`);
-  } else if (units === undefined && intType && !headerScaled) {
-    // Stored as integers with no scaling to radians: scanner units unless the user says otherwise.
-    throw new CliError(
-      `${where} is stored as ${intType} integers (${range}) with no scl_slope: that is not radians. ` +
-        'Give --phase-units scanner (the stored range spans 2π, e.g. Siemens -4096..4095 → ×π/4096), --phase-scale S (rad per stored unit), ' +
-        'or --phase-units rad if these really are radians',
-      EXIT_USAGE,
-      'InvalidArgument',
-    );
+function phaseInRadians(img, file, { units, scale }) {
+  try {
+    return phaseToRadians(img, { units, scale, subject: `the phase ${file}`, ...PHASE_WORDS });
+  } catch (e) {
+    throw new CliError(e.message, e.code === 'PhaseUnits' ? EXIT_USAGE : EXIT_ERROR, 'InvalidArgument');
   }
-  const lo = Math.min(stored.lo * factor, stored.hi * factor);
-  const hi = Math.max(stored.lo * factor, stored.hi * factor);
-  let rewrapped = false;
-  const inPi = lo >= -Math.PI - TOL && hi <= Math.PI + TOL;
-  const inTwoPi = lo >= -TOL && hi <= 2 * Math.PI + TOL;
-  if (!inPi && !inTwoPi) {
-    let hint;
-    if (used === 'rad' && units === undefined) {
-      if (stored.whole && stored.lo >= -4096 && stored.hi <= 4096) {
-        hint = 'these look like scanner integers (e.g. Siemens -4096..4095): give --phase-units scanner (the stored range spans 2π) or --phase-scale S (rad per stored unit, π/4096 = 0.000767)';
-      } else if (stored.lo >= -180.5 && stored.hi <= 360.5) {
-        hint = 'these look like degrees: give --phase-units deg';
-      } else hint = 'give --phase-scale S (rad per stored unit) or --phase-units deg|scanner';
-      throw new CliError(`${where} spans ${range}, outside [-π, π]: it is not a wrapped phase in radians; ${hint}`, EXIT_USAGE, 'InvalidArgument');
-    }
-    throw new CliError(
-      `${where} spans ${range}, which --phase-${scale !== undefined ? `scale ${fmt(scale)}` : `units ${used}`} maps to [${fmt(lo)}, ${fmt(hi)}] rad, outside [-π, π]: ` +
-        'check the conversion (--phase-scale S: rad per stored unit)',
-      EXIT_USAGE,
-      'InvalidArgument',
-    );
-  }
-  const phase = new Float32Array(data.length);
-  if (!inPi) {
-    rewrapped = true;
-    const twoPi = 2 * Math.PI;
-    for (let i = 0; i < data.length; i++) {
-      const v = data[i] * factor;
-      phase[i] = v > Math.PI ? v - twoPi : v;
-    }
-    notes.push(`phase: values in [${fmt(lo)}, ${fmt(hi)}] rad (0..2π): re-wrapped to (-π, π]`);
-  } else if (factor !== 1) {
-    for (let i = 0; i < data.length; i++) phase[i] = data[i] * factor;
-  } else phase.set(data);
-  if (used === 'deg') notes.push(`phase: degrees × π/180`);
-  if (used === 'scale') notes.push(`phase: × ${fmt(factor)} rad per stored unit`);
-  return { phase, units: used, scale: factor, rewrapped, range: [stored.lo, stored.hi], notes };
 }
 
 /**
@@ -557,8 +406,8 @@ async function readInputs(o, { needMask, units, b0, phase: phaseOpts }, signal) 
   let phaseInfo;
   if (o.phase !== undefined) {
     [what, file] = ['phase', o.phase];
-    const read = readEchoes(await readBytes(o.phase, 'phase', signal), o.phase, 'phase');
-    like = read.nifti;
+    const read = parseNifti(await readBytes(o.phase, 'phase', signal), o.phase, 'phase', readEchoes);
+    like = read;
     echoes = read.echoes;
     if (phaseOpts?.te && phaseOpts.te.length !== echoes) {
       throw usageError(
@@ -567,14 +416,14 @@ async function readInputs(o, { needMask, units, b0, phase: phaseOpts }, signal) 
       );
     }
     if (phaseOpts?.convert) {
-      phaseInfo = phaseToRadians(read, o.phase, phaseOpts);
+      phaseInfo = phaseInRadians(read, o.phase, phaseOpts);
       phase = phaseInfo.phase;
     }
     if (o.magnitude !== undefined) {
-      const mag = readEchoes(await readBytes(o.magnitude, 'magnitude', signal), o.magnitude, 'magnitude');
-      if (mag.nifti.dims.some((d, i) => d !== like.dims[i]) || mag.echoes !== echoes) {
+      const mag = parseNifti(await readBytes(o.magnitude, 'magnitude', signal), o.magnitude, 'magnitude', readEchoes);
+      if (mag.dims.some((d, i) => d !== like.dims[i]) || mag.echoes !== echoes) {
         throw new CliError(
-          `the magnitude ${o.magnitude} is ${mag.nifti.dims.join('×')} with ${mag.echoes} echo(es) but the phase ${o.phase} is ` +
+          `the magnitude ${o.magnitude} is ${mag.dims.join('×')} with ${mag.echoes} echo(es) but the phase ${o.phase} is ` +
             `${like.dims.join('×')} with ${echoes}: magnitude and phase must have the same dims and echoes`,
           EXIT_ERROR,
           'InvalidArgument',

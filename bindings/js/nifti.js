@@ -3,9 +3,12 @@
 //   readNifti(bytes)            → { header, dims, voxelMm, data: Float32Array, datatype, affine, b0Dir, raw, ... }
 //   readNiftiAsync(bytes)       → same, decompressing .nii.gz with DecompressionStream where needed
 //   readMask(bytes)             → readNifti(...) plus mask: Uint8Array
+//   readEchoes(bytes)           → 3D or 4D (echoes along dim 4): readNifti's 3D result, data of every echo, echoes
+//   readEchoesAsync(bytes)      → same, decompressing like readNiftiAsync
 //   thresholdMask(mag, 0.1)     → Uint8Array mask from a magnitude image
 //   writeNifti(data, like, {})  → Promise<Uint8Array> (NIfTI-1, float32, optionally gzipped)
 //   hzToPpm / radPerSecToPpm    → field-map unit conversions
+//   phaseToRadians(img, {})     → wrapped phase in radians from rad/deg/scanner units or a scale, refused with advice
 //
 // No node-only module is imported statically: node's zlib is loaded with a dynamic import under node
 // only; in browsers .nii.gz is read with nifti-reader-js's synchronous gunzip (fflate) when that
@@ -85,9 +88,7 @@ const NIFTI2_MAGIC = 'n+2\0\r\n\x1a\n';
  * @param {ArrayBuffer|Uint8Array} bytes
  */
 export function readNifti(bytes) {
-  let u8 = toUint8(bytes, 'readNifti');
-  if (isGzip(u8)) u8 = gunzipSync(u8);
-  return decode(u8);
+  return decode(unzipSync(bytes, 'readNifti'));
 }
 
 /**
@@ -96,12 +97,7 @@ export function readNifti(bytes) {
  * @param {ArrayBuffer|Uint8Array} bytes
  */
 export async function readNiftiAsync(bytes) {
-  let u8 = toUint8(bytes, 'readNiftiAsync');
-  if (isGzip(u8)) {
-    // node: zlib; browsers: native DecompressionStream (off the main thread's JS), else nifti-reader-js
-    u8 = !nodeZlib && typeof DecompressionStream === 'function' ? await gunzipStream(u8) : gunzipSync(u8);
-  }
-  return decode(u8);
+  return decode(await unzipAsync(bytes, 'readNiftiAsync'));
 }
 
 /**
@@ -112,6 +108,31 @@ export async function readNiftiAsync(bytes) {
 export function readMask(bytes) {
   const vol = readNifti(bytes);
   return { ...vol, mask: maskFromValues(vol.data) };
+}
+
+/**
+ * Reads a NIfTI of one or more echoes: 3D, or 4D with the echoes along the 4th dimension.
+ * Precondition: as readNifti, except that dim[4] may be > 1 (the echoes); dim[5..7] must be 1 (else an Error).
+ * Precondition: the file holds all dim[4] volumes (else "truncated data").
+ *
+ * Returns readNifti's result for one 3D volume (dims, voxelMm, affine, b0Dir, ... of every echo), with
+ *   data      Float32Array of nx·ny·nz·echoes values: echo after echo, each x fastest, scaled as readNifti
+ *   echoes    dim[4] (1 for a 3D file)
+ * With echoes > 1, header.dim and raw say 3D (dim[0] = 3, dim[4..7] = 1), so writeNifti(χ, result) writes
+ * a 3D output with the input's geometry; with one volume the result is readNifti's, plus echoes: 1.
+ * @param {ArrayBuffer|Uint8Array} bytes
+ */
+export function readEchoes(bytes) {
+  return decode(unzipSync(bytes, 'readEchoes'), true);
+}
+
+/**
+ * Same as readEchoes, but in browsers gunzips .nii.gz like readNiftiAsync.
+ * Precondition: as readEchoes; in a browser with a gzipped file, DecompressionStream or nifti-reader-js exists.
+ * @param {ArrayBuffer|Uint8Array} bytes
+ */
+export async function readEchoesAsync(bytes) {
+  return decode(await unzipAsync(bytes, 'readEchoesAsync'), true);
 }
 
 /**
@@ -257,6 +278,149 @@ export function radPerSecToPpm(data, b0Tesla) {
   return divideBy(data, 2 * Math.PI * GAMMA_BAR_MHZ_PER_T * checkB0(b0Tesla, 'radPerSecToPpm'), 'radPerSecToPpm');
 }
 
+/** NIfTI integer datatype codes, by name: a phase stored so with no scl_slope is not in radians. */
+const INTEGER_TYPES = { 2: 'uint8', 4: 'int16', 8: 'int32', 256: 'int8', 512: 'uint16', 768: 'uint32' };
+
+const TWO_PI = 2 * Math.PI;
+/** Radians of slack on ±π and [0, 2π] (float rounding of a stored ±π, 0.57°). */
+const PHASE_TOL = 0.01;
+
+/**
+ * Converts a wrapped phase (all echoes) to radians in [−π, π], or refuses it with what to do.
+ * Precondition: `img` is a readEchoes/readNifti result, or { data } (then the stored datatype is not checked).
+ * Precondition: at most one of units and scale; units is 'rad' | 'deg' | 'scanner' | 'unwrapped' or omitted.
+ * Precondition: scale, when given, is finite and != 0 (radians per stored unit, after scl_slope/scl_inter).
+ * Precondition: with inPlace, img.data is a Float32Array and is overwritten; otherwise it is left as it is.
+ *
+ * Units:
+ *   omitted     radians, checked: a file stored as integers with no scl_slope is refused (scanner units,
+ *               or a mask, are not radians)
+ *   'rad'       radians, as the caller asserts (no datatype check)
+ *   'deg'       degrees: × π/180
+ *   'scanner'   integers whose stored range spans 2π: × 2π/2^⌈log2(max − min)⌉ (Siemens −4096…4095 → π/4096,
+ *               0…4095 → 2π/4096); non-integers or a span under 4π are refused; any offset is re-wrapped
+ *   'unwrapped' radians, any range (unwrapped, or wrapped with an offset): re-wrapped into (−π, π]
+ *   scale       × scale
+ * After rad/deg/scale the phase must lie in [−π, π] (kept) or [0, 2π] (re-wrapped to (−π, π], the same
+ * angles), each with 0.01 rad of slack; anything else is refused, never passed on as radians. Non-finite
+ * values pass through as they are (the caller decides what they mean).
+ *
+ * Refusals are Errors with code 'PhaseUnits' (wrong or unknown units, with advice: degrees? scanner
+ * integers? unwrapped? a field map?) or 'InvalidPhase' (no finite value). Their words come from
+ *   subject   what the phase is called, first in the message (default 'the phase')
+ *   verb      how the caller's user picks an option (default 'use'; the CLI says 'give', the page 'choose')
+ *   names     how each option is named to the user: { rad, deg, scanner, field, unwrapped?, scale? }
+ *             (field: the way to a field-map network; unwrapped and scale: leave out an option the caller
+ *             does not offer, and no advice names it; without names, this function's own option names)
+ *
+ * Returns { phase: Float32Array (img.data with inPlace, else a new array), units: 'rad' | 'deg' | 'scanner' |
+ * 'unwrapped' | 'scale', scale (radians per stored unit), rewrapped, range: [min, max] stored (finite),
+ * nonFinite (count), notes: string[] (what was done, in words) }.
+ * @param {{data: Float32Array, datatype?: number, header?: {scl_slope: number, scl_inter: number}}} img
+ * @param {{units?: string, scale?: number, inPlace?: boolean, subject?: string, verb?: string, names?: object}} [opts]
+ */
+export function phaseToRadians(img, { units, scale, inPlace = false, subject = 'the phase', verb = 'use', names } = {}) {
+  const data = img?.data;
+  if (!data || typeof data.length !== 'number') throw new TypeError('phaseToRadians: img.data must be a Float32Array');
+  if (inPlace && !(data instanceof Float32Array)) throw new TypeError('phaseToRadians: inPlace needs img.data to be a Float32Array');
+  if (units !== undefined && !['rad', 'deg', 'scanner', 'unwrapped'].includes(units)) {
+    throw new RangeError(`phaseToRadians: unknown phase units '${units}' (rad, deg, scanner, unwrapped)`);
+  }
+  if (scale !== undefined && units !== undefined) throw new RangeError('phaseToRadians: give units or scale, not both');
+  if (scale !== undefined && !(typeof scale === 'number' && Number.isFinite(scale) && scale !== 0)) {
+    throw new RangeError(`phaseToRadians: scale must be a finite number != 0 (radians per stored unit), got ${scale}`);
+  }
+  const w = { subject, verb, names: names ? { ...REQUIRED_PHASE_NAMES, ...names } : DEFAULT_PHASE_NAMES };
+  const n = w.names;
+  const stored = valueStats(data);
+  const range = `[${fmt(stored.lo)}, ${fmt(stored.hi)}]`;
+  const refuse = (message, code = 'PhaseUnits') => Object.assign(new Error(message), { code });
+  if (!(stored.lo <= stored.hi)) throw refuse(`${subject} holds no finite value.`, 'InvalidPhase');
+  const used = units ?? (scale !== undefined ? 'scale' : 'rad');
+  const notes = [];
+  let factor = scale ?? 1;
+  let wrapAny = used === 'unwrapped';
+  if (used === 'deg') {
+    factor = Math.PI / 180;
+    notes.push('phase converted from degrees (× π/180)');
+  } else if (used === 'scanner') {
+    if (!stored.whole) throw refuse(`${subject} holds non-integer values (${range}): not scanner integers. ${phaseAdvice(stored, 'scanner', w)}`);
+    if (!(stored.hi - stored.lo >= 2 * TWO_PI)) {
+      throw refuse(`${subject} spans ${range}: too narrow for scanner integers spanning 2π (is it already in radians? then ${verb} ${n.rad}).`);
+    }
+    // The stored range of a wrapped phase spans (nearly) a power of two: -4096..4095 → 8192, 0..4095 → 4096.
+    const span = 2 ** Math.ceil(Math.log2(stored.hi - stored.lo));
+    factor = TWO_PI / span;
+    wrapAny = true;
+    notes.push(`phase from scanner integers in ${range}: a span of ${span} values = 2π, × ${fmt(factor)} rad${n.scale ? ` (${n.scale} to override)` : ''}`);
+  } else if (used === 'scale') {
+    notes.push(`phase × ${fmt(factor)} rad per stored unit`);
+  } else if (units === undefined && INTEGER_TYPES[img.datatype] && !isScaled(img.header)) {
+    throw refuse(
+      `${subject} is stored as ${INTEGER_TYPES[img.datatype]} integers (${range}) with no scl_slope: that is not radians. ` +
+        `${capitalise(verb)} ${n.scanner} (the stored range is taken to span 2π, e.g. Siemens -4096…4095 → × π/4096)` +
+        `${n.scale ? `, ${n.scale} S (rad per stored unit)` : ''}, or ${n.unwrapped ?? n.rad} if these really are radians.`,
+    );
+  }
+  const lo = Math.min(stored.lo * factor, stored.hi * factor);
+  const hi = Math.max(stored.lo * factor, stored.hi * factor);
+  const inPi = lo >= -Math.PI - PHASE_TOL && hi <= Math.PI + PHASE_TOL;
+  const inTwoPi = lo >= -PHASE_TOL && hi <= TWO_PI + PHASE_TOL;
+  if (!inPi && !inTwoPi && !wrapAny) {
+    const conversion = used === 'rad' ? '' : `, which ${used === 'scale' ? `${n.scale ?? 'scale'} ${fmt(factor)}` : n[used]} maps to [${fmt(lo)}, ${fmt(hi)}] rad`;
+    throw refuse(
+      `${subject} spans ${range}${conversion}, outside [-π, π]: the phase networks need the wrapped phase in radians. ${phaseAdvice(stored, used, w)}`,
+    );
+  }
+  const phase = inPlace ? data : new Float32Array(data.length);
+  const rewrapped = !inPi;
+  if (rewrapped) {
+    for (let i = 0; i < data.length; i++) phase[i] = wrapToPi(data[i] * factor);
+    notes.push(`phase in [${fmt(lo)}, ${fmt(hi)}] rad${inTwoPi ? ' (0…2π)' : ''} re-wrapped to (-π, π]`);
+  } else if (factor !== 1) {
+    for (let i = 0; i < data.length; i++) phase[i] = data[i] * factor;
+  } else if (!inPlace) phase.set(data);
+  return { phase, units: used, scale: factor, rewrapped, range: [stored.lo, stored.hi], nonFinite: stored.nonFinite, notes };
+}
+
+/** phaseToRadians' option names that every caller has (its own names replace them). */
+const REQUIRED_PHASE_NAMES = { rad: "units 'rad'", deg: "units 'deg'", scanner: "units 'scanner'", field: 'a field-to-χ network' };
+/** phaseToRadians' option names when the caller gives none: its own API's. */
+const DEFAULT_PHASE_NAMES = { ...REQUIRED_PHASE_NAMES, unwrapped: "units 'unwrapped'", scale: 'scale' };
+
+/** What a phase outside ±π probably is (from its stored range), as advice naming the caller's options; never `used` again. */
+function phaseAdvice({ lo, hi, whole }, used, { verb, names: n }) {
+  const span = hi - lo;
+  if (used !== 'deg' && lo >= -181 && hi <= 361 && span > 1.2 * TWO_PI) {
+    return `It looks like degrees: ${verb} ${n.deg}, or convert the file to radians (× π/180).`;
+  }
+  if (used !== 'scanner' && whole && span >= 500) {
+    return (
+      `It looks like raw scanner integers (e.g. Siemens -4096…4095): ${verb} ${n.scanner} (the stored range is taken to span 2π)` +
+      `${n.scale ? `, or ${n.scale} S (rad per stored unit, π/4096 = 0.000767)` : ''}, or convert the file to radians.`
+    );
+  }
+  if (used === 'scale') return `Check the conversion (${n.scale ?? 'scale'}: rad per stored unit).`;
+  const rewrap = n.unwrapped ? `${verb} ${n.unwrapped} (the phase is re-wrapped, which the network does not mind)` : 'wrap it into [-π, π] first';
+  const scaleToo = n.scale ? `, or ${verb} ${n.scale} S (rad per stored unit)` : '';
+  if (span <= 1.05 * TWO_PI) return `If it is in radians with an offset, ${rewrap}; otherwise convert it to radians${scaleToo}.`;
+  return `If it is an unwrapped phase in radians, ${rewrap}; if it is a field map (Hz or ppm), ${verb} ${n.field} instead${scaleToo}.`;
+}
+
+/** Into (−π, π] (π stays π); non-finite values unchanged. */
+function wrapToPi(r) {
+  return Number.isFinite(r) ? r - TWO_PI * Math.ceil((r - Math.PI) / TWO_PI) : r;
+}
+
+/** Whether readNifti applied scl_slope/scl_inter (a slope that is finite, != 0, and not the identity). */
+function isScaled(h) {
+  return !!h && Number.isFinite(h.scl_slope) && h.scl_slope !== 0 && !(h.scl_slope === 1 && !(h.scl_inter || 0));
+}
+
+const capitalise = (s) => s.charAt(0).toUpperCase() + s.slice(1);
+/** A number in words: six significant digits at most, no trailing zeros. */
+const fmt = (v) => String(+v.toPrecision(6));
+
 // ---------------------------------------------------------------------------------------------------
 // Internals
 
@@ -274,6 +438,19 @@ function toUint8(bytes, who) {
 
 function isGzip(u8) {
   return u8.length >= 2 && u8[0] === 0x1f && u8[1] === 0x8b;
+}
+
+/** The file's bytes, gunzipped synchronously when gzipped. */
+function unzipSync(bytes, who) {
+  const u8 = toUint8(bytes, who);
+  return isGzip(u8) ? gunzipSync(u8) : u8;
+}
+
+/** The file's bytes, gunzipped when gzipped: node zlib; browsers DecompressionStream (off the main thread's JS), else nifti-reader-js. */
+async function unzipAsync(bytes, who) {
+  const u8 = toUint8(bytes, who);
+  if (!isGzip(u8)) return u8;
+  return !nodeZlib && typeof DecompressionStream === 'function' ? gunzipStream(u8) : gunzipSync(u8);
 }
 
 function gunzipSync(u8) {
@@ -462,7 +639,8 @@ function parseHeader(u8) {
   return h;
 }
 
-function decode(u8) {
+/** Decodes decompressed bytes: one 3D volume, or with `multiEcho` the dim[4] volumes (echoes) one after the other. */
+function decode(u8, multiEcho = false) {
   const h = parseHeader(u8);
   const nd = h.dim[0];
   if (!(nd >= 1 && nd <= 7)) throw new Error(`invalid NIfTI header: dim[0] = ${nd}, expected 1..7`);
@@ -473,10 +651,12 @@ function decode(u8) {
   }
   const extra = [4, 5, 6, 7].map(dimAt).map((d) => (d >= 1 ? d : 1));
   const nvol = extra.reduce((a, b) => a * b, 1);
-  if (nvol > 1) {
-    const nExtra = 4 + extra.reduce((last, d, i) => (d > 1 ? i : last), 0); // highest dimension > 1
-    throw new Error(`expected a 3D volume, got ${nExtra}D with ${nvol} volumes: pick one volume first`);
+  const nExtra = 4 + extra.reduce((last, d, i) => (d > 1 ? i : last), 0); // highest dimension > 1
+  if (multiEcho && nExtra > 4) {
+    throw new Error(`expected 3D, or 4D with the echoes along the 4th dim, got ${nExtra}D (${[...dims, ...extra.slice(0, nExtra - 3)].join('×')}): dim[5..7] must be 1`);
   }
+  if (!multiEcho && nvol > 1) throw new Error(`expected a 3D volume, got ${nExtra}D with ${nvol} volumes: pick one volume first`);
+  const echoes = multiEcho ? extra[0] : 1;
 
   const dt = DATATYPES[h.datatype];
   if (!dt) {
@@ -486,11 +666,12 @@ function decode(u8) {
 
   const voxOffset = Math.round(h.vox_offset);
   if (!(voxOffset >= h.sizeof_hdr)) throw new Error(`invalid NIfTI header: vox_offset ${h.vox_offset} < header size ${h.sizeof_hdr}`);
-  const nvox = dims[0] * dims[1] * dims[2];
+  const nvox = dims[0] * dims[1] * dims[2] * echoes; // every echo
   const need = nvox * dt.bytes;
   const have = Math.max(0, u8.length - voxOffset);
   if (have < need) {
-    throw new Error(`truncated data: expected ${need} bytes of image data after vox_offset ${voxOffset}, got ${have}`);
+    const of = echoes > 1 ? ` (${echoes} echoes of ${dims.join('×')})` : '';
+    throw new Error(`truncated data: expected ${need} bytes of image data${of} after vox_offset ${voxOffset}, got ${have}`);
   }
 
   // the stored values in their own typed array (a copy, aligned, byte-swapped to host order if needed)
@@ -535,18 +716,18 @@ function decode(u8) {
   let b0Dir = b0From ? b0DirFromAffine(b0From) : null;
   if (!b0Dir) [b0Dir, b0DirSource] = [[0, 0, 1], 'default'];
 
-  return {
-    header: h,
-    dims,
-    voxelMm,
-    data,
-    datatype: h.datatype,
-    affine,
-    affineSource,
-    b0Dir,
-    b0DirSource,
-    raw: u8.slice(0, voxOffset).buffer,
-  };
+  const raw = u8.slice(0, voxOffset);
+  if (echoes > 1) {
+    // One 3D volume's header: the geometry of every echo, and what writeNifti copies for the output.
+    h.dim = h.dim.map((d, i) => (i === 0 ? 3 : i >= 4 ? 1 : d));
+    const rdv = new DataView(raw.buffer);
+    for (const i of [0, 4, 5, 6, 7]) {
+      if (h.version === 1) rdv.setInt16(40 + 2 * i, h.dim[i], h.littleEndian);
+      else rdv.setBigInt64(16 + 8 * i, BigInt(h.dim[i]), h.littleEndian);
+    }
+  }
+  const img = { header: h, dims, voxelMm, data, datatype: h.datatype, affine, affineSource, b0Dir, b0DirSource, raw: raw.buffer };
+  return multiEcho ? { ...img, echoes } : img;
 }
 
 function sformMatrix(h) {
@@ -731,27 +912,29 @@ function clampInt16(v) {
   return Math.max(-32768, Math.min(32767, v | 0));
 }
 
+/** Smallest and largest finite value ([0, 0] when none). */
 function finiteRange(data) {
+  const { lo, hi } = valueStats(data);
+  return lo <= hi ? [lo, hi] : [0, 0];
+}
+
+/** Smallest and largest finite value (lo > hi when none), whether each finite value is whole, how many are not finite. */
+function valueStats(data) {
   let lo = Infinity;
   let hi = -Infinity;
+  let whole = true;
+  let nonFinite = 0;
   for (let i = 0; i < data.length; i++) {
     const v = data[i];
+    if (!Number.isFinite(v)) {
+      nonFinite++;
+      continue;
+    }
     if (v < lo) lo = v;
     if (v > hi) hi = v;
+    if (whole && v !== Math.round(v)) whole = false;
   }
-  // NaN fails both comparisons; ±Infinity would be taken: recompute over finite values only if needed
-  if (lo === -Infinity || hi === Infinity) {
-    lo = Infinity;
-    hi = -Infinity;
-    for (let i = 0; i < data.length; i++) {
-      const v = data[i];
-      if (Number.isFinite(v)) {
-        if (v < lo) lo = v;
-        if (v > hi) hi = v;
-      }
-    }
-  }
-  return lo <= hi ? [lo, hi] : [0, 0];
+  return { lo, hi, whole, nonFinite };
 }
 
 function maskFromValues(data) {

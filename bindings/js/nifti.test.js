@@ -7,7 +7,8 @@ import zlib from 'node:zlib';
 import { execFileSync } from 'node:child_process';
 import * as niftiReader from 'nifti-reader-js';
 import {
-  readNifti, readNiftiAsync, readMask, thresholdMask, writeNifti, hzToPpm, radPerSecToPpm, GAMMA_BAR_MHZ_PER_T, _streams,
+  readNifti, readNiftiAsync, readMask, readEchoes, readEchoesAsync, thresholdMask, writeNifti, hzToPpm, radPerSecToPpm,
+  phaseToRadians, GAMMA_BAR_MHZ_PER_T, _streams,
 } from './nifti.js';
 
 // ---------------------------------------------------------------------------------------------------
@@ -165,6 +166,65 @@ test('4D with one volume is read; more volumes (or 5D) are refused clearly', () 
   assert.throws(() => readNifti(makeNifti1({ dim: [5, 2, 2, 1, 1, 3, 1, 1], values: new Array(12).fill(1) })), /got 5D with 3 volumes/);
   // 2D images are 3D volumes with nz = 1
   assert.deepEqual(readNifti(makeNifti1({ dim: [2, 4, 3, 0, 0, 0, 0, 0] })).dims, [4, 3, 1]);
+});
+
+test('readEchoes: 4D echoes read echo after echo (NIfTI-1 both byte orders, NIfTI-2, gzip, scaled); the result is 3D for writeNifti', async () => {
+  const srow = [0, -2, 0, 10, 1.5, 0, 0, -20, 0, 0, 3, 5];
+  const values = [-5, 0, 1, 2, 100, -100, 7, 8, 9, 10, 11, 12]; // 2×2×1, 3 echoes
+  for (const le of [true, false]) {
+    const bytes = makeNifti1({ dim: [4, 2, 2, 1, 3, 1, 1, 1], datatype: 4, values, le, slope: 0.5, inter: 1, sformCode: 1, srow, pixdim: [1, 2, 1.5, 3, 0.8, 0, 0, 0] });
+    for (const img of [readEchoes(bytes), readEchoes(zlib.gzipSync(bytes)), await readEchoesAsync(zlib.gzipSync(bytes))]) {
+      assert.equal(img.echoes, 3);
+      assert.deepEqual(img.dims, [2, 2, 1]);
+      assert.deepEqual(img.voxelMm, [2, 1.5, 3]);
+      assert.deepEqual(Array.from(img.data), values.map((v) => v * 0.5 + 1));
+      assert.deepEqual(img.header.dim, [3, 2, 2, 1, 1, 1, 1, 1]);
+      assert.equal(img.header.littleEndian, le);
+      assert.deepEqual(img.affine, [...f32(srow), 0, 0, 0, 1]);
+      // raw says 3D too: the output header writeNifti copies
+      const rdv = new DataView(img.raw);
+      assert.deepEqual([0, 3, 4].map((i) => rdv.getInt16(40 + 2 * i, le)), [3, 1, 1]);
+      const out = readNifti(await writeNifti(img.data.slice(4, 8), img));
+      assert.deepEqual(out.dims, [2, 2, 1]);
+      assert.deepEqual(out.header.dim, [3, 2, 2, 1, 1, 1, 1, 1]);
+      assert.deepEqual(out.affine, img.affine);
+      assert.deepEqual(out.header.pixdim, img.header.pixdim);
+      assert.deepEqual(Array.from(out.data), values.slice(4, 8).map((v) => v * 0.5 + 1));
+    }
+    // readNifti keeps refusing what it cannot return as one volume
+    assert.throws(() => readNifti(bytes), { message: 'expected a 3D volume, got 4D with 3 volumes: pick one volume first' });
+  }
+  // NIfTI-2: 3×2×1, 2 echoes
+  const n2 = readEchoes(makeNifti2({ dim: [4, 3, 2, 1, 2, 1, 1, 1] }));
+  assert.equal(n2.echoes, 2);
+  assert.deepEqual(n2.dims, [3, 2, 1]);
+  assert.deepEqual(Array.from(n2.data), f32(TYPES[64].values));
+  assert.deepEqual(n2.header.dim, [3, 3, 2, 1, 1, 1, 1, 1]);
+  assert.equal(new DataView(n2.raw).getBigInt64(16, true), 3n);
+  assert.equal(new DataView(n2.raw).getBigInt64(16 + 8 * 4, true), 1n);
+  assert.deepEqual(readNifti(await writeNifti(n2.data.slice(0, 6), n2)).dims, [3, 2, 1]);
+  // a 3D file, or a 4D file of one volume: readNifti's result, plus echoes: 1
+  for (const dim of [[3, 3, 2, 2, 1, 1, 1, 1], [4, 3, 2, 2, 1, 1, 1, 1]]) {
+    const bytes = makeNifti1({ dim });
+    assert.deepEqual(readEchoes(bytes), { ...readNifti(bytes), echoes: 1 });
+    assert.deepEqual(await readEchoesAsync(bytes), { ...readNifti(bytes), echoes: 1 });
+  }
+});
+
+test('readEchoes refuses dims 5–7 above 1, truncated echoes, and what readNifti refuses', async () => {
+  const ones = (n) => new Array(n).fill(1);
+  const fiveD = makeNifti1({ dim: [5, 2, 2, 1, 1, 3, 1, 1], values: ones(12) });
+  assert.throws(() => readEchoes(fiveD), { message: 'expected 3D, or 4D with the echoes along the 4th dim, got 5D (2×2×1×1×3): dim[5..7] must be 1' });
+  await assert.rejects(readEchoesAsync(fiveD), /got 5D \(2×2×1×1×3\)/);
+  assert.throws(() => readEchoes(makeNifti1({ dim: [5, 2, 2, 1, 2, 3, 1, 1], values: ones(24) })), /got 5D \(2×2×1×2×3\): dim\[5\.\.7\] must be 1/);
+  assert.throws(() => readEchoes(makeNifti1({ dim: [7, 2, 1, 1, 2, 1, 1, 2], values: ones(8) })), /got 7D \(2×1×1×2×1×1×2\)/);
+  assert.throws(
+    () => readEchoes(makeNifti1({ dim: [4, 2, 2, 1, 3, 1, 1, 1], values: ones(12), truncateBy: 4 })),
+    { message: 'truncated data: expected 48 bytes of image data (3 echoes of 2×2×1) after vox_offset 352, got 44' },
+  );
+  assert.throws(() => readEchoes(makeNifti1({ dim: [4, 2, 2, 1, 3, 1, 1, 1], datatype: 32, values: [] })), /unsupported datatype 32 \(complex64\)/);
+  assert.throws(() => readEchoes(new Uint8Array(400)), /not a NIfTI file/);
+  assert.throws(() => readEchoes('x.nii'), /readEchoes: expected an ArrayBuffer or Uint8Array/);
 });
 
 test('truncated image data and truncated headers are refused with sizes', () => {
@@ -456,6 +516,118 @@ test('hzToPpm and radPerSecToPpm', () => {
     assert.throws(() => hzToPpm(new Float32Array(1), bad), /B0 must be a finite field strength in tesla > 0/);
     assert.throws(() => radPerSecToPpm(new Float32Array(1), bad), /B0 must be a finite field strength in tesla > 0/);
   }
+});
+
+/** a ≡ b (mod 2π), for phases compared after a re-wrap. */
+const sameAngle = (a, b, tol, msg) => a.forEach((x, i) => {
+  const d = x - b[i];
+  assert.ok(Math.abs(d - 2 * Math.PI * Math.round(d / (2 * Math.PI))) <= tol, `${msg}: [${i}] ${x} vs ${b[i]}`);
+});
+const inWrap = (xs) => xs.every((x) => x > -Math.PI - 1e-6 && x <= Math.PI + 1e-6);
+
+test('phaseToRadians: radians kept, [0, 2π] re-wrapped, degrees, scanner integers (power of two), scale, any range', () => {
+  const rad = { data: new Float32Array([-3, -1, 0, 2.5, 3.14]) };
+  const r = phaseToRadians(rad);
+  assert.deepEqual(Array.from(r.phase), Array.from(rad.data));
+  assert.notEqual(r.phase, rad.data);
+  assert.deepEqual({ units: r.units, scale: r.scale, rewrapped: r.rewrapped, range: r.range, nonFinite: r.nonFinite, notes: r.notes },
+    { units: 'rad', scale: 1, rewrapped: false, range: [-3, Math.fround(3.14)], nonFinite: 0, notes: [] });
+  assert.equal(phaseToRadians(rad, { units: 'rad' }).units, 'rad');
+
+  const twoPi = phaseToRadians({ data: new Float32Array([0, 1, 3, 4, 6.28]) });
+  assert.equal(twoPi.rewrapped, true);
+  close(Array.from(twoPi.phase), [0, 1, 3, 4 - 2 * Math.PI, 6.28 - 2 * Math.PI], 1e-6, '[0, 2π]');
+  assert.deepEqual(twoPi.notes, ['phase in [0, 6.28] rad (0…2π) re-wrapped to (-π, π]']);
+
+  const deg = phaseToRadians({ data: new Float32Array([-180, -90, 0, 45, 179.5]) }, { units: 'deg' });
+  close(Array.from(deg.phase), [-180, -90, 0, 45, 179.5].map((v) => (v * Math.PI) / 180), 1e-6, 'degrees');
+  assert.deepEqual([deg.units, deg.rewrapped, deg.notes], ['deg', false, ['phase converted from degrees (× π/180)']]);
+  const deg360 = phaseToRadians({ data: new Float32Array([0, 90, 270, 359]) }, { units: 'deg' });
+  sameAngle(Array.from(deg360.phase), [0, 90, 270, 359].map((v) => (v * Math.PI) / 180), 1e-6, '0…360°');
+  assert.ok(deg360.rewrapped && inWrap(Array.from(deg360.phase)));
+
+  // Siemens -4096..4095: a span of 8192 = 2π, no re-wrap needed
+  const siemens = new Float32Array([-4096, -2048, 0, 1, 4095]);
+  const sc = phaseToRadians({ data: siemens }, { units: 'scanner' });
+  assert.equal(sc.scale, Math.PI / 4096);
+  close(Array.from(sc.phase), Array.from(siemens, (v) => (v * Math.PI) / 4096), 1e-7, 'Siemens');
+  assert.deepEqual([sc.units, sc.rewrapped], ['scanner', false]);
+  assert.deepEqual(sc.notes, ["phase from scanner integers in [-4096, 4095]: a span of 8192 values = 2π, × 0.00076699 rad (scale to override)"]);
+  // 0..4095: 4096 = 2π, re-wrapped; an offset range (1000..5000, span 4000 → 4096) too: the same angles
+  for (const [vals, span] of [[[0, 1024, 2048, 4095], 4096], [[1000, 3000, 5000], 4096], [[-20, 0, 30], 64]]) {
+    const s = phaseToRadians({ data: new Float32Array(vals) }, { units: 'scanner' });
+    assert.equal(s.scale, (2 * Math.PI) / span);
+    sameAngle(Array.from(s.phase), vals.map((v) => (v * 2 * Math.PI) / span), 1e-6, `scanner ${vals}`);
+    assert.ok(inWrap(Array.from(s.phase)));
+  }
+
+  const scaled = phaseToRadians({ data: siemens }, { scale: Math.PI / 4096 });
+  assert.deepEqual(Array.from(scaled.phase), Array.from(sc.phase));
+  assert.deepEqual([scaled.units, scaled.notes], ['scale', ['phase × 0.00076699 rad per stored unit']]);
+
+  const any = phaseToRadians({ data: new Float32Array([-10, -4, 0, 7, 20]) }, { units: 'unwrapped' });
+  sameAngle(Array.from(any.phase), [-10, -4, 0, 7, 20], 1e-6, 'any range');
+  assert.ok(any.rewrapped && inWrap(Array.from(any.phase)));
+  assert.deepEqual(any.notes, ['phase in [-10, 20] rad re-wrapped to (-π, π]']);
+  const kept = phaseToRadians({ data: new Float32Array([-1, 1]) }, { units: 'unwrapped' });
+  assert.deepEqual([Array.from(kept.phase), kept.rewrapped], [[-1, 1], false]);
+
+  // in place; non-finite values pass through and are counted
+  const data = new Float32Array([0, NaN, 180, Infinity]);
+  const ip = phaseToRadians({ data }, { units: 'deg', inPlace: true });
+  assert.equal(ip.phase, data);
+  assert.deepEqual([Number.isNaN(data[1]), data[3], ip.nonFinite, ip.range], [true, Infinity, 2, [0, 180]]);
+  close([data[0], data[2]], [0, Math.PI], 1e-6, 'in place');
+});
+
+test('phaseToRadians: the stored datatype; each refusal, with advice in the caller\'s words', () => {
+  // Integers with no scl_slope are not radians, unless the caller says 'rad'; a slope makes them values.
+  const ints = readEchoes(makeNifti1({ dim: [3, 2, 2, 1, 1, 1, 1, 1], datatype: 4, values: [-3, 0, 1, 3] }));
+  assert.throws(() => phaseToRadians(ints), {
+    code: 'PhaseUnits',
+    message: "the phase is stored as int16 integers ([-3, 3]) with no scl_slope: that is not radians. Use units 'scanner' (the stored range is taken to span 2π, e.g. Siemens -4096…4095 → × π/4096), scale S (rad per stored unit), or units 'unwrapped' if these really are radians.",
+  });
+  assert.deepEqual(Array.from(phaseToRadians(ints, { units: 'rad' }).phase), [-3, 0, 1, 3]);
+  const slope = readEchoes(makeNifti1({ dim: [3, 2, 2, 1, 1, 1, 1, 1], datatype: 4, values: [-3000, 0, 1, 3000], slope: 0.001 }));
+  close(Array.from(phaseToRadians(slope).phase), [-3, 0, 0.001, 3], 1e-6, 'scaled int16');
+
+  const cli = { subject: 'the phase p.nii', verb: 'give', names: { rad: '--phase-units rad', deg: '--phase-units deg', scanner: '--phase-units scanner', scale: '--phase-scale', field: '--field' } };
+  const page = { subject: 'The phase', verb: 'choose', names: { rad: '“radians”', deg: '“degrees”', scanner: '“scanner integers”', unwrapped: '“any range”', field: 'a field → χ network' } };
+  const refused = (vals, opts, message) => assert.throws(() => phaseToRadians({ data: new Float32Array(vals) }, opts), { code: 'PhaseUnits', message });
+  const head = (who, span, via = '') => `${who} spans ${span}${via}, outside [-π, π]: the phase networks need the wrapped phase in radians. `;
+  // degrees?
+  refused([-180, 179.99], cli, head('the phase p.nii', '[-180, 179.99]') + 'It looks like degrees: give --phase-units deg, or convert the file to radians (× π/180).');
+  refused([-180, 179.99], page, head('The phase', '[-180, 179.99]') + 'It looks like degrees: choose “degrees”, or convert the file to radians (× π/180).');
+  // scanner integers? (the page offers no scale: its advice does not name one)
+  refused([-4096, 4095], cli, head('the phase p.nii', '[-4096, 4095]') +
+    'It looks like raw scanner integers (e.g. Siemens -4096…4095): give --phase-units scanner (the stored range is taken to span 2π), or --phase-scale S (rad per stored unit, π/4096 = 0.000767), or convert the file to radians.');
+  refused([-4096, 4095], page, head('The phase', '[-4096, 4095]') +
+    'It looks like raw scanner integers (e.g. Siemens -4096…4095): choose “scanner integers” (the stored range is taken to span 2π), or convert the file to radians.');
+  // radians with an offset? (the CLI has no any-range option)
+  refused([-1, 5.5], page, head('The phase', '[-1, 5.5]') + 'If it is in radians with an offset, choose “any range” (the phase is re-wrapped, which the network does not mind); otherwise convert it to radians.');
+  refused([-1, 5.5], cli, head('the phase p.nii', '[-1, 5.5]') + 'If it is in radians with an offset, wrap it into [-π, π] first; otherwise convert it to radians, or give --phase-scale S (rad per stored unit).');
+  // unwrapped, or a field map?
+  refused([-400.5, 900], page, head('The phase', '[-400.5, 900]') +
+    'If it is an unwrapped phase in radians, choose “any range” (the phase is re-wrapped, which the network does not mind); if it is a field map (Hz or ppm), choose a field → χ network instead.');
+  // an explicit conversion that does not land in [-π, π] or [0, 2π]
+  refused([-4096, 4095], { ...cli, units: 'deg' }, head('the phase p.nii', '[-4096, 4095]', ', which --phase-units deg maps to [-71.4887, 71.4712] rad') +
+    'It looks like raw scanner integers (e.g. Siemens -4096…4095): give --phase-units scanner (the stored range is taken to span 2π), or --phase-scale S (rad per stored unit, π/4096 = 0.000767), or convert the file to radians.');
+  refused([-170.5, 350], { ...page, units: 'deg' }, head('The phase', '[-170.5, 350]', ', which “degrees” maps to [-2.97579, 6.10865] rad') +
+    'If it is an unwrapped phase in radians, choose “any range” (the phase is re-wrapped, which the network does not mind); if it is a field map (Hz or ppm), choose a field → χ network instead.');
+  refused([0, 1000.5], { ...cli, scale: 0.1 }, head('the phase p.nii', '[0, 1000.5]', ', which --phase-scale 0.1 maps to [0, 100.05] rad') + 'Check the conversion (--phase-scale: rad per stored unit).');
+  // scanner units that cannot be
+  refused([-30.5, 40], { ...cli, units: 'scanner' }, 'the phase p.nii holds non-integer values ([-30.5, 40]): not scanner integers. It looks like degrees: give --phase-units deg, or convert the file to radians (× π/180).');
+  refused([-3, 3], { ...page, units: 'scanner' }, 'The phase spans [-3, 3]: too narrow for scanner integers spanning 2π (is it already in radians? then choose “radians”).');
+  // default words
+  refused([-180, 90], {}, head('the phase', '[-180, 90]') + "It looks like degrees: use units 'deg', or convert the file to radians (× π/180).");
+  // nothing finite
+  assert.throws(() => phaseToRadians({ data: new Float32Array([NaN, Infinity]) }, page), { code: 'InvalidPhase', message: 'The phase holds no finite value.' });
+  // the caller's mistakes
+  assert.throws(() => phaseToRadians({ data: new Float32Array(1) }, { units: 'grad' }), { name: 'RangeError', message: "phaseToRadians: unknown phase units 'grad' (rad, deg, scanner, unwrapped)" });
+  assert.throws(() => phaseToRadians({ data: new Float32Array(1) }, { units: 'deg', scale: 2 }), /give units or scale, not both/);
+  for (const bad of [0, NaN, Infinity, '2']) assert.throws(() => phaseToRadians({ data: new Float32Array(1) }, { scale: bad }), /scale must be a finite number != 0/);
+  assert.throws(() => phaseToRadians(new Float32Array(1)), /img\.data must be a Float32Array/);
+  assert.throws(() => phaseToRadians({ data: [1] }, { inPlace: true }), /inPlace needs img\.data to be a Float32Array/);
 });
 
 // ---------------------------------------------------------------------------------------------------
