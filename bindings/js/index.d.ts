@@ -273,3 +273,26 @@ export declare function thresholdMask(magnitude: Float32Array, fraction?: number
 export declare function readNiftiAsync(bytes: ArrayBuffer | Uint8Array): Promise<NiftiImage>;
 export declare function radPerSecToPpm(data: Float32Array, b0Tesla: number): Float32Array;
 export declare const GAMMA_BAR_MHZ_PER_T: number;
+/** A 3D or 4D (echoes along the 4th dim) NIfTI: the 3D image plus every echo's data, echo after echo. */
+export declare function readEchoes(bytes: ArrayBuffer | Uint8Array): NiftiImage & { echoes: number };
+export declare function readEchoesAsync(bytes: ArrayBuffer | Uint8Array): Promise<NiftiImage & { echoes: number }>;
+/** Phase to radians in (-π, π]: units checked (degrees, scanner integers, unwrapped refused with advice unless chosen). */
+export declare function phaseToRadians(
+  img: { data: Float32Array; datatype?: number; header?: Record<string, unknown> },
+  options?: {
+    units?: 'rad' | 'deg' | 'scanner' | 'unwrapped';
+    scale?: number;
+    inPlace?: boolean;
+    subject?: string;
+    verb?: string;
+    names?: Record<string, string>;
+  },
+): {
+  phase: Float32Array;
+  units: 'rad' | 'deg' | 'scanner' | 'unwrapped' | 'scale';
+  scale: number;
+  rewrapped: boolean;
+  range: [number, number];
+  nonFinite: number;
+  notes: string[];
+};

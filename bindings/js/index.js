@@ -6,7 +6,7 @@ import { TesseraError, errorFromMessage } from './errors.js';
 import { loadModel, sha256Hex } from './model-loader.js';
 
 export { TesseraError, loadModel, sha256Hex };
-export { readNifti, readNiftiAsync, readMask, writeNifti, hzToPpm, radPerSecToPpm, thresholdMask, GAMMA_BAR_MHZ_PER_T } from './nifti.js';
+export { readNifti, readNiftiAsync, readEchoes, readEchoesAsync, phaseToRadians, readMask, writeNifti, hzToPpm, radPerSecToPpm, thresholdMask, GAMMA_BAR_MHZ_PER_T } from './nifti.js';
 
 /**
  * Start a Tessera runtime: a driver worker with the wasm core; ONNX Runtime workers start per run.

@@ -1,5 +1,5 @@
 // Compiled with `tsc --strict` (npm run typecheck): the declarations must describe real usage.
-import { createTessera, TesseraError, readNifti, writeNifti, hzToPpm, type Geometry, type Plan, type Progress } from 'tessera-qsm';
+import { createTessera, TesseraError, readNifti, readEchoes, phaseToRadians, writeNifti, hzToPpm, type Geometry, type Plan, type Progress } from 'tessera-qsm';
 
 export async function example(fieldBytes: Uint8Array, weights: Uint8Array): Promise<number> {
   const tessera = await createTessera({ workers: 2, threadsPerWorker: 1 });
@@ -32,7 +32,10 @@ export async function example(fieldBytes: Uint8Array, weights: Uint8Array): Prom
 }
 
 // The phase networks: wrapped phase of several echoes in, χ (or iQFM's local field) out.
-export async function phaseExample(phase: Float32Array, magnitude: Float32Array, weights: Uint8Array): Promise<number> {
+export async function phaseExample(phaseBytes: Uint8Array, magnitude: Float32Array, weights: Uint8Array): Promise<number> {
+  const nii = readEchoes(phaseBytes);
+  const { phase } = phaseToRadians(nii, { units: 'scanner' });
+  if (nii.echoes !== 2) return -2;
   const tessera = await createTessera();
   try {
     const geometry: Geometry = { dims: [160, 160, 128], voxelMm: [1, 1, 1], b0Dir: [0, 0.2, 0.98] };
