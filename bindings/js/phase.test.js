@@ -192,3 +192,25 @@ test('bad phase-network input is refused by name', async () => {
   nan[5000] = NaN;
   await refused({ phase: nan }, 'NonFiniteInput', /NaN/);
 });
+
+test('a multi-echo phase run can be cancelled: AbortError, no worker left, the runtime still works', async () => {
+  const s = scene([36, 34, 28]);
+  const echoes = 12; // the abort reaches the run long before the last echo
+  const phase = new Float32Array(echoes * s.n);
+  for (let e = 0; e < echoes; e++) phase.set(s.phase, e * s.n);
+  const controller = new AbortController();
+  const seen = [];
+  const run = tessera.invert({
+    model: 'iqsm', phase, mask: s.mask, geometry: s.geometry, te: Array.from({ length: echoes }, (_, e) => 0.005 * (e + 1)), weights: lotNet(),
+    signal: controller.signal,
+    onProgress: (p) => {
+      seen.push(`${p.done}/${p.total}`);
+      if (p.done >= 1) controller.abort();
+    },
+  });
+  await assert.rejects(run, (e) => e.name === 'AbortError');
+  assert.ok(seen.includes(`1/${echoes}`) && !seen.includes(`${echoes}/${echoes}`), `progress ${seen.join(' ')}`);
+  assert.equal((await tessera.status()).liveWorkers, 0);
+  const again = await tessera.invert({ model: 'iqsm', phase: s.phase, mask: s.mask, geometry: s.geometry, te: 0.02, weights: lotNet() });
+  assertClose(again.chi, expected(s, 0.02, 3), s.eroded, 'after cancel');
+});
