@@ -19,6 +19,23 @@ constexpr std::string_view kMeasuredQsmnet =
 constexpr std::string_view kDefaultCost =
     "provisional: no measurement; the reference engine's budgeting figure of 1100 B/voxel";
 
+constexpr std::string_view kUnstatedLicence =
+    "not stated in models.md: check the upstream repository before redistribution";
+
+// Shared by the iQSM family (iQSM and iQFM share their architecture and paper).
+constexpr std::string_view kIqsmCost =
+    "measured in ONNX Runtime Web 1.30.0 (wasm, 2 threads, node) on an iQSM-shaped stand-in (LoT layer + depth-4 "
+    "U-Net, 4.31 M parameters, random weights: scripts/standins.js; iQFM has the same architecture), whole 64-160³ "
+    "volumes, 2026-11-29: heap high-water ≈ 72 MB + 295 B/voxel (r² 0.999), budgeted as 50 MiB + 330 B/voxel with "
+    "every point under the line (bench/calibration-iqsm.json)";
+constexpr std::string_view kIqsmInput =
+    "wrapped phase · -1 (rad), eroded mask, TE (s), B0 (T), border shell; B0 along the third axis";
+constexpr std::string_view kIqsmCitation =
+    "Gao Y, Xiong Z, Fazlollahi A, et al. Instant tissue field and magnetic susceptibility mapping from MRI raw phase "
+    "using Laplacian enhanced deep neural networks. NeuroImage. 2022;259:119410";
+constexpr std::string_view kPhaseNotes =
+    "whole-volume only; from wrapped phase (17.2-17.7 MB weights; size and sha256 not recorded in models.md)";
+
 // The registry itself. Facts from shared/docs/models.md; keep this the only copy.
 const ModelSpec kModels[] = {
     {
@@ -33,7 +50,7 @@ const ModelSpec kModels[] = {
         .input = "local field (ppm), no normalisation",
         .output = "chi (ppm), no scaling (global residual inside the graph)",
         .weights = {{{"xqsm.onnx", 20901826, "81854ec2ca85bba25c2f9aae05efdcac299d0efffb03fe6a0e6797019e46b487"}}},
-        .licence = "not stated in models.md: check the upstream repository before redistribution",
+        .licence = kUnstatedLicence,
         .citation = "Gao Y, Zhu X, Moffat BA, et al. xQSM: quantitative susceptibility mapping with octave "
                     "convolutional and noise-regularized neural networks. NMR Biomed. 2021;34:e4461",
         .seconds_per_voxel = 3.94e-5,  // xQSM-shaped stand-in, 64³ tiles, node, 1 thread (bench/RESULTS.md)
@@ -86,7 +103,7 @@ const ModelSpec kModels[] = {
         .output = "chi (ppm)",
         .pad = PadRule::LargerHalfLow,
         .weights = {{{"ir2qsm.onnx", 40259354, "dcaf7a26d6633900f339f94be16d580ccea6147bbf6da26eacb9a5e1acdc0c53"}}},
-        .licence = "not stated in models.md: check the upstream repository before redistribution",
+        .licence = kUnstatedLicence,
         .citation = "Li M, Chen C, Xiong Z, et al. Quantitative susceptibility mapping via deep neural networks "
                     "with iterative reverse concatenations and recurrent modules. Med Phys. 2025 "
                     "(doi:10.1002/mp.17747)",
@@ -104,7 +121,7 @@ const ModelSpec kModels[] = {
         .input = "local field (ppm) and mask; 3 proximal-gradient iterations around the net",
         .output = "chi (ppm)",
         .weights = {{{"lpcnn.onnx", 1790869, "831f2a161f6ab8ee7bf64cc2dd8bca532fc971d0083cf5729d6302d3ed31625d"}}},
-        .licence = "not stated in models.md: check the upstream repository before redistribution",
+        .licence = kUnstatedLicence,
         .citation = "Lai KW, Aggarwal M, van Zijl P, Li X, Sulam J. Learned proximal networks for quantitative "
                     "susceptibility mapping. MICCAI 2020",
         .notes = "tiled mode runs the whole physics loop per patch: off-design, results approximate",
@@ -122,7 +139,7 @@ const ModelSpec kModels[] = {
         .input = "local field (ppm) and mask; 1 mm isotropic, even dims; 3 model-based iterations",
         .output = "chi (ppm): channel 0 · mask",
         .weights = {{{"modl-qsm.onnx", 1794143, "1f8da7d39eaaa4c3f0f9e67298fba5f14230e769cfd6349c81d0b74a6f800c57"}}},
-        .licence = "not stated in models.md: check the upstream repository before redistribution",
+        .licence = kUnstatedLicence,
         .citation = "Feng R, Zhao J, Wang H, et al. MoDL-QSM: model-based deep learning for quantitative "
                     "susceptibility mapping. NeuroImage. 2021;240:118376",
         .notes = "tiled mode runs the whole physics loop per patch: off-design, results approximate",
@@ -157,7 +174,7 @@ const ModelSpec kModels[] = {
                  "edge-replicate padding",
         .output = "chi (ppm)",
         .weights = {{{"autoqsm.onnx", 5609662, "c2f23c6ae735fd1677e8623da22cb6f25b4a932ae50ba1ef08a75439e240977e"}}},
-        .licence = "not stated in models.md: check the upstream repository before redistribution",
+        .licence = kUnstatedLicence,
         .citation = "Wei H, Cao S, Zhang Y, et al. Learning-based single-step quantitative susceptibility "
                     "mapping reconstruction without brain extraction. NeuroImage. 2019;202:116064",
         .notes = "patches are fixed by the network: the user's tile settings do not apply",
@@ -187,19 +204,14 @@ const ModelSpec kModels[] = {
         .bytes_per_voxel = 330,
         .fixed_bytes = 52'428'800,
         .cost_provisional = false,
-        .cost_source = "measured in ONNX Runtime Web 1.30.0 (wasm, 2 threads, node) on an iQSM-shaped stand-in (LoT layer + "
-                       "depth-4 U-Net, 4.31 M parameters, random weights: scripts/standins.js), whole 64-160³ volumes, "
-                       "2026-11-29: heap high-water ≈ 72 MB + 295 B/voxel (r² 0.999), budgeted as 50 MiB + 330 B/voxel "
-                       "with every point under the line (bench/calibration-iqsm.json)",
-        .input = "wrapped phase · -1 (rad), eroded mask, TE (s), B0 (T), border shell; B0 along the third axis",
+        .cost_source = kIqsmCost,
+        .input = kIqsmInput,
         .output = "chi (ppm)",
         .inputs = "phase,mask,te,b0,border",
         .weights = {{{"iqsm.onnx", 0, ""}}},
-        .licence = "not stated in models.md: check the upstream repository before redistribution",
-        .citation = "Gao Y, Xiong Z, Fazlollahi A, et al. Instant tissue field and magnetic susceptibility "
-                    "mapping from MRI raw phase using Laplacian enhanced deep neural networks. NeuroImage. "
-                    "2022;259:119410",
-        .notes = "whole-volume only; from wrapped phase (17.2-17.7 MB weights; size and sha256 not recorded in models.md)",
+        .licence = kUnstatedLicence,
+        .citation = kIqsmCitation,
+        .notes = kPhaseNotes,
     },
     {
         .id = "iqfm",
@@ -209,20 +221,15 @@ const ModelSpec kModels[] = {
         .bytes_per_voxel = 330,
         .fixed_bytes = 52'428'800,
         .cost_provisional = false,
-        .cost_source = "measured in ONNX Runtime Web 1.30.0 (wasm, 2 threads, node) on an iQSM-shaped stand-in (iQFM has the same architecture) (LoT layer + "
-                       "depth-4 U-Net, 4.31 M parameters, random weights: scripts/standins.js), whole 64-160³ volumes, "
-                       "2026-11-29: heap high-water ≈ 72 MB + 295 B/voxel (r² 0.999), budgeted as 50 MiB + 330 B/voxel "
-                       "with every point under the line (bench/calibration-iqsm.json)",
-        .input = "wrapped phase · -1 (rad), eroded mask, TE (s), B0 (T), border shell; B0 along the third axis",
+        .cost_source = kIqsmCost,
+        .input = kIqsmInput,
         .output = "local field (ppm)",
         .quantity = "local-field",
         .inputs = "phase,mask,te,b0,border",
         .weights = {{{"iqfm.onnx", 0, ""}}},
-        .licence = "not stated in models.md: check the upstream repository before redistribution",
-        .citation = "Gao Y, Xiong Z, Fazlollahi A, et al. Instant tissue field and magnetic susceptibility "
-                    "mapping from MRI raw phase using Laplacian enhanced deep neural networks. NeuroImage. "
-                    "2022;259:119410",
-        .notes = "whole-volume only; from wrapped phase (17.2-17.7 MB weights; size and sha256 not recorded in models.md)",
+        .licence = kUnstatedLicence,
+        .citation = kIqsmCitation,
+        .notes = kPhaseNotes,
     },
     {
         .id = "iqsm-plus",
@@ -244,10 +251,10 @@ const ModelSpec kModels[] = {
         .inputs = "phase,mask,te,b0,b0_dir,border",
         .crop_margin = 16,
         .weights = {{{"iqsm-plus.onnx", 0, ""}}},
-        .licence = "not stated in models.md: check the upstream repository before redistribution",
+        .licence = kUnstatedLicence,
         .citation = "Gao Y, Xiong Z, Shan S, et al. Plug-and-play latent feature editing for orientation-adaptive "
                     "quantitative susceptibility mapping neural networks. Med Image Anal. 2024",
-        .notes = "whole-volume only; from wrapped phase (17.2-17.7 MB weights; size and sha256 not recorded in models.md)",
+        .notes = kPhaseNotes,
     },
     {
         .id = "demo-unet",
