@@ -33,18 +33,21 @@ const usageError = (message) => new CliError(message, EXIT_USAGE, 'Usage');
 // ---------------------------------------------------------------------------------------------------
 // Help
 
-const HELP = {
-  main: `tessera-qsm: memory-bounded, overlap-tiled deep-learning QSM inversion
-
-Usage:
-  tessera-qsm invert --field f.nii[.gz] --mask m.nii[.gz] (--model ID [--weights FILE|URL ...] | --spec net.json --weights FILE)
+// The two forms of \`invert\`, shown in the main help and in \`invert --help\`.
+const INVERT_USAGE = `  tessera-qsm invert --field f.nii[.gz] --mask m.nii[.gz] (--model ID [--weights FILE|URL ...] | --spec net.json --weights FILE)
                      [--core N --halo N --workers N --threads N | --whole] [--b0 T --units hz|ppm|rad/s]
                      --out chi.nii[.gz] [--report r.json] [--quiet]
   tessera-qsm invert --phase p.nii[.gz] --te S[,S...] --mask m.nii[.gz] --model iqsm|iqfm|iqsm-plus [--weights FILE|URL]
                      [--b0 T] [--magnitude mag.nii[.gz]] [--erode N] [--phase-sign +1|-1]
                      [--phase-units rad|deg|scanner | --phase-scale S] [--input-name ROLE=NAME ...]
                      --out chi.nii[.gz] [--report r.json] [--quiet]
-  tessera-qsm plan   (--field f.nii[.gz] | --phase p.nii[.gz] [--te S[,S...]]) [--mask m.nii[.gz]] (--model ID | --spec net.json)
+`;
+
+const HELP = {
+  main: `tessera-qsm: memory-bounded, overlap-tiled deep-learning QSM inversion
+
+Usage:
+${INVERT_USAGE}  tessera-qsm plan   (--field f.nii[.gz] | --phase p.nii[.gz] [--te S[,S...]]) [--mask m.nii[.gz]] (--model ID | --spec net.json)
                      [--core N --halo N --workers N | --whole] [--json]
   tessera-qsm models [--json]
   tessera-qsm <command> --help     tessera-qsm --version
@@ -55,14 +58,7 @@ planner refuses, 130 cancelled (Ctrl-C).
   invert: `tessera-qsm invert: invert a local field map (or a wrapped phase) to susceptibility (χ, ppm)
 
 Usage:
-  tessera-qsm invert --field f.nii[.gz] --mask m.nii[.gz] (--model ID [--weights FILE|URL ...] | --spec net.json --weights FILE)
-                     [--core N --halo N --workers N --threads N | --whole] [--b0 T --units hz|ppm|rad/s]
-                     --out chi.nii[.gz] [--report r.json] [--quiet]
-  tessera-qsm invert --phase p.nii[.gz] --te S[,S...] --mask m.nii[.gz] --model iqsm|iqfm|iqsm-plus [--weights FILE|URL]
-                     [--b0 T] [--magnitude mag.nii[.gz]] [--erode N] [--phase-sign +1|-1]
-                     [--phase-units rad|deg|scanner | --phase-scale S] [--input-name ROLE=NAME ...]
-                     --out chi.nii[.gz] [--report r.json] [--quiet]
-
+${INVERT_USAGE}
 Input (one of --field or --phase)
   --field FILE       field map (NIfTI-1/2, .nii or .nii.gz); dims, voxel size and B0 direction come from its header
   --units U          field units: ppm (default), hz or rad/s; hz and rad/s need --b0
