@@ -11,10 +11,6 @@ namespace tessera {
 
 namespace {
 
-std::string dims_text(const Dims3& d) {
-  return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
-}
-
 void check_size(const char* what, const char* name, uint64_t got, const Dims3& dims, uint64_t want) {
   if (got != want) {
     throw Error(ErrorCode::InvalidArgument, std::string(what) + ": " + name + " holds " + std::to_string(got) +

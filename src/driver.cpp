@@ -24,10 +24,6 @@ std::string tile_text(const Tile& t) {
          range(t.core_lo[1], t.core_hi[1]) + ", z " + range(t.core_lo[2], t.core_hi[2]) + ")";
 }
 
-std::string dims_text(const std::array<uint64_t, 3>& d) {
-  return std::to_string(d[0]) + "×" + std::to_string(d[1]) + "×" + std::to_string(d[2]);
-}
-
 void validate_inputs(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask, uint64_t out_size) {
   validate_geometry(g);
   validate_volume_sizes(g, field.size(), mask.size());

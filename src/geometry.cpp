@@ -8,11 +8,12 @@
 
 namespace tessera {
 
-namespace {
 std::string dims_text(const Dims3& d) {
   return std::to_string(d[0]) + "×" + std::to_string(d[1]) + "×" + std::to_string(d[2]);
 }
-}  // namespace
+std::string dims_text(const std::array<uint64_t, 3>& d) {
+  return std::to_string(d[0]) + "×" + std::to_string(d[1]) + "×" + std::to_string(d[2]);
+}
 
 void validate_geometry(const Geometry& g) {
   for (int a = 0; a < 3; ++a) {

@@ -12,10 +12,6 @@ namespace tessera {
 
 namespace {
 
-std::string dims_text(const Dims3& d) {
-  return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
-}
-
 // 1D blend weight of output index j of patch k (of K) with `overlap` voxels shared with each neighbour.
 double blend_weight(int64_t j, int64_t k, int64_t patches, int64_t output, int64_t overlap) {
   if (overlap <= 0) return 1.0;

@@ -14,36 +14,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::vector<std::string> roles_of(const ModelSpec& m) {
-  std::vector<std::string> roles;
-  std::string cur;
-  for (char c : m.inputs) {
-    if (c == ',') {
-      roles.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) roles.push_back(cur);
-  return roles;
-}
-
 bool takes_b0_direction(const ModelSpec& m) {
-  for (const std::string& r : roles_of(m)) {
+  for (const std::string& r : input_roles(m)) {
     if (r == "b0_dir") return true;
   }
   return false;
 }
 
 void require_phase_model(const ModelSpec& m) {
-  if (m.kind != ModelKind::WholeVolumeOnly || m.inputs.empty() || roles_of(m).front() != "phase") {
+  if (m.kind != ModelKind::WholeVolumeOnly || m.inputs.empty() || input_roles(m).front() != "phase") {
     throw Error(ErrorCode::InvalidArgument, "model '" + std::string(m.id) + "' does not reconstruct from wrapped phase");
   }
-}
-
-std::string dims_text(const std::array<uint64_t, 3>& d) {
-  return std::to_string(d[0]) + "×" + std::to_string(d[1]) + "×" + std::to_string(d[2]);
 }
 
 // One line of the separable squared-distance pass: out[p] = min(cap, min_{|d|≤r} in[p+d] + d²), positions
@@ -328,7 +309,7 @@ RunReport run_phase_network(const ModelSpec& m, const Geometry& g, std::span<con
   const std::vector<float> b0_t{static_cast<float>(s.b0_tesla)};
   const std::vector<float> dir_t{static_cast<float>(l.b0_unit[0]), static_cast<float>(l.b0_unit[1]),
                                  static_cast<float>(l.b0_unit[2])};
-  const std::vector<std::string> roles = roles_of(m);
+  const std::vector<std::string> roles = input_roles(m);
 
   std::vector<double> num(cn, 0.0), den(cn, 0.0);
   std::vector<float> crop_phase(cn), input(shape.size()), result(cn);

@@ -12,10 +12,6 @@ namespace tessera {
 
 namespace {
 
-std::string dims_text(const Dims3& d) {
-  return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
-}
-
 uint64_t count(const Dims3& d) {
   return static_cast<uint64_t>(d[0]) * static_cast<uint64_t>(d[1]) * static_cast<uint64_t>(d[2]);
 }

@@ -310,6 +310,20 @@ const ModelSpec& model_spec(std::string_view id) {
   throw Error(ErrorCode::InvalidArgument, "unknown model '" + std::string(id) + "'; known models: " + known);
 }
 
+std::vector<std::string> input_roles(const ModelSpec& m) {
+  std::vector<std::string> roles;
+  std::string cur;
+  for (char c : std::string(m.inputs) + ",") {
+    if (c != ',') {
+      cur += c;
+    } else if (!cur.empty()) {
+      roles.push_back(cur);
+      cur.clear();
+    }
+  }
+  return roles;
+}
+
 TileCost tile_cost_of(std::string_view id) {
   const ModelSpec& m = model_spec(id);
   if (!m.tileable()) {

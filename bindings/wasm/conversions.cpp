@@ -152,15 +152,7 @@ val to_val(const ModelSpec& m) {
   o.set("output", std::string(m.output));
   o.set("quantity", std::string(m.quantity));
   val inputs = val::array();
-  std::string role;
-  for (char c : std::string(m.inputs) + ",") {
-    if (c != ',') {
-      role += c;
-    } else if (!role.empty()) {
-      inputs.call<void>("push", role);
-      role.clear();
-    }
-  }
+  for (const std::string& role : input_roles(m)) inputs.call<void>("push", role);
   o.set("inputs", inputs);
   o.set("cropMargin", m.crop_margin);
   val norm = val::object();

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string>
 
 namespace tessera {
 
@@ -26,6 +27,10 @@ struct Geometry {
            static_cast<uint64_t>(dims[0]) * (static_cast<uint64_t>(y) + static_cast<uint64_t>(dims[1]) * static_cast<uint64_t>(z));
   }
 };
+
+// "X×Y×Z", for messages.
+std::string dims_text(const Dims3& dims);
+std::string dims_text(const std::array<uint64_t, 3>& dims);
 
 // Throws Error(InvalidArgument) naming the problem: a zero or negative dim, a volume too large
 // to address, a non-positive or non-finite voxel size, a zero or non-finite B0 direction.

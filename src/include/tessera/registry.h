@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tessera/budget.h"
 
@@ -83,6 +84,9 @@ const ModelSpec* find_model(std::string_view id);
 // The network with this id.
 // Throws Error(InvalidArgument) naming the known ids when the id is unknown.
 const ModelSpec& model_spec(std::string_view id);
+
+// The input roles of a multi-input network, in order (empty for a one-input network).
+std::vector<std::string> input_roles(const ModelSpec& spec);
 
 // Tile cost of a tileable network.
 // Throws Error(InvalidArgument) for an unknown id or a network that cannot be tiled.
