@@ -135,8 +135,6 @@ const methods = {
   },
   async invert(a, id) {
     const request = requestOf(a);
-    const controller = new AbortController();
-    running.set(id, controller);
     const weights = Array.isArray(a.weights) ? a.weights : [a.weights];
     const spec = a.model ? call(() => M.model(a.model)) : null;
     const phase = spec?.kind === 'whole-volume-only';
@@ -149,6 +147,9 @@ const methods = {
     const volume = phase
       ? makeVolume(a.geometry, a.phase, a.mask, { echoes: echoesOf(a), magnitude: a.magnitude, what: 'phase' })
       : makeVolume(a.geometry, a.field, a.mask);
+    // Registered once the volume exists: a refusal before this point leaves no run behind.
+    const controller = new AbortController();
+    running.set(id, controller);
     let pools = [];
     try {
       const plan = call(() => M.plan(volume, request));

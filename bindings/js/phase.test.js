@@ -191,6 +191,7 @@ test('bad phase-network input is refused by name', async () => {
   const nan = s.phase.slice();
   nan[5000] = NaN;
   await refused({ phase: nan }, 'NonFiniteInput', /NaN/);
+  assert.deepEqual(await tessera.status().then((t) => [t.running, t.liveWorkers]), [0, 0]); // no refusal left a run behind
 });
 
 test('a multi-echo phase run can be cancelled: AbortError, no worker left, the runtime still works', async () => {
