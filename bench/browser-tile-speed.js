@@ -10,6 +10,7 @@
 // (Not with --no-experimental-fetch: playwright-core needs the global Headers.) Needs /usr/bin/chromium and
 // playwright-core (devDependency).
 import { parseArgs } from 'node:util';
+import { requireStandin } from './common.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,10 +29,7 @@ const { values: a } = parseArgs({
     json: { type: 'string' },
   },
 });
-if (!fs.existsSync(a.onnx)) {
-  console.error(`${a.onnx} not found: run  node scripts/make_standins.js /tmp/standins  first`);
-  process.exit(2);
-}
+requireStandin(a.onnx);
 const cfg = { edge: Number(a.edge), threads: a.threads.split(',').map(Number), repeats: Number(a.repeats), rounds: Number(a.rounds) };
 
 const PAGE = `<!doctype html><meta charset="utf-8"><title>tessera tile speed</title>

@@ -12,6 +12,7 @@
 //   node --no-experimental-fetch bench/native-ort.js [--onnx /tmp/standins/xqsm-standin.onnx] [--dims 128,128,96]
 //        [--threads 2] [--runs 2] [--ortnode /tmp/ortnode] [--json out.json]
 import { parseArgs } from 'node:util';
+import { readStandin } from './common.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -37,12 +38,8 @@ try {
     `  mkdir -p ${a.ortnode} && cd ${a.ortnode} && npm init -y && npm install onnxruntime-node@1.30.0 --onnxruntime-node-install=skip`);
   process.exit(2);
 }
-if (!fs.existsSync(a.onnx)) {
-  console.error(`${a.onnx} not found: run  node scripts/make_standins.js /tmp/standins  first`);
-  process.exit(2);
-}
 const ortNodeVersion = JSON.parse(fs.readFileSync(path.join(path.resolve(a.ortnode), 'node_modules/onnxruntime-node/package.json'), 'utf8')).version;
-const weights = new Uint8Array(fs.readFileSync(a.onnx));
+const weights = readStandin(a.onnx);
 const dims = a.dims.split(',').map(Number);
 const nvox = dims[0] * dims[1] * dims[2];
 const threads = Number(a.threads);

@@ -129,11 +129,8 @@ async function main() {
       json: { type: 'string' },
     },
   });
-  if (!fs.existsSync(a.onnx)) {
-    console.error(`${a.onnx} not found: run  node scripts/make_standins.js /tmp/standins  first`);
-    process.exit(2);
-  }
-  const model = new Uint8Array(fs.readFileSync(a.onnx));
+  const { readStandin } = await import('./common.js');
+  const model = readStandin(a.onnx);
   const edge = Number(a.edge);
   const threads = a.threads.split(',').map(Number);
   console.log(`tile speed, node ${process.version}, ${os.cpus()[0].model} × ${os.cpus().length}, ${a.onnx}, ` +

@@ -25,7 +25,7 @@
 //   level, channels base·2^i (32-64-128-256), bottleneck base·2^levels (512), max-pool 2³ between levels,
 //   ConvTranspose 2³ s2 halving channels, skip concat, two k³ convs per level, final 1³ conv base→1.
 //   Divisor 2^levels = 16.
-import { onnx, prng, tensor, valueInfo, attrInts, attrInt, attrFloat, node } from '../tests/js/onnx-build.js';
+import { onnx, prng, tensor, valueInfo, attrInts, attrInt, attrFloat, node, GraphBuilder } from '../tests/js/onnx-build.js';
 import { LOT_KERNEL, phaseInputs, phaseInputInfo } from '../tests/js/phase-networks.js';
 
 export { prng };
@@ -45,16 +45,7 @@ const k3 = (k) => [k, k, k];
  * Graph builder. Initializer names start with their role: 'w_'/'b_' (conv), 'wt_'/'bt_' (transposed conv),
  * 'bn_scale_'/'bn_bias_' (trainable), 'bn_mean_'/'bn_var_' (running statistics: stored, not trainable).
  */
-class Builder {
-  constructor(seed) {
-    this.nodes = [];
-    this.inits = [];
-    this.n = 0;
-    this.seed = seed >>> 0;
-  }
-  name(prefix) {
-    return `${prefix}_${this.n++}`;
-  }
+class Builder extends GraphBuilder {
   s() {
     // a fresh seed per initializer, fixed by the build order
     return (Math.imul(this.seed, 2654435761) + Math.imul(this.n + 1, 40503)) >>> 0;
@@ -93,25 +84,11 @@ class Builder {
     this.nodes.push(node('BatchNormalization', [x, ...names], [y], [attrFloat('epsilon', 1e-5), attrFloat('momentum', 0.9)]));
     return y;
   }
-  op(type, inputs, attrs = []) {
-    const y = this.name(type.toLowerCase());
-    this.nodes.push(node(type, inputs, [y], attrs));
-    return y;
-  }
-  relu(x) {
-    return this.op('Relu', [x]);
-  }
   leaky(x, alpha = 0.1) {
     return this.op('LeakyRelu', [x], [attrFloat('alpha', alpha)]);
   }
   add(a, b) {
     return this.op('Add', [a, b]);
-  }
-  concat(a, b) {
-    return this.op('Concat', [a, b], [attrInt('axis', 1)]);
-  }
-  maxpool(x) {
-    return this.op('MaxPool', [x], [attrInts('kernel_shape', [2, 2, 2]), attrInts('strides', [2, 2, 2])]);
   }
   avgpool(x) {
     return this.op('AveragePool', [x], [attrInts('kernel_shape', [2, 2, 2]), attrInts('strides', [2, 2, 2])]);

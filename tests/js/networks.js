@@ -2,7 +2,7 @@
 // Not a test file: tests import the builders (ONNX bytes as Uint8Array) and the pure-JS reference.
 //
 // Layout everywhere: f32 [1, C, X, Y, Z], row-major (z fastest), like the ONNX tensors the pool runs.
-import { onnx, prng, tensor, valueInfo, attrInts, node } from './onnx-build.js';
+import { onnx, prng, tensor, valueInfo, attrInts, node, GraphBuilder } from './onnx-build.js';
 
 export { prng };
 
@@ -25,16 +25,7 @@ function model(graph) {
 }
 
 /** Graph-building helper with name generation. */
-class Builder {
-  constructor(seed) {
-    this.nodes = [];
-    this.inits = [];
-    this.n = 0;
-    this.seed = seed >>> 0;
-  }
-  name(prefix) {
-    return `${prefix}_${this.n++}`;
-  }
+class Builder extends GraphBuilder {
   /** 3D convolution (kernel k, 'same' zero padding unless given), He-like small weights from the seed. */
   conv(x, cin, cout, { k = 3, stride = 1, pads, weights, bias } = {}) {
     const w = this.name('w');
@@ -54,16 +45,6 @@ class Builder {
     );
     return y;
   }
-  relu(x) {
-    const y = this.name('relu');
-    this.nodes.push(node('Relu', [x], [y]));
-    return y;
-  }
-  maxpool(x) {
-    const y = this.name('pool');
-    this.nodes.push(node('MaxPool', [x], [y], [attrInts('kernel_shape', [2, 2, 2]), attrInts('strides', [2, 2, 2])]));
-    return y;
-  }
   upconv(x, cin, cout) {
     const w = this.name('wt');
     const b = this.name('bt');
@@ -74,13 +55,6 @@ class Builder {
     const y = this.name('up');
     this.nodes.push(
       node('ConvTranspose', [x, w, b], [y], [attrInts('kernel_shape', [2, 2, 2]), attrInts('strides', [2, 2, 2])]),
-    );
-    return y;
-  }
-  concat(a, b) {
-    const y = this.name('cat');
-    this.nodes.push(
-      node('Concat', [a, b], [y], [onnx.AttributeProto.create({ name: 'axis', type: onnx.AttributeProto.AttributeType.INT, i: 1 })]),
     );
     return y;
   }

@@ -51,3 +51,35 @@ export function attrFloat(name, f) {
 export function node(opType, inputs, outputs, attributes = [], name = outputs[0]) {
   return onnx.NodeProto.create({ opType, input: inputs, output: outputs, attribute: attributes, name });
 }
+
+/**
+ * The base of the graph builders (test networks, stand-ins): nodes and initializers in build order, unique
+ * names from a counter, and the parameter-free ops. Subclasses add their layers with their own weights.
+ */
+export class GraphBuilder {
+  constructor(seed) {
+    this.nodes = [];
+    this.inits = [];
+    this.n = 0;
+    this.seed = seed >>> 0;
+  }
+  /** A fresh name: prefix_counter. */
+  name(prefix) {
+    return `${prefix}_${this.n++}`;
+  }
+  /** One node of type `type` on `inputs`; returns its output's name (the op type in lower case + counter). */
+  op(type, inputs, attrs = []) {
+    const y = this.name(type.toLowerCase());
+    this.nodes.push(node(type, inputs, [y], attrs));
+    return y;
+  }
+  relu(x) {
+    return this.op('Relu', [x]);
+  }
+  concat(a, b) {
+    return this.op('Concat', [a, b], [attrInt('axis', 1)]);
+  }
+  maxpool(x) {
+    return this.op('MaxPool', [x], [attrInts('kernel_shape', [2, 2, 2]), attrInts('strides', [2, 2, 2])]);
+  }
+}
