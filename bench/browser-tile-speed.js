@@ -14,7 +14,7 @@ import { requireStandin } from './common.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { launchChromium } from '../scripts/chromium.js';
+import { launchChromium, benchPage } from '../scripts/chromium.js';
 import { startServer } from '../scripts/serve.js';
 import { summarizeTileSpeed, tileSpeedTable } from './tile-speed.js';
 
@@ -62,10 +62,7 @@ console.log(`browser tile speed, ${os.cpus()[0].model} × ${os.cpus().length}, $
 const context = await launchChromium(userDir, a.chromium);
 let result;
 try {
-  const page = context.pages()[0] ?? (await context.newPage());
-  page.on('console', (m) => {
-    if (m.type() === 'error') console.error(`  [page] ${m.text()}`);
-  });
+  const page = await benchPage(context);
   await page.exposeFunction('__progress', (p) =>
     console.log(`  ${p.threads} thread(s): session ${p.sessionSeconds.toFixed(2)} s, warm-up ${p.warmupSeconds.toFixed(2)} s, ` +
       `runs ${p.seconds.map((x) => x.toFixed(2)).join('/')} s; load ${os.loadavg()[0].toFixed(2)}`));

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { startServer } from '../scripts/serve.js';
-import { launchChromium } from '../scripts/chromium.js';
+import { launchChromium, benchPage } from '../scripts/chromium.js';
 import { summarize, recommend, table, mergeJson, METHOD } from './calibrate.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -30,17 +30,24 @@ const { values: a } = parseArgs({
     chromium: { type: 'string', default: '/usr/bin/chromium' },
     out: { type: 'string' },
     note: { type: 'string' },
+    inputs: { type: 'string' },
   },
 });
 if (!a.onnx) {
   console.error('usage: node bench/calibrate-browser.js --onnx NET.onnx [--network NAME] ' +
-    '[--edges 32,48,64] [--repeats 2] [--threads 2] [--runs 1] [--out bench/calibration.json]');
+    '[--edges 32,48,64] [--repeats 2] [--threads 2] [--runs 1] [--out bench/calibration.json] [--inputs phase,mask,te,b0,border]');
   process.exit(2);
 }
 const modelFile = path.resolve(a.onnx);
 const model = fs.readFileSync(modelFile);
 const network = a.network ?? path.basename(modelFile, '.onnx');
-const cfg = { edges: a.edges.split(',').map(Number), repeats: Number(a.repeats), threads: Number(a.threads), runs: Number(a.runs) };
+const cfg = {
+  edges: a.edges.split(',').map(Number),
+  repeats: Number(a.repeats),
+  threads: Number(a.threads),
+  runs: Number(a.runs),
+  inputRoles: a.inputs ? a.inputs.split(',') : undefined, // multi-input (phase) networks, as calibrate.js --inputs
+};
 
 const PAGE = `<!doctype html><meta charset="utf-8"><title>tessera calibration</title>
 <script type="module">
@@ -52,7 +59,7 @@ window.__calibrate = async (cfg) => {
   const points = [];
   for (let rep = 1; rep <= cfg.repeats; rep++)
     for (const edge of cfg.edges) {
-      const p = { repeat: rep, ...(await measurePoint({ WorkerPool, model, edge, threads: cfg.threads, runs: cfg.runs })) };
+      const p = { repeat: rep, ...(await measurePoint({ WorkerPool, model, edge, threads: cfg.threads, runs: cfg.runs, inputRoles: cfg.inputRoles })) };
       points.push(p);
       await window.__progress(p);
     }
@@ -74,10 +81,7 @@ const context = await launchChromium(userDir, a.chromium);
 const t0 = performance.now();
 let result;
 try {
-  const page = context.pages()[0] ?? (await context.newPage());
-  page.on('console', (m) => {
-    if (m.type() === 'error') console.error(`  [page] ${m.text()}`);
-  });
+  const page = await benchPage(context);
   await page.exposeFunction('__progress', (p) =>
     console.log(`  repeat ${p.repeat} edge ${p.edge}: heap ${MB(p.heapBytes)} MB (after first run ${MB(p.firstRunHeapBytes)}), ` +
       `after session ${MB(p.afterSessionBytes)} MB, heap/vox ${(p.heapBytes / p.voxels).toFixed(1)} B, ` +
@@ -117,6 +121,7 @@ const entry = {
   },
   model: { file: path.basename(modelFile), bytes: model.byteLength, sha256: createHash('sha256').update(model).digest('hex') },
   threads: cfg.threads,
+  inputs: cfg.inputRoles,
   runsPerPool: cfg.runs,
   repeats: cfg.repeats,
   note: a.note,

@@ -11,3 +11,15 @@ export async function launchChromium(userDir, executablePath = '/usr/bin/chromiu
   const { chromium } = await import('playwright-core');
   return chromium.launchPersistentContext(userDir, { ...options, executablePath, headless: true, args: CHROMIUM_ARGS });
 }
+
+/**
+ * The context's page, with the page's console errors echoed to stderr (benchmarks watch them as they run).
+ * context comes from launchChromium.
+ */
+export async function benchPage(context) {
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.on('console', (m) => {
+    if (m.type() === 'error') console.error(`  [page] ${m.text()}`);
+  });
+  return page;
+}
