@@ -6,6 +6,7 @@
 
 #include "tessera/budget.h"
 #include "tessera/error.h"
+#include "tessera/request.h"
 #include "tessera/tiling.h"
 
 namespace tessera {
@@ -113,23 +114,10 @@ uint64_t phase_module_bytes(const Geometry& g, const PhaseLayout& l, uint32_t ec
 
 void validate_settings(const PhaseSettings& s) {
   if (s.te_s.empty()) throw Error(ErrorCode::InvalidArgument, "give the echo time (te, in seconds) of every echo");
-  for (double te : s.te_s) {
-    if (!std::isfinite(te) || te <= 0) {
-      throw Error(ErrorCode::InvalidArgument, "echo time " + std::to_string(te) + " s is not a positive number of seconds");
-    }
-    if (te > 1.0) {
-      throw Error(ErrorCode::InvalidArgument, "echo time " + std::to_string(te) +
-                                                  " s is implausible: give TE in seconds (20 ms = 0.02)");
-    }
-  }
-  if (!std::isfinite(s.b0_tesla) || s.b0_tesla <= 0 || s.b0_tesla > 30) {
-    throw Error(ErrorCode::InvalidArgument, "B0 must be the field strength in tesla (0 < B0 ≤ 30), got " +
-                                                std::to_string(s.b0_tesla));
-  }
-  if (s.phase_sign != 1.0 && s.phase_sign != -1.0) {
-    throw Error(ErrorCode::InvalidArgument, "phaseSign must be +1 or -1");
-  }
-  if (s.erode_radius > 255) throw Error(ErrorCode::InvalidArgument, "erode radius must be at most 255 voxels");
+  for (double te : s.te_s) checked_option("te", te);
+  checked_option("b0", s.b0_tesla);
+  checked_option("phaseSign", s.phase_sign);
+  checked_option("erodeRadius", s.erode_radius);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "tessera/dipole.h"
 #include "tessera/error.h"
+#include "tessera/registry.h"
 
 namespace tessera {
 
@@ -137,6 +138,7 @@ Dims3 pad_to_divisor(const Dims3& dims, int64_t divisor) {
 std::vector<float> lpcnn_invert(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask,
                                 PatchRunner& net, unsigned threads) {
   using namespace lpcnn_constants;
+  const int64_t divisor = model_spec("lpcnn").divisor;  // the registry's, which the planner tiles with
   validate_inputs(g, field, mask);
   const Padding pad(g, divisor);
   validate_geometry(pad.padded);
@@ -170,6 +172,8 @@ std::vector<float> lpcnn_invert(const Geometry& g, std::span<const float> field,
 std::vector<float> modl_qsm_invert(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask,
                                    PatchRunner& net, unsigned threads) {
   using namespace modl_constants;
+  // The network assumes even dims: odd axes get one zero plane on the high side (registry divisor 2).
+  const int64_t divisor = model_spec("modl-qsm").divisor;
   validate_inputs(g, field, mask);
   for (int k = 0; k < 3; ++k) {
     if (std::fabs(g.voxel_mm[k] - 1.0) > voxel_tolerance_mm) {
@@ -226,6 +230,7 @@ std::vector<float> modl_qsm_invert(const Geometry& g, std::span<const float> fie
 std::vector<float> nextqsm_invert(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask,
                                   PatchRunner& bf_net, PatchRunner& vjp_net, unsigned threads) {
   using namespace nextqsm_constants;
+  const int64_t divisor = model_spec("nextqsm").divisor;
   validate_inputs(g, field, mask);
   const Padding pad(g, divisor);
   validate_geometry(pad.padded);

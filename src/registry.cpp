@@ -130,7 +130,9 @@ const ModelSpec kModels[] = {
         .id = "modl-qsm",
         .name = "MoDL-QSM",
         .kind = ModelKind::PhysicsLoop,
-        .divisor = 1,
+        // models.md says "divisor 1; assumes ... even dims": the loop pads odd axes by one plane, so patches are
+        // planned (and budgeted) at the even size the network really sees.
+        .divisor = 2,
         .bytes_per_voxel = 1100,
         .fixed_bytes = 28'000'000,
         .cost_source = "provisional: no measurement; 1100 B/voxel plus 20 MB + 4.3 × the weights file per worker",

@@ -293,7 +293,7 @@ TEST(PhaseNetworks, BadInputIsRefusedByName) {
   };
   refused(settings({}), phase, mask, "echo time");
   refused(settings({20.0}), phase, mask, "seconds (20 ms = 0.02)");
-  refused(settings({-0.01}), phase, mask, "positive");
+  refused(settings({-0.01}), phase, mask, "te must be in (0, 1] s, got -0.01");
   PhaseSettings b0 = settings();
   b0.b0_tesla = 0;
   refused(b0, phase, mask, "tesla");

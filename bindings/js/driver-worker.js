@@ -4,7 +4,7 @@
 import { workerPort, hardwareConcurrency } from './platform.js';
 import { loadTesseraModule } from './module.js';
 import { WorkerPool } from './pool.js';
-import { runInversion } from './driver.js';
+import { runInversion, runSteps } from './driver.js';
 import { TesseraError, errorToMessage, fromModuleError } from './errors.js';
 
 const port = workerPort();
@@ -69,10 +69,21 @@ function hardwareThreads() {
   return Math.max(1, options.hardwareThreads ?? hardwareConcurrency());
 }
 
-// tile "auto" (or {core: "auto"}): the C++ auto-planner chooses core, workers and threads per worker,
-// keeping the caller's workers / threadsPerWorker when they are given.
+// tile "auto", {core: "auto"} or absent (the schema's default): the C++ auto-planner chooses core, workers and
+// threads per worker, keeping the caller's workers / threadsPerWorker when they are given.
 function isAuto(tile) {
-  return tile === 'auto' || (tile && typeof tile === 'object' && tile.core === 'auto');
+  return tile === undefined || tile === null || tile === 'auto' || (typeof tile === 'object' && tile.core === 'auto');
+}
+
+function voxels(geometry) {
+  const d = geometry?.dims;
+  return Array.isArray(d) && d.length === 3 && d.every((x) => Number.isInteger(x) && x >= 1) ? d[0] * d[1] * d[2] : 0;
+}
+
+// The plan of a request, computed once in C++ (no volume is allocated: only the mask crosses).
+function planOf(a, request) {
+  const n = voxels(a.geometry);
+  return call(() => M.plan(a.geometry, n ? toMask(a.mask, n) : undefined, request));
 }
 
 function requestOf(a) {
@@ -109,6 +120,7 @@ const methods = {
   }),
   model: (a) => call(() => M.model(a.id)),
   limits: () => call(() => M.limits()),
+  schema: () => call(() => M.schema()),
   patchFit: (a) => call(() => M.patchFit(a.tile, a.cost)),
   // The numerical head phantom: {chi, field, mask} (ppm), deterministic from the seed.
   phantom(a) {
@@ -125,14 +137,7 @@ const methods = {
       volume.delete();
     }
   },
-  plan(a) {
-    const volume = makeVolume(a.geometry, undefined, a.mask, { echoes: echoesOf(a) });
-    try {
-      return call(() => M.plan(volume, requestOf(a)));
-    } finally {
-      volume.delete();
-    }
-  },
+  plan: (a) => planOf(a, requestOf(a)),
   async invert(a, id) {
     const request = requestOf(a);
     const weights = Array.isArray(a.weights) ? a.weights : [a.weights];
@@ -144,6 +149,15 @@ const methods = {
     if (!phase && (a.phase !== undefined || a.magnitude !== undefined)) {
       throw new TesseraError('phase and magnitude are inputs of the phase networks (iqsm, iqfm, iqsm-plus); give this model a field', 'InvalidArgument');
     }
+    // One plan per run: the caller's (from plan(), handed back) or made here; the run obeys exactly it.
+    const plan = a.plan ?? planOf(a, request);
+    if (typeof plan !== 'object' || plan === null || typeof plan.steps !== 'boolean' || typeof plan.networks !== 'number') {
+      throw new TesseraError('plan must be the object plan() returned for this request', 'InvalidArgument');
+    }
+    if (!plan.feasible) throw new TesseraError(plan.message, 'BudgetExceeded');
+    if (weights.length !== plan.networks || weights.some((w) => !w || !w.byteLength)) {
+      throw new TesseraError(`this model needs ${plan.networks} network file(s) (weights), got ${weights.filter(Boolean).length}`, 'InvalidArgument');
+    }
     const volume = phase
       ? makeVolume(a.geometry, a.phase, a.mask, { echoes: echoesOf(a), magnitude: a.magnitude, what: 'phase' })
       : makeVolume(a.geometry, a.field, a.mask);
@@ -152,16 +166,6 @@ const methods = {
     running.set(id, controller);
     let pools = [];
     try {
-      const plan = call(() => M.plan(volume, request));
-      if (!plan.feasible) throw new TesseraError(plan.message, 'BudgetExceeded');
-      if (weights.length !== plan.networks || weights.some((w) => !w || !w.byteLength)) {
-        throw new TesseraError(`this model needs ${plan.networks} network file(s) (weights), got ${weights.filter(Boolean).length}`, 'InvalidArgument');
-      }
-      if (isAuto(request.tile) && !request.whole) {
-        // Run what the auto-planner chose (the run re-checks it against the limits).
-        request.tile = { core: plan.tile.core, halo: plan.tile.halo };
-        request.workers = plan.workers;
-      }
       const threadsPerWorker = plan.threadsPerWorker || a.threadsPerWorker || options.threadsPerWorker || 1;
       const k = Math.max(1, plan.tilesInFlight);
       pools = weights.map(
@@ -182,14 +186,10 @@ const methods = {
       for (const p of pools) livePools.add(p);
       await Promise.all(pools.map((p) => p.ready()));
       if (controller.signal.aborted) throw new DOMException('the inversion was cancelled', 'AbortError');
-      const { chi, report } = await runInversion(M, {
-        volume,
-        request,
-        pools,
-        threads: k,
-        signal: controller.signal,
-        onProgress: (p) => port.post({ id, progress: p }),
-      });
+      const onProgress = (p) => port.post({ id, progress: p });
+      const { chi, report } = plan.steps
+        ? await runSteps(M, { volume, request, plan, pool: pools[0], signal: controller.signal, onProgress })
+        : await runInversion(M, { volume, request, plan, pools, signal: controller.signal, onProgress });
       const stats = pools.map((p) => p.stats());
       report.plan = plan;
       const workerHeapHighWater = stats.flatMap((s) => s.perWorker.map((w) => w.heapHighWater));

@@ -1,11 +1,14 @@
-// Runs one inversion: the C++ driver thread plans and gathers/scatters tiles and decides how many are
-// in flight; this loop hands each network request to a WorkerPool and answers it.
+// Runs one inversion under its plan, two ways:
 //
-// Why the driver blocks on shared memory instead of exposing next-tile/complete-tile calls: every
-// driver (tiled field -> chi, whole volume, physics loops that call their network several times per
-// patch, native patching) then calls its network as an ordinary synchronous C++ function, and the
-// C++ core alone enforces how many tiles are in flight (tile_concurrency). The JavaScript thread
-// stays free: it only polls, copies patches and answers.
+// - runSteps (field -> chi networks, tiled or whole volume): the C++ FieldRun is a state machine. next() hands
+//   out a gathered patch only while fewer than the plan's tiles are in flight, finish() scatters an output. This
+//   loop takes every patch it is given, runs it on the WorkerPool and hands the output back as it comes: no C++
+//   thread waits on JavaScript and nothing polls.
+// - runInversion (physics loops, native patching, phase networks): their algorithms call the network in the
+//   middle of C++ code, so a C++ driver thread runs them behind a Bridge and this loop polls for its network
+//   requests and answers them.
+//
+// Either way the C++ core alone decides how many tiles are in flight; the pool has exactly that many workers.
 import { TesseraError, fromModuleError } from './errors.js';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -14,19 +17,125 @@ function abortError(message = 'the inversion was cancelled') {
   return new DOMException(message, 'AbortError');
 }
 
+// The progress event of both loops. tiles: grid indices (x fastest, then y, then z) of the tiles with a network
+// call running, and of every tile started so far (started and not running = done, or between two calls of a loop).
+function progressEvent(s, started, running, startedTiles) {
+  const elapsed = (performance.now() - started) / 1000;
+  const rate = s.done > 0 ? s.done / elapsed : 0;
+  return {
+    done: s.done,
+    total: s.total,
+    inFlight: s.inFlight,
+    tilesPerSecond: rate,
+    etaSeconds: rate > 0 ? (s.total - s.done) / rate : null,
+    elapsedSeconds: elapsed,
+    runningTiles: [...new Set(running)],
+    startedTiles: [...startedTiles],
+  };
+}
+
 /**
- * Runs an inversion on a module's Volume, serving network requests from the pools.
- * M is a loaded Tessera module; volume is an M.Volume filled with field and mask.
- * request is {model|spec, whole?, tile?, workers}; pools[i] runs network i (NeXtQSM: BF, VJP).
- * threads bounds the tiles in flight (the C++ core may lower it to fit the memory budget).
+ * Runs a field -> chi network step by step under its plan.
+ * M is a loaded Tessera module; volume an M.Volume holding field and mask; plan the plan object of request
+ * (plan.steps is true); pool a WorkerPool of the network with plan.tilesInFlight workers.
  * @returns {Promise<{chi: Float32Array, report: object}>}
  */
-export async function runInversion(M, { volume, request, pools, threads, onProgress, signal, pollMs = 2 }) {
+export async function runSteps(M, { volume, request, plan, pool, onProgress, signal }) {
+  if (signal?.aborted) throw abortError();
+  const started = performance.now();
+  let run;
+  try {
+    run = M.startFieldRun(volume, request, plan);
+  } catch (e) {
+    throw fromModuleError(e);
+  }
+  const running = new Map(); // job → grid tile
+  const startedTiles = new Set();
+  const pending = new Set();
+  let aborted = false;
+  let wake = null; // resolves the loop's wait when a patch comes back or the run is cancelled
+  const poke = () => wake?.();
+  const onAbort = () => {
+    aborted = true;
+    run.cancel();
+    pool.cancelAll();
+    poke();
+  };
+  signal?.addEventListener('abort', onAbort, { once: true });
+  let maxInFlight = 0;
+  try {
+    let lastDone = -1;
+    for (;;) {
+      let handed = false;
+      for (let p; !aborted && (p = call(() => run.next())) !== null; ) {
+        handed = true;
+        const { job, tile } = p;
+        running.set(job, tile);
+        startedTiles.add(tile);
+        // The pool's id names the call in messages and test hooks: 1, 2, … in the order tiles start.
+        const task = pool.run({ id: job + 1, input: p.input, dims: p.dims }).then(
+          (out) => !aborted && call(() => run.finish(job, out.output)),
+          (err) => !aborted && call(() => run.fail(job, err?.message ?? String(err))),
+        );
+        const settled = task.catch(() => {}).finally(() => {
+          running.delete(job);
+          pending.delete(settled);
+          poke();
+        });
+        pending.add(settled);
+      }
+      const s = run.state();
+      maxInFlight = Math.max(maxInFlight, s.inFlight);
+      if (onProgress && s.total > 0 && (s.done !== lastDone || handed)) {
+        lastDone = s.done;
+        onProgress(progressEvent(s, started, running.values(), startedTiles));
+      }
+      if (aborted) throw abortError();
+      if (s.finished) break;
+      await new Promise((resolve) => {
+        wake = resolve;
+        if (!pending.size) resolve(); // nothing out: the state changes only through next()
+      });
+      wake = null;
+    }
+    let report;
+    try {
+      report = run.report();
+    } catch (e) {
+      throw aborted ? abortError() : fromModuleError(e);
+    }
+    const chi = run.result();
+    report.wallSeconds = (performance.now() - started) / 1000;
+    report.maxInFlightObserved = maxInFlight;
+    return { chi, report };
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+    if (pending.size) await Promise.allSettled([...pending]);
+    run.delete();
+  }
+}
+
+function call(f) {
+  try {
+    return f();
+  } catch (e) {
+    throw fromModuleError(e);
+  }
+}
+
+/**
+ * Runs an inversion whose algorithm calls its network from C++ (physics loops, native patching, phase networks),
+ * serving the driver thread's network requests from the pools.
+ * M is a loaded Tessera module; volume an M.Volume filled with field (or phase) and mask; plan the plan object of
+ * request; pools[i] runs network i (NeXtQSM: BF, VJP).
+ * @returns {Promise<{chi: Float32Array, report: object}>}
+ */
+export async function runInversion(M, { volume, request, plan, pools, onProgress, signal, pollMs = 2 }) {
   if (signal?.aborted) throw abortError();
   const started = performance.now();
   let job;
   try {
-    job = M.startInversion(volume, request, threads);
+    job = M.startInversion(volume, request, plan);
   } catch (e) {
     throw fromModuleError(e);
   }
@@ -81,22 +190,7 @@ export async function runInversion(M, { volume, request, pools, threads, onProgr
       if ((s.done !== lastDone || tilesChanged) && s.total > 0) {
         lastDone = s.done;
         tilesChanged = false;
-        if (onProgress) {
-          const elapsed = (performance.now() - started) / 1000;
-          const rate = s.done > 0 ? s.done / elapsed : 0;
-          onProgress({
-            done: s.done,
-            total: s.total,
-            inFlight: s.inFlight,
-            tilesPerSecond: rate,
-            etaSeconds: rate > 0 ? (s.total - s.done) / rate : null,
-            elapsedSeconds: elapsed,
-            // Grid indices (x fastest, then y, then z) of the tiles with a network call running, and of
-            // every tile started so far (started and not running = done, or between two calls of a loop).
-            runningTiles: [...new Set(open.values())],
-            startedTiles: [...startedTiles],
-          });
-        }
+        if (onProgress) onProgress(progressEvent(s, started, open.values(), startedTiles));
       }
       if (s.state !== 'running') break;
       await sleep(s.requests.length ? 0 : pollMs);

@@ -104,6 +104,41 @@ export interface Plan {
   /** off-design warning (physics loops tiled, native patching), or empty */
   warning: string;
   networks: number;
+  /** true: the run goes tile by tile through the step API (field -> chi networks); false: a C++ driver thread */
+  steps: boolean;
+  /** the tiles the run goes through (a whole-volume plan: one tile covering the volume) */
+  grid: PlanGrid;
+}
+
+export interface PlanTile {
+  /** grid index: x fastest, then y, then z */
+  index: number;
+  /** the output core [coreLo, coreHi), voxels */
+  coreLo: [number, number, number];
+  coreHi: [number, number, number];
+  /** the patch's first voxel (coreLo - halo; may be negative: zeros outside the volume) */
+  patchLo: [number, number, number];
+  /** the core holds no mask voxel: not run */
+  skipped: boolean;
+}
+
+export interface PlanGrid {
+  counts: [number, number, number];
+  patchEdge: number;
+  tiles: PlanTile[];
+}
+
+export interface RequestOption {
+  /** as a request spells it: "b0", "spec.bytesPerVoxel", "tile.halo" */
+  name: string;
+  unit: string;
+  /** a number, or words for a default that is not one ("auto") */
+  default: number | string;
+  min: number;
+  max: number;
+  minExclusive: boolean;
+  integer: boolean;
+  help: string;
 }
 
 export interface Progress {
@@ -125,7 +160,8 @@ export interface RunReport {
   tilesSkipped: number;
   concurrency: number;
   maxInFlight: number;
-  maxOpenRequests: number;
+  /** runs on a C++ driver thread (physics loops, native patching, phase networks): most network calls open at once */
+  maxOpenRequests?: number;
   maxInFlightObserved: number;
   patchEdge: number;
   bytesPerTile: number;
@@ -196,6 +232,8 @@ export interface InvertRequest extends PlanRequest {
   phaseSign?: number;
   /** multi-input networks: {role: ONNX input name} where the export's names are not recognised */
   inputNames?: Record<string, string>;
+  /** the plan() of this request, handed back: the run obeys it (made here when absent) */
+  plan?: Plan;
   /** ONNX bytes; an array for networks with several files (NeXtQSM) */
   weights: Uint8Array | ArrayBuffer | (Uint8Array | ArrayBuffer)[];
   signal?: AbortSignal;
@@ -217,6 +255,8 @@ export declare class Tessera {
   registry(): Promise<ModelInfo[]>;
   model(id: string): Promise<ModelInfo>;
   limits(): Promise<Limits>;
+  /** the request schema: every option with its unit, default and range (defined once, in C++) */
+  schema(): Promise<RequestOption[]>;
   plan(request: PlanRequest): Promise<Plan>;
   loadWeights(
     id: string,

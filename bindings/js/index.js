@@ -88,6 +88,14 @@ export class Tessera {
     return this._call('model', { id });
   }
 
+  /**
+   * The request schema, from C++: every option a run takes with its unit, default and range
+   * ([{name, unit, default, min, max, minExclusive, integer, help}]). The CLI and the page show these.
+   */
+  schema() {
+    return this._call('schema');
+  }
+
   /** The memory limits the core enforces: {tileActivationBudget, maxPatchActivationBytes, heapCeilingBytes}. */
   limits() {
     return this._call('limits');
@@ -143,7 +151,7 @@ export class Tessera {
    */
   invert(a) {
     const { signal, onProgress, ...args } = a ?? {};
-    const keys = ['field', 'mask', 'geometry', 'model', 'spec', 'weights', 'tile', 'whole', 'workers', 'threadsPerWorker', 'testHooks',
+    const keys = ['field', 'mask', 'geometry', 'model', 'spec', 'weights', 'tile', 'whole', 'workers', 'threadsPerWorker', 'plan', 'testHooks',
       'phase', 'magnitude', 'te', 'b0', 'erodeRadius', 'phaseSign', 'inputNames'];
     const unknown = Object.keys(args).filter((k) => !keys.includes(k));
     if (unknown.length) return Promise.reject(new TesseraError(`invert: unknown option(s) ${unknown.join(', ')} (known: ${keys.join(', ')}, signal, onProgress)`, 'InvalidArgument'));

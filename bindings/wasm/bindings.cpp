@@ -2,6 +2,9 @@
 #include <emscripten/bind.h>
 
 #include "conversions.h"
+#include "field_run.h"
+#include "inversion_job.h"
+#include "volume.h"
 #include "tessera/dipole.h"
 
 using namespace emscripten;
@@ -17,6 +20,7 @@ val registry() {
     return out;
   });
 }
+val schema() { return guarded([] { return schema_to_val(); }); }
 val model(std::string id) { return guarded([&] { return to_val(model_spec(id)); }); }
 val limits() {
   val o = val::object();
@@ -29,22 +33,15 @@ val patch_fit(val tile, val cost) { return guarded([&] { return to_val(wasm_patc
 // Current size of the module's wasm memory: it never shrinks, so this is also its high-water mark.
 double heap_bytes() { return static_cast<double>(__builtin_wasm_memory_size(0)) * 65536.0; }
 double max_patch_edge(double bpv) { return static_cast<double>(max_wasm_patch_edge(static_cast<uint64_t>(bpv))); }
-val plan(std::shared_ptr<Volume> volume, val request) {
-  return guarded([&] {
-    InversionRequest r = request_from(request);
-    r.geometry = volume->geo();
-    check_echoes(r, *volume);
-    val p = to_val(plan_inversion(r, volume->mask(), Target::Wasm));
-    p.set("warning", inversion_warning(r));
-    p.set("networks", network_count(r));
-    return p;
-  });
-}
+val plan(val geometry, val mask, val request) { return guarded([&] { return plan_to_val(geometry, mask, request); }); }
 std::shared_ptr<Volume> make_volume(val geometry, unsigned echoes) {
   return guarded([&] { return std::make_shared<Volume>(geometry, echoes); });
 }
-std::unique_ptr<InversionJob> start_inversion(std::shared_ptr<Volume> volume, val request, unsigned threads) {
-  return guarded([&] { return std::make_unique<InversionJob>(volume, request, threads); });
+std::unique_ptr<InversionJob> start_inversion(std::shared_ptr<Volume> volume, val request, val plan) {
+  return guarded([&] { return std::make_unique<InversionJob>(volume, request, plan); });
+}
+std::unique_ptr<FieldRun> start_field_run(std::shared_ptr<Volume> volume, val request, val plan) {
+  return guarded([&] { return std::make_unique<FieldRun>(volume, request, plan); });
 }
 val phantom(val geometry, val options) { return guarded([&] { return phantom_to_val(geometry, options); }); }
 val tkd_of(std::shared_ptr<Volume> volume, double threshold) {
@@ -55,6 +52,11 @@ val tkd_of(std::shared_ptr<Volume> volume, double threshold) {
 }
 val job_report(InversionJob& j) { return guarded([&] { return j.report(); }); }
 val job_result(InversionJob& j) { return guarded([&] { return j.result_view(); }); }
+val run_next(FieldRun& r) { return guarded([&] { return r.next(); }); }
+void run_finish(FieldRun& r, double job, val output) { guarded([&] { r.finish(job, output); }); }
+void run_fail(FieldRun& r, double job, std::string message) { guarded([&] { r.fail(job, message); }); }
+val run_report(FieldRun& r) { return guarded([&] { return r.report(); }); }
+val run_result(FieldRun& r) { return guarded([&] { return r.result(); }); }
 
 }  // namespace
 
@@ -62,11 +64,13 @@ EMSCRIPTEN_BINDINGS(tessera) {
   function("registry", &registry);
   function("model", &model);
   function("limits", &limits);
+  function("schema", &schema);
   function("patchFit", &patch_fit);
   function("maxPatchEdge", &max_patch_edge);
   function("heapBytes", &heap_bytes);
   function("plan", &plan);
   function("startInversion", &start_inversion);
+  function("startFieldRun", &start_field_run);
   function("phantom", &phantom);
   function("tkd", &tkd_of);
 
@@ -88,4 +92,14 @@ EMSCRIPTEN_BINDINGS(tessera) {
       .function("resultView", &job_result)
       .function("warning", &InversionJob::warning)
       .function("networkCount", &InversionJob::network_count);
+
+  class_<FieldRun>("FieldRun")
+      .function("next", &run_next)
+      .function("finish", &run_finish)
+      .function("fail", &run_fail)
+      .function("cancel", &FieldRun::cancel)
+      .function("state", &FieldRun::state)
+      .function("report", &run_report)
+      .function("result", &run_result)
+      .function("warning", &FieldRun::warning);
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "tessera/phantom.h"
+#include "tessera/request.h"
 
 namespace tessera::js {
 
@@ -86,27 +87,33 @@ Geometry geometry_from(const val& v) {
   return g;
 }
 
+// A number option of obj under key, or the schema's default for `option`; checked against the schema's range.
+double option(const val& obj, const char* key, std::string_view option) {
+  const OptionSpec& o = request_option(option);
+  const double d = number(obj, key, o.default_value);
+  return checked_option(option, d);
+}
+
 TileConfig tile_from(const val& v) {
-  if (v.isUndefined() || v.isNull()) return TileConfig{56, 4};  // the browser default: 64³ patches
-  return TileConfig{count(v, "core", 56), count(v, "halo", 4)};
+  if (v.isUndefined() || v.isNull()) throw Error(ErrorCode::InvalidArgument, "tile is required: {core, halo}");
+  return TileConfig{static_cast<uint32_t>(option(v, "core", "tile.core")),
+                    static_cast<uint32_t>(option(v, "halo", "tile.halo"))};
 }
 
 TileCost cost_from(const val& v) {
-  return TileCost{count(v, "divisor", 1), count(v, "bytesPerVoxel", 1100), static_cast<uint64_t>(number(v, "fixedBytes", 0))};
+  return TileCost{static_cast<uint32_t>(option(v, "divisor", "spec.divisor")),
+                  static_cast<uint64_t>(option(v, "bytesPerVoxel", "spec.bytesPerVoxel")),
+                  static_cast<uint64_t>(option(v, "fixedBytes", "spec.fixedBytes"))};
 }
 
 FieldNetwork custom_network_from(const val& v) {
   FieldNetwork n;
   n.cost = cost_from(v);
-  n.norm.input_mean = number(v, "inputMean", 0.0);
-  n.norm.input_std = number(v, "inputStd", 1.0);
-  n.norm.output_scale = number(v, "outputStd", 1.0);
-  n.norm.output_offset = number(v, "outputMean", 0.0);
-  n.cost.fixed_bytes = static_cast<uint64_t>(number(v, "fixedBytes", 0));
+  n.norm.input_mean = option(v, "inputMean", "spec.inputMean");
+  n.norm.input_std = option(v, "inputStd", "spec.inputStd");
+  n.norm.output_scale = option(v, "outputStd", "spec.outputStd");
+  n.norm.output_offset = option(v, "outputMean", "spec.outputMean");
   n.masked_input = !v["maskedInput"].isUndefined() && v["maskedInput"].as<bool>();
-  if (n.cost.divisor == 0) throw Error(ErrorCode::InvalidArgument, "spec.divisor must be at least 1");
-  if (n.cost.bytes_per_voxel == 0) throw Error(ErrorCode::InvalidArgument, "spec.bytesPerVoxel must be at least 1");
-  if (n.norm.input_std == 0.0) throw Error(ErrorCode::InvalidArgument, "spec.inputStd must not be 0");
   return n;
 }
 
@@ -124,24 +131,27 @@ InversionRequest request_from(const val& v) {
   }
   r.whole_volume = !v["whole"].isUndefined() && v["whole"].as<bool>();
   const val tile = v["tile"];
-  // tile: {core, halo} | "auto" | {core: "auto", halo?}: the auto-planner chooses.
-  const bool auto_all = tile.isString() && tile.as<std::string>() == "auto";
-  const bool auto_core = !tile.isUndefined() && !tile.isNull() && !tile.isString() && tile["core"].isString() &&
-                         tile["core"].as<std::string>() == "auto";
+  const uint32_t network_halo = r.model ? r.model->default_halo : defaults::kCustomNetworkHalo;
+  // tile: {core, halo} | "auto" | {core: "auto", halo?} | absent (the schema's default: "auto").
+  const bool absent = tile.isUndefined() || tile.isNull();
+  const bool auto_all = absent || (tile.isString() && tile.as<std::string>() == "auto");
+  const bool auto_core = !absent && !tile.isString() && tile["core"].isString() && tile["core"].as<std::string>() == "auto";
   if (tile.isString() && !auto_all) throw Error(ErrorCode::InvalidArgument, "tile must be {core, halo} or \"auto\"");
   if (auto_all || auto_core) {
     r.auto_tile = true;
-    r.halo_override = auto_core ? count(tile, "halo", 0) : 0;
+    r.halo_override = auto_core && !tile["halo"].isUndefined() ? static_cast<uint32_t>(option(tile, "halo", "tile.halo")) : 0;
     const val w = v["workers"];
-    r.fixed_workers = (w.isUndefined() || w.isNull() || w.isString()) ? 0 : count(v, "workers", 0);
+    r.fixed_workers = (w.isUndefined() || w.isNull() || w.isString()) ? 0 : static_cast<uint32_t>(option(v, "workers", "workers"));
     const val t = v["threadsPerWorker"];
-    r.fixed_threads = (t.isUndefined() || t.isNull() || t.isString()) ? 0 : count(v, "threadsPerWorker", 0);
+    r.fixed_threads =
+        (t.isUndefined() || t.isNull() || t.isString()) ? 0 : static_cast<uint32_t>(option(v, "threadsPerWorker", "threadsPerWorker"));
     r.hardware_threads = std::max<uint32_t>(1, count(v, "hardwareThreads", 2));
   } else {
-    r.tile = tile_from(tile);
-    r.tile_given = !tile.isUndefined() && !tile.isNull();
+    r.tile.core = static_cast<uint32_t>(option(tile, "core", "tile.core"));
+    r.tile.halo = tile["halo"].isUndefined() ? network_halo : static_cast<uint32_t>(option(tile, "halo", "tile.halo"));
+    r.tile_given = true;
   }
-  r.workers = std::max<uint32_t>(1, v["workers"].isNumber() ? count(v, "workers", 1) : 1);
+  r.workers = v["workers"].isNumber() ? static_cast<uint32_t>(option(v, "workers", "workers")) : 1;
   // Phase networks: te (seconds; a number or one per echo), b0 (tesla), erodeRadius (voxels), phaseSign.
   const val te = v["te"];
   if (te.isNumber()) {
@@ -153,10 +163,31 @@ InversionRequest request_from(const val& v) {
       r.phase.te_s.push_back(te[i].as<double>());
     }
   }
-  r.phase.b0_tesla = number(v, "b0", 3.0);
-  r.phase.erode_radius = count(v, "erodeRadius", 3);
-  r.phase.phase_sign = number(v, "phaseSign", -1.0);
+  r.phase.b0_tesla = option(v, "b0", "b0");
+  r.phase.erode_radius = static_cast<uint32_t>(option(v, "erodeRadius", "erodeRadius"));
+  r.phase.phase_sign = option(v, "phaseSign", "phaseSign");
   return r;
+}
+
+val schema_to_val() {
+  val out = val::array();
+  for (const OptionSpec& o : request_options()) {
+    val x = val::object();
+    x.set("name", std::string(o.name));
+    x.set("unit", std::string(o.unit));
+    if (o.default_text.empty()) {
+      x.set("default", o.default_value);
+    } else {
+      x.set("default", std::string(o.default_text));
+    }
+    x.set("min", o.min);
+    x.set("max", o.max);
+    x.set("minExclusive", o.min_exclusive);
+    x.set("integer", o.integer);
+    x.set("help", std::string(o.help));
+    out.call<void>("push", x);
+  }
+  return out;
 }
 
 val to_val(const ModelSpec& m) {
@@ -260,6 +291,28 @@ val to_val(const RunReport& r) {
   return o;
 }
 
+PlanChoice plan_choice_from(const val& p) {
+  if (p.isUndefined() || p.isNull() || p.typeOf().as<std::string>() != "object") {
+    throw Error(ErrorCode::InvalidArgument, "plan must be the object plan() returned");
+  }
+  if (!p["feasible"].isTrue()) {
+    const val m = p["message"];
+    throw Error(ErrorCode::BudgetExceeded, m.isString() && !m.as<std::string>().empty() ? m.as<std::string>()
+                                                                                       : std::string("the plan is not feasible"));
+  }
+  PlanChoice c;
+  c.whole_volume = p["wholeVolume"].isTrue();
+  const val tile = p["tile"];
+  if (tile.isUndefined() || tile.isNull()) throw Error(ErrorCode::InvalidArgument, "plan.tile is missing: pass the object plan() returned");
+  c.tile = TileConfig{count(tile, "core", 0), count(tile, "halo", 0)};
+  c.workers = count(p, "workers", 1);
+  c.threads_per_worker = count(p, "threadsPerWorker", 0);
+  c.tiles_in_flight = count(p, "tilesInFlight", 0);
+  c.tiles_total = count(p, "tilesTotal", 0);
+  c.tiles_active = count(p, "tilesActive", 0);
+  return c;
+}
+
 val copy_out(std::span<const float> v) {
   return val(emscripten::typed_memory_view(v.size(), v.data())).call<val>("slice");
 }
@@ -267,15 +320,25 @@ val copy_out(std::span<const uint8_t> v) {
   return val(emscripten::typed_memory_view(v.size(), v.data())).call<val>("slice");
 }
 
-void check_echoes(const InversionRequest& r, const Volume& v) {
-  const bool phase = r.model && r.model->kind == ModelKind::WholeVolumeOnly;
-  if (!phase && (v.echoes() != 1 || !v.magnitude().empty())) {
-    throw Error(ErrorCode::InvalidArgument, "several echoes and a magnitude are only taken by the phase networks (iQSM family)");
+val plan_to_val(const val& geometry, const val& mask, const val& request) {
+  InversionRequest r = request_from(request);
+  r.geometry = geometry_from(geometry);
+  const uint64_t n = r.geometry.voxel_count();
+  std::vector<uint8_t> m;
+  if (mask.isUndefined() || mask.isNull()) {
+    m.assign(n, 1);
+  } else {
+    if (mask["length"].isUndefined() || mask["length"].as<double>() != static_cast<double>(n)) {
+      throw Error(ErrorCode::InvalidArgument, "the mask does not hold " + std::to_string(n) + " values (" +
+                                                  dims_text(r.geometry.dims) + "): field and mask must have the same dims");
+    }
+    m = emscripten::convertJSArrayToNumberVector<uint8_t>(mask);
   }
-  if (phase && !r.phase.te_s.empty() && r.phase.te_s.size() != v.echoes()) {
-    throw Error(ErrorCode::InvalidArgument, "the phase holds " + std::to_string(v.echoes()) + " echo(es) but te gives " +
-                                                std::to_string(r.phase.te_s.size()) + " echo time(s): give one TE per echo");
-  }
+  val p = to_val(plan_inversion(r, m, Target::Wasm));
+  p.set("warning", inversion_warning(r));
+  p.set("networks", network_count(r));
+  p.set("steps", runs_in_steps(r));
+  return p;
 }
 
 val phantom_to_val(const val& geometry, const val& options) {
@@ -292,124 +355,6 @@ val phantom_to_val(const val& geometry, const val& options) {
   out.set("field", copy_out(std::span<const float>(p.field)));
   out.set("mask", copy_out(std::span<const uint8_t>(p.mask)));
   return out;
-}
-
-Volume::Volume(const val& geometry, uint32_t echoes) : geometry_(geometry_from(geometry)), echoes_(echoes) {
-  if (echoes == 0 || echoes > 64) throw Error(ErrorCode::InvalidArgument, "echoes must be 1 to 64, got " + std::to_string(echoes));
-  const uint64_t n = geometry_.voxel_count();
-  if (n * echoes > (1ull << 30)) {
-    throw Error(ErrorCode::InvalidArgument, std::to_string(echoes) + " echoes of " + std::to_string(n) +
-                                                " voxels do not fit a browser's 4 GB memory: give fewer echoes");
-  }
-  field_.assign(n * echoes, 0.0f);
-  mask_.assign(n, 0);
-}
-
-val Volume::geometry() const {
-  val o = val::object();
-  val dims = val::array(), vox = val::array(), b0 = val::array();
-  for (int a = 0; a < 3; ++a) {
-    dims.call<void>("push", static_cast<double>(geometry_.dims[a]));
-    vox.call<void>("push", geometry_.voxel_mm[a]);
-    b0.call<void>("push", geometry_.b0_dir[a]);
-  }
-  o.set("dims", dims);
-  o.set("voxelMm", vox);
-  o.set("b0Dir", b0);
-  return o;
-}
-
-val Volume::field_view() { return val(emscripten::typed_memory_view(field_.size(), field_.data())); }
-val Volume::mask_view() { return val(emscripten::typed_memory_view(mask_.size(), mask_.data())); }
-val Volume::magnitude_view() {
-  if (magnitude_.empty()) magnitude_.assign(field_.size(), 0.0f);
-  return val(emscripten::typed_memory_view(magnitude_.size(), magnitude_.data()));
-}
-
-InversionJob::InversionJob(std::shared_ptr<Volume> volume, const val& request, uint32_t threads)
-    : volume_(std::move(volume)), request_(request_from(request)) {
-  request_.geometry = volume_->geo();
-  check_echoes(request_, *volume_);
-  const TilePlan plan = plan_inversion(request_, volume_->mask(), Target::Wasm);
-  if (!plan.feasible) throw Error(ErrorCode::BudgetExceeded, plan.message);
-  warning_ = inversion_warning(request_);
-  networks_ = tessera::network_count(request_);
-  chi_.assign(volume_->voxel_count(), 0.0f);
-  RunOptions options;
-  options.threads = std::max<uint32_t>(1, threads);
-  options.target = Target::Wasm;
-  std::shared_ptr<Volume> vol = volume_;
-  InversionRequest req = request_;
-  std::span<float> chi(chi_);
-  job_ = std::make_unique<Job>(
-      [vol, req, chi](const RunOptions& opts, Bridge& bridge) {
-        std::vector<std::unique_ptr<BridgeRunner>> runners;
-        std::vector<PatchRunner*> nets;
-        for (uint32_t i = 0; i < tessera::network_count(req); ++i) {
-          runners.push_back(std::make_unique<BridgeRunner>(bridge, i, network_output_channels(req, i)));
-          nets.push_back(runners.back().get());
-        }
-        return run_inversion(req, vol->field(), vol->mask(), nets, opts, chi, vol->magnitude());
-      },
-      options);
-}
-
-val InversionJob::poll() {
-  val o = val::object();
-  const Job::State s = job_->state();
-  o.set("state", std::string(s == Job::State::Running ? "running" : s == Job::State::Succeeded ? "succeeded" : "failed"));
-  o.set("done", static_cast<double>(job_->done()));
-  o.set("total", static_cast<double>(job_->total()));
-  o.set("inFlight", job_->bridge().open_requests());
-  val requests = val::array();
-  for (const Bridge::Request& r : job_->bridge().take()) {
-    val q = val::object();
-    q.set("id", static_cast<double>(r.id));
-    q.set("network", r.network);
-    q.set("tile", static_cast<double>(r.tile));
-    val dims = val::array();
-    dims.call<void>("push", 1);
-    dims.call<void>("push", r.shape.channels);
-    for (uint64_t d : r.shape.dims) dims.call<void>("push", static_cast<double>(d));
-    q.set("dims", dims);
-    q.set("input", val(emscripten::typed_memory_view(r.input.size(), r.input.data())));
-    val extras = val::array();
-    for (const NamedInput& e : r.extras) {
-      val x = val::object();
-      x.set("role", e.role);
-      val d = val::array();
-      for (uint64_t k : e.dims) d.call<void>("push", static_cast<double>(k));
-      x.set("dims", d);
-      x.set("input", val(emscripten::typed_memory_view(e.data.size(), e.data.data())));
-      extras.call<void>("push", x);
-    }
-    q.set("extras", extras);
-    requests.call<void>("push", q);
-  }
-  o.set("requests", requests);
-  return o;
-}
-
-void InversionJob::respond(double id, const val& output) {
-  job_->bridge().respond(static_cast<uint64_t>(id), emscripten::convertJSArrayToNumberVector<float>(output));
-}
-
-void InversionJob::fail(double id, const std::string& message) { job_->bridge().fail(static_cast<uint64_t>(id), message); }
-
-void InversionJob::cancel() { job_->cancel(); }
-
-val InversionJob::report() {
-  job_->join();
-  if (job_->state() == Job::State::Failed) throw Error(job_->error_code(), job_->error_message());
-  val r = to_val(job_->report());
-  r.set("warning", warning_);
-  r.set("maxOpenRequests", job_->bridge().max_open_requests());
-  return r;
-}
-
-val InversionJob::result_view() {
-  if (job_->state() != Job::State::Succeeded) throw Error(ErrorCode::InvalidArgument, "no result: the run has not succeeded");
-  return val(emscripten::typed_memory_view(chi_.size(), chi_.data()));
 }
 
 }  // namespace tessera::js

@@ -14,7 +14,6 @@
 #include "tessera/error.h"
 #include "tessera/geometry.h"
 #include "tessera/inversion.h"
-#include "tessera/job.h"
 #include "tessera/plan.h"
 #include "tessera/registry.h"
 
@@ -45,73 +44,27 @@ TileConfig tile_from(const val& v);
 TileCost cost_from(const val& v);
 FieldNetwork custom_network_from(const val& v);
 InversionRequest request_from(const val& v);
+// The request schema (tessera/request.h): [{name, unit, default, min, max, minExclusive, integer, help}].
+val schema_to_val();
 
 val to_val(const ModelSpec& m);
 val to_val(const PatchFit& f);
 val to_val(const TilePlan& p);
 val to_val(const RunReport& r);
 
+// The choice a plan object (from plan()) fixed, to hand back to a run.
+PlanChoice plan_choice_from(const val& plan);
+
+// The plan of request over a volume of this geometry and mask (a Uint8Array of 0/1, or undefined: every voxel), with
+// the off-design warning, the number of networks and whether the run goes in steps (FieldRun) or as an
+// InversionJob. Never allocates the volume's field.
+val plan_to_val(const val& geometry, const val& mask, const val& request);
+
 // A copy of a C++ vector as a standalone JS typed array (not a heap view).
 val copy_out(std::span<const float> v);
 val copy_out(std::span<const uint8_t> v);
 
-class Volume;
-// Throws Error(InvalidArgument) when the volume's echoes (and magnitude) do not suit the request.
-void check_echoes(const InversionRequest& request, const Volume& volume);
-
 // {chi, field, mask} of the numerical head phantom; options {seed, noise, threads}.
 val phantom_to_val(const val& geometry, const val& options);
-
-// A volume in the module heap: field (f32; for phase networks the wrapped phase of every echo, echo after
-// echo), mask (u8) and an optional magnitude (same size as the field), filled by JavaScript through views.
-class Volume {
- public:
-  // echoes >= 1 (more than 1 only for the phase networks' multi-echo data).
-  Volume(const val& geometry, uint32_t echoes);
-  val geometry() const;
-  // Views on the heap: valid until the next call that may allocate. Fill them at once.
-  val field_view();
-  val mask_view();
-  // Allocates the magnitude (zeros) on the first call, then views it.
-  val magnitude_view();
-  uint32_t voxel_count() const { return static_cast<uint32_t>(mask_.size()); }
-  uint32_t echoes() const { return echoes_; }
-  const Geometry& geo() const { return geometry_; }
-  std::span<const float> field() const { return field_; }
-  std::span<const uint8_t> mask() const { return mask_; }
-  std::span<const float> magnitude() const { return magnitude_; }
-
- private:
-  Geometry geometry_;
-  uint32_t echoes_ = 1;
-  std::vector<float> field_;
-  std::vector<uint8_t> mask_;
-  std::vector<float> magnitude_;
-};
-
-// An inversion running on a driver thread; JavaScript polls it and serves its network requests.
-class InversionJob {
- public:
-  InversionJob(std::shared_ptr<Volume> volume, const val& request, uint32_t threads);
-  // {state, done, total, inFlight, requests: [{id, network, dims, input}]}; inputs are heap views.
-  val poll();
-  void respond(double id, const val& output);
-  void fail(double id, const std::string& message);
-  void cancel();
-  // The report; throws the run's error as a TesseraError.
-  val report();
-  // View on chi (valid until the next allocating call); only after success.
-  val result_view();
-  std::string warning() const { return warning_; }
-  uint32_t network_count() const { return networks_; }
-
- private:
-  std::shared_ptr<Volume> volume_;  // kept alive while the driver thread reads it
-  InversionRequest request_;
-  std::vector<float> chi_;
-  std::string warning_;
-  uint32_t networks_ = 1;
-  std::unique_ptr<Job> job_;
-};
 
 }  // namespace tessera::js

@@ -8,8 +8,10 @@
 namespace tessera {
 
 // Output core edge and halo (context) edge of a cubic tile, in voxels.
+// {128, 8} is the budget's worked example (the reference engine's config), not what a request defaults to:
+// requests default to automatic tiling (tessera/request.h).
 struct TileConfig {
-  uint32_t core = 128;  // native default
+  uint32_t core = 128;
   uint32_t halo = 8;
 };
 
@@ -17,7 +19,7 @@ struct TileConfig {
 // patch holds is fixed_bytes (runtime + weights + what session creation keeps) + bytes_per_voxel · edge³.
 struct TileCost {
   uint32_t divisor = 1;
-  uint64_t bytes_per_voxel = 1100;  // the reference engine's budgeting figure
+  uint64_t bytes_per_voxel = 1100;  // the reference engine's budgeting figure (= defaults::kBytesPerVoxel)
   uint64_t fixed_bytes = 0;         // per worker, whatever the patch
 };
 

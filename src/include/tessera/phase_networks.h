@@ -15,6 +15,7 @@
 
 #include "tessera/driver.h"
 #include "tessera/geometry.h"
+#include "tessera/request.h"
 #include "tessera/plan.h"
 #include "tessera/registry.h"
 #include "tessera/runner.h"
@@ -23,9 +24,9 @@ namespace tessera {
 
 struct PhaseSettings {
   std::vector<double> te_s;   // echo times in seconds, one per echo (> 0)
-  double b0_tesla = 3.0;      // field strength (> 0)
-  uint32_t erode_radius = 3;  // mask erosion radius in voxels (0: none); the reference default is 3
-  double phase_sign = -1.0;   // +1 or −1: multiplies the phase before the network (reference default −1)
+  double b0_tesla = defaults::kB0Tesla;  // field strength (> 0)
+  uint32_t erode_radius = defaults::kErodeRadius;  // mask erosion radius in voxels (0: none); the reference default is 3
+  double phase_sign = defaults::kPhaseSign;  // +1 or −1: multiplies the phase before the network (reference default −1)
 };
 
 // Binary erosion of mask by a sphere of radius r voxels (offsets with dx²+dy²+dz² ≤ r²); voxels outside

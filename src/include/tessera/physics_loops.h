@@ -20,7 +20,6 @@ constexpr double alpha = 3.718820571899414;
 constexpr double mu = -2.4724603240382513e-4;
 constexpr double sigma = 0.028365555003933052;
 constexpr int iterations = 3;
-constexpr int64_t divisor = 8;
 }  // namespace lpcnn_constants
 
 namespace modl_constants {
@@ -28,13 +27,11 @@ constexpr double alpha = 1.101906418800354;
 constexpr double mean[2] = {-0.0022565326653420925, -0.0004852914426010102};
 constexpr double std_dev[2] = {0.026074999943375587, 0.004082275088876486};
 constexpr int iterations = 3;
-constexpr int64_t divisor = 2;  // the network assumes even dims: odd axes get one zero plane on the high side
 constexpr double voxel_tolerance_mm = 0.01;  // |voxel - 1 mm| allowed per axis
 }  // namespace modl_constants
 
 namespace nextqsm_constants {
 constexpr double lambdas[6] = {15.141516, 15.005543, 16.733437, 14.574243, 7.072418, 0.7588475};
-constexpr int64_t divisor = 64;
 constexpr double data_weight = 100.0;  // g_D = 100/(|bf| |u|) D(dx - bf)
 }  // namespace nextqsm_constants
 

@@ -1,0 +1,72 @@
+#include "field_run.h"
+
+#include <emscripten/val.h>
+
+#include "conversions.h"
+#include "tessera/error.h"
+
+namespace tessera::js {
+
+FieldRun::FieldRun(std::shared_ptr<Volume> volume, const val& request, const val& plan) : volume_(std::move(volume)) {
+  const PreparedRun p = prepare_run(*volume_, request, plan);
+  if (!runs_in_steps(p.request)) {
+    throw Error(ErrorCode::Internal, std::string(p.request.model->name) + " calls its network from inside an algorithm: run it as an InversionJob");
+  }
+  warning_ = p.warning;
+  chi_.assign(volume_->voxel_count(), 0.0f);
+  run_ = std::make_unique<StepRun>(volume_->geo(), volume_->field(), volume_->mask(), request_network(p.request), p.plan,
+                                   network_output_channels(p.request, 0), chi_);
+}
+
+val FieldRun::next() {
+  if (staging_.empty()) staging_.resize(run_->input_shape().size());
+  const auto patch = run_->next(staging_);
+  if (!patch) return val::null();
+  val o = val::object();
+  o.set("job", static_cast<double>(patch->job));
+  o.set("tile", static_cast<double>(patch->tile));
+  val dims = val::array();
+  dims.call<void>("push", 1);
+  dims.call<void>("push", 1);
+  for (uint64_t d : run_->input_shape().dims) dims.call<void>("push", static_cast<double>(d));
+  o.set("dims", dims);
+  o.set("input", copy_out(std::span<const float>(staging_)));
+  return o;
+}
+
+void FieldRun::finish(double job, const val& output) {
+  if (output["length"].isUndefined()) {
+    run_->fail(static_cast<uint64_t>(job), ErrorCode::RunnerFailed, "the network output is not an array");
+    return;
+  }
+  const std::vector<float> out = emscripten::convertJSArrayToNumberVector<float>(output);
+  run_->finish(static_cast<uint64_t>(job), out);
+}
+
+void FieldRun::fail(double job, const std::string& message) {
+  run_->fail(static_cast<uint64_t>(job), ErrorCode::RunnerFailed, message);
+}
+
+void FieldRun::cancel() { run_->cancel(); }
+
+val FieldRun::state() const {
+  val o = val::object();
+  o.set("finished", run_->finished());
+  o.set("done", static_cast<double>(run_->done()));
+  o.set("total", static_cast<double>(run_->total()));
+  o.set("inFlight", run_->in_flight());
+  return o;
+}
+
+val FieldRun::report() const {
+  val r = to_val(run_->report());
+  r.set("warning", warning_);
+  return r;
+}
+
+val FieldRun::result() const {
+  run_->report();  // throws unless the run succeeded
+  return copy_out(std::span<const float>(chi_));
+}
+
+}  // namespace tessera::js

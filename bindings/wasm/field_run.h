@@ -1,0 +1,47 @@
+// A field -> chi run that JavaScript drives step by step (tessera/step_run.h): next() hands out a gathered patch
+// while the plan allows another tile in flight, finish() scatters a network output. Nothing blocks, nothing polls.
+#pragma once
+
+#include <emscripten/val.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/step_run.h"
+#include "volume.h"
+
+namespace tessera::js {
+
+using emscripten::val;
+
+class FieldRun {
+ public:
+  // plan is the plan object of this request (from plan()); the run obeys it.
+  // The request is a field -> chi network (registered or custom).
+  FieldRun(std::shared_ptr<Volume> volume, const val& request, const val& plan);
+  // {job, tile, dims: [1, 1, X, Y, Z], input: Float32Array (a copy, off the heap)}, or null when no patch may start.
+  val next();
+  // Scatters the network output of a patch from next() (a Float32Array of output channels · patch voxels).
+  void finish(double job, const val& output);
+  // Fails a patch from next() with the executor's message (the run fails with RunnerFailed naming the tile).
+  void fail(double job, const std::string& message);
+  void cancel();
+  // {finished, done, total, inFlight}
+  val state() const;
+  // The report of a finished run; throws its first error (or Cancelled) as a TesseraError.
+  val report() const;
+  // chi as a standalone Float32Array; only after a successful report().
+  val result() const;
+  std::string warning() const { return warning_; }
+
+ private:
+  std::shared_ptr<Volume> volume_;  // the run reads its field and mask
+  std::vector<float> chi_;
+  std::vector<float> staging_;  // one patch, gathered then copied out
+  std::string warning_;
+  std::unique_ptr<StepRun> run_;
+};
+
+}  // namespace tessera::js

@@ -1,0 +1,47 @@
+// The request schema: every option a run takes — its unit, default and range — defined once. The C++ core
+// reads and checks requests against it; JavaScript (the API, the CLI, the page) asks for it (schema()) to show
+// defaults and ranges instead of keeping its own copies.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace tessera {
+
+struct OptionSpec {
+  std::string_view name;      // as JavaScript spells it: "b0", "spec.bytesPerVoxel", "tile.halo"
+  std::string_view unit;      // "s", "T", "voxels", "bytes", "ppm", "" (a plain number)
+  double default_value = 0;   // the default when default_text is empty
+  std::string_view default_text;  // a default that is not a number ("auto", "the network's default halo")
+  double min = 0;             // inclusive unless min_exclusive
+  double max = 0;             // inclusive
+  bool min_exclusive = false;
+  bool integer = false;
+  std::string_view help;      // one line
+};
+
+// Every option, in a stable order.
+std::span<const OptionSpec> request_options();
+
+// The option with this name.
+// name is one of request_options()' names (else Error Internal).
+const OptionSpec& request_option(std::string_view name);
+
+// Checks value against the option's range (and wholeness); returns it.
+// Throws Error(InvalidArgument) naming the option, its unit and range, e.g. "b0 must be in (0, 30] T, got 300".
+double checked_option(std::string_view name, double value);
+
+// The numeric defaults, named once: the schema's table, the C++ structs and the bindings all use these.
+namespace defaults {
+inline constexpr uint32_t kCustomNetworkHalo = 4;  // a custom network (a spec, not a registry entry)
+inline constexpr uint32_t kDivisor = 1;
+inline constexpr uint64_t kBytesPerVoxel = 1100;  // the reference engine's budgeting figure
+inline constexpr uint32_t kThreadsPerWorker = 1;
+inline constexpr double kB0Tesla = 3.0;
+inline constexpr uint32_t kErodeRadius = 3;  // the iQSM reference's
+inline constexpr double kPhaseSign = -1.0;   // the iQSM reference negates the scanner's phase
+}  // namespace defaults
+
+}  // namespace tessera

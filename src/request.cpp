@@ -1,0 +1,80 @@
+#include "tessera/request.h"
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+
+#include "tessera/error.h"
+
+namespace tessera {
+
+namespace {
+
+constexpr double kHuge = 1e15;
+
+const std::array<OptionSpec, 17> kOptions{{
+    {"tile", "", 0, "auto", 0, 0, false, false,
+     "{core, halo} in voxels, or \"auto\": the planner chooses core, workers and threads per worker"},
+    {"tile.core", "voxels", 0, "auto", 1, 4096, false, true, "output core edge of a tile"},
+    {"tile.halo", "voxels", 0, "the network's default halo (4 for a custom network)", 0, 1024, false, true,
+     "context added on every side of a core"},
+    {"whole", "", 0, "false", 0, 1, false, false, "run the whole volume at once (when it fits the single-patch limit)"},
+    {"workers", "", 0, "auto", 1, 64, false, true, "networks running at once (the budget may lower it)"},
+    {"threadsPerWorker", "", defaults::kThreadsPerWorker, "", 1, 64, false, true, "ONNX Runtime intra-op threads of each worker"},
+    {"spec.divisor", "voxels", defaults::kDivisor, "", 1, 1024, false, true, "patch edges are multiples of this (the network's poolings)"},
+    {"spec.bytesPerVoxel", "bytes", static_cast<double>(defaults::kBytesPerVoxel), "", 1, kHuge, false, true, "activation bytes per patch voxel"},
+    {"spec.fixedBytes", "bytes", 0, "", 0, kHuge, false, true, "bytes per worker whatever the patch (runtime, weights)"},
+    {"spec.inputMean", "ppm", 0, "", -kHuge, kHuge, false, false, "network input = (field - inputMean) / inputStd"},
+    {"spec.inputStd", "ppm", 1, "", 0, kHuge, true, false, "network input = (field - inputMean) / inputStd"},
+    {"spec.outputMean", "ppm", 0, "", -kHuge, kHuge, false, false, "χ = outputStd · output + outputMean"},
+    {"spec.outputStd", "ppm", 1, "", -kHuge, kHuge, false, false, "χ = outputStd · output + outputMean"},
+    {"te", "s", 0, "required for the phase networks", 0, 1, true, false,
+     "echo time of every echo, in seconds (20 ms = 0.02)"},
+    {"b0", "T", defaults::kB0Tesla, "", 0, 30, true, false, "field strength in tesla"},
+    {"erodeRadius", "voxels", defaults::kErodeRadius, "", 0, 255, false, true, "mask erosion before a phase network (the reference's 3)"},
+    {"phaseSign", "", defaults::kPhaseSign, "", -1, 1, false, true, "+1 or -1: multiplies the phase (the reference negates it)"},
+}};
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::span<const OptionSpec> request_options() { return kOptions; }
+
+const OptionSpec& request_option(std::string_view name) {
+  for (const OptionSpec& o : kOptions) {
+    if (o.name == name) return o;
+  }
+  throw Error(ErrorCode::Internal, "no request option '" + std::string(name) + "'");
+}
+
+double checked_option(std::string_view name, double value) {
+  const OptionSpec& o = request_option(name);
+  const bool low_ok = o.min_exclusive ? value > o.min : value >= o.min;
+  const bool whole = !o.integer || value == std::floor(value);
+  const bool sign_ok = o.name != "phaseSign" || value == 1.0 || value == -1.0;
+  if (std::isfinite(value) && low_ok && value <= o.max && whole && sign_ok) return value;
+  std::string range;
+  if (o.name == "phaseSign") {
+    range = "+1 or -1";
+  } else if (o.max >= kHuge && o.min <= -kHuge) {
+    range = "a finite number";
+  } else {
+    range = std::string(o.integer ? "a whole number in " : "in ") + (o.min_exclusive ? "(" : "[") + number_text(o.min) +
+            ", " + (o.max >= kHuge ? std::string("∞)") : number_text(o.max) + "]");
+  }
+  const std::string unit = o.unit.empty() ? "" : " " + std::string(o.unit);
+  std::string message = std::string(o.name) + " must be " + range + unit + ", got " + number_text(value);
+  if (o.name == "te" && value > 1 && value <= 1000) {
+    message += ": give TE in seconds (20 ms = 0.02)";
+  } else {
+    message += " (" + std::string(o.help) + ")";
+  }
+  throw Error(ErrorCode::InvalidArgument, message);
+}
+
+}  // namespace tessera

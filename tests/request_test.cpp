@@ -1,0 +1,64 @@
+#include "tessera/request.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "tessera/budget.h"
+#include "tessera/error.h"
+#include "tessera/phase_networks.h"
+#include "tessera/registry.h"
+
+using namespace tessera;
+
+namespace {
+std::string refusal(std::string_view name, double value) {
+  try {
+    checked_option(name, value);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    return e.what();
+  }
+  ADD_FAILURE() << name << " = " << value << " accepted";
+  return "";
+}
+}  // namespace
+
+TEST(Request, EveryOptionIsNamedOnceWithASaneRangeAndDefault) {
+  std::set<std::string> names;
+  for (const OptionSpec& o : request_options()) {
+    EXPECT_TRUE(names.insert(std::string(o.name)).second) << o.name;
+    EXPECT_LE(o.min, o.max) << o.name;
+    EXPECT_FALSE(o.help.empty()) << o.name;
+    if (o.default_text.empty()) EXPECT_EQ(checked_option(o.name, o.default_value), o.default_value) << o.name;
+  }
+  EXPECT_THROW(request_option("nope"), Error);
+}
+
+TEST(Request, TheStructsDefaultToTheSchema) {
+  const PhaseSettings s;
+  EXPECT_EQ(s.b0_tesla, request_option("b0").default_value);
+  EXPECT_EQ(s.erode_radius, request_option("erodeRadius").default_value);
+  EXPECT_EQ(s.phase_sign, request_option("phaseSign").default_value);
+  EXPECT_EQ(TileCost{}.bytes_per_voxel, request_option("spec.bytesPerVoxel").default_value);
+  EXPECT_EQ(TileCost{}.divisor, request_option("spec.divisor").default_value);
+  EXPECT_EQ(request_option("tile").default_text, "auto");
+}
+
+TEST(Request, RefusalsNameTheOptionRangeAndUnit) {
+  EXPECT_EQ(refusal("b0", 0), "b0 must be in (0, 30] T, got 0 (field strength in tesla)");
+  EXPECT_EQ(refusal("te", 20), "te must be in (0, 1] s, got 20: give TE in seconds (20 ms = 0.02)");
+  EXPECT_NE(refusal("te", -0.01).find("te must be in (0, 1] s, got -0.01"), std::string::npos);
+  EXPECT_NE(refusal("phaseSign", 2).find("phaseSign must be +1 or -1"), std::string::npos);
+  EXPECT_NE(refusal("erodeRadius", 2.5).find("erodeRadius must be a whole number in [0, 255] voxels"), std::string::npos);
+  EXPECT_NE(refusal("spec.inputStd", 0).find("spec.inputStd must be in (0, ∞) ppm"), std::string::npos);
+  EXPECT_NE(refusal("spec.divisor", 0).find("spec.divisor must be a whole number in [1, 1024] voxels"), std::string::npos);
+  EXPECT_NE(refusal("spec.outputMean", std::numeric_limits<double>::infinity()).find("a finite number"), std::string::npos);
+  EXPECT_EQ(checked_option("te", 0.02), 0.02);
+  EXPECT_EQ(checked_option("phaseSign", 1), 1);
+}
+
+TEST(Request, MoDLIsPlannedAtTheEvenSizeItsNetworkSees) {
+  EXPECT_EQ(model_spec("modl-qsm").divisor, 2u);
+}
