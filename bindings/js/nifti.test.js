@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import zlib from 'node:zlib';
+import fs from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import * as niftiReader from 'nifti-reader-js';
 import {
@@ -307,6 +308,69 @@ test('b0Dir: scanner z in voxel axes from qform, sform (anisotropic), scanner-sp
   const sing = readNifti(makeNifti1({ sformCode: 1, srow: [1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0] }));
   assert.deepEqual(sing.b0Dir, [0, 0, 1]);
   assert.equal(sing.b0DirSource, 'default');
+});
+
+test('fuzz: 300 hand-built NIfTI-1/2 headers (byte orders, datatypes, scaling, qform/sform codes) read back their known values', () => {
+  // The fields come from nifti-reader-js now, so the oracle is the builder's own inputs; the qform matrix
+  // (computed here, not by the library's affine) is checked against nifti-reader-js's getQformMat.
+  let seed = 12345;
+  const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  const pick = (xs) => xs[Math.floor(rand() * xs.length)];
+  const codes = Object.keys(TYPES).map(Number);
+  const intRange = { 2: [0, 255], 256: [-128, 127], 4: [-32768, 32767], 512: [0, 65535], 8: [-1e6, 1e6], 768: [0, 1e6] };
+  for (let trial = 0; trial < 300; trial++) {
+    const version = pick([1, 2]);
+    const le = rand() < 0.5;
+    const datatype = pick(codes);
+    const d3 = [1 + Math.floor(rand() * 4), 1 + Math.floor(rand() * 3), 1 + Math.floor(rand() * 3)];
+    const dim = [pick([3, 4]), ...d3, 1, 1, 1, 1];
+    const nvox = d3[0] * d3[1] * d3[2];
+    const [a, b] = intRange[datatype] ?? [-1000, 1000];
+    const values = Array.from({ length: nvox }, () => (intRange[datatype] ? Math.round(a + rand() * (b - a)) : (rand() - 0.5) * 1e3));
+    const vox = [0.3 + rand() * 3, 0.3 + rand() * 3, 0.3 + rand() * 3];
+    const pixdim = [pick([1, -1]), ...vox, 0, 0, 0, 0];
+    const slope = pick([0, 1, 0.25 + rand()]);
+    const inter = slope ? pick([0, rand() * 10 - 5]) : 0;
+    const qformCode = pick([0, 1, 2]);
+    const [qb, qc, qd] = quat([rand() - 0.5, rand() - 0.5, rand() - 0.5].map((x, _, u) => x / Math.hypot(...u)), rand() * 6);
+    const quatern = [qb, qc, qd, rand() * 100 - 50, rand() * 100 - 50, rand() * 100 - 50];
+    const sformCode = pick([0, 1, 4]);
+    const srow = Array.from({ length: 12 }, () => rand() * 4 - 2);
+    const opts = { dim, datatype, values, le, pixdim, slope, inter, qformCode, quatern, sformCode, srow };
+    const file = version === 1 ? makeNifti1(opts) : makeNifti2(opts);
+    const vol = readNifti(file);
+    const stored = version === 1 ? Math.fround : (x) => x; // NIfTI-1 header floats are float32
+    const msg = `trial ${trial} (NIfTI-${version} ${le ? 'LE' : 'BE'} datatype ${datatype})`;
+    assert.deepEqual(vol.dims, d3, msg);
+    assert.equal(vol.echoes, 1);
+    close(vol.voxelMm, vox.map(stored), 1e-12, `${msg} voxelMm`);
+    const s = stored(slope);
+    const i0 = stored(inter);
+    const scaled = s !== 0 && !(s === 1 && i0 === 0);
+    const want = datatype === 16 ? f32(values) : values;
+    assert.deepEqual(Array.from(vol.data), want.map((v) => Math.fround(scaled ? v * s + i0 : v)), `${msg} data`);
+    assert.deepEqual([vol.header.version, vol.header.littleEndian, vol.header.qform_code, vol.header.sform_code], [version, le, qformCode, sformCode], msg);
+    assert.deepEqual([...vol.header.srow_x, ...vol.header.srow_y, ...vol.header.srow_z], srow.map(stored), `${msg} srow`);
+    if (sformCode > 0) {
+      assert.equal(vol.affineSource, 'sform');
+      assert.deepEqual(vol.affine, [...srow.map(stored), 0, 0, 0, 1], `${msg} sform`);
+    } else if (qformCode > 0) {
+      assert.equal(vol.affineSource, 'qform');
+      close(vol.affine, niftiReader.readHeader(file.slice().buffer).getQformMat().flat(), 1e-9, `${msg} qform`);
+    } else {
+      assert.deepEqual(vol.affine, [stored(vox[0]), 0, 0, 0, 0, stored(vox[1]), 0, 0, 0, 0, stored(vox[2]), 0, 0, 0, 0, 1], `${msg} pixdim`);
+    }
+    assert.ok(Math.abs(Math.hypot(...vol.b0Dir) - 1) < 1e-9, `${msg} b0Dir unit`);
+    assert.deepEqual(new Uint8Array(vol.raw), file.subarray(0, version === 1 ? 352 : 544), `${msg} raw`);
+  }
+});
+
+test('nifti.js, phase-units.js and volume.js import no node built-in and await nothing at top level (browser bundles, Vite worker IIFEs)', () => {
+  for (const name of ['nifti.js', 'phase-units.js', 'volume.js', 'inputs.js']) {
+    const src = fs.readFileSync(new URL(`./${name}`, import.meta.url), 'utf8');
+    assert.doesNotMatch(src, /['"]node:|from ['"](fs|zlib|path|os|url|worker_threads)['"]/, name);
+    assert.doesNotMatch(src, /^(?:(?:export\s+)?(?:const|let|var)\s[^\n]*)?\bawait\b/m, `${name}: top-level await`); // column 0: module scope
+  }
 });
 
 // ---------------------------------------------------------------------------------------------------

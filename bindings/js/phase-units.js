@@ -140,7 +140,7 @@ export const API_PHASE_WORDS = {
  */
 export function phrasePhaseRefusal(e, words = API_PHASE_WORDS) {
   const { subject, verb, names: n } = words;
-  const range = `[${fmt(e.min)}, ${fmt(e.max)}]`;
+  const range = e.code === 'PhaseNoFinite' ? '' : `[${fmt(e.min)}, ${fmt(e.max)}]`;
   switch (e.code) {
     case 'PhaseNoFinite':
       return `${subject} holds no finite value.`;
