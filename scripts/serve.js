@@ -9,6 +9,7 @@ import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { bareImportRewriter } from './bare-imports.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -68,6 +69,7 @@ export function resolveInside(root, urlPath) {
  * (tests use it to serve a stand-in network while web/models/demo-unet.onnx does not exist yet).
  */
 export function handler({ root = ROOT, overrides = {}, log = null } = {}) {
+  const rewrite = bareImportRewriter(root); // bare imports → the page's import map (workers see none)
   return (req, res) => {
     const started = Date.now();
     res.on('finish', () => log?.(`${req.method} ${req.url} ${res.statusCode} ${Date.now() - started} ms`));
@@ -92,6 +94,8 @@ export function handler({ root = ROOT, overrides = {}, log = null } = {}) {
     });
     function stream(f, st) {
       const type = MIME[path.extname(f).toLowerCase()] ?? 'application/octet-stream';
+      const text = rewrite(f);
+      if (text !== null) return send(res, 200, req.method === 'HEAD' ? undefined : text, { 'Content-Type': type, 'Cache-Control': 'no-cache' });
       res.writeHead(200, { ...ISOLATION, 'Content-Type': type, 'Content-Length': st.size, 'Cache-Control': 'no-cache' });
       if (req.method === 'HEAD') return res.end();
       fs.createReadStream(f)

@@ -1,20 +1,37 @@
 // File work off the page's main thread: NIfTI decoding (.nii/.nii.gz), magnitude thresholding and
-// writing χ as .nii.gz. A tiny request/response protocol: {id, op, args} → {id, result} | {id, error}.
-// The phase networks' inputs (op 'phase'): a wrapped phase, 3D or 4D with the echoes along the 4th dim,
-// checked to be in radians (or converted from the units the user names), an optional magnitude and the mask.
-import { readNiftiAsync, readEchoesAsync, phaseToRadians, thresholdMask, writeNifti, hzToPpm } from '../bindings/js/nifti.js';
+// writing χ as .nii.gz. A tiny request/response protocol: {id, op, args} → {id, result} | {id, error: {message, code}}.
+// The inputs go through the package's one input loader (bindings/js/inputs.js loadInputs, shared with the CLI);
+// its refusals are phrased here in the page's words (pageMessage).
+//
+// Ops (args → result):
+//   read      {bytes, units: 'ppm'|'hz', b0}            → the field Volume in ppm (readNifti's fields: header, raw, ...)
+//   mask      {bytes}                                   → {dims, mask: Uint8Array} (nonzero and finite = inside)
+//   threshold {bytes, fraction}                         → {dims, mask: Uint8Array} (a magnitude thresholded)
+//   write     {data, like, gzip, description}           → Uint8Array (writeNifti)
+//   phase     {phase, magnitude?, mask?, maskSource: 'file'|'magnitude', fraction, units: 'rad'|'deg'|'scanner'|'unwrapped',
+//              names: {phase, magnitude?}, te?: number[] (s)}
+//             → {fixed, dims, voxelMm, b0Dir, b0DirSource, like, echoes, phase, range, nonFinite, magnitude, magEchoes, mask, notes}
+//   load      (new) the whole input of a run, field or phase, through loadInputs:
+//             {field | phase, mask?, magnitude?, maskSource, fraction, units (field: 'ppm'|'hz'|'rad/s'), b0, te? (s),
+//              phaseUnits, names: {field|phase, mask?, magnitude?}}
+//             → {kind, geometry, echoes, input: like (no data), data (ppm or rad), mask: Uint8Array, magnitude, fixed, notes,
+//                range?, nonFinite?}
+// Changes from before: TE, when given (ops phase and load), is in seconds, one per echo, and above 1 s it is refused
+// as milliseconds (the CLI's rule); a 3D magnitude with a multi-echo phase is accepted only to threshold the mask
+// (with a mask file it is refused instead of silently ignored); a phase refusal's error carries the refusal's
+// numbers (code, min, max, ...) besides the page's message.
+import { readNiftiAsync, thresholdMask, writeNifti, maskFromValues } from '../bindings/js/nifti.js';
+import { loadInputs, InputError } from '../bindings/js/inputs.js';
+import { phrasePhaseRefusal, PhaseRefusal } from '../bindings/js/phase-units.js';
 
 const ops = {
   async read({ bytes, units, b0 }) {
-    const img = await readNiftiAsync(bytes);
-    if (units === 'hz') img.data = hzToPpm(img.data, b0);
-    return img;
+    const r = await load({ field: bytes }, { units: units ?? 'ppm', b0, needMask: false }, { field: 'The field map' });
+    return r.field;
   },
   async mask({ bytes }) {
-    // readMask's rule (1 where the scaled value is finite and nonzero), after an async decode: readMask
-    // itself is synchronous and cannot gunzip in a worker without nifti-reader-js.
     const img = await readNiftiAsync(bytes);
-    return { dims: img.dims, mask: maskOf(img.data) };
+    return { dims: img.dims, mask: maskFromValues(img.data) };
   },
   async threshold({ bytes, fraction }) {
     const img = await readNiftiAsync(bytes);
@@ -23,16 +40,64 @@ const ops = {
   async write({ data, like, gzip, description }) {
     return writeNifti(data, like, { gzip, description: description ?? 'Tessera QSM chi (ppm)' });
   },
-  phase: readPhaseInputs,
+  async phase({ phase, magnitude, mask, maskSource, fraction, units, names, te }) {
+    const r = await load(
+      { phase, magnitude, mask: maskSource === 'magnitude' ? undefined : mask },
+      // “radians (−π…π)” is the page's default, not the user's word for it: the stored datatype is checked too.
+      { phaseUnits: units === 'rad' ? undefined : units, maskFrom: maskSource, fraction, te },
+      names,
+    );
+    const { data, ...like } = r.phase;
+    return {
+      fixed: r.fixed,
+      dims: r.geometry.dims,
+      voxelMm: r.geometry.voxelMm,
+      b0Dir: r.geometry.b0Dir,
+      b0DirSource: r.phase.b0DirSource,
+      like,
+      echoes: r.echoes,
+      phase: data,
+      range: r.phaseInfo.range,
+      nonFinite: r.phaseInfo.nonFinite,
+      // A 3D magnitude with several echoes makes the mask only (the echo weights would be TE² alone anyway).
+      magnitude: r.magnitude?.data ?? null,
+      magEchoes: r.magnitudeEchoes,
+      mask: r.mask.data,
+      notes: r.phaseInfo.notes,
+    };
+  },
+  async load({ field, phase, mask, magnitude, maskSource, fraction, units, b0, te, phaseUnits, names = {} }) {
+    const r = await load(
+      { field, phase, magnitude, mask: maskSource === 'magnitude' ? undefined : mask },
+      { units, b0, te, phaseUnits: phaseUnits === 'rad' ? undefined : phaseUnits, maskFrom: maskSource, fraction },
+      names,
+    );
+    const { data, ...like } = r.input;
+    return {
+      kind: r.kind,
+      geometry: r.geometry,
+      echoes: r.echoes,
+      input: like,
+      data,
+      mask: r.mask.data,
+      magnitude: r.magnitude?.data ?? null,
+      fixed: r.fixed,
+      notes: r.notes,
+      ...(r.phaseInfo && { range: r.phaseInfo.range, nonFinite: r.phaseInfo.nonFinite }),
+    };
+  },
 };
 
-function maskOf(data) {
-  const mask = new Uint8Array(data.length);
-  for (let i = 0; i < mask.length; i++) mask[i] = data[i] !== 0 && Number.isFinite(data[i]) ? 1 : 0;
-  return mask;
+/** loadInputs, its refusals in the page's words. */
+async function load(files, options, names = {}) {
+  try {
+    return await loadInputs(files, options);
+  } catch (e) {
+    throw pageError(e, names);
+  }
 }
 
-/** How phaseToRadians (nifti.js) names the page's Phase units choices in its refusals. */
+/** How phrasePhaseRefusal names the page's Phase units choices. */
 const PHASE_WORDS = {
   subject: 'The phase',
   verb: 'choose',
@@ -42,92 +107,63 @@ const PHASE_WORDS = {
   },
 };
 
-/** A 3D or 4D (echoes along dim 4) NIfTI, its read errors prefixed with the file's name. */
-async function readEchoesNamed(bytes, name) {
-  try {
-    return await readEchoesAsync(bytes);
-  } catch (e) {
-    throw new Error(`${name}: ${e.message}`);
-  }
-}
+/** What the page calls each input in its messages. */
+const ROLE_WORDS = { field: 'field map', phase: 'phase', mask: 'mask', magnitude: 'magnitude' };
 
-/**
- * The phase networks' inputs from NIfTI bytes: phase (3D/4D), optional magnitude (same echoes, or 3D for the
- * mask only), the mask (a mask file, or the first magnitude echo thresholded).
- */
-async function readPhaseInputs({ phase, magnitude, mask, maskSource, fraction, units, names }) {
-  const p = await readEchoesNamed(phase, names.phase);
-  const dims = p.dims;
-  const nvox = dims[0] * dims[1] * dims[2];
-  // “radians (−π…π)” is the page's default, not the user's word for it: the stored datatype is checked too.
-  const r = phaseToRadians(p, { units: units === 'rad' ? undefined : units, inPlace: true, ...PHASE_WORDS });
-  const same = (d) => d.join() === dims.join();
-  let mag = null;
-  let magEchoes = 0;
-  if (magnitude) {
-    const m = await readEchoesNamed(magnitude, names.magnitude);
-    if (!same(m.dims)) throw new Error(`The phase is ${dims.join('×')} but the magnitude ${names.magnitude} is ${m.dims.join('×')}: they must have the same dimensions.`);
-    if (m.echoes !== p.echoes && m.echoes !== 1) {
-      throw new Error(`The magnitude ${names.magnitude} has ${m.echoes} echoes but the phase has ${p.echoes}: give a magnitude with the phase's echoes (or a 3D one, for the mask only).`);
-    }
-    mag = m.data;
-    magEchoes = m.echoes;
+/** An input refusal (InputError, PhaseRefusal) as an Error in the page's words, keeping its code and numbers. */
+function pageError(e, names) {
+  if (!(e instanceof InputError) && !(e instanceof PhaseRefusal)) return e;
+  const x = (d) => d.join('×');
+  const role = (r) => ROLE_WORDS[r] ?? r;
+  let message;
+  switch (e.code) {
+    case 'NotNifti':
+      message = `${names[e.role] ?? `The ${role(e.role)}`}: ${e.reason}`;
+      break;
+    case 'DimsMismatch':
+      message = e.role === 'magnitude' && e.inputRole === 'phase'
+        ? `The phase is ${x(e.inputDims)} but the magnitude ${names.magnitude ?? ''} is ${x(e.dims)}: they must have the same dimensions.`.replace('  ', ' ')
+        : `The ${role(e.inputRole)} is ${x(e.inputDims)} but the ${e.role === 'magnitude' ? 'magnitude image' : role(e.role)} is ${x(e.dims)}: they must have the same dimensions.`;
+      break;
+    case 'EchoesMismatch':
+      message = `The magnitude ${names.magnitude ?? ''} has ${e.echoes} echoes but the phase has ${e.inputEchoes}: give a magnitude with the phase's echoes (or a 3D one, for the mask only).`.replace('  ', ' ');
+      break;
+    case 'TeInvalid':
+      message = `“${e.te[e.index]}” is not an echo time: type TE in seconds, e.g. 0.02.`;
+      break;
+    case 'TeMilliseconds':
+      message = `TE ${e.values.join(', ')} s is implausible for an echo time: type TE in seconds, not milliseconds (20 ms = 0.02: ${e.seconds.join(', ')}).`;
+      break;
+    case 'TeCount':
+      message = `The phase holds ${e.echoes} echo${e.echoes > 1 ? 'es' : ''} but ${e.given} echo time${e.given > 1 ? 's were' : ' was'} given: give one TE per echo, in seconds.`;
+      break;
+    case 'NeedB0':
+      message = 'Give the field strength B0 in tesla to convert Hz to ppm.';
+      break;
+    case 'NeedMask':
+      message = 'Choose a magnitude image to threshold for the mask, or a mask file.';
+      break;
+    case 'NonFiniteInput':
+      message = `The ${role(e.role)} holds ${e.count} invalid (NaN or infinite) value${e.count > 1 ? 's' : ''} inside the mask: fix the file or the mask.`;
+      break;
+    default:
+      message = e instanceof PhaseRefusal ? phrasePhaseRefusal(e, PHASE_WORDS) : e.message;
   }
-  let brain;
-  if (maskSource === 'magnitude') {
-    if (!mag) throw new Error('Choose a magnitude image to threshold for the mask, or a mask file.');
-    brain = thresholdMask(mag.subarray(0, nvox), fraction); // the first echo: the most signal
-  } else {
-    const m = await readNiftiAsync(mask);
-    if (!same(m.dims)) throw new Error(`The phase is ${dims.join('×')} but the mask is ${m.dims.join('×')}: they must have the same dimensions.`);
-    brain = maskOf(m.data);
-  }
-  // Invalid values outside the mask do not matter (made 0); inside they would spoil the network's input.
-  let fixed = 0;
-  const inside = { phase: 0, magnitude: 0 };
-  for (const [name, vol] of [['phase', p.data], ['magnitude', mag]]) {
-    if (!vol) continue;
-    for (let j = 0; j < vol.length; j++) {
-      if (Number.isFinite(vol[j])) continue;
-      if (brain[j % nvox]) inside[name]++;
-      else {
-        vol[j] = 0;
-        fixed++;
-      }
-    }
-  }
-  for (const [name, n] of Object.entries(inside)) {
-    if (n) throw Object.assign(new Error(`The ${name} holds ${n} invalid (NaN or infinite) value${n > 1 ? 's' : ''} inside the mask: fix the file or the mask.`), { code: 'NonFiniteInput' });
-  }
-  const { data, echoes, ...like } = p;
-  return {
-    fixed,
-    dims,
-    voxelMm: p.voxelMm,
-    b0Dir: p.b0Dir,
-    b0DirSource: p.b0DirSource,
-    like,
-    echoes,
-    phase: data,
-    range: r.range,
-    nonFinite: r.nonFinite,
-    // A 3D magnitude with several echoes makes the mask only (the echo weights would be TE² alone anyway).
-    magnitude: mag && magEchoes === echoes ? mag : null,
-    magEchoes,
-    mask: brain,
-    notes: r.notes,
-  };
+  const facts = Object.fromEntries(Object.entries(e).filter(([k]) => k !== 'message' && k !== 'name'));
+  return Object.assign(new Error(message), facts);
 }
 
 self.addEventListener('message', async (e) => {
   const { id, op, args } = e.data;
   try {
+    if (!ops[op]) throw new Error(`io-worker: unknown op '${op}'`);
     const result = await ops[op](args);
     const transfer = new Set();
     if (result instanceof Uint8Array) transfer.add(result.buffer);
     else if (result && typeof result === 'object') for (const v of Object.values(result)) if (ArrayBuffer.isView(v)) transfer.add(v.buffer);
     self.postMessage({ id, result }, [...transfer]);
   } catch (err) {
-    self.postMessage({ id, error: { message: err?.message ?? String(err), code: err?.code } });
+    const { message = String(err), code, name, stack, ...facts } = err ?? {};
+    self.postMessage({ id, error: { ...facts, message: err?.message ?? String(err), code: err?.code } });
   }
 });

@@ -12,8 +12,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const { createTessera, loadModel, sha256Hex, readNifti, readMask, writeNifti, hzToPpm } = await import('./index.js');
-const { radPerSecToPpm, readEchoes, phaseToRadians } = await import('./nifti.js');
+const { createTessera, loadModel, sha256Hex, writeNifti } = await import('./index.js');
+const { loadInputs, checkEchoTimes, InputError } = await import('./inputs.js');
+const { phrasePhaseRefusal, isPhaseUnitsRefusal, PhaseRefusal } = await import('./phase-units.js');
 
 const EXIT_OK = 0;
 const EXIT_ERROR = 1;
@@ -205,21 +206,20 @@ function positiveNumber(v, flag) {
   return x;
 }
 
-/** --te 0.01,0.02: echo times in seconds, each > 0 and at most 1 s (a larger value is milliseconds). */
+/** --te 0.01,0.02: echo times in seconds, each > 0 and at most 1 s (inputs.js checkEchoTimes: a larger value is milliseconds). */
 function echoTimes(v) {
   if (v === undefined) return undefined;
   const parts = v.split(',').map((p) => p.trim());
   const te = parts.map((p) => (p === '' ? NaN : Number(p)));
-  te.forEach((t, i) => {
-    if (!Number.isFinite(t) || t <= 0) throw usageError(`--te takes echo times in seconds > 0, comma-separated (e.g. 0.01,0.02); '${parts[i]}' is not one`);
-  });
-  const ms = te.filter((t) => t > 1);
-  if (ms.length) {
-    throw usageError(
-      `--te ${v}: ${ms.join(', ')} s is implausible for an echo time; give TE in seconds, not milliseconds (20 ms = 0.02: --te ${te.map((t) => (t > 1 ? +(t / 1000).toPrecision(6) : t)).join(',')})`,
-    );
+  try {
+    return checkEchoTimes(te);
+  } catch (e) {
+    if (e.code === 'TeInvalid') throw usageError(`--te takes echo times in seconds > 0, comma-separated (e.g. 0.01,0.02); '${parts[e.index]}' is not one`);
+    if (e.code === 'TeMilliseconds') {
+      throw usageError(`--te ${v}: ${e.values.join(', ')} s is implausible for an echo time; give TE in seconds, not milliseconds (20 ms = 0.02: --te ${e.seconds.join(',')})`);
+    }
+    throw e;
   }
-  return te;
 }
 
 /** --input-name role=name (repeatable) → {role: name}. */
@@ -312,14 +312,6 @@ async function readBytes(file, what, signal) {
   }
 }
 
-function parseNifti(bytes, file, what, reader) {
-  try {
-    return reader(bytes);
-  } catch (e) {
-    throw new CliError(`the ${what} ${file} is not a NIfTI volume Tessera reads: ${e.message}`, EXIT_ERROR, 'InvalidNifti');
-  }
-}
-
 /** Reads and validates a --spec file: an object whose keys are SPEC_DEFAULTS' keys, with finite number values. */
 async function readSpec(file, signal) {
   const text = new TextDecoder().decode(await readBytes(file, 'network spec', signal));
@@ -368,87 +360,84 @@ async function writeAtomic(file, bytes) {
 
 const fmt = (v) => String(+v.toPrecision(6));
 
-/** How phaseToRadians names the command line's options in its refusals and notes. */
+/** How phrasePhaseRefusal names the command line's options in its refusals. */
 const PHASE_WORDS = {
   verb: 'give',
   names: { rad: '--phase-units rad', deg: '--phase-units deg', scanner: '--phase-units scanner', scale: '--phase-scale', field: '--field with a field-to-χ network' },
 };
 
+/** The file given for an input role. */
+const fileOf = (o, role) => ({ field: o.field, phase: o.phase, mask: o.mask, magnitude: o.magnitude })[role];
+
 /**
- * The phase in radians (nifti.js phaseToRadians): --phase-units rad|deg|scanner or --phase-scale S, or without
- * either radians checked; refusals become usage errors (exit 2) with phaseToRadians' advice.
- * Returns phaseToRadians' result: { phase, units, scale, rewrapped, range, nonFinite, notes }.
+ * An input refusal (inputs.js InputError, phase-units.js PhaseRefusal) in the command line's words, as a CliError:
+ * phase units and TE are usage errors (exit 2), the files' contents errors (exit 1).
  */
-function phaseInRadians(img, file, { units, scale }) {
-  try {
-    return phaseToRadians(img, { units, scale, subject: `the phase ${file}`, ...PHASE_WORDS });
-  } catch (e) {
-    throw new CliError(e.message, e.code === 'PhaseUnits' ? EXIT_USAGE : EXIT_ERROR, 'InvalidArgument');
+function cliError(e, o) {
+  if (e instanceof PhaseRefusal) {
+    const message = phrasePhaseRefusal(e, { subject: `the phase ${o.phase}`, ...PHASE_WORDS });
+    return new CliError(message, isPhaseUnitsRefusal(e) ? EXIT_USAGE : EXIT_ERROR, 'InvalidArgument');
+  }
+  if (!(e instanceof InputError)) return e;
+  const x = (d) => d.join('×');
+  const echoes = (n) => `${n} echo(es)`;
+  switch (e.code) {
+    case 'NotNifti':
+      return new CliError(`the ${e.role} ${fileOf(o, e.role)} is not a NIfTI volume Tessera reads: ${e.reason}`, EXIT_ERROR, 'InvalidNifti');
+    case 'DimsMismatch':
+    case 'EchoesMismatch': {
+      const [file, input] = [fileOf(o, e.role), fileOf(o, e.inputRole)];
+      const message =
+        e.role === 'magnitude'
+          ? `the magnitude ${file} is ${x(e.dims)} with ${echoes(e.echoes)} but the phase ${input} is ${x(e.inputDims)} with ${e.inputEchoes}: magnitude and phase must have the same dims and echoes`
+          : `the ${e.role} ${file} has dims ${x(e.dims)} but the ${e.inputRole} ${input} has ${x(e.inputDims)}: ${e.inputRole} and ${e.role} must have the same dims`;
+      return new CliError(message, EXIT_ERROR, 'InvalidArgument');
+    }
+    case 'TeCount':
+      return usageError(
+        `--te gives ${e.given} echo time(s) but the phase ${o.phase} holds ${echoes(e.echoes)} ` +
+          `(${e.echoes > 1 ? `4D, ${e.echoes} volumes along the 4th dim` : '3D'}): give one TE per echo, in seconds`,
+      );
+    case 'NeedB0':
+      return usageError(`--units ${e.units} needs --b0 (the field strength in tesla) to convert to ppm`);
+    case 'NeedMask':
+      return usageError('--mask is required; see `tessera-qsm invert --help`');
+    case 'NonFiniteInput':
+      return new CliError(`the ${e.role} ${fileOf(o, e.role)} holds ${e.count} NaN or infinite value${e.count > 1 ? 's' : ''} inside the mask: fix the file or the mask`, EXIT_ERROR, 'NonFiniteInput');
+    default:
+      return new CliError(e.message, EXIT_USAGE, 'InvalidArgument');
   }
 }
 
 /**
- * The input and mask from the command line: geometry from the input's (3D) header; a field converted to
- * ppm, or a phase (all echoes) converted to radians with its magnitude.
+ * The input and mask from the command line through the shared input loader (inputs.js loadInputs): geometry from
+ * the input's (3D) header; with `convert`, a field in ppm, or a phase (all echoes) in radians with its magnitude.
  */
-async function readInputs(o, { needMask, units, b0, phase: phaseOpts }, signal) {
-  let like; // the 3D image whose header and affine the output keeps
-  let what;
-  let file;
-  let field;
-  let phase;
-  let magnitude;
-  let echoes = 1;
-  let phaseInfo;
-  if (o.phase !== undefined) {
-    [what, file] = ['phase', o.phase];
-    const read = parseNifti(await readBytes(o.phase, 'phase', signal), o.phase, 'phase', readEchoes);
-    like = read;
-    echoes = read.echoes;
-    if (phaseOpts?.te && phaseOpts.te.length !== echoes) {
-      throw usageError(
-        `--te gives ${phaseOpts.te.length} echo time(s) but the phase ${o.phase} holds ${echoes} echo(es) ` +
-          `(${echoes > 1 ? `4D, ${echoes} volumes along the 4th dim` : '3D'}): give one TE per echo, in seconds`,
-      );
-    }
-    if (phaseOpts?.convert) {
-      phaseInfo = phaseInRadians(read, o.phase, phaseOpts);
-      phase = phaseInfo.phase;
-    }
-    if (o.magnitude !== undefined) {
-      const mag = parseNifti(await readBytes(o.magnitude, 'magnitude', signal), o.magnitude, 'magnitude', readEchoes);
-      if (mag.dims.some((d, i) => d !== like.dims[i]) || mag.echoes !== echoes) {
-        throw new CliError(
-          `the magnitude ${o.magnitude} is ${mag.dims.join('×')} with ${mag.echoes} echo(es) but the phase ${o.phase} is ` +
-            `${like.dims.join('×')} with ${echoes}: magnitude and phase must have the same dims and echoes`,
-          EXIT_ERROR,
-          'InvalidArgument',
-        );
-      }
-      magnitude = mag.data;
-    }
-  } else {
-    [what, file] = ['field', o.field];
-    like = parseNifti(await readBytes(o.field, 'field', signal), o.field, 'field', readNifti);
-    field = like.data;
-    if (units === 'hz') field = hzToPpm(field, b0);
-    else if (units === 'rad/s') field = radPerSecToPpm(field, b0);
+async function readInputs(o, { needMask, units, b0, phase: phaseOpts, convert = false }, signal) {
+  const files = {};
+  for (const role of ['field', 'phase', 'magnitude', 'mask']) {
+    if (fileOf(o, role) !== undefined) files[role] = await readBytes(fileOf(o, role), role, signal);
   }
-  const geometry = { dims: like.dims, voxelMm: like.voxelMm, b0Dir: like.b0Dir };
-  let mask;
-  let maskNifti;
-  if (o.mask !== undefined) {
-    maskNifti = parseNifti(await readBytes(o.mask, 'mask', signal), o.mask, 'mask', readMask);
-    if (maskNifti.dims.some((d, i) => d !== like.dims[i])) {
-      throw new CliError(
-        `the mask ${o.mask} has dims ${maskNifti.dims.join('×')} but the ${what} ${file} has ${like.dims.join('×')}: ${what} and mask must have the same dims`,
-        EXIT_ERROR,
-        'InvalidArgument',
-      );
-    }
-    mask = maskNifti.mask;
-  } else if (needMask) throw usageError('--mask is required; see `tessera-qsm invert --help`');
-  return { like, field, phase, magnitude, echoes, phaseInfo, geometry, mask, maskNifti };
+  let r;
+  try {
+    r = await loadInputs(files, {
+      units, b0, te: phaseOpts?.te, phaseUnits: phaseOpts?.units, phaseScale: phaseOpts?.scale, maskFrom: 'file', needMask, convert,
+    });
+  } catch (e) {
+    throw cliError(e, o);
+  }
+  signal.throwIfAborted();
+  if (r.phaseInfo?.units === 'scanner') r.phaseInfo.notes[0] += ' (--phase-scale to override)';
+  return {
+    like: r.input, // the 3D image whose header and affine the output keeps
+    field: r.field?.data,
+    phase: r.phase?.data,
+    magnitude: r.magnitude?.data,
+    echoes: r.echoes,
+    phaseInfo: r.phaseInfo,
+    geometry: r.geometry,
+    mask: r.mask?.data,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -689,7 +678,7 @@ async function cmdInvert(o, ctx) {
   const { signal, progress } = ctx;
 
   const spec = o.spec !== undefined ? await readSpec(o.spec, signal) : undefined;
-  const inputs = await readInputs(o, { needMask: true, units, b0, phase: run.phase && { ...run.phase, convert: true } }, signal);
+  const inputs = await readInputs(o, { needMask: true, units, b0, phase: run.phase, convert: true }, signal);
   const { like, field, phase, magnitude, echoes, phaseInfo, geometry, mask } = inputs;
   const tessera = await ctx.start({ workers: run.workers, threadsPerWorker: threads });
   const entry = o.model !== undefined ? await tessera.model(o.model) : undefined;

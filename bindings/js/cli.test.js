@@ -125,6 +125,24 @@ test('invert --spec, tiled: χ matches the normalised network computed in JS, he
   assert.ok(maxDiff <= 1e-5 * maxAbs, `max |cli - reference| = ${maxDiff} (max |χ| ${maxAbs})`);
 });
 
+test('NaN outside the mask is set to 0 (the shared input loader): the run equals the one on the zeroed field', async () => {
+  const like = { dims: DIMS, voxelMm: [1.2, 1.0, 0.9], affine: AFFINE };
+  const withNaN = field.slice();
+  const zeroed = field.slice();
+  for (const i of [idx(0, 0, 0), idx(DIMS[0] - 1, DIMS[1] - 1, DIMS[2] - 1), idx(1, 5, 7)]) {
+    assert.equal(mask[i], 0);
+    withNaN[i] = NaN;
+    zeroed[i] = 0;
+  }
+  fs.writeFileSync(f('field-nan.nii'), await writeNifti(withNaN, like));
+  fs.writeFileSync(f('field-zeroed.nii'), await writeNifti(zeroed, like));
+  const args = (input, out) => ['invert', '--field', input, '--mask', 'mask.nii', '--spec', 'spec.json', '--weights', 'net.onnx', '--whole', '--out', out, '--quiet'];
+  const [a, b] = await Promise.all([run(args('field-nan.nii', 'chi-nan.nii')), run(args('field-zeroed.nii', 'chi-zeroed.nii'))]);
+  assert.equal(a.code, 0, a.stderr);
+  assert.equal(b.code, 0, b.stderr);
+  assert.deepEqual(readNifti(bytes(f('chi-nan.nii'))).data, readNifti(bytes(f('chi-zeroed.nii'))).data);
+});
+
 test('invert --whole --report equals the JS API run exactly; the report has tiles, plan, command, versions', async () => {
   const r = await run(['invert', '--field', 'field.nii.gz', '--mask', 'mask.nii', '--spec', 'spec.json', '--weights', 'net.onnx',
     '--whole', '--out', 'chi-whole.nii', '--report', 'report.json', '--quiet']);

@@ -288,15 +288,33 @@ export declare function loadModel(
 
 export declare function sha256Hex(bytes: ArrayBuffer | Uint8Array): Promise<string>;
 
-export interface NiftiImage {
-  header: Record<string, unknown>;
+/** Typed arrays a Volume's voxels may be held in. */
+export type VoxelArray = Float32Array | Float64Array | Uint8Array | Int8Array | Int16Array | Uint16Array | Int32Array | Uint32Array;
+
+/**
+ * The one volume type (bindings/js/volume.js, like ITK-Wasm's Image): what the NIfTI readers return and the
+ * input loader hands out. Voxels x fastest; several echoes one after the other.
+ */
+export interface Volume<D extends VoxelArray = Float32Array> {
   dims: Triple;
+  /** mm */
   voxelMm: Triple;
-  data: Float32Array;
-  datatype: number;
+  /** row-major 4×4, voxel index → world (the file's units) */
   affine: number[];
-  affineSource: 'sform' | 'qform' | 'pixdim';
+  /** the B0 direction in the voxel axes */
   b0Dir: Triple;
+  /** nx·ny·nz·echoes values */
+  data: D;
+  /** volumes along the 4th dimension (1 for 3D) */
+  echoes: number;
+  description?: string;
+}
+
+/** A NIfTI reader's Volume, with the header and raw bytes writeNifti keeps. */
+export interface NiftiImage extends Volume<Float32Array> {
+  header: Record<string, unknown>;
+  datatype: number;
+  affineSource: 'sform' | 'qform' | 'pixdim';
   b0DirSource: string;
   raw: ArrayBuffer;
 }
@@ -323,9 +341,6 @@ export declare function phaseToRadians(
     units?: 'rad' | 'deg' | 'scanner' | 'unwrapped';
     scale?: number;
     inPlace?: boolean;
-    subject?: string;
-    verb?: string;
-    names?: Record<string, string>;
   },
 ): {
   phase: Float32Array;

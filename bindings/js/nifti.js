@@ -1,31 +1,28 @@
-// NIfTI-1 / NIfTI-2 input and output for Tessera, in node and in the browser.
+// NIfTI-1 / NIfTI-2 input and output for Tessera, in node, browsers and browser bundles.
 //
-//   readNifti(bytes)            → { header, dims, voxelMm, data: Float32Array, datatype, affine, b0Dir, raw, ... }
-//   readNiftiAsync(bytes)       → same, decompressing .nii.gz with DecompressionStream where needed
+//   readNifti(bytes)            → Volume (volume.js) + { header, datatype, affineSource, b0DirSource, raw }
+//   readNiftiAsync(bytes)       → same, gunzipping .nii.gz with DecompressionStream where there is one
 //   readMask(bytes)             → readNifti(...) plus mask: Uint8Array
 //   readEchoes(bytes)           → 3D or 4D (echoes along dim 4): readNifti's 3D result, data of every echo, echoes
-//   readEchoesAsync(bytes)      → same, decompressing like readNiftiAsync
+//   readEchoesAsync(bytes)      → same, gunzipping like readNiftiAsync
 //   thresholdMask(mag, 0.1)     → Uint8Array mask from a magnitude image
 //   writeNifti(data, like, {})  → Promise<Uint8Array> (NIfTI-1, float32, optionally gzipped)
 //   hzToPpm / radPerSecToPpm    → field-map unit conversions
-//   phaseToRadians(img, {})     → wrapped phase in radians from rad/deg/scanner units or a scale, refused with advice
+//   phaseToRadians(img, {})     → (phase-units.js) wrapped phase in radians, or a structured refusal
 //
-// No node-only module is imported statically: node's zlib is loaded with a dynamic import under node
-// only; in browsers .nii.gz is read with nifti-reader-js's synchronous gunzip (fflate) when that
-// package resolves (bundler or import map), otherwise with DecompressionStream via readNiftiAsync,
-// and written with CompressionStream.
+// Headers and image bytes are read with nifti-reader-js (readHeader, readImage; its decompress, fflate, gunzips
+// synchronously); this module adds what it lacks: the checks and refusals in words (datatype, truncation,
+// .hdr/.img pairs, 5D+), scl_slope/scl_inter, the affine rule (sform, else qform, else pixdim) and the B0
+// direction, 4D echoes, and writing. Nothing here imports a node built-in: .nii.gz is written with
+// CompressionStream (node >= 18 and browsers), and read asynchronously with DecompressionStream.
 //
 // Voxel order everywhere is the NIfTI order: x fastest, then y, then z (index = x + nx*(y + ny*z)).
 
-const isNode =
-  typeof process === 'object' && process !== null && !!process.versions?.node && typeof window === 'undefined' &&
-  typeof globalThis.WorkerGlobalScope === 'undefined';
+import { readHeader, readImage, decompress } from 'nifti-reader-js';
+import { makeVolume } from './volume.js';
+import { valueStats } from './phase-units.js';
 
-/** node:zlib under node, null elsewhere. */
-const nodeZlib = isNode ? await import('node:zlib') : null;
-
-/** nifti-reader-js's synchronous decompress (fflate) in browsers when the package resolves, else null. */
-const syncGunzip = isNode ? null : await import('nifti-reader-js').then((m) => m.decompress, () => null);
+export { phaseToRadians } from './phase-units.js';
 
 const HOST_LE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
@@ -34,14 +31,14 @@ export const GAMMA_BAR_MHZ_PER_T = 42.577478;
 
 /** NIfTI datatype codes this module reads, with their byte size and typed-array constructor. */
 const DATATYPES = {
-  2: { name: 'uint8', bytes: 1, Array: Uint8Array, get: 'getUint8' },
-  4: { name: 'int16', bytes: 2, Array: Int16Array, get: 'getInt16' },
-  8: { name: 'int32', bytes: 4, Array: Int32Array, get: 'getInt32' },
-  16: { name: 'float32', bytes: 4, Array: Float32Array, get: 'getFloat32' },
-  64: { name: 'float64', bytes: 8, Array: Float64Array, get: 'getFloat64' },
-  256: { name: 'int8', bytes: 1, Array: Int8Array, get: 'getInt8' },
-  512: { name: 'uint16', bytes: 2, Array: Uint16Array, get: 'getUint16' },
-  768: { name: 'uint32', bytes: 4, Array: Uint32Array, get: 'getUint32' },
+  2: { bytes: 1, Array: Uint8Array },
+  4: { bytes: 2, Array: Int16Array },
+  8: { bytes: 4, Array: Int32Array },
+  16: { bytes: 4, Array: Float32Array },
+  64: { bytes: 8, Array: Float64Array },
+  256: { bytes: 1, Array: Int8Array },
+  512: { bytes: 2, Array: Uint16Array },
+  768: { bytes: 4, Array: Uint32Array },
 };
 
 /** Names of the NIfTI datatypes this module does not read, for error messages. */
@@ -49,9 +46,6 @@ const UNSUPPORTED_DATATYPES = {
   0: 'unknown', 1: 'binary (1 bit)', 32: 'complex64', 128: 'rgb24', 1024: 'int64', 1280: 'uint64',
   1536: 'float128', 1792: 'complex128', 2048: 'complex256', 2304: 'rgba32',
 };
-
-const NIFTI1_MAGIC = 'n+1\0';
-const NIFTI2_MAGIC = 'n+2\0\r\n\x1a\n';
 
 // ---------------------------------------------------------------------------------------------------
 // Reading
@@ -61,9 +55,8 @@ const NIFTI2_MAGIC = 'n+2\0\r\n\x1a\n';
  * Precondition: `bytes` is an ArrayBuffer or a Uint8Array (a node Buffer is fine) holding the whole file.
  * Precondition: the volume is 3D, or 4D+ with a single volume (dim[4..7] all 1); otherwise an Error says so.
  * Precondition: the datatype is uint8, int8, int16, uint16, int32, uint32, float32 or float64.
- * Precondition: in a browser, a gzipped file needs nifti-reader-js resolvable; else use readNiftiAsync.
  *
- * Returns
+ * Returns a Volume (volume.js: dims, voxelMm, affine, b0Dir, data, echoes = 1) with
  *   header    parsed header, nifti1.h field names (dim, pixdim, qform_code, srow_x, ...), plus version (1|2)
  *             and littleEndian
  *   dims      [nx, ny, nz]
@@ -92,8 +85,9 @@ export function readNifti(bytes) {
 }
 
 /**
- * Same as readNifti, but in browsers gunzips .nii.gz with DecompressionStream (no nifti-reader-js needed).
- * Precondition: as readNifti; in a browser with a gzipped file, DecompressionStream or nifti-reader-js exists.
+ * Same as readNifti, but gunzips .nii.gz with DecompressionStream where there is one (native zlib: faster than
+ * readNifti's fflate, and off the JS thread in browsers).
+ * Precondition: as readNifti.
  * @param {ArrayBuffer|Uint8Array} bytes
  */
 export async function readNiftiAsync(bytes) {
@@ -128,7 +122,7 @@ export function readEchoes(bytes) {
 
 /**
  * Same as readEchoes, but in browsers gunzips .nii.gz like readNiftiAsync.
- * Precondition: as readEchoes; in a browser with a gzipped file, DecompressionStream or nifti-reader-js exists.
+ * Precondition: as readEchoes.
  * @param {ArrayBuffer|Uint8Array} bytes
  */
 export async function readEchoesAsync(bytes) {
@@ -189,7 +183,7 @@ export function thresholdMask(magnitude, fraction = 0.1, percentile = 99) {
  * Precondition: `data` is a Float32Array of nx·ny·nz values, x fastest, with [nx, ny, nz] = like.dims.
  * Precondition: `like` is a readNifti/readMask result, or { dims, voxelMm (mm, > 0), affine?: number[16] }.
  * Precondition: every dimension fits NIfTI-1 (<= 32767).
- * Precondition: with gzip in a browser, CompressionStream exists.
+ * Precondition: with gzip, CompressionStream exists (node >= 18, current browsers).
  *
  * From a NIfTI-1 readNifti result the original 348 header bytes are copied (same byte order) and only
  * datatype, bitpix, scl_slope = 1, scl_inter = 0, cal_min/cal_max (finite data range), vox_offset = 352,
@@ -247,9 +241,8 @@ export async function writeNifti(data, like, { gzip = false, description } = {})
     for (let i = 0; i < nvox; i++) odv.setFloat32(352 + 4 * i, data[i], little);
   }
   if (!gzip) return out;
-  if (nodeZlib) return new Uint8Array(nodeZlib.gzipSync(out));
-  if (typeof CompressionStream === 'function') return gzipStream(out);
-  throw new Error('writeNifti: gzip output needs node or a browser with CompressionStream');
+  if (typeof CompressionStream !== 'function') throw new Error('writeNifti: gzip output needs CompressionStream (node >= 18, current browsers)');
+  return gzipStream(out);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -278,149 +271,6 @@ export function radPerSecToPpm(data, b0Tesla) {
   return divideBy(data, 2 * Math.PI * GAMMA_BAR_MHZ_PER_T * checkB0(b0Tesla, 'radPerSecToPpm'), 'radPerSecToPpm');
 }
 
-/** NIfTI integer datatype codes, by name: a phase stored so with no scl_slope is not in radians. */
-const INTEGER_TYPES = { 2: 'uint8', 4: 'int16', 8: 'int32', 256: 'int8', 512: 'uint16', 768: 'uint32' };
-
-const TWO_PI = 2 * Math.PI;
-/** Radians of slack on ±π and [0, 2π] (float rounding of a stored ±π, 0.57°). */
-const PHASE_TOL = 0.01;
-
-/**
- * Converts a wrapped phase (all echoes) to radians in [−π, π], or refuses it with what to do.
- * Precondition: `img` is a readEchoes/readNifti result, or { data } (then the stored datatype is not checked).
- * Precondition: at most one of units and scale; units is 'rad' | 'deg' | 'scanner' | 'unwrapped' or omitted.
- * Precondition: scale, when given, is finite and != 0 (radians per stored unit, after scl_slope/scl_inter).
- * Precondition: with inPlace, img.data is a Float32Array and is overwritten; otherwise it is left as it is.
- *
- * Units:
- *   omitted     radians, checked: a file stored as integers with no scl_slope is refused (scanner units,
- *               or a mask, are not radians)
- *   'rad'       radians, as the caller asserts (no datatype check)
- *   'deg'       degrees: × π/180
- *   'scanner'   integers whose stored range spans 2π: × 2π/2^⌈log2(max − min)⌉ (Siemens −4096…4095 → π/4096,
- *               0…4095 → 2π/4096); non-integers or a span under 4π are refused; any offset is re-wrapped
- *   'unwrapped' radians, any range (unwrapped, or wrapped with an offset): re-wrapped into (−π, π]
- *   scale       × scale
- * After rad/deg/scale the phase must lie in [−π, π] (kept) or [0, 2π] (re-wrapped to (−π, π], the same
- * angles), each with 0.01 rad of slack; anything else is refused, never passed on as radians. Non-finite
- * values pass through as they are (the caller decides what they mean).
- *
- * Refusals are Errors with code 'PhaseUnits' (wrong or unknown units, with advice: degrees? scanner
- * integers? unwrapped? a field map?) or 'InvalidPhase' (no finite value). Their words come from
- *   subject   what the phase is called, first in the message (default 'the phase')
- *   verb      how the caller's user picks an option (default 'use'; the CLI says 'give', the page 'choose')
- *   names     how each option is named to the user: { rad, deg, scanner, field, unwrapped?, scale? }
- *             (field: the way to a field-map network; unwrapped and scale: leave out an option the caller
- *             does not offer, and no advice names it; without names, this function's own option names)
- *
- * Returns { phase: Float32Array (img.data with inPlace, else a new array), units: 'rad' | 'deg' | 'scanner' |
- * 'unwrapped' | 'scale', scale (radians per stored unit), rewrapped, range: [min, max] stored (finite),
- * nonFinite (count), notes: string[] (what was done, in words) }.
- * @param {{data: Float32Array, datatype?: number, header?: {scl_slope: number, scl_inter: number}}} img
- * @param {{units?: string, scale?: number, inPlace?: boolean, subject?: string, verb?: string, names?: object}} [opts]
- */
-export function phaseToRadians(img, { units, scale, inPlace = false, subject = 'the phase', verb = 'use', names } = {}) {
-  const data = img?.data;
-  if (!data || typeof data.length !== 'number') throw new TypeError('phaseToRadians: img.data must be a Float32Array');
-  if (inPlace && !(data instanceof Float32Array)) throw new TypeError('phaseToRadians: inPlace needs img.data to be a Float32Array');
-  if (units !== undefined && !['rad', 'deg', 'scanner', 'unwrapped'].includes(units)) {
-    throw new RangeError(`phaseToRadians: unknown phase units '${units}' (rad, deg, scanner, unwrapped)`);
-  }
-  if (scale !== undefined && units !== undefined) throw new RangeError('phaseToRadians: give units or scale, not both');
-  if (scale !== undefined && !(typeof scale === 'number' && Number.isFinite(scale) && scale !== 0)) {
-    throw new RangeError(`phaseToRadians: scale must be a finite number != 0 (radians per stored unit), got ${scale}`);
-  }
-  const w = { subject, verb, names: names ? { ...REQUIRED_PHASE_NAMES, ...names } : DEFAULT_PHASE_NAMES };
-  const n = w.names;
-  const stored = valueStats(data);
-  const range = `[${fmt(stored.lo)}, ${fmt(stored.hi)}]`;
-  const refuse = (message, code = 'PhaseUnits') => Object.assign(new Error(message), { code });
-  if (!(stored.lo <= stored.hi)) throw refuse(`${subject} holds no finite value.`, 'InvalidPhase');
-  const used = units ?? (scale !== undefined ? 'scale' : 'rad');
-  const notes = [];
-  let factor = scale ?? 1;
-  let wrapAny = used === 'unwrapped';
-  if (used === 'deg') {
-    factor = Math.PI / 180;
-    notes.push('phase converted from degrees (× π/180)');
-  } else if (used === 'scanner') {
-    if (!stored.whole) throw refuse(`${subject} holds non-integer values (${range}): not scanner integers. ${phaseAdvice(stored, 'scanner', w)}`);
-    if (!(stored.hi - stored.lo >= 2 * TWO_PI)) {
-      throw refuse(`${subject} spans ${range}: too narrow for scanner integers spanning 2π (is it already in radians? then ${verb} ${n.rad}).`);
-    }
-    // The stored range of a wrapped phase spans (nearly) a power of two: -4096..4095 → 8192, 0..4095 → 4096.
-    const span = 2 ** Math.ceil(Math.log2(stored.hi - stored.lo));
-    factor = TWO_PI / span;
-    wrapAny = true;
-    notes.push(`phase from scanner integers in ${range}: a span of ${span} values = 2π, × ${fmt(factor)} rad${n.scale ? ` (${n.scale} to override)` : ''}`);
-  } else if (used === 'scale') {
-    notes.push(`phase × ${fmt(factor)} rad per stored unit`);
-  } else if (units === undefined && INTEGER_TYPES[img.datatype] && !isScaled(img.header)) {
-    throw refuse(
-      `${subject} is stored as ${INTEGER_TYPES[img.datatype]} integers (${range}) with no scl_slope: that is not radians. ` +
-        `${capitalise(verb)} ${n.scanner} (the stored range is taken to span 2π, e.g. Siemens -4096…4095 → × π/4096)` +
-        `${n.scale ? `, ${n.scale} S (rad per stored unit)` : ''}, or ${n.unwrapped ?? n.rad} if these really are radians.`,
-    );
-  }
-  const lo = Math.min(stored.lo * factor, stored.hi * factor);
-  const hi = Math.max(stored.lo * factor, stored.hi * factor);
-  const inPi = lo >= -Math.PI - PHASE_TOL && hi <= Math.PI + PHASE_TOL;
-  const inTwoPi = lo >= -PHASE_TOL && hi <= TWO_PI + PHASE_TOL;
-  if (!inPi && !inTwoPi && !wrapAny) {
-    const conversion = used === 'rad' ? '' : `, which ${used === 'scale' ? `${n.scale ?? 'scale'} ${fmt(factor)}` : n[used]} maps to [${fmt(lo)}, ${fmt(hi)}] rad`;
-    throw refuse(
-      `${subject} spans ${range}${conversion}, outside [-π, π]: the phase networks need the wrapped phase in radians. ${phaseAdvice(stored, used, w)}`,
-    );
-  }
-  const phase = inPlace ? data : new Float32Array(data.length);
-  const rewrapped = !inPi;
-  if (rewrapped) {
-    for (let i = 0; i < data.length; i++) phase[i] = wrapToPi(data[i] * factor);
-    notes.push(`phase in [${fmt(lo)}, ${fmt(hi)}] rad${inTwoPi ? ' (0…2π)' : ''} re-wrapped to (-π, π]`);
-  } else if (factor !== 1) {
-    for (let i = 0; i < data.length; i++) phase[i] = data[i] * factor;
-  } else if (!inPlace) phase.set(data);
-  return { phase, units: used, scale: factor, rewrapped, range: [stored.lo, stored.hi], nonFinite: stored.nonFinite, notes };
-}
-
-/** phaseToRadians' option names that every caller has (its own names replace them). */
-const REQUIRED_PHASE_NAMES = { rad: "units 'rad'", deg: "units 'deg'", scanner: "units 'scanner'", field: 'a field-to-χ network' };
-/** phaseToRadians' option names when the caller gives none: its own API's. */
-const DEFAULT_PHASE_NAMES = { ...REQUIRED_PHASE_NAMES, unwrapped: "units 'unwrapped'", scale: 'scale' };
-
-/** What a phase outside ±π probably is (from its stored range), as advice naming the caller's options; never `used` again. */
-function phaseAdvice({ lo, hi, whole }, used, { verb, names: n }) {
-  const span = hi - lo;
-  if (used !== 'deg' && lo >= -181 && hi <= 361 && span > 1.2 * TWO_PI) {
-    return `It looks like degrees: ${verb} ${n.deg}, or convert the file to radians (× π/180).`;
-  }
-  if (used !== 'scanner' && whole && span >= 500) {
-    return (
-      `It looks like raw scanner integers (e.g. Siemens -4096…4095): ${verb} ${n.scanner} (the stored range is taken to span 2π)` +
-      `${n.scale ? `, or ${n.scale} S (rad per stored unit, π/4096 = 0.000767)` : ''}, or convert the file to radians.`
-    );
-  }
-  if (used === 'scale') return `Check the conversion (${n.scale ?? 'scale'}: rad per stored unit).`;
-  const rewrap = n.unwrapped ? `${verb} ${n.unwrapped} (the phase is re-wrapped, which the network does not mind)` : 'wrap it into [-π, π] first';
-  const scaleToo = n.scale ? `, or ${verb} ${n.scale} S (rad per stored unit)` : '';
-  if (span <= 1.05 * TWO_PI) return `If it is in radians with an offset, ${rewrap}; otherwise convert it to radians${scaleToo}.`;
-  return `If it is an unwrapped phase in radians, ${rewrap}; if it is a field map (Hz or ppm), ${verb} ${n.field} instead${scaleToo}.`;
-}
-
-/** Into (−π, π] (π stays π); non-finite values unchanged. */
-function wrapToPi(r) {
-  return Number.isFinite(r) ? r - TWO_PI * Math.ceil((r - Math.PI) / TWO_PI) : r;
-}
-
-/** Whether readNifti applied scl_slope/scl_inter (a slope that is finite, != 0, and not the identity). */
-function isScaled(h) {
-  return !!h && Number.isFinite(h.scl_slope) && h.scl_slope !== 0 && !(h.scl_slope === 1 && !(h.scl_inter || 0));
-}
-
-const capitalise = (s) => s.charAt(0).toUpperCase() + s.slice(1);
-/** A number in words: six significant digits at most, no trailing zeros. */
-const fmt = (v) => String(+v.toPrecision(6));
-
 // ---------------------------------------------------------------------------------------------------
 // Internals
 
@@ -436,34 +286,21 @@ function toUint8(bytes, who) {
   throw new TypeError(`${who}: expected an ArrayBuffer or Uint8Array, got ${bytes === null ? 'null' : typeof bytes}`);
 }
 
+/**
+ * The gzip magic 1f 8b. (nifti-reader-js's isCompressed takes either byte alone as gzip, so a file that merely
+ * starts with 0x1f would be sent to the inflater: both bytes are checked here.)
+ */
 function isGzip(u8) {
   return u8.length >= 2 && u8[0] === 0x1f && u8[1] === 0x8b;
 }
 
-/** The file's bytes, gunzipped synchronously when gzipped. */
+/** The file's bytes, gunzipped synchronously (nifti-reader-js's decompress: fflate) when gzipped. */
 function unzipSync(bytes, who) {
   const u8 = toUint8(bytes, who);
-  return isGzip(u8) ? gunzipSync(u8) : u8;
-}
-
-/** The file's bytes, gunzipped when gzipped: node zlib; browsers DecompressionStream (off the main thread's JS), else nifti-reader-js. */
-async function unzipAsync(bytes, who) {
-  const u8 = toUint8(bytes, who);
   if (!isGzip(u8)) return u8;
-  return !nodeZlib && typeof DecompressionStream === 'function' ? gunzipStream(u8) : gunzipSync(u8);
-}
-
-function gunzipSync(u8) {
-  if (!nodeZlib && !syncGunzip) {
-    throw new Error('readNifti: cannot gunzip synchronously here (nifti-reader-js does not resolve): use readNiftiAsync');
-  }
   let out;
   try {
-    if (nodeZlib) {
-      const b = nodeZlib.gunzipSync(u8);
-      return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
-    }
-    out = new Uint8Array(syncGunzip(u8.slice().buffer));
+    out = new Uint8Array(decompress(u8));
   } catch (e) {
     throw new Error(`corrupt or truncated gzip data: ${e.message}`);
   }
@@ -473,6 +310,13 @@ function gunzipSync(u8) {
     throw new Error(`corrupt or truncated gzip data: inflated ${out.length} bytes, gzip trailer says ${isize} (mod 2^32)`);
   }
   return out;
+}
+
+/** The file's bytes, gunzipped when gzipped: DecompressionStream where there is one, else as unzipSync. */
+async function unzipAsync(bytes, who) {
+  const u8 = toUint8(bytes, who);
+  if (!isGzip(u8)) return u8;
+  return typeof DecompressionStream === 'function' ? gunzipStream(u8) : unzipSync(u8, who);
 }
 
 /** Pushes `u8` through a TransformStream (CompressionStream/DecompressionStream) and collects the output. */
@@ -514,7 +358,7 @@ function gzipStream(u8) {
   return throughStream(new CompressionStream('gzip'), u8);
 }
 
-/** For the tests: the stream-based (browser) gzip paths, usable under node too. */
+/** For the tests: the stream-based gzip paths. */
 export const _streams = { gzip: gzipStream, gunzip: gunzipStream };
 
 function notNifti(why) {
@@ -535,113 +379,54 @@ function writeString(u8, off, len, s) {
   }
 }
 
-function int64(dv, off, le) {
-  const v = dv.getBigInt64(off, le);
-  if (v > BigInt(Number.MAX_SAFE_INTEGER) || v < -BigInt(Number.MAX_SAFE_INTEGER)) {
-    throw new Error(`NIfTI-2 header: 64-bit field at byte ${off} is out of range (${v})`);
-  }
-  return Number(v);
-}
-
-/** Parses the header of decompressed bytes into a plain object with nifti1.h/nifti2.h field names. */
+/**
+ * The header of decompressed bytes with nifti1.h/nifti2.h field names (plus version, littleEndian, sizeof_hdr),
+ * and nifti-reader-js's header object (for readImage). The version, size and magic are checked here, for
+ * refusals that say what the file is; the fields come from nifti-reader-js's readHeader, given the header
+ * bytes alone (extensions stay raw bytes: its extension parser refuses sizes other tools write).
+ */
 function parseHeader(u8) {
   if (u8.length < 4) throw notNifti(`only ${u8.length} bytes`);
   const dv = new DataView(u8.buffer, u8.byteOffset, u8.byteLength);
-  let version;
-  let le;
-  const sLE = dv.getInt32(0, true);
-  const sBE = dv.getInt32(0, false);
-  if (sLE === 348) [version, le] = [1, true];
-  else if (sBE === 348) [version, le] = [1, false];
-  else if (sLE === 540) [version, le] = [2, true];
-  else if (sBE === 540) [version, le] = [2, false];
-  else throw notNifti(`the first 4 bytes (sizeof_hdr) are not 348 (NIfTI-1) or 540 (NIfTI-2)`);
-  const size = version === 1 ? 348 : 540;
+  const size = [348, 540].find((s) => dv.getInt32(0, true) === s || dv.getInt32(0, false) === s);
+  if (!size) throw notNifti('the first 4 bytes (sizeof_hdr) are not 348 (NIfTI-1) or 540 (NIfTI-2)');
+  const version = size === 348 ? 1 : 2;
   if (u8.length < size) throw new Error(`truncated NIfTI-${version} header: expected ${size} bytes, got ${u8.length}`);
-
-  const h = { version, littleEndian: le, sizeof_hdr: size };
   if (version === 1) {
     const magic = readString(u8, 344, 4);
     if (magic === 'ni1') throw new Error('NIfTI-1 header/image pair (.hdr/.img) is not supported: convert to a single .nii file');
-    if (magic + '\0' !== NIFTI1_MAGIC) {
-      throw notNifti(`NIfTI-1 magic "n+1" missing at byte 344 (ANALYZE 7.5 is not supported)`);
-    }
-    h.magic = magic;
-    h.dim_info = u8[39];
-    h.dim = Array.from({ length: 8 }, (_, i) => dv.getInt16(40 + 2 * i, le));
-    h.intent_p1 = dv.getFloat32(56, le);
-    h.intent_p2 = dv.getFloat32(60, le);
-    h.intent_p3 = dv.getFloat32(64, le);
-    h.intent_code = dv.getInt16(68, le);
-    h.datatype = dv.getInt16(70, le);
-    h.bitpix = dv.getInt16(72, le);
-    h.slice_start = dv.getInt16(74, le);
-    h.pixdim = Array.from({ length: 8 }, (_, i) => dv.getFloat32(76 + 4 * i, le));
-    h.vox_offset = dv.getFloat32(108, le);
-    h.scl_slope = dv.getFloat32(112, le);
-    h.scl_inter = dv.getFloat32(116, le);
-    h.slice_end = dv.getInt16(120, le);
-    h.slice_code = u8[122];
-    h.xyzt_units = u8[123];
-    h.cal_max = dv.getFloat32(124, le);
-    h.cal_min = dv.getFloat32(128, le);
-    h.slice_duration = dv.getFloat32(132, le);
-    h.toffset = dv.getFloat32(136, le);
-    h.descrip = readString(u8, 148, 80);
-    h.aux_file = readString(u8, 228, 24);
-    h.qform_code = dv.getInt16(252, le);
-    h.sform_code = dv.getInt16(254, le);
-    [h.quatern_b, h.quatern_c, h.quatern_d, h.qoffset_x, h.qoffset_y, h.qoffset_z] = Array.from(
-      { length: 6 }, (_, i) => dv.getFloat32(256 + 4 * i, le));
-    h.srow_x = Array.from({ length: 4 }, (_, i) => dv.getFloat32(280 + 4 * i, le));
-    h.srow_y = Array.from({ length: 4 }, (_, i) => dv.getFloat32(296 + 4 * i, le));
-    h.srow_z = Array.from({ length: 4 }, (_, i) => dv.getFloat32(312 + 4 * i, le));
-    h.intent_name = readString(u8, 328, 16);
+    if (magic !== 'n+1' || u8[347] !== 0) throw notNifti('NIfTI-1 magic "n+1" missing at byte 344 (ANALYZE 7.5 is not supported)');
   } else {
     const magic = String.fromCharCode(...u8.subarray(4, 12));
-    if (magic !== NIFTI2_MAGIC) {
+    if (magic !== 'n+2\0\r\n\x1a\n') {
       if (magic.startsWith('n+2\0')) throw new Error('corrupt NIfTI-2 signature (file transferred in text mode?)');
       if (magic.startsWith('ni2\0')) throw new Error('NIfTI-2 header/image pair (.hdr/.img) is not supported: convert to a single .nii file');
       throw notNifti('NIfTI-2 magic "n+2" missing at byte 4');
     }
-    h.magic = 'n+2';
-    h.datatype = dv.getInt16(12, le);
-    h.bitpix = dv.getInt16(14, le);
-    h.dim = Array.from({ length: 8 }, (_, i) => int64(dv, 16 + 8 * i, le));
-    h.intent_p1 = dv.getFloat64(80, le);
-    h.intent_p2 = dv.getFloat64(88, le);
-    h.intent_p3 = dv.getFloat64(96, le);
-    h.pixdim = Array.from({ length: 8 }, (_, i) => dv.getFloat64(104 + 8 * i, le));
-    h.vox_offset = int64(dv, 168, le);
-    h.scl_slope = dv.getFloat64(176, le);
-    h.scl_inter = dv.getFloat64(184, le);
-    h.cal_max = dv.getFloat64(192, le);
-    h.cal_min = dv.getFloat64(200, le);
-    h.slice_duration = dv.getFloat64(208, le);
-    h.toffset = dv.getFloat64(216, le);
-    h.slice_start = int64(dv, 224, le);
-    h.slice_end = int64(dv, 232, le);
-    h.descrip = readString(u8, 240, 80);
-    h.aux_file = readString(u8, 320, 24);
-    h.qform_code = dv.getInt32(344, le);
-    h.sform_code = dv.getInt32(348, le);
-    [h.quatern_b, h.quatern_c, h.quatern_d, h.qoffset_x, h.qoffset_y, h.qoffset_z] = Array.from(
-      { length: 6 }, (_, i) => dv.getFloat64(352 + 8 * i, le));
-    h.srow_x = Array.from({ length: 4 }, (_, i) => dv.getFloat64(400 + 8 * i, le));
-    h.srow_y = Array.from({ length: 4 }, (_, i) => dv.getFloat64(432 + 8 * i, le));
-    h.srow_z = Array.from({ length: 4 }, (_, i) => dv.getFloat64(464 + 8 * i, le));
-    h.slice_code = dv.getInt32(496, le);
-    h.xyzt_units = dv.getInt32(500, le);
-    h.intent_code = dv.getInt32(504, le);
-    h.intent_name = readString(u8, 508, 16);
-    h.dim_info = u8[524];
   }
-  return h;
+  const lib = readHeader(u8.slice(0, size).buffer);
+  for (const [name, v] of [['dim', lib.dims], ['vox_offset', [lib.vox_offset]]]) {
+    if (!v.every(Number.isSafeInteger)) throw new Error(`NIfTI-${version} header: ${name} [${v.join(', ')}] is out of range`);
+  }
+  // srow_*: nifti-reader-js keeps them in its affine only when it prefers the sform (NIfTI-2: always).
+  const srow = version === 2 ? lib.affine.slice(0, 3).map((r) => [...r]) : [0, 1, 2].map((r) => [0, 1, 2, 3].map((c) => dv.getFloat32(280 + 16 * r + 4 * c, lib.littleEndian)));
+  const h = {
+    version, littleEndian: lib.littleEndian, sizeof_hdr: size, magic: `n+${version}`,
+    dim_info: lib.dim_info, dim: lib.dims.slice(0, 8), intent_p1: lib.intent_p1, intent_p2: lib.intent_p2, intent_p3: lib.intent_p3,
+    intent_code: lib.intent_code, datatype: lib.datatypeCode, bitpix: lib.numBitsPerVoxel, slice_start: lib.slice_start,
+    pixdim: lib.pixDims.slice(0, 8), vox_offset: lib.vox_offset, scl_slope: lib.scl_slope, scl_inter: lib.scl_inter,
+    slice_end: lib.slice_end, slice_code: lib.slice_code, xyzt_units: lib.xyzt_units, cal_max: lib.cal_max, cal_min: lib.cal_min,
+    slice_duration: lib.slice_duration, toffset: lib.toffset, descrip: lib.description, aux_file: lib.aux_file,
+    qform_code: lib.qform_code, sform_code: lib.sform_code, quatern_b: lib.quatern_b, quatern_c: lib.quatern_c,
+    quatern_d: lib.quatern_d, qoffset_x: lib.qoffset_x, qoffset_y: lib.qoffset_y, qoffset_z: lib.qoffset_z,
+    srow_x: srow[0], srow_y: srow[1], srow_z: srow[2], intent_name: lib.intent_name,
+  };
+  return { h, lib };
 }
 
 /** Decodes decompressed bytes: one 3D volume, or with `multiEcho` the dim[4] volumes (echoes) one after the other. */
 function decode(u8, multiEcho = false) {
-  const h = parseHeader(u8);
+  const { h, lib } = parseHeader(u8);
   const nd = h.dim[0];
   if (!(nd >= 1 && nd <= 7)) throw new Error(`invalid NIfTI header: dim[0] = ${nd}, expected 1..7`);
   const dimAt = (i) => (i <= nd ? h.dim[i] : 1);
@@ -674,8 +459,11 @@ function decode(u8, multiEcho = false) {
     throw new Error(`truncated data: expected ${need} bytes of image data${of} after vox_offset ${voxOffset}, got ${have}`);
   }
 
-  // the stored values in their own typed array (a copy, aligned, byte-swapped to host order if needed)
-  const copy = u8.slice(voxOffset, voxOffset + need);
+  // The stored values (readImage: a copy, so aligned), byte-swapped to host order if needed. readImage takes
+  // dim[1..5] and bitpix as they are: given the checked ones, it reads exactly the volumes asked for.
+  Object.assign(lib, { dims: [nd, ...dims, echoes, 1, 1, 1], numBitsPerVoxel: 8 * dt.bytes, vox_offset: voxOffset });
+  const whole = u8.byteOffset === 0 && u8.byteLength === u8.buffer.byteLength && u8.buffer instanceof ArrayBuffer;
+  const copy = new Uint8Array(readImage(lib, whole ? u8.buffer : u8.slice().buffer));
   if (h.littleEndian !== HOST_LE && dt.bytes > 1) {
     for (let o = 0; o < need; o += dt.bytes) copy.subarray(o, o + dt.bytes).reverse();
   }
@@ -726,8 +514,10 @@ function decode(u8, multiEcho = false) {
       else rdv.setBigInt64(16 + 8 * i, BigInt(h.dim[i]), h.littleEndian);
     }
   }
-  const img = { header: h, dims, voxelMm, data, datatype: h.datatype, affine, affineSource, b0Dir, b0DirSource, raw: raw.buffer };
-  return multiEcho ? { ...img, echoes } : img;
+  return makeVolume({
+    header: h, datatype: h.datatype, affineSource, b0DirSource, raw: raw.buffer,
+    dims, voxelMm, affine, b0Dir, data, echoes,
+  });
 }
 
 function sformMatrix(h) {
@@ -918,26 +708,8 @@ function finiteRange(data) {
   return lo <= hi ? [lo, hi] : [0, 0];
 }
 
-/** Smallest and largest finite value (lo > hi when none), whether each finite value is whole, how many are not finite. */
-function valueStats(data) {
-  let lo = Infinity;
-  let hi = -Infinity;
-  let whole = true;
-  let nonFinite = 0;
-  for (let i = 0; i < data.length; i++) {
-    const v = data[i];
-    if (!Number.isFinite(v)) {
-      nonFinite++;
-      continue;
-    }
-    if (v < lo) lo = v;
-    if (v > hi) hi = v;
-    if (whole && v !== Math.round(v)) whole = false;
-  }
-  return { lo, hi, whole, nonFinite };
-}
-
-function maskFromValues(data) {
+/** 1 where the value is finite and != 0, else 0 (the mask rule of readMask). Precondition: data is array-like of numbers. */
+export function maskFromValues(data) {
   const mask = new Uint8Array(data.length);
   for (let i = 0; i < data.length; i++) {
     const v = data[i];

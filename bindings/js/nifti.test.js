@@ -4,12 +4,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import zlib from 'node:zlib';
+import fs from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import * as niftiReader from 'nifti-reader-js';
 import {
   readNifti, readNiftiAsync, readMask, readEchoes, readEchoesAsync, thresholdMask, writeNifti, hzToPpm, radPerSecToPpm,
   phaseToRadians, GAMMA_BAR_MHZ_PER_T, _streams,
 } from './nifti.js';
+import { phrasePhaseRefusal, isPhaseUnitsRefusal, PhaseRefusal } from './phase-units.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Hand-made files
@@ -308,6 +310,69 @@ test('b0Dir: scanner z in voxel axes from qform, sform (anisotropic), scanner-sp
   assert.equal(sing.b0DirSource, 'default');
 });
 
+test('fuzz: 300 hand-built NIfTI-1/2 headers (byte orders, datatypes, scaling, qform/sform codes) read back their known values', () => {
+  // The fields come from nifti-reader-js now, so the oracle is the builder's own inputs; the qform matrix
+  // (computed here, not by the library's affine) is checked against nifti-reader-js's getQformMat.
+  let seed = 12345;
+  const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  const pick = (xs) => xs[Math.floor(rand() * xs.length)];
+  const codes = Object.keys(TYPES).map(Number);
+  const intRange = { 2: [0, 255], 256: [-128, 127], 4: [-32768, 32767], 512: [0, 65535], 8: [-1e6, 1e6], 768: [0, 1e6] };
+  for (let trial = 0; trial < 300; trial++) {
+    const version = pick([1, 2]);
+    const le = rand() < 0.5;
+    const datatype = pick(codes);
+    const d3 = [1 + Math.floor(rand() * 4), 1 + Math.floor(rand() * 3), 1 + Math.floor(rand() * 3)];
+    const dim = [pick([3, 4]), ...d3, 1, 1, 1, 1];
+    const nvox = d3[0] * d3[1] * d3[2];
+    const [a, b] = intRange[datatype] ?? [-1000, 1000];
+    const values = Array.from({ length: nvox }, () => (intRange[datatype] ? Math.round(a + rand() * (b - a)) : (rand() - 0.5) * 1e3));
+    const vox = [0.3 + rand() * 3, 0.3 + rand() * 3, 0.3 + rand() * 3];
+    const pixdim = [pick([1, -1]), ...vox, 0, 0, 0, 0];
+    const slope = pick([0, 1, 0.25 + rand()]);
+    const inter = slope ? pick([0, rand() * 10 - 5]) : 0;
+    const qformCode = pick([0, 1, 2]);
+    const [qb, qc, qd] = quat([rand() - 0.5, rand() - 0.5, rand() - 0.5].map((x, _, u) => x / Math.hypot(...u)), rand() * 6);
+    const quatern = [qb, qc, qd, rand() * 100 - 50, rand() * 100 - 50, rand() * 100 - 50];
+    const sformCode = pick([0, 1, 4]);
+    const srow = Array.from({ length: 12 }, () => rand() * 4 - 2);
+    const opts = { dim, datatype, values, le, pixdim, slope, inter, qformCode, quatern, sformCode, srow };
+    const file = version === 1 ? makeNifti1(opts) : makeNifti2(opts);
+    const vol = readNifti(file);
+    const stored = version === 1 ? Math.fround : (x) => x; // NIfTI-1 header floats are float32
+    const msg = `trial ${trial} (NIfTI-${version} ${le ? 'LE' : 'BE'} datatype ${datatype})`;
+    assert.deepEqual(vol.dims, d3, msg);
+    assert.equal(vol.echoes, 1);
+    close(vol.voxelMm, vox.map(stored), 1e-12, `${msg} voxelMm`);
+    const s = stored(slope);
+    const i0 = stored(inter);
+    const scaled = s !== 0 && !(s === 1 && i0 === 0);
+    const want = datatype === 16 ? f32(values) : values;
+    assert.deepEqual(Array.from(vol.data), want.map((v) => Math.fround(scaled ? v * s + i0 : v)), `${msg} data`);
+    assert.deepEqual([vol.header.version, vol.header.littleEndian, vol.header.qform_code, vol.header.sform_code], [version, le, qformCode, sformCode], msg);
+    assert.deepEqual([...vol.header.srow_x, ...vol.header.srow_y, ...vol.header.srow_z], srow.map(stored), `${msg} srow`);
+    if (sformCode > 0) {
+      assert.equal(vol.affineSource, 'sform');
+      assert.deepEqual(vol.affine, [...srow.map(stored), 0, 0, 0, 1], `${msg} sform`);
+    } else if (qformCode > 0) {
+      assert.equal(vol.affineSource, 'qform');
+      close(vol.affine, niftiReader.readHeader(file.slice().buffer).getQformMat().flat(), 1e-9, `${msg} qform`);
+    } else {
+      assert.deepEqual(vol.affine, [stored(vox[0]), 0, 0, 0, 0, stored(vox[1]), 0, 0, 0, 0, stored(vox[2]), 0, 0, 0, 0, 1], `${msg} pixdim`);
+    }
+    assert.ok(Math.abs(Math.hypot(...vol.b0Dir) - 1) < 1e-9, `${msg} b0Dir unit`);
+    assert.deepEqual(new Uint8Array(vol.raw), file.subarray(0, version === 1 ? 352 : 544), `${msg} raw`);
+  }
+});
+
+test('nifti.js, phase-units.js and volume.js import no node built-in and await nothing at top level (browser bundles, Vite worker IIFEs)', () => {
+  for (const name of ['nifti.js', 'phase-units.js', 'volume.js', 'inputs.js']) {
+    const src = fs.readFileSync(new URL(`./${name}`, import.meta.url), 'utf8');
+    assert.doesNotMatch(src, /['"]node:|from ['"](fs|zlib|path|os|url|worker_threads)['"]/, name);
+    assert.doesNotMatch(src, /^(?:(?:export\s+)?(?:const|let|var)\s[^\n]*)?\bawait\b/m, `${name}: top-level await`); // column 0: module scope
+  }
+});
+
 // ---------------------------------------------------------------------------------------------------
 // Masks
 
@@ -552,7 +617,7 @@ test('phaseToRadians: radians kept, [0, 2π] re-wrapped, degrees, scanner intege
   assert.equal(sc.scale, Math.PI / 4096);
   close(Array.from(sc.phase), Array.from(siemens, (v) => (v * Math.PI) / 4096), 1e-7, 'Siemens');
   assert.deepEqual([sc.units, sc.rewrapped], ['scanner', false]);
-  assert.deepEqual(sc.notes, ["phase from scanner integers in [-4096, 4095]: a span of 8192 values = 2π, × 0.00076699 rad (scale to override)"]);
+  assert.deepEqual(sc.notes, ["phase from scanner integers in [-4096, 4095]: a span of 8192 values = 2π, × 0.00076699 rad"]);
   // 0..4095: 4096 = 2π, re-wrapped; an offset range (1000..5000, span 4000 → 4096) too: the same angles
   for (const [vals, span] of [[[0, 1024, 2048, 4095], 4096], [[1000, 3000, 5000], 4096], [[-20, 0, 30], 64]]) {
     const s = phaseToRadians({ data: new Float32Array(vals) }, { units: 'scanner' });
@@ -584,7 +649,7 @@ test('phaseToRadians: the stored datatype; each refusal, with advice in the call
   // Integers with no scl_slope are not radians, unless the caller says 'rad'; a slope makes them values.
   const ints = readEchoes(makeNifti1({ dim: [3, 2, 2, 1, 1, 1, 1, 1], datatype: 4, values: [-3, 0, 1, 3] }));
   assert.throws(() => phaseToRadians(ints), {
-    code: 'PhaseUnits',
+    code: 'PhaseIntegers', datatype: 'int16', min: -3, max: 3,
     message: "the phase is stored as int16 integers ([-3, 3]) with no scl_slope: that is not radians. Use units 'scanner' (the stored range is taken to span 2π, e.g. Siemens -4096…4095 → × π/4096), scale S (rad per stored unit), or units 'unwrapped' if these really are radians.",
   });
   assert.deepEqual(Array.from(phaseToRadians(ints, { units: 'rad' }).phase), [-3, 0, 1, 3]);
@@ -593,7 +658,17 @@ test('phaseToRadians: the stored datatype; each refusal, with advice in the call
 
   const cli = { subject: 'the phase p.nii', verb: 'give', names: { rad: '--phase-units rad', deg: '--phase-units deg', scanner: '--phase-units scanner', scale: '--phase-scale', field: '--field' } };
   const page = { subject: 'The phase', verb: 'choose', names: { rad: '“radians”', deg: '“degrees”', scanner: '“scanner integers”', unwrapped: '“any range”', field: 'a field → χ network' } };
-  const refused = (vals, opts, message) => assert.throws(() => phaseToRadians({ data: new Float32Array(vals) }, opts), { code: 'PhaseUnits', message });
+  // The refusal carries numbers (code, stored range); the words come from phrasePhaseRefusal with the caller's table.
+  const refused = (vals, { subject, verb, names, ...conversion }, message, code = 'PhaseNotRadians') => assert.throws(
+    () => phaseToRadians({ data: new Float32Array(vals) }, conversion),
+    (e) => {
+      assert.ok(e instanceof PhaseRefusal && isPhaseUnitsRefusal(e));
+      assert.deepEqual([e.code, e.min, e.max], [code, Math.min(...f32(vals)), Math.max(...f32(vals))]);
+      assert.equal(phrasePhaseRefusal(e, subject ? { subject, verb, names } : undefined), message);
+      if (!subject) assert.equal(e.message, message); // the API's own words
+      return true;
+    },
+  );
   const head = (who, span, via = '') => `${who} spans ${span}${via}, outside [-π, π]: the phase networks need the wrapped phase in radians. `;
   // degrees?
   refused([-180, 179.99], cli, head('the phase p.nii', '[-180, 179.99]') + 'It looks like degrees: give --phase-units deg, or convert the file to radians (× π/180).');
@@ -616,12 +691,20 @@ test('phaseToRadians: the stored datatype; each refusal, with advice in the call
     'If it is an unwrapped phase in radians, choose “any range” (the phase is re-wrapped, which the network does not mind); if it is a field map (Hz or ppm), choose a field → χ network instead.');
   refused([0, 1000.5], { ...cli, scale: 0.1 }, head('the phase p.nii', '[0, 1000.5]', ', which --phase-scale 0.1 maps to [0, 100.05] rad') + 'Check the conversion (--phase-scale: rad per stored unit).');
   // scanner units that cannot be
-  refused([-30.5, 40], { ...cli, units: 'scanner' }, 'the phase p.nii holds non-integer values ([-30.5, 40]): not scanner integers. It looks like degrees: give --phase-units deg, or convert the file to radians (× π/180).');
-  refused([-3, 3], { ...page, units: 'scanner' }, 'The phase spans [-3, 3]: too narrow for scanner integers spanning 2π (is it already in radians? then choose “radians”).');
+  refused([-30.5, 40], { ...cli, units: 'scanner' }, 'the phase p.nii holds non-integer values ([-30.5, 40]): not scanner integers. It looks like degrees: give --phase-units deg, or convert the file to radians (× π/180).', 'PhaseNotIntegers');
+  refused([-3, 3], { ...page, units: 'scanner' }, 'The phase spans [-3, 3]: too narrow for scanner integers spanning 2π (is it already in radians? then choose “radians”).', 'PhaseTooNarrow');
   // default words
   refused([-180, 90], {}, head('the phase', '[-180, 90]') + "It looks like degrees: use units 'deg', or convert the file to radians (× π/180).");
   // nothing finite
-  assert.throws(() => phaseToRadians({ data: new Float32Array([NaN, Infinity]) }, page), { code: 'InvalidPhase', message: 'The phase holds no finite value.' });
+  assert.throws(() => phaseToRadians({ data: new Float32Array([NaN, Infinity]) }), (e) => {
+    assert.deepEqual([e.code, isPhaseUnitsRefusal(e), e.message], ['PhaseNoFinite', false, 'the phase holds no finite value.']);
+    assert.equal(phrasePhaseRefusal(e, page), 'The phase holds no finite value.');
+    return true;
+  });
+  // the numbers behind a refusal, for callers that phrase it their own way
+  assert.throws(() => phaseToRadians({ data: new Float32Array([-4096, 0, 4095]) }, { units: 'deg' }), {
+    code: 'PhaseNotRadians', min: -4096, max: 4095, whole: true, units: 'deg', scale: Math.PI / 180, lo: (-4096 * Math.PI) / 180, hi: (4095 * Math.PI) / 180,
+  });
   // the caller's mistakes
   assert.throws(() => phaseToRadians({ data: new Float32Array(1) }, { units: 'grad' }), { name: 'RangeError', message: "phaseToRadians: unknown phase units 'grad' (rad, deg, scanner, unwrapped)" });
   assert.throws(() => phaseToRadians({ data: new Float32Array(1) }, { units: 'deg', scale: 2 }), /give units or scale, not both/);
