@@ -5,7 +5,7 @@
 // core-aligned from voxel 0 on each axis, ceil(dim/core) per axis, the last one clamped at the volume's
 // edge; a tile's input patch is its core grown by the halo on each side, clamped at the edges. A tile is
 // skipped when its core holds no mask voxel. The planner's tile counts are exposed next to the drawn
-// ones (window.__tessera.tiles.planSkipped) so a disagreement is visible.
+// ones in the run panel so a disagreement is visible.
 //
 // States: progress events name the tiles (grid index, x fastest, then y, then z, as in the C++ core):
 // runningTiles have a network call open, startedTiles not running are done (setTiles). Whole-volume runs
@@ -139,7 +139,7 @@ export class TileMap {
     return c;
   }
 
-  /** Snapshot for tests and for window.__tessera. */
+  /** The map as data: grid, core, halo, every tile's state and the counts. */
   snapshot() {
     return { grid: this.grid, core: this.core, halo: this.halo, states: Array.from(this.state, (s) => STATES[s]), counts: this.counts() };
   }
