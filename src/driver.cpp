@@ -18,12 +18,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-std::string tile_text(const Tile& t) {
-  auto range = [](int64_t a, int64_t b) { return std::to_string(a) + "-" + std::to_string(b); };
-  return "tile " + std::to_string(t.index) + " (core x " + range(t.core_lo[0], t.core_hi[0]) + ", y " +
-         range(t.core_lo[1], t.core_hi[1]) + ", z " + range(t.core_lo[2], t.core_hi[2]) + ")";
-}
-
 void validate_inputs(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask, uint64_t out_size) {
   validate_geometry(g);
   validate_volume_sizes(g, field.size(), mask.size());

@@ -11,7 +11,6 @@ namespace tessera {
 
 namespace {
 
-FieldNetwork network_of(const InversionRequest& r) { return r.model ? field_network(*r.model) : r.custom; }
 
 bool is_phase_network(const InversionRequest& r) { return r.model && r.model->kind == ModelKind::WholeVolumeOnly; }
 
@@ -36,6 +35,36 @@ std::vector<float> physics_loop(const ModelSpec& m, const Geometry& g, std::span
 }
 
 }  // namespace
+
+FieldNetwork request_network(const InversionRequest& r) { return r.model ? field_network(*r.model) : r.custom; }
+
+bool runs_in_steps(const InversionRequest& r) { return !r.model || r.model->kind == ModelKind::FieldToChi; }
+
+TilePlan plan_of_choice(const InversionRequest& r, std::span<const uint8_t> mask, const PlanChoice& c, Target target) {
+  TilePlan p;
+  if (is_phase_network(r)) {
+    p = plan_inversion(r, mask, target);  // whole volume, nothing to choose
+  } else if (c.whole_volume || (r.model && r.model->kind == ModelKind::NativePatches)) {
+    p = plan_whole(r.geometry, request_network(r), target);
+  } else {
+    p = plan_tiled(r.geometry, mask, request_network(r), c.tile, std::max<uint32_t>(1, c.workers), target);
+  }
+  if (!p.feasible) throw Error(ErrorCode::BudgetExceeded, p.message);
+  if (p.tiles_total != c.tiles_total || p.tiles_active != c.tiles_active) {
+    throw Error(ErrorCode::InvalidArgument,
+                "the plan was made for another volume, mask or network: it counts " + std::to_string(c.tiles_active) +
+                    " of " + std::to_string(c.tiles_total) + " tiles to run, this request " + std::to_string(p.tiles_active) +
+                    " of " + std::to_string(p.tiles_total) + ": plan again");
+  }
+  if (c.tiles_in_flight == 0 || c.tiles_in_flight > p.tiles_in_flight) {
+    throw Error(ErrorCode::InvalidArgument, "the plan asks for " + std::to_string(c.tiles_in_flight) +
+                                                " tiles in flight; at most " + std::to_string(p.tiles_in_flight) +
+                                                " fit the budget with " + std::to_string(p.workers) + " worker(s)");
+  }
+  p.tiles_in_flight = c.tiles_in_flight;
+  p.threads_per_worker = c.threads_per_worker;
+  return p;
+}
 
 uint32_t network_count(const InversionRequest& r) {
   if (!r.model) return 1;
@@ -63,7 +92,7 @@ std::string inversion_warning(const InversionRequest& r) {
 TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask, Target target) {
   if (is_phase_network(r)) refuse_tiling(r);
   if (is_phase_network(r)) return plan_phase(*r.model, r.geometry, mask, r.phase, echo_count(r), target);
-  const FieldNetwork net = network_of(r);
+  const FieldNetwork net = request_network(r);
   if (r.whole_volume || (r.model && r.model->kind == ModelKind::NativePatches)) return plan_whole(r.geometry, net, target);
   if (!r.auto_tile) return plan_tiled(r.geometry, mask, net, r.tile, r.workers, target);
   AutoPlanRequest a;
@@ -108,7 +137,7 @@ RunReport run_inversion(const InversionRequest& r, std::span<const float> field,
     throw Error(ErrorCode::InvalidArgument, "an automatic tile config must be planned first: run the plan's tile and workers");
   }
   if (!magnitude.empty()) throw Error(ErrorCode::InvalidArgument, "a magnitude is only taken by the phase networks (iQSM family)");
-  const FieldNetwork net = network_of(r);
+  const FieldNetwork net = request_network(r);
   const ModelKind kind = r.model ? r.model->kind : ModelKind::FieldToChi;
 
   if (kind == ModelKind::FieldToChi) {

@@ -208,6 +208,7 @@ TilePlan plan_layout(const ModelSpec& m, const Geometry& g, const PhaseLayout& l
   p.activation_bytes = l.activation_bytes;
   p.module_heap_bytes = phase_module_bytes(g, l, std::max<uint32_t>(1, echoes));
   p.peak_bytes = saturating_add(p.activation_bytes, p.module_heap_bytes);
+  p.grid = whole_volume_grid(g, Dims3{0, 0, 0}, p.patch_edge);
   if (target == Target::Wasm && l.activation_bytes > WASM_MAX_PATCH_ACTIVATION_BYTES) {
     const uint64_t per_voxel = std::max<uint64_t>(1, m.bytes_per_voxel);
     const uint64_t room = WASM_MAX_PATCH_ACTIVATION_BYTES > m.fixed_bytes ? WASM_MAX_PATCH_ACTIVATION_BYTES - m.fixed_bytes : 0;

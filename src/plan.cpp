@@ -41,7 +41,8 @@ TilePlan plan_tiled(const Geometry& g, std::span<const uint8_t> mask, const Fiel
       return p;
     }
   }
-  const TileGrid grid = make_tile_grid(g, mask, cfg, network.cost.divisor);
+  p.grid = make_tile_grid(g, mask, cfg, network.cost.divisor);
+  const TileGrid& grid = p.grid;
   p.tiles_total = grid.tiles.size();
   p.tiles_active = grid.active;
   p.tiles_skipped = grid.skipped;
@@ -73,6 +74,7 @@ TilePlan plan_whole(const Geometry& g, const FieldNetwork& network, Target targe
   const uint64_t need = saturating_add(volume_bytes(g), saturating_mul(padded, 4 * 2 * 2));
   p.module_heap_bytes = saturating_add(need, wasm_heap_growth_slack(need));
   p.peak_bytes = saturating_add(p.activation_bytes, p.module_heap_bytes);
+  p.grid = whole_volume_grid(g, Dims3{-s.pad_low[0], -s.pad_low[1], -s.pad_low[2]}, p.patch_edge);
   if (target == Target::Wasm && s.bytes > WASM_MAX_PATCH_ACTIVATION_BYTES) {
     const PatchFit fit = wasm_patch_fit(TileConfig{1, 8}, network.cost);
     p.message = "whole volume padded to " + std::to_string(s.dims[0]) + "×" + std::to_string(s.dims[1]) + "×" +

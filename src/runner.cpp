@@ -32,14 +32,16 @@ std::vector<float> run_checked(PatchRunner& net, std::span<const float> input, c
   } catch (const std::exception& e) {
     throw Error(ErrorCode::RunnerFailed, where + ": the network failed: " + e.what());
   }
-  if (out.size() != out_shape.size()) {
-    throw Error(ErrorCode::RunnerFailed, where + ": the network returned " + std::to_string(out.size()) +
-                                             " values, expected " + std::to_string(out_shape.size()) + " ([1, " +
-                                             std::to_string(out_shape.channels) + ", " + std::to_string(out_shape.dims[0]) +
-                                             "×" + std::to_string(out_shape.dims[1]) + "×" +
-                                             std::to_string(out_shape.dims[2]) + "])");
-  }
+  check_output_size(out.size(), out_shape, where);
   return out;
+}
+
+void check_output_size(uint64_t got, const TensorShape& out_shape, const std::string& where) {
+  if (got == out_shape.size()) return;
+  throw Error(ErrorCode::RunnerFailed, where + ": the network returned " + std::to_string(got) + " values, expected " +
+                                           std::to_string(out_shape.size()) + " ([1, " + std::to_string(out_shape.channels) +
+                                           ", " + std::to_string(out_shape.dims[0]) + "×" +
+                                           std::to_string(out_shape.dims[1]) + "×" + std::to_string(out_shape.dims[2]) + "])");
 }
 
 }  // namespace tessera

@@ -30,6 +30,24 @@ void valid_range(int64_t origin, uint64_t dim, int64_t n, int64_t& a, int64_t& b
 
 }  // namespace
 
+std::string tile_text(const Tile& t) {
+  auto range = [](int64_t a, int64_t b) { return std::to_string(a) + "-" + std::to_string(b); };
+  return "tile " + std::to_string(t.index) + " (core x " + range(t.core_lo[0], t.core_hi[0]) + ", y " +
+         range(t.core_lo[1], t.core_hi[1]) + ", z " + range(t.core_lo[2], t.core_hi[2]) + ")";
+}
+
+TileGrid whole_volume_grid(const Geometry& g, const Dims3& patch_lo, uint64_t patch_edge) {
+  TileGrid grid;
+  grid.patch_edge = patch_edge;
+  grid.counts = {1, 1, 1};
+  Tile t;
+  t.core_hi = g.dims;
+  t.patch_lo = patch_lo;
+  grid.tiles.push_back(t);
+  grid.active = 1;
+  return grid;
+}
+
 TileGrid make_tile_grid(const Geometry& g, std::span<const uint8_t> mask, TileConfig cfg, uint32_t divisor) {
   validate_tile_config(cfg);
   TileGrid grid;

@@ -52,3 +52,34 @@ TEST(Plan, WholeVolumePlan) {
   EXPECT_FALSE(big.feasible);
   EXPECT_NE(big.message.find("run it tiled"), std::string::npos);
 }
+
+TEST(Plan, CarriesTheTilesItsRunGoesThrough) {
+  // 160×192×144 at core 72 / halo 8: 3×3×2 core-aligned tiles, the last of each axis clamped to the volume.
+  const Geometry g = geometry(160, 192, 144);
+  const std::vector<uint8_t> mask = ellipsoid_mask(g, 0.8);
+  const FieldNetwork net{TileCost{8, 1100}, {}, PadRule::SmallerHalfLow};
+  const TilePlan p = plan_tiled(g, mask, net, {72, 8}, 2, Target::Wasm);
+  ASSERT_TRUE(p.feasible) << p.message;
+  EXPECT_EQ(p.grid.counts, (std::array<uint64_t, 3>{3, 3, 2}));
+  ASSERT_EQ(p.grid.tiles.size(), p.tiles_total);
+  EXPECT_EQ(p.tiles_total, 18u);
+  uint64_t active = 0, voxels = 0;
+  for (const Tile& t : p.grid.tiles) {
+    active += t.skipped ? 0 : 1;
+    uint64_t v = 1;
+    for (int a = 0; a < 3; ++a) {
+      EXPECT_EQ(t.patch_lo[a], t.core_lo[a] - 8);
+      EXPECT_LE(t.core_hi[a], g.dims[a]);
+      v *= static_cast<uint64_t>(t.core_hi[a] - t.core_lo[a]);
+    }
+    voxels += v;
+  }
+  EXPECT_EQ(active, p.tiles_active);
+  EXPECT_EQ(voxels, g.voxel_count());  // the cores cover the volume exactly once
+  EXPECT_EQ(p.grid.tiles.back().core_hi, g.dims);
+
+  const TilePlan whole = plan_whole(g, net, Target::Native);
+  ASSERT_EQ(whole.grid.tiles.size(), 1u);
+  EXPECT_EQ(whole.grid.tiles[0].core_hi, g.dims);
+  EXPECT_EQ(whole.grid.tiles[0].patch_lo, (Dims3{0, 0, 0}));  // 160, 192, 144 are multiples of 8
+}

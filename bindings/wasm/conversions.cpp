@@ -49,6 +49,31 @@ val array_of(const std::array<uint64_t, 3>& a) {
   return out;
 }
 
+val array_of(const Dims3& a) {
+  val out = val::array();
+  for (int64_t x : a) out.call<void>("push", static_cast<double>(x));
+  return out;
+}
+
+// {counts, patchEdge, tiles: [{index, coreLo, coreHi, patchLo, skipped}]}: the tiles a plan's run goes through.
+val grid_to_val(const TileGrid& g) {
+  val o = val::object();
+  o.set("counts", array_of(g.counts));
+  o.set("patchEdge", static_cast<double>(g.patch_edge));
+  val tiles = val::array();
+  for (const Tile& t : g.tiles) {
+    val x = val::object();
+    x.set("index", static_cast<double>(t.index));
+    x.set("coreLo", array_of(t.core_lo));
+    x.set("coreHi", array_of(t.core_hi));
+    x.set("patchLo", array_of(t.patch_lo));
+    x.set("skipped", t.skipped);
+    tiles.call<void>("push", x);
+  }
+  o.set("tiles", tiles);
+  return o;
+}
+
 }  // namespace
 
 Geometry geometry_from(const val& v) {
@@ -215,6 +240,7 @@ val to_val(const TilePlan& p) {
   o.set("activationBytes", static_cast<double>(p.activation_bytes));
   o.set("moduleHeapBytes", static_cast<double>(p.module_heap_bytes));
   o.set("peakBytes", static_cast<double>(p.peak_bytes));
+  o.set("grid", grid_to_val(p.grid));
   return o;
 }
 

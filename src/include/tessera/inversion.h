@@ -44,6 +44,32 @@ uint32_t network_output_channels(const InversionRequest& request, uint32_t netwo
 // explicit tile config for them is refused (Error InvalidArgument).
 TilePlan plan_inversion(const InversionRequest& request, std::span<const uint8_t> mask, Target target);
 
+// What a plan fixed for its run, as a caller hands the plan back (a plan is a value: made once, passed to the
+// run, obeyed).
+struct PlanChoice {
+  bool whole_volume = false;
+  TileConfig tile;
+  uint32_t workers = 1;
+  uint32_t threads_per_worker = 0;
+  uint32_t tiles_in_flight = 1;
+  uint64_t tiles_total = 0;
+  uint64_t tiles_active = 0;
+};
+
+// The plan a run obeys: the choice evaluated on this request's volume and mask (deterministic; no search).
+// Throws Error(InvalidArgument) when the choice was made for another volume, mask or network (its tile counts
+// differ) or asks for more tiles in flight than the budget allows, Error(BudgetExceeded) when it does not fit.
+// request.geometry is valid; mask holds its voxel count of values.
+TilePlan plan_of_choice(const InversionRequest& request, std::span<const uint8_t> mask, const PlanChoice& choice,
+                        Target target);
+
+// Whether this request runs through a StepRun (field -> chi networks, tiled or whole) rather than a driver that
+// calls its network from inside an algorithm (physics loops, native patching, phase networks).
+bool runs_in_steps(const InversionRequest& request);
+
+// The FieldNetwork the request runs (a registered one, or the custom one).
+FieldNetwork request_network(const InversionRequest& request);
+
 // The off-design warning for this request, or empty.
 std::string inversion_warning(const InversionRequest& request);
 

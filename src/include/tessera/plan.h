@@ -30,6 +30,7 @@ struct TilePlan {
   uint64_t activation_bytes = 0;    // bytes_per_tile · tiles_in_flight: all tiles in flight
   uint64_t module_heap_bytes = 0;   // the C++ module: field, mask, chi and the patches in flight
   uint64_t peak_bytes = 0;          // activation_bytes + module_heap_bytes
+  TileGrid grid;                    // the tiles the run goes through (whole volume: one tile); empty when refused
 };
 
 // Plans a tiled run. Never throws for an infeasible config: feasible=false and message say why.

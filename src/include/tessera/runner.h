@@ -64,6 +64,9 @@ class TileScope {
   int64_t previous_;
 };
 
+// Throws Error(RunnerFailed) naming `where` when a network output of `got` values does not hold out_shape.
+void check_output_size(uint64_t got, const TensorShape& out_shape, const std::string& where);
+
 // Runs net on input and checks the output holds out_shape.size() values.
 // where names the call in messages ("tile 3 (core ...)", "LPCNN: network (call 2)").
 // A tessera::Error from the runner keeps its code (prefixed with where); any other exception, or a

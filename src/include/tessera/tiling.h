@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "tessera/budget.h"
@@ -30,9 +31,16 @@ struct TileGrid {
   uint64_t skipped = 0;                   // tiles whose core holds no mask voxel
 };
 
+// "tile 3 (core x 0-56, y 56-112, z 0-56)": how messages name a tile.
+std::string tile_text(const Tile& tile);
+
 // Cuts the volume into core-aligned tiles from 0, clamped at the far edges, and marks empty ones.
 // geometry is valid; mask holds geometry.voxel_count() values; cfg.core >= 1.
 TileGrid make_tile_grid(const Geometry& geometry, std::span<const uint8_t> mask, TileConfig cfg, uint32_t divisor);
+
+// The grid of a whole-volume run: one tile whose core is the whole volume and whose patch starts at patch_lo.
+// geometry is valid; patch_edge is the largest padded dim.
+TileGrid whole_volume_grid(const Geometry& geometry, const Dims3& patch_lo, uint64_t patch_edge);
 
 // Copies field[origin .. origin+dims) into out in network layout through the input normalisation;
 // voxels outside the volume (and, when mask is given, outside the mask) are 0 in the network's domain.

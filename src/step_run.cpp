@@ -1,0 +1,123 @@
+#include "tessera/step_run.h"
+
+#include <algorithm>
+
+#include "tessera/error.h"
+
+namespace tessera {
+
+namespace {
+
+std::vector<const Tile*> active_tiles(const TileGrid& grid) {
+  std::vector<const Tile*> active;
+  active.reserve(grid.active);
+  for (const Tile& t : grid.tiles) {
+    if (!t.skipped) active.push_back(&t);
+  }
+  return active;
+}
+
+const TilePlan& checked(const TilePlan& plan, const Geometry& g) {
+  if (!plan.feasible) throw Error(ErrorCode::BudgetExceeded, plan.message.empty() ? "the plan is not feasible" : plan.message);
+  if (plan.grid.tiles.empty() || plan.grid.tiles.back().core_hi != g.dims) {
+    throw Error(ErrorCode::InvalidArgument, "the plan's tiles do not cover this " + dims_text(g.dims) + " volume: plan again");
+  }
+  if (plan.tiles_in_flight == 0) throw Error(ErrorCode::InvalidArgument, "the plan allows no tile in flight");
+  return plan;
+}
+
+}  // namespace
+
+StepRun::StepRun(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask,
+                 const FieldNetwork& network, const TilePlan& plan, uint32_t output_channels, std::span<float> chi)
+    : geometry_(g),
+      field_(field),
+      mask_(mask),
+      network_(network),
+      plan_(checked(plan, g)),
+      active_(active_tiles(plan_.grid)),
+      chi_(chi),
+      scheduler_(active_.size(), plan_.tiles_in_flight),
+      t0_(Clock::now()) {
+  validate_geometry(g);
+  validate_volume_sizes(g, field.size(), mask.size());
+  if (chi.size() != g.voxel_count()) {
+    throw Error(ErrorCode::InvalidArgument, "output buffer holds " + std::to_string(chi.size()) + " values but the volume has " +
+                                                std::to_string(g.voxel_count()) + " voxels");
+  }
+  validate_finite(g, field);
+  const uint64_t e = plan_.patch_edge;
+  input_shape_ = TensorShape{1, plan_.whole_volume ? plan_.patch_dims : std::array<uint64_t, 3>{e, e, e}};
+  output_shape_ = TensorShape{std::max<uint32_t>(1, output_channels), input_shape_.dims};
+  started_.resize(active_.size());
+  seconds_.assign(active_.size(), 0.0);
+  std::fill(chi.begin(), chi.end(), 0.0f);
+}
+
+const Tile& StepRun::tile_of(uint64_t job) const {
+  if (job >= active_.size()) throw Error(ErrorCode::InvalidArgument, "no patch " + std::to_string(job) + " in this run");
+  return *active_[job];
+}
+
+std::optional<StepRun::Patch> StepRun::next(std::span<float> input) {
+  if (input.size() != input_shape_.size()) {
+    throw Error(ErrorCode::InvalidArgument, "the patch buffer holds " + std::to_string(input.size()) + " values, expected " +
+                                                std::to_string(input_shape_.size()));
+  }
+  const std::optional<uint64_t> job = scheduler_.try_acquire();
+  if (!job) return std::nullopt;
+  const Tile& t = *active_[*job];
+  try {
+    gather_patch(geometry_, field_, t.patch_lo, input_shape_.dims, network_.norm, input,
+                 network_.masked_input ? mask_ : std::span<const uint8_t>{});
+  } catch (...) {
+    scheduler_.fail(*job, std::current_exception());
+    throw;
+  }
+  started_[*job] = Clock::now();
+  return Patch{*job, t.index};
+}
+
+void StepRun::finish(uint64_t job, std::span<const float> output) {
+  const Tile& t = tile_of(job);
+  try {
+    const std::string where = plan_.whole_volume ? "whole volume " + dims_text(input_shape_.dims) : tile_text(t);
+    check_output_size(output.size(), output_shape_, where);
+    scatter_core(geometry_, mask_, t.core_lo, t.core_hi, t.patch_lo, input_shape_.dims, network_.norm,
+                 output.first(input_shape_.spatial()), chi_);
+    seconds_[job] = std::chrono::duration<double>(Clock::now() - started_[job]).count();
+    scheduler_.complete(job);
+  } catch (...) {
+    scheduler_.fail(job, std::current_exception());
+  }
+}
+
+void StepRun::fail(uint64_t job, ErrorCode code, const std::string& message) {
+  const Tile& t = tile_of(job);
+  const std::string where = plan_.whole_volume ? "whole volume " + dims_text(input_shape_.dims) : tile_text(t);
+  scheduler_.fail(job, std::make_exception_ptr(Error(code, where + ": " + message)));
+}
+
+void StepRun::cancel() { scheduler_.cancel(); }
+
+RunReport StepRun::report() const {
+  if (!finished()) throw Error(ErrorCode::Internal, "the run has patches out or to hand out: finish it first");
+  if (std::exception_ptr error = scheduler_.error()) std::rethrow_exception(error);
+  if (scheduler_.done() < scheduler_.total()) {
+    throw Error(ErrorCode::Cancelled, "cancelled after " + std::to_string(scheduler_.done()) + " of " +
+                                          std::to_string(scheduler_.total()) + " tiles");
+  }
+  RunReport r;
+  r.tiles_total = plan_.grid.tiles.size();
+  r.tiles_run = scheduler_.done();
+  r.tiles_skipped = plan_.grid.skipped;
+  r.concurrency = scheduler_.concurrency();
+  r.max_in_flight = scheduler_.max_in_flight();
+  r.patch_edge = plan_.patch_edge;
+  r.bytes_per_tile = plan_.bytes_per_tile;
+  r.wall_seconds = std::chrono::duration<double>(Clock::now() - t0_).count();
+  r.tile_seconds = seconds_;
+  return r;
+}
+
+}  // namespace tessera
