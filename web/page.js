@@ -14,7 +14,7 @@ export class Page {
     this.registry = [];
     this.limits = null;
     this.tessera = null;
-    this.runtimeKey = '';
+    this.starting = null; // the runtime being created
     // The loaded input per workflow ('field' | 'phase'); `input` is the selected workflow's.
     this.inputs = { field: null, phase: null };
     this.inputSeq = 0; // counts loaded inputs (published as #inputInfo data-seq)
@@ -77,19 +77,12 @@ export class Page {
   }
 
   /**
-   * The runtime for the current workers/threads (they fix the module's thread pool): recreated when they change.
+   * The runtime, started once: workers and threads per worker go with each plan and run request, so changing
+   * them needs no new runtime.
    * Preconditions: the settings panel exists.
    */
   async runtime() {
-    const o = this.panels.settings.runtimeOptions();
-    const key = `${o.workers}x${o.threadsPerWorker}`;
-    if (this.tessera && this.runtimeKey === key) return this.tessera;
-    const old = this.tessera;
-    this.tessera = null;
-    if (old) await old.terminate();
-    this.tessera = await createTessera({ ...o, watchdogMs: 120000 });
-    this.runtimeKey = key;
-    if (old) this.schedulePlan(); // a plan asked of the old runtime may have been cut short
+    this.tessera ??= await (this.starting ??= createTessera({ ...this.panels.settings.runtimeOptions(), watchdogMs: 120000 }));
     return this.tessera;
   }
 

@@ -7,6 +7,7 @@
 //     skipped count equals the planner's), χ finite, 0 outside the mask, r vs the phantom truth inside the
 //     mask > 0.5 with the real demo network, and the NiiVue χ panel shows an image (non-blank pixels);
 //   - Cancel mid-run stops the run at once (no result arrives later);
+//   - the tile map draws the C++ plan's tiles (plan.grid): 160×192×144 at core 72 / halo 8 is 18 tiles, 4 skipped;
 //   - a field/mask NIfTI pair written in node (writeNifti of the phantom) loaded through the file inputs runs
 //     end to end with a custom network (.onnx file input) — so the page runs again after a cancel — and the
 //     download is a valid .nii.gz with the input's dims and voxel size.
@@ -378,6 +379,58 @@ test('a registry network: licence and citation shown; wrong weights refused in w
   assert.equal((await readData('#tileCounts')).running, 0);
   assert.equal(await page.isDisabled('#run'), false);
   await page.selectOption('#model', 'demo');
+});
+
+test('the tile map draws the plan that runs: 160×192×144 at core 72 / halo 8 is 18 tiles, 14 to run', { skip }, async () => {
+  const { writeNifti } = await import('../bindings/js/index.js');
+  const dims = [160, 192, 144];
+  const [X, Y, Z] = dims;
+  const like = { dims, voxelMm: [1, 1, 1] };
+  // Inside everywhere except x ≥ 144 with y < 72 or y ≥ 144: four of the 3×3×2 core-72 tiles hold no mask voxel.
+  const mask = new Float32Array(X * Y * Z);
+  for (let z = 0, i = 0; z < Z; z++) for (let y = 0; y < Y; y++) for (let x = 0; x < X; x++, i++) mask[i] = x >= 144 && (y < 72 || y >= 144) ? 0 : 1;
+  // The oracle, computed here: core-aligned tiles from 0, clamped at the far edges; skipped = no mask voxel in the core.
+  const counts = dims.map((d) => Math.ceil(d / 72));
+  let skipped = 0;
+  for (let k = 0; k < counts[2]; k++)
+    for (let j = 0; j < counts[1]; j++)
+      for (let i = 0; i < counts[0]; i++) {
+        let any = false;
+        for (let z = k * 72; z < Math.min(Z, k * 72 + 72) && !any; z++)
+          for (let y = j * 72; y < Math.min(Y, j * 72 + 72) && !any; y++)
+            for (let x = i * 72; x < Math.min(X, i * 72 + 72); x++) if (mask[x + X * (y + Y * z)]) { any = true; break; }
+        if (!any) skipped++;
+      }
+  assert.deepEqual([counts, skipped], [[3, 3, 2], 4]);
+  await page.selectOption('#model', 'demo');
+  await page.uncheck('#auto');
+  await page.uncheck('#whole');
+  await page.fill('#core', '72');
+  await page.fill('#halo', '8');
+  await page.check('input[name=units][value=ppm]');
+  await page.check('input[name=maskSource][value=file]');
+  const seq = (await readData('#inputInfo')).seq;
+  await page.setInputFiles('#maskFile', { name: 'grid_mask.nii.gz', mimeType: 'application/gzip', buffer: Buffer.from(await writeNifti(mask, like, { gzip: true })) });
+  await page.setInputFiles('#fieldFile', { name: 'grid_field.nii.gz', mimeType: 'application/gzip', buffer: Buffer.from(await writeNifti(new Float32Array(X * Y * Z), like, { gzip: true })) });
+  await page.waitForFunction((s) => Number(document.querySelector('#inputInfo').dataset.seq) > s && document.body.dataset.state === 'idle', seq, { timeout: 30000 });
+  await page.waitForFunction(() => document.querySelector('#planReadout').dataset.core === '72' && document.querySelector('#tileCounts').dataset.total === '18', null, { timeout: 15000 });
+  const plan = await readData('#planReadout');
+  assert.deepEqual([plan.core, plan.halo, plan.tilesTotal, plan.tilesActive, plan.tilesSkipped], [72, 8, 18, 14, 4]);
+  assert.match(await page.textContent('#planReadout'), /Tiles\s*18 total, 14 to run, 4 skipped/);
+  const map = await readData('#tileCounts');
+  assert.deepEqual(map, { total: 18, queued: 14, running: 0, done: 0, skipped: 4 });
+  assert.equal(await page.textContent('#tileCounts'), '18 tiles: 0 done · 0 running · 14 queued · 4 skipped');
+  assert.equal(await page.$eval('#tilemap', (c) => c.dataset.grid), '3,3,2', 'two layers of 3×3 tiles, not three');
+  // The slice slider picks the layer from the plan's cores: z 71 is in layer 1, z 72 in layer 2.
+  for (const [z, layer] of [[71, '0'], [72, '1']]) {
+    await page.$eval('#tileSlice', (e, v) => {
+      e.value = String(v);
+      e.dispatchEvent(new Event('input'));
+    }, z);
+    assert.equal(await page.$eval('#tilemap', (c) => c.dataset.layer), layer);
+  }
+  await page.locator('#runCard').screenshot({ path: path.join(ARTIFACTS, 'tilemap-plan.png') });
+  await page.fill('#core', '32'); // the settings the next test started from
 });
 
 test('the phase networks: wrapped phase (3D, then 4D multi-echo with magnitude), TE, B0 → iQSM and iQFM, equal to the node API', { skip, timeout: 150000 }, async () => {

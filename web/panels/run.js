@@ -52,17 +52,9 @@ export class RunPanel {
     this.tileMap.setSlice(z);
   }
 
-  /** Draws the tiles of a plan over the input (all queued, or skipped). */
+  /** Draws the plan's tiles (plan.grid, from the C++ planner) over the input: all queued, or skipped. */
   showPlan(plan, input) {
-    const req = this.page.panels.settings.request();
-    this.tileMap.setup({
-      dims: input.geometry.dims,
-      core: plan.tile?.core ?? req.tile?.core ?? 32,
-      halo: plan.tile?.halo ?? req.tile?.halo ?? 0,
-      whole: !!plan.wholeVolume || !req.tile,
-      mask: input.mask,
-      background: input.display,
-    });
+    this.tileMap.setup({ grid: plan.grid, dims: input.geometry.dims, mask: input.mask, background: input.display });
     this.renderTiles();
   }
 
