@@ -3,6 +3,7 @@
 // the workflow (decoding in the I/O worker); the loaded input is described in words and published as
 // #inputInfo's data-* attributes (seq, kind, source, dims, voxel-mm, mask-voxels, sum-in-mask, echoes, ...).
 import { $, checkedValue, setRadio, setData, clearData } from '../dom.js';
+import { WORKFLOWS } from '../workflows/index.js';
 
 export class InputsPanel {
   /**
@@ -28,19 +29,16 @@ export class InputsPanel {
         }
         this.load();
       });
-    file('fieldFile', 'field', true);
-    file('phaseFile', 'phase', true);
+    for (const wf of WORKFLOWS) file(wf.fileInput, wf.kind, true);
     file('maskFile', 'mask');
     file('magFile', 'magnitude');
     $('maskFraction').addEventListener('change', () => this.load());
     for (const r of document.querySelectorAll('input[name=maskSource]')) r.addEventListener('change', () => (this.syncMask(), this.load()));
-    for (const r of document.querySelectorAll('input[name=units]')) r.addEventListener('change', () => this.load());
-    $('phaseUnits').addEventListener('change', () => this.load());
     // B0 converts Hz field maps (reload) or is a parameter of the network (check and re-plan).
     $('b0').addEventListener('change', () => (page.workflow().b0Reloads ? this.load() : this.paramsChanged()));
     $('b0').addEventListener('input', () => !page.workflow().b0Reloads && this.syncParams());
-    for (const id of ['te', 'erode']) $(id).addEventListener('input', () => this.paramsChanged());
-    $('phaseSign').addEventListener('change', () => this.syncParams());
+    const actions = { reload: () => this.load(), paramsChanged: () => this.paramsChanged(), syncParams: () => this.syncParams() };
+    for (const wf of WORKFLOWS) wf.wire(actions);
     const drop = $('drop');
     drop.addEventListener('dragover', (e) => {
       e.preventDefault();

@@ -7,16 +7,6 @@ import { $, checkedValue, clampInt } from '../dom.js';
 import { DEMO } from '../demo.js';
 import { workflowFor } from '../workflows/index.js';
 
-const ROLE_WORDS = {
-  phase: 'wrapped phase (rad, × phase sign)',
-  mask: 'brain mask (eroded)',
-  te: 'TE (s)',
-  b0: 'B0 (T)',
-  b0_dir: 'B0 direction (unit vector)',
-  border: 'border shell',
-  field: 'local field (ppm)',
-};
-
 const GROUPS = { 'field-to-chi': 'Field → χ networks', 'physics-loop': 'Physics loops', 'native-patches': 'Native patching', 'whole-volume-only': 'Whole volume only' };
 
 export class NetworkPanel {
@@ -119,11 +109,7 @@ export class NetworkPanel {
     } else if (n.kind === 'registry' && n.model) {
       const m = n.model;
       line('Kind', `${m.kind}${m.tileable ? ', tileable' : ', not tileable'}; divisor ${m.divisor}; ${m.bytesPerVoxel} B/voxel${m.costProvisional ? ' (provisional)' : ''}`);
-      if (workflowFor(m).kind === 'phase') {
-        line('Inputs', m.inputs.map((r) => ROLE_WORDS[r] ?? r).join(', '));
-        line('Output', m.quantity === 'local-field' ? 'local field (ppm) — the tissue field, not χ' : 'χ (ppm)');
-        line('Runs', `on the whole volume at once (not tileable), padded to a multiple of ${m.divisor}${m.cropMargin ? `; cropped to the eroded mask’s bounding box + ${m.cropMargin} voxels first` : ''}; one network call per echo, echoes combined with (magnitude·TE)² weights`);
-      }
+      workflowFor(m).describeNetwork(m, line);
       line('Input / output', `${m.input} → ${m.output}`);
       line('Weights', m.weights.map((w) => `${w.file}${w.bytes ? ` (${(w.bytes / 1e6).toFixed(1)} MB)` : ''}`).join(', '));
       line('Licence', m.licence);

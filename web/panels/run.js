@@ -3,6 +3,7 @@
 // as #progress' value/max and data-* (done, total, in-flight, running-tiles: the tiles it names as running).
 import { $, fmtSeconds, setData, clearData } from '../dom.js';
 import { TileMap } from '../tilemap.js';
+import { WORKFLOWS } from '../workflows/index.js';
 
 export class RunPanel {
   /** @param {import('../page.js').Page} page */
@@ -29,7 +30,7 @@ export class RunPanel {
     $('demo').disabled = !page.ready || running || (wf.tiled && !feasible);
     $('cancel').disabled = page.state !== 'running';
     $('download').disabled = running || !page.result;
-    for (const id of ['workers', 'threads', 'fieldFile', 'maskFile', 'magFile', 'model', 'phaseFile']) $(id).disabled = running;
+    for (const id of ['workers', 'threads', 'maskFile', 'magFile', 'model', ...WORKFLOWS.map((w) => w.fileInput)]) $(id).disabled = running;
     if (!wf.tiled) $('workers').disabled = true; // one network call at a time (echo after echo)
   }
 

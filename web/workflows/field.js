@@ -11,6 +11,8 @@ export const fieldWorkflow = {
   tiled: true,
   /** What the drop zone calls the main file; where the B0 input sits. */
   mainName: 'field map',
+  /** The file input of the main file (its choice goes to page.files.field). */
+  fileInput: 'fieldFile',
   b0Slot: 'b0FieldSlot',
   /** B0 converts a field map in Hz: changing it reloads the input. */
   b0Reloads: true,
@@ -22,6 +24,14 @@ export const fieldWorkflow = {
     NonFiniteInput: 'The field map holds invalid values',
   },
   barLabels: ['Tiles in flight vs budget', 'One tile vs single-patch limit'],
+
+  /** Wires this workflow's own inputs: the field's units reload it. */
+  wire({ reload }) {
+    for (const r of document.querySelectorAll('input[name=units]')) r.addEventListener('change', reload);
+  },
+
+  /** The network description needs nothing beyond the registry's input / output line. */
+  describeNetwork() {},
 
   /** The magnitude label's words and whether it shows, for a mask source ('file' | 'magnitude'). */
   magnitudeLabel(maskSource) {

@@ -6,6 +6,9 @@ import { phaseWorkflow } from './phase.js';
 
 export { fieldWorkflow, phaseWorkflow };
 
+/** Every workflow the page offers. */
+export const WORKFLOWS = [fieldWorkflow, phaseWorkflow];
+
 /**
  * The workflow of a network.
  * Preconditions: `model` is a registry entry (tessera.registry()) or undefined (a custom network).

@@ -8,12 +8,59 @@ const PI = Math.PI;
 /** Example echo times (s) for n echoes, as typed. */
 const example = (n) => [0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09].slice(0, Math.max(1, n)).join(', ');
 const NUMBER = /^[+]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
+/** The registry's input roles in words. */
+const ROLE_WORDS = {
+  phase: 'wrapped phase (rad, × phase sign)',
+  mask: 'brain mask (eroded)',
+  te: 'TE (s)',
+  b0: 'B0 (T)',
+  b0_dir: 'B0 direction (unit vector)',
+  border: 'border shell',
+};
+
+/**
+ * The phase networks' acquisition settings, checked: { te (s, one per echo; null while there is a problem with
+ * them), b0 (T), erodeRadius, phaseSign, echoes, problem } — problem says what is wrong, in words (null when all is
+ * well). TE is in seconds, as in the API and the CLI: a value above 1 s is refused as probably milliseconds (the
+ * CLI's rule).
+ * Preconditions: `form` holds the form's strings: te (echo times separated by commas, semicolons or spaces), b0,
+ * erode, sign; `echoes` is the loaded phase's echo count, or null before a phase is loaded (any count then).
+ */
+export function checkAcquisition(form, echoes) {
+  const text = String(form.te ?? '').trim();
+  const parts = text ? text.split(/[\s,;]+/).filter(Boolean) : [];
+  const s = parts.map(Number);
+  let problem = null;
+  let te = null;
+  const bad = parts.findIndex((p, i) => !NUMBER.test(p) || !(s[i] > 0));
+  const ms = s.filter((t) => t > 1);
+  if (!parts.length) {
+    problem = `Type the echo time${echoes > 1 ? 's' : ''} TE in seconds${echoes > 1 ? `, one per echo (${echoes} echoes), comma-separated, e.g. ${example(echoes)}` : ', e.g. 0.02'}.`;
+  } else if (bad >= 0) {
+    problem = `“${parts[bad]}” is not an echo time: type TE in seconds, e.g. 0.02, or ${example(3)} for three echoes.`;
+  } else if (ms.length) {
+    const fix = s.map((t) => (t > 1 ? +(t / 1000).toPrecision(6) : t)).join(', ');
+    problem = `TE ${ms.join(', ')} s is implausible for an echo time (probably milliseconds): give TE in seconds, not milliseconds (20 ms = 0.02: type ${fix}).`;
+  } else if (echoes !== null && s.length !== echoes) {
+    const given = `${s.length} echo time${s.length > 1 ? 's were' : ' was'} given`;
+    problem = `The phase holds ${echoes} echo${echoes > 1 ? 'es' : ''} but ${given}: give one TE per echo, in seconds, comma-separated (e.g. ${example(echoes)}).`;
+  } else {
+    te = s;
+  }
+  const b0 = Number(form.b0);
+  if (!problem && !(b0 > 0 && b0 <= 30)) problem = 'Give the field strength B0 in tesla (e.g. 3).';
+  const erode = Number(form.erode);
+  if (!problem && !(Number.isInteger(erode) && erode >= 0 && erode <= 20)) problem = 'The mask erosion is a whole number of voxels from 0 to 20 (the reference uses 3).';
+  return { te, b0, erodeRadius: erode, phaseSign: Number(form.sign) < 0 ? -1 : 1, echoes, problem };
+}
 
 export const phaseWorkflow = {
   kind: 'phase',
   /** Whole volume only: no tile setting applies (only the threads per worker). */
   tiled: false,
   mainName: 'wrapped phase',
+  /** The file input of the main file (its choice goes to page.files.phase). */
+  fileInput: 'phaseFile',
   b0Slot: 'b0PhaseSlot',
   /** B0 is a parameter of the network, not of the input: changing it re-plans. */
   b0Reloads: false,
@@ -27,6 +74,20 @@ export const phaseWorkflow = {
   },
   barLabels: ['Activations vs budget', 'Whole volume vs single-patch limit'],
 
+  /** Wires this workflow's own inputs: units reload the phase; TE and erosion re-check and re-plan; the sign re-checks. */
+  wire({ reload, paramsChanged, syncParams }) {
+    $('phaseUnits').addEventListener('change', reload);
+    for (const id of ['te', 'erode']) $(id).addEventListener('input', paramsChanged);
+    $('phaseSign').addEventListener('change', syncParams);
+  },
+
+  /** What the network description adds for a phase network (line(key, value)): its inputs, output and how it runs. */
+  describeNetwork(m, line) {
+    line('Inputs', m.inputs.map((r) => ROLE_WORDS[r] ?? r).join(', '));
+    line('Output', m.quantity === 'local-field' ? 'local field (ppm) — the tissue field, not χ' : 'χ (ppm)');
+    line('Runs', `on the whole volume at once (not tileable), padded to a multiple of ${m.divisor}${m.cropMargin ? `; cropped to the eroded mask’s bounding box + ${m.cropMargin} voxels first` : ''}; one network call per echo, echoes combined with (magnitude·TE)² weights`);
+  },
+
   /** The magnitude is optional and weights the echoes: always offered; thresholded for the mask on request. */
   magnitudeLabel(maskSource) {
     return { text: `Magnitude (optional, weights the echoes${maskSource === 'magnitude' ? '; thresholded for the mask' : ''})`, shown: true };
@@ -38,38 +99,11 @@ export const phaseWorkflow = {
   },
 
   /**
-   * The acquisition settings from the page, checked: { te (s, one per echo), b0 (T), erodeRadius, phaseSign,
-   * echoes, problem } — problem says what is wrong, in words (null when all is well). TE is in seconds, as in
-   * the API and the CLI: a value above 1 s is refused as probably milliseconds (the CLI's rule).
+   * The acquisition settings from the page, checked (checkAcquisition).
    * Preconditions: `input` is the loaded phase input or null (then any echo count is accepted).
    */
   params(input) {
-    const echoes = input?.echoes ?? null;
-    const text = $('te').value.trim();
-    const parts = text ? text.split(/[\s,;]+/).filter(Boolean) : [];
-    const s = parts.map(Number);
-    let problem = null;
-    let te = null;
-    const bad = parts.findIndex((p, i) => !NUMBER.test(p) || !(s[i] > 0));
-    const ms = s.filter((t) => t > 1);
-    if (!parts.length) {
-      problem = `Type the echo time${echoes > 1 ? 's' : ''} TE in seconds${echoes > 1 ? `, one per echo (${echoes} echoes), comma-separated, e.g. ${example(echoes)}` : ', e.g. 0.02'}.`;
-    } else if (bad >= 0) {
-      problem = `“${parts[bad]}” is not an echo time: type TE in seconds, e.g. 0.02, or ${example(3)} for three echoes.`;
-    } else if (ms.length) {
-      const fix = s.map((t) => (t > 1 ? +(t / 1000).toPrecision(6) : t)).join(', ');
-      problem = `TE ${ms.join(', ')} s is implausible for an echo time (probably milliseconds): give TE in seconds, not milliseconds (20 ms = 0.02: type ${fix}).`;
-    } else if (echoes !== null && s.length !== echoes) {
-      const given = `${s.length} echo time${s.length > 1 ? 's were' : ' was'} given`;
-      problem = `The phase holds ${echoes} echo${echoes > 1 ? 'es' : ''} but ${given}: give one TE per echo, in seconds, comma-separated (e.g. ${example(echoes)}).`;
-    } else {
-      te = s;
-    }
-    const b0 = Number($('b0').value);
-    if (!problem && !(b0 > 0 && b0 <= 30)) problem = 'Give the field strength B0 in tesla (e.g. 3).';
-    const erode = Number($('erode').value);
-    if (!problem && !(Number.isInteger(erode) && erode >= 0 && erode <= 20)) problem = 'The mask erosion is a whole number of voxels from 0 to 20 (the reference uses 3).';
-    return { te, b0, erodeRadius: erode, phaseSign: Number($('phaseSign').value) < 0 ? -1 : 1, echoes, problem };
+    return checkAcquisition({ te: $('te').value, b0: $('b0').value, erode: $('erode').value, sign: $('phaseSign').value }, input?.echoes ?? null);
   },
 
   /** What keeps the run from starting (TE, B0, erosion), or null. */
