@@ -6,6 +6,7 @@
 //   - "Try the demo" runs to completion: progress 100 %, every tile on the map done or skipped (the map's
 //     skipped count equals the planner's), χ finite, 0 outside the mask, r vs the phantom truth inside the
 //     mask > 0.5 with the real demo network, and the NiiVue χ panel shows an image (non-blank pixels);
+//   - the demo network goes through the weights cache (Cache API): after a reload it is not downloaded again;
 //   - Cancel mid-run stops the run at once (no result arrives later);
 //   - the tile map draws the C++ plan's tiles (plan.grid): 160×192×144 at core 72 / halo 8 is 18 tiles, 4 skipped;
 //   - a field/mask NIfTI pair written in node (writeNifti of the phantom) loaded through the file inputs runs
@@ -36,6 +37,7 @@ import path from 'node:path';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { startServer } from '../scripts/serve.js';
 import { launchChromium } from '../scripts/chromium.js';
 
@@ -73,6 +75,9 @@ function suite() {
 let srv, ctx, page, tmp, netPath, pair;
 const consoleErrors = [];
 const foreignRequests = [];
+const served = []; // the server's log: 'GET /path 200 12 ms'
+/** How many times the server sent the demo network. */
+const demoDownloads = () => served.filter((l) => /^GET \/web\/models\/demo-unet\.onnx 200 /.test(l)).length;
 
 before(async () => {
   if (skip) return;
@@ -108,7 +113,7 @@ before(async () => {
   } finally {
     await t.terminate();
   }
-  srv = await startServer({ overrides });
+  srv = await startServer({ overrides, log: (line) => served.push(line) });
   ctx = await launchChromium(path.join(tmp, 'profile'), CHROMIUM, { acceptDownloads: true, viewport: { width: 1280, height: 1000 } });
   page = ctx.pages()[0] ?? (await ctx.newPage());
   page.on('console', (m) => {
@@ -144,6 +149,16 @@ const readData = (selector) =>
   );
 const pageState = () => T(() => document.body.dataset.state);
 const errorText = async () => ((await page.isHidden('#error')) ? '' : await page.textContent('#error'));
+
+// The served demo network's sha256 (the page verified it against the registry's before caching it).
+const DEMO_SHA = REAL_NET ? createHash('sha256').update(fs.readFileSync(DEMO_NET)).digest('hex') : null;
+/** The sha256 of the demo network's bytes in the page's weights cache (read with model-loader.js), or null. */
+const cachedDemoSha = () =>
+  page.evaluate(async (sha256) => {
+    const ml = await import('/bindings/js/model-loader.js');
+    const bytes = await ml.readCachedWeights([{ file: 'demo-unet.onnx', sha256 }]);
+    return bytes ? ml.sha256Hex(bytes[0]) : null;
+  }, DEMO_SHA);
 
 function get(url) {
   return new Promise((resolve, reject) => {
@@ -188,6 +203,8 @@ test('the page loads cross-origin isolated, with the runtime and a plan', { skip
   assert.match(await page.textContent('#planReadout'), new RegExp(`Tiles in flight\\s*${plan.tilesInFlight}`));
   assert.equal(await page.isDisabled('#demo'), false);
   assert.equal(await page.isDisabled('#run'), true, 'Run needs an input first');
+  await page.waitForFunction(() => document.querySelector('#cacheInfo').textContent !== '', null, { timeout: 10000 });
+  assert.equal(await page.textContent('#cacheInfo'), 'cache empty', 'a fresh profile');
   const models = await page.$$eval('#model option', (o) => o.map((x) => x.value));
   assert.ok(models.includes('demo') && models.includes('xqsm') && models.includes('custom'));
   console.log(`# page ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
@@ -274,6 +291,10 @@ test('the demo runs to completion: progress, tile map, χ against the truth, Nii
     return { bright, total: d.length / 4, levels: levels.size };
   }, png.toString('base64'));
   assert.ok(px.bright > 0.1 * px.total && px.levels >= 8, `χ panel looks blank: ${JSON.stringify(px)}`);
+  // The demo network went through the weights cache (Cache API): stored once verified, under its sha256.
+  assert.equal(demoDownloads(), 1);
+  await page.waitForFunction(() => document.querySelector('#cacheInfo').textContent === 'cached: demo-unet.onnx', null, { timeout: 5000 });
+  assert.equal(await cachedDemoSha(), DEMO_SHA);
   await page.locator('#resultCard').scrollIntoViewIfNeeded();
   await page.screenshot({ path: path.join(ARTIFACTS, 'demo-done.png'), fullPage: true });
   // The README's screenshot is a tracked file: rewritten only on request (TESSERA_UPDATE_SCREENSHOT=1).
@@ -651,6 +672,23 @@ test('the phase networks: wrapped phase (3D, then 4D multi-echo with magnitude),
   assert.equal(await page.isDisabled('#workers'), false);
   assert.equal(await page.isVisible('#tileNote'), false);
   console.log(`# phase networks: ${((Date.now() - t0) / 1000).toFixed(1)} s; page vs node max |Δ| ${err3d.toExponential(1)} (iQSM), ${err4d.toExponential(1)} (iQFM, 2 echoes)`);
+});
+
+test('the weights cache in Chromium: after a reload the demo network comes from the cache, not the server; Clear empties it', { skip }, async () => {
+  const before = demoDownloads();
+  assert.ok(before >= 1);
+  await page.reload();
+  await page.waitForFunction(() => document.body.dataset.state === 'idle' && document.querySelector('#cacheInfo').textContent !== '', null, { timeout: 60000 });
+  assert.equal(await page.textContent('#cacheInfo'), 'cached: demo-unet.onnx');
+  await page.click('#demo');
+  // Past the weights: the network is starting (or running); then the run is not needed.
+  await page.waitForFunction(() => /tiles · /.test(document.querySelector('#progressText').textContent), null, { timeout: 60000, polling: 50 });
+  await page.click('#cancel');
+  await waitState(['cancelled'], 5000);
+  assert.equal(demoDownloads(), before, 'no download: the cached copy (sha256 checked) was used');
+  await page.click('#clearCache');
+  await page.waitForFunction(() => document.querySelector('#cacheInfo').textContent === 'cache empty', null, { timeout: 5000 });
+  assert.equal(await cachedDemoSha(), null);
 });
 
 test('no console error and no request to another origin during the whole session', { skip }, () => {

@@ -134,29 +134,20 @@ export class NetworkPanel {
   }
 
   /**
-   * The ONNX bytes of a network (one array per network file), verified: the demo from this server, a custom
-   * .onnx as chosen, a registry network from local files, another URL, or its official URL through the cache.
+   * The ONNX bytes of a network (one array per network file), verified: the demo from this server and a registry
+   * network from its official URL through the weights cache, a custom .onnx as chosen, a registry network from
+   * local files or another URL as given.
    * Preconditions: `net` is selected()'s value; the page's runtime is up.
    */
   async weights(net, signal) {
     const tessera = this.page.tessera;
     if (net.kind === 'demo') {
-      if (this.memo.has('demo')) return this.memo.get('demo');
-      let bytes;
       try {
-        const w = net.model?.weights?.[0];
-        bytes = await loadModel(DEMO.modelUrl, {
-          signal,
-          expectedBytes: w?.bytes || undefined,
-          sha256: w?.sha256 || undefined,
-          onProgress: (p) => this.progress('demo network', p.loaded, p.total),
-        });
+        return await this.throughCache(net.model, signal);
       } catch (e) {
         if (e?.name === 'AbortError') throw e;
-        throw new TesseraError(`The demo network (web/models/demo-unet.onnx) is not available on this server: ${e.message}`, 'DownloadFailed');
+        throw new TesseraError(`The demo network (web/models/demo-unet.onnx) is not available on this server: ${e.message}`, e?.code ?? 'DownloadFailed');
       }
-      this.memo.set('demo', [bytes]);
-      return [bytes];
     }
     if (net.kind === 'custom') {
       const f = $('customFile').files[0];
@@ -176,11 +167,20 @@ export class NetworkPanel {
       if (!urls.length) throw new TesseraError('Type the URL of the weights, or choose the official URL.', 'InvalidArgument');
       return tessera.loadWeights(m.id, { sources: urls, onProgress, signal });
     }
+    return this.throughCache(m, signal);
+  }
+
+  /**
+   * A registry network's weights from its registry URLs (the demo's: served with this page) through the weights
+   * cache, verified against the registry's size and sha256; kept for the session.
+   */
+  async throughCache(m, signal) {
     const memoKey = `${m.id}:${m.weights.map((w) => w.sha256).join(',')}`;
     if (this.memo.has(memoKey)) return this.memo.get(memoKey);
+    const onProgress = (p) => this.progress(`${p.file} (${p.index + 1}/${p.files})`, p.loaded, p.total);
     const load = (sources) => {
       if (sources) $('dlText').textContent = 'weights from the cache (checking sha256)…';
-      return tessera.loadWeights(m.id, sources ? { sources, signal } : { onProgress, signal });
+      return this.page.tessera.loadWeights(m.id, sources ? { sources, signal } : { onProgress, signal });
     };
     const { bytes, fromCache } = await loadWeightsCached(m.weights, load);
     if (!fromCache) this.refreshCacheInfo();
