@@ -6,7 +6,9 @@
 //   - "Try the demo" runs to completion: progress 100 %, every tile on the map done or skipped (the map's
 //     skipped count equals the planner's), χ finite, 0 outside the mask, r vs the phantom truth inside the
 //     mask > 0.5 with the real demo network, and the NiiVue χ panel shows an image (non-blank pixels);
+//   - the demo network goes through the weights cache (Cache API): after a reload it is not downloaded again;
 //   - Cancel mid-run stops the run at once (no result arrives later);
+//   - the tile map draws the C++ plan's tiles (plan.grid): 160×192×144 at core 72 / halo 8 is 18 tiles, 4 skipped;
 //   - a field/mask NIfTI pair written in node (writeNifti of the phantom) loaded through the file inputs runs
 //     end to end with a custom network (.onnx file input) — so the page runs again after a cancel — and the
 //     download is a valid .nii.gz with the input's dims and voxel size.
@@ -15,8 +17,8 @@
 // applied (a random network has no relation to the truth); the result is still checked for the rest.
 // Also: Hz → ppm conversion of the loaded field, a mask by thresholding a magnitude image, a registry network
 // with wrong weights refused in words.
-// The phase networks: with iQSM selected the page asks for a wrapped phase (3D/4D), TE (ms), B0, magnitude,
-// erosion and sign, the tile settings are off; a wrapped-phase NIfTI + box mask and the LoT-layer test network
+// The phase networks: with iQSM selected the page asks for a wrapped phase (3D/4D), TE (s), B0, magnitude,
+// erosion and sign, the tile settings are off; a TE in milliseconds is refused (the CLI's rule); a wrapped-phase NIfTI + box mask and the LoT-layer test network
 // (tests/js/phase-networks.js) as a local weights file give exactly the node API's χ (nonzero only inside the
 // eroded mask); a TE count that does not match the echoes is refused in words with Run disabled; a 4D two-echo
 // phase with a two-echo magnitude runs iQFM (the output and the download named local field); a phase in
@@ -24,6 +26,8 @@
 // gets the planner's refusal.
 // Screenshots: test-artifacts/*.png; with TESSERA_UPDATE_SCREENSHOT=1, web/screenshot.png (the README's) after the demo, with a real (trained)
 // network only. TESSERA_DEMO_NET=/path/net.onnx serves a candidate demo network in place of web/models/.
+// The test observes the page only through its DOM: text, <body data-state>, the data-* attributes the panels
+// publish (#inputInfo, #planReadout, #progress, #tileCounts, #report, #error, .panels) and downloads.
 // Runs in ≈1–1.5 min on 2 idle cores (≈2.5 min when the machine is loaded).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -33,6 +37,7 @@ import path from 'node:path';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { startServer } from '../scripts/serve.js';
 import { launchChromium } from '../scripts/chromium.js';
 
@@ -70,6 +75,9 @@ function suite() {
 let srv, ctx, page, tmp, netPath, pair;
 const consoleErrors = [];
 const foreignRequests = [];
+const served = []; // the server's log: 'GET /path 200 12 ms'
+/** How many times the server sent the demo network. */
+const demoDownloads = () => served.filter((l) => /^GET \/web\/models\/demo-unet\.onnx 200 /.test(l)).length;
 
 before(async () => {
   if (skip) return;
@@ -105,7 +113,7 @@ before(async () => {
   } finally {
     await t.terminate();
   }
-  srv = await startServer({ overrides });
+  srv = await startServer({ overrides, log: (line) => served.push(line) });
   ctx = await launchChromium(path.join(tmp, 'profile'), CHROMIUM, { acceptDownloads: true, viewport: { width: 1280, height: 1000 } });
   page = ctx.pages()[0] ?? (await ctx.newPage());
   page.on('console', (m) => {
@@ -125,7 +133,32 @@ after(async () => {
 
 const T = (expr) => page.evaluate(expr);
 const waitState = (states, timeout) =>
-  page.waitForFunction((s) => s.includes(window.__tessera?.state), states, { timeout, polling: 100 });
+  page.waitForFunction((s) => s.includes(document.body.dataset.state), states, { timeout, polling: 100 });
+const LISTS = ['dims', 'voxelMm', 'phaseRange', 'runningTiles', 'shown'];
+/** An element's data-* as an object: 'true'/'false' and numbers parsed, the LISTS keys as arrays. */
+const readData = (selector) =>
+  page.$eval(
+    selector,
+    (e, lists) => {
+      const parse = (x) => (x === 'true' ? true : x === 'false' ? false : x !== '' && Number.isFinite(Number(x)) ? Number(x) : x);
+      const out = {};
+      for (const [k, v] of Object.entries(e.dataset)) out[k] = lists.includes(k) ? (v === '' ? [] : v.split(',').map(parse)) : parse(v);
+      return out;
+    },
+    LISTS,
+  );
+const pageState = () => T(() => document.body.dataset.state);
+const errorText = async () => ((await page.isHidden('#error')) ? '' : await page.textContent('#error'));
+
+// The served demo network's sha256 (the page verified it against the registry's before caching it).
+const DEMO_SHA = REAL_NET ? createHash('sha256').update(fs.readFileSync(DEMO_NET)).digest('hex') : null;
+/** The sha256 of the demo network's bytes in the page's weights cache (read with model-loader.js), or null. */
+const cachedDemoSha = () =>
+  page.evaluate(async (sha256) => {
+    const ml = await import('/bindings/js/model-loader.js');
+    const bytes = await ml.readCachedWeights([{ file: 'demo-unet.onnx', sha256 }]);
+    return bytes ? ml.sha256Hex(bytes[0]) : null;
+  }, DEMO_SHA);
 
 function get(url) {
   return new Promise((resolve, reject) => {
@@ -158,18 +191,20 @@ test('the page loads cross-origin isolated, with the runtime and a plan', { skip
   const t0 = Date.now();
   await page.goto(`${srv.url}/`);
   assert.equal(new URL(page.url()).pathname, '/web/');
-  await page.waitForFunction(() => window.__tessera?.ready && window.__tessera.plan, null, { timeout: 60000 });
+  await page.waitForFunction(() => document.body.dataset.state === 'idle' && document.querySelector('#planReadout').dataset.feasible, null, { timeout: 60000 });
   assert.equal(await T(() => crossOriginIsolated), true);
-  const plan = await T(() => window.__tessera.plan);
+  const plan = await readData('#planReadout');
   assert.equal(plan.feasible, true);
   // Auto by default: the C++ auto-planner's choice, explained on the page.
   assert.equal(plan.patchEdge % 8, 0);
-  assert.equal(plan.patchEdge, Math.ceil((plan.tile.core + 2 * plan.tile.halo) / 8) * 8);
+  assert.equal(plan.patchEdge, Math.ceil((plan.core + 2 * plan.halo) / 8) * 8);
   assert.match(await page.textContent('#planExplain'), /Auto-planner: core \d+, halo 8 .*estimated \d+ s/);
-  assert.equal(await page.inputValue('#core'), String(plan.tile.core));
+  assert.equal(await page.inputValue('#core'), String(plan.core));
   assert.match(await page.textContent('#planReadout'), new RegExp(`Tiles in flight\\s*${plan.tilesInFlight}`));
   assert.equal(await page.isDisabled('#demo'), false);
   assert.equal(await page.isDisabled('#run'), true, 'Run needs an input first');
+  await page.waitForFunction(() => document.querySelector('#cacheInfo').textContent !== '', null, { timeout: 10000 });
+  assert.equal(await page.textContent('#cacheInfo'), 'cache empty', 'a fresh profile');
   const models = await page.$$eval('#model option', (o) => o.map((x) => x.value));
   assert.ok(models.includes('demo') && models.includes('xqsm') && models.includes('custom'));
   console.log(`# page ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
@@ -189,7 +224,7 @@ test('an infeasible tile setting is refused with the planner\'s advice and Run d
   await page.fill('#core', '32');
   await page.waitForSelector('#planAdvice', { state: 'hidden', timeout: 10000 });
   await page.selectOption('#model', 'demo');
-  await page.waitForFunction(() => window.__tessera.plan?.feasible, null, { timeout: 10000 });
+  await page.waitForFunction(() => document.querySelector('#planReadout').dataset.feasible === 'true', null, { timeout: 10000 });
   assert.equal(await page.isDisabled('#demo'), false);
 });
 
@@ -198,32 +233,44 @@ test('the demo runs to completion: progress, tile map, χ against the truth, Nii
   await page.click('#demo');
   await waitState(['running'], 30000);
   // mid-run: the tile map shows progress
-  await page.waitForFunction(() => (window.__tessera.progress?.done ?? 0) >= 1, null, { timeout: 60000, polling: 100 });
-  // The map shows exactly the tiles the runtime names as running, never more than the plan allows.
-  const mid = await T(() => ({ p: window.__tessera.progress, c: window.__tessera.tiles.counts, k: window.__tessera.plan.tilesInFlight }));
+  await page.waitForFunction(() => Number(document.querySelector('#progress').dataset.done ?? 0) >= 1, null, { timeout: 60000, polling: 100 });
+  // The map shows exactly the tiles the runtime names as running, never more than the plan allows (one read:
+  // the page publishes the progress and the map's counts together).
+  const mid = await T(() => ({ p: { ...document.querySelector('#progress').dataset }, c: { ...document.querySelector('#tileCounts').dataset }, k: document.querySelector('#planReadout').dataset.tilesInFlight }));
+  mid.p.done = Number(mid.p.done);
+  mid.p.runningTiles = mid.p.runningTiles ? mid.p.runningTiles.split(',') : [];
+  mid.c = Object.fromEntries(Object.entries(mid.c).map(([k, v]) => [k, Number(v)]));
+  mid.k = Number(mid.k);
   assert.equal(mid.c.running, new Set(mid.p.runningTiles).size);
   assert.ok(mid.c.running <= mid.k, `${mid.c.running} running, plan allows ${mid.k}`);
   assert.ok(mid.c.done + mid.c.running >= mid.p.done);
   await page.screenshot({ path: path.join(ARTIFACTS, 'demo-running.png'), fullPage: true });
   await waitState(['done', 'error'], 240000);
-  const s = await T(() => {
-    const x = window.__tessera;
-    return { state: x.state, errors: x.errors, progress: x.progress, tiles: x.tiles, stats: x.stats, report: x.report, plan: x.plan, timings: x.timings, viewer: x.viewer };
-  });
-  assert.equal(s.state, 'done', s.errors.join('; '));
+  const s = {
+    state: await pageState(),
+    error: await errorText(),
+    progress: await readData('#progress'),
+    counts: await readData('#tileCounts'),
+    report: await readData('#report'),
+    plan: await readData('#planReadout'),
+    shown: (await readData('#resultCard .panels')).shown,
+  };
+  assert.equal(s.state, 'done', s.error);
   assert.equal(s.progress.done, s.progress.total);
   assert.equal(await page.$eval('#progress', (p) => p.value / p.max), 1);
   assert.match(await page.textContent('#progressText'), /100%/);
-  assert.ok(s.tiles.states.every((t) => t === 'done' || t === 'skipped'), JSON.stringify(s.tiles.counts));
-  assert.equal(s.tiles.counts.skipped, s.plan.tilesSkipped, 'drawn skipped tiles = planner');
-  assert.equal(s.tiles.counts.done, s.report.tilesRun);
+  assert.equal(s.counts.done + s.counts.skipped, s.counts.total, `every tile done or skipped: ${JSON.stringify(s.counts)}`);
+  assert.equal(s.counts.queued + s.counts.running, 0);
+  assert.equal(s.counts.skipped, s.plan.tilesSkipped, 'drawn skipped tiles = planner');
+  assert.equal(s.counts.done, s.report.tilesRun);
   assert.equal(s.report.tilesRun + s.report.tilesSkipped, s.report.tilesTotal);
-  assert.ok(s.stats.finite, 'χ is finite');
-  assert.equal(s.stats.nonzeroOutside, 0, 'χ is 0 outside the mask');
-  assert.ok(s.stats.std > 0, 'χ varies inside the mask');
-  console.log(`# demo: ${((Date.now() - t0) / 1000).toFixed(1)} s in all; ${JSON.stringify(s.timings)}; ${s.report.tilesRun} tiles; r = ${s.stats.r.toFixed(3)}, NRMSE ${(100 * s.stats.nrmse).toFixed(1)} %${REAL_NET ? '' : ' (stand-in network)'}`);
-  if (REAL_NET) assert.ok(s.stats.r > R_MIN, `r vs truth = ${s.stats.r}`);
-  assert.deepEqual(s.viewer.shown.sort(), ['chi', 'field', 'truth']);
+  assert.equal(s.report.finite, true, 'χ is finite');
+  assert.equal(s.report.nonzeroOutside, 0, 'χ is 0 outside the mask');
+  assert.ok(s.report.std > 0, 'χ varies inside the mask');
+  assert.match(await page.textContent('#report'), new RegExp(`Against the phantom truth\\s*r = ${s.report.r.toFixed(3)}`));
+  console.log(`# demo: ${((Date.now() - t0) / 1000).toFixed(1)} s in all (run ${s.report.wallSeconds.toFixed(1)} s); ${s.report.tilesRun} tiles; r = ${s.report.r.toFixed(3)}, NRMSE ${(100 * s.report.nrmse).toFixed(1)} %${REAL_NET ? '' : ' (stand-in network)'}`);
+  if (REAL_NET) assert.ok(s.report.r > R_MIN, `r vs truth = ${s.report.r}`);
+  assert.deepEqual(s.shown, ['chi', 'field', 'truth']);
   // NiiVue's χ panel: a picture, not a blank canvas (WebGL: read back through a screenshot of the element)
   await page.waitForTimeout(300);
   const png = await page.locator('#nvChi').screenshot();
@@ -244,6 +291,10 @@ test('the demo runs to completion: progress, tile map, χ against the truth, Nii
     return { bright, total: d.length / 4, levels: levels.size };
   }, png.toString('base64'));
   assert.ok(px.bright > 0.1 * px.total && px.levels >= 8, `χ panel looks blank: ${JSON.stringify(px)}`);
+  // The demo network went through the weights cache (Cache API): stored once verified, under its sha256.
+  assert.equal(demoDownloads(), 1);
+  await page.waitForFunction(() => document.querySelector('#cacheInfo').textContent === 'cached: demo-unet.onnx', null, { timeout: 5000 });
+  assert.equal(await cachedDemoSha(), DEMO_SHA);
   await page.locator('#resultCard').scrollIntoViewIfNeeded();
   await page.screenshot({ path: path.join(ARTIFACTS, 'demo-done.png'), fullPage: true });
   // The README's screenshot is a tracked file: rewritten only on request (TESSERA_UPDATE_SCREENSHOT=1).
@@ -253,8 +304,9 @@ test('the demo runs to completion: progress, tile map, χ against the truth, Nii
 });
 
 test('Cancel stops a run at once and leaves the page ready', { skip }, async () => {
+  const errorsBefore = (await readData('#error')).count ?? 0;
   await page.click('#run');
-  await page.waitForFunction(() => window.__tessera.state === 'running' && (window.__tessera.progress?.done ?? 0) >= 2, null, { timeout: 60000, polling: 50 });
+  await page.waitForFunction(() => document.body.dataset.state === 'running' && Number(document.querySelector('#progress').dataset.done ?? 0) >= 2, null, { timeout: 60000, polling: 50 });
   const t0 = Date.now();
   await page.click('#cancel');
   await waitState(['cancelled'], 2000);
@@ -262,12 +314,15 @@ test('Cancel stops a run at once and leaves the page ready', { skip }, async () 
   assert.equal(await page.isDisabled('#cancel'), true);
   assert.equal(await page.isDisabled('#run'), false);
   await page.waitForTimeout(1500);
-  const s = await T(() => ({ state: window.__tessera.state, report: window.__tessera.report, counts: window.__tessera.tiles.counts, errors: window.__tessera.errors }));
+  const s = { state: await pageState(), report: await readData('#report'), counts: await readData('#tileCounts'), errors: (await readData('#error')).count ?? 0 };
   assert.equal(s.state, 'cancelled');
-  assert.equal(s.report, null, 'no result arrives after a cancel');
+  assert.deepEqual(s.report, {}, 'no result arrives after a cancel');
+  assert.equal(await page.textContent('#report'), '');
+  assert.equal(await page.isDisabled('#download'), true);
   assert.equal(s.counts.running, 0);
   assert.ok(s.counts.done < s.counts.total - s.counts.skipped, 'stopped before the end');
-  assert.deepEqual(s.errors, []);
+  assert.equal(s.errors, errorsBefore, 'no error shown');
+  assert.equal(await page.isHidden('#error'), true);
   assert.match(await page.textContent('#progressText'), /cancelled/);
   console.log(`# cancel settled the page in ${ms} ms at ${s.counts.done} tiles`);
 });
@@ -278,23 +333,23 @@ test('a NIfTI pair loaded through the file inputs runs end to end with a custom 
   await page.fill('#b0', '3');
   await page.setInputFiles('#fieldFile', { name: 'phantom_field.nii.gz', mimeType: 'application/gzip', buffer: Buffer.from(pair.field) });
   await page.setInputFiles('#maskFile', { name: 'phantom_mask.nii.gz', mimeType: 'application/gzip', buffer: Buffer.from(pair.maskNii) });
-  await page.waitForFunction(() => window.__tessera.input?.source === 'files', null, { timeout: 20000 });
-  const input = await T(() => window.__tessera.input);
+  await page.waitForFunction(() => document.querySelector('#inputInfo').dataset.source === 'files', null, { timeout: 20000 });
+  const input = await readData('#inputInfo');
   assert.deepEqual(input.dims, pair.geometry.dims);
   assert.equal(input.maskVoxels, pair.mask.reduce((a, b) => a + b, 0));
   assert.deepEqual(input.voxelMm, pair.geometry.voxelMm);
-  assert.ok(Math.abs(input.fieldSumInMask - pair.fieldPpmSum) <= 1e-3 * Math.abs(pair.fieldPpmSum) + 1e-3, `Hz → ppm: ${input.fieldSumInMask} vs ${pair.fieldPpmSum}`);
+  assert.ok(Math.abs(input.sumInMask - pair.fieldPpmSum) <= 1e-3 * Math.abs(pair.fieldPpmSum) + 1e-3, `Hz → ppm: ${input.sumInMask} vs ${pair.fieldPpmSum}`);
   await page.selectOption('#model', 'custom');
   await page.fill('#customDivisor', '8');
   await page.fill('#customBpv', '1100');
   await page.setInputFiles('#customFile', netPath);
-  await page.waitForFunction(() => window.__tessera.plan?.feasible && window.__tessera.plan.patchEdge === 48 && !document.querySelector('#run').disabled, null, { timeout: 10000 });
+  await page.waitForFunction(() => document.querySelector('#planReadout').dataset.feasible === 'true' && document.querySelector('#planReadout').dataset.patchEdge === '48' && !document.querySelector('#run').disabled, null, { timeout: 10000 });
   await page.click('#run');
   await waitState(['done', 'error'], 120000);
-  const s = await T(() => ({ state: window.__tessera.state, errors: window.__tessera.errors, stats: window.__tessera.stats, counts: window.__tessera.tiles.counts, report: window.__tessera.report }));
-  assert.equal(s.state, 'done', s.errors.join('; '));
+  const s = { state: await pageState(), error: await errorText(), counts: await readData('#tileCounts'), report: await readData('#report') };
+  assert.equal(s.state, 'done', s.error);
   assert.equal(s.counts.running + s.counts.queued, 0);
-  assert.ok(s.stats.finite && s.stats.nonzeroOutside === 0);
+  assert.ok(s.report.finite && s.report.nonzeroOutside === 0);
   const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), page.click('#download')]);
   assert.match(dl.suggestedFilename(), /^phantom_field_chi\.nii\.gz$/);
   const bytes = fs.readFileSync(await dl.path());
@@ -320,11 +375,11 @@ test('a NIfTI pair loaded through the file inputs runs end to end with a custom 
 });
 
 test('a mask made by thresholding a magnitude image', { skip }, async () => {
-  const seq = await T(() => window.__tessera.input.seq);
+  const seq = (await readData('#inputInfo')).seq;
   await page.check('input[name=maskSource][value=magnitude]');
   await page.setInputFiles('#magFile', { name: 'phantom_mag.nii.gz', mimeType: 'application/gzip', buffer: Buffer.from(pair.magnitude) });
-  await page.waitForFunction((s) => window.__tessera.input.seq > s && window.__tessera.state === 'idle', seq, { timeout: 20000 });
-  const input = await T(() => window.__tessera.input);
+  await page.waitForFunction((s) => Number(document.querySelector('#inputInfo').dataset.seq) > s && document.body.dataset.state === 'idle', seq, { timeout: 20000 });
+  const input = await readData('#inputInfo');
   assert.equal(input.maskVoxels, pair.mask.reduce((a, b) => a + b, 0));
   assert.match(await page.textContent('#inputInfo'), /mask from phantom_mag\.nii\.gz/);
 });
@@ -336,14 +391,67 @@ test('a registry network: licence and citation shown; wrong weights refused in w
   assert.match(info, /Citation:.*xQSM/);
   await page.check('input[name=weightsSource][value=file]');
   await page.setInputFiles('#weightsFile', { name: 'xqsm.onnx', mimeType: 'application/octet-stream', buffer: Buffer.alloc(100) });
-  await page.waitForFunction(() => window.__tessera.plan?.feasible && !document.querySelector('#run').disabled, null, { timeout: 10000 });
+  await page.waitForFunction(() => document.querySelector('#planReadout').dataset.feasible === 'true' && !document.querySelector('#run').disabled, null, { timeout: 10000 });
   await page.click('#run');
   await waitState(['error', 'done'], 30000);
-  assert.equal(await T(() => window.__tessera.state), 'error');
+  assert.equal(await pageState(), 'error');
   assert.match(await page.textContent('#error'), /weights.*expected 20901826/s);
-  assert.equal(await T(() => window.__tessera.tiles.counts.running), 0);
+  assert.equal((await readData('#error')).code, 'WeightsMismatch');
+  assert.equal((await readData('#tileCounts')).running, 0);
   assert.equal(await page.isDisabled('#run'), false);
   await page.selectOption('#model', 'demo');
+});
+
+test('the tile map draws the plan that runs: 160×192×144 at core 72 / halo 8 is 18 tiles, 14 to run', { skip }, async () => {
+  const { writeNifti } = await import('../bindings/js/index.js');
+  const dims = [160, 192, 144];
+  const [X, Y, Z] = dims;
+  const like = { dims, voxelMm: [1, 1, 1] };
+  // Inside everywhere except x ≥ 144 with y < 72 or y ≥ 144: four of the 3×3×2 core-72 tiles hold no mask voxel.
+  const mask = new Float32Array(X * Y * Z);
+  for (let z = 0, i = 0; z < Z; z++) for (let y = 0; y < Y; y++) for (let x = 0; x < X; x++, i++) mask[i] = x >= 144 && (y < 72 || y >= 144) ? 0 : 1;
+  // The oracle, computed here: core-aligned tiles from 0, clamped at the far edges; skipped = no mask voxel in the core.
+  const counts = dims.map((d) => Math.ceil(d / 72));
+  let skipped = 0;
+  for (let k = 0; k < counts[2]; k++)
+    for (let j = 0; j < counts[1]; j++)
+      for (let i = 0; i < counts[0]; i++) {
+        let any = false;
+        for (let z = k * 72; z < Math.min(Z, k * 72 + 72) && !any; z++)
+          for (let y = j * 72; y < Math.min(Y, j * 72 + 72) && !any; y++)
+            for (let x = i * 72; x < Math.min(X, i * 72 + 72); x++) if (mask[x + X * (y + Y * z)]) { any = true; break; }
+        if (!any) skipped++;
+      }
+  assert.deepEqual([counts, skipped], [[3, 3, 2], 4]);
+  await page.selectOption('#model', 'demo');
+  await page.uncheck('#auto');
+  await page.uncheck('#whole');
+  await page.fill('#core', '72');
+  await page.fill('#halo', '8');
+  await page.check('input[name=units][value=ppm]');
+  await page.check('input[name=maskSource][value=file]');
+  const seq = (await readData('#inputInfo')).seq;
+  await page.setInputFiles('#maskFile', { name: 'grid_mask.nii.gz', mimeType: 'application/gzip', buffer: Buffer.from(await writeNifti(mask, like, { gzip: true })) });
+  await page.setInputFiles('#fieldFile', { name: 'grid_field.nii.gz', mimeType: 'application/gzip', buffer: Buffer.from(await writeNifti(new Float32Array(X * Y * Z), like, { gzip: true })) });
+  await page.waitForFunction((s) => Number(document.querySelector('#inputInfo').dataset.seq) > s && document.body.dataset.state === 'idle', seq, { timeout: 30000 });
+  await page.waitForFunction(() => document.querySelector('#planReadout').dataset.core === '72' && document.querySelector('#tileCounts').dataset.total === '18', null, { timeout: 15000 });
+  const plan = await readData('#planReadout');
+  assert.deepEqual([plan.core, plan.halo, plan.tilesTotal, plan.tilesActive, plan.tilesSkipped], [72, 8, 18, 14, 4]);
+  assert.match(await page.textContent('#planReadout'), /Tiles\s*18 total, 14 to run, 4 skipped/);
+  const map = await readData('#tileCounts');
+  assert.deepEqual(map, { total: 18, queued: 14, running: 0, done: 0, skipped: 4 });
+  assert.equal(await page.textContent('#tileCounts'), '18 tiles: 0 done · 0 running · 14 queued · 4 skipped');
+  assert.equal(await page.$eval('#tilemap', (c) => c.dataset.grid), '3,3,2', 'two layers of 3×3 tiles, not three');
+  // The slice slider picks the layer from the plan's cores: z 71 is in layer 1, z 72 in layer 2.
+  for (const [z, layer] of [[71, '0'], [72, '1']]) {
+    await page.$eval('#tileSlice', (e, v) => {
+      e.value = String(v);
+      e.dispatchEvent(new Event('input'));
+    }, z);
+    assert.equal(await page.$eval('#tilemap', (c) => c.dataset.layer), layer);
+  }
+  await page.locator('#runCard').screenshot({ path: path.join(ARTIFACTS, 'tilemap-plan.png') });
+  await page.fill('#core', '32'); // the settings the next test started from
 });
 
 test('the phase networks: wrapped phase (3D, then 4D multi-echo with magnitude), TE, B0 → iQSM and iQFM, equal to the node API', { skip, timeout: 150000 }, async () => {
@@ -424,8 +532,10 @@ test('the phase networks: wrapped phase (3D, then 4D multi-echo with magnitude),
     assert.ok(inside > 0.9 * eroded.reduce((a, b) => a + b, 0), `${what}: nonzero inside the eroded mask (${inside})`);
     return err;
   };
-  const seqNow = () => T(() => window.__tessera.input?.seq ?? 0);
-  const runEnabled = () => page.waitForFunction(() => window.__tessera.plan?.feasible && !document.querySelector('#run').disabled, null, { timeout: 15000 });
+  const seqNow = async () => (await readData('#inputInfo')).seq ?? 0;
+  const runEnabled = () => page.waitForFunction(() => document.querySelector('#planReadout').dataset.feasible === 'true' && !document.querySelector('#run').disabled, null, { timeout: 15000 });
+  const loadedAfter = (seq, timeout = 20000) =>
+    page.waitForFunction((s) => Number(document.querySelector('#inputInfo').dataset.seq) > s && document.body.dataset.state === 'idle', seq, { timeout });
 
   // Selecting iQSM: the phase inputs replace the field map; the tile settings are off, with the reason.
   await page.selectOption('#model', 'iqsm');
@@ -446,8 +556,8 @@ test('the phase networks: wrapped phase (3D, then 4D multi-echo with magnitude),
   await page.setInputFiles('#maskFile', files.mask);
   let seq = await seqNow();
   await page.setInputFiles('#phaseFile', files.phase3d);
-  await page.waitForFunction((s) => window.__tessera.input?.seq > s && window.__tessera.state === 'idle', seq, { timeout: 20000 });
-  let input = await T(() => window.__tessera.input);
+  await loadedAfter(seq);
+  let input = await readData('#inputInfo');
   assert.equal(input.kind, 'phase');
   assert.deepEqual(input.dims, dims);
   assert.equal(input.echoes, 1);
@@ -455,14 +565,20 @@ test('the phase networks: wrapped phase (3D, then 4D multi-echo with magnitude),
   assert.ok(input.phaseRange[0] >= -3.1416 && input.phaseRange[1] <= 3.1416);
   assert.match(await page.textContent('#inputInfo'), /phase3d\.nii\.gz: 40×36×30 voxels .* 1 echo,/);
   // No TE yet, then a TE count that does not match the file: a clear message, Run disabled.
-  assert.match(await page.textContent('#phaseMsg'), /Type the echo time TE in ms/);
+  assert.match(await page.textContent('#phaseMsg'), /Type the echo time TE in seconds, e\.g\. 0\.02/);
   assert.equal(await page.isDisabled('#run'), true);
-  await page.fill('#te', '20, 30');
+  await page.fill('#te', '0.02, 0.03');
   await page.waitForSelector('#phaseMsg:not([hidden])');
-  assert.match(await page.textContent('#phaseMsg'), /The phase holds 1 echo but 2 echo times were given: give one TE per echo, in ms, comma-separated/);
+  assert.match(await page.textContent('#phaseMsg'), /The phase holds 1 echo but 2 echo times were given: give one TE per echo, in seconds, comma-separated/);
   await page.waitForTimeout(300);
   assert.equal(await page.isDisabled('#run'), true);
+  // TE in seconds, like the API and the CLI: a value above 1 s is refused as probably milliseconds.
   await page.fill('#te', '20');
+  await page.waitForFunction(() => /probably milliseconds/.test(document.querySelector('#phaseMsg').textContent));
+  assert.match(await page.textContent('#phaseMsg'), /TE 20 s is implausible for an echo time \(probably milliseconds\): give TE in seconds, not milliseconds \(20 ms = 0\.02: type 0\.02\)/);
+  await page.waitForTimeout(300);
+  assert.equal(await page.isDisabled('#run'), true);
+  await page.fill('#te', '0.02');
   await page.fill('#b0', '3');
   await page.waitForSelector('#phaseMsg', { state: 'hidden' });
   await runEnabled();
@@ -472,10 +588,11 @@ test('the phase networks: wrapped phase (3D, then 4D multi-echo with magnitude),
   assert.match(readout, /Network calls\s*1 \(one per echo\)/);
   await page.click('#run');
   await waitState(['done', 'error'], 60000);
-  let s = await T(() => ({ state: window.__tessera.state, errors: window.__tessera.errors, result: window.__tessera.result, stats: window.__tessera.stats }));
-  assert.equal(s.state, 'done', s.errors.join('; '));
-  assert.equal(s.result.quantity, 'chi');
-  assert.equal(s.stats.nonzeroOutside, 0);
+  let s = { state: await pageState(), error: await errorText(), report: await readData('#report') };
+  assert.equal(s.state, 'done', s.error);
+  assert.equal(s.report.quantity, 'chi');
+  assert.equal(s.report.nonzeroOutside, 0);
+  assert.match(await page.textContent('#report'), /TE 0\.02 s, B0 3 T, mask eroded by 3 voxels, phase sign −1/);
   assert.equal(await page.textContent('#capChi'), 'χ (ppm)');
   assert.equal(await page.textContent('#capField'), 'Wrapped phase (rad)');
   let [dl] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), page.click('#download')]);
@@ -487,10 +604,11 @@ test('the phase networks: wrapped phase (3D, then 4D multi-echo with magnitude),
   // A 4D phase with two echoes and a two-echo magnitude; the single TE no longer matches.
   seq = await seqNow();
   await page.setInputFiles('#phaseFile', files.phase4d);
-  await page.waitForFunction((s) => window.__tessera.input?.seq > s && window.__tessera.input.echoes === 2, seq, { timeout: 20000 });
+  await page.waitForFunction((s) => Number(document.querySelector('#inputInfo').dataset.seq) > s && document.querySelector('#inputInfo').dataset.echoes === '2', seq, { timeout: 20000 });
   seq = await seqNow();
   await page.setInputFiles('#magFile', files.mag4d);
-  await page.waitForFunction((s) => window.__tessera.input?.seq > s && window.__tessera.input.magnitude && window.__tessera.state === 'idle', seq, { timeout: 20000 });
+  await loadedAfter(seq);
+  assert.equal((await readData('#inputInfo')).magnitude, true);
   assert.match(await page.textContent('#inputInfo'), /2 echoes,.*echoes combined with \(magnitude·TE\)² weights from mag4d\.nii/);
   await page.waitForSelector('#phaseMsg:not([hidden])');
   assert.match(await page.textContent('#phaseMsg'), /The phase holds 2 echoes but 1 echo time was given/);
@@ -498,15 +616,15 @@ test('the phase networks: wrapped phase (3D, then 4D multi-echo with magnitude),
   // iQFM: the output is the local field, named so.
   await page.selectOption('#model', 'iqfm');
   assert.match(await page.textContent('#modelInfo'), /Output: local field \(ppm\)/);
-  await page.fill('#te', '20, 30');
+  await page.fill('#te', '0.02, 0.03');
   await page.waitForSelector('#phaseMsg', { state: 'hidden' });
-  await page.waitForFunction(() => window.__tessera.plan?.tilesTotal === 2, null, { timeout: 15000 });
+  await page.waitForFunction(() => document.querySelector('#planReadout').dataset.tilesTotal === '2', null, { timeout: 15000 });
   await runEnabled();
   await page.click('#run');
   await waitState(['done', 'error'], 60000);
-  s = await T(() => ({ state: window.__tessera.state, errors: window.__tessera.errors, result: window.__tessera.result, report: window.__tessera.report }));
-  assert.equal(s.state, 'done', s.errors.join('; '));
-  assert.equal(s.result.quantity, 'local-field');
+  s = { state: await pageState(), error: await errorText(), report: await readData('#report') };
+  assert.equal(s.state, 'done', s.error);
+  assert.equal(s.report.quantity, 'local-field');
   assert.equal(s.report.tilesRun, 2);
   assert.equal(await page.textContent('#capChi'), 'Local field (ppm)');
   assert.match(await page.textContent('#download'), /Download local field/);
@@ -525,7 +643,7 @@ test('the phase networks: wrapped phase (3D, then 4D multi-echo with magnitude),
   assert.equal(await page.isDisabled('#run'), true);
   seq = await seqNow();
   await page.selectOption('#phaseUnits', 'deg');
-  await page.waitForFunction((s) => window.__tessera.input?.seq > s && window.__tessera.state === 'idle', seq, { timeout: 20000 });
+  await loadedAfter(seq);
   assert.equal(await page.isHidden('#error'), true);
   assert.match(await page.textContent('#inputInfo'), /phase converted from degrees/);
   await page.selectOption('#phaseUnits', 'rad');
@@ -537,8 +655,8 @@ test('the phase networks: wrapped phase (3D, then 4D multi-echo with magnitude),
   await page.setInputFiles('#maskFile', file('big_mask.nii.gz', await writeNifti(new Float32Array(bigN).fill(1), bigLike, { gzip: true })));
   seq = await seqNow();
   await page.setInputFiles('#phaseFile', file('big_phase.nii.gz', await writeNifti(new Float32Array(bigN), bigLike, { gzip: true })));
-  await page.waitForFunction((s) => window.__tessera.input?.seq > s, seq, { timeout: 30000 });
-  await page.fill('#te', '20');
+  await page.waitForFunction((s) => Number(document.querySelector('#inputInfo').dataset.seq) > s, seq, { timeout: 30000 });
+  await page.fill('#te', '0.02');
   await page.waitForSelector('#planAdvice:not([hidden])', { timeout: 20000 });
   assert.match(await page.textContent('#planAdvice'), /iQFM runs on the whole volume \(it cannot be tiled\).*crop the field of view/);
   assert.equal(await page.isDisabled('#run'), true);
@@ -548,12 +666,29 @@ test('the phase networks: wrapped phase (3D, then 4D multi-echo with magnitude),
   await page.selectOption('#model', 'demo');
   assert.equal(await page.isVisible('#fieldFile'), true);
   assert.equal(await page.isVisible('#te'), false);
-  assert.equal(await T(() => window.__tessera.input.kind), 'field');
-  await page.waitForFunction(() => window.__tessera.plan?.feasible && !window.__tessera.plan.wholeVolume, null, { timeout: 15000 });
+  assert.equal((await readData('#inputInfo')).kind, 'field');
+  await page.waitForFunction(() => document.querySelector('#planReadout').dataset.feasible === 'true' && document.querySelector('#planReadout').dataset.wholeVolume !== 'true', null, { timeout: 15000 });
   assert.equal(await page.isDisabled('#halo'), false);
   assert.equal(await page.isDisabled('#workers'), false);
   assert.equal(await page.isVisible('#tileNote'), false);
   console.log(`# phase networks: ${((Date.now() - t0) / 1000).toFixed(1)} s; page vs node max |Δ| ${err3d.toExponential(1)} (iQSM), ${err4d.toExponential(1)} (iQFM, 2 echoes)`);
+});
+
+test('the weights cache in Chromium: after a reload the demo network comes from the cache, not the server; Clear empties it', { skip }, async () => {
+  const before = demoDownloads();
+  assert.ok(before >= 1);
+  await page.reload();
+  await page.waitForFunction(() => document.body.dataset.state === 'idle' && document.querySelector('#cacheInfo').textContent !== '', null, { timeout: 60000 });
+  assert.equal(await page.textContent('#cacheInfo'), 'cached: demo-unet.onnx');
+  await page.click('#demo');
+  // Past the weights: the network is starting (or running); then the run is not needed.
+  await page.waitForFunction(() => /tiles · /.test(document.querySelector('#progressText').textContent), null, { timeout: 60000, polling: 50 });
+  await page.click('#cancel');
+  await waitState(['cancelled'], 5000);
+  assert.equal(demoDownloads(), before, 'no download: the cached copy (sha256 checked) was used');
+  await page.click('#clearCache');
+  await page.waitForFunction(() => document.querySelector('#cacheInfo').textContent === 'cache empty', null, { timeout: 5000 });
+  assert.equal(await cachedDemoSha(), null);
 });
 
 test('no console error and no request to another origin during the whole session', { skip }, () => {

@@ -1,16 +1,11 @@
-// The live tile map: an axial slice with the tile grid drawn over it, each tile queued, running, done
-// or skipped.
+// The live tile map: an axial slice with the plan's tiles drawn over it, each tile queued, running, done or
+// skipped. Every rectangle comes from the C++ plan (plan.grid: tiles per axis, patch edge, and per tile its
+// index, core [coreLo, coreHi), patch origin patchLo and whether it is skipped); the map does no tiling of its
+// own, so it shows the tiles that run. A whole-volume plan is one tile covering the volume.
 //
-// Geometry (for drawing only; every count the page shows comes from the C++ planner): tiles are
-// core-aligned from voxel 0 on each axis, ceil(dim/core) per axis, the last one clamped at the volume's
-// edge; a tile's input patch is its core grown by the halo on each side, clamped at the edges. A tile is
-// skipped when its core holds no mask voxel. The planner's tile counts are exposed next to the drawn
-// ones (window.__tessera.tiles.planSkipped) so a disagreement is visible.
-//
-// States: progress events name the tiles (grid index, x fastest, then y, then z, as in the C++ core):
-// runningTiles have a network call open, startedTiles not running are done (setTiles). Whole-volume runs
-// and networks with their own patching carry no tile ids; for them setProgress marks the first `done`
-// tiles done and the next `inFlight` running, by grid order.
+// States: progress events name the tiles by grid index (x fastest, then y, then z, as plan.grid lists them):
+// runningTiles have a network call open, startedTiles not running are done (setTiles). Runs whose progress
+// carries no tile ids get setProgress: the first `done` tiles to run done, the next `inFlight` running.
 
 export const STATES = ['queued', 'running', 'done', 'skipped'];
 const Q = 0, RUN = 1, DONE = 2, SKIP = 3;
@@ -21,36 +16,7 @@ const COLORS = {
   [DONE]: { fill: 'rgba(60,200,120,0.32)', stroke: 'rgba(90,220,140,0.9)' },
   [SKIP]: { fill: 'rgba(20,20,28,0.55)', stroke: 'rgba(90,90,100,0.5)' },
 };
-
-/** Tiles per axis for a core edge (whole volume: one tile). */
-export function gridOf(dims, core, whole = false) {
-  if (whole) return [1, 1, 1];
-  return dims.map((d) => Math.max(1, Math.ceil(d / core)));
-}
-
-/** Per tile (x fastest): 1 when its core holds at least one mask voxel. */
-export function activeTiles(dims, core, mask, whole = false) {
-  const g = gridOf(dims, core, whole);
-  const n = g[0] * g[1] * g[2];
-  const active = new Uint8Array(n);
-  if (!mask) return active.fill(1);
-  if (whole) {
-    active[0] = mask.some((v) => v) ? 1 : 0;
-    return active;
-  }
-  const [nx, ny, nz] = dims;
-  const tx = new Int32Array(nx);
-  for (let x = 0; x < nx; x++) tx[x] = Math.floor(x / core);
-  let i = 0;
-  for (let z = 0; z < nz; z++) {
-    const kz = Math.floor(z / core) * g[0] * g[1];
-    for (let y = 0; y < ny; y++) {
-      const ky = kz + Math.floor(y / core) * g[0];
-      for (let x = 0; x < nx; x++, i++) if (mask[i]) active[ky + tx[x]] = 1;
-    }
-  }
-  return active;
-}
+const LAYER_COLORS = { [Q]: '#4a5568', [RUN]: '#ffaa28', [DONE]: '#3cc878', [SKIP]: '#23252b' };
 
 export class TileMap {
   /**
@@ -64,29 +30,26 @@ export class TileMap {
     this.layers = layers;
     this.follow = true; // during a run, show the layer where tiles are running (until the user picks a slice)
     this.dims = null;
+    this.tiles = [];
+    this.counts3 = [0, 0, 0];
     this.state = new Uint8Array(0);
-    this.order = []; // active tile indices in grid order
+    this.order = []; // indices of the tiles to run, in grid order
     this.z = 0;
-    this.bg = null; // ImageData cache per z
   }
 
   /**
-   * New geometry: dims, core, halo, whole, mask (Uint8Array or null) and a background volume (Float32Array
-   * or null) drawn in grey under the grid.
+   * A plan's tiles over a volume: grid is plan.grid (null or no tiles: the volume without tiles, e.g. an
+   * infeasible plan), dims the volume's, mask (Uint8Array or null) and background (Float32Array or null) the
+   * picture under the tiles.
+   * Preconditions: grid.tiles are in grid order (tile i has index i) and lie inside dims.
    */
-  setup({ dims, core, halo, whole = false, mask = null, background = null }) {
+  setup({ grid, dims, mask = null, background = null }) {
     this.dims = dims;
-    this.core = whole ? Math.max(...dims) : core;
-    this.halo = whole ? 0 : halo;
-    this.whole = whole;
-    this.grid = gridOf(dims, core, whole);
-    const active = activeTiles(dims, core, mask, whole);
-    this.state = new Uint8Array(active.length);
-    this.order = [];
-    for (let t = 0; t < active.length; t++) {
-      if (active[t]) this.order.push(t);
-      else this.state[t] = SKIP;
-    }
+    this.tiles = grid?.tiles ?? [];
+    this.counts3 = this.tiles.length ? grid.counts : [0, 0, 0];
+    this.patchEdge = grid?.patchEdge ?? 0;
+    this.state = Uint8Array.from(this.tiles, (t) => (t.skipped ? SKIP : Q));
+    this.order = this.tiles.filter((t) => !t.skipped).map((t) => t.index);
     this.mask = mask;
     this.background = background;
     this.range = background ? robustRange(background, mask) : [0, 1];
@@ -95,30 +58,30 @@ export class TileMap {
     this.draw();
   }
 
-  /** done active tiles finished, inFlight running (see the note at the top: an approximation by order). */
+  /** done tiles finished, inFlight running (see the note at the top: by grid order). */
   setProgress(done, inFlight) {
     const a = this.order.length;
     done = Math.max(0, Math.min(a, done));
     const run = Math.max(0, Math.min(a - done, inFlight));
     for (let i = 0; i < a; i++) this.state[this.order[i]] = i < done ? DONE : i < done + run ? RUN : Q;
-    if (this.follow && !this.whole && a) {
-      const t = this.order[Math.min(a - 1, done)];
-      const kz = Math.floor(t / (this.grid[0] * this.grid[1]));
-      if (Math.floor(this.z / this.core) !== kz) this.z = Math.min(this.dims[2] - 1, kz * this.core + Math.floor(this.core / 2));
-    }
+    if (a) this._follow(this.order[Math.min(a - 1, done)]);
     this.draw();
   }
 
-  /** Exact states from the runtime: running tile ids, and every tile id started so far. */
+  /** Exact states from the runtime: running tile indices, and every tile index started so far. */
   setTiles(started, running) {
     const run = new Set(running);
     const begun = new Set(started);
     for (const t of this.order) this.state[t] = run.has(t) ? RUN : begun.has(t) ? DONE : Q;
-    if (this.follow && !this.whole && running.length) {
-      const kz = Math.floor(running[0] / (this.grid[0] * this.grid[1]));
-      if (Math.floor(this.z / this.core) !== kz) this.z = Math.min(this.dims[2] - 1, kz * this.core + Math.floor(this.core / 2));
-    }
+    if (running.length) this._follow(running[0]);
     this.draw();
+  }
+
+  /** While following, shows the middle slice of tile t's core when z is not inside it. */
+  _follow(t) {
+    const tile = this.tiles[t];
+    if (!this.follow || !tile || this.tiles.length < 2) return;
+    if (this.z < tile.coreLo[2] || this.z >= tile.coreHi[2]) this.z = Math.floor((tile.coreLo[2] + tile.coreHi[2] - 1) / 2);
   }
 
   /** After a cancel or an error: running tiles go back to queued. */
@@ -133,15 +96,21 @@ export class TileMap {
     this.draw();
   }
 
+  /** How many tiles are in each state, and in all. */
   counts() {
-    const c = { queued: 0, running: 0, done: 0, skipped: 0, total: this.state.length };
+    const c = { total: this.state.length, queued: 0, running: 0, done: 0, skipped: 0 };
     for (const s of this.state) c[STATES[s]]++;
     return c;
   }
 
-  /** Snapshot for tests and for window.__tessera. */
-  snapshot() {
-    return { grid: this.grid, core: this.core, halo: this.halo, states: Array.from(this.state, (s) => STATES[s]), counts: this.counts() };
+  /** The layer of tiles (z index in the grid, from 0) whose cores hold slice z; -1 when none does. */
+  layerAt(z) {
+    const perLayer = this.counts3[0] * this.counts3[1];
+    for (let k = 0; k < this.counts3[2]; k++) {
+      const t = this.tiles[k * perLayer];
+      if (z >= t.coreLo[2] && z < t.coreHi[2]) return k;
+    }
+    return -1;
   }
 
   draw() {
@@ -162,44 +131,47 @@ export class TileMap {
     ctx.fillRect(0, 0, W, H);
     const bg = this._background(this.z);
     if (bg) ctx.drawImage(bg, 0, 0, W, H);
-    // y up: voxel row y is drawn at canvas row ny-1-y
-    const kz = this.whole ? 0 : Math.floor(this.z / this.core);
-    const [gx, gy] = this.grid;
-    const c = this.core, h = this.halo;
-    const rect = (x0, y0, x1, y1) => [x0 * scale, (ny - y1) * scale, (x1 - x0) * scale, (y1 - y0) * scale];
-    const runningHalos = [];
-    for (let j = 0; j < gy; j++) {
-      for (let i = 0; i < gx; i++) {
-        const t = i + gx * (j + gy * kz);
-        const s = this.state[t];
-        const x0 = this.whole ? 0 : i * c, x1 = this.whole ? nx : Math.min(nx, (i + 1) * c);
-        const y0 = this.whole ? 0 : j * c, y1 = this.whole ? ny : Math.min(ny, (j + 1) * c);
-        const r = rect(x0, y0, x1, y1);
-        ctx.fillStyle = COLORS[s].fill;
-        ctx.fillRect(...r);
-        ctx.strokeStyle = COLORS[s].stroke;
-        ctx.lineWidth = 1;
-        ctx.strokeRect(r[0] + 0.5, r[1] + 0.5, r[2] - 1, r[3] - 1);
-        if (s === RUN && h > 0) runningHalos.push(rect(Math.max(0, x0 - h), Math.max(0, y0 - h), Math.min(nx, x1 + h), Math.min(ny, y1 + h)));
+    // y up: voxel row y is drawn at canvas row ny-1-y; rectangles clamped to the volume
+    const rect = (x0, y0, x1, y1) => {
+      const [a, b, c, d] = [Math.max(0, x0), Math.max(0, y0), Math.min(nx, x1), Math.min(ny, y1)];
+      return [a * scale, (ny - d) * scale, (c - a) * scale, (d - b) * scale];
+    };
+    const k = this.layerAt(this.z);
+    const perLayer = this.counts3[0] * this.counts3[1];
+    const runningPatches = [];
+    for (let i = k * perLayer; k >= 0 && i < (k + 1) * perLayer; i++) {
+      const t = this.tiles[i];
+      const s = this.state[i];
+      const r = rect(t.coreLo[0], t.coreLo[1], t.coreHi[0], t.coreHi[1]);
+      ctx.fillStyle = COLORS[s].fill;
+      ctx.fillRect(...r);
+      ctx.strokeStyle = COLORS[s].stroke;
+      ctx.lineWidth = 1;
+      ctx.strokeRect(r[0] + 0.5, r[1] + 0.5, r[2] - 1, r[3] - 1);
+      if (s === RUN) {
+        const p = rect(t.patchLo[0], t.patchLo[1], t.patchLo[0] + this.patchEdge, t.patchLo[1] + this.patchEdge);
+        if (p.some((v, j) => v !== r[j])) runningPatches.push(p);
       }
     }
     ctx.setLineDash([4, 3]);
     ctx.strokeStyle = 'rgba(255,200,90,0.9)';
-    for (const r of runningHalos) ctx.strokeRect(r[0] + 0.5, r[1] + 0.5, r[2] - 1, r[3] - 1);
+    for (const r of runningPatches) ctx.strokeRect(r[0] + 0.5, r[1] + 0.5, r[2] - 1, r[3] - 1);
     ctx.setLineDash([]);
     ctx.fillStyle = 'rgba(230,235,245,0.9)';
     ctx.font = '12px system-ui, sans-serif';
-    ctx.fillText(`z = ${this.z}  (tile layer ${kz + 1}/${this.grid[2]})`, 6, 16);
-    this._drawLayers(kz);
+    ctx.fillText(this.tiles.length ? `z = ${this.z}  (tile layer ${k + 1}/${this.counts3[2]})` : `z = ${this.z}  (no plan to draw)`, 6, 16);
+    this.canvas.dataset.grid = this.counts3.join(',');
+    this.canvas.dataset.layer = String(k);
+    this._drawLayers(k);
   }
 
   /** Every z layer of tiles as a small grid (y up), the shown layer outlined. */
   _drawLayers(current) {
     const cv = this.layers;
     if (!cv) return;
-    const [gx, gy, gz] = this.grid;
-    const cell = Math.max(3, Math.min(12, Math.floor(300 / (gz * (gx + 1)))));
-    const W = gz * (gx + 1) * cell, H = gy * cell + 4;
+    const [gx, gy, gz] = this.counts3;
+    const cell = Math.max(3, Math.min(12, Math.floor(300 / Math.max(1, gz * (gx + 1)))));
+    const W = Math.max(1, gz * (gx + 1) * cell), H = gy * cell + 4;
     if (cv.width !== W || cv.height !== H) {
       cv.width = W;
       cv.height = H;
@@ -210,8 +182,7 @@ export class TileMap {
       const ox = k * (gx + 1) * cell;
       for (let j = 0; j < gy; j++) {
         for (let i = 0; i < gx; i++) {
-          const s = this.state[i + gx * (j + gy * k)];
-          g.fillStyle = s === SKIP ? '#23252b' : s === DONE ? '#3cc878' : s === RUN ? '#ffaa28' : '#4a5568';
+          g.fillStyle = LAYER_COLORS[this.state[i + gx * (j + gy * k)]];
           g.fillRect(ox + i * cell, 2 + (gy - 1 - j) * cell, cell - 1, cell - 1);
         }
       }

@@ -232,3 +232,133 @@ export async function loadModel(source, opts = {}) {
   }
   return bytes;
 }
+
+// ------------------------------------------------------------------------------------------------
+// The weights cache: verified weights kept across page loads in the Cache API (browsers), one entry per
+// weights file keyed by its name and sha256, so a changed registry entry never serves stale bytes. Every
+// function takes `{ caches, base }`: caches, a CacheStorage (default: the global one; absent in node and in
+// insecure contexts, where nothing is cached); base, the URL the keys are made under (default: the page's).
+
+/** The CacheStorage name of the weights cache. */
+export const WEIGHTS_CACHE_NAME = 'tessera-weights-v1';
+const KEY_FOLDER = '__tessera-weights/';
+
+function cacheStorage(o) {
+  return o.caches === undefined ? globalThis.caches : o.caches;
+}
+
+/**
+ * The cache key (a URL) of one weights file.
+ * Preconditions: `file` is the registry's file name; `sha256` is its 64-hex-digit sha256.
+ * `base` is an absolute http(s) URL (default: the page's location).
+ */
+export function weightsCacheKey(file, sha256, { base = globalThis.location?.href } = {}) {
+  if (!base) throw new TypeError('weightsCacheKey: give a base URL (there is no page location here)');
+  return new URL(`${KEY_FOLDER}${encodeURIComponent(`${file}:${String(sha256).toLowerCase()}`)}`, base).href;
+}
+
+/** True when a weights cache is available (a CacheStorage was given or exists globally). */
+export function weightsCacheAvailable(o = {}) {
+  return !!cacheStorage(o);
+}
+
+/**
+ * The cached bytes of every file in `files`, or null when any is missing (or there is no cache).
+ * Preconditions: `files` is a registry entry's weights list ([{file, sha256}]); entries without a sha256 are
+ * never cached, so such a list gives null. The bytes are as stored: verify them (loadModel with sha256).
+ */
+export async function readCachedWeights(files, o = {}) {
+  const storage = cacheStorage(o);
+  if (!storage || !files.length || files.some((w) => !w.sha256)) return null;
+  const cache = await storage.open(WEIGHTS_CACHE_NAME);
+  const out = [];
+  for (const w of files) {
+    const r = await cache.match(weightsCacheKey(w.file, w.sha256, o));
+    if (!r) return null;
+    out.push(new Uint8Array(await r.arrayBuffer()));
+  }
+  return out;
+}
+
+/**
+ * Stores verified weights; returns how many files were stored (0 without a cache).
+ * Preconditions: `files` ([{file, sha256}]) and `bytes` (Uint8Array per file) have the same length, and the
+ * bytes were verified against those sha256s; files without a sha256 are skipped.
+ */
+export async function cacheWeights(files, bytes, o = {}) {
+  if (files.length !== bytes.length) throw new TypeError(`cacheWeights: ${files.length} files but ${bytes.length} byte arrays`);
+  const storage = cacheStorage(o);
+  if (!storage) return 0;
+  const cache = await storage.open(WEIGHTS_CACHE_NAME);
+  let stored = 0;
+  for (let i = 0; i < files.length; i++) {
+    if (!files[i].sha256) continue;
+    const body = new Response(bytes[i], { headers: { 'Content-Type': 'application/octet-stream' } });
+    await cache.put(weightsCacheKey(files[i].file, files[i].sha256, o), body);
+    stored++;
+  }
+  return stored;
+}
+
+/**
+ * What the cache holds: [{file, sha256}] in storage order, or null when there is no cache.
+ * Preconditions: none.
+ */
+export async function listCachedWeights(o = {}) {
+  const storage = cacheStorage(o);
+  if (!storage) return null;
+  const cache = await storage.open(WEIGHTS_CACHE_NAME);
+  const out = [];
+  for (const req of await cache.keys()) {
+    const url = typeof req === 'string' ? req : req.url;
+    const i = url.lastIndexOf(KEY_FOLDER);
+    if (i < 0) continue;
+    const name = decodeURIComponent(url.slice(i + KEY_FOLDER.length));
+    const colon = name.lastIndexOf(':');
+    out.push({ file: name.slice(0, colon), sha256: name.slice(colon + 1) });
+  }
+  return out;
+}
+
+/**
+ * Empties the weights cache; true when there was one to empty.
+ * Preconditions: none.
+ */
+export async function clearWeightsCache(o = {}) {
+  const storage = cacheStorage(o);
+  if (!storage) return false;
+  return storage.delete(WEIGHTS_CACHE_NAME);
+}
+
+/**
+ * A registry network's weights through the cache: the cached copies when every file is there and they pass
+ * `load`'s checks, else `load()` from the official source, stored in the cache once verified. A cached copy
+ * that fails the checks (corrupt storage) is dropped and downloaded again. Returns { bytes, fromCache }.
+ * Preconditions: `files` is the registry entry's weights list ([{file, sha256, bytes?}]); `load(sources)`
+ * returns the verified bytes per file (Promise<Uint8Array[]>), from `sources` (one per file) or, when sources
+ * is undefined, from the registry's URLs — e.g. (s) => tessera.loadWeights(id, { sources: s, signal }).
+ */
+export async function loadWeightsCached(files, load, o = {}) {
+  let cached = null;
+  try {
+    cached = await readCachedWeights(files, o);
+  } catch (e) {
+    console.warn('the weights cache could not be read:', e?.message ?? e);
+  }
+  if (cached) {
+    try {
+      return { bytes: await load(cached), fromCache: true };
+    } catch (e) {
+      if (e?.code !== 'WeightsMismatch') throw e;
+      const cache = await cacheStorage(o).open(WEIGHTS_CACHE_NAME);
+      for (const w of files) await cache.delete(weightsCacheKey(w.file, w.sha256, o));
+    }
+  }
+  const bytes = await load(undefined);
+  try {
+    await cacheWeights(files, bytes, o);
+  } catch (e) {
+    console.warn('weights not cached:', e?.message ?? e); // e.g. storage quota: the run goes on uncached
+  }
+  return { bytes, fromCache: false };
+}

@@ -8,7 +8,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
-import { loadModel, sha256Hex } from './model-loader.js';
+import {
+  loadModel, sha256Hex, WEIGHTS_CACHE_NAME, weightsCacheKey, weightsCacheAvailable, readCachedWeights, cacheWeights,
+  listCachedWeights, clearWeightsCache, loadWeightsCached,
+} from './model-loader.js';
 import { WorkerPool } from './pool.js';
 import { convStack, convStackReference, randomArray } from '../../tests/js/networks.js';
 
@@ -167,4 +170,139 @@ test('loaded weights run in the worker pool', async () => {
   } finally {
     await pool.terminate();
   }
+});
+
+// ------------------------------------------------------------------------------------------------
+// The weights cache, over an in-memory CacheStorage with the Cache API's semantics (the page test covers the
+// browser's). Under --no-experimental-fetch node has no Response: a minimal one stands in for this file.
+
+if (typeof globalThis.Response === 'undefined') {
+  globalThis.Response = class {
+    constructor(body) {
+      this._body = body;
+    }
+    async arrayBuffer() {
+      const b = this._body;
+      return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength);
+    }
+  };
+}
+
+/** CacheStorage: open(name) → Cache (match/put/delete/keys over absolute URLs), delete(name). */
+class MemoryCacheStorage {
+  constructor() {
+    this.stores = new Map();
+    this.puts = 0;
+  }
+  async open(name) {
+    if (!this.stores.has(name)) this.stores.set(name, new Map());
+    const m = this.stores.get(name);
+    const owner = this;
+    return {
+      async match(url) {
+        const b = m.get(new URL(url).href);
+        return b ? { arrayBuffer: async () => b.slice().buffer } : undefined;
+      },
+      async put(url, response) {
+        owner.puts++;
+        m.set(new URL(url).href, new Uint8Array(await response.arrayBuffer()));
+      },
+      async delete(url) {
+        return m.delete(new URL(url).href);
+      },
+      async keys() {
+        return [...m.keys()].map((url) => ({ url }));
+      },
+    };
+  }
+  async delete(name) {
+    return this.stores.delete(name);
+  }
+}
+
+const BASE = 'https://tessera.example/web/';
+const filesOf = (...bytes) => bytes.map((b, i) => ({ file: `net${i}:v1.onnx`, sha256: sha(b), bytes: b.byteLength }));
+/** A load(sources) like tessera.loadWeights: sources or the "official" bytes, each checked by loadModel. */
+function loader(files, official) {
+  const calls = [];
+  const load = async (sources) => {
+    calls.push(sources === undefined ? 'download' : 'cache');
+    const list = sources ?? official;
+    return Promise.all(list.map((s, i) => loadModel(s, { expectedBytes: files[i].bytes, sha256: files[i].sha256 })));
+  };
+  return { load, calls };
+}
+
+test('weights cache: keys name the file and its sha256 under the page, nothing without a cache', async () => {
+  const key = weightsCacheKey('xqsm.onnx', 'AB'.repeat(32), { base: BASE });
+  assert.equal(key, `${BASE}__tessera-weights/${encodeURIComponent(`xqsm.onnx:${'ab'.repeat(32)}`)}`);
+  assert.throws(() => weightsCacheKey('x.onnx', 'ab', { base: '' }), /base URL/);
+  const none = { caches: null, base: BASE };
+  assert.equal(weightsCacheAvailable(none), false);
+  assert.equal(weightsCacheAvailable({ caches: new MemoryCacheStorage() }), true);
+  assert.equal(await readCachedWeights(filesOf(model), none), null);
+  assert.equal(await cacheWeights(filesOf(model), [model], none), 0);
+  assert.equal(await listCachedWeights(none), null);
+  assert.equal(await clearWeightsCache(none), false);
+  // Without a cache the loader downloads every time.
+  const files = filesOf(model);
+  const l = loader(files, [model]);
+  for (let i = 0; i < 2; i++) assert.equal((await loadWeightsCached(files, l.load, none)).fromCache, false);
+  assert.deepEqual(l.calls, ['download', 'download']);
+});
+
+test('weights cache: the first load downloads and stores, the next comes from the cache (verified), clear empties it', async () => {
+  const caches = new MemoryCacheStorage();
+  const o = { caches, base: BASE };
+  const second = big.subarray(0, 5000);
+  const files = filesOf(model, second);
+  const l = loader(files, [model, second]);
+  const first = await loadWeightsCached(files, l.load, o);
+  assert.equal(first.fromCache, false);
+  assert.deepEqual(first.bytes.map(sha), [sha(model), sha(second)]);
+  assert.equal(caches.puts, 2);
+  assert.deepEqual(await listCachedWeights(o), files.map(({ file, sha256 }) => ({ file, sha256 })));
+  assert.ok(caches.stores.has(WEIGHTS_CACHE_NAME));
+  const again = await loadWeightsCached(files, l.load, o);
+  assert.equal(again.fromCache, true);
+  assert.deepEqual(again.bytes.map(sha), [sha(model), sha(second)]);
+  assert.deepEqual(l.calls, ['download', 'cache']);
+  assert.equal(caches.puts, 2, 'cached bytes are not stored again');
+  // Only every file cached counts; a registry entry with another sha256 is another key.
+  assert.equal(await readCachedWeights([...files, { file: 'other.onnx', sha256: sha(big) }], o), null);
+  assert.equal(await readCachedWeights([{ ...files[0], sha256: sha(big) }], o), null);
+  assert.equal(await readCachedWeights([{ file: files[0].file, sha256: '' }], o), null, 'no sha256, no cache');
+  assert.equal(await clearWeightsCache(o), true);
+  assert.deepEqual(await listCachedWeights(o), []);
+  assert.equal((await loadWeightsCached(files, l.load, o)).fromCache, false);
+});
+
+test('weights cache: a corrupt cached copy is dropped and downloaded again; other errors are not swallowed', async () => {
+  const caches = new MemoryCacheStorage();
+  const o = { caches, base: BASE };
+  const files = filesOf(model);
+  const corrupt = Uint8Array.from(model);
+  corrupt[100] ^= 0xff;
+  await cacheWeights(files, [corrupt], o);
+  const l = loader(files, [model]);
+  const r = await loadWeightsCached(files, l.load, o);
+  assert.equal(r.fromCache, false);
+  assert.equal(sha(r.bytes[0]), sha(model));
+  assert.deepEqual(l.calls, ['cache', 'download']);
+  assert.equal(sha((await readCachedWeights(files, o))[0]), sha(model), 'the good copy replaced the corrupt one');
+  // A download that fails stores nothing and reports the failure.
+  await clearWeightsCache(o);
+  const failing = async () => {
+    throw Object.assign(new Error('could not download x: HTTP 404'), { code: 'DownloadFailed' });
+  };
+  await assert.rejects(loadWeightsCached(files, failing, o), { code: 'DownloadFailed' });
+  assert.deepEqual(await listCachedWeights(o), []);
+  // Cancelling while the cached copy is checked rejects with the AbortError, the cache kept.
+  await cacheWeights(files, [model], o);
+  const abort = async () => {
+    throw new DOMException('cancelled', 'AbortError');
+  };
+  await assert.rejects(loadWeightsCached(files, abort, o), { name: 'AbortError' });
+  assert.equal((await listCachedWeights(o)).length, 1);
+  await assert.rejects(cacheWeights(files, [], o), /1 files but 0 byte arrays/);
 });

@@ -1,0 +1,66 @@
+// Small DOM and formatting helpers shared by the page's panels and workflows.
+
+/** The element with this id. */
+export const $ = (id) => document.getElementById(id);
+
+/** The value of the checked radio button named `name` (undefined when none is checked). */
+export function checkedValue(name) {
+  return document.querySelector(`input[name=${name}]:checked`)?.value;
+}
+
+/** Checks the radio button `name` = `value`, when there is one. */
+export function setRadio(name, value) {
+  const r = document.querySelector(`input[name=${name}][value=${value}]`);
+  if (r) r.checked = true;
+}
+
+/**
+ * Writes `values` as the element's data-* attributes (camelCase keys, as element.dataset names them): arrays are
+ * joined with ',', null/undefined remove the attribute. The page's state is readable there (by CSS, scripts, tests).
+ * Preconditions: `el` is an element; values are strings, numbers, booleans, arrays of those, or null/undefined.
+ */
+export function setData(el, values) {
+  for (const [k, v] of Object.entries(values)) {
+    if (v === null || v === undefined) delete el.dataset[k];
+    else el.dataset[k] = Array.isArray(v) ? v.join(',') : String(v);
+  }
+}
+
+/** Removes every data-* attribute of the element. */
+export function clearData(el) {
+  for (const k of Object.keys(el.dataset)) delete el.dataset[k];
+}
+
+/**
+ * Empties a table and returns row(key, value), which appends a two-cell row.
+ * Preconditions: `table` is a <table>.
+ */
+export function rows(table) {
+  table.textContent = '';
+  return (k, v) => {
+    const tr = table.insertRow();
+    tr.insertCell().textContent = k;
+    tr.insertCell().textContent = v;
+  };
+}
+
+/** An integer from a form value, clamped to [lo, hi]; `dflt` when it is not a number. */
+export function clampInt(v, lo, hi, dflt) {
+  const n = Math.floor(Number(v));
+  return Number.isFinite(n) ? Math.max(lo, Math.min(hi, n)) : dflt;
+}
+
+const GB = 1e9;
+
+/** Bytes in MB or GB, '—' when not a number. */
+export function fmtBytes(b) {
+  if (!(b >= 0)) return '—';
+  return b >= GB ? `${(b / GB).toFixed(2)} GB` : `${(b / 1e6).toFixed(0)} MB`;
+}
+
+/** Seconds as '4.2 s', '42 s' or '3 min 12 s'; '—' when unknown. */
+export function fmtSeconds(s) {
+  if (s === null || s === undefined || !Number.isFinite(s)) return '—';
+  if (s < 60) return `${s.toFixed(s < 10 ? 1 : 0)} s`;
+  return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
+}

@@ -1,0 +1,196 @@
+// The network panel: the network choice (the registry's, the bundled demo, or a custom .onnx with its spec),
+// the selected network's description, licence and citation, and its weights (official URL through the
+// weights cache, another URL, or local files) with download progress.
+import { TesseraError, loadModel } from '../../bindings/js/index.js';
+import { loadWeightsCached, listCachedWeights, clearWeightsCache } from '../../bindings/js/model-loader.js';
+import { $, checkedValue, clampInt } from '../dom.js';
+import { DEMO } from '../demo.js';
+import { workflowFor } from '../workflows/index.js';
+
+const GROUPS = { 'field-to-chi': 'Field → χ networks', 'physics-loop': 'Physics loops', 'native-patches': 'Native patching', 'whole-volume-only': 'Whole volume only' };
+
+export class NetworkPanel {
+  /** @param {import('../page.js').Page} page */
+  constructor(page) {
+    this.page = page;
+    this.memo = new Map(); // verified weights of this session, by network and sha256s
+    /** Called after the selection changed (app.js wires the other panels to it). */
+    this.onChange = () => {};
+    $('model').addEventListener('change', () => this.changed());
+    $('clearCache').addEventListener('click', async () => {
+      await clearWeightsCache();
+      this.memo.clear();
+      this.refreshCacheInfo();
+    });
+    for (const id of ['customDivisor', 'customBpv']) $(id).addEventListener('input', () => page.schedulePlan());
+  }
+
+  /** Fills the network list from the registry (grouped by kind), the demo first, a custom network last. */
+  fill(registry) {
+    const sel = $('model');
+    sel.textContent = '';
+    const add = (parent, value, text) => {
+      const o = document.createElement('option');
+      o.value = value;
+      o.textContent = text;
+      parent.append(o);
+    };
+    add(sel, 'demo', 'Demo U-Net (bundled, field → χ, divisor 8)');
+    for (const [kind, label] of Object.entries(GROUPS)) {
+      const g = document.createElement('optgroup');
+      g.label = label;
+      for (const m of registry.filter((r) => r.kind === kind && r.id !== DEMO.id)) add(g, m.id, `${m.name}${m.tileable ? '' : ' (not tileable)'}`);
+      if (g.children.length) sel.append(g);
+    }
+    add(sel, 'custom', 'Custom network (your .onnx)…');
+    sel.value = 'demo';
+  }
+
+  /** Selects a network by its option value ('demo', 'custom' or a registry id) and updates the page. */
+  select(value) {
+    $('model').value = value;
+    this.changed();
+  }
+
+  changed() {
+    this.showInfo();
+    this.onChange();
+  }
+
+  /** The selected network: { kind: 'demo'|'registry'|'custom', id?, model? (registry entry), name, spec? }. */
+  selected() {
+    const v = $('model').value;
+    const registry = this.page.registry;
+    if (v === 'demo') return { kind: 'demo', id: DEMO.id, model: registry.find((r) => r.id === DEMO.id), name: 'Demo U-Net' };
+    if (v === 'custom') {
+      const num = (id, d) => ($(id).value !== '' && Number.isFinite(Number($(id).value)) ? Number($(id).value) : d);
+      return {
+        kind: 'custom',
+        name: 'Custom network',
+        spec: {
+          divisor: clampInt($('customDivisor').value, 1, 1024, 1),
+          bytesPerVoxel: num('customBpv', 1100),
+          inputMean: num('customInMean', 0),
+          inputStd: num('customInStd', 1),
+          outputMean: num('customOutMean', 0),
+          outputStd: num('customOutStd', 1),
+        },
+      };
+    }
+    const m = registry.find((r) => r.id === v);
+    return { kind: 'registry', id: v, model: m, name: m?.name ?? v };
+  }
+
+  /** What the selected network outputs: 'chi', or 'local-field' (iQFM). */
+  quantity() {
+    return this.selected().model?.quantity === 'local-field' ? 'local-field' : 'chi';
+  }
+
+  /** The description, licence and citation of the selected network; its weights or custom-spec inputs. */
+  showInfo() {
+    const n = this.selected();
+    const box = $('modelInfo');
+    box.textContent = '';
+    const line = (k, v) => {
+      if (!v) return;
+      const p = document.createElement('p');
+      const b = document.createElement('b');
+      b.textContent = `${k}: `;
+      p.append(b, String(v));
+      box.append(p);
+    };
+    $('weightsBox').hidden = n.kind !== 'registry';
+    $('customBox').hidden = n.kind !== 'custom';
+    if (n.kind === 'demo') {
+      line('Kind', 'field → χ, a small 3D U-Net trained on synthetic patches (1 mm, B0 along z); input local field in ppm, output χ in ppm');
+      line('Weights', 'web/models/demo-unet.onnx, served with this page');
+      line('Licence', 'MIT (part of Tessera)');
+      line('Citation', 'Tessera demo network — for demonstration only, not for clinical or research use');
+    } else if (n.kind === 'registry' && n.model) {
+      const m = n.model;
+      line('Kind', `${m.kind}${m.tileable ? ', tileable' : ', not tileable'}; divisor ${m.divisor}; ${m.bytesPerVoxel} B/voxel${m.costProvisional ? ' (provisional)' : ''}`);
+      workflowFor(m).describeNetwork(m, line);
+      line('Input / output', `${m.input} → ${m.output}`);
+      line('Weights', m.weights.map((w) => `${w.file}${w.bytes ? ` (${(w.bytes / 1e6).toFixed(1)} MB)` : ''}`).join(', '));
+      line('Licence', m.licence);
+      line('Citation', m.citation);
+      line('Notes', m.notes);
+    }
+    box.dataset.network = n.id ?? n.kind;
+  }
+
+  /** The download progress bar and its words. */
+  progress(label, loaded, total) {
+    const bar = $('dlProgress');
+    bar.hidden = false;
+    bar.max = total || 1;
+    bar.value = total ? loaded : 0;
+    if (!total) bar.removeAttribute('value');
+    $('dlText').textContent = `${label}: ${(loaded / 1e6).toFixed(1)}${total ? ` / ${(total / 1e6).toFixed(1)}` : ''} MB`;
+  }
+
+  hideProgress() {
+    $('dlProgress').hidden = true;
+  }
+
+  /**
+   * The ONNX bytes of a network (one array per network file), verified: the demo from this server and a registry
+   * network from its official URL through the weights cache, a custom .onnx as chosen, a registry network from
+   * local files or another URL as given.
+   * Preconditions: `net` is selected()'s value; the page's runtime is up.
+   */
+  async weights(net, signal) {
+    const tessera = this.page.tessera;
+    if (net.kind === 'demo') {
+      try {
+        return await this.throughCache(net.model, signal);
+      } catch (e) {
+        if (e?.name === 'AbortError') throw e;
+        throw new TesseraError(`The demo network (web/models/demo-unet.onnx) is not available on this server: ${e.message}`, e?.code ?? 'DownloadFailed');
+      }
+    }
+    if (net.kind === 'custom') {
+      const f = $('customFile').files[0];
+      if (!f) throw new TesseraError('Choose the custom network’s .onnx file first.', 'InvalidArgument');
+      return [await loadModel(f, { signal, onProgress: (p) => this.progress(f.name, p.loaded, p.total) })];
+    }
+    const m = net.model;
+    const how = checkedValue('weightsSource');
+    const onProgress = (p) => this.progress(`${p.file} (${p.index + 1}/${p.files})`, p.loaded, p.total);
+    if (how === 'file') {
+      const files = [...$('weightsFile').files];
+      if (files.length !== m.weights.length) throw new TesseraError(`${m.name} needs ${m.weights.length} weights file(s): ${m.weights.map((w) => w.file).join(', ')}.`, 'InvalidArgument');
+      return tessera.loadWeights(m.id, { sources: files, onProgress, signal });
+    }
+    if (how === 'url') {
+      const urls = $('weightsUrl').value.split(',').map((s) => s.trim()).filter(Boolean);
+      if (!urls.length) throw new TesseraError('Type the URL of the weights, or choose the official URL.', 'InvalidArgument');
+      return tessera.loadWeights(m.id, { sources: urls, onProgress, signal });
+    }
+    return this.throughCache(m, signal);
+  }
+
+  /**
+   * A registry network's weights from its registry URLs (the demo's: served with this page) through the weights
+   * cache, verified against the registry's size and sha256; kept for the session.
+   */
+  async throughCache(m, signal) {
+    const memoKey = `${m.id}:${m.weights.map((w) => w.sha256).join(',')}`;
+    if (this.memo.has(memoKey)) return this.memo.get(memoKey);
+    const onProgress = (p) => this.progress(`${p.file} (${p.index + 1}/${p.files})`, p.loaded, p.total);
+    const load = (sources) => {
+      if (sources) $('dlText').textContent = 'weights from the cache (checking sha256)…';
+      return this.page.tessera.loadWeights(m.id, sources ? { sources, signal } : { onProgress, signal });
+    };
+    const { bytes, fromCache } = await loadWeightsCached(m.weights, load);
+    if (!fromCache) this.refreshCacheInfo();
+    this.memo.set(memoKey, bytes);
+    return bytes;
+  }
+
+  /** Says what the weights cache holds. */
+  async refreshCacheInfo() {
+    const held = await listCachedWeights().catch(() => null);
+    $('cacheInfo').textContent = held === null ? 'no Cache API here' : held.length ? `cached: ${held.map((w) => w.file).join(', ')}` : 'cache empty';
+  }
+}

@@ -1,0 +1,154 @@
+// The results panel: the input, the output (χ, or iQFM's local field) and, for the demo, the phantom truth in
+// NiiVue on one slice, with colormap and window; the run report; the output as .nii.gz. The report's numbers
+// are published as #report's data-* (tiles-run, tiles-skipped, tiles-total, wall-seconds, quantity, mask-voxels,
+// mean, std, finite, nonzero-outside, r, nrmse); the panels shown as .panels' data-shown.
+import { $, fmtBytes, fmtSeconds, rows, setData, clearData } from '../dom.js';
+import { robustRange } from '../tilemap.js';
+import { Viewer } from '../viewer.js';
+
+export class ResultsPanel {
+  /**
+   * @param {import('../page.js').Page} page
+   * @param {(op: string, args: object) => Promise<any>} io the I/O worker client (writes the NIfTI)
+   */
+  constructor(page, io) {
+    this.page = page;
+    this.io = io;
+    this.viewer = new Viewer({ field: $('nvField'), chi: $('nvChi'), truth: $('nvTruth') });
+    this.windowSet = false; // the user's χ window wins over the automatic one
+    $('download').addEventListener('click', () => this.download().catch((e) => page.showError(e)));
+    const display = () => this.viewer.setChiDisplay($('cmap').value, Number($('winMin').value), Number($('winMax').value));
+    for (const id of ['cmap', 'winMin', 'winMax']) $(id).addEventListener('input', display);
+    for (const id of ['winMin', 'winMax']) $(id).addEventListener('input', () => (this.windowSet = true));
+  }
+
+  /** Waits for NiiVue and lists its colormaps. */
+  async ready() {
+    await this.viewer.ready;
+    const cm = $('cmap');
+    for (const name of this.viewer.colormaps()) {
+      const o = document.createElement('option');
+      o.value = o.textContent = name;
+      cm.append(o);
+    }
+    cm.value = 'gray';
+  }
+
+  /** Output names: χ, or the local field (iQFM). */
+  setQuantity(quantity) {
+    const lf = quantity === 'local-field';
+    for (const e of document.querySelectorAll('.qty')) e.textContent = lf ? (e.hasAttribute('data-lower') ? 'local field' : 'Local field') : 'χ';
+    $('capChi').textContent = lf ? 'Local field (ppm)' : 'χ (ppm)';
+  }
+
+  /** A run starts: the last report goes, the output is named for the selected network. */
+  clear(quantity) {
+    rows($('report'));
+    clearData($('report'));
+    $('corr').textContent = '';
+    this.setQuantity(quantity);
+  }
+
+  /** The slice slider for a volume nz voxels deep (centred). */
+  setDepth(nz) {
+    const s = $('slice');
+    s.max = String(nz - 1);
+    s.value = String(Math.floor(nz / 2));
+  }
+
+  /** Shows slice z in every panel. */
+  setSlice(z) {
+    $('slice').value = String(z);
+    $('sliceText').textContent = `z = ${z}`;
+    this.viewer.setSlice(z);
+  }
+
+  /**
+   * Shows a run's result: report, statistics and the volumes.
+   * Preconditions: result = { chi, input, quantity, name, params, workflow }; report is invert()'s.
+   */
+  async show(result, report, seconds) {
+    const { chi, input } = result;
+    this.setQuantity(result.quantity);
+    const st = stats(chi, input);
+    this.report(report, seconds, st, result);
+    if (!this.windowSet) {
+      // A symmetric χ window from the data (the truth in the demo), once; the user's window is kept after.
+      const [a, z] = robustRange(input.truth ?? chi, input.mask);
+      const w = Math.max(Math.abs(a), Math.abs(z)) || 0.1;
+      $('winMin').value = String(-+w.toPrecision(2));
+      $('winMax').value = String(+w.toPrecision(2));
+    }
+    const win = [Number($('winMin').value), Number($('winMax').value)];
+    $('capField').textContent = result.workflow.fieldCaption(input);
+    await this.viewer.show({ field: input.display, chi, truth: input.truth }, input.like, { field: input.range, chi: win }, $('cmap').value || 'gray');
+    this.page.syncSlice(Number($('slice').value));
+    setData(document.querySelector('#resultCard .panels'), { shown: [...this.viewer.loaded].sort() });
+  }
+
+  report(r, seconds, st, result) {
+    const row = rows($('report'));
+    row('Wall time', `${fmtSeconds(r.wallSeconds)} (driver ${fmtSeconds(r.driverSeconds)}, page ${fmtSeconds(seconds)})`);
+    const ts = [...r.tileSeconds].sort((a, b) => a - b);
+    const perCall = ts.length ? `median ${fmtSeconds(ts[Math.floor(ts.length / 2)])}, max ${fmtSeconds(ts.at(-1))}` : '';
+    result.workflow.reportRows(r, result, row, perCall);
+    row('Concurrency', `${r.concurrency} planned, ${r.maxInFlightObserved} observed in flight; pool max ${r.pool.map((p) => p.maxInFlight).join(', ')}, runs ${r.pool.map((p) => p.runs).join(', ')}, retries ${r.pool.map((p) => p.retries).join(', ')}, recycles ${r.pool.map((p) => p.recycles).join(', ')}`);
+    row('Memory', `module heap ${fmtBytes(r.memory.moduleHeapBytes)}; ONNX Runtime worker heaps high-water ${r.memory.workerHeapHighWater.map(fmtBytes).join(', ') || '—'}; planner estimate ${fmtBytes(r.memory.estimatedPeakBytes)}`);
+    if (r.warning) row('Warning', r.warning);
+    row(`${result.quantity === 'local-field' ? 'Local field' : 'χ'} in the mask`, `mean ${st.mean.toFixed(4)} ppm, std ${st.std.toFixed(4)} ppm over ${st.maskVoxels.toLocaleString()} voxels`);
+    if (st.r !== undefined) row('Against the phantom truth', `r = ${st.r.toFixed(3)}, NRMSE = ${(100 * st.nrmse).toFixed(1)} %`);
+    $('corr').textContent = st.r !== undefined ? `r vs truth = ${st.r.toFixed(3)}` : '';
+    setData($('report'), {
+      tilesRun: r.tilesRun, tilesSkipped: r.tilesSkipped, tilesTotal: r.tilesTotal, wallSeconds: r.wallSeconds,
+      quantity: result.quantity, ...st,
+    });
+  }
+
+  /** The last run's output as .nii.gz with its input's header (whatever network is selected now). */
+  async download() {
+    const res = this.page.result;
+    if (!res) return;
+    const lf = res.quantity === 'local-field';
+    const { data, ...like } = res.input.like; // the header only: the voxels stay here
+    const bytes = await this.io('write', { data: res.chi.slice(), like, gzip: true, description: lf ? `Tessera ${res.name} local field (ppm)` : undefined });
+    const a = document.createElement('a');
+    a.href = URL.createObjectURL(new Blob([bytes], { type: 'application/gzip' }));
+    a.download = `${res.input.name.replace(/\.nii(\.gz)?$/i, '')}_${lf ? 'localfield' : 'chi'}.nii.gz`;
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+  }
+}
+
+/**
+ * Statistics of an output in the mask: voxels, mean, std; outside it the count of nonzero voxels; finite; with
+ * a truth (the demo phantom) Pearson r and NRMSE inside the mask.
+ */
+export function stats(chi, input) {
+  let n = 0, s = 0, ss = 0, sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0, outside = 0;
+  const t = input.truth;
+  for (let i = 0; i < chi.length; i++) {
+    const x = chi[i];
+    if (!input.mask[i]) {
+      if (x !== 0) outside++;
+      continue;
+    }
+    n++;
+    s += x;
+    ss += x * x;
+    if (t) {
+      const y = t[i];
+      sx += x; sy += y; sxx += x * x; syy += y * y; sxy += x * y;
+    }
+  }
+  const mean = s / n;
+  const out = { maskVoxels: n, mean, std: Math.sqrt(Math.max(0, ss / n - mean * mean)), nonzeroOutside: outside, finite: chi.every(Number.isFinite) };
+  if (t) {
+    out.r = (n * sxy - sx * sy) / Math.sqrt((n * sxx - sx * sx) * (n * syy - sy * sy));
+    let e = 0, tt = 0;
+    for (let i = 0; i < chi.length; i++) if (input.mask[i]) { e += (chi[i] - t[i]) ** 2; tt += t[i] ** 2; }
+    out.nrmse = Math.sqrt(e / tt);
+  }
+  return out;
+}

@@ -1,0 +1,173 @@
+// The run panel: Run / Cancel, the progress line, and the live tile map of the plan being run. The map's
+// counts are published as #tileCounts' data-* (total, done, running, queued, skipped); the runtime's progress
+// as #progress' value/max and data-* (done, total, in-flight, running-tiles: the tiles it names as running).
+import { $, fmtSeconds, setData, clearData } from '../dom.js';
+import { TileMap } from '../tilemap.js';
+import { WORKFLOWS } from '../workflows/index.js';
+
+export class RunPanel {
+  /** @param {import('../page.js').Page} page */
+  constructor(page) {
+    this.page = page;
+    this.tileMap = new TileMap($('tilemap'), $('tileLayers'));
+    this.progress = null; // the running inversion's last progress event
+    this.runWorkflow = null; // the workflow of the run in progress (the selection may change meanwhile)
+    $('run').addEventListener('click', () => this.run());
+    $('cancel').addEventListener('click', () => this.cancel());
+  }
+
+  /** Enables the controls for the page's state: Run needs the runtime, an input, a feasible plan and no problem. */
+  sync() {
+    const { page } = this;
+    const running = page.running;
+    const feasible = !!page.plan?.feasible;
+    const wf = page.workflow();
+    const input = page.input;
+    const problem = wf.problem(input);
+    $('run').disabled = !page.ready || running || !feasible || !input || !!problem;
+    $('run').title = !input ? wf.needInputText : problem || (!feasible ? wf.infeasibleText : '');
+    // The demo runs the demo network with the tile settings: they must fit (whatever a whole-volume network's plan says).
+    $('demo').disabled = !page.ready || running || (wf.tiled && !feasible);
+    $('cancel').disabled = page.state !== 'running';
+    $('download').disabled = running || !page.result;
+    for (const id of ['workers', 'threads', 'maskFile', 'magFile', 'model', ...WORKFLOWS.map((w) => w.fileInput)]) $(id).disabled = running;
+    if (!wf.tiled) $('workers').disabled = true; // one network call at a time (echo after echo)
+  }
+
+  /** A new input: the tile map follows the running tiles' layer again. */
+  follow() {
+    this.tileMap.follow = true;
+  }
+
+  /** The tile slice slider for a volume nz voxels deep (centred). */
+  setDepth(nz) {
+    const s = $('tileSlice');
+    s.max = String(nz - 1);
+    s.value = String(Math.floor(nz / 2));
+    this.tileMap.z = Math.floor(nz / 2);
+  }
+
+  /** Shows slice z of the tile map. */
+  setSlice(z) {
+    $('tileSlice').value = String(z);
+    this.tileMap.setSlice(z);
+  }
+
+  /** Draws the plan's tiles (plan.grid, from the C++ planner) over the input: all queued, or skipped. */
+  showPlan(plan, input) {
+    this.tileMap.setup({ grid: plan.grid, dims: input.geometry.dims, mask: input.mask, background: input.display });
+    this.renderTiles();
+  }
+
+  renderTiles() {
+    const c = this.tileMap.counts();
+    const el = $('tileCounts');
+    el.textContent = `${c.total} tiles: ${c.done} done · ${c.running} running · ${c.queued} queued · ${c.skipped} skipped`;
+    setData(el, c);
+  }
+
+  onProgress(p) {
+    this.progress = p;
+    const bar = $('progress');
+    bar.max = p.total || 1;
+    bar.value = p.done;
+    setData(bar, { done: p.done, total: p.total, inFlight: p.inFlight, runningTiles: p.runningTiles ?? null });
+    const pct = p.total ? Math.round((100 * p.done) / p.total) : 0;
+    $('progressText').textContent = this.runWorkflow.progressText(p, pct, fmtSeconds(p.etaSeconds));
+    const map = this.tileMap;
+    if (p.runningTiles && p.startedTiles?.length) {
+      map.setTiles(p.startedTiles, p.runningTiles); // exact: the runtime names the tiles
+    } else {
+      const active = map.order.length;
+      map.setProgress(p.total === active ? p.done : Math.round((p.done / (p.total || 1)) * active), p.inFlight);
+    }
+    $('tileSlice').value = String(map.z);
+    this.renderTiles();
+  }
+
+  /** Runs the selected network on the loaded input with the plan shown; the results panel shows the outcome. */
+  async run() {
+    const { page } = this;
+    if (page.controller) return;
+    const input = page.input;
+    if (!input) return;
+    page.showError(null);
+    const plan = page.plan;
+    if (!plan?.feasible) return page.showError(plan?.message || 'This tile setting does not fit.');
+    const wf = page.workflow();
+    const net = page.network();
+    const params = wf.params(input);
+    if (params.problem) return page.showError(params.problem);
+    const req = page.panels.settings.request();
+    const controller = new AbortController();
+    page.controller = controller;
+    const previous = page.settling;
+    const results = page.panels.results;
+    page.result = null;
+    this.runWorkflow = wf;
+    this.progress = null;
+    results.clear(page.panels.network.quantity());
+    clearData($('progress'));
+    page.setState('running');
+    $('progress').value = 0;
+    $('progressText').textContent = 'loading the network…';
+    this.showPlan(plan, input);
+    const body = (async () => {
+      await previous;
+      const tessera = await page.runtime();
+      const weights = await page.panels.network.weights(net, controller.signal);
+      if (controller.signal.aborted) throw new DOMException('cancelled', 'AbortError');
+      $('progressText').textContent = wf.startText(plan);
+      this.tileMap.setProgress(0, 0); // every tile queued until the runtime names the running ones
+      this.renderTiles();
+      const t0 = performance.now();
+      const onProgress = (p) => page.controller === controller && this.onProgress(p);
+      const out = await tessera.invert(wf.invertRequest(req, input, params, weights, { signal: controller.signal, onProgress }));
+      return { ...out, seconds: (performance.now() - t0) / 1000 };
+    })();
+    page.settling = body.catch(() => {});
+    try {
+      const { chi, report, quantity, seconds } = await body;
+      if (controller.signal.aborted) return;
+      this.tileMap.setProgress(this.tileMap.order.length, 0);
+      if (this.tileMap.follow) this.tileMap.setSlice(Math.floor(input.geometry.dims[2] / 2));
+      this.renderTiles();
+      $('progress').max = 1;
+      $('progress').value = 1;
+      page.result = { chi, input, quantity: quantity ?? 'chi', name: net.name, params, workflow: wf };
+      $('progressText').textContent = wf.doneText(report, fmtSeconds(report.wallSeconds));
+      await results.show(page.result, report, seconds);
+      page.setState('done');
+    } catch (e) {
+      if (page.controller !== controller) return; // a cancel already settled the page
+      if (e?.name === 'AbortError') {
+        page.setState('cancelled');
+      } else {
+        this.tileMap.settle();
+        this.renderTiles();
+        $('progressText').textContent = 'failed';
+        page.showError(e);
+        page.setState('error');
+      }
+    } finally {
+      if (page.controller === controller) {
+        page.controller = null;
+        page.refresh();
+      }
+    }
+  }
+
+  /** Settles the page at once; the runtime stops its workers in the background. */
+  cancel() {
+    const { page } = this;
+    const c = page.controller;
+    if (!c) return;
+    page.controller = null;
+    c.abort();
+    this.tileMap.settle();
+    this.renderTiles();
+    $('progressText').textContent = `cancelled at ${this.progress?.done ?? 0}/${this.progress?.total ?? '?'} tiles`;
+    page.panels.network.hideProgress();
+    page.setState('cancelled');
+  }
+}

@@ -1,0 +1,125 @@
+// The settings panel: tile settings (core, halo, auto, whole volume, workers, threads) and the C++ planner's
+// live readout for the selected network and input — every number from the planner. The plan is published as
+// #planReadout's data-* attributes (feasible, core, halo, patch-edge, tiles-total, tiles-active, tiles-skipped,
+// tiles-in-flight, whole-volume).
+import { $, clampInt, fmtBytes, rows, setData, clearData } from '../dom.js';
+import { DEMO } from '../demo.js';
+
+const TILE_SETTINGS = ['core', 'halo', 'auto', 'whole', 'workers'];
+
+export class SettingsPanel {
+  /** @param {import('../page.js').Page} page */
+  constructor(page) {
+    this.page = page;
+    this.seq = 0;
+    this.timer = 0;
+    for (const id of TILE_SETTINGS) $(id).addEventListener('input', () => this.schedule());
+  }
+
+  /** Workers and ONNX Runtime threads per worker for the runtime. */
+  runtimeOptions() {
+    return { workers: clampInt($('workers').value, 1, 16, 2), threadsPerWorker: clampInt($('threads').value, 1, 16, 1) };
+  }
+
+  /** The tile settings follow the workflow: off for whole-volume networks, with the reason. */
+  syncWorkflow() {
+    const wf = this.page.workflow();
+    const net = this.page.network();
+    if (!wf.tiled) for (const id of TILE_SETTINGS) $(id).disabled = true; // the next plan keeps them so
+    $('tileNote').textContent = wf.tiled ? '' : `${net.name} runs on the whole volume at once (it cannot be tiled): the tile settings do not apply; only the threads per worker do.`;
+  }
+
+  /** Plans again shortly (the user is typing). */
+  schedule() {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.update(), 120);
+  }
+
+  /** The plan request for the page as it is (the demo geometry until an input is loaded). */
+  request() {
+    const { page } = this;
+    const input = page.input;
+    return page.workflow().planRequest(page.network(), input, input?.geometry ?? DEMO.geometry, this.runtimeOptions());
+  }
+
+  /** Asks the C++ planner for the current settings and shows its answer (the latest request wins). */
+  async update() {
+    const { page } = this;
+    clearTimeout(this.timer);
+    if (!page.tessera) return;
+    const seq = ++this.seq;
+    const req = this.request();
+    let plan;
+    try {
+      plan = await page.tessera.plan(req);
+    } catch (e) {
+      plan = { feasible: false, message: page.friendly(e), warning: '' };
+    }
+    if (seq !== this.seq) return;
+    page.plan = plan;
+    this.render(plan);
+    if (page.input && !page.controller) page.panels.run.showPlan(plan, page.input);
+    page.refresh();
+  }
+
+  render(plan) {
+    const { page } = this;
+    const wf = page.workflow();
+    const row = rows($('planReadout'));
+    wf.planRows(plan, page.network(), !!page.input, row);
+    if (plan.feasible) row('Estimated peak', `${fmtBytes(plan.peakBytes)} (activations ${fmtBytes(plan.activationBytes)} + module heap ${fmtBytes(plan.moduleHeapBytes)})`);
+    this.publish(plan);
+    const L = page.limits;
+    const bars = $('memBars');
+    bars.textContent = '';
+    if (L && plan.feasible) {
+      const bar = (label, value, limit) => {
+        const d = document.createElement('div');
+        d.className = 'membar';
+        const frac = Math.min(1, value / limit);
+        d.innerHTML = `<span class="lbl"></span><span class="track"><span class="fill"></span></span><span class="val mono"></span>`;
+        d.querySelector('.lbl').textContent = label;
+        d.querySelector('.fill').style.width = `${(100 * frac).toFixed(1)}%`;
+        d.querySelector('.fill').classList.toggle('hot', frac > 0.85);
+        d.querySelector('.val').textContent = `${fmtBytes(value)} / ${fmtBytes(limit)}`;
+        bars.append(d);
+      };
+      bar(wf.barLabels[0], plan.activationBytes, L.tileActivationBudget);
+      bar(wf.barLabels[1], plan.bytesPerTile, L.maxPatchActivationBytes);
+      bar('Estimated peak vs heap ceiling', plan.peakBytes, L.heapCeilingBytes);
+    }
+    $('planAdvice').hidden = plan.feasible;
+    $('planAdvice').textContent = plan.feasible ? '' : plan.message;
+    $('planWarning').hidden = !plan.warning;
+    $('planWarning').textContent = plan.warning || '';
+    if (!wf.tiled) {
+      for (const id of ['core', 'halo', 'auto', 'whole']) $(id).disabled = true; // the note above says why
+    } else {
+      $('whole').disabled = false;
+      $('core').disabled = $('halo').disabled = $('auto').disabled = $('whole').checked;
+      if ($('auto').checked) {
+        $('core').disabled = true;
+        if (plan.feasible && plan.tile) $('core').value = String(plan.tile.core);
+      }
+    }
+    $('planExplain').hidden = !plan.explanation;
+    $('planExplain').textContent = plan.explanation ? `Auto-planner: ${plan.explanation}.` : '';
+  }
+
+  /** #planReadout's data-*: the plan's numbers. */
+  publish(plan) {
+    const el = $('planReadout');
+    clearData(el);
+    setData(el, {
+      feasible: !!plan.feasible,
+      core: plan.tile?.core,
+      halo: plan.tile?.halo,
+      patchEdge: plan.patchEdge,
+      tilesTotal: plan.tilesTotal,
+      tilesActive: plan.tilesActive,
+      tilesSkipped: plan.tilesSkipped,
+      tilesInFlight: plan.tilesInFlight,
+      wholeVolume: plan.wholeVolume,
+    });
+  }
+}

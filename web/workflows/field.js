@@ -1,0 +1,190 @@
+// The field → χ workflow: a local field map (ppm, or Hz with B0) and a mask in, tiled (or whole-volume) runs,
+// χ out. It owns its inputs (the field file, its units), the plan and invert requests built from the page, and
+// its readouts (plan rows, progress, report). The wrapped-phase workflow (phase.js) has the same shape.
+import { TesseraError } from '../../bindings/js/index.js';
+import { $, checkedValue, clampInt, fmtBytes } from '../dom.js';
+import { robustRange } from '../tilemap.js';
+
+export const fieldWorkflow = {
+  kind: 'field',
+  /** Tile settings apply (core, halo, auto, whole, workers). */
+  tiled: true,
+  /** What the drop zone calls the main file; where the B0 input sits. */
+  mainName: 'field map',
+  /** The file input of the main file (its choice goes to page.files.field). */
+  fileInput: 'fieldFile',
+  b0Slot: 'b0FieldSlot',
+  /** B0 converts a field map in Hz: changing it reloads the input. */
+  b0Reloads: true,
+  noInputText: 'No input loaded.',
+  needInputText: 'Load a field map and a mask, or try the demo',
+  infeasibleText: 'The tile setting does not fit: see the advice',
+  errorWords: {
+    BudgetExceeded: 'This tile setting does not fit in memory',
+    NonFiniteInput: 'The field map holds invalid values',
+  },
+  barLabels: ['Tiles in flight vs budget', 'One tile vs single-patch limit'],
+
+  /** Wires this workflow's own inputs: the field's units reload it. */
+  wire({ reload }) {
+    for (const r of document.querySelectorAll('input[name=units]')) r.addEventListener('change', reload);
+  },
+
+  /** The network description needs nothing beyond the registry's input / output line. */
+  describeNetwork() {},
+
+  /** The magnitude label's words and whether it shows, for a mask source ('file' | 'magnitude'). */
+  magnitudeLabel(maskSource) {
+    return { text: 'Magnitude', shown: maskSource === 'magnitude' };
+  },
+
+  /** A dropped magnitude image makes the mask. */
+  magnitudeMakesMask() {
+    return true;
+  },
+
+  /** The run's parameters beyond the files and the tile settings: none for a field map. */
+  params() {
+    return {};
+  },
+
+  /** Nothing beyond the files: the field map has no acquisition parameters to check. */
+  problem() {
+    return null;
+  },
+
+  /** Shows what keeps the workflow from running next to its inputs (nothing for a field map). */
+  syncParams() {},
+
+  /**
+   * Reads the chosen field map and mask (or magnitude to threshold) in the I/O worker; returns the input, or a
+   * string saying which file is still missing. Invalid values outside the mask become 0 (inside, the runtime
+   * refuses them).
+   * Preconditions: files.field is set; io is the I/O worker client.
+   */
+  async load(io, files) {
+    const maskSource = checkedValue('maskSource');
+    const units = checkedValue('units');
+    const b0 = Number($('b0').value);
+    if (units === 'hz' && !(b0 > 0)) throw new TesseraError('Give the field strength B0 in tesla to convert Hz to ppm.', 'InvalidArgument');
+    if (maskSource === 'file' && !files.mask) return `Field map ${files.field.name} chosen: now choose its mask.`;
+    if (maskSource === 'magnitude' && !files.magnitude) return `Field map ${files.field.name} chosen: now choose a magnitude image.`;
+    const img = await io('read', { bytes: await files.field.arrayBuffer(), units, b0 });
+    const m =
+      maskSource === 'file'
+        ? await io('mask', { bytes: await files.mask.arrayBuffer() })
+        : await io('threshold', { bytes: await files.magnitude.arrayBuffer(), fraction: Number($('maskFraction').value) });
+    if (m.dims.join() !== img.dims.join()) {
+      throw new TesseraError(
+        `The field map is ${img.dims.join('×')} but the ${maskSource === 'file' ? 'mask' : 'magnitude image'} is ${m.dims.join('×')}: they must have the same dimensions.`,
+        'InvalidArgument',
+      );
+    }
+    let fixed = 0;
+    for (let i = 0; i < img.data.length; i++) {
+      if (!m.mask[i] && !Number.isFinite(img.data[i])) {
+        img.data[i] = 0;
+        fixed++;
+      }
+    }
+    const notes = [
+      units === 'hz' ? `converted from Hz at ${b0} T` : '',
+      maskSource === 'magnitude' ? `mask from ${files.magnitude.name} at ${$('maskFraction').value} of its robust max` : '',
+      fixed ? `${fixed} invalid voxels outside the mask set to 0` : '',
+    ];
+    return this.input({
+      source: 'files',
+      name: files.field.name,
+      geometry: { dims: img.dims, voxelMm: img.voxelMm, b0Dir: img.b0Dir },
+      field: img.data,
+      mask: m.mask,
+      like: img,
+      note: notes.filter(Boolean).join('; '),
+    });
+  },
+
+  /**
+   * Completes an input: { source, name, geometry, field, mask, like, note?, truth? } gains kind, display (what
+   * the panels show under χ: the field), range (its display window) and summary (published on the page).
+   */
+  input(input) {
+    input.kind = 'field';
+    input.display = input.field;
+    input.range = robustRange(input.field, input.mask);
+    let maskVoxels = 0;
+    let sum = 0;
+    for (let i = 0; i < input.mask.length; i++) {
+      if (!input.mask[i]) continue;
+      maskVoxels++;
+      sum += input.field[i];
+    }
+    input.maskVoxels = maskVoxels;
+    input.summary = { kind: 'field', source: input.source, dims: input.geometry.dims, voxelMm: input.geometry.voxelMm, maskVoxels, sumInMask: sum };
+    return input;
+  },
+
+  /** Extra words for the input line: counts after the B0 direction, notes at the end. */
+  describe() {
+    return { counts: '', notes: [] };
+  },
+
+  /** The plan request for the page's settings (auto: the C++ auto-planner picks the core, workers and threads). */
+  planRequest(net, input, geometry, runtime) {
+    const halo = clampInt($('halo').value, 0, 4096, 8);
+    const req = {
+      geometry,
+      mask: input?.mask,
+      tile: $('auto').checked ? { core: 'auto', halo } : { core: clampInt($('core').value, 1, 4096, 32), halo },
+      whole: $('whole').checked,
+      workers: runtime.workers,
+      threadsPerWorker: runtime.threadsPerWorker,
+    };
+    if (net.kind === 'custom') req.spec = net.spec;
+    else req.model = net.id;
+    return req;
+  },
+
+  /** The invert request: the plan request with the field, the weights and the run's controls (signal, onProgress). */
+  invertRequest(req, input, params, weights, run) {
+    return { ...req, field: input.field, weights, ...run };
+  },
+
+  /** The plan readout's rows (row(key, value)); hasInput false: the demo geometry stands in. */
+  planRows(plan, net, hasInput, row) {
+    if (!plan.feasible) {
+      if (plan.patchDims) row('Patch', `${plan.patchDims.join('×')} voxels — ${fmtBytes(plan.bytesPerTile)} per tile`);
+      return;
+    }
+    const onWhat = hasInput ? '' : ' (demo phantom geometry; no mask loaded yet, so every tile counts)';
+    row('Patch', `${plan.patchDims?.join('×')} voxels${plan.wholeVolume ? ' (whole volume)' : ` (edge ${plan.patchEdge})`}`);
+    row('Memory per tile', fmtBytes(plan.bytesPerTile));
+    row('Tiles in flight', String(plan.tilesInFlight));
+    row('Tiles', `${plan.tilesTotal} total, ${plan.tilesActive} to run, ${plan.tilesSkipped} skipped${onWhat}`);
+  },
+
+  /** The progress line while running. */
+  progressText(p, pct, eta) {
+    return `${p.done}/${p.total} tiles (${pct}%) · ${p.tilesPerSecond.toFixed(2)} tiles/s · ETA ${eta} · ${p.inFlight} in flight`;
+  },
+
+  /** The progress line once the network is loaded, before the first tile. */
+  startText(plan) {
+    return `0/${plan.tilesActive} tiles · starting ${plan.tilesInFlight} worker(s)…`;
+  },
+
+  /** The progress line at the end. */
+  doneText(report, wall) {
+    return `${report.tilesRun}/${report.tilesRun} tiles (100%) · ${wall}`;
+  },
+
+  /** The run report's workflow rows (row(key, value)). */
+  reportRows(r, result, row, perCall) {
+    if (perCall) row('Per tile', perCall);
+    row('Tiles', `${r.tilesTotal} total, ${r.tilesRun} run, ${r.tilesSkipped} skipped; patch ${r.patchEdge}³, ${fmtBytes(r.bytesPerTile)} each`);
+  },
+
+  /** The caption of the input's panel in the results. */
+  fieldCaption() {
+    return 'Local field (ppm)';
+  },
+};

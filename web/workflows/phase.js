@@ -1,0 +1,267 @@
+// The wrapped phase → χ workflow (iQSM, iQFM, iQSM+): a wrapped phase (3D, or 4D with the echoes along the 4th
+// dimension), optional magnitude and a mask in, with TE (seconds, one per echo), B0, mask erosion and phase sign;
+// the whole volume in one network call per echo; χ (iQFM: the local field) out. It owns those inputs, the plan
+// and invert requests, and its readouts. Same shape as field.js.
+import { $, checkedValue, fmtBytes } from '../dom.js';
+
+const PI = Math.PI;
+/** Example echo times (s) for n echoes, as typed. */
+const example = (n) => [0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09].slice(0, Math.max(1, n)).join(', ');
+const NUMBER = /^[+]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
+/** The registry's input roles in words. */
+const ROLE_WORDS = {
+  phase: 'wrapped phase (rad, × phase sign)',
+  mask: 'brain mask (eroded)',
+  te: 'TE (s)',
+  b0: 'B0 (T)',
+  b0_dir: 'B0 direction (unit vector)',
+  border: 'border shell',
+};
+
+/**
+ * The phase networks' acquisition settings, checked: { te (s, one per echo; null while there is a problem with
+ * them), b0 (T), erodeRadius, phaseSign, echoes, problem } — problem says what is wrong, in words (null when all is
+ * well). TE is in seconds, as in the API and the CLI: a value above 1 s is refused as probably milliseconds (the
+ * CLI's rule).
+ * Preconditions: `form` holds the form's strings: te (echo times separated by commas, semicolons or spaces), b0,
+ * erode, sign; `echoes` is the loaded phase's echo count, or null before a phase is loaded (any count then).
+ */
+export function checkAcquisition(form, echoes) {
+  const text = String(form.te ?? '').trim();
+  const parts = text ? text.split(/[\s,;]+/).filter(Boolean) : [];
+  const s = parts.map(Number);
+  let problem = null;
+  let te = null;
+  const bad = parts.findIndex((p, i) => !NUMBER.test(p) || !(s[i] > 0));
+  const ms = s.filter((t) => t > 1);
+  if (!parts.length) {
+    problem = `Type the echo time${echoes > 1 ? 's' : ''} TE in seconds${echoes > 1 ? `, one per echo (${echoes} echoes), comma-separated, e.g. ${example(echoes)}` : ', e.g. 0.02'}.`;
+  } else if (bad >= 0) {
+    problem = `“${parts[bad]}” is not an echo time: type TE in seconds, e.g. 0.02, or ${example(3)} for three echoes.`;
+  } else if (ms.length) {
+    const fix = s.map((t) => (t > 1 ? +(t / 1000).toPrecision(6) : t)).join(', ');
+    problem = `TE ${ms.join(', ')} s is implausible for an echo time (probably milliseconds): give TE in seconds, not milliseconds (20 ms = 0.02: type ${fix}).`;
+  } else if (echoes !== null && s.length !== echoes) {
+    const given = `${s.length} echo time${s.length > 1 ? 's were' : ' was'} given`;
+    problem = `The phase holds ${echoes} echo${echoes > 1 ? 'es' : ''} but ${given}: give one TE per echo, in seconds, comma-separated (e.g. ${example(echoes)}).`;
+  } else {
+    te = s;
+  }
+  const b0 = Number(form.b0);
+  if (!problem && !(b0 > 0 && b0 <= 30)) problem = 'Give the field strength B0 in tesla (e.g. 3).';
+  const erode = Number(form.erode);
+  if (!problem && !(Number.isInteger(erode) && erode >= 0 && erode <= 20)) problem = 'The mask erosion is a whole number of voxels from 0 to 20 (the reference uses 3).';
+  return { te, b0, erodeRadius: erode, phaseSign: Number(form.sign) < 0 ? -1 : 1, echoes, problem };
+}
+
+export const phaseWorkflow = {
+  kind: 'phase',
+  /** Whole volume only: no tile setting applies (only the threads per worker). */
+  tiled: false,
+  mainName: 'wrapped phase',
+  /** The file input of the main file (its choice goes to page.files.phase). */
+  fileInput: 'phaseFile',
+  b0Slot: 'b0PhaseSlot',
+  /** B0 is a parameter of the network, not of the input: changing it re-plans. */
+  b0Reloads: false,
+  noInputText:
+    'No phase loaded: choose a wrapped-phase NIfTI (3D, or 4D with the echoes along the 4th dimension), its mask (or a magnitude image to threshold), and type the echo time(s).',
+  needInputText: 'Load a wrapped phase and its mask',
+  infeasibleText: 'The volume does not fit: see the advice',
+  errorWords: {
+    BudgetExceeded: 'The volume does not fit in memory',
+    NonFiniteInput: 'The phase or magnitude holds invalid values',
+  },
+  barLabels: ['Activations vs budget', 'Whole volume vs single-patch limit'],
+
+  /** Wires this workflow's own inputs: units reload the phase; TE and erosion re-check and re-plan; the sign re-checks. */
+  wire({ reload, paramsChanged, syncParams }) {
+    $('phaseUnits').addEventListener('change', reload);
+    for (const id of ['te', 'erode']) $(id).addEventListener('input', paramsChanged);
+    $('phaseSign').addEventListener('change', syncParams);
+  },
+
+  /** What the network description adds for a phase network (line(key, value)): its inputs, output and how it runs. */
+  describeNetwork(m, line) {
+    line('Inputs', m.inputs.map((r) => ROLE_WORDS[r] ?? r).join(', '));
+    line('Output', m.quantity === 'local-field' ? 'local field (ppm) — the tissue field, not χ' : 'χ (ppm)');
+    line('Runs', `on the whole volume at once (not tileable), padded to a multiple of ${m.divisor}${m.cropMargin ? `; cropped to the eroded mask’s bounding box + ${m.cropMargin} voxels first` : ''}; one network call per echo, echoes combined with (magnitude·TE)² weights`);
+  },
+
+  /** The magnitude is optional and weights the echoes: always offered; thresholded for the mask on request. */
+  magnitudeLabel(maskSource) {
+    return { text: `Magnitude (optional, weights the echoes${maskSource === 'magnitude' ? '; thresholded for the mask' : ''})`, shown: true };
+  },
+
+  /** A dropped magnitude makes the mask only when no mask file was chosen. */
+  magnitudeMakesMask(files) {
+    return !files.mask;
+  },
+
+  /**
+   * The acquisition settings from the page, checked (checkAcquisition).
+   * Preconditions: `input` is the loaded phase input or null (then any echo count is accepted).
+   */
+  params(input) {
+    return checkAcquisition({ te: $('te').value, b0: $('b0').value, erode: $('erode').value, sign: $('phaseSign').value }, input?.echoes ?? null);
+  },
+
+  /** What keeps the run from starting (TE, B0, erosion), or null. */
+  problem(input) {
+    return this.params(input).problem;
+  },
+
+  /** Shows the problem next to the inputs; before a phase is loaded only a TE that is wrong in itself. */
+  syncParams(input) {
+    const problem = this.problem(input);
+    const show = !!problem && (!!input || $('te').value.trim() !== '');
+    $('phaseMsg').hidden = !show;
+    $('phaseMsg').textContent = show ? problem : '';
+  },
+
+  /**
+   * Reads the wrapped phase (3D/4D), optional magnitude and the mask in the I/O worker (phase units checked
+   * there); returns the input, or a string saying which file is still missing.
+   * Preconditions: files.phase is set; io is the I/O worker client.
+   */
+  async load(io, files) {
+    const maskSource = checkedValue('maskSource');
+    if (maskSource === 'file' && !files.mask) return `Phase ${files.phase.name} chosen: now choose its mask (or threshold a magnitude image).`;
+    if (maskSource === 'magnitude' && !files.magnitude) return `Phase ${files.phase.name} chosen: now choose a magnitude image to threshold.`;
+    const bytes = {
+      phase: await files.phase.arrayBuffer(),
+      magnitude: files.magnitude ? await files.magnitude.arrayBuffer() : undefined,
+      mask: maskSource === 'file' ? await files.mask.arrayBuffer() : undefined,
+    };
+    const fraction = Number($('maskFraction').value);
+    const names = { phase: files.phase.name, magnitude: files.magnitude?.name };
+    const r = await io('phase', { ...bytes, maskSource, fraction, units: $('phaseUnits').value, names }, Object.values(bytes).filter(Boolean));
+    const mag = files.magnitude?.name;
+    const notes = [...r.notes];
+    if (r.echoes > 1) notes.push(r.magnitude ? `echoes combined with (magnitude·TE)² weights from ${mag}` : mag ? `${mag} is 3D: mask only, echoes combined with TE² weights` : 'no magnitude: echoes combined with TE² weights');
+    if (maskSource === 'magnitude') notes.push(`mask from ${mag}${r.magEchoes > 1 ? ' (echo 1)' : ''} at ${$('maskFraction').value} of its robust max`);
+    if (r.fixed) notes.push(`${r.fixed} invalid voxels outside the mask set to 0`);
+    return this.input({
+      source: 'files',
+      name: files.phase.name,
+      geometry: { dims: r.dims, voxelMm: r.voxelMm, b0Dir: r.b0Dir },
+      phase: r.phase,
+      echoes: r.echoes,
+      magnitude: r.magnitude ?? undefined,
+      mask: r.mask,
+      like: r.like,
+      phaseRange: r.range,
+      note: notes.join('; '),
+    });
+  },
+
+  /** Completes an input: kind, display (the first echo's phase), range [-π, π] and summary. */
+  input(input) {
+    const n = input.mask.length;
+    input.kind = 'phase';
+    input.display = input.phase.subarray(0, n);
+    input.range = [-PI, PI];
+    let maskVoxels = 0;
+    let sum = 0;
+    for (let i = 0; i < n; i++) {
+      if (!input.mask[i]) continue;
+      maskVoxels++;
+      sum += input.display[i];
+    }
+    input.maskVoxels = maskVoxels;
+    input.summary = {
+      kind: 'phase', source: input.source, dims: input.geometry.dims, voxelMm: input.geometry.voxelMm, maskVoxels, sumInMask: sum,
+      echoes: input.echoes, phaseRange: input.phaseRange, magnitude: !!input.magnitude,
+    };
+    return input;
+  },
+
+  /** The echo count, and a warning when B0 is off the third axis for a network that assumes it along it. */
+  describe(input, net) {
+    const b = input.geometry.b0Dir;
+    const notes = [];
+    const tilt = (Math.acos(Math.min(1, Math.abs(b[2]) / (Math.hypot(...b) || 1))) * 180) / PI;
+    if (tilt > 5 && !net.model?.inputs?.includes('b0_dir')) notes.push(`B0 is ${tilt.toFixed(0)}° off the third voxel axis: ${net.name} assumes B0 along it (iQSM+ takes any direction)`);
+    return { counts: `${input.echoes} echo${input.echoes > 1 ? 'es' : ''}, `, notes };
+  },
+
+  /**
+   * The plan request: the whole volume (cropped by iQSM+), one network call per echo. A TE that is missing or
+   * does not match the echoes is the page's own message (Run stays disabled); the plan still shows the volume.
+   */
+  planRequest(net, input, geometry, runtime) {
+    const p = this.params(input);
+    const echoes = input?.echoes ?? p.te?.length ?? 1;
+    return {
+      geometry,
+      mask: input?.mask,
+      model: net.id,
+      te: p.te ?? Array(echoes).fill(0.02),
+      b0: p.b0 > 0 && p.b0 <= 30 ? p.b0 : 3,
+      erodeRadius: Number.isInteger(p.erodeRadius) && p.erodeRadius >= 0 && p.erodeRadius <= 20 ? p.erodeRadius : 3,
+      workers: runtime.workers,
+      threadsPerWorker: runtime.threadsPerWorker,
+    };
+  },
+
+  /**
+   * The invert request: phase, magnitude and the acquisition settings, the weights and the run's controls.
+   * Preconditions: `p` is params(input) without a problem.
+   */
+  invertRequest(req, input, p, weights, run) {
+    return {
+      model: req.model,
+      geometry: req.geometry,
+      mask: input.mask,
+      phase: input.phase,
+      magnitude: input.magnitude,
+      te: p.te,
+      b0: p.b0,
+      erodeRadius: p.erodeRadius,
+      phaseSign: p.phaseSign,
+      workers: req.workers,
+      threadsPerWorker: req.threadsPerWorker,
+      weights,
+      ...run,
+    };
+  },
+
+  planRows(plan, net, hasInput, row) {
+    if (!plan.feasible) {
+      if (plan.patchDims) row('Patch', `${plan.patchDims.join('×')} voxels — ${fmtBytes(plan.bytesPerTile)} per network call`);
+      return;
+    }
+    const m = net.model;
+    const how = m?.cropMargin ? `cropped to the eroded mask’s box + ${m.cropMargin} voxels, ` : '';
+    row('Patch', `${plan.patchDims?.join('×')} voxels (whole volume, ${how}padded to a multiple of ${m?.divisor ?? 16})${hasInput ? '' : ' — for a 128×128×96 example: load a phase for its own plan'}`);
+    row('Memory per network call', fmtBytes(plan.bytesPerTile));
+    row('Network calls', `${plan.tilesTotal} (one per echo), ${plan.tilesInFlight} at a time`);
+  },
+
+  progressText(p, pct, eta) {
+    return `${p.done}/${p.total} echo${p.total > 1 ? 'es' : ''} (${pct}%) · ETA ${eta} · whole volume`;
+  },
+
+  startText(plan) {
+    return `0/${plan.tilesTotal} echo${plan.tilesTotal > 1 ? 'es' : ''} · starting the network on the whole volume…`;
+  },
+
+  doneText(report, wall) {
+    return `${report.tilesRun}/${report.tilesRun} echo${report.tilesRun > 1 ? 'es' : ''} (100%) · ${wall}`;
+  },
+
+  reportRows(r, result, row, perCall) {
+    if (perCall) row('Per network call', perCall);
+    const p = result.params;
+    const te = p.te.map((t) => +t.toPrecision(6)).join(', ');
+    row(
+      'Network',
+      `${result.name}: TE ${te} s, B0 ${p.b0} T, mask eroded by ${p.erodeRadius} voxel${p.erodeRadius === 1 ? '' : 's'}, phase sign ${p.phaseSign < 0 ? '−1' : '+1'}${result.input.magnitude ? ', magnitude-weighted echoes' : ''}`,
+    );
+    row('Network calls', `${r.tilesRun} (one per echo) on the whole volume, ${r.plan?.patchDims?.join('×') ?? r.patchEdge} voxels, ${fmtBytes(r.bytesPerTile)} each`);
+  },
+
+  fieldCaption(input) {
+    return `Wrapped phase (rad${input.echoes > 1 ? ', echo 1' : ''})`;
+  },
+};
