@@ -12,7 +12,7 @@ namespace tessera {
 namespace {
 
 
-bool is_phase_network(const InversionRequest& r) { return r.model && r.model->kind == ModelKind::WholeVolumeOnly; }
+bool is_phase_network(const InversionRequest& r) { return r.model && takes_input(*r.model, InputRole::Phase); }
 
 // Whole-volume-only networks cannot be tiled: an explicit tile config is a mistake worth saying.
 void refuse_tiling(const InversionRequest& r) {
@@ -28,9 +28,12 @@ uint32_t echo_count(const InversionRequest& r) { return static_cast<uint32_t>(st
 // A physics loop on one volume (whole, or one patch).
 std::vector<float> physics_loop(const ModelSpec& m, const Geometry& g, std::span<const float> field,
                                 std::span<const uint8_t> mask, std::span<PatchRunner* const> nets) {
-  if (m.id == "lpcnn") return lpcnn_invert(g, field, mask, *nets[0]);
-  if (m.id == "modl-qsm") return modl_qsm_invert(g, field, mask, *nets[0]);
-  if (m.id == "nextqsm") return nextqsm_invert(g, field, mask, *nets[0], *nets[1]);
+  switch (m.algorithm) {
+    case Algorithm::Lpcnn: return lpcnn_invert(g, field, mask, *nets[0]);
+    case Algorithm::ModlQsm: return modl_qsm_invert(g, field, mask, *nets[0]);
+    case Algorithm::NextQsm: return nextqsm_invert(g, field, mask, *nets[0], *nets[1]);
+    default: break;
+  }
   throw Error(ErrorCode::Internal, "no physics loop for model '" + std::string(m.id) + "'");
 }
 
@@ -162,7 +165,7 @@ RunReport run_inversion(const InversionRequest& r, std::span<const float> field,
   std::vector<float> out;
   if (kind == ModelKind::PhysicsLoop) {
     out = physics_loop(*r.model, r.geometry, field, mask, networks);
-  } else if (r.model->id == "autoqsm") {
+  } else if (r.model->algorithm == Algorithm::AutoQsm) {
     out = autoqsm_invert(r.geometry, field, mask, *networks[0]);
   } else {
     out = qsmgan_invert(r.geometry, field, mask, *networks[0]);

@@ -15,15 +15,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-bool takes_b0_direction(const ModelSpec& m) {
-  for (const std::string& r : input_roles(m)) {
-    if (r == "b0_dir") return true;
-  }
-  return false;
-}
+bool takes_b0_direction(const ModelSpec& m) { return takes_input(m, InputRole::B0Dir); }
 
 void require_phase_model(const ModelSpec& m) {
-  if (m.kind != ModelKind::WholeVolumeOnly || m.inputs.empty() || input_roles(m).front() != "phase") {
+  if (m.algorithm != Algorithm::PhaseNetwork || m.inputs.empty() || m.inputs.front() != InputRole::Phase) {
     throw Error(ErrorCode::InvalidArgument, "model '" + std::string(m.id) + "' does not reconstruct from wrapped phase");
   }
 }
@@ -298,7 +293,6 @@ RunReport run_phase_network(const ModelSpec& m, const Geometry& g, std::span<con
   const std::vector<float> b0_t{static_cast<float>(s.b0_tesla)};
   const std::vector<float> dir_t{static_cast<float>(l.b0_unit[0]), static_cast<float>(l.b0_unit[1]),
                                  static_cast<float>(l.b0_unit[2])};
-  const std::vector<std::string> roles = input_roles(m);
 
   std::vector<double> num(cn, 0.0), den(cn, 0.0);
   std::vector<float> crop_phase(cn), input(shape.size()), result(cn);
@@ -317,14 +311,16 @@ RunReport run_phase_network(const ModelSpec& m, const Geometry& g, std::span<con
     gather_patch(map.crop, crop_phase, origin, l.padded, sign, input);
     const std::vector<float> te_t{static_cast<float>(s.te_s[e])};
     std::vector<NamedInput> extras;
-    for (size_t i = 1; i < roles.size(); ++i) {
-      const std::string& r = roles[i];
-      if (r == "mask") extras.push_back({r, volume_dims, mask_t});
-      else if (r == "border") extras.push_back({r, volume_dims, border_t});
-      else if (r == "te") extras.push_back({r, {1}, te_t});
-      else if (r == "b0") extras.push_back({r, {1}, b0_t});
-      else if (r == "b0_dir") extras.push_back({r, {1, 1, 3}, dir_t});
-      else throw Error(ErrorCode::Internal, "unknown input role '" + r + "' in the registry");
+    for (InputRole role : m.inputs.subspan(1)) {
+      const std::string r = input_role_name(role);
+      switch (role) {
+        case InputRole::Mask: extras.push_back({r, volume_dims, mask_t}); break;
+        case InputRole::Border: extras.push_back({r, volume_dims, border_t}); break;
+        case InputRole::Te: extras.push_back({r, {1}, te_t}); break;
+        case InputRole::B0: extras.push_back({r, {1}, b0_t}); break;
+        case InputRole::B0Dir: extras.push_back({r, {1, 1, 3}, dir_t}); break;
+        default: throw Error(ErrorCode::Internal, std::string("input role '") + r + "' is not an extra input of a phase network");
+      }
     }
     const std::vector<float> y =
         run_checked(net, input, shape, TensorShape{1, l.padded}, "echo " + std::to_string(e + 1) + " (whole volume " +

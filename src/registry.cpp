@@ -120,6 +120,7 @@ const ModelSpec kModels[] = {
                        "the loop lives in the C++ module heap",
         .input = "local field (ppm) and mask; 3 proximal-gradient iterations around the net",
         .output = "chi (ppm)",
+        .algorithm = Algorithm::Lpcnn,
         .weights = {{{"lpcnn.onnx", 1790869, "831f2a161f6ab8ee7bf64cc2dd8bca532fc971d0083cf5729d6302d3ed31625d"}}},
         .licence = kUnstatedLicence,
         .citation = "Lai KW, Aggarwal M, van Zijl P, Li X, Sulam J. Learned proximal networks for quantitative "
@@ -140,6 +141,7 @@ const ModelSpec kModels[] = {
         .output_channels = 2,
         .input = "local field (ppm) and mask; 1 mm isotropic, even dims; 3 model-based iterations",
         .output = "chi (ppm): channel 0 · mask",
+        .algorithm = Algorithm::ModlQsm,
         .weights = {{{"modl-qsm.onnx", 1794143, "1f8da7d39eaaa4c3f0f9e67298fba5f14230e769cfd6349c81d0b74a6f800c57"}}},
         .licence = kUnstatedLicence,
         .citation = "Feng R, Zhao J, Wang H, et al. MoDL-QSM: model-based deep learning for quantitative "
@@ -157,6 +159,7 @@ const ModelSpec kModels[] = {
                        "fixed parts (20 MB + 4.3 × each weights file; a worker of each runs per tile); not measured",
         .input = "total field (ppm) and mask; does its own background removal; 6 unrolled steps",
         .output = "chi (ppm)",
+        .algorithm = Algorithm::NextQsm,
         .weights = {{{"nextqsm-bf.onnx", 113211474, "d0f0b0391153f8e5e07ef85d46fbe492afc8394fab008350540a6868d0b4a3ba"},
                      {"nextqsm-vjp.onnx", 42437407, "50fe388663c05b1d3996139975270e500e13feb025f1b792576dbc0da814a4bc"}}},
         .licence = "MIT",
@@ -175,6 +178,7 @@ const ModelSpec kModels[] = {
         .input = "total field (ppm); fixed 64³ in, central 32³ out, stride 24, 8-voxel linear blend, "
                  "edge-replicate padding",
         .output = "chi (ppm)",
+        .algorithm = Algorithm::AutoQsm,
         .weights = {{{"autoqsm.onnx", 5609662, "c2f23c6ae735fd1677e8623da22cb6f25b4a932ae50ba1ef08a75439e240977e"}}},
         .licence = kUnstatedLicence,
         .citation = "Wei H, Cao S, Zhang Y, et al. Learning-based single-step quantitative susceptibility "
@@ -190,6 +194,7 @@ const ModelSpec kModels[] = {
         .cost_source = kDefaultCost,
         .input = "local field (ppm) · -100; 64³ in, 48³ out at stride 48",
         .output = "chi (ppm) = atanh(clip(output, ±0.999999)) / 10",
+        .algorithm = Algorithm::Qsmgan,
         .norm = {0.0, -0.01, 1.0, 0.0},
         .weights = {{{"qsmgan.onnx", 10753955, "238573a6fa8a563004fc28e63a30694289d1a1a204f3c406daba486b1122d604"}}},
         .licence = "MIT",
@@ -209,7 +214,8 @@ const ModelSpec kModels[] = {
         .cost_source = kIqsmCost,
         .input = kIqsmInput,
         .output = "chi (ppm)",
-        .inputs = "phase,mask,te,b0,border",
+        .inputs = kIqsmInputs,
+        .algorithm = Algorithm::PhaseNetwork,
         .weights = {{{"iqsm.onnx", 0, ""}}},
         .licence = kUnstatedLicence,
         .citation = kIqsmCitation,
@@ -227,7 +233,8 @@ const ModelSpec kModels[] = {
         .input = kIqsmInput,
         .output = "local field (ppm)",
         .quantity = "local-field",
-        .inputs = "phase,mask,te,b0,border",
+        .inputs = kIqsmInputs,
+        .algorithm = Algorithm::PhaseNetwork,
         .weights = {{{"iqfm.onnx", 0, ""}}},
         .licence = kUnstatedLicence,
         .citation = kIqsmCitation,
@@ -250,7 +257,8 @@ const ModelSpec kModels[] = {
         .input = "wrapped phase · -1 (rad), eroded mask, TE (s), B0 (T), B0 direction, border shell; any B0 "
                  "direction",
         .output = "chi (ppm)",
-        .inputs = "phase,mask,te,b0,b0_dir,border",
+        .inputs = kIqsmPlusInputs,
+        .algorithm = Algorithm::PhaseNetwork,
         .crop_margin = 16,
         .weights = {{{"iqsm-plus.onnx", 0, ""}}},
         .licence = kUnstatedLicence,
@@ -312,18 +320,24 @@ const ModelSpec& model_spec(std::string_view id) {
   throw Error(ErrorCode::InvalidArgument, "unknown model '" + std::string(id) + "'; known models: " + known);
 }
 
-std::vector<std::string> input_roles(const ModelSpec& m) {
-  std::vector<std::string> roles;
-  std::string cur;
-  for (char c : std::string(m.inputs) + ",") {
-    if (c != ',') {
-      cur += c;
-    } else if (!cur.empty()) {
-      roles.push_back(cur);
-      cur.clear();
-    }
+bool takes_input(const ModelSpec& m, InputRole role) {
+  for (InputRole r : m.inputs) {
+    if (r == role) return true;
   }
-  return roles;
+  return false;
+}
+
+const char* input_role_name(InputRole role) {
+  switch (role) {
+    case InputRole::Field: return "field";
+    case InputRole::Phase: return "phase";
+    case InputRole::Mask: return "mask";
+    case InputRole::Te: return "te";
+    case InputRole::B0: return "b0";
+    case InputRole::B0Dir: return "b0_dir";
+    case InputRole::Border: return "border";
+  }
+  return "unknown";
 }
 
 TileCost tile_cost_of(std::string_view id) {

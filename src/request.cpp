@@ -16,7 +16,7 @@ const std::array<OptionSpec, 17> kOptions{{
     {"tile", "", 0, "auto", 0, 0, false, false,
      "{core, halo} in voxels, or \"auto\": the planner chooses core, workers and threads per worker"},
     {"tile.core", "voxels", 0, "auto", 1, 4096, false, true, "output core edge of a tile"},
-    {"tile.halo", "voxels", 0, "the network's default halo (4 for a custom network)", 0, 1024, false, true,
+    {"tile.halo", "voxels", defaults::kCustomNetworkHalo, "the network's default halo (4 for a custom network)", 0, 1024, false, true,
      "context added on every side of a core"},
     {"whole", "", 0, "false", 0, 1, false, false, "run the whole volume at once (when it fits the single-patch limit)"},
     {"workers", "", 0, "auto", 1, 64, false, true, "networks running at once (the budget may lower it)"},

@@ -82,3 +82,22 @@ TEST(Registry, ProvisionalCostsAreMarked) {
     }
   }
 }
+
+TEST(Registry, InputsAndAlgorithmsAreTypedNotSpelled) {
+  for (const ModelSpec& m : model_registry()) {
+    ASSERT_FALSE(m.inputs.empty()) << m.id;
+    if (m.kind == ModelKind::WholeVolumeOnly) {
+      EXPECT_EQ(m.inputs.front(), InputRole::Phase) << m.id;
+      EXPECT_EQ(m.algorithm, Algorithm::PhaseNetwork) << m.id;
+      EXPECT_TRUE(takes_input(m, InputRole::Te) && takes_input(m, InputRole::Border)) << m.id;
+    } else {
+      EXPECT_EQ(m.inputs.size(), 1u) << m.id;
+      EXPECT_EQ(m.inputs.front(), InputRole::Field) << m.id;
+      EXPECT_EQ(m.algorithm == Algorithm::Network, m.kind == ModelKind::FieldToChi) << m.id;
+    }
+  }
+  EXPECT_TRUE(takes_input(model_spec("iqsm-plus"), InputRole::B0Dir));
+  EXPECT_FALSE(takes_input(model_spec("iqsm"), InputRole::B0Dir));
+  EXPECT_EQ(model_spec("nextqsm").algorithm, Algorithm::NextQsm);
+  EXPECT_STREQ(input_role_name(InputRole::B0Dir), "b0_dir");
+}

@@ -12,6 +12,7 @@ import { InputsPanel } from './panels/inputs.js';
 import { SettingsPanel } from './panels/settings.js';
 import { RunPanel } from './panels/run.js';
 import { ResultsPanel } from './panels/results.js';
+import { applySchema, followDefaultHalo, watchHalo } from './schema.js';
 
 const page = new Page();
 const io = createIoClient();
@@ -26,6 +27,7 @@ const { network, inputs, settings, run, results } = page.panels;
 
 // A network change: the inputs, tile settings and output names follow its workflow; then a new plan.
 network.onChange = () => {
+  followDefaultHalo(network.selected().model, page.schema);
   inputs.syncWorkflow();
   settings.syncWorkflow();
   if (!page.result) results.setQuantity(network.quantity());
@@ -80,7 +82,10 @@ async function main() {
   document.body.dataset.state = page.state;
   try {
     const tessera = await page.runtime();
-    [page.registry, page.limits] = await Promise.all([tessera.registry(), tessera.limits()]);
+    let schema;
+    [page.registry, page.limits, schema] = await Promise.all([tessera.registry(), tessera.limits(), tessera.schema()]);
+    page.schema = applySchema(schema);
+    watchHalo();
     network.fill(page.registry);
     await results.ready();
     page.started = true;

@@ -72,7 +72,7 @@ if (NO_FETCH_GLOBALS) {
 } else suite();
 
 function suite() {
-let srv, ctx, page, tmp, netPath, pair;
+let srv, ctx, page, tmp, netPath, pair, demoHalo;
 const consoleErrors = [];
 const foreignRequests = [];
 const served = []; // the server's log: 'GET /path 200 12 ms'
@@ -97,6 +97,7 @@ before(async () => {
   const { createTessera, writeNifti } = await import('../bindings/js/index.js');
   const t = await createTessera({ workers: 1 });
   try {
+    demoHalo = (await t.model('demo-unet')).defaultHalo;
     const geometry = { dims: [64, 64, 48], voxelMm: [2, 2, 2], b0Dir: [0, 0, 1] };
     const p = await t.phantom({ geometry, seed: 3 });
     const like = { dims: geometry.dims, voxelMm: geometry.voxelMm };
@@ -198,7 +199,10 @@ test('the page loads cross-origin isolated, with the runtime and a plan', { skip
   // Auto by default: the C++ auto-planner's choice, explained on the page.
   assert.equal(plan.patchEdge % 8, 0);
   assert.equal(plan.patchEdge, Math.ceil((plan.core + 2 * plan.halo) / 8) * 8);
-  assert.match(await page.textContent('#planExplain'), /Auto-planner: core \d+, halo 8 .*estimated \d+ s/);
+  // The halo is the demo network's registry default (the request schema, not a page constant).
+  assert.equal(plan.halo, demoHalo);
+  assert.equal(await page.inputValue('#halo'), String(demoHalo));
+  assert.match(await page.textContent('#planExplain'), new RegExp(`Auto-planner: core \\d+, halo ${demoHalo} .*estimated \\d+ s`));
   assert.equal(await page.inputValue('#core'), String(plan.core));
   assert.match(await page.textContent('#planReadout'), new RegExp(`Tiles in flight\\s*${plan.tilesInFlight}`));
   assert.equal(await page.isDisabled('#demo'), false);

@@ -19,7 +19,6 @@ const { phrasePhaseRefusal, isPhaseUnitsRefusal, PhaseRefusal } = await import('
 const EXIT_OK = 0;
 const EXIT_ERROR = 1;
 const EXIT_USAGE = 2;
-const SPEC_DEFAULTS = { divisor: 1, bytesPerVoxel: 1100, fixedBytes: 0, inputMean: 0, inputStd: 1, outputMean: 0, outputStd: 1 };
 
 /** An error the user can fix: printed as "error: message", never with a stack. exit: the exit code. */
 class CliError extends Error {
@@ -312,7 +311,7 @@ async function readBytes(file, what, signal) {
   }
 }
 
-/** Reads and validates a --spec file: an object whose keys are SPEC_DEFAULTS' keys, with finite number values. */
+/** Reads a --spec file: a JSON object (its keys and values are checked against the request schema by checkSpec). */
 async function readSpec(file, signal) {
   const text = new TextDecoder().decode(await readBytes(file, 'network spec', signal));
   let spec;
@@ -324,7 +323,17 @@ async function readSpec(file, signal) {
   if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) {
     throw new CliError(`the network spec ${file} must be a JSON object such as {"divisor": 8, "bytesPerVoxel": 1100}`, EXIT_ERROR, 'InvalidSpec');
   }
-  const known = Object.keys(SPEC_DEFAULTS);
+  return spec;
+}
+
+/**
+ * A --spec against the request schema (C++, tessera.schema()): known keys only, finite numbers, the schema's
+ * defaults filled in. schema is what tessera.schema() returned.
+ */
+function checkSpec(spec, schema, file) {
+  if (spec === undefined) return undefined;
+  const options = schema.filter((x) => x.name.startsWith('spec.'));
+  const known = options.map((x) => x.name.slice(5));
   for (const [k, v] of Object.entries(spec)) {
     if (!known.includes(k)) {
       throw new CliError(`the network spec ${file} has an unknown key '${k}' (allowed: ${known.join(', ')})`, EXIT_ERROR, 'InvalidSpec');
@@ -333,7 +342,7 @@ async function readSpec(file, signal) {
       throw new CliError(`the network spec ${file}: '${k}' must be a finite number, got ${JSON.stringify(v)}`, EXIT_ERROR, 'InvalidSpec');
     }
   }
-  return spec;
+  return { ...Object.fromEntries(options.map((x) => [x.name.slice(5), x.default])), ...spec };
 }
 
 /** Fails early (before a long run) when a file cannot be created in its directory. */
@@ -552,8 +561,7 @@ function describeNetwork(o, entry, spec) {
     const fixed = entry.fixedBytes ? `${MB(entry.fixedBytes)} + ` : '';
     return `${entry.id} (${entry.kind}, divisor ${entry.divisor}, ${fixed}${entry.bytesPerVoxel} B/voxel${entry.costProvisional ? ' provisional' : ' measured'})`;
   }
-  const s = { ...SPEC_DEFAULTS, ...spec };
-  return `spec ${o.spec} (divisor ${s.divisor}, ${s.bytesPerVoxel} B/voxel)`;
+  return `spec ${o.spec} (divisor ${spec.divisor}, ${spec.bytesPerVoxel} B/voxel)`;
 }
 
 function planTable(plan, limits, { o, run, entry, spec, geometry, maskVoxels, echoes }) {
@@ -599,7 +607,7 @@ async function cmdModels(o, ctx) {
     rows.push([
       m.id,
       m.kind,
-      m.inputs?.length ? m.inputs.join(',') : 'field',
+      m.inputs.join(','),
       String(m.divisor),
       `${m.fixedBytes ? `${MB(m.fixedBytes)} + ` : ''}${m.bytesPerVoxel} B/voxel ${m.costProvisional ? '(provisional)' : '(measured)'}`,
       m.weights.map((w) => (w.bytes ? `${w.file} ${MB(w.bytes)}` : w.file)).join(' + '),
@@ -637,9 +645,10 @@ const defined = (obj) => Object.fromEntries(Object.entries(obj).filter(([, v]) =
 async function cmdPlan(o, ctx) {
   const run = runOptions('plan', o);
   const { signal } = ctx;
-  const spec = o.spec !== undefined ? await readSpec(o.spec, signal) : undefined;
+  const rawSpec = o.spec !== undefined ? await readSpec(o.spec, signal) : undefined;
   const { geometry, mask, echoes } = await readInputs(o, { needMask: false, phase: run.phase }, signal);
   const tessera = await ctx.start({ workers: run.workers });
+  const spec = checkSpec(rawSpec, await tessera.schema(), o.spec);
   const entry = o.model !== undefined ? await tessera.model(o.model) : undefined;
   const phaseNet = await checkInputKind(o, entry, run, tessera);
   const limits = await tessera.limits();
@@ -677,10 +686,11 @@ async function cmdInvert(o, ctx) {
   if (o.report !== undefined) checkWritable(o.report, 'report');
   const { signal, progress } = ctx;
 
-  const spec = o.spec !== undefined ? await readSpec(o.spec, signal) : undefined;
+  const rawSpec = o.spec !== undefined ? await readSpec(o.spec, signal) : undefined;
   const inputs = await readInputs(o, { needMask: true, units, b0, phase: run.phase, convert: true }, signal);
   const { like, field, phase, magnitude, echoes, phaseInfo, geometry, mask } = inputs;
   const tessera = await ctx.start({ workers: run.workers, threadsPerWorker: threads });
+  const spec = checkSpec(rawSpec, await tessera.schema(), o.spec);
   const entry = o.model !== undefined ? await tessera.model(o.model) : undefined;
   const phaseNet = await checkInputKind(o, entry, run, tessera);
   if (entry && weightSources.length > 0 && weightSources.length !== entry.weights.length) {
@@ -766,7 +776,7 @@ async function cmdInvert(o, ctx) {
       totalWallSeconds: (performance.now() - t0) / 1000,
       quantity,
       inputs: { ...input, mask: { path: o.mask, voxelsInside: mask.reduce((a, b) => a + b, 0) }, ...(run.inputNames && { inputNames: run.inputNames }) },
-      network: entry ? { model: entry.id, name: entry.name, kind: entry.kind } : { spec: { ...SPEC_DEFAULTS, ...spec }, specFile: o.spec },
+      network: entry ? { model: entry.id, name: entry.name, kind: entry.kind } : { spec, specFile: o.spec },
       weights: weightsInfo,
       options: { tile: run.tile ?? null, whole: run.whole, workers: run.workers ?? null, threads: threads ?? null },
       output: o.out,

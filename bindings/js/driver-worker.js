@@ -142,7 +142,7 @@ const methods = {
     const request = requestOf(a);
     const weights = Array.isArray(a.weights) ? a.weights : [a.weights];
     const spec = a.model ? call(() => M.model(a.model)) : null;
-    const phase = spec?.kind === 'whole-volume-only';
+    const phase = !!spec?.inputs.includes('phase'); // the registry says what a network takes
     if (phase && a.field !== undefined) {
       throw new TesseraError(`${spec.name} reconstructs from wrapped phase: give phase (rad), te (s) and b0 (T), not a field map`, 'InvalidArgument');
     }
@@ -178,7 +178,7 @@ const methods = {
             recycleHeapBytes: options.recycleHeapBytes,
             ortWasmPaths: options.ortWasmPaths,
             ortModuleUrl: options.ortModuleUrl,
-            inputRoles: spec?.inputs?.length ? spec.inputs : undefined,
+            inputRoles: spec?.inputs?.length > 1 ? spec.inputs : undefined, // multi-input networks only
             inputNames: a.inputNames,
             testHooks: a.testHooks,
           }),

@@ -134,6 +134,8 @@ export interface RequestOption {
   unit: string;
   /** a number, or words for a default that is not one ("auto") */
   default: number | string;
+  /** the numeric default behind a worded one (tile.halo: 4, a custom network's), else = default */
+  defaultValue: number;
   min: number;
   max: number;
   minExclusive: boolean;

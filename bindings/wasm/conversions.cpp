@@ -180,6 +180,7 @@ val schema_to_val() {
     } else {
       x.set("default", std::string(o.default_text));
     }
+    x.set("defaultValue", o.default_value);
     x.set("min", o.min);
     x.set("max", o.max);
     x.set("minExclusive", o.min_exclusive);
@@ -208,7 +209,7 @@ val to_val(const ModelSpec& m) {
   o.set("output", std::string(m.output));
   o.set("quantity", std::string(m.quantity));
   val inputs = val::array();
-  for (const std::string& role : input_roles(m)) inputs.call<void>("push", role);
+  for (InputRole role : m.inputs) inputs.call<void>("push", std::string(input_role_name(role)));
   o.set("inputs", inputs);
   o.set("cropMargin", m.crop_margin);
   val norm = val::object();

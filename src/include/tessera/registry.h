@@ -22,6 +22,23 @@ enum class ModelKind {
 
 const char* model_kind_name(ModelKind kind);
 
+// What a network input holds (the registry's inputs, in the reference model's order; the first is the main one).
+enum class InputRole {
+  Field,   // local field (ppm), the field -> chi networks' one input
+  Phase,   // wrapped phase (rad) · phase sign
+  Mask,    // eroded brain mask
+  Te,      // echo time (s), [1]
+  B0,      // field strength (T), [1]
+  B0Dir,   // unit B0 direction, [1, 1, 3]
+  Border,  // border shell: 1 inside, 0 on the padded volume's outer voxel layer
+};
+
+// Stable name of a role, as JavaScript sees it ("field", "phase", "mask", "te", "b0", "b0_dir", "border").
+const char* input_role_name(InputRole role);
+
+// The algorithm a network runs in: the network alone, or one of the physics loops / patchings around it.
+enum class Algorithm { Network, Lpcnn, ModlQsm, NextQsm, AutoQsm, Qsmgan, PhaseNetwork };
+
 // Zero-padding rule of whole-volume runs: which side gets the smaller half of the padding.
 enum class PadRule { SmallerHalfLow, LargerHalfLow };
 
@@ -32,6 +49,13 @@ struct Normalization {
   double output_scale = 1.0;
   double output_offset = 0.0;
 };
+
+// The one input of a field -> chi network, and the iQSM family's inputs.
+inline constexpr InputRole kFieldInput[] = {InputRole::Field};
+inline constexpr InputRole kIqsmInputs[] = {InputRole::Phase, InputRole::Mask, InputRole::Te, InputRole::B0,
+                                            InputRole::Border};
+inline constexpr InputRole kIqsmPlusInputs[] = {InputRole::Phase, InputRole::Mask, InputRole::Te,
+                                                InputRole::B0,    InputRole::B0Dir, InputRole::Border};
 
 struct WeightsFile {
   std::string_view file;     // name under the official base URL
@@ -56,9 +80,9 @@ struct ModelSpec {
   std::string_view input;   // what the network takes, in words
   std::string_view output;  // what it gives
   std::string_view quantity = "chi";  // what the output is: "chi" or "local-field" (both ppm)
-  // Multi-input networks: the input roles in the reference model's order, comma-separated (the first is the
-  // main input). Empty: one input. Roles: phase, mask, te, b0, border, b0_dir (see phase_networks.h).
-  std::string_view inputs;
+  // The inputs in the reference model's order (the first is the main input).
+  std::span<const InputRole> inputs = kFieldInput;
+  Algorithm algorithm = Algorithm::Network;
   uint32_t crop_margin = 0;  // phase networks: crop to the eroded mask's bounding box + this margin (0: no crop)
   Normalization norm;
   PadRule pad = PadRule::SmallerHalfLow;
@@ -85,8 +109,8 @@ const ModelSpec* find_model(std::string_view id);
 // Throws Error(InvalidArgument) naming the known ids when the id is unknown.
 const ModelSpec& model_spec(std::string_view id);
 
-// The input roles of a multi-input network, in order (empty for a one-input network).
-std::vector<std::string> input_roles(const ModelSpec& spec);
+// Whether the network takes this input.
+bool takes_input(const ModelSpec& spec, InputRole role);
 
 // Tile cost of a tileable network.
 // Throws Error(InvalidArgument) for an unknown id or a network that cannot be tiled.

@@ -1,0 +1,55 @@
+// The page's number inputs follow the C++ request schema (tessera.schema()): defaults, ranges and units are
+// defined once in C++, so the page keeps no copy of them. The halo follows the selected network's default halo
+// (the registry's, or the schema's for a custom network) until the user types one.
+import { $ } from './dom.js';
+
+/** Input id → schema option name. */
+const INPUTS = {
+  customDivisor: 'spec.divisor',
+  customBpv: 'spec.bytesPerVoxel',
+  customInMean: 'spec.inputMean',
+  customInStd: 'spec.inputStd',
+  customOutMean: 'spec.outputMean',
+  customOutStd: 'spec.outputStd',
+  core: 'tile.core',
+  halo: 'tile.halo',
+  threads: 'threadsPerWorker',
+  workers: 'workers',
+  b0: 'b0',
+  erode: 'erodeRadius',
+};
+
+/**
+ * Applies the schema's defaults (numeric ones), bounds and help to the page's inputs.
+ * schema is what tessera.schema() returned.
+ */
+export function applySchema(schema) {
+  const byName = new Map(schema.map((o) => [o.name, o]));
+  for (const [id, name] of Object.entries(INPUTS)) {
+    const el = document.getElementById(id);
+    const o = byName.get(name);
+    if (!el || !o) continue;
+    if (typeof o.default === 'number') el.value = String(o.default);
+    if (Math.abs(o.min) < 1e14) el.min = String(o.minExclusive && !o.integer ? o.min : o.minExclusive ? o.min + 1 : o.min);
+    if (Math.abs(o.max) < 1e14) el.max = String(o.max);
+    el.step = o.integer ? '1' : 'any';
+    el.title = `${o.help}${o.unit ? ` (${o.unit})` : ''}`;
+  }
+  return byName;
+}
+
+/**
+ * Sets the halo to the network's default unless the user has typed one.
+ * model is a registry entry or undefined (a custom network: the schema's tile.halo default value).
+ */
+export function followDefaultHalo(model, byName) {
+  const el = $('halo');
+  if (el.dataset.userSet === '1') return;
+  const halo = model?.defaultHalo ?? byName?.get('tile.halo')?.defaultValue;
+  if (Number.isFinite(halo)) el.value = String(halo);
+}
+
+/** Marks the halo as the user's once they type in it. */
+export function watchHalo() {
+  $('halo').addEventListener('input', () => ($('halo').dataset.userSet = '1'));
+}
