@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "internal/job.h"
 #include "tessera/budget.h"
 #include "tessera/error.h"
 #include "tessera/geometry.h"
 #include "tessera/inversion.h"
-#include "tessera/job.h"
 #include "tessera/plan.h"
 #include "tessera/registry.h"
 
