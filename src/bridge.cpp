@@ -1,4 +1,4 @@
-#include "tessera/bridge.h"
+#include "internal/bridge.h"
 
 #include <algorithm>
 

@@ -6,9 +6,9 @@
 #include <system_error>
 #include <thread>
 
+#include "internal/scheduler.h"
 #include "tessera/error.h"
 #include "tessera/plan.h"
-#include "tessera/scheduler.h"
 
 namespace tessera {
 

@@ -1,4 +1,4 @@
-#include "tessera/job.h"
+#include "internal/job.h"
 
 #include <system_error>
 

@@ -1,4 +1,4 @@
-#include "tessera/scheduler.h"
+#include "internal/scheduler.h"
 
 #include <algorithm>
 

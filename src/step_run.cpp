@@ -1,4 +1,4 @@
-#include "tessera/step_run.h"
+#include "internal/step_run.h"
 
 #include <algorithm>
 

@@ -1,14 +1,14 @@
-#include "tessera/bridge.h"
+#include "internal/bridge.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 #include <thread>
 
+#include "internal/job.h"
 #include "support.h"
 #include "tessera/error.h"
 #include "tessera/inversion.h"
-#include "tessera/job.h"
 
 using namespace tessera;
 using namespace tessera::test;

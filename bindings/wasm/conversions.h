@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "internal/job.h"
 #include "tessera/budget.h"
 #include "tessera/error.h"
 #include "tessera/geometry.h"

@@ -1,4 +1,4 @@
-// A field -> chi run that JavaScript drives step by step (tessera/step_run.h): next() hands out a gathered patch
+// A field -> chi run that JavaScript drives step by step (internal/step_run.h): next() hands out a gathered patch
 // while the plan allows another tile in flight, finish() scatters a network output. Nothing blocks, nothing polls.
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tessera/step_run.h"
+#include "internal/step_run.h"
 #include "volume.h"
 
 namespace tessera::js {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tessera/job.h"
+#include "internal/job.h"
 #include "volume.h"
 
 namespace tessera::js {

@@ -1,5 +1,5 @@
-// The dipole model of QSM: k-space dipole kernels in the two conventions of the networks
-// (docs/models.md), kernel application D(v) = real(ifft(fft(v) . D)), the forward model chi -> field
+// The dipole model of QSM: k-space dipole kernels in the two conventions of the registry's networks
+// (DipoleConvention below), kernel application D(v) = real(ifft(fft(v) . D)), the forward model chi -> field
 // with zero padding, and TKD (truncated k-space division) as a classical reference inversion.
 // Volumes are x-fastest (index x + nx*(y + ny*z)), fields and susceptibilities in ppm.
 #pragma once

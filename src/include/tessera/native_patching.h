@@ -1,5 +1,5 @@
-// Networks that only run on their own fixed patch size (docs/models.md, "cannot follow the user's tile
-// settings"): AutoQSM (64^3 in -> central 32^3 out, stride 24, 8-voxel linear blend) and QSMGAN
+// Networks that only run on their own fixed patch size (as published, they cannot follow the user's
+// tile settings): AutoQSM (64^3 in -> central 32^3 out, stride 24, 8-voxel linear blend) and QSMGAN
 // (64^3 in -> central 48^3 out, stride 48, no overlap). Input patches read the volume with
 // edge-replicate padding (coordinates clamped to the volume); every voxel is covered by the outputs.
 // Patches are visited one after another, x-fastest (the patch index along x changes fastest).

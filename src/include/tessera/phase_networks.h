@@ -1,6 +1,6 @@
 // Networks that reconstruct from wrapped phase (iQSM, iQFM, iQSM+): whole volume only, one network call
-// per echo with several inputs. The pipeline follows the public reference code (sunhongfu/iQSM and
-// sunhongfu/iQSM_Plus, inference.py): phase · sign (−1 by default), brain mask eroded by a sphere,
+// per echo with several inputs. The pipeline follows the public reference code (the inference scripts of
+// sunhongfu/iQSM and sunhongfu/iQSM_Plus): phase · sign (−1 by default), brain mask eroded by a sphere,
 // iQSM+ only: y and z swapped when B0 lies closer to y, crop to the eroded mask's bounding box + 16;
 // zero padding to 16 (smaller half low); inputs phase, mask, TE, B0, the border shell (1 inside, 0 on the
 // padded volume's outer voxel layer, where the network's Laplacian is zeroed) and, for iQSM+, the unit B0

@@ -1,4 +1,4 @@
-// Physics-loop QSM networks run on the whole volume: the unrolled algorithm of docs/models.md around a
+// Physics-loop QSM networks run on the whole volume: each network's published unrolled algorithm around a
 // network behind tessera::PatchRunner (LPCNN, MoDL-QSM, NeXtQSM). Volumes are host layout (x-fastest,
 // index x + nx*(y + ny*z)); the runner sees network layout [1, C, X, Y, Z] row-major, z fastest
 // (index ((x*ny)+y)*nz + z), produced by a reorder of memory, never a permutation of axes.

@@ -1,5 +1,6 @@
 // The model registry: the one source of truth for every network Tessera knows
-// (facts from shared/docs/models.md). JavaScript asks for it through the bindings.
+// (facts from the published networks and the reference Rust implementation, QSM.rs). JavaScript asks
+// for it through the bindings.
 #pragma once
 
 #include <array>

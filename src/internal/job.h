@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "tessera/bridge.h"
+#include "internal/bridge.h"
 #include "tessera/driver.h"
 #include "tessera/error.h"
 

@@ -14,7 +14,7 @@
 #include "tessera/driver.h"
 #include "tessera/error.h"
 #include "tessera/plan.h"
-#include "tessera/scheduler.h"
+#include "internal/scheduler.h"
 
 namespace tessera {
 
