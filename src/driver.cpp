@@ -28,15 +28,6 @@ void validate_inputs(const Geometry& g, std::span<const float> field, std::span<
   validate_finite(g, field);
 }
 
-std::vector<const Tile*> active_tiles(const TileGrid& grid) {
-  std::vector<const Tile*> active;
-  active.reserve(grid.active);
-  for (const Tile& t : grid.tiles) {
-    if (!t.skipped) active.push_back(&t);
-  }
-  return active;
-}
-
 void fill_grid_report(RunReport& report, const TileGrid& grid, TileCost cost) {
   report.tiles_total = grid.tiles.size();
   report.tiles_skipped = grid.skipped;

@@ -8,15 +8,6 @@ namespace tessera {
 
 namespace {
 
-std::vector<const Tile*> active_tiles(const TileGrid& grid) {
-  std::vector<const Tile*> active;
-  active.reserve(grid.active);
-  for (const Tile& t : grid.tiles) {
-    if (!t.skipped) active.push_back(&t);
-  }
-  return active;
-}
-
 const TilePlan& checked(const TilePlan& plan, const Geometry& g) {
   if (!plan.feasible) throw Error(ErrorCode::BudgetExceeded, plan.message.empty() ? "the plan is not feasible" : plan.message);
   if (plan.grid.tiles.empty() || plan.grid.tiles.back().core_hi != g.dims) {

@@ -36,6 +36,15 @@ std::string tile_text(const Tile& t) {
          range(t.core_lo[1], t.core_hi[1]) + ", z " + range(t.core_lo[2], t.core_hi[2]) + ")";
 }
 
+std::vector<const Tile*> active_tiles(const TileGrid& grid) {
+  std::vector<const Tile*> active;
+  active.reserve(grid.active);
+  for (const Tile& t : grid.tiles) {
+    if (!t.skipped) active.push_back(&t);
+  }
+  return active;
+}
+
 TileGrid whole_volume_grid(const Geometry& g, const Dims3& patch_lo, uint64_t patch_edge) {
   TileGrid grid;
   grid.patch_edge = patch_edge;

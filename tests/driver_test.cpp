@@ -28,17 +28,6 @@ RunOptions threads(uint32_t n) {
   return o;
 }
 
-std::string error_of(const std::function<void()>& f, ErrorCode expected_code) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), expected_code) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error thrown";
-  return "";
-}
-
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 }  // namespace

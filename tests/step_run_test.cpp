@@ -53,17 +53,6 @@ RunReport drive(StepRun& run, PatchRunner& net, uint64_t seed, uint32_t cap) {
   return run.report();
 }
 
-std::string error_of(const std::function<void()>& f, ErrorCode expected_code) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), expected_code) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error thrown";
-  return "";
-}
-
 }  // namespace
 
 TEST(StepRun, EqualsTheThreadedDriverBitForBitInAnyCompletionOrder) {

@@ -12,6 +12,11 @@
 #include <thread>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tessera/error.h"
 #include "tessera/geometry.h"
 #include "tessera/runner.h"
 
@@ -146,5 +151,17 @@ class LambdaRunner : public PatchRunner {
  private:
   Fn fn_;
 };
+
+// The message of the tessera::Error that f throws, checking its code; a test failure when f does not throw.
+inline std::string error_of(const std::function<void()>& f, ErrorCode expected_code) {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), expected_code) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error thrown";
+  return "";
+}
 
 }  // namespace tessera::test

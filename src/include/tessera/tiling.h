@@ -38,6 +38,9 @@ std::string tile_text(const Tile& tile);
 // geometry is valid; mask holds geometry.voxel_count() values; cfg.core >= 1.
 TileGrid make_tile_grid(const Geometry& geometry, std::span<const uint8_t> mask, TileConfig cfg, uint32_t divisor);
 
+// The tiles of a grid that run (core holds a mask voxel), in grid order; the pointers point into grid.tiles.
+std::vector<const Tile*> active_tiles(const TileGrid& grid);
+
 // The grid of a whole-volume run: one tile whose core is the whole volume and whose patch starts at patch_lo.
 // geometry is valid; patch_edge is the largest padded dim.
 TileGrid whole_volume_grid(const Geometry& geometry, const Dims3& patch_lo, uint64_t patch_edge);
