@@ -2,7 +2,7 @@
 // tile at a time. Started by pool.js; the same file runs as a node worker_thread and a browser module Worker.
 //
 // Protocol (pool → worker):
-//   {type:'init', model: Uint8Array, ortModuleUrl, wasmPaths?, wasmModule?: WebAssembly.Module, numThreads,
+//   {type:'init', model: Uint8Array, ortModuleUrl?, wasmPaths?, wasmModule?: WebAssembly.Module, numThreads,
 //    inputName?, inputRoles?: string[], inputNames?: {role: name}, outputName?, slots?: SharedArrayBuffer, slotIndex}
 //   {type:'run', seq, tile, input: Float32Array, dims: number[], extras?: [{role, data, dims}],
 //    hook?: 'crash'|'stall'|'fail'|'oom'}
@@ -21,6 +21,11 @@
 // reference to every Memory created in this worker's realm; heapBytes = the largest `memory.buffer.byteLength`
 // read at the moment of reporting (read and dropped at once: no view is kept). Wasm memory never shrinks, so the
 // value after each run is also that instance's high-water mark.
+//
+// ONNX Runtime Web itself: `import('#ort')` (package.json imports: onnxruntime-web under node, its CPU-only
+// onnxruntime-web/wasm build elsewhere), a literal specifier that node and bundlers resolve, so a bundled app
+// carries ORT and its .wasm like any dependency; it runs after the probe is installed. An unbundled page's workers
+// see no import map: there the pool passes ortModuleUrl (createTessera takes it from the page's import map).
 import { workerPort, dieNow } from './platform.js';
 import { bindInputs, fitDims } from './input-binding.js';
 
@@ -127,6 +132,26 @@ function markRunning(on) {
   }
 }
 
+/** ONNX Runtime Web: from url when given, else as node or the bundler resolved the package. */
+async function importOrt(url) {
+  if (url) {
+    try {
+      return await import(/* @vite-ignore */ /* webpackIgnore: true */ url);
+    } catch (e) {
+      throw new Error(`cannot import ONNX Runtime Web from '${url}': ${e?.message ?? e}`);
+    }
+  }
+  try {
+    return await import('#ort');
+  } catch (e) {
+    throw new Error(
+      `cannot import ONNX Runtime Web ('onnxruntime-web'): ${e?.message ?? e}. Without a bundler, name ` +
+        "'onnxruntime-web' in the page's import map (workers see none, so createTessera passes its URL on) or pass " +
+        'createTessera({ ortModuleUrl }) the URL of ort.wasm.min.mjs',
+    );
+  }
+}
+
 async function init(msg) {
   try {
     if (msg.slots) {
@@ -135,9 +160,9 @@ async function init(msg) {
     }
     precompiled = msg.wasmModule ?? null;
     try {
-      ort = await import(msg.ortModuleUrl);
+      ort = await importOrt(msg.ortModuleUrl);
     } catch (e) {
-      port.post({ type: 'init-error', phase: 'runtime', message: `cannot import ONNX Runtime Web from '${msg.ortModuleUrl}': ${e?.message ?? e}` });
+      port.post({ type: 'init-error', phase: 'runtime', message: e.message });
       return;
     }
     ort.env.wasm.numThreads = msg.numThreads;

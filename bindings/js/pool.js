@@ -10,36 +10,23 @@
 //    input tensor on it directly. Elsewhere it is a plain ArrayBuffer sent by structured clone.
 //  - output: the worker TRANSFERS the output buffer (postMessage transfer list): zero copy.
 //  - model: copied once into a SharedArrayBuffer shared by all workers (else cloned per worker).
-import { createWorker, canShareMemory, isNode } from './platform.js';
+import { createWorker, canShareMemory, isNode, nodeHost } from './platform.js';
 
 const DEFAULT_WATCHDOG_MS = 10 * 60 * 1000;
 const SLOT_CAPACITY = 256;
-
-function defaultOrtModuleUrl() {
-  if (isNode) return 'onnxruntime-web';
-  try {
-    // On a page, an import map may name 'onnxruntime-web'.
-    return import.meta.resolve('onnxruntime-web');
-  } catch {
-    return new URL('../../node_modules/onnxruntime-web/dist/ort.wasm.min.mjs', import.meta.url).href;
-  }
-}
 
 const ORT_WASM = 'ort-wasm-simd-threaded.wasm';
 const compiledCache = new Map(); // wasm URL → Promise<WebAssembly.Module|null>, shared by all pools here
 
 /**
  * Where the ORT wasm binary that the workers' ORT build will load lives, or null when unknown (then each worker
- * compiles its own). Only the plain threaded build (ort.wasm*.mjs / node's default) is precompiled.
+ * compiles its own). Only the plain threaded build (ort.wasm*.mjs / node's default) is precompiled; without an
+ * ortModuleUrl a browser worker imports ONNX Runtime as the bundler resolved it, whose wasm URL only it knows.
  */
 async function ortWasmUrl(ortModuleUrl, wasmPaths) {
   if (typeof wasmPaths === 'object' && wasmPaths?.wasm) return String(wasmPaths.wasm?.href ?? wasmPaths.wasm);
-  if (isNode && ortModuleUrl === 'onnxruntime-web') {
-    const { createRequire } = await import('node:module');
-    const { pathToFileURL } = await import('node:url');
-    const main = createRequire(import.meta.url).resolve('onnxruntime-web');
-    return new URL(ORT_WASM, pathToFileURL(main)).href;
-  }
+  if (isNode && (ortModuleUrl === undefined || ortModuleUrl === 'onnxruntime-web')) return (await nodeHost()).ortDistFile(ORT_WASM);
+  if (ortModuleUrl === undefined) return null;
   if (!/\/ort\.wasm(\.min)?\.mjs$|\/ort\.node\.min\.mjs$/.test(String(ortModuleUrl))) return null;
   if (typeof wasmPaths === 'string') return new URL(ORT_WASM, new URL(wasmPaths, import.meta.url)).href;
   return new URL(ORT_WASM, new URL(ortModuleUrl, import.meta.url)).href;
@@ -50,15 +37,17 @@ function compileOrtWasm(url) {
   let p = compiledCache.get(url);
   if (!p) {
     p = (async () => {
-      if (isNode && url.startsWith('file:')) {
-        const fs = await import('node:fs');
-        return WebAssembly.compile(await fs.promises.readFile(new URL(url)));
-      }
+      if (isNode && url.startsWith('file:')) return WebAssembly.compile(await (await nodeHost()).readFileBytes(url));
       return WebAssembly.compileStreaming(fetch(url, { credentials: 'same-origin' }));
     })().catch(() => null); // workers then compile ORT's wasm themselves
     compiledCache.set(url, p);
   }
   return p;
+}
+
+/** A sibling file of this module as a URL (node's workers; not the literal form bundlers would copy as an asset). */
+function sibling(file) {
+  return new URL(file, import.meta.url);
 }
 
 function poolError(message, code, extra = {}) {
@@ -94,9 +83,10 @@ export class WorkerPool {
    * @param {number} [o.recycleHeapBytes=Infinity] recycle a worker once its wasm heap passes this
    * @param {number} [o.startTimeoutMs=max(watchdogMs, 120000)] limit for a worker to load ORT and create its session
    * @param {string|object} [o.ortWasmPaths] ort.env.wasm.wasmPaths in the workers (browser: where ORT's .wasm/.mjs live)
-   * @param {string} [o.ortModuleUrl] module specifier/URL of onnxruntime-web for the workers (node default
-   *   'onnxruntime-web'; browser default import.meta.resolve('onnxruntime-web') or ../../node_modules/...)
-   * @param {string|URL} [o.workerUrl] URL of ort-worker.js (default: next to this file)
+   * @param {string} [o.ortModuleUrl] module specifier/URL of onnxruntime-web for the workers (default: the worker's
+   *   own `import('#ort')`, i.e. onnxruntime-web as node or the bundler resolves it; an unbundled page, whose
+   *   workers see no import map, passes the URL — createTessera does when the page's import map names it)
+   * @param {string|URL} [o.workerUrl] URL of a replacement ort-worker.js (default: ort-worker.js next to this file)
    * @param {boolean} [o.shareCompiledWasm=true] compile ORT's wasm once here and hand the WebAssembly.Module to
    *   every worker (falls back to per-worker compilation when the ORT build is not the plain threaded one)
    * @param {string} [o.inputName] network input (default: the first)
@@ -123,8 +113,8 @@ export class WorkerPool {
     this._recycleHeapBytes = o.recycleHeapBytes ?? Infinity;
     this._startTimeoutMs = o.startTimeoutMs ?? Math.max(this._watchdogMs, 120000);
     this._wasmPaths = o.ortWasmPaths;
-    this._ortModuleUrl = o.ortModuleUrl ?? defaultOrtModuleUrl();
-    this._workerUrl = o.workerUrl ? new URL(o.workerUrl, import.meta.url) : new URL('./ort-worker.js', import.meta.url);
+    this._ortModuleUrl = o.ortModuleUrl;
+    this._workerUrl = o.workerUrl ? new URL(o.workerUrl, import.meta.url) : null;
     this._shareWasm = o.shareCompiledWasm ?? true;
     this._wasmModule = null; // Promise<WebAssembly.Module|null>, made on the first spawn
     this._inputName = o.inputName;
@@ -337,7 +327,13 @@ export class WorkerPool {
 
   _spawn() {
     const serial = ++this._serial;
-    const w = createWorker(this._workerUrl, { name: `tessera-ort-${serial}` });
+    const name = `tessera-ort-${serial}`;
+    // Browsers: the literal form, so that bundlers bundle ort-worker.js (and ONNX Runtime Web with it).
+    const w = this._workerUrl
+      ? createWorker(this._workerUrl, { name })
+      : isNode
+        ? createWorker(sibling('ort-worker.js'), { name })
+        : createWorker(new Worker(new URL('./ort-worker.js', import.meta.url), { type: 'module', name: 'tessera-ort' }));
     const h = { serial, w, state: 'starting', job: null, runs: 0, recycleAfter: false, slotIndex: serial % SLOT_CAPACITY };
     this._handles.push(h);
     this._s.workersCreated++;
