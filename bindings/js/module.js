@@ -11,13 +11,15 @@ export async function loadTesseraModule({ pthreadPoolSize = 4, wasmBase } = {}) 
   if (isNode) return (await nodeHost()).loadNodeModule({ pthreadPoolSize, wasmBase });
   // Literal `new URL('…', import.meta.url)`s: bundlers copy these three files into the build and rewrite the URLs.
   // The ES module is loaded, not bundled: its pthread workers import it again by URL (mainScriptUrlOrBlob).
+  // `?no-inline`: Vite would inline the 3 kB pthread worker as a data: URL, an opaque origin that cannot share the
+  // module's memory (servers ignore the query).
   const base = wasmBase === undefined ? null : new URL(wasmBase, import.meta.url);
   const files = base
     ? { js: new URL('tessera.js', base), wasm: new URL('tessera.wasm', base), worker: new URL('tessera.worker.js', base) }
     : {
         js: new URL('../../dist/wasm/web/tessera.js', import.meta.url),
         wasm: new URL('../../dist/wasm/web/tessera.wasm', import.meta.url),
-        worker: new URL('../../dist/wasm/web/tessera.worker.js', import.meta.url),
+        worker: new URL('../../dist/wasm/web/tessera.worker.js?no-inline', import.meta.url),
       };
   const main = files.js.href;
   const { default: create } = await import(/* @vite-ignore */ /* webpackIgnore: true */ main);
