@@ -33,21 +33,27 @@ export async function createTessera(o = {}) {
 
 /**
  * The URL of onnxruntime-web when this page's import map names it (an unbundled page: its workers see no import
- * map, so the ONNX Runtime workers get the URL); undefined under node and in bundled apps (the bundler resolved it).
+ * map, so the ONNX Runtime workers get the URL); undefined under node, in workers and in bundled apps (the bundler
+ * resolved it). Read from the map itself: bundlers resolve `import.meta.resolve('…')` at build time.
  */
 function importMapOrt() {
-  if (isNode || typeof import.meta.resolve !== 'function') return undefined;
-  try {
-    const url = import.meta.resolve('onnxruntime-web');
-    return /^(https?|file|blob|data):/.test(url) ? url : undefined;
-  } catch {
-    return undefined;
+  if (isNode || typeof document === 'undefined') return undefined;
+  let url;
+  for (const s of document.querySelectorAll('script[type="importmap"]')) {
+    try {
+      const target = JSON.parse(s.textContent).imports?.['onnxruntime-web'];
+      if (typeof target === 'string') url = new URL(target, document.baseURI).href;
+    } catch {
+      // not JSON: the browser ignores that map too
+    }
   }
+  return url;
 }
 
 /** A sibling file of this module as a URL (node's driver worker; not the literal form bundlers copy as an asset). */
 function sibling(file) {
-  return new URL(file, import.meta.url);
+  const here = import.meta.url; // webpack: no `new URL(expression, import.meta.url)` warning (node only anyway)
+  return new URL(file, here);
 }
 
 /**

@@ -13,7 +13,8 @@ export async function loadTesseraModule({ pthreadPoolSize = 4, wasmBase } = {}) 
   // The ES module is loaded, not bundled: its pthread workers import it again by URL (mainScriptUrlOrBlob).
   // `?no-inline`: Vite would inline the 3 kB pthread worker as a data: URL, an opaque origin that cannot share the
   // module's memory (servers ignore the query).
-  const base = wasmBase === undefined ? null : new URL(wasmBase, import.meta.url);
+  const here = import.meta.url; // a relative wasmBase resolves against this module (webpack warns on new URL(x, import.meta.url))
+  const base = wasmBase === undefined ? null : new URL(wasmBase, here);
   const files = base
     ? { js: new URL('tessera.js', base), wasm: new URL('tessera.wasm', base), worker: new URL('tessera.worker.js', base) }
     : {

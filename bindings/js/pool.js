@@ -28,8 +28,8 @@ async function ortWasmUrl(ortModuleUrl, wasmPaths) {
   if (isNode && (ortModuleUrl === undefined || ortModuleUrl === 'onnxruntime-web')) return (await nodeHost()).ortDistFile(ORT_WASM);
   if (ortModuleUrl === undefined) return null;
   if (!/\/ort\.wasm(\.min)?\.mjs$|\/ort\.node\.min\.mjs$/.test(String(ortModuleUrl))) return null;
-  if (typeof wasmPaths === 'string') return new URL(ORT_WASM, new URL(wasmPaths, import.meta.url)).href;
-  return new URL(ORT_WASM, new URL(ortModuleUrl, import.meta.url)).href;
+  if (typeof wasmPaths === 'string') return new URL(ORT_WASM, new URL(wasmPaths, HERE)).href;
+  return new URL(ORT_WASM, new URL(ortModuleUrl, HERE)).href;
 }
 
 function compileOrtWasm(url) {
@@ -45,9 +45,32 @@ function compileOrtWasm(url) {
   return p;
 }
 
-/** A sibling file of this module as a URL (node's workers; not the literal form bundlers would copy as an asset). */
+// This module's URL, for relative URLs in options. Never `new URL(expression, import.meta.url)`: webpack warns
+// about each such expression (the literal form is what bundlers rewrite, and would copy as an asset).
+const HERE = import.meta.url;
+
+/** A sibling file of this module as a URL (node's workers). */
 function sibling(file) {
-  return new URL(file, import.meta.url);
+  return new URL(file, HERE);
+}
+
+/**
+ * Where a worker finds onnxruntime-web when no ortModuleUrl is given: undefined (its own `import('#ort')`) under
+ * node and in bundles; on a page that serves this package unbundled (the repository's pages and benchmarks, or
+ * node_modules served as is), whose workers cannot resolve the bare name, the ort.wasm.min.mjs that answers beside
+ * the package (the repository's node_modules, or npm's hoisted layout).
+ */
+async function defaultOrtModuleUrl() {
+  if (isNode || HERE.startsWith('file:') || !HERE.endsWith('/bindings/js/pool.js')) return undefined;
+  for (const rel of ['../../node_modules/onnxruntime-web/dist/ort.wasm.min.mjs', '../../../onnxruntime-web/dist/ort.wasm.min.mjs']) {
+    const url = new URL(rel, HERE).href;
+    try {
+      if ((await fetch(url, { method: 'HEAD' })).ok) return url;
+    } catch {
+      // try the next layout
+    }
+  }
+  return undefined;
 }
 
 function poolError(message, code, extra = {}) {
@@ -84,8 +107,9 @@ export class WorkerPool {
    * @param {number} [o.startTimeoutMs=max(watchdogMs, 120000)] limit for a worker to load ORT and create its session
    * @param {string|object} [o.ortWasmPaths] ort.env.wasm.wasmPaths in the workers (browser: where ORT's .wasm/.mjs live)
    * @param {string} [o.ortModuleUrl] module specifier/URL of onnxruntime-web for the workers (default: the worker's
-   *   own `import('#ort')`, i.e. onnxruntime-web as node or the bundler resolves it; an unbundled page, whose
-   *   workers see no import map, passes the URL — createTessera does when the page's import map names it)
+   *   own `import('#ort')`, i.e. onnxruntime-web as node or the bundler resolves it; on a page serving the package
+   *   unbundled, whose workers see no import map: the page's import map entry (createTessera passes it), else
+   *   ort.wasm.min.mjs beside the package, see defaultOrtModuleUrl)
    * @param {string|URL} [o.workerUrl] URL of a replacement ort-worker.js (default: ort-worker.js next to this file)
    * @param {boolean} [o.shareCompiledWasm=true] compile ORT's wasm once here and hand the WebAssembly.Module to
    *   every worker (falls back to per-worker compilation when the ORT build is not the plain threaded one)
@@ -114,8 +138,9 @@ export class WorkerPool {
     this._startTimeoutMs = o.startTimeoutMs ?? Math.max(this._watchdogMs, 120000);
     this._wasmPaths = o.ortWasmPaths;
     this._ortModuleUrl = o.ortModuleUrl;
-    this._workerUrl = o.workerUrl ? new URL(o.workerUrl, import.meta.url) : null;
+    this._workerUrl = o.workerUrl ? new URL(o.workerUrl, HERE) : null;
     this._shareWasm = o.shareCompiledWasm ?? true;
+    this._ortUrl = null; // Promise<string|undefined>: ortModuleUrl or defaultOrtModuleUrl(), made on the first spawn
     this._wasmModule = null; // Promise<WebAssembly.Module|null>, made on the first spawn
     this._inputName = o.inputName;
     this._inputRoles = o.inputRoles;
@@ -355,16 +380,17 @@ export class WorkerPool {
     });
     if (this._slots) Atomics.store(this._slots, 1 + h.slotIndex, 0);
     if (!this._wasmModule) {
+      this._ortUrl = this._ortModuleUrl !== undefined ? Promise.resolve(this._ortModuleUrl) : defaultOrtModuleUrl();
       this._wasmModule = this._shareWasm
-        ? ortWasmUrl(this._ortModuleUrl, this._wasmPaths).then(compileOrtWasm, () => null)
+        ? this._ortUrl.then((url) => ortWasmUrl(url, this._wasmPaths)).then(compileOrtWasm, () => null)
         : Promise.resolve(null);
     }
-    this._wasmModule.then((wasmModule) => {
+    Promise.all([this._wasmModule, this._ortUrl]).then(([wasmModule, ortModuleUrl]) => {
       if (h.state !== 'starting') return; // terminated meanwhile
       w.postMessage({
         type: 'init',
         model: this._model,
-        ortModuleUrl: this._ortModuleUrl,
+        ortModuleUrl,
         wasmPaths: this._wasmPaths,
         wasmModule: wasmModule ?? undefined,
         numThreads: this._T,
