@@ -181,12 +181,8 @@ test('a Vite production build of the README example runs in Chromium with the no
   for (const re of [/^tessera-.*\.wasm$/, /^ort-wasm-simd-threaded.*\.wasm$/, /^demo-unet-.*\.onnx$/, /^tessera\.worker-.*\.js$/, /^driver-worker-.*\.js$/, /^ort-worker-.*\.js$/]) {
     assert.ok(assets.some((f) => re.test(f)), `the build lacks an asset matching ${re} (${assets.join(', ')})`);
   }
-  for (const f of assets.filter((g) => g.endsWith('.js'))) {
-    const src = fs.readFileSync(path.join(app, 'dist/assets', f), 'utf8');
-    assert.doesNotMatch(src, /node_modules\/onnxruntime-web/, `${f} points into node_modules`);
-  }
 
-  await compareInChromium(t, path.join(app, 'dist'), '/index.html', chiNode, ref.tilesRun);
+  await compareInChromium(t, path.join(app, 'dist'), '/index.html', chiNode, ref.tilesRun, { bundled: true });
 });
 
 test('a webpack 5 production build (no config) of the same app gives the same χ', { skip, timeout: 400000 }, async (t) => {
@@ -202,7 +198,7 @@ test('a webpack 5 production build (no config) of the same app gives the same χ
   assert.deepEqual(out.filter((f) => /readme|\.md$|test/i.test(f)), [], 'no README or test file in the build');
   fs.writeFileSync(path.join(app, 'wp/index.html'), INDEX_HTML.replace('<script type="module" src="./main.js">', '<script src="./main.js">'));
   const ref = JSON.parse(fs.readFileSync(path.join(app, 'node-ref.json'), 'utf8'));
-  await compareInChromium(t, path.join(app, 'wp'), '/index.html', decode(ref.chi), ref.tilesRun);
+  await compareInChromium(t, path.join(app, 'wp'), '/index.html', decode(ref.chi), ref.tilesRun, { bundled: true });
 });
 
 test('no bundler: the installed package served as is, with the README\'s import map, gives the same χ', { skip, timeout: 300000 }, async (t) => {
@@ -213,8 +209,11 @@ test('no bundler: the installed package served as is, with the README\'s import 
   await compareInChromium(t, app, '/plain.html', decode(ref.chi), ref.tilesRun);
 });
 
-/** Serves root with COOP/COEP, runs window.runTessera on pagePath in Chromium, compares χ with the node run's. */
-async function compareInChromium(t, root, pagePath, chiNode, tilesRun) {
+/**
+ * Serves root with COOP/COEP, runs window.runTessera on pagePath in Chromium, compares χ with the node run's.
+ * bundled: the build must be self-contained (no request into node_modules, e.g. for ONNX Runtime).
+ */
+async function compareInChromium(t, root, pagePath, chiNode, tilesRun, { bundled = false } = {}) {
   const server = await startServer({ root });
   const context = await launchChromium(fs.mkdtempSync(path.join(dir, 'chromium-')), CHROMIUM);
   t.after(async () => {
@@ -226,6 +225,8 @@ async function compareInChromium(t, root, pagePath, chiNode, tilesRun) {
   page.on('console', (m) => m.type() === 'error' && problems.push(`console: ${m.text()}`));
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   page.on('response', (r) => r.status() >= 400 && problems.push(`${r.status()} ${r.url()}`));
+  // Workers' requests too (a bundle that still looked for ../../node_modules/onnxruntime-web would show here).
+  context.on('request', (r) => bundled && r.url().includes('/node_modules/') && problems.push(`request into node_modules: ${r.url()}`));
   await page.goto(`${server.url}${pagePath}`);
   await page.waitForFunction(() => window.tesseraReady === true, null, { timeout: 30000 });
   const got = await page.evaluate((a) => window.runTessera(a), { dims: DIMS, voxelMm: VOXEL_MM, tile: TILE });
