@@ -104,9 +104,10 @@ test('npm pack from a clean tree builds the wasm module and ships a complete pac
 
 const MAIN_JS = `import { createTessera } from 'tessera-qsm';
 
-// The README's "Using it": phantom → loadWeights('demo-unet') → invert.
+// The README's "Using it": phantom → loadWeights('demo-unet') → invert. Two ONNX Runtime threads: in a bundle, ORT's
+// pthread workers run the ort-worker chunk (see ort-worker.js).
 window.runTessera = async ({ dims, voxelMm, tile }) => {
-  const tessera = await createTessera({ workers: 1, threadsPerWorker: 1 });
+  const tessera = await createTessera({ workers: 1, threadsPerWorker: 2 });
   try {
     const geometry = { dims, voxelMm };
     const { field, mask } = await tessera.phantom({ geometry });
@@ -125,7 +126,7 @@ window.tesseraReady = true;
 
 const NODE_RUN_JS = `import { createTessera } from 'tessera-qsm';
 const { dims, voxelMm, tile } = JSON.parse(process.argv[2]);
-const tessera = await createTessera({ workers: 1, threadsPerWorker: 1 });
+const tessera = await createTessera({ workers: 1, threadsPerWorker: 2 });
 const geometry = { dims, voxelMm };
 const { field, mask } = await tessera.phantom({ geometry });
 const [weights] = await tessera.loadWeights('demo-unet');

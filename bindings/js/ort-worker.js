@@ -27,7 +27,7 @@
 // carries ORT and its .wasm like any dependency; it runs after the probe is installed. An unbundled page's workers
 // see no import map: there the pool passes ortModuleUrl (from the page's import map via createTessera, else the
 // ort.wasm.min.mjs beside the package: pool.js defaultOrtModuleUrl).
-import { workerPort, dieNow } from './platform.js';
+import { workerPort, dieNow, isNode } from './platform.js';
 import { bindInputs, fitDims } from './input-binding.js';
 
 const memories = new Set();
@@ -108,8 +108,13 @@ function isOom(e) {
   return e instanceof RangeError || OOM_RE.test(String(e?.message ?? e));
 }
 
-installMemoryProbe();
-const port = workerPort();
+// In a bundle, ONNX Runtime's own pthread workers (ORT ≥ 2 threads) run this very chunk: ORT starts them from its
+// import.meta.url, which the bundler made this file's URL, and names them 'em-pthread'. There only ORT runs: its
+// module, once evaluated, takes the pthread role by itself.
+const ortPthread = !isNode && typeof self === 'object' && !!self.name?.startsWith('em-pthread');
+if (ortPthread) import('#ort');
+else installMemoryProbe();
+const port = ortPthread ? null : workerPort();
 let ort = null;
 let session = null;
 let inputName = null;
@@ -248,7 +253,7 @@ async function run(msg) {
   }
 }
 
-port.onMessage((msg) => {
+port?.onMessage((msg) => {
   if (msg?.type === 'init') init(msg);
   else if (msg?.type === 'run' && msg.hook === 'crash') {
     // Test hook: die after accepting the tile. Synchronous, inside the message handler: node ends the thread
