@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the native tree (build/native) and the wasm tree (build/wasm).
-# Usage: scripts/build.sh [native|wasm|all]   (default all)
+# Usage: scripts/build.sh [native|wasm|all|module]   (default all; module: only the Embind module, for npm pack)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -26,4 +26,14 @@ if [ "$what" = wasm ] || [ "$what" = all ]; then
   # The generated pthread worker is CommonJS; the package is ESM.
   echo '{"type":"commonjs"}' > dist/wasm/node/package.json
   echo '{"type":"commonjs"}' > dist/wasm/web/package.json
+fi
+if [ "$what" = module ]; then
+  # Only the two Embind module targets, in their own tree (no tests, no benchmarks): scripts/prepack.sh.
+  [ -f build/module/CMakeCache.txt ] || emcmake cmake -S . -B build/module -DCMAKE_BUILD_TYPE=Release \
+    -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCH=OFF >/dev/null
+  cmake --build build/module -j"$jobs" --target tessera_module tessera_module_web
+  mkdir -p dist/wasm/node dist/wasm/web
+  cp build/module/tessera.js build/module/tessera.wasm build/module/tessera.worker.js dist/wasm/node/
+  cp build/module/web/tessera.js build/module/web/tessera.wasm build/module/web/tessera.worker.js dist/wasm/web/
+  echo '{"type":"commonjs"}' | tee dist/wasm/node/package.json > dist/wasm/web/package.json
 fi

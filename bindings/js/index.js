@@ -1,7 +1,7 @@
 // tessera-qsm: memory-bounded, overlap-tiled deep-learning QSM inversion, in the browser and in node.
 // The friendly API. Every call goes to a dedicated driver worker that holds the C++ core (wasm) and the
 // ONNX Runtime worker pools, so the caller's thread (a page's main thread) never does heavy work.
-import { createWorker, hardwareConcurrency } from './platform.js';
+import { createWorker, hardwareConcurrency, isNode } from './platform.js';
 import { TesseraError, errorFromMessage } from './errors.js';
 import { loadModel, sha256Hex } from './model-loader.js';
 
@@ -23,12 +23,54 @@ export async function createTessera(o = {}) {
     threadsPerWorker: o.threadsPerWorker ?? 1,
     wasmBase: o.wasmBase === undefined ? undefined : String(o.wasmBase),
     ortWasmPaths: o.ortWasmPaths,
-    ortModuleUrl: o.ortModuleUrl,
+    ortModuleUrl: o.ortModuleUrl ?? importMapOrt(),
     watchdogMs: o.watchdogMs,
     recycleHeapBytes: o.recycleHeapBytes,
     hardwareThreads: o.hardwareThreads,
   });
   return t;
+}
+
+/**
+ * The URL of onnxruntime-web when this page's import map names it (an unbundled page: its workers see no import
+ * map, so the ONNX Runtime workers get the URL); undefined under node, in workers and in bundled apps (the bundler
+ * resolved it). Read from the map itself: bundlers resolve `import.meta.resolve('…')` at build time.
+ */
+function importMapOrt() {
+  if (isNode || typeof document === 'undefined') return undefined;
+  let url;
+  for (const s of document.querySelectorAll('script[type="importmap"]')) {
+    try {
+      const target = JSON.parse(s.textContent).imports?.['onnxruntime-web'];
+      if (typeof target === 'string') url = new URL(target, document.baseURI).href;
+    } catch {
+      // not JSON: the browser ignores that map too
+    }
+  }
+  return url;
+}
+
+/** A sibling file of this module as a URL (node's driver worker; not the literal form bundlers copy as an asset). */
+function sibling(file) {
+  const here = import.meta.url; // webpack: no `new URL(expression, import.meta.url)` warning (node only anyway)
+  return new URL(file, here);
+}
+
+/**
+ * The demo weights shipped in the package, by registry path: literal `new URL()`s, which bundlers copy into the
+ * build (a computed path would make them copy the whole package folder).
+ */
+const BUNDLED_WEIGHTS = {
+  'web/models/demo-unet.onnx': () => new URL('../../web/models/demo-unet.onnx', import.meta.url).href,
+};
+
+/** URL of a weights file the registry marks as bundled; TesseraError ModelLoadFailed when the package lacks it. */
+function bundledWeightsUrl(path) {
+  const url = BUNDLED_WEIGHTS[path];
+  if (!url) {
+    throw new TesseraError(`the registry names bundled weights '${path}' that this package does not ship: add it to BUNDLED_WEIGHTS in index.js and to package.json "files"`, 'ModelLoadFailed');
+  }
+  return url();
 }
 
 export class Tessera {
@@ -37,7 +79,13 @@ export class Tessera {
     this._next = 1;
     this._pending = new Map();
     this._dead = null;
-    this._worker = createWorker(o.driverUrl ?? new URL('./driver-worker.js', import.meta.url), { name: 'tessera-driver' });
+    const name = 'tessera-driver';
+    // Browsers: the literal form, so that bundlers bundle driver-worker.js and everything it imports.
+    this._worker = o.driverUrl
+      ? createWorker(o.driverUrl, { name })
+      : isNode
+        ? createWorker(sibling('driver-worker.js'), { name })
+        : createWorker(new Worker(new URL('./driver-worker.js', import.meta.url), { type: 'module', name: 'tessera-driver' }));
     this._worker.onMessage((m) => {
       const p = this._pending.get(m.id);
       if (!p) return;
@@ -117,8 +165,8 @@ export class Tessera {
    */
   async loadWeights(id, { sources, onProgress, signal } = {}) {
     const m = await this.model(id);
-    // Bundled weights (the demo network) live in the package, next to bindings/.
-    const where = (w) => (w.bundled ? new URL(`../../${w.url}`, import.meta.url).href : w.url);
+    // Bundled weights (the demo network) live in the package.
+    const where = (w) => (w.bundled ? bundledWeightsUrl(w.url) : w.url);
     const list = sources === undefined ? m.weights.map(where) : Array.isArray(sources) ? sources : [sources];
     if (list.length !== m.weights.length) {
       throw new TesseraError(`${m.name} needs ${m.weights.length} weights file(s) (${m.weights.map((w) => w.file).join(', ')}), got ${list.length}`, 'InvalidArgument');

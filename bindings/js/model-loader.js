@@ -1,6 +1,6 @@
 // loadModel: fetch/read ONNX weights from a URL, a file path (node), a Blob/File or bytes, with streamed
 // progress, and verify byte size and sha256 (WebCrypto) before the bytes are used.
-import { isNode } from './platform.js';
+import { isNode, nodeHost } from './platform.js';
 
 function loaderError(message, code, extra = {}) {
   const e = new Error(message);
@@ -107,10 +107,11 @@ async function viaFetch(url, opts, what) {
   return sink.finish();
 }
 
-/** node without global fetch (e.g. --no-experimental-fetch): node:http/https, streamed. */
+/** node without global fetch (e.g. --no-experimental-fetch): node's http/https (node-host.js), streamed. */
 async function viaNodeHttp(url, opts, what, redirects = 5) {
   const u = new URL(url);
-  const mod = u.protocol === 'https:' ? await import('node:https') : await import('node:http');
+  const host = await nodeHost();
+  const mod = u.protocol === 'https:' ? host.https : host.http;
   return new Promise((resolve, reject) => {
     if (opts.signal?.aborted) return reject(abortError(what));
     const req = mod.get(u, (res) => {
@@ -143,7 +144,7 @@ async function viaNodeHttp(url, opts, what, redirects = 5) {
 }
 
 async function viaFile(path, opts, what) {
-  const fs = await import('node:fs');
+  const { fs } = await nodeHost();
   const st = await fs.promises.stat(path).catch((e) => {
     throw loaderError(`could not read ${what}: ${e.message}`, 'ReadFailed');
   });
@@ -200,7 +201,7 @@ export async function loadModel(source, opts = {}) {
   } else if (typeof source === 'string' || source instanceof URL) {
     const href = source instanceof URL ? source.href : source;
     if (isNode && !isFetchable(href)) {
-      const path = href.startsWith('file:') ? (await import('node:url')).fileURLToPath(href) : href;
+      const path = href.startsWith('file:') ? (await nodeHost()).fileURLToPath(href) : href;
       bytes = await viaFile(path, opts, what);
     } else if (typeof globalThis.fetch === 'function') {
       bytes = await viaFetch(href, opts, what).catch((e) => {

@@ -1,5 +1,5 @@
-// Loads the Embind module: the CommonJS flavour in node, the ES-module flavour in browsers.
-import { isNode } from './platform.js';
+// Loads the Embind module: the CommonJS flavour in node (node-host.js), the ES-module flavour in browsers.
+import { isNode, nodeHost } from './platform.js';
 
 /**
  * Instantiate Tessera's wasm module.
@@ -8,24 +8,22 @@ import { isNode } from './platform.js';
  * @param {{pthreadPoolSize?: number, wasmBase?: string|URL}} [o]
  */
 export async function loadTesseraModule({ pthreadPoolSize = 4, wasmBase } = {}) {
-  if (isNode) {
-    const { createRequire } = await import('node:module');
-    const { fileURLToPath, pathToFileURL } = await import('node:url');
-    const fs = await import('node:fs');
-    const base = wasmBase
-      ? wasmBase instanceof URL ? wasmBase : pathToFileURL(String(wasmBase).replace(/\/?$/, '/'))
-      : new URL('../../dist/wasm/node/', import.meta.url);
-    const main = fileURLToPath(new URL('tessera.js', base));
-    if (!fs.existsSync(main)) {
-      throw new Error(`Tessera's wasm module is not built (${main} is missing): run \`npm run build\``);
-    }
-    const create = createRequire(import.meta.url)(main);
-    // Hand over the wasm bytes: with node's global fetch the loader would try to fetch a file path.
-    const wasmBinary = fs.readFileSync(fileURLToPath(new URL('tessera.wasm', base)));
-    return create({ pthreadPoolSize, wasmBinary });
-  }
-  const base = new URL(wasmBase ?? '../../dist/wasm/web/', import.meta.url);
-  const main = new URL('tessera.js', base).href;
-  const { default: create } = await import(main);
-  return create({ pthreadPoolSize, locateFile: (p) => new URL(p, base).href, mainScriptUrlOrBlob: main });
+  if (isNode) return (await nodeHost()).loadNodeModule({ pthreadPoolSize, wasmBase });
+  // Literal `new URL('…', import.meta.url)`s: bundlers copy these three files into the build and rewrite the URLs.
+  // The ES module is loaded, not bundled: its pthread workers import it again by URL (mainScriptUrlOrBlob).
+  // `?no-inline`: Vite would inline the 3 kB pthread worker as a data: URL, an opaque origin that cannot share the
+  // module's memory (servers ignore the query).
+  const here = import.meta.url; // a relative wasmBase resolves against this module (webpack warns on new URL(x, import.meta.url))
+  const base = wasmBase === undefined ? null : new URL(wasmBase, here);
+  const files = base
+    ? { js: new URL('tessera.js', base), wasm: new URL('tessera.wasm', base), worker: new URL('tessera.worker.js', base) }
+    : {
+        js: new URL('../../dist/wasm/web/tessera.js', import.meta.url),
+        wasm: new URL('../../dist/wasm/web/tessera.wasm', import.meta.url),
+        worker: new URL('../../dist/wasm/web/tessera.worker.js?no-inline', import.meta.url),
+      };
+  const main = files.js.href;
+  const { default: create } = await import(/* @vite-ignore */ /* webpackIgnore: true */ main);
+  const locateFile = (p) => (p.endsWith('.wasm') ? files.wasm.href : p.endsWith('.worker.js') ? files.worker.href : new URL(p, main).href);
+  return create({ pthreadPoolSize, locateFile, mainScriptUrlOrBlob: main });
 }

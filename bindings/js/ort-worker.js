@@ -2,7 +2,7 @@
 // tile at a time. Started by pool.js; the same file runs as a node worker_thread and a browser module Worker.
 //
 // Protocol (pool → worker):
-//   {type:'init', model: Uint8Array, ortModuleUrl, wasmPaths?, wasmModule?: WebAssembly.Module, numThreads,
+//   {type:'init', model: Uint8Array, ortModuleUrl?, wasmPaths?, wasmModule?: WebAssembly.Module, numThreads,
 //    inputName?, inputRoles?: string[], inputNames?: {role: name}, outputName?, slots?: SharedArrayBuffer, slotIndex}
 //   {type:'run', seq, tile, input: Float32Array, dims: number[], extras?: [{role, data, dims}],
 //    hook?: 'crash'|'stall'|'fail'|'oom'}
@@ -21,7 +21,13 @@
 // reference to every Memory created in this worker's realm; heapBytes = the largest `memory.buffer.byteLength`
 // read at the moment of reporting (read and dropped at once: no view is kept). Wasm memory never shrinks, so the
 // value after each run is also that instance's high-water mark.
-import { workerPort, dieNow } from './platform.js';
+//
+// ONNX Runtime Web itself: `import('#ort')` (package.json imports: onnxruntime-web under node, its CPU-only
+// onnxruntime-web/wasm build elsewhere), a literal specifier that node and bundlers resolve, so a bundled app
+// carries ORT and its .wasm like any dependency; it runs after the probe is installed. An unbundled page's workers
+// see no import map: there the pool passes ortModuleUrl (from the page's import map via createTessera, else the
+// ort.wasm.min.mjs beside the package: pool.js defaultOrtModuleUrl).
+import { workerPort, dieNow, isNode } from './platform.js';
 import { bindInputs, fitDims } from './input-binding.js';
 
 const memories = new Set();
@@ -102,8 +108,13 @@ function isOom(e) {
   return e instanceof RangeError || OOM_RE.test(String(e?.message ?? e));
 }
 
-installMemoryProbe();
-const port = workerPort();
+// In a bundle, ONNX Runtime's own pthread workers (ORT ≥ 2 threads) run this very chunk: ORT starts them from its
+// import.meta.url, which the bundler made this file's URL, and names them 'em-pthread'. There only ORT runs: its
+// module, once evaluated, takes the pthread role by itself.
+const ortPthread = !isNode && typeof self === 'object' && !!self.name?.startsWith('em-pthread');
+if (ortPthread) import('#ort');
+else installMemoryProbe();
+const port = ortPthread ? null : workerPort();
 let ort = null;
 let session = null;
 let inputName = null;
@@ -127,6 +138,26 @@ function markRunning(on) {
   }
 }
 
+/** ONNX Runtime Web: from url when given, else as node or the bundler resolved the package. */
+async function importOrt(url) {
+  if (url) {
+    try {
+      return await import(/* @vite-ignore */ /* webpackIgnore: true */ url);
+    } catch (e) {
+      throw new Error(`cannot import ONNX Runtime Web from '${url}': ${e?.message ?? e}`);
+    }
+  }
+  try {
+    return await import('#ort');
+  } catch (e) {
+    throw new Error(
+      `cannot import ONNX Runtime Web ('onnxruntime-web'): ${e?.message ?? e}. Without a bundler, name ` +
+        "'onnxruntime-web' in the page's import map (workers see none, so createTessera passes its URL on) or pass " +
+        'createTessera({ ortModuleUrl }) the URL of ort.wasm.min.mjs',
+    );
+  }
+}
+
 async function init(msg) {
   try {
     if (msg.slots) {
@@ -135,9 +166,9 @@ async function init(msg) {
     }
     precompiled = msg.wasmModule ?? null;
     try {
-      ort = await import(msg.ortModuleUrl);
+      ort = await importOrt(msg.ortModuleUrl);
     } catch (e) {
-      port.post({ type: 'init-error', phase: 'runtime', message: `cannot import ONNX Runtime Web from '${msg.ortModuleUrl}': ${e?.message ?? e}` });
+      port.post({ type: 'init-error', phase: 'runtime', message: e.message });
       return;
     }
     ort.env.wasm.numThreads = msg.numThreads;
@@ -222,7 +253,7 @@ async function run(msg) {
   }
 }
 
-port.onMessage((msg) => {
+port?.onMessage((msg) => {
   if (msg?.type === 'init') init(msg);
   else if (msg?.type === 'run' && msg.hook === 'crash') {
     // Test hook: die after accepting the tile. Synchronous, inside the message handler: node ends the thread

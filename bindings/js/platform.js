@@ -1,16 +1,38 @@
 // Tiny adapter so the worker pool runs unchanged on node worker_threads and browser Web Workers.
 //
-// Main side:   createWorker(url, { name }) → { postMessage, onMessage, onError, onExit, terminate }
+// Main side:   createWorker(url | Worker, { name }) → { postMessage, onMessage, onError, onExit, terminate }
 // Worker side: workerPort() → { post, onMessage }
-// Both:        isNode, canShareMemory(), hardwareConcurrency()
+// Both:        isNode, canShareMemory(), hardwareConcurrency(), nodeHost()
+//
+// Bundlers (Vite, webpack, esbuild) read this file for browser builds, so it imports nothing from node:
+// node's built-ins are taken with process.getBuiltinModule (node >= 20.16; synchronous, and not an import a
+// bundler follows), and node-only code lives in node-host.js behind the package's `#node-host` subpath import
+// (condition `node`; browsers get browser-host.js). No top-level await either: Vite bundles workers as IIFEs.
 
 /** True under node (main thread or worker_threads), false in browsers (page or Web Worker). */
 export const isNode =
   typeof process === 'object' && process !== null && !!process.versions?.node && typeof window === 'undefined' &&
   typeof globalThis.WorkerGlobalScope === 'undefined';
 
-const threads = isNode ? await import('node:worker_threads') : null;
-const os = isNode ? await import('node:os') : null;
+const builtin = (name) => {
+  if (typeof process.getBuiltinModule !== 'function') {
+    throw new Error(`Tessera needs node >= 20.16 (process.getBuiltinModule); this is node ${process.versions.node}`);
+  }
+  return process.getBuiltinModule(name);
+};
+const threads = isNode ? builtin('node:worker_threads') : null;
+const os = isNode ? builtin('node:os') : null;
+
+let host = null;
+/**
+ * The node-only helpers (node-host.js: the CommonJS wasm module, files, http, ONNX Runtime's files), loaded once.
+ * Precondition: isNode (browsers resolve `#node-host` to browser-host.js, whose helpers throw).
+ * @returns {Promise<typeof import('./node-host.js')>}
+ */
+export function nodeHost() {
+  host ??= import('#node-host');
+  return host;
+}
 
 /**
  * True when SharedArrayBuffers can be created and posted to workers (node; browsers only when the page
@@ -28,14 +50,16 @@ export function hardwareConcurrency() {
 }
 
 /**
- * Start a module worker. Precondition: `url` is a URL (or href) of an ES module.
+ * Start a module worker, or wrap one the caller started. Precondition: `target` is a URL (or href) of an ES module,
+ * or (browsers) a Worker: bundlers only understand workers written at the call site as
+ * `new Worker(new URL('./x.js', import.meta.url), { type: 'module' })`, so browser code starts its own and hands it here.
  * The returned handle normalises the events: onMessage(data), onError(Error), onExit(code) — onExit
  * fires exactly once, on node when the thread has really exited, in browsers when terminate() is called
  * (browsers have no exit event).
- * @param {URL|string} url
+ * @param {URL|string|Worker} target
  * @param {{name?: string}} [opts]
  */
-export function createWorker(url, { name } = {}) {
+export function createWorker(target, { name } = {}) {
   const listeners = { message: [], error: [], exit: [] };
   const emit = (type, v) => {
     for (const cb of listeners[type]) cb(v);
@@ -51,13 +75,13 @@ export function createWorker(url, { name } = {}) {
   };
   let w;
   if (isNode) {
-    w = new threads.Worker(url instanceof URL ? url : new URL(url), { name, workerData: { tessera: true } });
+    w = new threads.Worker(target instanceof URL ? target : new URL(target), { name, workerData: { tessera: true } });
     w.on('message', (d) => emit('message', d));
     w.on('error', (e) => emit('error', e instanceof Error ? e : new Error(String(e))));
     w.on('messageerror', (e) => emit('error', new Error(`message could not be deserialised: ${e?.message ?? e}`)));
     w.on('exit', (code) => fireExit(code));
   } else {
-    w = new Worker(url, { type: 'module', name });
+    w = typeof Worker === 'function' && target instanceof Worker ? target : new Worker(target, { type: 'module', name });
     w.addEventListener('message', (e) => emit('message', e.data));
     w.addEventListener('error', (e) => {
       e.preventDefault?.();

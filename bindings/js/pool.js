@@ -10,39 +10,26 @@
 //    input tensor on it directly. Elsewhere it is a plain ArrayBuffer sent by structured clone.
 //  - output: the worker TRANSFERS the output buffer (postMessage transfer list): zero copy.
 //  - model: copied once into a SharedArrayBuffer shared by all workers (else cloned per worker).
-import { createWorker, canShareMemory, isNode } from './platform.js';
+import { createWorker, canShareMemory, isNode, nodeHost } from './platform.js';
 
 const DEFAULT_WATCHDOG_MS = 10 * 60 * 1000;
 const SLOT_CAPACITY = 256;
-
-function defaultOrtModuleUrl() {
-  if (isNode) return 'onnxruntime-web';
-  try {
-    // On a page, an import map may name 'onnxruntime-web'.
-    return import.meta.resolve('onnxruntime-web');
-  } catch {
-    return new URL('../../node_modules/onnxruntime-web/dist/ort.wasm.min.mjs', import.meta.url).href;
-  }
-}
 
 const ORT_WASM = 'ort-wasm-simd-threaded.wasm';
 const compiledCache = new Map(); // wasm URL → Promise<WebAssembly.Module|null>, shared by all pools here
 
 /**
  * Where the ORT wasm binary that the workers' ORT build will load lives, or null when unknown (then each worker
- * compiles its own). Only the plain threaded build (ort.wasm*.mjs / node's default) is precompiled.
+ * compiles its own). Only the plain threaded build (ort.wasm*.mjs / node's default) is precompiled; without an
+ * ortModuleUrl a browser worker imports ONNX Runtime as the bundler resolved it, whose wasm URL only it knows.
  */
 async function ortWasmUrl(ortModuleUrl, wasmPaths) {
   if (typeof wasmPaths === 'object' && wasmPaths?.wasm) return String(wasmPaths.wasm?.href ?? wasmPaths.wasm);
-  if (isNode && ortModuleUrl === 'onnxruntime-web') {
-    const { createRequire } = await import('node:module');
-    const { pathToFileURL } = await import('node:url');
-    const main = createRequire(import.meta.url).resolve('onnxruntime-web');
-    return new URL(ORT_WASM, pathToFileURL(main)).href;
-  }
+  if (isNode && (ortModuleUrl === undefined || ortModuleUrl === 'onnxruntime-web')) return (await nodeHost()).ortDistFile(ORT_WASM);
+  if (ortModuleUrl === undefined) return null;
   if (!/\/ort\.wasm(\.min)?\.mjs$|\/ort\.node\.min\.mjs$/.test(String(ortModuleUrl))) return null;
-  if (typeof wasmPaths === 'string') return new URL(ORT_WASM, new URL(wasmPaths, import.meta.url)).href;
-  return new URL(ORT_WASM, new URL(ortModuleUrl, import.meta.url)).href;
+  if (typeof wasmPaths === 'string') return new URL(ORT_WASM, new URL(wasmPaths, HERE)).href;
+  return new URL(ORT_WASM, new URL(ortModuleUrl, HERE)).href;
 }
 
 function compileOrtWasm(url) {
@@ -50,15 +37,40 @@ function compileOrtWasm(url) {
   let p = compiledCache.get(url);
   if (!p) {
     p = (async () => {
-      if (isNode && url.startsWith('file:')) {
-        const fs = await import('node:fs');
-        return WebAssembly.compile(await fs.promises.readFile(new URL(url)));
-      }
+      if (isNode && url.startsWith('file:')) return WebAssembly.compile(await (await nodeHost()).readFileBytes(url));
       return WebAssembly.compileStreaming(fetch(url, { credentials: 'same-origin' }));
     })().catch(() => null); // workers then compile ORT's wasm themselves
     compiledCache.set(url, p);
   }
   return p;
+}
+
+// This module's URL, for relative URLs in options. Never `new URL(expression, import.meta.url)`: webpack warns
+// about each such expression (the literal form is what bundlers rewrite, and would copy as an asset).
+const HERE = import.meta.url;
+
+/** A sibling file of this module as a URL (node's workers). */
+function sibling(file) {
+  return new URL(file, HERE);
+}
+
+/**
+ * Where a worker finds onnxruntime-web when no ortModuleUrl is given: undefined (its own `import('#ort')`) under
+ * node and in bundles; on a page that serves this package unbundled (the repository's pages and benchmarks, or
+ * node_modules served as is), whose workers cannot resolve the bare name, the ort.wasm.min.mjs that answers beside
+ * the package (the repository's node_modules, or npm's hoisted layout).
+ */
+async function defaultOrtModuleUrl() {
+  if (isNode || HERE.startsWith('file:') || !HERE.endsWith('/bindings/js/pool.js')) return undefined;
+  for (const rel of ['../../node_modules/onnxruntime-web/dist/ort.wasm.min.mjs', '../../../onnxruntime-web/dist/ort.wasm.min.mjs']) {
+    const url = new URL(rel, HERE).href;
+    try {
+      if ((await fetch(url, { method: 'HEAD' })).ok) return url;
+    } catch {
+      // try the next layout
+    }
+  }
+  return undefined;
 }
 
 function poolError(message, code, extra = {}) {
@@ -94,9 +106,11 @@ export class WorkerPool {
    * @param {number} [o.recycleHeapBytes=Infinity] recycle a worker once its wasm heap passes this
    * @param {number} [o.startTimeoutMs=max(watchdogMs, 120000)] limit for a worker to load ORT and create its session
    * @param {string|object} [o.ortWasmPaths] ort.env.wasm.wasmPaths in the workers (browser: where ORT's .wasm/.mjs live)
-   * @param {string} [o.ortModuleUrl] module specifier/URL of onnxruntime-web for the workers (node default
-   *   'onnxruntime-web'; browser default import.meta.resolve('onnxruntime-web') or ../../node_modules/...)
-   * @param {string|URL} [o.workerUrl] URL of ort-worker.js (default: next to this file)
+   * @param {string} [o.ortModuleUrl] module specifier/URL of onnxruntime-web for the workers (default: the worker's
+   *   own `import('#ort')`, i.e. onnxruntime-web as node or the bundler resolves it; on a page serving the package
+   *   unbundled, whose workers see no import map: the page's import map entry (createTessera passes it), else
+   *   ort.wasm.min.mjs beside the package, see defaultOrtModuleUrl)
+   * @param {string|URL} [o.workerUrl] URL of a replacement ort-worker.js (default: ort-worker.js next to this file)
    * @param {boolean} [o.shareCompiledWasm=true] compile ORT's wasm once here and hand the WebAssembly.Module to
    *   every worker (falls back to per-worker compilation when the ORT build is not the plain threaded one)
    * @param {string} [o.inputName] network input (default: the first)
@@ -123,9 +137,10 @@ export class WorkerPool {
     this._recycleHeapBytes = o.recycleHeapBytes ?? Infinity;
     this._startTimeoutMs = o.startTimeoutMs ?? Math.max(this._watchdogMs, 120000);
     this._wasmPaths = o.ortWasmPaths;
-    this._ortModuleUrl = o.ortModuleUrl ?? defaultOrtModuleUrl();
-    this._workerUrl = o.workerUrl ? new URL(o.workerUrl, import.meta.url) : new URL('./ort-worker.js', import.meta.url);
+    this._ortModuleUrl = o.ortModuleUrl;
+    this._workerUrl = o.workerUrl ? new URL(o.workerUrl, HERE) : null;
     this._shareWasm = o.shareCompiledWasm ?? true;
+    this._ortUrl = null; // Promise<string|undefined>: ortModuleUrl or defaultOrtModuleUrl(), made on the first spawn
     this._wasmModule = null; // Promise<WebAssembly.Module|null>, made on the first spawn
     this._inputName = o.inputName;
     this._inputRoles = o.inputRoles;
@@ -337,7 +352,13 @@ export class WorkerPool {
 
   _spawn() {
     const serial = ++this._serial;
-    const w = createWorker(this._workerUrl, { name: `tessera-ort-${serial}` });
+    const name = `tessera-ort-${serial}`;
+    // Browsers: the literal form, so that bundlers bundle ort-worker.js (and ONNX Runtime Web with it).
+    const w = this._workerUrl
+      ? createWorker(this._workerUrl, { name })
+      : isNode
+        ? createWorker(sibling('ort-worker.js'), { name })
+        : createWorker(new Worker(new URL('./ort-worker.js', import.meta.url), { type: 'module', name: 'tessera-ort' }));
     const h = { serial, w, state: 'starting', job: null, runs: 0, recycleAfter: false, slotIndex: serial % SLOT_CAPACITY };
     this._handles.push(h);
     this._s.workersCreated++;
@@ -359,16 +380,17 @@ export class WorkerPool {
     });
     if (this._slots) Atomics.store(this._slots, 1 + h.slotIndex, 0);
     if (!this._wasmModule) {
+      this._ortUrl = this._ortModuleUrl !== undefined ? Promise.resolve(this._ortModuleUrl) : defaultOrtModuleUrl();
       this._wasmModule = this._shareWasm
-        ? ortWasmUrl(this._ortModuleUrl, this._wasmPaths).then(compileOrtWasm, () => null)
+        ? this._ortUrl.then((url) => ortWasmUrl(url, this._wasmPaths)).then(compileOrtWasm, () => null)
         : Promise.resolve(null);
     }
-    this._wasmModule.then((wasmModule) => {
+    Promise.all([this._wasmModule, this._ortUrl]).then(([wasmModule, ortModuleUrl]) => {
       if (h.state !== 'starting') return; // terminated meanwhile
       w.postMessage({
         type: 'init',
         model: this._model,
-        ortModuleUrl: this._ortModuleUrl,
+        ortModuleUrl,
         wasmPaths: this._wasmPaths,
         wasmModule: wasmModule ?? undefined,
         numThreads: this._T,
