@@ -206,8 +206,9 @@ export interface RuntimeOptions {
 }
 
 export interface PlanRequest {
-  geometry: Geometry;
-  mask?: ArrayLike<number>;
+  /** optional when a Volume (field, phase or mask) carries it */
+  geometry?: Geometry;
+  mask?: ArrayLike<number> | Volume<VoxelArray>;
   model?: string;
   spec?: NetworkSpec;
   /** {core, halo}, or "auto" / {core: "auto", halo} for the auto-planner */
@@ -224,12 +225,12 @@ export interface PlanRequest {
 }
 
 export interface InvertRequest extends PlanRequest {
-  /** local field (ppm), x-fastest; not for the phase networks */
-  field?: Float32Array;
-  /** phase networks: wrapped phase (rad), x-fastest, echo after echo */
-  phase?: Float32Array;
-  /** phase networks: magnitude, same size as phase (weights the echoes by (magnitude·TE)²) */
-  magnitude?: Float32Array;
+  /** local field (ppm), x-fastest, or a Volume (its geometry is used); not for the phase networks */
+  field?: Float32Array | Volume<VoxelArray>;
+  /** phase networks: wrapped phase (rad), x-fastest, echo after echo, or a Volume */
+  phase?: Float32Array | Volume<VoxelArray>;
+  /** phase networks: magnitude, same size as phase (weights the echoes by (magnitude·TE)²), or a Volume */
+  magnitude?: Float32Array | Volume<VoxelArray>;
   /** phase networks: +1 or -1 (default -1: the reference negates the scanner's phase) */
   phaseSign?: number;
   /** multi-input networks: {role: ONNX input name} where the export's names are not recognised */
@@ -320,6 +321,54 @@ export interface NiftiImage extends Volume<Float32Array> {
   b0DirSource: string;
   raw: ArrayBuffer;
 }
+
+/** A checked Volume (named TypeError / RangeError otherwise); extra fields are kept. */
+export declare function makeVolume<D extends VoxelArray>(fields: {
+  dims: ArrayLike<number>;
+  voxelMm: ArrayLike<number>;
+  affine?: ArrayLike<number> | number[][];
+  b0Dir?: ArrayLike<number>;
+  data: D;
+  echoes?: number;
+  description?: string;
+  [k: string]: unknown;
+}): Volume<D>;
+/** {dims, voxelMm, b0Dir} of a Volume. */
+export declare function geometryOf(volume: { dims: ArrayLike<number>; voxelMm: ArrayLike<number>; b0Dir: ArrayLike<number> }): Geometry;
+/** A refusal of the input loader: code + the numbers behind it. */
+export declare class InputError extends Error {
+  code: string;
+  [k: string]: unknown;
+}
+/** Echo times in seconds, one per echo (TE above 1 s refused as milliseconds); an InputError otherwise. */
+export declare function checkEchoTimes(te: number | string | number[], echoes?: number): number[];
+/** The one input loader of the CLI and the page: NIfTI bytes in, checked Volumes out (see inputs.js). */
+export declare function loadInputs(
+  files: { field?: ArrayBuffer | Uint8Array; phase?: ArrayBuffer | Uint8Array; mask?: ArrayBuffer | Uint8Array; magnitude?: ArrayBuffer | Uint8Array },
+  options?: {
+    units?: 'ppm' | 'hz' | 'rad/s';
+    b0?: number;
+    te?: number[];
+    phaseUnits?: string;
+    phaseScale?: number;
+    maskFrom?: 'file' | 'magnitude';
+    fraction?: number;
+    needMask?: boolean;
+    convert?: boolean;
+  },
+): Promise<{
+  kind: 'field' | 'phase';
+  field?: Volume;
+  phase?: Volume;
+  input: NiftiImage;
+  geometry: Geometry;
+  echoes: number;
+  te?: number[];
+  mask: Volume<Uint8Array> | null;
+  magnitude: Volume | null;
+  notes: string[];
+  [k: string]: unknown;
+}>;
 
 export declare function readNifti(bytes: ArrayBuffer | Uint8Array): NiftiImage;
 export declare function readMask(bytes: ArrayBuffer | Uint8Array): NiftiImage & { mask: Uint8Array };

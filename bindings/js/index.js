@@ -4,8 +4,12 @@
 import { createWorker, hardwareConcurrency, isNode } from './platform.js';
 import { TesseraError, errorFromMessage } from './errors.js';
 import { loadModel, sha256Hex } from './model-loader.js';
+import { geometryOf } from './volume.js';
 
 export { TesseraError, loadModel, sha256Hex };
+export { makeVolume, geometryOf } from './volume.js';
+export { loadInputs, checkEchoTimes, InputError } from './inputs.js';
+export { readCachedWeights, cacheWeights, listCachedWeights, clearWeightsCache, loadWeightsCached } from './model-loader.js';
 export { readNifti, readNiftiAsync, readEchoes, readEchoesAsync, phaseToRadians, readMask, writeNifti, hzToPpm, radPerSecToPpm, thresholdMask, GAMMA_BAR_MHZ_PER_T } from './nifti.js';
 
 /**
@@ -16,6 +20,32 @@ export { readNifti, readNiftiAsync, readEchoes, readEchoesAsync, phaseToRadians,
  * @param {import('./index.js').RuntimeOptions} [o]
  * @returns {Promise<Tessera>}
  */
+/** A Volume ({dims, voxelMm, b0Dir, data, ...}, what the readers return) rather than a bare typed array. */
+function isVolume(v) {
+  return !!v && typeof v === 'object' && !ArrayBuffer.isView(v) && ArrayBuffer.isView(v.data) && Array.isArray(v.dims);
+}
+
+/**
+ * Takes Volumes for field, phase, magnitude and mask: their data go to the runtime and the geometry comes from the
+ * main one (field or phase) unless given. Volumes of other dims are refused by name.
+ */
+function unwrapVolumes(args) {
+  const out = { ...args };
+  let from = null;
+  for (const k of ['field', 'phase', 'magnitude', 'mask']) {
+    const v = args[k];
+    if (!isVolume(v)) continue;
+    const dims = v.dims.slice(0, 3);
+    if (from && dims.some((d, i) => d !== from.dims[i])) {
+      throw new TesseraError(`${k} is ${dims.join('×')} but ${from.name} is ${from.dims.join('×')}: the volumes must have the same dims`, 'InvalidArgument');
+    }
+    from ??= { name: k, dims };
+    out.geometry ??= geometryOf(v);
+    out[k] = (k === 'field' || k === 'phase' || k === 'magnitude') && !(v.data instanceof Float32Array) ? Float32Array.from(v.data) : v.data;
+  }
+  return out;
+}
+
 export async function createTessera(o = {}) {
   const t = new Tessera(o);
   await t._call('init', {
@@ -154,7 +184,14 @@ export class Tessera {
    * estimated memory; or feasible=false with the planner's advice.
    * geometry.dims are whole numbers >= 1; mask (optional) holds dims product values.
    */
-  plan({ geometry, mask, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius }) {
+  plan(request) {
+    let r;
+    try {
+      r = unwrapVolumes(request ?? {});
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const { geometry, mask, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius } = r;
     return this._call('plan', { geometry, mask, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius });
   }
 
@@ -190,6 +227,8 @@ export class Tessera {
    * Invert a local field map (ppm) to susceptibility (ppm), or, with the phase networks (iqsm, iqfm, iqsm-plus),
    * wrapped phase to susceptibility (iQFM: to the local field).
    * field: Float32Array, x-fastest; mask: same length (nonzero = inside); geometry: {dims, voxelMm, b0Dir}.
+   * field, phase, magnitude and mask may be Volumes (what readNifti / loadInputs return): the geometry then comes
+   * from them. plan: the object plan() returned for this request (the run obeys it; made here when absent).
    * model (registry id) or spec ({divisor, bytesPerVoxel, inputMean, inputStd, outputMean, outputStd}).
    * weights: ONNX bytes (an array for NeXtQSM). tile: {core, halo}; whole: run the volume at once.
    * Phase networks (whole volume): phase (rad, wrapped; several echoes one after the other), te (s; one per echo),
@@ -203,7 +242,13 @@ export class Tessera {
       'phase', 'magnitude', 'te', 'b0', 'erodeRadius', 'phaseSign', 'inputNames'];
     const unknown = Object.keys(args).filter((k) => !keys.includes(k));
     if (unknown.length) return Promise.reject(new TesseraError(`invert: unknown option(s) ${unknown.join(', ')} (known: ${keys.join(', ')}, signal, onProgress)`, 'InvalidArgument'));
-    return this._call('invert', args, { onProgress, signal });
+    let unwrapped;
+    try {
+      unwrapped = unwrapVolumes(args);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this._call('invert', unwrapped, { onProgress, signal });
   }
 
   /**

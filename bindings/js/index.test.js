@@ -256,3 +256,55 @@ test('tile "auto": the C++ auto-planner chooses core, workers and threads, expla
   assert.equal(fixed.tile.halo, 8);
   assert.equal(fixed.workers, 1);
 });
+
+test('one plan per run: plan() is handed back and obeyed; a plan for another mask or too many tiles is refused', async () => {
+  const { geometry, field } = volume([40, 36, 28], 11);
+  const mask = interiorMask(geometry.dims, 2);
+  const spec = { divisor: 4, bytesPerVoxel: 1100 };
+  const weights = convStack({ layers: 2 });
+  const plan = await tessera.plan({ geometry, mask, spec, tile: { core: 12, halo: 3 }, workers: 2 });
+  assert.equal(plan.steps, true, 'a field network runs in steps');
+  assert.equal(plan.grid.tiles.length, plan.tilesTotal);
+  assert.equal(plan.grid.tiles.filter((t) => !t.skipped).length, plan.tilesActive);
+  // Handed back: the run goes through exactly the plan's tiles, and gives the same χ as planning inside invert.
+  const handed = await tessera.invert({ field, mask, geometry, spec, weights, tile: { core: 12, halo: 3 }, workers: 2, plan });
+  const own = await tessera.invert({ field, mask, geometry, spec, weights, tile: { core: 12, halo: 3 }, workers: 2 });
+  assert.equal(handed.report.tilesRun, plan.tilesActive);
+  assert.deepEqual(handed.report.plan.grid, plan.grid);
+  assert.deepEqual(handed.chi, own.chi);
+  // A plan with fewer tiles in flight is obeyed.
+  const one = await tessera.invert({ field, mask, geometry, spec, weights, plan: { ...plan, tilesInFlight: 1 } });
+  assert.equal(one.report.maxInFlight, 1);
+  assert.deepEqual(one.chi, own.chi);
+  // Made for another mask: refused before anything runs.
+  const other = interiorMask(geometry.dims, 12);
+  await rejectsWith(tessera.invert({ field, mask: other, geometry, spec, weights, plan }), 'InvalidArgument', /plan again/);
+  await rejectsWith(tessera.invert({ field, mask, geometry, spec, weights, plan: { ...plan, tilesInFlight: 99 } }), 'InvalidArgument', /at most \d+ fit the budget/);
+  await rejectsWith(tessera.invert({ field, mask, geometry, spec, weights, plan: { feasible: true } }), 'InvalidArgument', /plan\(\) returned/);
+  assert.equal((await tessera.status()).running, 0);
+});
+
+test('Volumes in, geometry from them; the request schema comes from C++', async () => {
+  const { makeVolume } = await import('./index.js');
+  const { geometry, field } = volume([24, 20, 16], 4);
+  const maskData = interiorMask(geometry.dims, 2);
+  const spec = { divisor: 1, bytesPerVoxel: 1100 };
+  const weights = convStack({ layers: 1 });
+  const fieldVol = makeVolume({ dims: geometry.dims, voxelMm: [1, 1, 1], data: field });
+  const maskVol = makeVolume({ dims: geometry.dims, voxelMm: [1, 1, 1], data: maskData });
+  const byArrays = await tessera.invert({ field, mask: maskData, geometry, spec, weights, tile: { core: 8, halo: 2 } });
+  const byVolumes = await tessera.invert({ field: fieldVol, mask: maskVol, spec, weights, tile: { core: 8, halo: 2 } });
+  assert.deepEqual(byVolumes.chi, byArrays.chi);
+  const small = makeVolume({ dims: [24, 20, 15], voxelMm: [1, 1, 1], data: new Uint8Array(24 * 20 * 15) });
+  await rejectsWith(tessera.invert({ field: fieldVol, mask: small, spec, weights }), 'InvalidArgument', /24×20×15 but field is 24×20×16/);
+
+  const schema = await tessera.schema();
+  const b0 = schema.find((o) => o.name === 'b0');
+  assert.deepEqual([b0.default, b0.unit, b0.min, b0.max, b0.minExclusive], [3, 'T', 0, 30, true]);
+  assert.equal(schema.find((o) => o.name === 'tile').default, 'auto');
+  // The schema's ranges are the ones the core enforces.
+  await rejectsWith(tessera.plan({ geometry, spec: { divisor: 0 } }), 'InvalidArgument', /spec.divisor must be a whole number in \[1, 1024\]/);
+  // No tile given: the auto-planner (the schema's default) chooses.
+  const auto = await tessera.plan({ geometry, mask: maskData, spec });
+  assert.ok(auto.explanation.length > 0, 'an automatic plan explains its choice');
+});
