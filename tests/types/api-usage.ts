@@ -54,3 +54,21 @@ export async function phaseExample(phaseBytes: Uint8Array, magnitude: Float32Arr
     await tessera.terminate();
   }
 }
+
+// The README's "Using it": Volumes from the input loader, a plan handed back, the schema.
+export async function readmeExample(fieldBytes: Uint8Array, maskBytes: Uint8Array): Promise<number> {
+  const { createTessera: create, loadInputs, writeNifti: write } = await import('tessera-qsm');
+  const tessera = await create({ workers: 2, threadsPerWorker: 1 });
+  const { field, mask, input } = await loadInputs({ field: fieldBytes, mask: maskBytes }, { units: 'ppm' });
+  if (!field || !mask) throw new Error('no field');
+  const request = { field, mask, model: 'xqsm' };
+  const plan = await tessera.plan(request);
+  if (!plan.feasible) throw new Error(plan.message);
+  const tiles: number = plan.grid.tiles.filter((t) => !t.skipped).length;
+  const [weights] = await tessera.loadWeights('xqsm');
+  const { chi } = await tessera.invert({ ...request, weights, plan });
+  const out = await write(chi, input, { gzip: true });
+  const schema = await tessera.schema();
+  await tessera.terminate();
+  return out.length + tiles + schema.length;
+}
