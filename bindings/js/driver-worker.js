@@ -180,7 +180,7 @@ const methods = {
             ortModuleUrl: options.ortModuleUrl,
             inputRoles: spec?.inputs?.length > 1 ? spec.inputs : undefined, // multi-input networks only
             inputNames: a.inputNames,
-            testHooks: a.testHooks,
+            workerUrl: options.ortWorkerUrl, // a replacement ort-worker.js (tests inject faults with one)
           }),
       );
       for (const p of pools) livePools.add(p);

@@ -203,6 +203,8 @@ export interface RuntimeOptions {
   hardwareThreads?: number;
   /** URL of driver-worker.js (bundlers) */
   driverUrl?: string | URL;
+  /** URL of a replacement ort-worker.js for the pool workers (e.g. a test worker that injects faults) */
+  ortWorkerUrl?: string | URL;
 }
 
 export interface PlanRequest {

@@ -57,6 +57,7 @@ export async function createTessera(o = {}) {
     watchdogMs: o.watchdogMs,
     recycleHeapBytes: o.recycleHeapBytes,
     hardwareThreads: o.hardwareThreads,
+    ortWorkerUrl: o.ortWorkerUrl === undefined ? undefined : String(o.ortWorkerUrl),
   });
   return t;
 }
@@ -238,7 +239,7 @@ export class Tessera {
    */
   invert(a) {
     const { signal, onProgress, ...args } = a ?? {};
-    const keys = ['field', 'mask', 'geometry', 'model', 'spec', 'weights', 'tile', 'whole', 'workers', 'threadsPerWorker', 'plan', 'testHooks',
+    const keys = ['field', 'mask', 'geometry', 'model', 'spec', 'weights', 'tile', 'whole', 'workers', 'threadsPerWorker', 'plan',
       'phase', 'magnitude', 'te', 'b0', 'erodeRadius', 'phaseSign', 'inputNames'];
     const unknown = Object.keys(args).filter((k) => !keys.includes(k));
     if (unknown.length) return Promise.reject(new TesseraError(`invert: unknown option(s) ${unknown.join(', ')} (known: ${keys.join(', ')}, signal, onProgress)`, 'InvalidArgument'));

@@ -4,8 +4,8 @@
 // Protocol (pool → worker):
 //   {type:'init', model: Uint8Array, ortModuleUrl?, wasmPaths?, wasmModule?: WebAssembly.Module, numThreads,
 //    inputName?, inputRoles?: string[], inputNames?: {role: name}, outputName?, slots?: SharedArrayBuffer, slotIndex}
-//   {type:'run', seq, tile, input: Float32Array, dims: number[], extras?: [{role, data, dims}],
-//    hook?: 'crash'|'stall'|'fail'|'oom'}
+//   {type:'run', seq, tile, input: Float32Array, dims: number[], extras?: [{role, data, dims}]}
+// (Faults for tests are injected by a stand-in worker, tests/js/fault-ort-worker.js, never by this file.)
 // (worker → pool):
 //   {type:'ready', inputName, outputName, inputNames, outputNames, binding?, heapBytes, sharedWasm}
 //   {type:'init-error', phase: 'runtime'|'session', message, oom?}
@@ -27,7 +27,7 @@
 // carries ORT and its .wasm like any dependency; it runs after the probe is installed. An unbundled page's workers
 // see no import map: there the pool passes ortModuleUrl (from the page's import map via createTessera, else the
 // ort.wasm.min.mjs beside the package: pool.js defaultOrtModuleUrl).
-import { workerPort, dieNow, isNode } from './platform.js';
+import { workerPort, isNode } from './platform.js';
 import { bindInputs, fitDims } from './input-binding.js';
 
 const memories = new Set();
@@ -209,16 +209,10 @@ async function init(msg) {
 }
 
 async function run(msg) {
-  const { seq, tile, dims, hook } = msg;
+  const { seq, dims } = msg;
   markRunning(true);
   port.post({ type: 'start', seq, t: now() });
-  if (hook === 'stall') {
-    // Block this thread without burning CPU, like a run that never returns; only terminate() ends it.
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
-  }
   try {
-    if (hook === 'fail') throw new Error(`test hook: ONNX Runtime error on tile ${tile}`);
-    if (hook === 'oom') throw new RangeError('test hook: WebAssembly.Memory(): could not allocate memory');
     const t0 = performance.now();
     const feeds = { [inputName]: new ort.Tensor('float32', msg.input, dims) };
     for (const e of msg.extras ?? []) {
@@ -255,11 +249,5 @@ async function run(msg) {
 
 port?.onMessage((msg) => {
   if (msg?.type === 'init') init(msg);
-  else if (msg?.type === 'run' && msg.hook === 'crash') {
-    // Test hook: die after accepting the tile. Synchronous, inside the message handler: node ends the thread
-    // (process.exit), a browser worker throws an uncaught error here (an 'error' event at the Worker object).
-    markRunning(true);
-    port.post({ type: 'start', seq: msg.seq, t: now() });
-    dieNow(1, `test hook: worker crashed on tile ${msg.tile}`);
-  } else if (msg?.type === 'run') run(msg);
+  else if (msg?.type === 'run') run(msg);
 });

@@ -135,12 +135,3 @@ export function workerPort() {
     onMessage: (cb) => self.addEventListener('message', (e) => cb(e.data)),
   };
 }
-
-/**
- * End this worker at once (test hook "crash"): node exits the thread; in a browser worker it throws — call it
- * synchronously from a message handler so the throw is uncaught and reaches the Worker as an 'error' event.
- */
-export function dieNow(code = 1, message = 'worker died') {
-  if (isNode) process.exit(code);
-  throw new Error(message);
-}

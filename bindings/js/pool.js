@@ -84,11 +84,6 @@ function abortError(message) {
   return new DOMException(message, 'AbortError');
 }
 
-function asIdSet(v) {
-  if (v === undefined || v === null) return new Set();
-  return new Set(Array.isArray(v) ? v : [v]);
-}
-
 /**
  * A pool of ONNX Runtime Web workers running network calls (tiles) with least-pending dispatch,
  * fault recovery (one retry on a fresh worker), a per-tile watchdog, cancellation and heap recycling.
@@ -118,10 +113,6 @@ export class WorkerPool {
    *   order, the first being run()'s `input`; each worker binds them to the network's input names (input-binding.js)
    * @param {Object<string,string>} [o.inputNames] explicit role → network input name bindings (override the matching)
    * @param {string} [o.outputName] network output (default: the first)
-   * @param {object} [o.testHooks] TESTS ONLY: { crashOnTile, crashTimes, stallOnTile, failOnTile, oomOnTile } —
-   *   tile ids (one or an array) on which the worker dies (process.exit / uncaught throw) after signalling start,
-   *   blocks forever (Atomics.wait), or throws an ORT-like / out-of-memory error; crashTimes (default Infinity)
-   *   bounds how many dispatches of each such tile are made to crash/fail.
    */
   constructor(o = {}) {
     const { model } = o;
@@ -147,15 +138,6 @@ export class WorkerPool {
     this._inputNames = o.inputNames;
     this._outputName = o.outputName;
     this.inputBinding = null; // role → input name, as the first ready worker bound them (multi-input networks)
-    const h = o.testHooks ?? {};
-    this._hooks = {
-      crash: asIdSet(h.crashOnTile),
-      stall: asIdSet(h.stallOnTile),
-      fail: asIdSet(h.failOnTile),
-      oom: asIdSet(h.oomOnTile),
-      times: h.crashTimes ?? Infinity,
-      counts: new Map(),
-    };
     this._shared = canShareMemory();
     const bytes = model instanceof Uint8Array ? model : new Uint8Array(model);
     if (this._shared) {
@@ -612,20 +594,6 @@ export class WorkerPool {
     else job.resolve(value);
   }
 
-  _hookFor(id) {
-    const hk = this._hooks;
-    let kind = null;
-    if (hk.stall.has(id)) kind = 'stall';
-    else if (hk.crash.has(id)) kind = 'crash';
-    else if (hk.fail.has(id)) kind = 'fail';
-    else if (hk.oom.has(id)) kind = 'oom';
-    if (!kind) return undefined;
-    const n = hk.counts.get(id) ?? 0;
-    if (n >= hk.times) return undefined;
-    hk.counts.set(id, n + 1);
-    return kind;
-  }
-
   /** Least-pending dispatch: each free worker takes the next queued tile; ties go to the worker with fewest runs. */
   _pump() {
     if (this._terminated) return;
@@ -655,6 +623,6 @@ export class WorkerPool {
     job.seq = ++this._seq;
     job.started = false;
     job.timer = setTimeout(() => this._onStall(job), this._watchdogMs);
-    h.w.postMessage({ type: 'run', seq: job.seq, tile: job.id, input: job.data, dims: job.dims, extras: job.extras, hook: this._hookFor(job.id) });
+    h.w.postMessage({ type: 'run', seq: job.seq, tile: job.id, input: job.data, dims: job.dims, extras: job.extras });
   }
 }

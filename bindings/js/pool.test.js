@@ -4,13 +4,15 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { WorkerPool } from './pool.js';
 import { convStack, convStackReference, unet, twoChannel, wrongShape, randomArray } from '../../tests/js/networks.js';
+import { faultWorkerUrl } from '../../tests/js/fault-ort-worker.js';
 
 const CONV = { layers: 3, channels: 4, seed: 11 };
 const convModel = convStack(CONV);
 const pools = new Set();
 
-function makePool(opts) {
-  const p = new WorkerPool({ threadsPerWorker: 1, ...opts });
+// faults: injected by a stand-in pool worker (tests/js/fault-ort-worker.js); the shipped worker has no test hooks.
+function makePool({ faults, ...opts }) {
+  const p = new WorkerPool({ threadsPerWorker: 1, ...(faults && { workerUrl: faultWorkerUrl(faults) }), ...opts });
   pools.add(p);
   return p;
 }
@@ -140,7 +142,7 @@ test('heap high-water is reported > 0 per worker and grows with the tile', async
 });
 
 test('cancelAll mid-run: AbortError for running and queued tiles, busy workers terminated (exit events), pool reusable', async () => {
-  const pool = makePool({ model: convModel, workers: 2, testHooks: { stallOnTile: [1, 2] } });
+  const pool = makePool({ model: convModel, workers: 2, faults: { stallOnTile: [1, 2] } });
   await pool.ready();
   const runs = [1, 2, 3, 4].map((id) => pool.run(tile(id, [8, 8, 8])));
   const settled = Promise.allSettled(runs);
@@ -165,7 +167,7 @@ test('cancelAll mid-run: AbortError for running and queued tiles, busy workers t
 });
 
 test('per-run AbortSignal: a queued tile is dropped, a running one terminates its worker, others finish', async () => {
-  const pool = makePool({ model: convModel, workers: 1, testHooks: { stallOnTile: 1 } });
+  const pool = makePool({ model: convModel, workers: 1, faults: { stallOnTile: 1 } });
   await pool.ready();
   const ac1 = new AbortController();
   const ac2 = new AbortController();
@@ -187,7 +189,7 @@ test('per-run AbortSignal: a queued tile is dropped, a running one terminates it
 });
 
 test('a worker killed mid-tile is replaced and the tile retried on a fresh worker: correct result', async () => {
-  const pool = makePool({ model: convModel, workers: 2, testHooks: { crashOnTile: 3, crashTimes: 1 } });
+  const pool = makePool({ model: convModel, workers: 2, faults: { crashOnTile: 3, crashTimes: 1 } });
   await pool.ready();
   const tiles = [1, 2, 3, 4].map((id) => tile(id, [10, 10, 10]));
   const results = await Promise.all(tiles.map((t) => pool.run(t)));
@@ -201,7 +203,7 @@ test('a worker killed mid-tile is replaced and the tile retried on a fresh worke
 });
 
 test('a worker that dies twice on the same tile: clear error naming the tile', async () => {
-  const pool = makePool({ model: convModel, workers: 1, testHooks: { crashOnTile: 5 } });
+  const pool = makePool({ model: convModel, workers: 1, faults: { crashOnTile: 5 } });
   const ok = pool.run(tile(4, [6, 6, 6]));
   const bad = pool.run(tile(5, [6, 6, 6]));
   await assert.rejects(bad, (e) => {
@@ -219,10 +221,10 @@ test('a worker that dies twice on the same tile: clear error naming the tile', a
 });
 
 test('ONNX Runtime errors: retried once, then a clear error; an out-of-memory error is recognised and recovered', async () => {
-  const pool = makePool({ model: convModel, workers: 1, testHooks: { failOnTile: 7, oomOnTile: 8, crashTimes: Infinity } });
+  const pool = makePool({ model: convModel, workers: 1, faults: { failOnTile: 7, oomOnTile: 8, crashTimes: Infinity } });
   await assert.rejects(pool.run(tile(7, [6, 6, 6])), (e) => {
     assert.equal(e.code, 'TileFailed');
-    assert.match(e.message, /^tile 7 failed after 2 attempt\(s\): ONNX Runtime error \(Error: test hook: ONNX Runtime error on tile 7\)/);
+    assert.match(e.message, /^tile 7 failed after 2 attempt\(s\): ONNX Runtime error \(Error: test fault: ONNX Runtime error on tile 7\)/);
     return true;
   });
   await assert.rejects(pool.run(tile(8, [6, 6, 6])), /tile 8 failed after 2 attempt\(s\): out of memory in ONNX Runtime \(RangeError/);
@@ -231,7 +233,7 @@ test('ONNX Runtime errors: retried once, then a clear error; an out-of-memory er
   assert.equal(s.ooms, 2);
   await pool.terminate();
 
-  const once = makePool({ model: convModel, workers: 1, testHooks: { oomOnTile: 8, crashTimes: 1 } });
+  const once = makePool({ model: convModel, workers: 1, faults: { oomOnTile: 8, crashTimes: 1 } });
   const t = tile(8, [6, 6, 6]);
   const r = await once.run(t);
   assert.ok(maxAbsDiff(r.output, convStackReference(t.input, [6, 6, 6], CONV)) <= 1e-5);
@@ -242,7 +244,7 @@ test('ONNX Runtime errors: retried once, then a clear error; an out-of-memory er
 
 test('a stalled worker is turned into a watchdog error within the configured time', async () => {
   const watchdogMs = 800;
-  const pool = makePool({ model: convModel, workers: 1, watchdogMs, testHooks: { stallOnTile: 9 } });
+  const pool = makePool({ model: convModel, workers: 1, watchdogMs, faults: { stallOnTile: 9 } });
   await pool.ready();
   const t0 = performance.now();
   await assert.rejects(pool.run(tile(9, [6, 6, 6])), (e) => {
@@ -324,7 +326,7 @@ test('recycle(): frees and replaces workers; automatic recycling once the heap p
 });
 
 test('terminate(): pending runs reject, later runs reject clearly, no worker left', async () => {
-  const pool = makePool({ model: convModel, workers: 1, testHooks: { stallOnTile: 1 } });
+  const pool = makePool({ model: convModel, workers: 1, faults: { stallOnTile: 1 } });
   await pool.ready();
   const p = assert.rejects(pool.run(tile(1, [6, 6, 6])), { code: 'PoolTerminated' }); // running (stalled)
   const q = assert.rejects(pool.run(tile(2, [6, 6, 6])), { code: 'PoolTerminated' }); // queued
