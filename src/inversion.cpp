@@ -41,7 +41,9 @@ std::vector<float> physics_loop(const ModelSpec& m, const Geometry& g, std::span
 
 FieldNetwork request_network(const InversionRequest& r) { return r.model ? field_network(*r.model) : r.custom; }
 
-bool runs_in_steps(const InversionRequest& r) { return !r.model || r.model->kind == ModelKind::FieldToChi; }
+bool runs_in_steps(const InversionRequest& r) {
+  return !r.model || r.model->kind == ModelKind::FieldToChi || r.model->kind == ModelKind::NativePatches;
+}
 
 TilePlan plan_of_choice(const InversionRequest& r, std::span<const uint8_t> mask, const PlanChoice& c, Target target) {
   TilePlan p;

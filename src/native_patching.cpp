@@ -1,5 +1,7 @@
 #include "tessera/native_patching.h"
 
+#include "internal/native_patch_run.h"
+
 #include <algorithm>
 #include <cmath>
 #include <exception>
@@ -22,74 +24,159 @@ double blend_weight(int64_t j, int64_t k, int64_t patches, int64_t output, int64
   return 1.0;
 }
 
-// Runs net over the native patch grid of `input` (host layout, already transformed for the network) and returns the
-// blended outputs (host layout, transformed by `post` before blending).
-std::vector<float> run_native_patches(const Geometry& g, const std::vector<float>& input, PatchRunner& net,
-                                      int64_t in, int64_t out, int64_t stride, const char* model,
-                                      const std::function<double(float)>& post) {
-  const auto grid = native_patch_grid(g.dims, in, out, stride);
-  const int64_t offset = (in - out) / 2;  // the output is the centre of the input patch
-  const int64_t overlap = out - stride;
-  const int64_t nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
-  std::vector<double> acc(static_cast<size_t>(g.voxel_count()), 0.0);
-  TensorShape shape;
-  shape.channels = 1;
-  shape.dims = {static_cast<uint64_t>(in), static_cast<uint64_t>(in), static_cast<uint64_t>(in)};
-  std::vector<float> patch(static_cast<size_t>(shape.size()));
-  std::vector<int64_t> cx(in), cy(in), cz(in);
-  std::vector<double> wx(out), wy(out), wz(out);
-  uint64_t call = 0;
-  const uint64_t total = static_cast<uint64_t>(grid[0] * grid[1] * grid[2]);
-  for (int64_t kz = 0; kz < grid[2]; ++kz)
-    for (int64_t ky = 0; ky < grid[1]; ++ky)
-      for (int64_t kx = 0; kx < grid[0]; ++kx) {
-        ++call;
-        // Input: clamped coordinates (edge-replicate padding), network layout (z fastest).
-        for (int64_t j = 0; j < in; ++j) {
-          cx[j] = std::clamp<int64_t>(kx * stride - offset + j, 0, nx - 1);
-          cy[j] = std::clamp<int64_t>(ky * stride - offset + j, 0, ny - 1);
-          cz[j] = std::clamp<int64_t>(kz * stride - offset + j, 0, nz - 1);
-        }
-        size_t p = 0;
-        for (int64_t i = 0; i < in; ++i)
-          for (int64_t j = 0; j < in; ++j)
-            for (int64_t k = 0; k < in; ++k) patch[p++] = input[g.index(cx[i], cy[j], cz[k])];
-        const std::string what = std::string(model) + ": network (patch " + std::to_string(call) + " of " +
-                                 std::to_string(total) + ")";
-        const std::vector<float> result = run_checked(
-            net, patch, shape,
-            TensorShape{1, {static_cast<uint64_t>(out), static_cast<uint64_t>(out), static_cast<uint64_t>(out)}}, what);
-        for (int64_t j = 0; j < out; ++j) {
-          wx[j] = blend_weight(j, kx, grid[0], out, overlap);
-          wy[j] = blend_weight(j, ky, grid[1], out, overlap);
-          wz[j] = blend_weight(j, kz, grid[2], out, overlap);
-        }
-        // Output voxel (i, j, k) of the patch is volume voxel (kx*stride + i, ...); outside the volume it is dropped.
-        for (int64_t i = 0; i < out; ++i) {
-          const int64_t x = kx * stride + i;
-          if (x >= nx) break;
-          for (int64_t j = 0; j < out; ++j) {
-            const int64_t y = ky * stride + j;
-            if (y >= ny) break;
-            const double wxy = wx[i] * wy[j];
-            const float* src = result.data() + (i * out + j) * out;
-            for (int64_t k = 0; k < out; ++k) {
-              const int64_t z = kz * stride + k;
-              if (z >= nz) break;
-              acc[g.index(x, y, z)] += wxy * wz[k] * post(src[k]);
-            }
-          }
-        }
-      }
-  std::vector<float> chi(acc.size());
-  for (size_t i = 0; i < acc.size(); ++i) chi[i] = static_cast<float>(acc[i]);
-  return chi;
-}
-
 void validate_inputs(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask) {
   validate_geometry(g);
   validate_volume_sizes(g, field.size(), mask.size());
   validate_finite(g, field);
+}
+
+}  // namespace
+
+namespace {
+
+uint64_t patch_total(const Dims3& dims, NativePatchRun::Model model) {
+  return model == NativePatchRun::Model::AutoQsm ? autoqsm_patch_count(dims) : qsmgan_patch_count(dims);
+}
+
+const Geometry& checked_inputs(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask) {
+  validate_inputs(g, field, mask);
+  return g;
+}
+
+}  // namespace
+
+NativePatchRun::NativePatchRun(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask, Model model,
+                               uint32_t in_flight)
+    : geometry_(checked_inputs(g, field, mask)),
+      mask_(mask),
+      scheduler_(patch_total(g.dims, model), std::max<uint32_t>(1, in_flight)) {
+  if (model == Model::AutoQsm) {
+    using namespace autoqsm_constants;
+    name_ = "autoqsm";
+    in_ = input, out_ = output, stride_ = stride;
+    input_.assign(field.begin(), field.end());
+    post_ = [](float v) { return static_cast<double>(v); };
+  } else {
+    using namespace qsmgan_constants;
+    name_ = "qsmgan";
+    in_ = input, out_ = output, stride_ = stride;
+    input_.resize(field.size());
+    const float scale = static_cast<float>(input_scale);
+    for (size_t i = 0; i < input_.size(); ++i) input_[i] = scale * field[i];
+    post_ = [](float v) {
+      const double c = std::clamp(static_cast<double>(v), -clip, clip);
+      return std::atanh(c) / output_divisor;
+    };
+  }
+  grid_ = native_patch_grid(g.dims, in_, out_, stride_);
+  const uint64_t ie = static_cast<uint64_t>(in_), oe = static_cast<uint64_t>(out_);
+  input_shape_ = TensorShape{1, {ie, ie, ie}};
+  output_shape_ = TensorShape{1, {oe, oe, oe}};
+  acc_.assign(static_cast<size_t>(g.voxel_count()), 0.0);
+}
+
+std::string NativePatchRun::where(uint64_t job) const {
+  return std::string(name_) + ": network (patch " + std::to_string(job + 1) + " of " + std::to_string(total()) + ")";
+}
+
+std::optional<uint64_t> NativePatchRun::next(std::span<float> input) {
+  if (input.size() != input_shape_.size()) {
+    throw Error(ErrorCode::InvalidArgument, "the patch buffer holds " + std::to_string(input.size()) + " values, expected " +
+                                                std::to_string(input_shape_.size()));
+  }
+  const std::optional<uint64_t> job = scheduler_.try_acquire();
+  if (!job) return std::nullopt;
+  const Geometry& g = geometry_;
+  const int64_t kx = static_cast<int64_t>(*job) % grid_[0];
+  const int64_t ky = static_cast<int64_t>(*job) / grid_[0] % grid_[1];
+  const int64_t kz = static_cast<int64_t>(*job) / (grid_[0] * grid_[1]);
+  const int64_t offset = (in_ - out_) / 2;  // the output is the centre of the input patch
+  std::vector<int64_t> cx(in_), cy(in_), cz(in_);
+  // Input: clamped coordinates (edge-replicate padding), network layout (z fastest).
+  for (int64_t j = 0; j < in_; ++j) {
+    cx[j] = std::clamp<int64_t>(kx * stride_ - offset + j, 0, g.dims[0] - 1);
+    cy[j] = std::clamp<int64_t>(ky * stride_ - offset + j, 0, g.dims[1] - 1);
+    cz[j] = std::clamp<int64_t>(kz * stride_ - offset + j, 0, g.dims[2] - 1);
+  }
+  size_t p = 0;
+  for (int64_t i = 0; i < in_; ++i)
+    for (int64_t j = 0; j < in_; ++j)
+      for (int64_t k = 0; k < in_; ++k) input[p++] = input_[g.index(cx[i], cy[j], cz[k])];
+  return job;
+}
+
+void NativePatchRun::finish(uint64_t job, std::span<const float> output) {
+  try {
+    check_output_size(output.size(), output_shape_, where(job));
+    waiting_.emplace(job, std::vector<float>(output.begin(), output.end()));
+    // Blend in patch order; a patch is done (its slot free) once blended.
+    for (auto it = waiting_.find(blended_); it != waiting_.end(); it = waiting_.find(blended_)) {
+      blend(blended_, it->second);
+      waiting_.erase(it);
+      scheduler_.complete(blended_++);
+    }
+  } catch (...) {
+    scheduler_.fail(job, std::current_exception());
+  }
+}
+
+void NativePatchRun::fail(uint64_t job, ErrorCode code, const std::string& message) {
+  scheduler_.fail(job, std::make_exception_ptr(Error(code, where(job) + ": " + message)));
+}
+
+void NativePatchRun::cancel() { scheduler_.cancel(); }
+
+void NativePatchRun::blend(uint64_t job, std::span<const float> result) {
+  const Geometry& g = geometry_;
+  const int64_t kx = static_cast<int64_t>(job) % grid_[0];
+  const int64_t ky = static_cast<int64_t>(job) / grid_[0] % grid_[1];
+  const int64_t kz = static_cast<int64_t>(job) / (grid_[0] * grid_[1]);
+  const int64_t overlap = out_ - stride_;
+  const int64_t nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
+  std::vector<double> wx(out_), wy(out_), wz(out_);
+  for (int64_t j = 0; j < out_; ++j) {
+    wx[j] = blend_weight(j, kx, grid_[0], out_, overlap);
+    wy[j] = blend_weight(j, ky, grid_[1], out_, overlap);
+    wz[j] = blend_weight(j, kz, grid_[2], out_, overlap);
+  }
+  // Output voxel (i, j, k) of the patch is volume voxel (kx*stride + i, ...); outside the volume it is dropped.
+  for (int64_t i = 0; i < out_; ++i) {
+    const int64_t x = kx * stride_ + i;
+    if (x >= nx) break;
+    for (int64_t j = 0; j < out_; ++j) {
+      const int64_t y = ky * stride_ + j;
+      if (y >= ny) break;
+      const double wxy = wx[i] * wy[j];
+      const float* src = result.data() + (i * out_ + j) * out_;
+      for (int64_t k = 0; k < out_; ++k) {
+        const int64_t z = kz * stride_ + k;
+        if (z >= nz) break;
+        acc_[g.index(x, y, z)] += wxy * wz[k] * post_(src[k]);
+      }
+    }
+  }
+}
+
+std::vector<float> NativePatchRun::result() const {
+  if (!finished()) throw Error(ErrorCode::Internal, "the run has patches out or to hand out: finish it first");
+  if (std::exception_ptr error = scheduler_.error()) std::rethrow_exception(error);
+  if (done() < total()) {
+    throw Error(ErrorCode::Cancelled, "cancelled after " + std::to_string(done()) + " of " + std::to_string(total()) + " patches");
+  }
+  std::vector<float> chi(acc_.size());
+  for (size_t i = 0; i < acc_.size(); ++i) chi[i] = mask_[i] ? static_cast<float>(acc_[i]) : 0.0f;
+  return chi;
+}
+
+namespace {
+
+// Runs the native patching sequentially on net (the runner's errors pass through, naming the patch).
+std::vector<float> run_sequentially(NativePatchRun& run, PatchRunner& net) {
+  std::vector<float> patch(run.input_shape().size());
+  while (const auto job = run.next(patch)) {
+    run.finish(*job, run_checked(net, patch, run.input_shape(), run.output_shape(), run.where(*job)));
+  }
+  return run.result();
 }
 
 }  // namespace
@@ -125,32 +212,14 @@ uint64_t qsmgan_patch_count(const Dims3& dims) {
 
 std::vector<float> autoqsm_invert(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask,
                                   PatchRunner& net) {
-  using namespace autoqsm_constants;
-  validate_inputs(g, field, mask);
-  const std::vector<float> in(field.begin(), field.end());
-  std::vector<float> chi =
-      run_native_patches(g, in, net, input, output, stride, "autoqsm", [](float v) { return static_cast<double>(v); });
-  for (size_t i = 0; i < chi.size(); ++i) {
-    if (!mask[i]) chi[i] = 0.0f;
-  }
-  return chi;
+  NativePatchRun run(g, field, mask, NativePatchRun::Model::AutoQsm);
+  return run_sequentially(run, net);
 }
 
 std::vector<float> qsmgan_invert(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask,
                                  PatchRunner& net) {
-  using namespace qsmgan_constants;
-  validate_inputs(g, field, mask);
-  std::vector<float> in(field.size());
-  const float scale = static_cast<float>(input_scale);
-  for (size_t i = 0; i < in.size(); ++i) in[i] = scale * field[i];
-  std::vector<float> chi = run_native_patches(g, in, net, input, output, stride, "qsmgan", [](float v) {
-    const double c = std::clamp(static_cast<double>(v), -clip, clip);
-    return std::atanh(c) / output_divisor;
-  });
-  for (size_t i = 0; i < chi.size(); ++i) {
-    if (!mask[i]) chi[i] = 0.0f;
-  }
-  return chi;
+  NativePatchRun run(g, field, mask, NativePatchRun::Model::Qsmgan);
+  return run_sequentially(run, net);
 }
 
 }  // namespace tessera

@@ -4,9 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "internal/native_patch_run.h"
 
 #include "tessera/error.h"
 
@@ -187,4 +191,69 @@ TEST(NativePatching, RejectsBadRunnersAndInputs) {
   Geometry zero = g;
   zero.dims = {0, 30, 20};
   EXPECT_THROW(tessera::qsmgan_invert(zero, field, mask, wrong), tessera::Error);
+}
+
+// Driven like the worker pool: up to three patches out, outputs handed back in a shuffled order. The blend waits
+// for earlier patches, so the result is bit-identical to the sequential run; a waiting output stays in flight.
+TEST(NativePatching, OutOfOrderCompletionGivesTheSequentialResult) {
+  const Geometry g = geom({70, 58, 40});
+  const std::vector<float> field = pattern(g, 0.05f);
+  std::vector<uint8_t> mask(g.voxel_count(), 1);
+  for (size_t i = 0; i < mask.size(); i += 7) mask[i] = 0;
+  for (const auto model : {tessera::NativePatchRun::Model::AutoQsm, tessera::NativePatchRun::Model::Qsmgan}) {
+    const bool autoqsm = model == tessera::NativePatchRun::Model::AutoQsm;
+    // A network whose output depends on its input (the central crop, squashed for QSMGAN's atanh).
+    CentralCrop crop(autoqsm ? 32 : 48);
+    const std::vector<float> sequential =
+        autoqsm ? tessera::autoqsm_invert(g, field, mask, crop) : tessera::qsmgan_invert(g, field, mask, crop);
+    tessera::NativePatchRun run(g, field, mask, model, 3);
+    ASSERT_GT(run.total(), 3u);
+    std::mt19937 rng(5);
+    std::vector<std::pair<uint64_t, std::vector<float>>> out;
+    std::vector<float> patch(run.input_shape().size());
+    uint32_t most = 0;
+    while (!run.finished()) {
+      while (const auto job = run.next(patch)) out.emplace_back(*job, crop.run(patch, run.input_shape()));
+      most = std::max(most, run.in_flight());
+      ASSERT_FALSE(out.empty());
+      const size_t pick = rng() % out.size();
+      run.finish(out[pick].first, out[pick].second);
+      out.erase(out.begin() + static_cast<long>(pick));
+    }
+    EXPECT_EQ(most, 3u);
+    const std::vector<float> chi = run.result();
+    ASSERT_EQ(chi.size(), sequential.size());
+    EXPECT_EQ(std::memcmp(chi.data(), sequential.data(), chi.size() * sizeof(float)), 0) << (autoqsm ? "autoqsm" : "qsmgan");
+  }
+}
+
+TEST(NativePatching, AFailedOrCancelledRunSaysSo) {
+  const Geometry g = geom({70, 58, 40});
+  const std::vector<float> field = pattern(g, 0.05f);
+  const std::vector<uint8_t> mask(g.voxel_count(), 1);
+  std::vector<float> patch(64 * 64 * 64);
+  {
+    tessera::NativePatchRun run(g, field, mask, tessera::NativePatchRun::Model::AutoQsm, 2);
+    const auto a = run.next(patch);
+    const auto b = run.next(patch);
+    run.fail(*b, tessera::ErrorCode::RunnerFailed, "the worker died");
+    EXPECT_FALSE(run.next(patch));
+    run.finish(*a, std::vector<float>(32 * 32 * 32, 0.0f));
+    ASSERT_TRUE(run.finished());
+    try {
+      run.result();
+      FAIL() << "a failed run gave a result";
+    } catch (const tessera::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("autoqsm: network (patch 2 of "), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("the worker died"), std::string::npos) << e.what();
+    }
+  }
+  {
+    tessera::NativePatchRun run(g, field, mask, tessera::NativePatchRun::Model::Qsmgan, 1);
+    const auto a = run.next(patch);
+    run.cancel();
+    run.finish(*a, std::vector<float>(48 * 48 * 48, 0.0f));
+    ASSERT_TRUE(run.finished());
+    EXPECT_THROW(run.result(), tessera::Error);
+  }
 }

@@ -315,3 +315,31 @@ test('Volumes in, geometry from them; the request schema comes from C++', async 
   const auto = await tessera.plan({ geometry, mask: maskData, spec });
   assert.ok(auto.explanation.length > 0, 'an automatic plan explains its choice');
 });
+
+test('native patching (AutoQSM, QSMGAN) runs in steps from the pool: their patching, blend and output transform', async () => {
+  const { centralCrop } = await import('../../tests/js/networks.js');
+  const { geometry, field } = volume([56, 50, 40], 21);
+  const small = field.map((v) => v * 0.05);
+  const mask = interiorMask(geometry.dims, 3);
+  const plan = await tessera.plan({ geometry, mask, model: 'autoqsm' });
+  assert.equal(plan.steps, true, 'native patching runs in steps now');
+  const seen = [];
+  // AutoQSM with the central crop: its linear blend weights sum to 1, so χ = field inside the mask.
+  const a = await tessera.invert({ field: small, mask, geometry, model: 'autoqsm', weights: centralCrop({ out: 32 }), plan, onProgress: (p) => seen.push(p) });
+  assert.equal(a.report.tilesRun, 8, '2×2×2 AutoQSM patches (stride 24)');
+  assert.equal(seen.at(-1).done, 8);
+  let worst = 0;
+  for (let i = 0; i < small.length; i++) worst = Math.max(worst, Math.abs(a.chi[i] - (mask[i] ? small[i] : 0)));
+  assert.ok(worst < 1e-7, `AutoQSM identity off by ${worst}`);
+  // QSMGAN: the network sees -100·field; χ = atanh(clip(output))/10, no overlap.
+  const scale = -0.004;
+  const q = await tessera.invert({ field: small, mask, geometry, model: 'qsmgan', weights: centralCrop({ out: 48, scale }) });
+  worst = 0;
+  for (let i = 0; i < small.length; i++) {
+    const out = Math.fround(Math.fround(-100 * small[i]) * Math.fround(scale));
+    const expected = mask[i] ? Math.atanh(Math.min(0.999999, Math.max(-0.999999, out))) / 10 : 0;
+    worst = Math.max(worst, Math.abs(q.chi[i] - expected));
+  }
+  assert.ok(worst < 1e-6, `QSMGAN transform off by ${worst}`);
+  assert.equal((await tessera.status()).running, 0);
+});

@@ -1,5 +1,6 @@
-// A field -> chi run that JavaScript drives step by step (internal/step_run.h): next() hands out a gathered patch
-// while the plan allows another tile in flight, finish() scatters a network output. Nothing blocks, nothing polls.
+// A field -> chi run that JavaScript drives step by step: next() hands out a gathered patch while the plan allows
+// another in flight, finish() takes a network output. Nothing blocks, nothing polls. Tiled and whole-volume field -> chi
+// networks run a StepRun (internal/step_run.h), AutoQSM / QSMGAN their native patching (internal/native_patch_run.h).
 #pragma once
 
 #include <emscripten/val.h>
@@ -9,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "internal/step_run.h"
 #include "volume.h"
 
 namespace tessera::js {
@@ -18,8 +18,11 @@ using emscripten::val;
 
 class FieldRun {
  public:
+  // The run behind the steps: a StepRun or a NativePatchRun (field_run.cpp).
+  class Steps;
+  ~FieldRun();
   // plan is the plan object of this request (from plan()); the run obeys it.
-  // The request is a field -> chi network (registered or custom).
+  // The request runs in steps (runs_in_steps: field -> chi networks, registered or custom, and native patching).
   FieldRun(std::shared_ptr<Volume> volume, const val& request, const val& plan);
   // {job, tile, dims: [1, 1, X, Y, Z], input: Float32Array (a copy, off the heap)}, or null when no patch may start.
   val next();
@@ -41,7 +44,7 @@ class FieldRun {
   std::vector<float> chi_;
   std::vector<float> staging_;  // one patch, gathered then copied out
   std::string warning_;
-  std::unique_ptr<StepRun> run_;
+  std::unique_ptr<Steps> run_;
 };
 
 }  // namespace tessera::js

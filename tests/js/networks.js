@@ -186,3 +186,18 @@ export function convStackReference(input, [X, Y, Z], opts = {}) {
   });
   return cur;
 }
+
+/**
+ * A native-patching network (AutoQSM / QSMGAN shape): the central out³ of a [1, 1, 64, 64, 64] input, times scale.
+ * Through native patching with scale 1 it is the identity of the field (AutoQSM's blend weights sum to 1).
+ * @returns {Uint8Array} ONNX bytes
+ */
+export function centralCrop({ out = 32, scale = 1 } = {}) {
+  const b = new Builder(1);
+  const o = (64 - out) / 2;
+  const INT64 = onnx.TensorProto.DataType.INT64;
+  const ints = (name, values) => onnx.TensorProto.create({ name, dims: [values.length], dataType: INT64, int64Data: values });
+  b.inits.push(ints('starts', [o, o, o]), ints('ends', [o + out, o + out, o + out]), ints('axes', [2, 3, 4]), tensor('scale', [1], [scale]));
+  const cropped = b.op('Slice', ['input', 'starts', 'ends', 'axes']);
+  return b.finish('input', b.op('Mul', [cropped, 'scale']), 1, 1, [out, out, out]);
+}

@@ -63,8 +63,9 @@ struct PlanChoice {
 TilePlan plan_of_choice(const InversionRequest& request, std::span<const uint8_t> mask, const PlanChoice& choice,
                         Target target);
 
-// Whether this request runs through a StepRun (field -> chi networks, tiled or whole) rather than a driver that
-// calls its network from inside an algorithm (physics loops, native patching, phase networks).
+// Whether this request runs in steps driven from outside (field -> chi networks tiled or whole: StepRun; AutoQSM /
+// QSMGAN native patching: NativePatchRun) rather than on a driver thread that calls its network from inside an
+// algorithm (physics loops, phase networks).
 bool runs_in_steps(const InversionRequest& request);
 
 // The FieldNetwork the request runs (a registered one, or the custom one).
