@@ -46,10 +46,17 @@ const Geometry& checked_inputs(const Geometry& g, std::span<const float> field, 
 }  // namespace
 
 NativePatchRun::NativePatchRun(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask, Model model,
-                               uint32_t in_flight)
-    : geometry_(checked_inputs(g, field, mask)),
+                               std::span<float> chi, uint32_t in_flight, uint64_t bytes_per_patch)
+    : PatchSteps(patch_total(checked_inputs(g, field, mask).dims, model), std::max<uint32_t>(1, in_flight)),
+      geometry_(g),
       mask_(mask),
-      scheduler_(patch_total(g.dims, model), std::max<uint32_t>(1, in_flight)) {
+      chi_(chi),
+      bytes_per_patch_(bytes_per_patch),
+      t0_(std::chrono::steady_clock::now()) {
+  if (chi.size() != g.voxel_count()) {
+    throw Error(ErrorCode::InvalidArgument, "output buffer holds " + std::to_string(chi.size()) + " values but the volume has " +
+                                                std::to_string(g.voxel_count()) + " voxels");
+  }
   if (model == Model::AutoQsm) {
     using namespace autoqsm_constants;
     name_ = "autoqsm";
@@ -79,7 +86,7 @@ std::string NativePatchRun::where(uint64_t job) const {
   return std::string(name_) + ": network (patch " + std::to_string(job + 1) + " of " + std::to_string(total()) + ")";
 }
 
-std::optional<uint64_t> NativePatchRun::next(std::span<float> input) {
+std::optional<PatchSteps::Patch> NativePatchRun::next(std::span<float> input) {
   if (input.size() != input_shape_.size()) {
     throw Error(ErrorCode::InvalidArgument, "the patch buffer holds " + std::to_string(input.size()) + " values, expected " +
                                                 std::to_string(input_shape_.size()));
@@ -102,7 +109,7 @@ std::optional<uint64_t> NativePatchRun::next(std::span<float> input) {
   for (int64_t i = 0; i < in_; ++i)
     for (int64_t j = 0; j < in_; ++j)
       for (int64_t k = 0; k < in_; ++k) input[p++] = input_[g.index(cx[i], cy[j], cz[k])];
-  return job;
+  return Patch{*job, 0};
 }
 
 void NativePatchRun::finish(uint64_t job, std::span<const float> output) {
@@ -123,8 +130,6 @@ void NativePatchRun::finish(uint64_t job, std::span<const float> output) {
 void NativePatchRun::fail(uint64_t job, ErrorCode code, const std::string& message) {
   scheduler_.fail(job, std::make_exception_ptr(Error(code, where(job) + ": " + message)));
 }
-
-void NativePatchRun::cancel() { scheduler_.cancel(); }
 
 void NativePatchRun::blend(uint64_t job, std::span<const float> result) {
   const Geometry& g = geometry_;
@@ -157,26 +162,32 @@ void NativePatchRun::blend(uint64_t job, std::span<const float> result) {
   }
 }
 
-std::vector<float> NativePatchRun::result() const {
-  if (!finished()) throw Error(ErrorCode::Internal, "the run has patches out or to hand out: finish it first");
-  if (std::exception_ptr error = scheduler_.error()) std::rethrow_exception(error);
-  if (done() < total()) {
-    throw Error(ErrorCode::Cancelled, "cancelled after " + std::to_string(done()) + " of " + std::to_string(total()) + " patches");
-  }
-  std::vector<float> chi(acc_.size());
-  for (size_t i = 0; i < acc_.size(); ++i) chi[i] = mask_[i] ? static_cast<float>(acc_[i]) : 0.0f;
-  return chi;
+RunReport NativePatchRun::report() const {
+  check_succeeded("patches");
+  for (size_t i = 0; i < acc_.size(); ++i) chi_[i] = mask_[i] ? static_cast<float>(acc_[i]) : 0.0f;
+  RunReport r;
+  r.tiles_total = r.tiles_run = total();  // the network's own patches
+  r.concurrency = scheduler_.concurrency();
+  r.max_in_flight = scheduler_.max_in_flight();
+  r.patch_edge = static_cast<uint64_t>(in_);
+  r.bytes_per_tile = bytes_per_patch_;
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  return r;
 }
 
 namespace {
 
 // Runs the native patching sequentially on net (the runner's errors pass through, naming the patch).
-std::vector<float> run_sequentially(NativePatchRun& run, PatchRunner& net) {
+std::vector<float> run_sequentially(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask,
+                                    NativePatchRun::Model model, PatchRunner& net) {
+  std::vector<float> chi(field.size());
+  NativePatchRun run(g, field, mask, model, chi);
   std::vector<float> patch(run.input_shape().size());
-  while (const auto job = run.next(patch)) {
-    run.finish(*job, run_checked(net, patch, run.input_shape(), run.output_shape(), run.where(*job)));
+  while (const auto p = run.next(patch)) {
+    run.finish(p->job, run_checked(net, patch, run.input_shape(), run.output_shape(), run.where(p->job)));
   }
-  return run.result();
+  run.report();
+  return chi;
 }
 
 }  // namespace
@@ -212,14 +223,12 @@ uint64_t qsmgan_patch_count(const Dims3& dims) {
 
 std::vector<float> autoqsm_invert(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask,
                                   PatchRunner& net) {
-  NativePatchRun run(g, field, mask, NativePatchRun::Model::AutoQsm);
-  return run_sequentially(run, net);
+  return run_sequentially(g, field, mask, NativePatchRun::Model::AutoQsm, net);
 }
 
 std::vector<float> qsmgan_invert(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask,
                                  PatchRunner& net) {
-  NativePatchRun run(g, field, mask, NativePatchRun::Model::Qsmgan);
-  return run_sequentially(run, net);
+  return run_sequentially(g, field, mask, NativePatchRun::Model::Qsmgan, net);
 }
 
 }  // namespace tessera

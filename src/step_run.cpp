@@ -21,14 +21,14 @@ const TilePlan& checked(const TilePlan& plan, const Geometry& g) {
 
 StepRun::StepRun(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask,
                  const FieldNetwork& network, const TilePlan& plan, uint32_t output_channels, std::span<float> chi)
-    : geometry_(g),
+    : PatchSteps(active_tiles(checked(plan, g).grid).size(), plan.tiles_in_flight),
+      geometry_(g),
       field_(field),
       mask_(mask),
       network_(network),
       plan_(checked(plan, g)),
       active_(active_tiles(plan_.grid)),
       chi_(chi),
-      scheduler_(active_.size(), plan_.tiles_in_flight),
       t0_(Clock::now()) {
   validate_geometry(g);
   validate_volume_sizes(g, field.size(), mask.size());
@@ -50,7 +50,7 @@ const Tile& StepRun::tile_of(uint64_t job) const {
   return *active_[job];
 }
 
-std::optional<StepRun::Patch> StepRun::next(std::span<float> input) {
+std::optional<PatchSteps::Patch> StepRun::next(std::span<float> input) {
   if (input.size() != input_shape_.size()) {
     throw Error(ErrorCode::InvalidArgument, "the patch buffer holds " + std::to_string(input.size()) + " values, expected " +
                                                 std::to_string(input_shape_.size()));
@@ -89,15 +89,8 @@ void StepRun::fail(uint64_t job, ErrorCode code, const std::string& message) {
   scheduler_.fail(job, std::make_exception_ptr(Error(code, where + ": " + message)));
 }
 
-void StepRun::cancel() { scheduler_.cancel(); }
-
 RunReport StepRun::report() const {
-  if (!finished()) throw Error(ErrorCode::Internal, "the run has patches out or to hand out: finish it first");
-  if (std::exception_ptr error = scheduler_.error()) std::rethrow_exception(error);
-  if (scheduler_.done() < scheduler_.total()) {
-    throw Error(ErrorCode::Cancelled, "cancelled after " + std::to_string(scheduler_.done()) + " of " +
-                                          std::to_string(scheduler_.total()) + " tiles");
-  }
+  check_succeeded("tiles");
   RunReport r;
   r.tiles_total = plan_.grid.tiles.size();
   r.tiles_run = scheduler_.done();

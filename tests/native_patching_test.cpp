@@ -206,14 +206,15 @@ TEST(NativePatching, OutOfOrderCompletionGivesTheSequentialResult) {
     CentralCrop crop(autoqsm ? 32 : 48);
     const std::vector<float> sequential =
         autoqsm ? tessera::autoqsm_invert(g, field, mask, crop) : tessera::qsmgan_invert(g, field, mask, crop);
-    tessera::NativePatchRun run(g, field, mask, model, 3);
+    std::vector<float> chi(g.voxel_count());
+    tessera::NativePatchRun run(g, field, mask, model, chi, 3);
     ASSERT_GT(run.total(), 3u);
     std::mt19937 rng(5);
     std::vector<std::pair<uint64_t, std::vector<float>>> out;
     std::vector<float> patch(run.input_shape().size());
     uint32_t most = 0;
     while (!run.finished()) {
-      while (const auto job = run.next(patch)) out.emplace_back(*job, crop.run(patch, run.input_shape()));
+      while (const auto p = run.next(patch)) out.emplace_back(p->job, crop.run(patch, run.input_shape()));
       most = std::max(most, run.in_flight());
       ASSERT_FALSE(out.empty());
       const size_t pick = rng() % out.size();
@@ -221,7 +222,7 @@ TEST(NativePatching, OutOfOrderCompletionGivesTheSequentialResult) {
       out.erase(out.begin() + static_cast<long>(pick));
     }
     EXPECT_EQ(most, 3u);
-    const std::vector<float> chi = run.result();
+    EXPECT_EQ(run.report().tiles_run, run.total());
     ASSERT_EQ(chi.size(), sequential.size());
     EXPECT_EQ(std::memcmp(chi.data(), sequential.data(), chi.size() * sizeof(float)), 0) << (autoqsm ? "autoqsm" : "qsmgan");
   }
@@ -231,17 +232,17 @@ TEST(NativePatching, AFailedOrCancelledRunSaysSo) {
   const Geometry g = geom({70, 58, 40});
   const std::vector<float> field = pattern(g, 0.05f);
   const std::vector<uint8_t> mask(g.voxel_count(), 1);
-  std::vector<float> patch(64 * 64 * 64);
+  std::vector<float> patch(64 * 64 * 64), chi(g.voxel_count());
   {
-    tessera::NativePatchRun run(g, field, mask, tessera::NativePatchRun::Model::AutoQsm, 2);
+    tessera::NativePatchRun run(g, field, mask, tessera::NativePatchRun::Model::AutoQsm, chi, 2);
     const auto a = run.next(patch);
     const auto b = run.next(patch);
-    run.fail(*b, tessera::ErrorCode::RunnerFailed, "the worker died");
+    run.fail(b->job, tessera::ErrorCode::RunnerFailed, "the worker died");
     EXPECT_FALSE(run.next(patch));
-    run.finish(*a, std::vector<float>(32 * 32 * 32, 0.0f));
+    run.finish(a->job, std::vector<float>(32 * 32 * 32, 0.0f));
     ASSERT_TRUE(run.finished());
     try {
-      run.result();
+      run.report();
       FAIL() << "a failed run gave a result";
     } catch (const tessera::Error& e) {
       EXPECT_NE(std::string(e.what()).find("autoqsm: network (patch 2 of "), std::string::npos) << e.what();
@@ -249,11 +250,11 @@ TEST(NativePatching, AFailedOrCancelledRunSaysSo) {
     }
   }
   {
-    tessera::NativePatchRun run(g, field, mask, tessera::NativePatchRun::Model::Qsmgan, 1);
+    tessera::NativePatchRun run(g, field, mask, tessera::NativePatchRun::Model::Qsmgan, chi, 1);
     const auto a = run.next(patch);
     run.cancel();
-    run.finish(*a, std::vector<float>(48 * 48 * 48, 0.0f));
+    run.finish(a->job, std::vector<float>(48 * 48 * 48, 0.0f));
     ASSERT_TRUE(run.finished());
-    EXPECT_THROW(run.result(), tessera::Error);
+    EXPECT_THROW(run.report(), tessera::Error);
   }
 }

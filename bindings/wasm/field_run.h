@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "internal/patch_steps.h"
 #include "volume.h"
 
 namespace tessera::js {
@@ -18,9 +19,6 @@ using emscripten::val;
 
 class FieldRun {
  public:
-  // The run behind the steps: a StepRun or a NativePatchRun (field_run.cpp).
-  class Steps;
-  ~FieldRun();
   // plan is the plan object of this request (from plan()); the run obeys it.
   // The request runs in steps (runs_in_steps: field -> chi networks, registered or custom, and native patching).
   FieldRun(std::shared_ptr<Volume> volume, const val& request, const val& plan);
@@ -44,7 +42,7 @@ class FieldRun {
   std::vector<float> chi_;
   std::vector<float> staging_;  // one patch, gathered then copied out
   std::string warning_;
-  std::unique_ptr<Steps> run_;
+  std::unique_ptr<PatchSteps> run_;  // a StepRun or a NativePatchRun
 };
 
 }  // namespace tessera::js

@@ -5,6 +5,8 @@
 // sequentially; the bindings can drive it from the worker pool.
 #pragma once
 
+#include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -13,64 +15,52 @@
 #include <string>
 #include <vector>
 
-#include "internal/scheduler.h"
+#include "internal/patch_steps.h"
 #include "tessera/error.h"
 #include "tessera/geometry.h"
 #include "tessera/runner.h"
 
 namespace tessera {
 
-class NativePatchRun {
+class NativePatchRun : public PatchSteps {
  public:
   enum class Model { AutoQsm, Qsmgan };
 
-  // geometry valid; field.size() == mask.size() == voxel_count (else Error InvalidArgument); field finite (else
-  // NonFiniteInput). field and mask outlive the run. in_flight >= 1 (0 is taken as 1).
+  // geometry valid; field.size() == mask.size() == chi.size() == voxel_count (else Error InvalidArgument); field
+  // finite (else NonFiniteInput). field, mask and chi outlive the run; report() writes χ (ppm) times the mask to chi.
+  // in_flight >= 1 (0 is taken as 1); bytes_per_patch is what the plan budgets per patch (for the report).
   NativePatchRun(const Geometry& geometry, std::span<const float> field, std::span<const uint8_t> mask, Model model,
-                 uint32_t in_flight = 1);
+                 std::span<float> chi, uint32_t in_flight = 1, uint64_t bytes_per_patch = 0);
 
-  // [1, 1, 64, 64, 64] for both networks.
-  const TensorShape& input_shape() const { return input_shape_; }
   // [1, 1, output³].
   const TensorShape& output_shape() const { return output_shape_; }
   // "autoqsm: network (patch 3 of 12)": how messages name a patch.
   std::string where(uint64_t job) const;
 
-  // Gathers the next patch (edge-replicate padding) into input; nothing while in_flight patches are out (handed
-  // out, or finished and waiting for an earlier one), after the last, or once the run stopped.
-  // input.size() == input_shape().size().
-  std::optional<uint64_t> next(std::span<float> input);
-  // Takes a handed-out patch's network output; a wrong length fails the run naming the patch.
-  void finish(uint64_t job, std::span<const float> output);
-  // Fails a handed-out patch: no new patch starts.
-  void fail(uint64_t job, ErrorCode code, const std::string& message);
-  void cancel();
-
-  bool finished() const { return scheduler_.finished(); }
-  uint64_t done() const { return scheduler_.done(); }
-  uint64_t total() const { return scheduler_.total(); }
-  uint32_t in_flight() const { return scheduler_.in_flight(); }
-
-  // χ (ppm) times the mask. Throws the run's first error, or Error(Cancelled).
-  // finished() is true.
-  std::vector<float> result() const;
+  // Patches are [1, 1, 64, 64, 64] in x-fastest patch order, all of the plan's one (whole-volume) tile; an output
+  // that arrives before an earlier one waits, still in flight, and is blended in patch order.
+  std::optional<Patch> next(std::span<float> input) override;
+  void finish(uint64_t job, std::span<const float> output) override;
+  void fail(uint64_t job, ErrorCode code, const std::string& message) override;
+  RunReport report() const override;
 
  private:
   void blend(uint64_t job, std::span<const float> output);
 
   Geometry geometry_;
   std::span<const uint8_t> mask_;
+  std::span<float> chi_;
   std::vector<float> input_;  // the field as the network sees it (QSMGAN: scaled)
   const char* name_;
   int64_t in_ = 0, out_ = 0, stride_ = 0;
   std::array<int64_t, 3> grid_{};
   std::function<double(float)> post_;
-  TensorShape input_shape_;
   TensorShape output_shape_;
   std::vector<double> acc_;
   std::map<uint64_t, std::vector<float>> waiting_;  // finished, waiting for an earlier patch
   uint64_t blended_ = 0;                            // patches blended so far (in order)
-  TileScheduler scheduler_;
+  uint64_t bytes_per_patch_ = 0;
+  std::chrono::steady_clock::time_point t0_;
 };
 
 }  // namespace tessera
