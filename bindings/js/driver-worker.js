@@ -5,7 +5,7 @@ import { workerPort, hardwareConcurrency } from './platform.js';
 import { loadTesseraModule } from './module.js';
 import { WorkerPool } from './pool.js';
 import { runInversion, runSteps } from './driver.js';
-import { TesseraError, errorToMessage, fromModuleError } from './errors.js';
+import { TesseraError, errorToMessage, callModule } from './errors.js';
 
 const port = workerPort();
 let M = null;
@@ -13,13 +13,7 @@ let options = {};
 const running = new Map(); // request id → AbortController
 const livePools = new Set(); // pools of runs in progress (for status())
 
-function call(f) {
-  try {
-    return f();
-  } catch (e) {
-    throw fromModuleError(e);
-  }
-}
+const call = callModule;
 
 function toMask(mask, n) {
   if (mask === undefined || mask === null) return new Uint8Array(n).fill(1);

@@ -9,7 +9,7 @@
 //   requests and answers them.
 //
 // Either way the C++ core alone decides how many tiles are in flight; the pool has exactly that many workers.
-import { TesseraError, fromModuleError } from './errors.js';
+import { TesseraError, fromModuleError, callModule as call } from './errors.js';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -43,12 +43,7 @@ function progressEvent(s, started, running, startedTiles) {
 export async function runSteps(M, { volume, request, plan, pool, onProgress, signal }) {
   if (signal?.aborted) throw abortError();
   const started = performance.now();
-  let run;
-  try {
-    run = M.startFieldRun(volume, request, plan);
-  } catch (e) {
-    throw fromModuleError(e);
-  }
+  const run = call(() => M.startFieldRun(volume, request, plan));
   const running = new Map(); // job → grid tile
   const startedTiles = new Set();
   const pending = new Set();
@@ -72,7 +67,8 @@ export async function runSteps(M, { volume, request, plan, pool, onProgress, sig
         const { job, tile } = p;
         running.set(job, tile);
         startedTiles.add(tile);
-        // The pool's id names the call in messages and test hooks: 1, 2, … in the order tiles start.
+        // p.input views the module heap (valid until the next allocating call): the pool copies it inside run().
+        // The pool's id names the call in messages and faults: 1, 2, … in the order tiles start.
         const task = pool.run({ id: job + 1, input: p.input, dims: p.dims }).then(
           (out) => !aborted && call(() => run.finish(job, out.output)),
           (err) => !aborted && call(() => run.fail(job, err?.message ?? String(err))),
@@ -115,14 +111,6 @@ export async function runSteps(M, { volume, request, plan, pool, onProgress, sig
   }
 }
 
-function call(f) {
-  try {
-    return f();
-  } catch (e) {
-    throw fromModuleError(e);
-  }
-}
-
 /**
  * Runs an inversion whose algorithm calls its network from C++ (physics loops, native patching, phase networks),
  * serving the driver thread's network requests from the pools.
@@ -133,12 +121,7 @@ function call(f) {
 export async function runInversion(M, { volume, request, plan, pools, onProgress, signal, pollMs = 2 }) {
   if (signal?.aborted) throw abortError();
   const started = performance.now();
-  let job;
-  try {
-    job = M.startInversion(volume, request, plan);
-  } catch (e) {
-    throw fromModuleError(e);
-  }
+  const job = call(() => M.startInversion(volume, request, plan));
   if (job.networkCount() !== pools.length) {
     job.cancel();
     job.delete();

@@ -29,6 +29,15 @@ export function errorFromMessage(m) {
 }
 
 /** A TesseraError from an error thrown by the wasm module (its name is "TesseraError" and it has a code). */
+/** Runs f (a call into the wasm module); a thrown module error becomes a TesseraError. */
+export function callModule(f) {
+  try {
+    return f();
+  } catch (e) {
+    throw fromModuleError(e);
+  }
+}
+
 export function fromModuleError(e) {
   if (e instanceof TesseraError) return e;
   if (e && typeof e === 'object' && e.name === 'TesseraError') return new TesseraError(e.message, e.code ?? 'Internal');

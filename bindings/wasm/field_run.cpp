@@ -40,7 +40,8 @@ val FieldRun::next() {
   dims.call<void>("push", 1);
   for (uint64_t d : run_->input_shape().dims) dims.call<void>("push", static_cast<double>(d));
   o.set("dims", dims);
-  o.set("input", copy_out(std::span<const float>(staging_)));
+  // A view on the heap, valid until the next allocating call: the caller copies it at once (the pool does).
+  o.set("input", val(emscripten::typed_memory_view(staging_.size(), staging_.data())));
   return o;
 }
 
@@ -68,14 +69,15 @@ val FieldRun::state() const {
   return o;
 }
 
-val FieldRun::report() const {
-  val r = to_val(run_->report());
+val FieldRun::report() {
+  val r = to_val(run_->report());  // throws unless the run succeeded (native patching writes chi here)
+  succeeded_ = true;
   r.set("warning", warning_);
   return r;
 }
 
 val FieldRun::result() const {
-  run_->report();  // throws unless the run succeeded (native patching writes chi here)
+  if (!succeeded_) throw Error(ErrorCode::Internal, "no result: report() has not confirmed a successful run");
   return copy_out(std::span<const float>(chi_));
 }
 

@@ -22,7 +22,8 @@ class FieldRun {
   // plan is the plan object of this request (from plan()); the run obeys it.
   // The request runs in steps (runs_in_steps: field -> chi networks, registered or custom, and native patching).
   FieldRun(std::shared_ptr<Volume> volume, const val& request, const val& plan);
-  // {job, tile, dims: [1, 1, X, Y, Z], input: Float32Array (a copy, off the heap)}, or null when no patch may start.
+  // {job, tile, dims: [1, 1, X, Y, Z], input: a Float32Array view on the heap, valid until the next call that may
+  // allocate: copy it at once}, or null when no patch may start.
   val next();
   // Scatters the network output of a patch from next() (a Float32Array of output channels · patch voxels).
   void finish(double job, const val& output);
@@ -32,7 +33,7 @@ class FieldRun {
   // {finished, done, total, inFlight}
   val state() const;
   // The report of a finished run; throws its first error (or Cancelled) as a TesseraError.
-  val report() const;
+  val report();
   // chi as a standalone Float32Array; only after a successful report().
   val result() const;
   std::string warning() const { return warning_; }
@@ -43,6 +44,7 @@ class FieldRun {
   std::vector<float> staging_;  // one patch, gathered then copied out
   std::string warning_;
   std::unique_ptr<PatchSteps> run_;  // a StepRun or a NativePatchRun
+  bool succeeded_ = false;           // report() confirmed success
 };
 
 }  // namespace tessera::js
