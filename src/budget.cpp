@@ -126,6 +126,29 @@ void validate_tile_config(TileConfig cfg) {
                                                 std::to_string(cfg.halo) + " is absurdly large (at most " +
                                                 std::to_string(kMaxEdge) + ")");
   }
+  if (cfg.stride > cfg.core) {
+    throw Error(ErrorCode::InvalidArgument, "tile stride " + std::to_string(cfg.stride) + " is over the core " +
+                                                std::to_string(cfg.core) + ": tiles would leave gaps; use a stride of at most " +
+                                                std::to_string(cfg.core) + " (0 or the core: no overlap)");
+  }
+}
+
+const char* blend_name(Blend blend) {
+  switch (blend) {
+    case Blend::Crop: return "crop";
+    case Blend::Linear: return "linear";
+    case Blend::Cosine: return "cosine";
+    case Blend::Gaussian: return "gaussian";
+  }
+  return "crop";
+}
+
+Blend blend_from_name(std::string_view name) {
+  for (Blend b : {Blend::Crop, Blend::Linear, Blend::Cosine, Blend::Gaussian}) {
+    if (name == blend_name(b)) return b;
+  }
+  throw Error(ErrorCode::InvalidArgument,
+              "unknown blend '" + std::string(name) + "': use crop, linear, cosine or gaussian");
 }
 
 }  // namespace tessera

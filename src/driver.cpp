@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "internal/scheduler.h"
+#include "tessera/blend.h"
 #include "tessera/error.h"
 #include "tessera/plan.h"
 
@@ -132,7 +133,7 @@ RunReport tiled_field_inversion(const Geometry& g, std::span<const float> field,
   const uint64_t edge = grid.patch_edge;
   const std::array<uint64_t, 3> dims{edge, edge, edge};
   const TensorShape shape{1, dims};
-  std::fill(chi.begin(), chi.end(), 0.0f);
+  TileWriter writer(g, mask, grid, network.norm, chi);
 
   auto work = [&](uint64_t job) {
     const Tile& t = *active[job];
@@ -142,8 +143,7 @@ RunReport tiled_field_inversion(const Geometry& g, std::span<const float> field,
                  network.masked_input ? mask : std::span<const uint8_t>{});
     const std::vector<float> output =
         run_checked(runner, input, shape, TensorShape{runner.output_channels(), dims}, tile_text(t));
-    scatter_core(g, mask, t.core_lo, t.core_hi, t.patch_lo, dims, network.norm,
-                 std::span<const float>(output).first(shape.spatial()), chi);
+    writer.write(t, dims, std::span<const float>(output).first(shape.spatial()));
   };
   RunReport report =
       tiled_scatter(active.size(), tile_concurrency(cfg, network.cost, options.threads, options.target), work, options);
@@ -156,6 +156,11 @@ RunReport tiled_volume_algorithm(const Geometry& g, std::span<const float> field
                                  const RunOptions& options, std::span<float> out) {
   validate_inputs(g, field, mask, out.size());
   validate_tile_config(cfg);
+  if (cfg.overlapping()) {
+    throw Error(ErrorCode::InvalidArgument, "overlapping tiles (stride " + std::to_string(cfg.stride) + " < core " +
+                                                std::to_string(cfg.core) + ") are blended for field → χ networks only; "
+                                                "a physics loop tiles with stride = core");
+  }
   if (options.target == Target::Wasm) check_wasm_patch_fits(cfg, cost);
 
   const TileGrid grid = make_tile_grid(g, mask, cfg, cost.divisor);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "tessera/blend.h"
 #include "tessera/error.h"
 
 namespace tessera {
@@ -51,7 +52,9 @@ TilePlan plan_tiled(const Geometry& g, std::span<const uint8_t> mask, const Fiel
   const uint64_t patch_io = saturating_mul(saturating_mul(p.patch_edge, saturating_mul(p.patch_edge, p.patch_edge)), 4 * 2);
   // Per tile in flight: the gathered input and the network's output, each held twice at the hand-over
   // (the driver's buffer and the bridge's copy).
-  const uint64_t need = saturating_add(volume_bytes(g), saturating_mul(saturating_mul(patch_io, 2), in_flight));
+  // Overlapping tiles also hold the blend accumulator (tessera/blend.h).
+  const uint64_t need = saturating_add(saturating_add(volume_bytes(g), TileWriter::extra_bytes(g, cfg)),
+                                       saturating_mul(saturating_mul(patch_io, 2), in_flight));
   p.module_heap_bytes = saturating_add(need, wasm_heap_growth_slack(need));
   p.peak_bytes = saturating_add(p.activation_bytes, p.module_heap_bytes);
   p.feasible = true;

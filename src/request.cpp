@@ -12,12 +12,16 @@ namespace {
 
 constexpr double kHuge = 1e15;
 
-const std::array<OptionSpec, 17> kOptions{{
+const std::array<OptionSpec, 19> kOptions{{
     {"tile", "", 0, "auto", 0, 0, false, false,
      "{core, halo} in voxels, or \"auto\": the planner chooses core, workers and threads per worker"},
     {"tile.core", "voxels", 0, "auto", 1, 4096, false, true, "output core edge of a tile"},
     {"tile.halo", "voxels", defaults::kCustomNetworkHalo, "the network's default halo (4 for a custom network)", 0, 1024, false, true,
      "context added on every side of a core"},
+    {"tile.stride", "voxels", 0, "the core (no overlap)", 0, 4096, false, true,
+     "cores start every stride voxels; shorter than the core, overlapping cores are blended"},
+    {"tile.blend", "", 0, "crop", 0, 0, false, false,
+     "how overlapping cores combine: crop (equal weights), linear, cosine (Hann) or gaussian (σ = core/8)"},
     {"whole", "", 0, "false", 0, 1, false, false, "run the whole volume at once (when it fits the single-patch limit)"},
     {"workers", "", 0, "auto", 1, 64, false, true, "networks running at once (the budget may lower it)"},
     {"threadsPerWorker", "", defaults::kThreadsPerWorker, "", 1, 64, false, true, "ONNX Runtime intra-op threads of each worker"},

@@ -17,6 +17,15 @@ const TilePlan& checked(const TilePlan& plan, const Geometry& g) {
   return plan;
 }
 
+std::span<float> checked_output(const Geometry& g, std::span<float> chi) {
+  validate_geometry(g);
+  if (chi.size() != g.voxel_count()) {
+    throw Error(ErrorCode::InvalidArgument, "output buffer holds " + std::to_string(chi.size()) + " values but the volume has " +
+                                                std::to_string(g.voxel_count()) + " voxels");
+  }
+  return chi;
+}
+
 }  // namespace
 
 StepRun::StepRun(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask,
@@ -28,21 +37,15 @@ StepRun::StepRun(const Geometry& g, std::span<const float> field, std::span<cons
       network_(network),
       plan_(checked(plan, g)),
       active_(active_tiles(plan_.grid)),
-      chi_(chi),
+      writer_(g, mask, plan_.grid, network.norm, checked_output(g, chi)),
       t0_(Clock::now()) {
-  validate_geometry(g);
   validate_volume_sizes(g, field.size(), mask.size());
-  if (chi.size() != g.voxel_count()) {
-    throw Error(ErrorCode::InvalidArgument, "output buffer holds " + std::to_string(chi.size()) + " values but the volume has " +
-                                                std::to_string(g.voxel_count()) + " voxels");
-  }
   validate_finite(g, field);
   const uint64_t e = plan_.patch_edge;
   input_shape_ = TensorShape{1, plan_.whole_volume ? plan_.patch_dims : std::array<uint64_t, 3>{e, e, e}};
   output_shape_ = TensorShape{std::max<uint32_t>(1, output_channels), input_shape_.dims};
   started_.resize(active_.size());
   seconds_.assign(active_.size(), 0.0);
-  std::fill(chi.begin(), chi.end(), 0.0f);
 }
 
 const Tile& StepRun::tile_of(uint64_t job) const {
@@ -74,8 +77,7 @@ void StepRun::finish(uint64_t job, std::span<const float> output) {
   try {
     const std::string where = plan_.whole_volume ? "whole volume " + dims_text(input_shape_.dims) : tile_text(t);
     check_output_size(output.size(), output_shape_, where);
-    scatter_core(geometry_, mask_, t.core_lo, t.core_hi, t.patch_lo, input_shape_.dims, network_.norm,
-                 output.first(input_shape_.spatial()), chi_);
+    writer_.write(t, input_shape_.dims, output.first(input_shape_.spatial()));
     seconds_[job] = std::chrono::duration<double>(Clock::now() - started_[job]).count();
     scheduler_.complete(job);
   } catch (...) {

@@ -63,8 +63,10 @@ TileGrid make_tile_grid(const Geometry& g, std::span<const uint8_t> mask, TileCo
   grid.config = cfg;
   grid.patch_edge = tile_patch_size(cfg, divisor);
   const int64_t core = cfg.core;
+  const int64_t step = cfg.step();
   for (int a = 0; a < 3; ++a) {
-    grid.counts[a] = static_cast<uint64_t>((g.dims[a] + core - 1) / core);
+    // Windows start every step voxels until one reaches the far edge.
+    grid.counts[a] = 1 + static_cast<uint64_t>((std::max<int64_t>(0, g.dims[a] - core) + step - 1) / step);
   }
   grid.tiles.reserve(grid.counts[0] * grid.counts[1] * grid.counts[2]);
   uint64_t index = 0;
@@ -75,7 +77,7 @@ TileGrid make_tile_grid(const Geometry& g, std::span<const uint8_t> mask, TileCo
         t.index = index++;
         const uint64_t tc[3] = {tx, ty, tz};
         for (int a = 0; a < 3; ++a) {
-          t.core_lo[a] = static_cast<int64_t>(tc[a]) * core;
+          t.core_lo[a] = static_cast<int64_t>(tc[a]) * step;
           t.core_hi[a] = std::min<int64_t>(t.core_lo[a] + core, g.dims[a]);
           t.patch_lo[a] = t.core_lo[a] - static_cast<int64_t>(cfg.halo);
         }

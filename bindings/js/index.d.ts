@@ -9,9 +9,15 @@ export interface Geometry {
   b0Dir?: Triple;
 }
 
+export type Blend = 'crop' | 'linear' | 'cosine' | 'gaussian';
+
 export interface TileConfig {
   core: number;
   halo: number;
+  /** cores start every stride voxels (default: the core, no overlap); shorter, overlapping cores are blended */
+  stride?: number;
+  /** how overlapping cores combine (default crop: equal weights) */
+  blend?: Blend;
 }
 
 /** A network that is not in the registry: network input = (field − inputMean)/inputStd, χ = outputStd·output + outputMean. */

@@ -50,6 +50,12 @@ val tkd_of(std::shared_ptr<Volume> volume, double threshold) {
     return copy_out(std::span<const float>(chi));
   });
 }
+val compare(val geometry, val test, val reference, val mask, val options) {
+  return guarded([&] { return compare_to_val(geometry, test, reference, mask, options); });
+}
+double data_consistency(val geometry, val chi, val field, val mask) {
+  return guarded([&] { return data_consistency_of(geometry, chi, field, mask); });
+}
 val job_report(InversionJob& j) { return guarded([&] { return j.report(); }); }
 val job_result(InversionJob& j) { return guarded([&] { return j.result_view(); }); }
 val run_next(FieldRun& r) { return guarded([&] { return r.next(); }); }
@@ -73,6 +79,8 @@ EMSCRIPTEN_BINDINGS(tessera) {
   function("startFieldRun", &start_field_run);
   function("phantom", &phantom);
   function("tkd", &tkd_of);
+  function("compare", &compare);
+  function("dataConsistency", &data_consistency);
 
   class_<Volume>("Volume")
       .smart_ptr_constructor("Volume", &make_volume)

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "tessera/fidelity.h"
 #include "tessera/phantom.h"
 #include "tessera/request.h"
 
@@ -61,6 +62,8 @@ val grid_to_val(const TileGrid& g) {
   val o = val::object();
   o.set("counts", array_of(g.counts));
   o.set("patchEdge", static_cast<double>(g.patch_edge));
+  o.set("stride", g.config.step());
+  o.set("blend", std::string(blend_name(g.config.blend)));
   val tiles = val::array();
   for (const Tile& t : g.tiles) {
     val x = val::object();
@@ -94,10 +97,20 @@ double option(const val& obj, const char* key, std::string_view option) {
   return checked_option(option, d);
 }
 
+// tile.stride (0 or absent: the core) and tile.blend ("crop" when absent) into cfg.
+void overlap_from(const val& tile, TileConfig& cfg) {
+  cfg.stride = static_cast<uint32_t>(option(tile, "stride", "tile.stride"));
+  const val b = tile["blend"];
+  if (b.isUndefined() || b.isNull()) return;
+  if (!b.isString()) throw Error(ErrorCode::InvalidArgument, "tile.blend must be crop, linear, cosine or gaussian");
+  cfg.blend = blend_from_name(b.as<std::string>());
+}
+
 TileConfig tile_from(const val& v) {
   if (v.isUndefined() || v.isNull()) throw Error(ErrorCode::InvalidArgument, "tile is required: {core, halo}");
-  return TileConfig{static_cast<uint32_t>(option(v, "core", "tile.core")),
-                    static_cast<uint32_t>(option(v, "halo", "tile.halo"))};
+  TileConfig cfg{static_cast<uint32_t>(option(v, "core", "tile.core")), static_cast<uint32_t>(option(v, "halo", "tile.halo"))};
+  overlap_from(v, cfg);
+  return cfg;
 }
 
 TileCost cost_from(const val& v) {
@@ -149,6 +162,7 @@ InversionRequest request_from(const val& v) {
   } else {
     r.tile.core = static_cast<uint32_t>(option(tile, "core", "tile.core"));
     r.tile.halo = tile["halo"].isUndefined() ? network_halo : static_cast<uint32_t>(option(tile, "halo", "tile.halo"));
+    overlap_from(tile, r.tile);
     r.tile_given = true;
   }
   r.workers = v["workers"].isNumber() ? static_cast<uint32_t>(option(v, "workers", "workers")) : 1;
@@ -255,6 +269,8 @@ val to_val(const TilePlan& p) {
   val tile = val::object();
   tile.set("core", p.tile.core);
   tile.set("halo", p.tile.halo);
+  tile.set("stride", p.tile.step());
+  tile.set("blend", std::string(blend_name(p.tile.blend)));
   o.set("tile", tile);
   o.set("workers", p.workers);
   o.set("threadsPerWorker", p.threads_per_worker);
@@ -306,6 +322,8 @@ PlanChoice plan_choice_from(const val& p) {
   const val tile = p["tile"];
   if (tile.isUndefined() || tile.isNull()) throw Error(ErrorCode::InvalidArgument, "plan.tile is missing: pass the object plan() returned");
   c.tile = TileConfig{count(tile, "core", 0), count(tile, "halo", 0)};
+  c.tile.stride = count(tile, "stride", 0);
+  if (tile["blend"].isString()) c.tile.blend = blend_from_name(tile["blend"].as<std::string>());
   c.workers = count(p, "workers", 1);
   c.threads_per_worker = count(p, "threadsPerWorker", 0);
   c.tiles_in_flight = count(p, "tilesInFlight", 0);
@@ -356,6 +374,35 @@ val phantom_to_val(const val& geometry, const val& options) {
   out.set("field", copy_out(std::span<const float>(p.field)));
   out.set("mask", copy_out(std::span<const uint8_t>(p.mask)));
   return out;
+}
+
+val to_val(const Agreement& a) {
+  val o = val::object();
+  o.set("voxels", static_cast<double>(a.voxels));
+  o.set("r", a.r);
+  o.set("nrmse", a.nrmse);
+  o.set("maxAbs", a.max_abs);
+  o.set("hfen", a.hfen);
+  return o;
+}
+
+val compare_to_val(const val& geometry, const val& test, const val& reference, const val& mask, const val& options) {
+  const Geometry g = geometry_from(geometry);
+  const std::vector<float> t = emscripten::convertJSArrayToNumberVector<float>(test);
+  const std::vector<float> r = emscripten::convertJSArrayToNumberVector<float>(reference);
+  const std::vector<uint8_t> m = emscripten::convertJSArrayToNumberVector<uint8_t>(mask);
+  const bool given = !options.isUndefined() && !options.isNull();
+  const Dims3 lo = given ? triple<int64_t>(options, "lo", {0, 0, 0}) : Dims3{0, 0, 0};
+  const Dims3 hi = given ? triple<int64_t>(options, "hi", {0, 0, 0}) : Dims3{0, 0, 0};
+  const bool hfen = given && options["hfen"].isTrue();
+  return to_val(compare_maps(g, t, r, m, lo, hi, hfen));
+}
+
+double data_consistency_of(const val& geometry, const val& chi, const val& field, const val& mask) {
+  const Geometry g = geometry_from(geometry);
+  return data_consistency_residual(g, emscripten::convertJSArrayToNumberVector<float>(chi),
+                                   emscripten::convertJSArrayToNumberVector<float>(field),
+                                   emscripten::convertJSArrayToNumberVector<uint8_t>(mask));
 }
 
 }  // namespace tessera::js

@@ -65,6 +65,11 @@ val plan_to_val(const val& geometry, const val& mask, const val& request);
 val copy_out(std::span<const float> v);
 val copy_out(std::span<const uint8_t> v);
 
+// {voxels, r, nrmse, maxAbs, hfen} of test against reference inside mask; options {lo, hi, hfen} (tessera/fidelity.h).
+val compare_to_val(const val& geometry, const val& test, const val& reference, const val& mask, const val& options);
+// ‖M (D∗χ − f)‖ / ‖M f‖ (tessera/fidelity.h).
+double data_consistency_of(const val& geometry, const val& chi, const val& field, const val& mask);
+
 // {chi, field, mask} of the numerical head phantom; options {seed, noise, threads}.
 val phantom_to_val(const val& geometry, const val& options);
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/blend.h"
 #include "tessera/driver.h"
 #include "tessera/error.h"
 #include "tessera/plan.h"
@@ -28,7 +29,7 @@ class StepRun : public PatchSteps {
           const FieldNetwork& network, const TilePlan& plan, uint32_t output_channels, std::span<float> chi);
 
   // Patches are [1, 1, patch dims] (the whole volume's padded dims, or edge³), at most plan.tiles_in_flight out;
-  // finish() scatters the core into chi.
+  // finish() writes the core into chi (blended with overlapping tiles: chi is final when the last one is in).
   std::optional<Patch> next(std::span<float> input) override;
   void finish(uint64_t job, std::span<const float> output) override;
   void fail(uint64_t job, ErrorCode code, const std::string& message) override;
@@ -45,7 +46,7 @@ class StepRun : public PatchSteps {
   TilePlan plan_;
   std::vector<const Tile*> active_;
   TensorShape output_shape_;
-  std::span<float> chi_;
+  TileWriter writer_;
   std::vector<Clock::time_point> started_;
   std::vector<double> seconds_;
   Clock::time_point t0_;

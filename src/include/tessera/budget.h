@@ -4,16 +4,35 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace tessera {
 
-// Output core edge and halo (context) edge of a cubic tile, in voxels.
+// How the outputs of overlapping tiles are combined at a voxel (tessera/blend.h): each tile's window (its core)
+// is weighted by a per-axis profile and the weights are normalised per voxel. Crop gives every voxel of a window
+// the same weight; without overlap (stride = core) every blend is the plain crop-and-stitch.
+enum class Blend { Crop, Linear, Cosine, Gaussian };
+
+// Output core edge and halo (context) edge of a cubic tile, in voxels; tiles start every `stride` voxels
+// (0: every core, no overlap) and overlapping cores are combined by `blend`.
 // {128, 8} is the budget's worked example (the reference engine's config), not what a request defaults to:
 // requests default to automatic tiling (tessera/request.h).
 struct TileConfig {
   uint32_t core = 128;
   uint32_t halo = 8;
+  uint32_t stride = 0;  // 0: core (tiles do not overlap)
+  Blend blend = Blend::Crop;
+
+  uint32_t step() const { return stride ? stride : core; }
+  bool overlapping() const { return step() < core; }
 };
+
+// Stable name of a blend ("crop", "linear", "cosine", "gaussian"), as requests and reports spell it.
+const char* blend_name(Blend blend);
+
+// The blend with this name.
+// Throws Error(InvalidArgument) naming the known blends.
+Blend blend_from_name(std::string_view name);
 
 // What one network costs: patch edges must be multiples of divisor; the memory one worker running a
 // patch holds is fixed_bytes (runtime + weights + what session creation keeps) + bytes_per_voxel · edge³.
@@ -88,7 +107,7 @@ PatchFit wasm_patch_fit(TileConfig cfg, TileCost cost);
 // Throws Error(BudgetExceeded) with wasm_patch_fit's message when the patch does not fit.
 void check_wasm_patch_fits(TileConfig cfg, TileCost cost);
 
-// Throws Error(InvalidArgument) for a config that cannot tile (core 0, absurd sizes).
+// Throws Error(InvalidArgument) for a config that cannot tile (core 0, stride over the core, absurd sizes).
 void validate_tile_config(TileConfig cfg);
 
 // "3.28 GB" style rendering (decimal GB, 2 decimals), as used in every budget message.

@@ -13,7 +13,8 @@
 
 namespace tessera {
 
-// One tile: its output core [core_lo, core_hi) and the volume position of its patch's first voxel.
+// One tile: its output core [core_lo, core_hi) (the window it writes; windows overlap when the stride is shorter
+// than the core) and the volume position of its patch's first voxel.
 struct Tile {
   uint64_t index = 0;  // position in grid order (x fastest, then y, then z)
   Dims3 core_lo{0, 0, 0};
@@ -34,7 +35,8 @@ struct TileGrid {
 // "tile 3 (core x 0-56, y 56-112, z 0-56)": how messages name a tile.
 std::string tile_text(const Tile& tile);
 
-// Cuts the volume into core-aligned tiles from 0, clamped at the far edges, and marks empty ones.
+// Cuts the volume into tiles whose cores start every cfg.step() voxels from 0 (clamped at the far edges), and
+// marks those whose core holds no mask voxel.
 // geometry is valid; mask holds geometry.voxel_count() values; cfg.core >= 1.
 TileGrid make_tile_grid(const Geometry& geometry, std::span<const uint8_t> mask, TileConfig cfg, uint32_t divisor);
 
