@@ -80,6 +80,34 @@ class UNet3D(nn.Module):
         return self.out(d1) * OUT_SCALE
 
 
+class UNet3DTwoLevel(nn.Module):
+    """The same U-Net with two 2x max-poolings (divisor 4): a shorter reach (theoretical
+    receptive radius 23 voxels against the three-level net's 51), for the tiling-fidelity study's
+    second network (--levels 2)."""
+
+    def __init__(self, base=16):
+        super().__init__()
+        c = [base, 2 * base, 4 * base]
+        self.enc1 = conv_block(1, c[0])
+        self.enc2 = conv_block(c[0], c[1])
+        self.bott = conv_block(c[1], c[2])
+        self.up2 = nn.ConvTranspose3d(c[2], c[1], 2, stride=2)
+        self.dec2 = conv_block(2 * c[1], c[1])
+        self.up1 = nn.ConvTranspose3d(c[1], c[0], 2, stride=2)
+        self.dec1 = conv_block(2 * c[0], c[0])
+        self.out = nn.Conv3d(c[0], 1, 1)
+        self.pool = nn.MaxPool3d(2)
+
+    def forward(self, field):
+        x = field * IN_SCALE
+        e1 = self.enc1(x)
+        e2 = self.enc2(self.pool(e1))
+        b = self.bott(self.pool(e2))
+        d2 = self.dec2(torch.cat([self.up2(b), e2], 1))
+        d1 = self.dec1(torch.cat([self.up1(d2), e1], 1))
+        return self.out(d1) * OUT_SCALE
+
+
 # --------------------------------------------------------------------------------------
 # Dipole forward model
 # --------------------------------------------------------------------------------------
@@ -257,7 +285,7 @@ def lr_at(step, steps, lr0, warm=50, lr_min_frac=0.02):
 
 def export_onnx(model, path, opset):
     model.eval()
-    dummy = torch.zeros(1, 1, 32, 40, 48)
+    dummy = torch.zeros(1, 1, 32, 40, 48)  # multiples of 8 (and of 4)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     axes = {2: "X", 3: "Y", 4: "Z"}
     torch.onnx.export(model, dummy, path, input_names=["field"], output_names=["chi"],
@@ -272,6 +300,8 @@ def main():
     ap.add_argument("--patch", type=int, default=48, help="training window edge (voxels)")
     ap.add_argument("--gen-size", type=int, default=64, help="synthetic volume edge")
     ap.add_argument("--base", type=int, default=16, help="channels at full resolution")
+    ap.add_argument("--levels", type=int, default=3, choices=(2, 3),
+                    help="poolings: 3 (the demo network, divisor 8) or 2 (divisor 4, shorter reach)")
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--noise", type=float, default=0.002, help="max field noise sigma (ppm)")
     ap.add_argument("--seed", type=int, default=20240601)
@@ -287,7 +317,7 @@ def main():
     torch.manual_seed(args.seed)
     np.random.seed(args.seed)
 
-    model = UNet3D(args.base)
+    model = UNet3D(args.base) if args.levels == 3 else UNet3DTwoLevel(args.base)
     nparam = sum(p.numel() for p in model.parameters())
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     synth = Synth(args.gen_size, args.seed + 1)
@@ -300,7 +330,7 @@ def main():
         torch.set_rng_state(ck["torch_rng"])
         step, elapsed, ema = ck["step"], ck["elapsed"], ck["ema"]
         print(f"resumed from {args.ckpt} at step {step} ({elapsed:.0f} s)", flush=True)
-    print(f"UNet3D base {args.base}: {nparam} parameters", flush=True)
+    print(f"UNet3D base {args.base}, {args.levels} levels: {nparam} parameters", flush=True)
 
     def save():
         tmp = args.ckpt + ".tmp"

@@ -3,34 +3,114 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <tuple>
 
 #include "tessera/error.h"
+#include "tessera/tiling.h"
 
 namespace tessera {
 
-double estimate_tiled_seconds(uint64_t patch_edge, uint64_t active_tiles, uint32_t workers, uint32_t threads,
-                              const ThroughputModel& s) {
-  if (active_tiles == 0) return 0.0;
-  const double voxels = static_cast<double>(patch_edge) * static_cast<double>(patch_edge) * static_cast<double>(patch_edge);
+namespace {
+
+double speedup(uint32_t threads, const ThroughputModel& s) {
   const double f = std::clamp(s.parallel_fraction, 0.0, 1.0);
-  const double speedup = 1.0 / ((1.0 - f) + f / std::max<uint32_t>(1, threads));
-  const double per_tile = s.per_tile_seconds + voxels * s.seconds_per_voxel / speedup;
-  const uint64_t k = std::max<uint32_t>(1, workers);
-  const double waves = static_cast<double>((active_tiles + k - 1) / k);
-  return s.worker_start_seconds + waves * per_tile;
+  return 1.0 / ((1.0 - f) + f / std::max<uint32_t>(1, threads));
 }
 
-AutoPlan plan_auto(const AutoPlanRequest& r, std::span<const uint8_t> mask) {
-  validate_geometry(r.geometry);
+uint64_t largest_dim(const Geometry& g) {
+  uint64_t m = 0;
+  for (int64_t d : g.dims) m = std::max<uint64_t>(m, static_cast<uint64_t>(d));
+  return m;
+}
+
+// The largest patch edge worth trying: what covers the volume with this halo, capped by the single-patch limit.
+uint64_t largest_edge(const AutoPlanRequest& r, uint32_t divisor, uint64_t halo2) {
+  uint64_t hi = (largest_dim(r.geometry) + halo2 + divisor - 1) / divisor * divisor;
+  if (r.target == Target::Wasm) {
+    hi = std::min<uint64_t>(hi, max_wasm_patch_edge(r.network.cost.bytes_per_voxel, r.network.cost.fixed_bytes) / divisor * divisor);
+  }
+  return hi;
+}
+
+// The fastest (workers, threads) for a config with this many tiles; workers capped by the budget and the tiles.
+struct Pace {
+  uint32_t workers = 0, threads = 0;
+  double seconds = 0;
+};
+Pace fastest_pace(const AutoPlanRequest& r, const TileConfig& cfg, uint64_t patch_edge, uint64_t tiles) {
+  const uint32_t cores = std::max<uint32_t>(1, r.hardware_threads);
+  const uint64_t budget_tiles = r.target == Target::Wasm ? tiles_within_wasm_budget(cfg, r.network.cost) : cores;
+  Pace best;
+  for (uint32_t k = 1; k <= cores; ++k) {
+    if (r.fixed_workers && k != r.fixed_workers) continue;
+    if (k > budget_tiles) break;
+    if (k > 1 && k > tiles) break;
+    for (uint32_t t = 1; k * t <= cores || (r.fixed_threads && t == r.fixed_threads); ++t) {
+      if (r.fixed_threads && t != r.fixed_threads) continue;
+      const double est = estimate_tiled_seconds(patch_edge, tiles, k, t, r.speed);
+      // Strictly faster wins; on a tie (within 0.5%) fewer workers (less memory) win.
+      if (best.workers == 0 || est < best.seconds * 0.995) best = Pace{k, t, est};
+      if (r.fixed_threads && t == r.fixed_threads) break;
+    }
+  }
+  return best;
+}
+
+std::string tiling_head(const AutoPlan& a) {
+  char head[320];
+  const TileConfig& c = a.tile;
+  std::string stride;
+  if (c.overlapping()) stride = ", stride " + std::to_string(c.stride) + " (" + blend_name(c.blend) + " blend)";
+  std::snprintf(head, sizeof head, "core %u, halo %u%s (%llu³ patches): %llu tile%s to run (%llu skipped) on %u worker%s × %u thread%s",
+                c.core, c.halo, stride.c_str(), static_cast<unsigned long long>(a.plan.patch_edge),
+                static_cast<unsigned long long>(a.plan.tiles_active), a.plan.tiles_active == 1 ? "" : "s",
+                static_cast<unsigned long long>(a.plan.tiles_skipped), a.workers, a.workers == 1 ? "" : "s",
+                a.threads_per_worker, a.threads_per_worker == 1 ? "" : "s");
+  return head;
+}
+
+std::string budget_reason(const AutoPlanRequest& r, const AutoPlan& a) {
+  const uint32_t cores = std::max<uint32_t>(1, r.hardware_threads);
+  const uint64_t fit_tiles = r.target == Target::Wasm ? tiles_within_wasm_budget(a.tile, r.network.cost) : cores;
+  char why[256];
+  if (r.target == Target::Wasm && a.plan.bytes_per_tile > WASM_TILE_ACTIVATION_BUDGET) {
+    std::snprintf(why, sizeof why, "because one %.0f MB tile is over the %.1f GB in-flight budget, so tiles run one at a time",
+                  a.plan.bytes_per_tile / 1e6, WASM_TILE_ACTIVATION_BUDGET / 1e9);
+  } else {
+    std::snprintf(why, sizeof why, "because %llu tile%s of %.0f MB fit%s the %.1f GB budget and %u hardware thread%s %s available",
+                  static_cast<unsigned long long>(std::min<uint64_t>(fit_tiles, 999)), fit_tiles == 1 ? "" : "s",
+                  a.plan.bytes_per_tile / 1e6, fit_tiles == 1 ? "s" : "", WASM_TILE_ACTIVATION_BUDGET / 1e9, cores,
+                  cores == 1 ? "" : "s", cores == 1 ? "is" : "are");
+  }
+  return why;
+}
+
+std::string estimate_text(double seconds) {
+  char tail[64];
+  std::snprintf(tail, sizeof tail, "estimated %.0f s", seconds);
+  return tail;
+}
+
+std::string fidelity_text(const FidelityPrediction& f) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "predicted r %.3f, NRMSE %.3f against the whole-volume run", f.r, f.nrmse);
+  return buf;
+}
+
+std::string target_text(Quality q) {
+  const FidelityTarget t = fidelity_target(q);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%s target r ≥ %.2f, NRMSE ≤ %.2f", quality_name(q), t.min_r, t.max_nrmse);
+  return buf;
+}
+
+// The speed-only planner (quality fast): the fastest crop-and-stitch at the given halo.
+AutoPlan plan_fastest(const AutoPlanRequest& r, std::span<const uint8_t> mask, const FidelityModel* model) {
   const uint32_t divisor = std::max<uint32_t>(1, r.network.cost.divisor);
   const uint32_t cores = std::max<uint32_t>(1, r.hardware_threads);
-  // Patch edges to try: multiples of the divisor from the smallest holding a core >= 8 (or 1) up to the
-  // largest that fits the single-patch limit (wasm) and no larger than the volume needs.
   const uint64_t halo2 = 2ull * r.halo;
-  uint64_t max_dim = 0;
-  for (int64_t d : r.geometry.dims) max_dim = std::max<uint64_t>(max_dim, static_cast<uint64_t>(d));
-  uint64_t hi = (max_dim + halo2 + divisor - 1) / divisor * divisor;
-  if (r.target == Target::Wasm) hi = std::min<uint64_t>(hi, max_wasm_patch_edge(r.network.cost.bytes_per_voxel, r.network.cost.fixed_bytes) / divisor * divisor);
+  const uint64_t max_dim = largest_dim(r.geometry);
+  const uint64_t hi = largest_edge(r, divisor, halo2);
   std::vector<uint32_t> cores_to_try;
   if (r.fixed_core) {
     cores_to_try.push_back(r.fixed_core);
@@ -46,62 +126,230 @@ AutoPlan plan_auto(const AutoPlanRequest& r, std::span<const uint8_t> mask) {
     const PatchFit fit = wasm_patch_fit(TileConfig{1, r.halo}, r.network.cost);
     throw Error(ErrorCode::BudgetExceeded, fit.fits ? "no tile configuration fits" : fit.message);
   }
-
   AutoPlan best;
   bool found = false;
   for (uint32_t core : cores_to_try) {
     const TileConfig cfg{core, r.halo};
-    const TilePlan plan = plan_tiled(r.geometry, mask, r.network, cfg, cores, r.target);
+    const TilePlan plan = plan_tiled(r.geometry, mask, r.network, cfg, cores, r.target, model);
     if (!plan.feasible) {
       if (r.fixed_core) throw Error(ErrorCode::BudgetExceeded, plan.message);
       continue;
     }
-    const uint64_t budget_tiles = r.target == Target::Wasm ? tiles_within_wasm_budget(cfg, r.network.cost) : cores;
-    for (uint32_t k = 1; k <= cores; ++k) {
-      if (r.fixed_workers && k != r.fixed_workers) continue;
-      if (k > budget_tiles) break;
-      if (k > 1 && k > plan.tiles_active) break;
-      for (uint32_t t = 1; k * t <= cores || (r.fixed_threads && t == r.fixed_threads); ++t) {
-        if (r.fixed_threads && t != r.fixed_threads) continue;
-        const double est = estimate_tiled_seconds(plan.patch_edge, plan.tiles_active, k, t, r.speed);
-        // Strictly faster wins; on a tie (within 0.5%) fewer workers (less memory) win.
-        if (!found || est < best.estimated_seconds * 0.995) {
-          found = true;
-          best.tile = cfg;
-          best.workers = k;
-          best.threads_per_worker = t;
-          best.estimated_seconds = est;
-          best.plan = plan;
-        }
-        if (r.fixed_threads && t == r.fixed_threads) break;
-      }
+    const Pace pace = fastest_pace(r, cfg, plan.patch_edge, plan.tiles_active);
+    if (pace.workers && (!found || pace.seconds < best.estimated_seconds * 0.995)) {
+      found = true;
+      best.tile = cfg;
+      best.workers = pace.workers;
+      best.threads_per_worker = pace.threads;
+      best.estimated_seconds = pace.seconds;
     }
   }
   if (!found) {
     const PatchFit fit = wasm_patch_fit(TileConfig{r.fixed_core ? r.fixed_core : 1, r.halo}, r.network.cost);
     throw Error(ErrorCode::BudgetExceeded, fit.fits ? "no tile configuration fits the limits" : fit.message);
   }
-  // The chosen plan with the chosen worker count (plan_tiled was asked with every core as a worker).
-  best.plan = plan_tiled(r.geometry, mask, r.network, best.tile, best.workers, r.target);
-  const uint64_t fit_tiles = r.target == Target::Wasm ? tiles_within_wasm_budget(best.tile, r.network.cost) : cores;
-  char head[256], why[256], tail[96];
-  std::snprintf(head, sizeof head, "core %u, halo %u (%llu³ patches): %llu tile%s to run (%llu skipped) on %u worker%s × %u thread%s",
-                best.tile.core, best.tile.halo, static_cast<unsigned long long>(best.plan.patch_edge),
-                static_cast<unsigned long long>(best.plan.tiles_active), best.plan.tiles_active == 1 ? "" : "s",
-                static_cast<unsigned long long>(best.plan.tiles_skipped), best.workers, best.workers == 1 ? "" : "s",
-                best.threads_per_worker, best.threads_per_worker == 1 ? "" : "s");
-  if (r.target == Target::Wasm && best.plan.bytes_per_tile > WASM_TILE_ACTIVATION_BUDGET) {
-    std::snprintf(why, sizeof why, "because one %.0f MB tile is over the %.1f GB in-flight budget, so tiles run one at a time",
-                  best.plan.bytes_per_tile / 1e6, WASM_TILE_ACTIVATION_BUDGET / 1e9);
-  } else {
-    std::snprintf(why, sizeof why, "because %llu tile%s of %.0f MB fit%s the %.1f GB budget and %u hardware thread%s %s available",
-                  static_cast<unsigned long long>(std::min<uint64_t>(fit_tiles, 999)), fit_tiles == 1 ? "" : "s",
-                  best.plan.bytes_per_tile / 1e6, fit_tiles == 1 ? "s" : "", WASM_TILE_ACTIVATION_BUDGET / 1e9, cores,
-                  cores == 1 ? "" : "s", cores == 1 ? "is" : "are");
-  }
-  std::snprintf(tail, sizeof tail, "; estimated %.0f s", best.estimated_seconds);
-  best.explanation = std::string(head) + ", " + why + tail;
+  best.plan = plan_tiled(r.geometry, mask, r.network, best.tile, best.workers, r.target, model);
+  best.explanation = tiling_head(best) + ", " + budget_reason(r, best) + "; " +
+                     (best.plan.fidelity_known ? fidelity_text(best.plan.fidelity) + " (quality fast: no target); " : "") +
+                     estimate_text(best.estimated_seconds);
+  return best;
+}
 
+// The halos tried when the user did not set one.
+const std::vector<uint32_t>& halo_choices() {
+  static const std::vector<uint32_t> h{0, 2, 4, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64};
+  return h;
+}
+
+struct Candidate {
+  TileConfig cfg;
+  uint64_t patch_edge = 0;
+  FidelityPrediction fidelity;
+  Pace pace;
+};
+
+}  // namespace
+
+const char* quality_name(Quality q) {
+  switch (q) {
+    case Quality::Faithful: return "faithful";
+    case Quality::Balanced: return "balanced";
+    case Quality::Fast: return "fast";
+  }
+  return "faithful";
+}
+
+Quality quality_from_name(std::string_view name) {
+  for (Quality q : {Quality::Faithful, Quality::Balanced, Quality::Fast}) {
+    if (name == quality_name(q)) return q;
+  }
+  throw Error(ErrorCode::InvalidArgument, "unknown quality '" + std::string(name) + "': use faithful, balanced or fast");
+}
+
+FidelityTarget fidelity_target(Quality q) {
+  switch (q) {
+    case Quality::Faithful: return FidelityTarget{0.99, 0.10};
+    case Quality::Balanced: return FidelityTarget{0.97, 0.20};
+    case Quality::Fast: break;
+  }
+  return FidelityTarget{};
+}
+
+double estimate_tiled_seconds(uint64_t patch_edge, uint64_t active_tiles, uint32_t workers, uint32_t threads,
+                              const ThroughputModel& s) {
+  if (active_tiles == 0) return 0.0;
+  const double voxels = static_cast<double>(patch_edge) * static_cast<double>(patch_edge) * static_cast<double>(patch_edge);
+  const double per_tile = s.per_tile_seconds + voxels * s.seconds_per_voxel / speedup(threads, s);
+  const uint64_t k = std::max<uint32_t>(1, workers);
+  const double waves = static_cast<double>((active_tiles + k - 1) / k);
+  return s.worker_start_seconds + waves * per_tile;
+}
+
+AutoPlan plan_auto(const AutoPlanRequest& r, std::span<const uint8_t> mask) {
+  validate_geometry(r.geometry);
+  const bool assumed = r.network.context.within.empty();
+  ContextProfile context = r.network.context;
+  if (assumed) {
+    context = dipole_context_profile(kAssumedReceptiveRadius);
+    context.assumed = true;
+  }
+  const FidelityModel model(r.geometry, mask, context, kFidelityFit);
+  const std::string assumption =
+      assumed ? " (the network's receptive field is unknown: assumed " + std::to_string(kAssumedReceptiveRadius) +
+                    " voxels; give its weights or spec.receptiveRadius)"
+              : "";
+  if (r.quality == Quality::Fast) {
+    AutoPlan a = plan_fastest(r, mask, &model);
+    a.explanation += assumption;
+    return a;
+  }
+  const FidelityTarget target = fidelity_target(r.quality);
+  const uint32_t divisor = std::max<uint32_t>(1, r.network.cost.divisor);
+  const uint32_t cores = std::max<uint32_t>(1, r.hardware_threads);
+  const uint64_t max_dim = largest_dim(r.geometry);
+  const std::vector<uint32_t> fixed{r.halo};
+  const std::vector<uint32_t>& halos = r.fixed_halo ? fixed : halo_choices();
+
+  // Every (core, halo, stride) worth trying: its predicted fidelity and its estimated time on its exact tile count.
+  const MaskRuns runs(r.geometry, mask);
+  std::vector<Candidate> all;
+  // Patches off the whole volume's pooling grid alias in the network's max-poolings and miss the whole-volume answer
+  // everywhere, not only near their faces (bench/RESULTS.md §11): only configs whose every patch sits on the grid
+  // are candidates, with strides in whole divisors.
+  const Dims3 pad_low = whole_volume_shape(r.geometry, r.network).pad_low;
+  auto consider = [&](uint32_t core, uint32_t halo) {
+    const TileConfig base{core, halo};
+    const uint64_t P = tile_patch_size(base, divisor);
+    if (r.target == Target::Wasm && !wasm_patch_fit(base, r.network.cost).fits) return;
+    for (int eighths : {8, 6, 4}) {  // stride = core, ¾ core, ½ core
+      const uint32_t stride = eighths == 8 ? core : (core * eighths / 8) / divisor * divisor;
+      if (eighths < 8 && (stride == 0 || stride >= core)) continue;
+      Candidate c;
+      c.cfg = TileConfig{core, halo, eighths < 8 ? stride : 0, eighths < 8 ? Blend::Cosine : Blend::Crop};
+      if (!on_pooling_grid(r.geometry, c.cfg, divisor, pad_low)) continue;
+      c.patch_edge = P;
+      c.fidelity = model.predict(c.cfg, P);
+      c.pace = fastest_pace(r, c.cfg, P, runs.active_tiles(c.cfg));
+      if (c.pace.workers) all.push_back(c);
+    }
+  };
+  if (r.fixed_core) {
+    for (uint32_t h : halos) consider(r.fixed_core, h);
+  } else {
+    const uint64_t top = largest_edge(r, divisor, 0);
+    for (uint64_t P = divisor; P <= top; P += divisor) {
+      for (uint32_t h : halos) {
+        if (2ull * h >= P) break;
+        // The rounding slack (core + 2·halo short of the patch by 0..divisor − 1) lets a patch reach the grid.
+        for (uint64_t slack = 0; slack < divisor && 2ull * h + slack < P; ++slack) {
+          const uint64_t core = P - 2ull * h - slack;
+          if (core < std::min<uint64_t>(8, max_dim)) break;
+          if (core > max_dim + 2ull * divisor) continue;  // a core well past the volume is the smaller one again
+          consider(static_cast<uint32_t>(core), h);
+        }
+      }
+    }
+  }
+  auto meets = [&](const FidelityPrediction& f) {
+    return f.nrmse <= target.max_nrmse * kFidelityMargin && f.r >= 1.0 - (1.0 - target.min_r) * kFidelityMargin;
+  };
+  std::vector<const Candidate*> good;
+  for (const Candidate& c : all) {
+    if (meets(c.fidelity)) good.push_back(&c);
+  }
+  // A total order (the same choice natively and in wasm): time, then fidelity, then the smaller patch.
+  std::sort(good.begin(), good.end(), [](const Candidate* a, const Candidate* b) {
+    if (a->pace.seconds != b->pace.seconds) return a->pace.seconds < b->pace.seconds;
+    if (a->fidelity.nrmse != b->fidelity.nrmse) return a->fidelity.nrmse < b->fidelity.nrmse;
+    return std::tie(a->patch_edge, a->cfg.core, a->cfg.halo, a->cfg.stride) < std::tie(b->patch_edge, b->cfg.core, b->cfg.halo, b->cfg.stride);
+  });
+
+  // The whole volume, when it fits: exact by definition.
+  const TilePlan whole = plan_whole(r.geometry, r.network, r.target);
+  double whole_seconds = 0;
+  uint32_t whole_threads = 1;
+  if (whole.feasible && !r.fixed_core && (r.fixed_workers <= 1)) {
+    const double voxels = static_cast<double>(whole.patch_dims[0]) * whole.patch_dims[1] * whole.patch_dims[2];
+    whole_threads = r.fixed_threads ? r.fixed_threads : cores;
+    whole_seconds = r.speed.worker_start_seconds + r.speed.per_tile_seconds +
+                    voxels * r.speed.seconds_per_voxel / speedup(whole_threads, r.speed);
+  }
+
+  AutoPlan best;
+  bool found = false;
+  if (!good.empty()) {
+    found = true;
+    best.tile = good.front()->cfg;
+    best.workers = good.front()->pace.workers;
+    best.threads_per_worker = good.front()->pace.threads;
+    best.estimated_seconds = good.front()->pace.seconds;
+  }
+  if (whole.feasible && whole_seconds > 0 && (!found || whole_seconds <= best.estimated_seconds)) {
+    AutoPlan w;
+    w.whole_volume = true;
+    w.workers = 1;
+    w.threads_per_worker = whole_threads;
+    w.estimated_seconds = whole_seconds;
+    w.plan = whole;
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "the whole volume (%llu×%llu×%llu, %.2f GB of activations) fits the %.1f GB single-patch limit and is "
+                  "estimated no slower than a tiling that meets the %s; exact by definition; 1 worker × %u thread%s; ",
+                  static_cast<unsigned long long>(whole.patch_dims[0]), static_cast<unsigned long long>(whole.patch_dims[1]),
+                  static_cast<unsigned long long>(whole.patch_dims[2]), whole.bytes_per_tile / 1e9,
+                  WASM_MAX_PATCH_ACTIVATION_BYTES / 1e9, target_text(r.quality).c_str(), whole_threads, whole_threads == 1 ? "" : "s");
+    w.explanation = buf + estimate_text(whole_seconds);
+    return w;
+  }
+  if (!found) {
+    // Nothing meets the target within the budget: the most faithful feasible config (then the fastest of equals).
+    const Candidate* most = nullptr;
+    for (const Candidate& c : all) {
+      if (!most || c.fidelity.nrmse < most->fidelity.nrmse * 0.999 ||
+          (c.fidelity.nrmse <= most->fidelity.nrmse * 1.001 && c.pace.seconds < most->pace.seconds)) {
+        most = &c;
+      }
+    }
+    if (!most) {
+      const PatchFit fit = wasm_patch_fit(TileConfig{r.fixed_core ? r.fixed_core : 1, r.fixed_halo ? r.halo : 0u}, r.network.cost);
+      throw Error(ErrorCode::BudgetExceeded, fit.fits ? "no tile configuration fits the limits" : fit.message);
+    }
+    const TilePlan plan = plan_tiled(r.geometry, mask, r.network, most->cfg, cores, r.target, &model);
+    const Pace pace = fastest_pace(r, most->cfg, plan.patch_edge, plan.tiles_active);
+    best.tile = most->cfg;
+    best.workers = pace.workers;
+    best.threads_per_worker = pace.threads;
+    best.estimated_seconds = pace.seconds;
+    char buf[320];
+    std::snprintf(buf, sizeof buf,
+                  "no tiling within the memory budget reaches the %s (the best is predicted r %.3f, NRMSE %.3f): the run "
+                  "takes the most faithful one; the result is approximate",
+                  target_text(r.quality).c_str(), most->fidelity.r, most->fidelity.nrmse);
+    best.warning = buf;
+  }
+  best.plan = plan_tiled(r.geometry, mask, r.network, best.tile, best.workers, r.target, &model);
+  best.explanation = tiling_head(best) + ", " + budget_reason(r, best) + "; " + fidelity_text(best.plan.fidelity) + " (" +
+                     target_text(r.quality) + ")" + assumption + "; " + estimate_text(best.estimated_seconds);
   return best;
 }
 

@@ -39,7 +39,9 @@ void fill_grid_report(RunReport& report, const TileGrid& grid, TileCost cost) {
 }  // namespace
 
 FieldNetwork field_network(const ModelSpec& spec) {
-  return FieldNetwork{spec.tile_cost(), spec.norm, spec.pad, spec.masked_input};
+  FieldNetwork n{spec.tile_cost(), spec.norm, spec.pad, spec.masked_input};
+  if (spec.receptive_radius) n.context = dipole_context_profile(spec.receptive_radius);
+  return n;
 }
 
 RunReport tiled_scatter(uint64_t total, uint32_t concurrency, const std::function<void(uint64_t)>& work,
@@ -128,7 +130,7 @@ RunReport tiled_field_inversion(const Geometry& g, std::span<const float> field,
   validate_tile_config(cfg);
   if (options.target == Target::Wasm) check_wasm_patch_fits(cfg, network.cost);
 
-  const TileGrid grid = make_tile_grid(g, mask, cfg, network.cost.divisor);
+  const TileGrid grid = make_tile_grid(g, mask, cfg, network.cost.divisor, whole_volume_shape(g, network).pad_low);
   const std::vector<const Tile*> active = active_tiles(grid);
   const uint64_t edge = grid.patch_edge;
   const std::array<uint64_t, 3> dims{edge, edge, edge};

@@ -3,9 +3,11 @@
 #include <algorithm>
 
 #include "tessera/autoplan.h"
+#include "tessera/dipole.h"
 #include "tessera/error.h"
 #include "tessera/native_patching.h"
 #include "tessera/physics_loops.h"
+#include "tessera/verify.h"
 
 namespace tessera {
 
@@ -39,7 +41,15 @@ std::vector<float> physics_loop(const ModelSpec& m, const Geometry& g, std::span
 
 }  // namespace
 
-FieldNetwork request_network(const InversionRequest& r) { return r.model ? field_network(*r.model) : r.custom; }
+FieldNetwork request_network(const InversionRequest& r) {
+  FieldNetwork n = r.model ? field_network(*r.model) : r.custom;
+  if (!r.measured_context.within.empty()) {
+    n.context = r.measured_context;
+  } else if (r.receptive_radius > 0) {
+    n.context = dipole_context_profile(r.receptive_radius);
+  }
+  return n;
+}
 
 bool runs_in_steps(const InversionRequest& r) {
   return !r.model || r.model->kind == ModelKind::FieldToChi || r.model->kind == ModelKind::NativePatches;
@@ -94,7 +104,42 @@ std::string inversion_warning(const InversionRequest& r) {
   return "";
 }
 
+namespace {
+
+// The plan with its self-check planned (field -> chi networks; what the check adds counted in the plan's memory).
+TilePlan with_verification(const InversionRequest& r, std::span<const uint8_t> mask, Target target, TilePlan p) {
+  if (!r.verify || !p.feasible) return p;
+  auto v = std::make_shared<VerifyRegion>();
+  if (r.model && r.model->kind != ModelKind::FieldToChi) {
+    v->message = "the self-check covers the field → χ networks; " + std::string(r.model->name) + " is " + model_kind_name(r.model->kind);
+  } else if (p.whole_volume) {
+    v->message = "the whole volume runs at once: the result is the whole-volume run itself";
+  } else {
+    *v = plan_verification(r.geometry, mask, request_network(r), target);
+  }
+  if (v->possible) {
+    // The check runs after the tiles: its box's activations replace theirs; its volumes and the data-consistency
+    // forward model join the module heap.
+    const uint64_t need = saturating_add(saturating_add(p.module_heap_bytes, v->module_heap_bytes),
+                                         dipole_workspace_bytes(r.geometry, 2));
+    p.module_heap_bytes = saturating_add(need, wasm_heap_growth_slack(need));
+    p.peak_bytes = saturating_add(std::max(p.activation_bytes, v->plan.activation_bytes), p.module_heap_bytes);
+  }
+  p.verify = std::move(v);
+  return p;
+}
+
+TilePlan plan_unverified(const InversionRequest& r, std::span<const uint8_t> mask, Target target);
+
+}  // namespace
+
 TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask, Target target) {
+  return with_verification(r, mask, target, plan_unverified(r, mask, target));
+}
+
+namespace {
+
+TilePlan plan_unverified(const InversionRequest& r, std::span<const uint8_t> mask, Target target) {
   if (is_phase_network(r)) refuse_tiling(r);
   if (is_phase_network(r)) return plan_phase(*r.model, r.geometry, mask, r.phase, echo_count(r), target);
   const FieldNetwork net = request_network(r);
@@ -104,6 +149,9 @@ TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask
   a.geometry = r.geometry;
   a.network = net;
   a.halo = r.halo_override ? r.halo_override : (r.model ? r.model->default_halo : 4);
+  a.fixed_halo = r.halo_override != 0;
+  // Physics loops run the whole loop per patch and cannot blend: they keep the speed-only crop-and-stitch.
+  a.quality = r.model && r.model->kind == ModelKind::PhysicsLoop ? Quality::Fast : r.quality;
   a.hardware_threads = std::max<uint32_t>(1, r.hardware_threads);
   a.fixed_core = r.fixed_core;
   a.fixed_workers = r.fixed_workers;
@@ -118,6 +166,7 @@ TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask
     p.threads_per_worker = chosen.threads_per_worker;
     p.estimated_seconds = chosen.estimated_seconds;
     p.explanation = chosen.explanation;
+    p.fidelity_warning = chosen.warning;
     return p;
   } catch (const Error& e) {
     if (e.code() != ErrorCode::BudgetExceeded) throw;
@@ -126,6 +175,8 @@ TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask
     return refused;
   }
 }
+
+}  // namespace
 
 RunReport run_inversion(const InversionRequest& r, std::span<const float> field, std::span<const uint8_t> mask,
                         std::span<PatchRunner* const> networks, const RunOptions& options, std::span<float> chi,

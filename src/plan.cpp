@@ -15,7 +15,7 @@ uint64_t volume_bytes(const Geometry& g) {
 }  // namespace
 
 TilePlan plan_tiled(const Geometry& g, std::span<const uint8_t> mask, const FieldNetwork& network, TileConfig cfg,
-                    uint32_t workers, Target target) {
+                    uint32_t workers, Target target, const FidelityModel* fidelity) {
   validate_geometry(g);
   if (mask.size() != g.voxel_count()) validate_volume_sizes(g, g.voxel_count(), mask.size());
   TilePlan p;
@@ -42,7 +42,7 @@ TilePlan plan_tiled(const Geometry& g, std::span<const uint8_t> mask, const Fiel
       return p;
     }
   }
-  p.grid = make_tile_grid(g, mask, cfg, network.cost.divisor);
+  p.grid = make_tile_grid(g, mask, cfg, network.cost.divisor, whole_volume_shape(g, network).pad_low);
   const TileGrid& grid = p.grid;
   p.tiles_total = grid.tiles.size();
   p.tiles_active = grid.active;
@@ -58,6 +58,15 @@ TilePlan plan_tiled(const Geometry& g, std::span<const uint8_t> mask, const Fiel
   p.module_heap_bytes = saturating_add(need, wasm_heap_growth_slack(need));
   p.peak_bytes = saturating_add(p.activation_bytes, p.module_heap_bytes);
   p.feasible = true;
+  if (fidelity) {
+    p.fidelity = fidelity->predict(cfg, p.patch_edge);
+    p.context = fidelity->profile();
+    p.fidelity_known = true;
+  } else if (!network.context.within.empty()) {
+    p.fidelity = FidelityModel(g, mask, network.context).predict(cfg, p.patch_edge);
+    p.context = network.context;
+    p.fidelity_known = true;
+  }
   return p;
 }
 
@@ -65,6 +74,9 @@ TilePlan plan_whole(const Geometry& g, const FieldNetwork& network, Target targe
   validate_geometry(g);
   TilePlan p;
   p.whole_volume = true;
+  p.fidelity_known = true;  // the whole-volume run is the reference
+  p.fidelity = whole_volume_fidelity();
+  p.context = network.context;
   const WholeVolumeShape s = whole_volume_shape(g, network);
   p.patch_dims = s.dims;
   p.patch_edge = std::max({s.dims[0], s.dims[1], s.dims[2]});

@@ -36,6 +36,10 @@ constexpr std::string_view kIqsmCitation =
 constexpr std::string_view kPhaseNotes =
     "whole-volume only; from wrapped phase (17.2-17.7 MB weights; size and sha256 not recorded in models.md)";
 
+constexpr std::string_view kStandinRadius =
+    "the graph of the architecture-faithful stand-in (scripts/standins.js; checked by receptive-field.test.js); the "
+    "weights' own graph is used when they are given";
+
 // The registry itself. Facts from shared/docs/models.md; keep this the only copy.
 const ModelSpec kModels[] = {
     {
@@ -54,6 +58,8 @@ const ModelSpec kModels[] = {
         .citation = "Gao Y, Zhu X, Moffat BA, et al. xQSM: quantitative susceptibility mapping with octave "
                     "convolutional and noise-regularized neural networks. NMR Biomed. 2021;34:e4461",
         .seconds_per_voxel = 3.94e-5,  // xQSM-shaped stand-in, 64³ tiles, node, 1 thread (bench/RESULTS.md)
+        .receptive_radius = 65,
+        .receptive_source = kStandinRadius,
     },
     {
         .id = "qsmnet",
@@ -71,6 +77,8 @@ const ModelSpec kModels[] = {
         .licence = "academic research only",
         .citation = "Yoon J, Gong E, Chatnuntawech I, et al. Quantitative susceptibility mapping using deep "
                     "neural network: QSMnet. NeuroImage. 2018;179:199-206",
+        .receptive_radius = 199,
+        .receptive_source = kStandinRadius,
     },
     {
         .id = "qsmnet-plus",
@@ -89,6 +97,8 @@ const ModelSpec kModels[] = {
         .licence = "academic research only",
         .citation = "Jung W, Yoon J, Ji S, et al. Exploring linearity of deep neural network trained QSM: "
                     "QSMnet+. NeuroImage. 2020;211:116619",
+        .receptive_radius = 199,
+        .receptive_source = kStandinRadius,
     },
     {
         .id = "ir2qsm",
@@ -286,6 +296,8 @@ const ModelSpec kModels[] = {
         .citation = "Tessera demo network: a 1.4 M-parameter 3D U-Net trained on random synthetic susceptibility "
                     "patches (scripts/train_demo_net.md). A demonstration, not a clinical model",
         .notes = "demo only: r = 0.85 against the numerical phantom's truth; not for clinical use",
+        .receptive_radius = 51,
+        .receptive_source = "the shipped graph (bindings/js/receptive-field.js; checked by receptive-field.test.js)",
     },
 };
 

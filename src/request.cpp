@@ -12,7 +12,7 @@ namespace {
 
 constexpr double kHuge = 1e15;
 
-const std::array<OptionSpec, 19> kOptions{{
+const std::array<OptionSpec, 21> kOptions{{
     {"tile", "", 0, "auto", 0, 0, false, false,
      "{core, halo} in voxels, or \"auto\": the planner chooses core, workers and threads per worker"},
     {"tile.core", "voxels", 0, "auto", 1, 4096, false, true, "output core edge of a tile"},
@@ -22,12 +22,17 @@ const std::array<OptionSpec, 19> kOptions{{
      "cores start every stride voxels; shorter than the core, overlapping cores are blended"},
     {"tile.blend", "", 0, "crop", 0, 0, false, false,
      "how overlapping cores combine: crop (equal weights), linear, cosine (Hann) or gaussian (σ = core/8)"},
+    {"quality", "", 0, "faithful", 0, 0, false, false,
+     "the auto-planner's fidelity target against the whole-volume run: faithful (r ≥ 0.99, NRMSE ≤ 0.10), balanced "
+     "(r ≥ 0.97, NRMSE ≤ 0.20) or fast (no target)"},
     {"whole", "", 0, "false", 0, 1, false, false, "run the whole volume at once (when it fits the single-patch limit)"},
     {"workers", "", 0, "auto", 1, 64, false, true, "networks running at once (the budget may lower it)"},
     {"threadsPerWorker", "", defaults::kThreadsPerWorker, "", 1, 64, false, true, "ONNX Runtime intra-op threads of each worker"},
     {"spec.divisor", "voxels", defaults::kDivisor, "", 1, 1024, false, true, "patch edges are multiples of this (the network's poolings)"},
     {"spec.bytesPerVoxel", "bytes", static_cast<double>(defaults::kBytesPerVoxel), "", 1, kHuge, false, true, "activation bytes per patch voxel"},
     {"spec.fixedBytes", "bytes", 0, "", 0, kHuge, false, true, "bytes per worker whatever the patch (runtime, weights)"},
+    {"spec.receptiveRadius", "voxels", 0, "derived from the ONNX graph", 1, 4096, false, true,
+     "an output voxel depends on inputs within this many voxels (the network's theoretical receptive radius)"},
     {"spec.inputMean", "ppm", 0, "", -kHuge, kHuge, false, false, "network input = (field - inputMean) / inputStd"},
     {"spec.inputStd", "ppm", 1, "", 0, kHuge, true, false, "network input = (field - inputMean) / inputStd"},
     {"spec.outputMean", "ppm", 0, "", -kHuge, kHuge, false, false, "χ = outputStd · output + outputMean"},

@@ -1,6 +1,7 @@
 #include "tessera/tiling.h"
 
 #include <algorithm>
+#include <array>
 
 #include "tessera/error.h"
 
@@ -57,7 +58,18 @@ TileGrid whole_volume_grid(const Geometry& g, const Dims3& patch_lo, uint64_t pa
   return grid;
 }
 
-TileGrid make_tile_grid(const Geometry& g, std::span<const uint8_t> mask, TileConfig cfg, uint32_t divisor) {
+namespace {
+// The patch origin for a core starting at core_lo: on the whole volume's pooling grid within the rounding slack.
+int64_t place_patch(int64_t core_lo, int64_t core, int64_t halo, int64_t edge, int64_t divisor, int64_t pad_low, bool& aligned) {
+  const int64_t want = core_lo - halo;
+  const int64_t earliest = core_lo + core + halo - edge;  // the patch still covers core + halo above
+  const int64_t off = ((want + pad_low) % divisor + divisor) % divisor;
+  aligned = want - off >= earliest;
+  return aligned ? want - off : want;
+}
+}  // namespace
+
+TileGrid make_tile_grid(const Geometry& g, std::span<const uint8_t> mask, TileConfig cfg, uint32_t divisor, const Dims3& pad_low) {
   validate_tile_config(cfg);
   TileGrid grid;
   grid.config = cfg;
@@ -76,18 +88,104 @@ TileGrid make_tile_grid(const Geometry& g, std::span<const uint8_t> mask, TileCo
         Tile t;
         t.index = index++;
         const uint64_t tc[3] = {tx, ty, tz};
+        bool aligned = true;
         for (int a = 0; a < 3; ++a) {
           t.core_lo[a] = static_cast<int64_t>(tc[a]) * step;
           t.core_hi[a] = std::min<int64_t>(t.core_lo[a] + core, g.dims[a]);
-          t.patch_lo[a] = t.core_lo[a] - static_cast<int64_t>(cfg.halo);
+          bool on_grid = true;
+          t.patch_lo[a] = place_patch(t.core_lo[a], core, cfg.halo, static_cast<int64_t>(grid.patch_edge),
+                                      std::max<int64_t>(1, divisor), pad_low[a], on_grid);
+          aligned = aligned && on_grid;
         }
         t.skipped = !any_mask(g, mask, t.core_lo, t.core_hi);
         (t.skipped ? grid.skipped : grid.active) += 1;
+        if (!t.skipped && !aligned) ++grid.misaligned;
         grid.tiles.push_back(t);
       }
     }
   }
   return grid;
+}
+
+bool on_pooling_grid(const Geometry& g, TileConfig cfg, uint32_t divisor, const Dims3& pad_low) {
+  validate_tile_config(cfg);
+  const int64_t d = std::max<uint32_t>(1, divisor);
+  const int64_t edge = static_cast<int64_t>(tile_patch_size(cfg, divisor));
+  const int64_t step = cfg.step();
+  for (int a = 0; a < 3; ++a) {
+    const int64_t n = 1 + (std::max<int64_t>(0, g.dims[a] - cfg.core) + step - 1) / step;
+    // Patch offsets repeat with the core start modulo the divisor: d windows cover every case.
+    for (int64_t k = 0; k < std::min<int64_t>(n, d); ++k) {
+      bool aligned = true;
+      place_patch(k * step, cfg.core, cfg.halo, edge, d, pad_low[a], aligned);
+      if (!aligned) return false;
+    }
+  }
+  return true;
+}
+
+MaskRuns::MaskRuns(const Geometry& g, std::span<const uint8_t> mask) : dims_(g.dims) {
+  validate_geometry(g);
+  if (mask.size() != g.voxel_count()) validate_volume_sizes(g, g.voxel_count(), mask.size());
+  const uint64_t rows = static_cast<uint64_t>(g.dims[1]) * static_cast<uint64_t>(g.dims[2]);
+  row_start_.reserve(rows + 1);
+  for (uint64_t row = 0; row < rows; ++row) {
+    row_start_.push_back(static_cast<uint32_t>(runs_.size()));
+    const uint8_t* m = mask.data() + row * static_cast<uint64_t>(g.dims[0]);
+    for (int64_t x = 0; x < g.dims[0];) {
+      if (!m[x]) {
+        ++x;
+        continue;
+      }
+      const int64_t a = x;
+      while (x < g.dims[0] && m[x]) ++x;
+      runs_.push_back({static_cast<int32_t>(a), static_cast<int32_t>(x)});
+    }
+  }
+  row_start_.push_back(static_cast<uint32_t>(runs_.size()));
+}
+
+namespace {
+// floor(a / b) for b > 0.
+int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+}  // namespace
+
+uint64_t MaskRuns::active_tiles(const TileConfig& cfg) const {
+  validate_tile_config(cfg);
+  const int64_t core = cfg.core, step = cfg.step();
+  int64_t n[3];
+  for (int a = 0; a < 3; ++a) n[a] = 1 + (std::max<int64_t>(0, dims_[a] - core) + step - 1) / step;
+  std::vector<int32_t> diff(static_cast<size_t>(n[0]) + 1);
+  uint64_t active = 0;
+  for (int64_t k = 0; k < n[2]; ++k) {
+    const int64_t z0 = k * step, z1 = std::min(z0 + core, dims_[2]);
+    for (int64_t j = 0; j < n[1]; ++j) {
+      const int64_t y0 = j * step, y1 = std::min(y0 + core, dims_[1]);
+      std::fill(diff.begin(), diff.end(), 0);
+      bool any = false;
+      for (int64_t z = z0; z < z1; ++z) {
+        for (int64_t y = y0; y < y1; ++y) {
+          const uint64_t row = static_cast<uint64_t>(y + dims_[1] * z);
+          for (uint32_t r = row_start_[row]; r < row_start_[row + 1]; ++r) {
+            // Windows i with i·step < b and i·step + core > a.
+            const int64_t lo = std::max<int64_t>(0, floor_div(runs_[r][0] - core, step) + 1);
+            const int64_t hi = std::min<int64_t>(n[0] - 1, (runs_[r][1] - 1) / step);
+            if (lo > hi) continue;
+            ++diff[static_cast<size_t>(lo)];
+            --diff[static_cast<size_t>(hi + 1)];
+            any = true;
+          }
+        }
+      }
+      if (!any) continue;
+      int32_t cover = 0;
+      for (int64_t i = 0; i < n[0]; ++i) {
+        cover += diff[static_cast<size_t>(i)];
+        if (cover > 0) ++active;
+      }
+    }
+  }
+  return active;
 }
 
 void gather_patch(const Geometry& g, std::span<const float> field, const Dims3& origin,

@@ -1,4 +1,5 @@
 #include "tessera/autoplan.h"
+#include "tessera/tiling.h"
 
 #include <gtest/gtest.h>
 
@@ -16,6 +17,14 @@ AutoPlanRequest request(const Geometry& g, uint32_t divisor, uint64_t bpv, uint3
   r.halo = 4;
   r.hardware_threads = cores;
   r.target = Target::Wasm;
+  r.quality = Quality::Fast;  // the speed-only planner; the fidelity-first one is tested below
+  return r;
+}
+
+AutoPlanRequest faithful(const Geometry& g, uint64_t bpv, uint32_t radius) {
+  AutoPlanRequest r = request(g, 8, bpv, 2);
+  r.quality = Quality::Faithful;
+  r.network.context = dipole_context_profile(radius);
   return r;
 }
 }  // namespace
@@ -110,4 +119,103 @@ TEST(AutoPlan, ExplanationSaysWhenOneTileIsOverTheInFlightBudget) {
   r.fixed_core = 24;
   const AutoPlan b = plan_auto(r, mask);
   EXPECT_NE(b.explanation.find("fit the 1.5 GB budget"), std::string::npos) << b.explanation;
+}
+
+TEST(AutoPlan, FaithfulChoiceMeetsTheTargetAndNoFaithfulTilingIsEstimatedFaster) {
+  const Geometry g = geometry(144, 160, 128);
+  const std::vector<uint8_t> mask = ellipsoid_mask(g, 0.85);
+  const AutoPlanRequest r = faithful(g, 1100, 40);  // 1100 B/voxel: the whole volume (3.2 GB) does not fit
+  const AutoPlan a = plan_auto(r, mask);
+  ASSERT_FALSE(a.whole_volume);
+  ASSERT_TRUE(a.plan.feasible && a.plan.fidelity_known);
+  EXPECT_TRUE(a.warning.empty()) << a.warning;
+  const FidelityTarget t = fidelity_target(Quality::Faithful);
+  EXPECT_LE(a.plan.fidelity.nrmse, t.max_nrmse * kFidelityMargin);
+  EXPECT_GE(a.plan.fidelity.r, t.min_r);
+  EXPECT_NE(a.explanation.find("predicted r"), std::string::npos) << a.explanation;
+  EXPECT_NE(a.explanation.find("faithful target r ≥ 0.99, NRMSE ≤ 0.10"), std::string::npos) << a.explanation;
+  // Crop-and-stitch at the network's default halo 4 (what the planner chose before) misses the target here.
+  AutoPlanRequest fast = r;
+  fast.quality = Quality::Fast;
+  const AutoPlan f = plan_auto(fast, mask);
+  EXPECT_GT(f.plan.fidelity.nrmse, t.max_nrmse);
+  EXPECT_LE(f.estimated_seconds, a.estimated_seconds);
+  // No crop or half-stride cosine tiling on the pooling grid that meets the target (with the margin) is estimated
+  // faster.
+  const FidelityModel model(g, mask, r.network.context);
+  for (uint32_t P = 16; P <= 128; P += 8)
+    for (uint32_t h = 0; 2 * h + 8 <= P; h += 4)
+      for (uint32_t half : {0u, 1u}) {
+        const uint32_t core = P - 2 * h;
+        const uint32_t stride = half ? core / 2 / 8 * 8 : 0;
+        if (half && stride == 0) continue;
+        const TileConfig cfg{core, h, stride, half ? Blend::Cosine : Blend::Crop};
+        if (!on_pooling_grid(g, cfg, 8, Dims3{0, 0, 0})) continue;  // the planner's candidates sit on the grid
+        const TilePlan p = plan_tiled(g, mask, r.network, cfg, 2, Target::Wasm, &model);
+        if (!p.feasible || p.fidelity.nrmse > t.max_nrmse * kFidelityMargin) continue;
+        for (uint32_t k = 1; k <= 2 && k <= tiles_within_wasm_budget(cfg, r.network.cost); ++k)
+          for (uint32_t th = 1; k * th <= 2; ++th)
+            EXPECT_GE(estimate_tiled_seconds(p.patch_edge, p.tiles_active, k, th, r.speed) * 1.0051, a.estimated_seconds)
+                << "core " << core << " halo " << h << (half ? " half stride" : "") << " beats " << a.explanation;
+      }
+}
+
+TEST(AutoPlan, TheWholeVolumeWhenItFitsAndIsNoSlower) {
+  const Geometry g = geometry(64, 72, 56);
+  const std::vector<uint8_t> mask = ellipsoid_mask(g, 0.9);
+  const AutoPlan a = plan_auto(faithful(g, 300, 40), mask);
+  EXPECT_TRUE(a.whole_volume);
+  EXPECT_TRUE(a.plan.whole_volume && a.plan.feasible);
+  EXPECT_EQ(a.plan.fidelity.nrmse, 0.0);
+  EXPECT_EQ(a.workers, 1u);
+  EXPECT_NE(a.explanation.find("the whole volume (64×72×56"), std::string::npos) << a.explanation;
+}
+
+TEST(AutoPlan, WhenNothingFitsTheTargetTheMostFaithfulConfigRunsWithAWarning) {
+  const Geometry g = geometry(96, 96, 96);
+  const std::vector<uint8_t> mask = ellipsoid_mask(g, 0.9);
+  // 40 kB/voxel: the largest patch within 2.5 GB is 39³ (32³ at divisor 8), far short of a 100-voxel radius.
+  const AutoPlan a = plan_auto(faithful(g, 40000, 100), mask);
+  EXPECT_FALSE(a.warning.empty());
+  EXPECT_NE(a.warning.find("no tiling within the memory budget reaches the faithful target"), std::string::npos) << a.warning;
+  EXPECT_LE(a.plan.patch_edge, 32u);
+  // It is the most faithful of what fits: no crop tiling of a fitting patch on the pooling grid is predicted better.
+  const FidelityModel model(g, mask, dipole_context_profile(100));
+  int checked = 0;
+  for (uint32_t P : {16u, 24u, 32u})
+    for (uint32_t h = 0; 2 * h + 8 <= P; h += 2) {
+      const TileConfig cfg{P - 2 * h, h};
+      if (!on_pooling_grid(g, cfg, 8, Dims3{0, 0, 0})) continue;
+      ++checked;
+      EXPECT_GE(model.predict(cfg, P).nrmse * 1.001, a.plan.fidelity.nrmse) << P << " " << h;
+    }
+  EXPECT_GT(checked, 3);
+  EXPECT_EQ(a.plan.grid.misaligned, 0u);
+}
+
+TEST(AutoPlan, AnUnknownReceptiveFieldIsAssumedAndSaid) {
+  const Geometry g = geometry(80, 80, 80);
+  const std::vector<uint8_t> mask = ellipsoid_mask(g, 0.9);
+  AutoPlanRequest r = faithful(g, 6000, 40);  // the whole volume does not fit
+  r.network.context = ContextProfile{};
+  const AutoPlan a = plan_auto(r, mask);
+  EXPECT_NE(a.explanation.find("receptive field is unknown: assumed 64 voxels"), std::string::npos) << a.explanation;
+}
+
+TEST(AutoPlan, AUserHaloIsKeptAndBalancedIsNoSlowerThanFaithful) {
+  const Geometry g = geometry(144, 160, 128);
+  const std::vector<uint8_t> mask = ellipsoid_mask(g, 0.85);
+  AutoPlanRequest r = faithful(g, 1100, 40);
+  r.halo = 12;
+  r.fixed_halo = true;
+  const AutoPlan fixed = plan_auto(r, mask);
+  EXPECT_EQ(fixed.tile.halo, 12u);
+  AutoPlanRequest b = faithful(g, 1100, 40);
+  const AutoPlan faithful_plan = plan_auto(b, mask);
+  b.quality = Quality::Balanced;
+  const AutoPlan balanced = plan_auto(b, mask);
+  EXPECT_LE(balanced.estimated_seconds, faithful_plan.estimated_seconds);
+  EXPECT_LE(balanced.plan.fidelity.nrmse, fidelity_target(Quality::Balanced).max_nrmse);
+  EXPECT_EQ(quality_from_name("balanced"), Quality::Balanced);
+  EXPECT_THROW(quality_from_name("best"), Error);
 }

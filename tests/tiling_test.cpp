@@ -19,7 +19,10 @@ TEST(Tiling, CoresPartitionTheVolume) {
         for (int a = 0; a < 3; ++a) {
           EXPECT_EQ(t.core_lo[a] % core, 0);  // core-aligned from 0
           EXPECT_LE(t.core_hi[a], g.dims[a]);  // clamped at the edges
-          EXPECT_EQ(t.patch_lo[a], t.core_lo[a] - 3);
+          // The patch holds the core and its halo; it moves off core_lo − halo only onto the pooling grid.
+          EXPECT_LE(t.patch_lo[a], t.core_lo[a] - 3);
+          EXPECT_GE(t.patch_lo[a] + static_cast<int64_t>(grid.patch_edge), t.core_lo[a] + static_cast<int64_t>(core) + 3);
+          if (t.patch_lo[a] != t.core_lo[a] - 3) EXPECT_EQ(((t.patch_lo[a] % 8) + 8) % 8, 0);
           EXPECT_LE(t.core_hi[a] - t.core_lo[a], static_cast<int64_t>(core));
         }
         for (int64_t z = t.core_lo[2]; z < t.core_hi[2]; ++z)
@@ -98,4 +101,51 @@ TEST(Tiling, CoreZeroIsRefused) {
     EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
     EXPECT_NE(std::string(e.what()).find("core must be at least 1"), std::string::npos);
   }
+}
+
+TEST(Tiling, MaskRunsCountTheGridsActiveTiles) {
+  // A non-convex mask (an ellipsoid with a hole and a stray voxel) against make_tile_grid, for strides and edges.
+  const Geometry g = geometry(37, 29, 23);
+  std::vector<uint8_t> mask = ellipsoid_mask(g, 0.8);
+  for (int64_t z = 8; z < 14; ++z)
+    for (int64_t y = 10; y < 18; ++y)
+      for (int64_t x = 12; x < 24; ++x) mask[g.index(x, y, z)] = 0;
+  mask[g.index(36, 0, 22)] = 1;
+  const MaskRuns runs(g, mask);
+  for (uint32_t core : {1u, 3u, 8u, 13u, 29u, 40u}) {
+    for (uint32_t stride : {0u, 1u, 2u, core / 2, core - 1}) {
+      if (stride > core || (stride == 0 && core == 0)) continue;
+      const TileConfig cfg{core, 2, stride, stride && stride < core ? Blend::Cosine : Blend::Crop};
+      EXPECT_EQ(runs.active_tiles(cfg), make_tile_grid(g, mask, cfg, 8).active) << "core " << core << " stride " << stride;
+    }
+  }
+  const std::vector<uint8_t> empty(g.voxel_count(), 0);
+  EXPECT_EQ(MaskRuns(g, empty).active_tiles(TileConfig{8, 2}), 0u);
+}
+
+TEST(Tiling, PatchesSitOnTheWholeVolumesPoolingGridWhenTheRoundingLeavesRoom) {
+  const Geometry g = geometry(100, 90, 77);
+  const std::vector<uint8_t> mask(g.voxel_count(), 1);
+  // Whole-volume padding to 8 (smaller half low): 104 (pad 4 → 2 low), 96 (6 → 3), 80 (3 → 1).
+  const Dims3 pad_low{2, 3, 1};
+  // core 40 + 2·6 = 52 → 56: 4 voxels of slack, enough for any phase only when the offset is at most 4.
+  const TileGrid grid = make_tile_grid(g, mask, TileConfig{40, 6}, 8, pad_low);
+  for (const Tile& t : grid.tiles) {
+    for (int a = 0; a < 3; ++a) {
+      const int64_t want = t.core_lo[a] - 6;
+      const int64_t off = (((want + pad_low[a]) % 8) + 8) % 8;
+      if (off <= 4) {
+        EXPECT_EQ(t.patch_lo[a], want - off) << "axis " << a;
+        EXPECT_EQ(((t.patch_lo[a] + pad_low[a]) % 8 + 8) % 8, 0);
+      } else {
+        EXPECT_EQ(t.patch_lo[a], want);
+      }
+    }
+  }
+  // core 48 + 2·4 = 56: no slack; only a grid that is already in phase is aligned (48k − 4 + pad is never ≡ 0 here).
+  const TileGrid tight = make_tile_grid(g, mask, TileConfig{48, 4}, 8, pad_low);
+  EXPECT_EQ(tight.misaligned, tight.active);
+  const TileGrid in_phase = make_tile_grid(g, mask, TileConfig{48, 4}, 8, Dims3{4, 4, 4});
+  EXPECT_EQ(in_phase.misaligned, 0u);
+  for (const Tile& t : in_phase.tiles) EXPECT_EQ(t.patch_lo[0], t.core_lo[0] - 4);
 }

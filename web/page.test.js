@@ -72,7 +72,7 @@ if (NO_FETCH_GLOBALS) {
 } else suite();
 
 function suite() {
-let srv, ctx, page, tmp, netPath, pair, demoHalo;
+let srv, ctx, page, tmp, netPath, pair;
 const consoleErrors = [];
 const foreignRequests = [];
 const served = []; // the server's log: 'GET /path 200 12 ms'
@@ -97,7 +97,6 @@ before(async () => {
   const { createTessera, writeNifti } = await import('../bindings/js/index.js');
   const t = await createTessera({ workers: 1 });
   try {
-    demoHalo = (await t.model('demo-unet')).defaultHalo;
     const geometry = { dims: [64, 64, 48], voxelMm: [2, 2, 2], b0Dir: [0, 0, 1] };
     const p = await t.phantom({ geometry, seed: 3 });
     const like = { dims: geometry.dims, voxelMm: geometry.voxelMm };
@@ -199,10 +198,9 @@ test('the page loads cross-origin isolated, with the runtime and a plan', { skip
   // Auto by default: the C++ auto-planner's choice, explained on the page.
   assert.equal(plan.patchEdge % 8, 0);
   assert.equal(plan.patchEdge, Math.ceil((plan.core + 2 * plan.halo) / 8) * 8);
-  // The halo is the demo network's registry default (the request schema, not a page constant).
-  assert.equal(plan.halo, demoHalo);
-  assert.equal(await page.inputValue('#halo'), String(demoHalo));
-  assert.match(await page.textContent('#planExplain'), new RegExp(`Auto-planner: core \\d+, halo ${demoHalo} .*estimated \\d+ s`));
+  // Auto chooses the halo too (the faithful planner): the page shows the plan's, not a page constant.
+  assert.equal(await page.inputValue('#halo'), String(plan.halo));
+  assert.match(await page.textContent('#planExplain'), /Auto-planner: core \d+, halo \d+.*predicted r [\d.]+, NRMSE [\d.]+.*estimated \d+ s/);
   assert.equal(await page.inputValue('#core'), String(plan.core));
   assert.match(await page.textContent('#planReadout'), new RegExp(`Tiles in flight\\s*${plan.tilesInFlight}`));
   assert.equal(await page.isDisabled('#demo'), false);

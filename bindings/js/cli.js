@@ -342,7 +342,9 @@ function checkSpec(spec, schema, file) {
       throw new CliError(`the network spec ${file}: '${k}' must be a finite number, got ${JSON.stringify(v)}`, EXIT_ERROR, 'InvalidSpec');
     }
   }
-  return { ...Object.fromEntries(options.map((x) => [x.name.slice(5), x.default])), ...spec };
+  // Only numeric defaults are filled in: an option whose default is a rule ("derived from the ONNX graph") stays absent.
+  const defaults = options.filter((x) => typeof x.default === 'number').map((x) => [x.name.slice(5), x.default]);
+  return { ...Object.fromEntries(defaults), ...spec };
 }
 
 /** Fails early (before a long run) when a file cannot be created in its directory. */

@@ -6,6 +6,7 @@ import { loadTesseraModule } from './module.js';
 import { WorkerPool } from './pool.js';
 import { runInversion, runSteps } from './driver.js';
 import { TesseraError, errorToMessage, callModule } from './errors.js';
+import { probeEdge, contextProfile } from './receptive-field.js';
 
 const port = workerPort();
 let M = null;
@@ -94,7 +95,84 @@ function requestOf(a) {
     b0: a.b0,
     erodeRadius: a.erodeRadius,
     phaseSign: a.phaseSign,
+    quality: a.quality,
+    context: a.context,
+    verify: !!a.verify,
   };
+}
+
+// The ONNX Runtime worker pools of a run: one per network file, k workers each.
+function startPools(weights, { k, threadsPerWorker, spec, inputNames }) {
+  const pools = weights.map(
+    (model) =>
+      new WorkerPool({
+        model,
+        workers: k,
+        threadsPerWorker,
+        watchdogMs: options.watchdogMs,
+        recycleHeapBytes: options.recycleHeapBytes,
+        ortWasmPaths: options.ortWasmPaths,
+        ortModuleUrl: options.ortModuleUrl,
+        inputRoles: spec?.inputs?.length > 1 ? spec.inputs : undefined, // multi-input networks only
+        inputNames,
+        workerUrl: options.ortWorkerUrl, // a replacement ort-worker.js (tests inject faults with one)
+      }),
+  );
+  for (const p of pools) livePools.add(p);
+  return pools;
+}
+
+async function stopPools(pools) {
+  // Give back the never-shrinking ONNX Runtime heaps.
+  await Promise.all(pools.map((p) => p.terminate().catch(() => {})));
+  for (const p of pools) if (p.liveWorkers === 0) livePools.delete(p); // any left over stay visible in status()
+}
+
+/**
+ * The self-check of a run (plan.verify): the plan's box cut from the volume and run whole on a fresh one-worker pool,
+ * compared with the tiled χ away from the box's inner faces; plus the data-consistency residual of χ.
+ * @returns {Promise<object>} report.verify
+ */
+async function verifyRun({ a, volume, request, plan, chi, spec, signal, onProgress }) {
+  const v = plan.verify;
+  const started = performance.now();
+  if (!v) return { possible: false, message: 'the plan was made without verify: plan again with verify: true' };
+  if (!v.possible) {
+    const out = { possible: false, message: v.message };
+    if (plan.wholeVolume) Object.assign(out, { exact: true, r: 1, nrmse: 0, maxAbs: 0 });
+    return out;
+  }
+  const check = call(() => M.startVerification(volume, request, plan));
+  let pools = [];
+  try {
+    const box = check.box();
+    const boxRequest = { ...request, whole: true, tile: undefined };
+    pools = startPools([Array.isArray(a.weights) ? a.weights[0] : a.weights], { k: 1, threadsPerWorker: plan.threadsPerWorker || options.threadsPerWorker || 1, spec });
+    await pools[0].ready();
+    const progress = onProgress && ((p) => onProgress({ ...p, stage: 'verify' }));
+    let boxChi;
+    try {
+      ({ chi: boxChi } = await runSteps(M, { volume: box, request: boxRequest, plan: v.plan, pool: pools[0], signal, onProgress: progress }));
+    } finally {
+      box.delete();
+    }
+    const agreement = call(() => check.compare(chi, boxChi));
+    const dataConsistency = call(() => check.dataConsistency(chi));
+    const boxHeap = Math.max(0, ...pools[0].stats().perWorker.map((w) => w.heapHighWater));
+    return {
+      possible: true,
+      exact: false,
+      box: { lo: v.lo, hi: v.hi },
+      ...agreement,
+      predicted: plan.predictedFidelity,
+      dataConsistency,
+      workerHeapVsPlan: boxHeap / v.plan.bytesPerTile,
+      seconds: (performance.now() - started) / 1000,
+    };
+  } finally {
+    check.delete();
+    await stopPools(pools);
+  }
 }
 
 const methods = {
@@ -162,22 +240,7 @@ const methods = {
     try {
       const threadsPerWorker = plan.threadsPerWorker || a.threadsPerWorker || options.threadsPerWorker || 1;
       const k = Math.max(1, plan.tilesInFlight);
-      pools = weights.map(
-        (model) =>
-          new WorkerPool({
-            model,
-            workers: k,
-            threadsPerWorker,
-            watchdogMs: options.watchdogMs,
-            recycleHeapBytes: options.recycleHeapBytes,
-            ortWasmPaths: options.ortWasmPaths,
-            ortModuleUrl: options.ortModuleUrl,
-            inputRoles: spec?.inputs?.length > 1 ? spec.inputs : undefined, // multi-input networks only
-            inputNames: a.inputNames,
-            workerUrl: options.ortWorkerUrl, // a replacement ort-worker.js (tests inject faults with one)
-          }),
-      );
-      for (const p of pools) livePools.add(p);
+      pools = startPools(weights, { k, threadsPerWorker, spec, inputNames: a.inputNames });
       await Promise.all(pools.map((p) => p.ready()));
       if (controller.signal.aborted) throw new DOMException('the inversion was cancelled', 'AbortError');
       const onProgress = (p) => port.post({ id, progress: p });
@@ -203,6 +266,10 @@ const methods = {
         recycles: s.recycles,
         inputBinding: pools[i].inputBinding ?? undefined,
       }));
+      if (a.verify) {
+        await stopPools(pools); // the tiles' heaps go back before the check's box runs
+        report.verify = await verifyRun({ a, volume, request, plan, chi, spec, signal: controller.signal, onProgress });
+      }
       // What the output is: chi, or for iQFM the local field (both ppm).
       const quantity = spec?.quantity ?? 'chi';
       const value = { chi, report, quantity };
@@ -211,9 +278,57 @@ const methods = {
     } finally {
       running.delete(id);
       volume.delete();
-      // Give back the never-shrinking ONNX Runtime heaps at the end of every run.
-      await Promise.all(pools.map((p) => p.terminate().catch(() => {})));
-      for (const p of pools) if (p.liveWorkers === 0) livePools.delete(p); // any left over stay visible in status()
+      await stopPools(pools); // at the end of every run
+    }
+  },
+  // The measured context of a network (receptiveField({probe: true})): two whole runs of a phantom field patch with
+  // the centre voxel raised and lowered by epsilon ppm; the response by distance.
+  async probe(a, id) {
+    const spec = a.model ? call(() => M.model(a.model)) : null;
+    if (spec && !spec.tileable) throw new TesseraError(`${spec.name} is not a field → χ network: it has no receptive field to probe`, 'InvalidArgument');
+    const cost = spec ? { divisor: spec.divisor, bytesPerVoxel: spec.bytesPerVoxel, fixedBytes: spec.fixedBytes } : a.spec;
+    if (!cost) throw new TesseraError('give a registry model id (model) or a custom network spec (spec) to probe', 'InvalidArgument');
+    const divisor = cost.divisor ?? 1;
+    const reach = a.graph.global ? 64 : Math.max(1, a.graph.radiusMax);
+    // The largest cube the single-patch limit allows (C++ does the arithmetic), and at most maxEdge (default 160).
+    const fit = call(() => M.patchFit({ core: 1, halo: 0 }, { divisor, bytesPerVoxel: cost.bytesPerVoxel ?? 1100, fixedBytes: cost.fixedBytes ?? 0 }));
+    const edge = probeEdge(reach, divisor, Math.min(fit.largestEdge, a.maxEdge ?? 160));
+    const epsilon = a.epsilon ?? 0.1;
+    const geometry = { dims: [edge, edge, edge], voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
+    const base = call(() => M.phantom(geometry, { seed: 1, noise: 0 })).field;
+    const mask = new Uint8Array(base.length).fill(1);
+    const c = edge >> 1;
+    const centre = c + edge * (c + edge * c);
+    const request = { ...requestOf({ model: a.model, spec: a.spec, whole: true }), tile: undefined };
+    const plan = planOf({ geometry, mask }, request);
+    if (!plan.feasible) throw new TesseraError(`the probe patch (${edge}³) does not fit: ${plan.message}`, 'BudgetExceeded');
+    const controller = new AbortController();
+    running.set(id, controller);
+    const started = performance.now();
+    let pools = [];
+    try {
+      pools = startPools([a.weights], { k: 1, threadsPerWorker: options.threadsPerWorker || 1, spec });
+      await pools[0].ready();
+      const out = [];
+      for (const sign of [1, -1]) {
+        if (controller.signal.aborted) throw new DOMException('the probe was cancelled', 'AbortError');
+        const field = base.slice();
+        field[centre] += sign * epsilon;
+        const volume = makeVolume(geometry, field, mask);
+        try {
+          const { chi } = await runSteps(M, { volume, request, plan, pool: pools[0], signal: controller.signal });
+          out.push(chi);
+        } finally {
+          volume.delete();
+        }
+        port.post({ id, progress: { done: out.length, total: 2, stage: 'probe' } });
+      }
+      // χ is x-fastest: the network layout of the reversed dims.
+      const profile = contextProfile(out[0], out[1], [edge, edge, edge], [c, c, c]);
+      return { graph: a.graph, probe: { ...profile, edge, epsilon, seconds: (performance.now() - started) / 1000 } };
+    } finally {
+      running.delete(id);
+      await stopPools(pools);
     }
   },
 };

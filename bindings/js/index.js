@@ -5,8 +5,10 @@ import { createWorker, hardwareConcurrency, isNode } from './platform.js';
 import { TesseraError, errorFromMessage } from './errors.js';
 import { loadModel, sha256Hex } from './model-loader.js';
 import { geometryOf } from './volume.js';
+import { graphReceptiveField } from './receptive-field.js';
 
 export { TesseraError, loadModel, sha256Hex };
+export { graphReceptiveField, contextProfile } from './receptive-field.js';
 export { makeVolume, geometryOf } from './volume.js';
 export { loadInputs, checkEchoTimes, InputError } from './inputs.js';
 export { readCachedWeights, cacheWeights, listCachedWeights, clearWeightsCache, loadWeightsCached } from './model-loader.js';
@@ -44,6 +46,25 @@ function unwrapVolumes(args) {
     out[k] = (k === 'field' || k === 'phase' || k === 'magnitude') && !(v.data instanceof Float32Array) ? Float32Array.from(v.data) : v.data;
   }
   return out;
+}
+
+/**
+ * How far the network looks, for the planner, when the request does not say: the theoretical receptive radius of
+ * the weights' own ONNX graph ({radius}); undefined when there are no weights, the request gives a context or a
+ * spec.receptiveRadius, or the graph cannot be followed (the planner then uses the registry's radius or assumes one,
+ * and says so).
+ */
+function contextOf(args) {
+  if (args.context !== undefined && args.context !== null) return args.context;
+  if (args.spec?.receptiveRadius !== undefined) return undefined;
+  const w = Array.isArray(args.weights) ? args.weights[0] : args.weights;
+  if (!w || !(w.byteLength > 0)) return undefined;
+  try {
+    const rf = graphReceptiveField(w instanceof Uint8Array ? w : new Uint8Array(w.buffer ?? w, w.byteOffset ?? 0, w.byteLength));
+    return rf.global ? undefined : { radius: Math.max(1, rf.radiusMax) };
+  } catch {
+    return undefined; // not a graph we can follow: the run itself reports what is wrong with the file
+  }
 }
 
 export async function createTessera(o = {}) {
@@ -192,8 +213,9 @@ export class Tessera {
     } catch (e) {
       return Promise.reject(e);
     }
-    const { geometry, mask, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius } = r;
-    return this._call('plan', { geometry, mask, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius });
+    const { geometry, mask, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, quality, verify } = r;
+    const context = contextOf(r);
+    return this._call('plan', { geometry, mask, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, quality, context, verify });
   }
 
   /**
@@ -240,7 +262,7 @@ export class Tessera {
   invert(a) {
     const { signal, onProgress, ...args } = a ?? {};
     const keys = ['field', 'mask', 'geometry', 'model', 'spec', 'weights', 'tile', 'whole', 'workers', 'threadsPerWorker', 'plan',
-      'phase', 'magnitude', 'te', 'b0', 'erodeRadius', 'phaseSign', 'inputNames'];
+      'phase', 'magnitude', 'te', 'b0', 'erodeRadius', 'phaseSign', 'inputNames', 'quality', 'context', 'verify'];
     const unknown = Object.keys(args).filter((k) => !keys.includes(k));
     if (unknown.length) return Promise.reject(new TesseraError(`invert: unknown option(s) ${unknown.join(', ')} (known: ${keys.join(', ')}, signal, onProgress)`, 'InvalidArgument'));
     let unwrapped;
@@ -249,7 +271,30 @@ export class Tessera {
     } catch (e) {
       return Promise.reject(e);
     }
+    unwrapped.context = contextOf(unwrapped);
     return this._call('invert', unwrapped, { onProgress, signal });
+  }
+
+  /**
+   * How far a network looks. graph: its theoretical receptive field from the ONNX graph ({radius: [x, y, z], radiusMax,
+   * global, unknownOps, ops}). With probe: true also the measured one: the network is run twice on a phantom field
+   * patch (whole, of an edge that holds the graph's reach and fits the memory limits) with one voxel raised and
+   * lowered, and the response is summed by distance: probe = {within (fraction of the response within each radius;
+   * pass it as a request's context), radius90, radius99, edge, epsilon, seconds}.
+   * weights: ONNX bytes; model (registry id) or spec: the network's cost and normalisation (for the probe).
+   * @returns {Promise<{graph: object, probe?: object}>}
+   */
+  receptiveField({ weights, model, spec, probe = false, epsilon, maxEdge, signal, onProgress } = {}) {
+    const w = Array.isArray(weights) ? weights[0] : weights;
+    if (!w || !(w.byteLength > 0)) return Promise.reject(new TesseraError('receptiveField needs the network\'s weights (ONNX bytes)', 'InvalidArgument'));
+    let graph;
+    try {
+      graph = graphReceptiveField(w);
+    } catch (e) {
+      return Promise.reject(new TesseraError(`cannot read the network's graph: ${e.message}`, 'ModelLoadFailed'));
+    }
+    if (!probe) return Promise.resolve({ graph });
+    return this._call('probe', { weights: w, model, spec, graph, epsilon, maxEdge }, { signal, onProgress });
   }
 
   /**

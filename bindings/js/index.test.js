@@ -250,16 +250,21 @@ test('the C++ phantom and TKD reach JavaScript (TKD correlates with the truth)',
 test('tile "auto": the C++ auto-planner chooses core, workers and threads, explains, and the run follows it', async () => {
   const { geometry, field } = volume([64, 56, 40], 14);
   const mask = interiorMask(geometry.dims, 4);
-  const plan = await tessera.plan({ geometry, mask, spec: { divisor: 8 }, tile: 'auto' });
+  // By default (quality faithful) the whole volume, which fits here, is exact and no slower than a faithful tiling.
+  const faithful = await tessera.plan({ geometry, mask, spec: { divisor: 8 }, tile: 'auto' });
+  assert.equal(faithful.wholeVolume, true);
+  assert.match(faithful.explanation, /^the whole volume \(64×56×40/);
+  // The speed-only planner (quality fast) tiles at the network's halo.
+  const plan = await tessera.plan({ geometry, mask, spec: { divisor: 8 }, tile: 'auto', quality: 'fast' });
   assert.ok(plan.feasible, plan.message);
   assert.match(plan.explanation, /core \d+, halo 4 .* estimated \d+ s/);
   assert.ok(plan.workers >= 1 && plan.threadsPerWorker >= 1);
   assert.ok(plan.estimatedSeconds > 0);
-  const { report } = await tessera.invert({ field, mask, geometry, spec: { divisor: 8 }, weights: unet({ base: 4 }), tile: 'auto' });
+  const { report } = await tessera.invert({ field, mask, geometry, spec: { divisor: 8 }, weights: unet({ base: 4 }), tile: 'auto', quality: 'fast' });
   assert.equal(report.plan.tile.core, plan.tile.core);
   assert.equal(report.tilesRun, plan.tilesActive);
   // A fixed halo and worker count are kept.
-  const fixed = await tessera.plan({ geometry, mask, spec: { divisor: 8 }, tile: { core: 'auto', halo: 8 }, workers: 1 });
+  const fixed = await tessera.plan({ geometry, mask, spec: { divisor: 8 }, tile: { core: 'auto', halo: 8 }, workers: 1, quality: 'fast' });
   assert.equal(fixed.tile.halo, 8);
   assert.equal(fixed.workers, 1);
 });

@@ -4,6 +4,7 @@
 #include "conversions.h"
 #include "field_run.h"
 #include "inversion_job.h"
+#include "verification.h"
 #include "volume.h"
 #include "tessera/dipole.h"
 
@@ -63,6 +64,11 @@ void run_finish(FieldRun& r, double job, val output) { guarded([&] { r.finish(jo
 void run_fail(FieldRun& r, double job, std::string message) { guarded([&] { r.fail(job, message); }); }
 val run_report(FieldRun& r) { return guarded([&] { return r.report(); }); }
 val run_result(FieldRun& r) { return guarded([&] { return r.result(); }); }
+std::unique_ptr<Verification> start_verification(std::shared_ptr<Volume> volume, val request, val plan) {
+  return guarded([&] { return std::make_unique<Verification>(volume, request, plan); });
+}
+val verification_compare(const Verification& v, val tiled, val box_chi) { return guarded([&] { return v.compare(tiled, box_chi); }); }
+double verification_consistency(const Verification& v, val chi) { return guarded([&] { return v.data_consistency(chi); }); }
 
 }  // namespace
 
@@ -110,4 +116,9 @@ EMSCRIPTEN_BINDINGS(tessera) {
       .function("report", &run_report)
       .function("result", &run_result)
       .function("warning", &FieldRun::warning);
+  function("startVerification", &start_verification);
+  class_<Verification>("Verification")
+      .function("box", &Verification::box)
+      .function("compare", &verification_compare)
+      .function("dataConsistency", &verification_consistency);
 }

@@ -1,5 +1,7 @@
 #include "conversions.h"
 
+#include "tessera/verify.h"
+
 #include <emscripten/val.h>
 
 #include <cmath>
@@ -7,6 +9,7 @@
 #include "tessera/fidelity.h"
 #include "tessera/phantom.h"
 #include "tessera/request.h"
+#include "tessera/verify.h"
 
 namespace tessera::js {
 
@@ -143,6 +146,7 @@ InversionRequest request_from(const val& v) {
     r.custom = custom_network_from(spec);
   }
   r.whole_volume = !v["whole"].isUndefined() && v["whole"].as<bool>();
+  r.verify = !v["verify"].isUndefined() && !v["verify"].isNull() && v["verify"].as<bool>();
   const val tile = v["tile"];
   const uint32_t network_halo = r.model ? r.model->default_halo : defaults::kCustomNetworkHalo;
   // tile: {core, halo} | "auto" | {core: "auto", halo?} | absent (the schema's default: "auto").
@@ -159,6 +163,11 @@ InversionRequest request_from(const val& v) {
     r.fixed_threads =
         (t.isUndefined() || t.isNull() || t.isString()) ? 0 : static_cast<uint32_t>(option(v, "threadsPerWorker", "threadsPerWorker"));
     r.hardware_threads = std::max<uint32_t>(1, count(v, "hardwareThreads", 2));
+    const val q = v["quality"];
+    if (!q.isUndefined() && !q.isNull()) {
+      if (!q.isString()) throw Error(ErrorCode::InvalidArgument, "quality must be faithful, balanced or fast");
+      r.quality = quality_from_name(q.as<std::string>());
+    }
   } else {
     r.tile.core = static_cast<uint32_t>(option(tile, "core", "tile.core"));
     r.tile.halo = tile["halo"].isUndefined() ? network_halo : static_cast<uint32_t>(option(tile, "halo", "tile.halo"));
@@ -166,6 +175,24 @@ InversionRequest request_from(const val& v) {
     r.tile_given = true;
   }
   r.workers = v["workers"].isNumber() ? static_cast<uint32_t>(option(v, "workers", "workers")) : 1;
+  // How far the network looks: context {within: [...]} (a probe's measured profile) or {radius} (the weights' graph),
+  // else spec.receptiveRadius (a custom network's declaration), else the registry's.
+  const val spec = v["spec"];
+  if (!r.model && !spec["receptiveRadius"].isUndefined() && !spec["receptiveRadius"].isNull()) {
+    r.receptive_radius = static_cast<uint32_t>(option(spec, "receptiveRadius", "spec.receptiveRadius"));
+  }
+  const val context = v["context"];
+  if (!context.isUndefined() && !context.isNull()) {
+    const val within = context["within"];
+    if (!within.isUndefined() && !within.isNull()) {
+      if (within["length"].isUndefined()) throw Error(ErrorCode::InvalidArgument, "context.within must be an array (the probe's profile)");
+      r.measured_context = measured_context_profile(emscripten::convertJSArrayToNumberVector<double>(within));
+    } else if (!context["radius"].isUndefined()) {
+      if (!r.receptive_radius) r.receptive_radius = static_cast<uint32_t>(option(context, "radius", "spec.receptiveRadius"));
+    } else {
+      throw Error(ErrorCode::InvalidArgument, "context must be {within: [...]} (receptiveField's probe) or {radius} (its graph)");
+    }
+  }
   // Phase networks: te (seconds; a number or one per echo), b0 (tesla), erodeRadius (voxels), phaseSign.
   const val te = v["te"];
   if (te.isNumber()) {
@@ -249,6 +276,8 @@ val to_val(const ModelSpec& m) {
   o.set("citation", std::string(m.citation));
   o.set("notes", std::string(m.notes));
   o.set("defaultHalo", m.default_halo);
+  o.set("receptiveRadius", m.receptive_radius);
+  o.set("receptiveSource", std::string(m.receptive_source));
   return o;
 }
 
@@ -276,6 +305,7 @@ val to_val(const TilePlan& p) {
   o.set("threadsPerWorker", p.threads_per_worker);
   o.set("estimatedSeconds", p.estimated_seconds);
   o.set("explanation", p.explanation);
+  o.set("fidelityWarning", p.fidelity_warning);
   o.set("message", p.message);
   o.set("wholeVolume", p.whole_volume);
   o.set("patchEdge", static_cast<double>(p.patch_edge));
@@ -289,6 +319,46 @@ val to_val(const TilePlan& p) {
   o.set("moduleHeapBytes", static_cast<double>(p.module_heap_bytes));
   o.set("peakBytes", static_cast<double>(p.peak_bytes));
   o.set("grid", grid_to_val(p.grid));
+  if (p.verify) {
+    const VerifyRegion& v = *p.verify;
+    val x = val::object();
+    x.set("possible", v.possible);
+    x.set("message", v.message);
+    auto dims = [](const Dims3& d) {
+      val a = val::array();
+      for (int i = 0; i < 3; ++i) a.call<void>("push", static_cast<double>(d[i]));
+      return a;
+    };
+    x.set("lo", dims(v.lo));
+    x.set("hi", dims(v.hi));
+    x.set("compareLo", dims(v.compare_lo));
+    x.set("compareHi", dims(v.compare_hi));
+    x.set("margin", v.margin);
+    x.set("plan", v.possible ? to_val(v.plan) : val::null());
+    o.set("verify", x);
+  } else {
+    o.set("verify", val::null());
+  }
+  if (!p.context.within.empty()) {
+    val c = val::object();
+    c.set("radius", p.context.radius);
+    c.set("measured", p.context.measured);
+    c.set("assumed", p.context.assumed);
+    c.set("radius90", context_radius_holding(p.context, 0.90));
+    c.set("radius99", context_radius_holding(p.context, 0.99));
+    o.set("context", c);
+  } else {
+    o.set("context", val::null());
+  }
+  if (p.fidelity_known) {
+    val f = val::object();
+    f.set("r", p.fidelity.r);
+    f.set("nrmse", p.fidelity.nrmse);
+    f.set("deficit", p.fidelity.deficit);
+    o.set("predictedFidelity", f);
+  } else {
+    o.set("predictedFidelity", val::null());
+  }
   return o;
 }
 

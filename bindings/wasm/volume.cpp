@@ -29,6 +29,12 @@ Volume::Volume(const val& geometry, uint32_t echoes) : geometry_(geometry_from(g
   mask_.assign(n, 0);
 }
 
+Volume::Volume(const Geometry& geometry, std::vector<float> field, std::vector<uint8_t> mask)
+    : geometry_(geometry), field_(std::move(field)), mask_(std::move(mask)) {
+  validate_geometry(geometry_);
+  validate_volume_sizes(geometry_, field_.size(), mask_.size());
+}
+
 val Volume::geometry() const {
   val o = val::object();
   val dims = val::array(), vox = val::array(), b0 = val::array();

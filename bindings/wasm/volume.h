@@ -22,6 +22,8 @@ class Volume {
  public:
   // echoes >= 1 (more than 1 only for the phase networks' multi-echo data).
   Volume(const val& geometry, uint32_t echoes);
+  // A volume of one echo holding these values (a box cut from another volume).
+  Volume(const Geometry& geometry, std::vector<float> field, std::vector<uint8_t> mask);
   val geometry() const;
   // Views on the heap: valid until the next call that may allocate. Fill them at once.
   val field_view();

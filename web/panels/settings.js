@@ -100,6 +100,8 @@ export class SettingsPanel {
       if ($('auto').checked) {
         $('core').disabled = true;
         if (plan.feasible && plan.tile) $('core').value = String(plan.tile.core);
+        // The planner's halo, unless the user set one (then it was kept).
+        if (plan.feasible && plan.tile && $('halo').dataset.userSet !== '1') $('halo').value = String(plan.tile.halo);
       }
     }
     $('planExplain').hidden = !plan.explanation;

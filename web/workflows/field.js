@@ -131,10 +131,12 @@ export const fieldWorkflow = {
   /** The plan request for the page's settings (auto: the C++ auto-planner picks the core, workers and threads). */
   planRequest(net, input, geometry, runtime) {
     const halo = clampInt($('halo').value, 0, 4096, 8);
+    // Auto: the planner chooses the halo too, unless the user typed one.
+    const autoTile = $('halo').dataset.userSet === '1' ? { core: 'auto', halo } : 'auto';
     const req = {
       geometry,
       mask: input?.mask,
-      tile: $('auto').checked ? { core: 'auto', halo } : { core: clampInt($('core').value, 1, 4096, 32), halo },
+      tile: $('auto').checked ? autoTile : { core: clampInt($('core').value, 1, 4096, 32), halo },
       whole: $('whole').checked,
       workers: runtime.workers,
       threadsPerWorker: runtime.threadsPerWorker,

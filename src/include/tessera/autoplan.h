@@ -1,11 +1,14 @@
-// The auto-planner: chooses core, workers and threads per worker that minimise the estimated wall
-// time of a tiled run under the memory limits, accounting for halo overhead, skipped tiles and the
-// last partial wave; and says why in one sentence.
+// The auto-planner: fidelity first. It chooses the tiling (patch edge, halo, stride, blend) or the whole volume,
+// and the workers and threads per worker, that minimise the estimated wall time under the memory limits among the
+// configurations whose predicted agreement with the whole-volume run (tessera/fidelity_model.h) meets the quality
+// target; when none does, the most faithful feasible one, with a warning. It accounts for halo and overlap work,
+// skipped tiles and the last partial wave, and says why in one sentence.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "tessera/plan.h"
 
@@ -23,10 +26,38 @@ struct ThroughputModel {
   double per_tile_seconds = 0.3;       // fixed cost of one tile (hand-over, ORT run set-up)
 };
 
+// How faithful the auto-planner's choice must be to the whole-volume run (inside the mask):
+//   faithful (the default): predicted r >= 0.99 and NRMSE <= 0.10;
+//   balanced: r >= 0.97 and NRMSE <= 0.20;
+//   fast: no target: the fastest crop-and-stitch at the network's default halo (the prediction is still reported).
+enum class Quality { Faithful, Balanced, Fast };
+
+// Stable name ("faithful", "balanced", "fast").
+const char* quality_name(Quality quality);
+// The quality with this name. Throws Error(InvalidArgument) naming the three.
+Quality quality_from_name(std::string_view name);
+
+struct FidelityTarget {
+  double min_r = 0.0;
+  double max_nrmse = 1e300;
+};
+// The target of a quality (fast: none).
+FidelityTarget fidelity_target(Quality quality);
+
+// The planner aims under the target by this factor: the model's predictions were within ±30 % of the measured NRMSE
+// over the study (bench/RESULTS.md §11), mostly within ±15 %.
+inline constexpr double kFidelityMargin = 0.85;
+
+// When a network's context is not known (a custom network with neither a receptive radius nor weights to derive
+// it from), the planner assumes the dipole profile of this radius and says so.
+inline constexpr uint32_t kAssumedReceptiveRadius = 64;
+
 struct AutoPlanRequest {
   Geometry geometry;
   FieldNetwork network;
   uint32_t halo = 4;              // the network's default halo unless the user set one
+  bool fixed_halo = false;        // the user set the halo: only the patch edge and stride are chosen
+  Quality quality = Quality::Faithful;
   uint32_t hardware_threads = 2;  // cores available to the workers
   uint32_t fixed_core = 0;        // 0: choose; else the user's core
   uint32_t fixed_workers = 0;     // 0: choose
@@ -36,12 +67,14 @@ struct AutoPlanRequest {
 };
 
 struct AutoPlan {
+  bool whole_volume = false;  // the whole volume fits and is estimated no slower than any faithful tiling
   TileConfig tile;
   uint32_t workers = 1;
   uint32_t threads_per_worker = 1;
   double estimated_seconds = 0.0;
   TilePlan plan;            // the plan of the chosen config
   std::string explanation;  // one sentence
+  std::string warning;      // non-empty when nothing within the budget reaches the quality target
 };
 
 // Estimated wall time of a tiled run: start-up + ceil(active / workers) waves of one tile each.

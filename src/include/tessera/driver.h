@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tessera/budget.h"
+#include "tessera/fidelity_model.h"
 #include "tessera/geometry.h"
 #include "tessera/registry.h"
 #include "tessera/runner.h"
@@ -23,6 +24,7 @@ struct FieldNetwork {
   Normalization norm;
   PadRule pad = PadRule::SmallerHalfLow;
   bool masked_input = false;  // the network takes the field multiplied by the mask
+  ContextProfile context;     // how far it looks (empty: unknown; the planner then cannot predict fidelity)
 };
 
 // The FieldNetwork of a registered network.

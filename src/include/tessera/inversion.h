@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 
+#include "tessera/autoplan.h"
 #include "tessera/driver.h"
 #include "tessera/phase_networks.h"
 #include "tessera/plan.h"
@@ -29,6 +30,12 @@ struct InversionRequest {
   uint32_t fixed_workers = 0;
   uint32_t fixed_threads = 0;
   uint32_t hardware_threads = 2;
+  Quality quality = Quality::Faithful;  // the auto-planner's fidelity target (field -> chi networks)
+  // How far the network looks: a measured profile (the probe's), else the theoretical receptive radius (the
+  // registry's, or the custom network's); 0 and empty: unknown.
+  ContextProfile measured_context;
+  uint32_t receptive_radius = 0;
+  bool verify = false;  // plan the self-check (tessera/verify.h) of a tiled field -> chi run
   // Phase networks (iQSM family): echo times (one per echo), B0, erosion, phase sign.
   PhaseSettings phase;
 };

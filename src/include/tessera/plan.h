@@ -4,12 +4,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 
 #include "tessera/driver.h"
 
 namespace tessera {
+
+struct VerifyRegion;  // tessera/verify.h
 
 struct TilePlan {
   bool feasible = false;
@@ -18,6 +21,7 @@ struct TilePlan {
   uint32_t threads_per_worker = 0;  // chosen by the auto-planner; 0 = the caller's setting
   double estimated_seconds = 0.0;   // the auto-planner's estimate; 0 when not estimated
   std::string explanation;          // the auto-planner's one-sentence reason
+  std::string fidelity_warning;     // the auto-planner found no config within the budget that meets the quality target
   std::string message;              // the refusal with advice, empty when feasible
   bool whole_volume = false;
   uint64_t patch_edge = 0;          // cubic patch edge (tiled), or the largest padded dim (whole)
@@ -31,12 +35,18 @@ struct TilePlan {
   uint64_t module_heap_bytes = 0;   // the C++ module: field, mask, chi and the patches in flight
   uint64_t peak_bytes = 0;          // activation_bytes + module_heap_bytes
   TileGrid grid;                    // the tiles the run goes through (whole volume: one tile); empty when refused
+  ContextProfile context;           // how far the network looks, as the prediction took it (empty: unknown)
+  bool fidelity_known = false;      // the network's context profile is known, so fidelity is predicted
+  FidelityPrediction fidelity;      // predicted agreement with the whole-volume run (exact for a whole-volume plan)
+  std::shared_ptr<const VerifyRegion> verify;  // the self-check's plan, when the request asks for one
 };
 
 // Plans a tiled run. Never throws for an infeasible config: feasible=false and message say why.
 // geometry is valid and mask holds geometry.voxel_count() values (else Error InvalidArgument).
+// fidelity, when given, predicts the plan's fidelity (else one is made from network.context when it is known).
 TilePlan plan_tiled(const Geometry& geometry, std::span<const uint8_t> mask, const FieldNetwork& network,
-                    TileConfig cfg, uint32_t workers, Target target = kBuildTarget);
+                    TileConfig cfg, uint32_t workers, Target target = kBuildTarget,
+                    const FidelityModel* fidelity = nullptr);
 
 // Plans a whole-volume run (padded to the divisor by the network's rule).
 // geometry is valid.

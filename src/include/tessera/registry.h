@@ -92,6 +92,10 @@ struct ModelSpec {
   std::string_view citation;
   std::string_view notes;
   double seconds_per_voxel = 0.0;  // ONNX Runtime Web, 1 thread, per patch voxel; 0: not measured (planner default)
+  // The theoretical receptive radius (voxels an output depends on, from the ONNX graph: bindings/js/receptive-field.js)
+  // and where it comes from; 0: not known (the radius is then derived from the weights when they are given).
+  uint32_t receptive_radius = 0;
+  std::string_view receptive_source;
 
   bool tileable() const { return kind == ModelKind::FieldToChi || kind == ModelKind::PhysicsLoop; }
   TileCost tile_cost() const { return TileCost{divisor, bytes_per_voxel, fixed_bytes}; }

@@ -2,6 +2,7 @@
 // network patch ([1, C, X, Y, Z] row-major, z fastest). The caller owns every buffer.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -30,15 +31,44 @@ struct TileGrid {
   std::vector<Tile> tiles;                // every tile, skipped ones included
   uint64_t active = 0;                    // tiles to run
   uint64_t skipped = 0;                   // tiles whose core holds no mask voxel
+  uint64_t misaligned = 0;                // active tiles whose patch could not be put on the whole volume's pooling grid
 };
 
 // "tile 3 (core x 0-56, y 56-112, z 0-56)": how messages name a tile.
 std::string tile_text(const Tile& tile);
 
 // Cuts the volume into tiles whose cores start every cfg.step() voxels from 0 (clamped at the far edges), and
-// marks those whose core holds no mask voxel.
+// marks those whose core holds no mask voxel. Each patch (cfg.core + 2·halo rounded up to the divisor) is placed on
+// the pooling grid of the whole-volume run when the rounding leaves room: its first voxel p with
+// (p + pad_low) % divisor == 0, where pad_low is the whole-volume run's low-side padding (whole_volume_shape), as
+// close to core_lo − halo as that allows (never further than the rounding slack). A network whose poolings see the
+// same grid in a patch as in the whole volume gives the whole volume's output wherever its context is complete; on
+// another grid its max-poolings alias and every voxel differs. Otherwise the patch starts at core_lo − halo.
 // geometry is valid; mask holds geometry.voxel_count() values; cfg.core >= 1.
-TileGrid make_tile_grid(const Geometry& geometry, std::span<const uint8_t> mask, TileConfig cfg, uint32_t divisor);
+TileGrid make_tile_grid(const Geometry& geometry, std::span<const uint8_t> mask, TileConfig cfg, uint32_t divisor,
+                        const Dims3& pad_low = {0, 0, 0});
+
+// Whether every patch of make_tile_grid(geometry, ·, cfg, divisor, pad_low) sits on the whole volume's pooling grid
+// (grid.misaligned == 0 whatever the mask), without building the grid.
+// geometry is valid; cfg is valid.
+bool on_pooling_grid(const Geometry& geometry, TileConfig cfg, uint32_t divisor, const Dims3& pad_low);
+
+// The mask as runs of voxels along x, row by row: counts the tiles of any config whose core holds a mask voxel
+// without building their grid (the auto-planner counts hundreds of configs).
+class MaskRuns {
+ public:
+  // geometry is valid; mask holds geometry.voxel_count() values.
+  MaskRuns(const Geometry& geometry, std::span<const uint8_t> mask);
+
+  // make_tile_grid(geometry, mask, cfg, ·).active, in O(rows · (core / step)² + windows).
+  // cfg is valid (validate_tile_config).
+  uint64_t active_tiles(const TileConfig& cfg) const;
+
+ private:
+  Dims3 dims_{0, 0, 0};
+  std::vector<uint32_t> row_start_;             // row y + ny·z holds runs_[row_start_[row] .. row_start_[row + 1])
+  std::vector<std::array<int32_t, 2>> runs_;    // [first x, last x + 1) of each run of mask voxels
+};
 
 // The tiles of a grid that run (core holds a mask voxel), in grid order; the pointers point into grid.tiles.
 std::vector<const Tile*> active_tiles(const TileGrid& grid);

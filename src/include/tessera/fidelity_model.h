@@ -1,0 +1,84 @@
+// The tiling-fidelity model: predicts how far a tiled χ will be from the whole-volume χ, before running, from
+// where each voxel's patch ends relative to how far the network looks. A network's output at a voxel depends on
+// inputs around it, a fraction within[ρ] of that dependence within radius ρ (its context profile: measured by the
+// probe, or derived from the theoretical receptive radius). A voxel whose patch face lies at distance d misses the
+// part of the dependence beyond that face (minus what the whole-volume run misses too, beyond the mask's extent);
+// overlapping tiles blend their deficits with the run's own weights. The deficit maps to NRMSE and r through two
+// constants fitted to the tiling study (bench/fidelity-study.js, bench/RESULTS.md §11).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tessera/budget.h"
+#include "tessera/geometry.h"
+
+namespace tessera {
+
+// How far a network looks: within[ρ] = fraction of its output's dependence on inputs within radius ρ voxels.
+struct ContextProfile {
+  std::vector<double> within;  // non-decreasing, within.back() == 1
+  bool measured = false;       // from a probe of the network (else derived from its theoretical radius)
+  uint32_t radius = 0;         // the theoretical receptive radius it came from (0 when only measured)
+  bool assumed = false;        // the network's reach was not known: a planner's assumption
+};
+
+// The smallest radius holding this fraction of the dependence (within[ρ] >= fraction); 0 for an empty profile.
+uint32_t context_radius_holding(const ContextProfile& profile, double fraction);
+
+// The profile of a dipole-inversion network known only by its theoretical receptive radius: the dipole kernel falls
+// as 1/ρ³, so the dependence per shell falls as 1/ρ and within[ρ] = ln(1 + ρ) / ln(1 + radius).
+// radius >= 1.
+ContextProfile dipole_context_profile(uint32_t radius);
+
+// A measured profile (e.g. the probe's cumulative fractions), checked.
+// Throws Error(InvalidArgument) unless within is non-empty, non-decreasing, in [0, 1] and ends at 1 (± 1e-6).
+ContextProfile measured_context_profile(std::span<const double> within);
+
+// The constants that turn the deficit into fidelity: NRMSE = alpha · deficit, 1 − r = gamma · NRMSE².
+struct FidelityFit {
+  double alpha = 1.0;
+  double gamma = 0.5;
+};
+// Fitted to the tiling study of the demo network (bench/RESULTS.md §11) and checked on a second network.
+inline constexpr FidelityFit kFidelityFit{1.0, 0.5};
+
+struct FidelityPrediction {
+  double deficit = 0.0;  // RMS over the mask of the blended fraction of dependence the patches miss
+  double nrmse = 0.0;    // predicted ‖tiled − whole‖ / ‖whole‖ inside the mask
+  double r = 1.0;        // predicted Pearson r of tiled against whole inside the mask
+};
+
+// Predicts tiled-vs-whole fidelity for many configs over one volume: the mask's extent and a sample of its voxels
+// (at most 60 000 by default, every k-th in raster order) are taken once, so each prediction costs O(dims + sample).
+class FidelityModel {
+ public:
+  // geometry valid; mask holds its voxel count of values (else Error InvalidArgument).
+  FidelityModel(const Geometry& geometry, std::span<const uint8_t> mask, ContextProfile profile,
+                const FidelityFit& fit = kFidelityFit, uint64_t max_samples = 60000);
+
+  // The fidelity of a tiled run of config whose patches have this edge (tile_patch_size of the network's divisor).
+  // config valid; patch_edge >= config.core + 2·config.halo.
+  FidelityPrediction predict(const TileConfig& config, uint64_t patch_edge) const;
+
+  const ContextProfile& profile() const { return profile_; }
+  // The mask's extent [lo, hi) per axis (lo == hi == 0 for an empty mask).
+  const std::array<int64_t, 3>& mask_lo() const { return lo_; }
+  const std::array<int64_t, 3>& mask_hi() const { return hi_; }
+
+ private:
+  Geometry geometry_;
+  ContextProfile profile_;
+  FidelityFit fit_;
+  std::vector<double> beyond_;             // fraction of the dependence beyond a plane at distance d + ½
+  std::array<int64_t, 3> lo_{0, 0, 0}, hi_{0, 0, 0};  // the mask's extent
+  std::vector<std::array<int32_t, 3>> sample_;        // mask voxels the mean runs over
+};
+
+// The prediction of a whole-volume run: exact by definition.
+FidelityPrediction whole_volume_fidelity();
+
+}  // namespace tessera
