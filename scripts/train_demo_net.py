@@ -302,6 +302,8 @@ def main():
     ap.add_argument("--base", type=int, default=16, help="channels at full resolution")
     ap.add_argument("--levels", type=int, default=3, choices=(2, 3),
                     help="poolings: 3 (the demo network, divisor 8) or 2 (divisor 4, shorter reach)")
+    ap.add_argument("--stop-at", type=int, default=None,
+                    help="stop after this many steps of the --steps schedule (a briefly trained stand-in)")
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--noise", type=float, default=0.002, help="max field noise sigma (ppm)")
     ap.add_argument("--seed", type=int, default=20240601)
@@ -343,7 +345,8 @@ def main():
     if not args.export_only:
         model.train()
         t_last = time.time()
-        while step < args.steps:
+        last = args.steps if args.stop_at is None else min(args.steps, args.stop_at)
+        while step < last:
             for g in opt.param_groups:
                 g["lr"] = lr_at(step, args.steps, args.lr)
             field, chi, m = synth.batch(args.batch, args.patch, args.noise)
@@ -363,7 +366,7 @@ def main():
             if step % 20 == 0 or step == args.steps:
                 print(f"step {step:5d} loss {loss.item():.4f} ema {ema:.4f} "
                       f"lr {opt.param_groups[0]['lr']:.2e} t {elapsed:.0f}s", flush=True)
-            if step % args.ckpt_every == 0 or step == args.steps:
+            if step % args.ckpt_every == 0 or step == last:
                 save()
         print(f"done: {step} steps, {elapsed:.0f} s training wall time, final ema loss "
               f"{ema:.4f}", flush=True)

@@ -50,6 +50,7 @@ Usage:
 ${INVERT_USAGE}  tessera-qsm plan   (--field f.nii[.gz] | --phase p.nii[.gz] [--te S[,S...]]) [--mask m.nii[.gz]] (--model ID | --spec net.json)
                      [--core N --halo N --workers N | --whole] [--json]
   tessera-qsm models [--json]
+  tessera-qsm receptive-field (--model ID | --spec net.json) [--weights FILE|URL] [--probe] [--json]
   tessera-qsm <command> --help     tessera-qsm --version
 
 Exit codes: 0 success, 1 error (runtime, input files, weights), 2 usage error or a run the memory
@@ -86,11 +87,20 @@ Network (one of)
                      (field - inputMean) / inputStd, χ = outputStd · output + outputMean; needs --weights FILE
   --weights SRC      ONNX file or URL (repeat for a model with several networks)
 Tiling (field networks; the phase networks always run on the whole volume)
-  --core N --halo N  tile core and halo edge in voxels (default: the auto-planner chooses the core, workers
-                     and threads; the halo is the network's default unless given)
+  --quality Q        the auto-planner's target against the whole-volume run: faithful (default: r ≥ 0.99,
+                     NRMSE ≤ 0.10), balanced (r ≥ 0.97, NRMSE ≤ 0.20) or fast (speed only); it picks the fastest
+                     core, halo, stride and blend predicted to meet it, or the whole volume when that fits and is
+                     no slower, and warns when nothing within the memory budget does
+  --core N --halo N  tile core and halo edge in voxels (default: the auto-planner chooses core, halo, stride,
+                     workers and threads; a halo given alone is kept)
   --workers N        most networks running at once (the planner lowers it to fit the memory budget)
   --threads N        ONNX Runtime threads per worker (default 1)
   --whole            run the whole volume at once (no tiling)
+  --verify           self-check: the largest box that runs whole, centred on the mask, is run whole and
+                     compared with the tiled χ inside it (r, NRMSE, max |Δ| in the log and the report), plus the
+                     data-consistency residual ‖M(D∗χ − f)‖/‖M f‖ of the result
+  --probe            measure how far the network looks (two runs of a phantom patch) and plan with that
+                     instead of the reach its ONNX graph allows
 Output
   --out FILE         χ in ppm (iqfm: the local field in ppm) as float32 NIfTI with the input's 3D header and
                      affine (.gz: gzipped)
@@ -107,8 +117,9 @@ Usage:
                    [--mask m.nii[.gz]] (--model ID | --spec net.json) [--core N --halo N --workers N | --whole] [--json]
 
 Prints the patch edge, MB per tile, tiles in flight, tiles total/active/skipped (skipped: no mask voxel
-in the core), activation and peak memory against the runtime's limits, or the planner's refusal and
-advice (exit code 2). --json prints the plan object instead of the table. With --phase (iqsm, iqfm,
+in the core), activation and peak memory against the runtime's limits, the predicted fidelity against the
+whole-volume run and the network's reach, or the planner's refusal and advice (exit code 2). --weights
+FILE lets the planner read the network's reach from its graph (--probe: measure it). --json prints the plan object instead of the table. With --phase (iqsm, iqfm,
 iqsm-plus) the echo count comes from the file (one network call per echo); --te is optional here.
 Options as for \`tessera-qsm invert --help\`.
 `,
@@ -117,9 +128,22 @@ Options as for \`tessera-qsm invert --help\`.
 Usage:
   tessera-qsm models [--json]
 
-Lists id, kind, inputs (field, or the phase networks' input roles), divisor, memory per worker (fixed
-part + bytes per patch voxel, provisional or measured), weights and licence.
+Lists id, kind, inputs (field, or the phase networks' input roles), divisor, reach (the theoretical
+receptive radius in voxels), memory per worker (fixed part + bytes per patch voxel, provisional or
+measured), weights and licence.
 --json prints the full registry entries (URLs, sha256, citation, normalisation, inputs).
+`,
+  'receptive-field': `tessera-qsm receptive-field: how far a network looks
+
+Usage:
+  tessera-qsm receptive-field (--model ID | --spec net.json) [--weights FILE|URL] [--probe] [--json]
+
+Prints the theoretical receptive radius per axis, derived from the ONNX graph (convolutions, poolings,
+transposed convolutions, resizes; global operations and operations it cannot follow are named). --probe
+also measures it: the network runs twice on a phantom field patch with the centre voxel raised and lowered,
+and the response is summed by distance (the radius holding 90 % and 99 % of it, and the profile).
+--weights defaults to the registry's official file(s) for --model; --spec needs --weights FILE.
+--json prints {graph, probe} (the probe's within[] is the profile plan and invert take as context).
 `,
 };
 
@@ -139,6 +163,9 @@ const RUN_OPTIONS = {
   halo: { type: 'string' },
   workers: { type: 'string' },
   whole: { type: 'boolean' },
+  quality: { type: 'string' },
+  verify: { type: 'boolean' },
+  probe: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 };
 const OPTIONS = {
@@ -156,9 +183,19 @@ const OPTIONS = {
     report: { type: 'string' },
     quiet: { type: 'boolean', short: 'q' },
   },
-  plan: { ...RUN_OPTIONS, json: { type: 'boolean' } },
+  plan: { ...RUN_OPTIONS, weights: { type: 'string', multiple: true }, json: { type: 'boolean' } },
   models: { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+  'receptive-field': {
+    model: { type: 'string' },
+    spec: { type: 'string' },
+    weights: { type: 'string', multiple: true },
+    probe: { type: 'boolean' },
+    json: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  },
 };
+/** The auto-planner's fidelity targets (tessera.schema() 'quality'). */
+const QUALITIES = ['faithful', 'balanced', 'fast'];
 /** Flags that only make sense with --phase (the phase networks). */
 const PHASE_ONLY = ['te', 'magnitude', 'erode', 'phase-sign', 'phase-units', 'phase-scale'];
 
@@ -292,9 +329,15 @@ function runOptions(command, o) {
       throw usageError(`${given.map((k) => `--${k}`).join(', ')} ${given.length > 1 ? 'are' : 'is'} for --phase (the phase networks iqsm, iqfm, iqsm-plus), not --field`);
     }
   }
-  // Without --core the C++ auto-planner chooses the core (and, unless given, workers and threads).
+  // Without --core the C++ auto-planner chooses the core (and, unless given, the halo, stride, workers and threads).
   const tile = o.whole || phase ? undefined : core !== undefined ? { core, ...(halo !== undefined && { halo }) } : halo !== undefined ? { core: 'auto', halo } : 'auto';
-  return { tile, whole: !!o.whole, workers, b0, phase, inputNames: inputNames(o['input-name']) };
+  const quality = o.quality?.toLowerCase();
+  if (quality !== undefined && !QUALITIES.includes(quality)) throw usageError(`--quality must be ${QUALITIES.join(', ')}, got '${o.quality}'`);
+  if (quality !== undefined && (core !== undefined || o.whole || phase)) {
+    throw usageError('--quality steers the auto-planner: it takes no --core, --whole or --phase (those fix the run)');
+  }
+  if ((o.verify || o.probe) && phase) throw usageError('--verify and --probe are for the field networks (the phase networks run on the whole volume)');
+  return { tile, whole: !!o.whole, workers, b0, phase, quality, verify: !!o.verify, inputNames: inputNames(o['input-name']) };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -566,6 +609,22 @@ function describeNetwork(o, entry, spec) {
   return `spec ${o.spec} (divisor ${spec.divisor}, ${spec.bytesPerVoxel} B/voxel)`;
 }
 
+/** "r 0.995, NRMSE 0.061 against the whole-volume run (predicted)". */
+function fidelityText(plan) {
+  const f = plan.predictedFidelity;
+  if (plan.wholeVolume) return 'exact (the whole volume runs at once)';
+  return `r ${f.r.toFixed(3)}, NRMSE ${f.nrmse.toFixed(3)} against the whole-volume run`;
+}
+
+/** How far the network looks, and how Tessera knows. */
+function reachText(c) {
+  if (c.assumed) return `unknown: assumed ${c.radius} voxels (give --weights, or spec receptiveRadius, or --probe)`;
+  if (c.measured) return `measured by probe: 90 % within ${c.radius90} voxels, 99 % within ${c.radius99}`;
+  return `receptive radius ${c.radius} voxels (theoretical; 99 % of a dipole-like reach within ${c.radius99})`;
+}
+
+const boxText = (v) => `${v.lo.map((l, i) => `${l}-${v.hi[i]}`).join(' × ')}`;
+
 function planTable(plan, limits, { o, run, entry, spec, geometry, maskVoxels, echoes }) {
   const mode = plan.wholeVolume
     ? 'whole volume'
@@ -588,6 +647,10 @@ function planTable(plan, limits, { o, run, entry, spec, geometry, maskVoxels, ec
       ['peak memory', `${size(plan.peakBytes)} estimated (${size(plan.moduleHeapBytes)} wasm heap) of the ${GB(limits.heapCeilingBytes)} heap ceiling (${pct(plan.peakBytes, limits.heapCeilingBytes)})`],
     );
     if (plan.networks > 1) rows.push(['networks', String(plan.networks)]);
+    if (plan.predictedFidelity) rows.push(['predicted fidelity', fidelityText(plan)]);
+    if (plan.context) rows.push(['network reach', reachText(plan.context)]);
+    if (plan.verify) rows.push(['self-check', plan.verify.possible ? `box ${boxText(plan.verify)}, compared ${plan.verify.margin} voxels away from its inner faces` : plan.verify.message]);
+    if (plan.fidelityWarning) rows.push(['warning', plan.fidelityWarning]);
     if (plan.warning) rows.push(['warning', plan.warning]);
   }
   const head = plan.feasible ? 'plan: feasible' : 'plan: REFUSED';
@@ -604,13 +667,14 @@ async function cmdModels(o, ctx) {
     ctx.out(`${JSON.stringify(models, null, 2)}\n`);
     return EXIT_OK;
   }
-  const rows = [['id', 'kind', 'inputs', 'divisor', 'memory per worker', 'weights', 'licence']];
+  const rows = [['id', 'kind', 'inputs', 'divisor', 'reach', 'memory per worker', 'weights', 'licence']];
   for (const m of models) {
     rows.push([
       m.id,
       m.kind,
       m.inputs.join(','),
       String(m.divisor),
+      m.receptiveRadius ? `±${m.receptiveRadius}` : '-',
       `${m.fixedBytes ? `${MB(m.fixedBytes)} + ` : ''}${m.bytesPerVoxel} B/voxel ${m.costProvisional ? '(provisional)' : '(measured)'}`,
       m.weights.map((w) => (w.bytes ? `${w.file} ${MB(w.bytes)}` : w.file)).join(' + '),
       m.licence,
@@ -644,6 +708,75 @@ async function checkInputKind(o, entry, run, tessera) {
 /** Drops the keys whose value is undefined. */
 const defined = (obj) => Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined));
 
+/**
+ * The network's weights: a registry network's from --weights or its official URL(s) (size and sha256 checked), a
+ * --spec network's from its one --weights. Returns {weights, weightsInfo}.
+ */
+async function loadNetworkWeights(o, entry, tessera, ctx) {
+  const { signal, progress } = ctx;
+  const weightSources = o.weights ?? [];
+  const onBytes = (p) => progress.bytes(p);
+  if (entry) {
+    const sources = weightSources.length ? weightSources : undefined;
+    (sources ?? entry.weights.map((w) => w.url)).forEach((src, i) => progress.line(`weights ${entry.weights[i].file}: ${src}`));
+    const weights = await tessera.loadWeights(entry.id, { sources, signal, onProgress: onBytes });
+    signal.throwIfAborted();
+    const weightsInfo = entry.weights.map((w, i) => ({ source: sources?.[i] ?? w.url, file: w.file, bytes: weights[i].byteLength, sha256: w.sha256 || null, verified: !!w.sha256 }));
+    return { weights, weightsInfo };
+  }
+  if (weightSources.length !== 1) throw usageError(`--spec needs exactly one --weights FILE (the ONNX network), got ${weightSources.length}`);
+  const bytes = await loadModel(weightSources[0], { signal, onProgress: (p) => onBytes({ ...p, file: path.basename(weightSources[0]) }) });
+  signal.throwIfAborted();
+  return { weights: bytes, weightsInfo: [{ source: weightSources[0], bytes: bytes.byteLength, sha256: await sha256Hex(bytes), verified: false }] };
+}
+
+/** --probe: the network's measured context (two runs of a phantom patch), logged; the plan takes it. */
+async function probeContext(o, entry, spec, weights, tessera, ctx) {
+  if (entry && !entry.tileable) throw usageError(`--probe measures a field network's reach; ${entry.id} is ${entry.kind}`);
+  ctx.progress.line('probe: running the network twice on a phantom patch to measure how far it looks');
+  const rf = await tessera.receptiveField({ weights, model: entry?.id, spec, probe: true, signal: ctx.signal });
+  ctx.progress.line(`probe: ${rf.probe.edge}³ patch, ${rf.probe.seconds.toFixed(1)} s: 90 % of the response within ${rf.probe.radius90} voxels, 99 % within ${rf.probe.radius99} (graph: ±${rf.graph.radiusMax})`);
+  return rf.probe;
+}
+
+/** The self-check's result in one line. */
+function verifyText(v) {
+  if (!v.possible) return v.exact ? 'exact (the whole volume ran at once)' : `not made: ${v.message}`;
+  const p = v.predicted ? ` (predicted r ${v.predicted.r.toFixed(3)}, NRMSE ${v.predicted.nrmse.toFixed(3)})` : '';
+  return `r ${v.r.toFixed(4)}, NRMSE ${v.nrmse.toFixed(3)}, max |Δ| ${v.maxAbs.toFixed(4)} ppm against the whole-volume run of box ${boxText(v.box)} ` +
+    `over ${v.voxels} mask voxels${p}; data consistency ‖M(D∗χ − f)‖/‖M f‖ = ${v.dataConsistency.toFixed(3)} (${duration(v.seconds)})`;
+}
+
+async function cmdReceptiveField(o, ctx) {
+  if ((o.model === undefined) === (o.spec === undefined)) throw usageError('give exactly one of --model ID or --spec net.json; see `tessera-qsm receptive-field --help`');
+  const rawSpec = o.spec !== undefined ? await readSpec(o.spec, ctx.signal) : undefined;
+  const tessera = await ctx.start({ workers: 1 });
+  const spec = checkSpec(rawSpec, await tessera.schema(), o.spec);
+  const entry = o.model !== undefined ? await tessera.model(o.model) : undefined;
+  const { weights } = await loadNetworkWeights(o, entry, tessera, ctx);
+  const first = Array.isArray(weights) ? weights[0] : weights;
+  const rf = o.probe
+    ? await tessera.receptiveField({ weights: first, model: entry?.id, spec, probe: true, signal: ctx.signal })
+    : await tessera.receptiveField({ weights: first, model: entry?.id, spec });
+  if (o.json) {
+    ctx.out(`${JSON.stringify(rf, null, 2)}\n`);
+    return EXIT_OK;
+  }
+  const g = rf.graph;
+  const rows = [
+    ['graph', g.global ? 'global: an operation mixes the whole extent (no finite radius)' : `receptive radius ${g.radius.join(' × ')} voxels (below ${g.below.join(', ')}; above ${g.above.join(', ')})`],
+    ['operations', Object.entries(g.ops).map(([k, v]) => `${k} ${v}`).join(', ')],
+  ];
+  if (g.unknownOps.length) rows.push(['not followed', `${g.unknownOps.join(', ')}: the radius may be larger`]);
+  if (rf.probe) {
+    const p = rf.probe;
+    rows.push(['probe', `${p.edge}³ phantom patch, ±${p.epsilon} ppm at the centre, ${p.seconds.toFixed(1)} s`]);
+    rows.push(['measured', `90 % of the response within ${p.radius90} voxels, 99 % within ${p.radius99}`]);
+  }
+  ctx.out(`${table(rows)}\n`);
+  return EXIT_OK;
+}
+
 async function cmdPlan(o, ctx) {
   const run = runOptions('plan', o);
   const { signal } = ctx;
@@ -656,7 +789,16 @@ async function cmdPlan(o, ctx) {
   const limits = await tessera.limits();
   // The echo times do not change the plan, only their number: without --te, one placeholder per echo.
   const phase = phaseNet ? { te: run.phase.te ?? new Array(echoes).fill(0.02), b0: run.b0, erodeRadius: run.phase.erodeRadius } : {};
-  const plan = await tessera.plan(defined({ geometry, mask, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, ...phase }));
+  // With --weights (or --probe) the planner knows the network's reach from its graph (or the probe).
+  let weights;
+  let context;
+  if (o.weights?.length || o.probe) {
+    if (o.spec !== undefined && !o.weights?.length) throw usageError('--probe with --spec needs --weights FILE (the ONNX network)');
+    ({ weights } = await loadNetworkWeights(o, entry, tessera, ctx));
+    if (o.probe) context = await probeContext(o, entry, spec, weights, tessera, ctx);
+  }
+  const request = { geometry, mask, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, quality: run.quality, verify: run.verify || undefined, weights, context, ...phase };
+  const plan = await tessera.plan(defined(request));
   if (o.json) ctx.out(`${JSON.stringify(plan, null, 2)}\n`);
   else {
     const maskVoxels = mask ? mask.reduce((a, b) => a + b, 0) : undefined;
@@ -702,26 +844,20 @@ async function cmdInvert(o, ctx) {
   }
   const phaseSettings = phaseNet ? { te: run.phase.te, b0, erodeRadius: run.phase.erodeRadius } : {};
   const request = defined({
-    geometry, mask, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, threadsPerWorker: threads, ...phaseSettings,
+    geometry, mask, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, threadsPerWorker: threads,
+    quality: run.quality, verify: run.verify || undefined, ...phaseSettings,
   });
-  const plan = await tessera.plan(request);
-  if (!plan.feasible) throw new CliError(plan.message, EXIT_USAGE, 'BudgetExceeded');
+  // Refused before anything is downloaded.
+  const gate = await tessera.plan(request);
+  if (!gate.feasible) throw new CliError(gate.message, EXIT_USAGE, 'BudgetExceeded');
   signal.throwIfAborted();
 
   // Weights: after the plan, so a refused run downloads nothing.
-  let weights;
-  let weightsInfo;
-  const onBytes = (p) => progress.bytes(p);
-  if (entry) {
-    const sources = weightSources.length ? weightSources : undefined;
-    (sources ?? entry.weights.map((w) => w.url)).forEach((s, i) => progress.line(`weights ${entry.weights[i].file}: ${s}`));
-    weights = await tessera.loadWeights(entry.id, { sources, signal, onProgress: onBytes });
-    weightsInfo = entry.weights.map((w, i) => ({ source: sources?.[i] ?? w.url, file: w.file, bytes: weights[i].byteLength, sha256: w.sha256 || null, verified: !!w.sha256 }));
-  } else {
-    const bytes = await loadModel(weightSources[0], { signal, onProgress: (p) => onBytes({ ...p, file: path.basename(weightSources[0]) }) });
-    weights = bytes;
-    weightsInfo = [{ source: weightSources[0], bytes: bytes.byteLength, sha256: await sha256Hex(bytes), verified: false }];
-  }
+  const { weights, weightsInfo } = await loadNetworkWeights(o, entry, tessera, ctx);
+  // The run's plan: with the reach the weights' graph gives (or the probe measures), handed to the run as it is.
+  const context = o.probe ? await probeContext(o, entry, spec, weights, tessera, ctx) : undefined;
+  const plan = await tessera.plan(defined({ ...request, weights, context }));
+  if (!plan.feasible) throw new CliError(plan.message, EXIT_USAGE, 'BudgetExceeded');
   signal.throwIfAborted();
 
   const localField = entry?.quantity === 'local-field';
@@ -735,14 +871,19 @@ async function cmdInvert(o, ctx) {
     `${o.model ?? `spec ${o.spec}`}: ${mode}${phaseText}, patch ${plan.patchDims?.join('×') ?? plan.patchEdge}, ` +
       `${plan.tilesInFlight} in flight, estimated peak ${size(plan.peakBytes)}`,
   );
+  if (plan.explanation) progress.line(`plan: ${plan.explanation}`);
+  if (plan.predictedFidelity && !plan.wholeVolume) progress.line(`predicted fidelity: ${fidelityText(plan)}; network reach: ${reachText(plan.context)}`);
   if (localField) progress.line(`${o.model}: the output is the local field (ppm), not χ`);
+  if (plan.fidelityWarning) progress.line(`warning: ${plan.fidelityWarning}`);
   if (plan.warning) progress.line(`warning: ${plan.warning}`);
   const data = phaseNet
     ? defined({ phase, magnitude, phaseSign: run.phase.phaseSign, inputNames: run.inputNames })
     : defined({ field, inputNames: run.inputNames });
   let result;
   try {
-    result = await tessera.invert({ ...request, ...data, weights, signal, onProgress: (p) => progress.tiles(p) });
+    const onProgress = (p) => (p.stage === 'verify' ? null : progress.tiles(p));
+    if (run.verify) progress.line('self-check: after the tiles, the largest box that runs whole is run and compared');
+    result = await tessera.invert({ ...request, ...data, weights, context, plan, signal, onProgress });
   } catch (e) {
     // The runtime names the API option; say the flag.
     if (e?.code === 'ModelLoadFailed' && /inputNames/.test(e.message ?? '')) e.message += ' (on the command line: --input-name ROLE=NAME, repeatable)';
@@ -751,6 +892,7 @@ async function cmdInvert(o, ctx) {
   const { chi, report } = result;
   progress.close();
   signal.throwIfAborted();
+  if (report.verify) progress.line(`self-check: ${verifyText(report.verify)}`);
 
   const quantity = result.quantity ?? (localField ? 'local-field' : 'chi');
   const description = `${quantity === 'local-field' ? 'local field' : 'chi'} ppm, tessera-qsm ${o.model ?? 'spec'}`.slice(0, 79);
@@ -780,7 +922,7 @@ async function cmdInvert(o, ctx) {
       inputs: { ...input, mask: { path: o.mask, voxelsInside: mask.reduce((a, b) => a + b, 0) }, ...(run.inputNames && { inputNames: run.inputNames }) },
       network: entry ? { model: entry.id, name: entry.name, kind: entry.kind } : { spec, specFile: o.spec },
       weights: weightsInfo,
-      options: { tile: run.tile ?? null, whole: run.whole, workers: run.workers ?? null, threads: threads ?? null },
+      options: { tile: run.tile ?? null, whole: run.whole, workers: run.workers ?? null, threads: threads ?? null, quality: run.quality ?? null, verify: run.verify, probe: !!o.probe },
       output: o.out,
     };
     await writeAtomic(o.report, `${JSON.stringify(full, null, 2)}\n`);
@@ -793,7 +935,7 @@ async function cmdInvert(o, ctx) {
 // ---------------------------------------------------------------------------------------------------
 // Main
 
-const COMMANDS = { invert: cmdInvert, plan: cmdPlan, models: cmdModels };
+const COMMANDS = { invert: cmdInvert, plan: cmdPlan, models: cmdModels, 'receptive-field': cmdReceptiveField };
 
 async function main(args) {
   const controller = new AbortController();
@@ -832,7 +974,7 @@ async function main(args) {
       out(`tessera-qsm ${versions().tessera ?? 'unknown'}\n`);
       return EXIT_OK;
     }
-    if (!COMMANDS[command]) throw usageError(`unknown command '${command}' (commands: invert, plan, models); see \`tessera-qsm --help\``);
+    if (!COMMANDS[command]) throw usageError(`unknown command '${command}' (commands: invert, plan, models, receptive-field); see \`tessera-qsm --help\``);
     if (rest.includes('--help') || rest.includes('-h')) {
       out(HELP[command]);
       return EXIT_OK;

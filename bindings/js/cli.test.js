@@ -272,7 +272,8 @@ test('usage errors exit 2 with a clear message; --help, models and the shebang w
   assert.equal(help.code, 0);
   assert.match(help.stdout, /--spec FILE/);
   assert.equal(models.code, 0, models.stderr);
-  assert.match(models.stdout, /^id\s+kind\s+inputs\s+divisor\s+memory per worker/);
+  assert.match(models.stdout, /^id\s+kind\s+inputs\s+divisor\s+reach\s+memory per worker/);
+  assert.match(models.stdout, /\ndemo-unet\s+field-to-chi\s+field\s+8\s+±51\s/, "the reach comes from the registry (the shipped graph)");
   // The listing shows the registry's figures (whatever they are), measured or provisional.
   assert.match(models.stdout, /\nxqsm\s+field-to-chi\s+field\s+8\s+(\d+(\.\d+)? MB \+ )?\d+ B\/voxel \((measured|provisional)\)\s+xqsm\.onnx 20\.9 MB/);
   // The phase networks list their input roles (the registry's inputs).

@@ -168,6 +168,14 @@ test('receptiveField through the runtime: the graph, the probe, and the plans th
   const unknown = await tessera.plan({ geometry, spec: { divisor: 1, bytesPerVoxel: 200000 } }); // the whole volume does not fit
   assert.equal(unknown.context.assumed, true);
   assert.match(unknown.explanation, /receptive field is unknown: assumed 64 voxels/);
+  // The registry's radii are the graphs': the shipped demo network's, and the stand-ins' for xQSM and QSMnet (their
+  // architecture, scripts/standins.js; the channel counts do not change the reach).
+  const { xqsmStandin, qsmnetStandin } = await import('../../scripts/standins.js');
+  const byId = Object.fromEntries((await tessera.registry()).map((m) => [m.id, m]));
+  assert.equal(byId['demo-unet'].receptiveRadius, graphReceptiveField(fs.readFileSync(new URL('../../web/models/demo-unet.onnx', import.meta.url))).radiusMax);
+  assert.equal(byId.xqsm.receptiveRadius, graphReceptiveField(xqsmStandin({ base: 4 })).radiusMax);
+  assert.equal(byId.qsmnet.receptiveRadius, graphReceptiveField(qsmnetStandin({ base: 2 })).radiusMax);
+  assert.equal(byId['qsmnet-plus'].receptiveRadius, byId.qsmnet.receptiveRadius);
   await assert.rejects(tessera.receptiveField({ spec }), /needs the network's weights/);
   await assert.rejects(tessera.receptiveField({ weights: new Uint8Array([8, 1, 58, 3]), spec }), (e) => e.code === 'ModelLoadFailed');
   await assert.rejects(tessera.plan({ geometry, spec, context: { within: [0.5, 0.2, 1] } }), /non-decreasing/);

@@ -57,6 +57,7 @@ val compare(val geometry, val test, val reference, val mask, val options) {
 double data_consistency(val geometry, val chi, val field, val mask) {
   return guarded([&] { return data_consistency_of(geometry, chi, field, mask); });
 }
+val forward_of(val geometry, val chi) { return guarded([&] { return forward_field_to_val(geometry, chi); }); }
 val job_report(InversionJob& j) { return guarded([&] { return j.report(); }); }
 val job_result(InversionJob& j) { return guarded([&] { return j.result_view(); }); }
 val run_next(FieldRun& r) { return guarded([&] { return r.next(); }); }
@@ -87,6 +88,7 @@ EMSCRIPTEN_BINDINGS(tessera) {
   function("tkd", &tkd_of);
   function("compare", &compare);
   function("dataConsistency", &data_consistency);
+  function("forwardField", &forward_of);
 
   class_<Volume>("Volume")
       .smart_ptr_constructor("Volume", &make_volume)

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "tessera/dipole.h"
 #include "tessera/fidelity.h"
 #include "tessera/phantom.h"
 #include "tessera/request.h"
@@ -473,6 +474,14 @@ double data_consistency_of(const val& geometry, const val& chi, const val& field
   return data_consistency_residual(g, emscripten::convertJSArrayToNumberVector<float>(chi),
                                    emscripten::convertJSArrayToNumberVector<float>(field),
                                    emscripten::convertJSArrayToNumberVector<uint8_t>(mask));
+}
+
+val forward_field_to_val(const val& geometry, const val& chi) {
+  const Geometry g = geometry_from(geometry);
+  const std::vector<float> c = emscripten::convertJSArrayToNumberVector<float>(chi);
+  validate_volume_sizes(g, c.size(), g.voxel_count());
+  const std::vector<float> f = forward_field(g, c, 2, 2);
+  return copy_out(std::span<const float>(f));
 }
 
 }  // namespace tessera::js

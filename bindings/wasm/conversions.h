@@ -70,6 +70,9 @@ val compare_to_val(const val& geometry, const val& test, const val& reference, c
 // ‖M (D∗χ − f)‖ / ‖M f‖ (tessera/fidelity.h).
 double data_consistency_of(const val& geometry, const val& chi, const val& field, const val& mask);
 
+// The local field of a χ map by the dipole forward model (B0 from the geometry, 2× zero padding; tessera/dipole.h).
+val forward_field_to_val(const val& geometry, const val& chi);
+
 // {chi, field, mask} of the numerical head phantom; options {seed, noise, threads}.
 val phantom_to_val(const val& geometry, const val& options);
 
