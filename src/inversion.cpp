@@ -46,6 +46,7 @@ bool runs_in_steps(const InversionRequest& r) {
 }
 
 TilePlan plan_of_choice(const InversionRequest& r, std::span<const uint8_t> mask, const PlanChoice& c, Target target) {
+  validate_mask_not_empty(r.geometry, mask);  // a run (prepare_run): an all-zero mask would write an all-zero χ
   TilePlan p;
   if (is_phase_network(r)) {
     p = plan_inversion(r, mask, target);  // whole volume, nothing to choose
@@ -95,6 +96,7 @@ std::string inversion_warning(const InversionRequest& r) {
 }
 
 TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask, Target target) {
+  validate_mask_not_empty(r.geometry, mask);  // a plan: refused before anything runs
   if (is_phase_network(r)) refuse_tiling(r);
   if (is_phase_network(r)) return plan_phase(*r.model, r.geometry, mask, r.phase, echo_count(r), target);
   const FieldNetwork net = request_network(r);
