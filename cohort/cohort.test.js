@@ -238,54 +238,106 @@ test('BIDS tree: χ equal to single-subject CLI runs, resources from the plan, d
   for (const s of [SUBJECTS[0], SUBJECTS[2]]) assert.equal(fs.statSync(path.join(out, `${s.path}_Chimap.nii.gz`)).mtimeMs, mtimes[s.path]);
 });
 
-test('killed mid-run (SIGKILL to snakemake and its jobs): no half-written χ or report; resumed, it finishes what was missing and matches the CLI', { timeout: 180000 }, async () => {
-  const out = p('deriv-killed');
-  const child = spawn('snakemake', snakemakeArgs(bidsConfig(out)), { cwd: dir, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Whether a `cli.js invert` process runs in the process group pgid (Linux /proc). */
+function cliRunning(pgid) {
+  for (const pid of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]) !== pgid) continue;
+      const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      if (cmd.some((c) => c.endsWith('cli.js')) && cmd.includes('invert')) return true;
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return false;
+}
+
+/**
+ * Starts the workflow in its own process group and sends sig to the group (snakemake and its jobs, as Ctrl-C in a
+ * terminal does) as soon as one invert job has finished while another runs. Returns {finished, started, log, code,
+ * signal}: the subjects whose invert snakemake saw finish / started in this run.
+ */
+async function interrupt(out, sig, extra = []) {
+  const child = spawn('snakemake', snakemakeArgs(bidsConfig(out), extra), { cwd: dir, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
-  const killed = await new Promise((resolve) => {
-    const onData = (d) => {
-      log += d;
-      // Kill once an invert has finished, while the next runs.
-      const inverts = jobs(log).filter((j) => j.rule === 'invert');
-      const finished = inverts.filter((j) => new RegExp(`Finished job ${j.jobid}\\.`).test(log));
-      if (finished.length >= 1 && inverts.length > finished.length) {
-        child.stderr.off('data', onData);
-        process.kill(-child.pid, 'SIGKILL');
-        resolve(finished.map((j) => j.path));
-      }
-    };
-    child.stderr.on('data', onData);
-    child.on('close', () => resolve(null));
-  });
-  await new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r() : child.on('close', r)));
-  assert.ok(killed, `snakemake ended before it could be killed:\n${log}`);
-  // Each χ on disk is complete and comes with its report; at least one is missing.
+  let finished = null;
+  let started = [];
+  const onData = (d) => {
+    log += d;
+    if (finished) return;
+    const inverts = jobs(log).filter((j) => j.rule === 'invert');
+    const done = inverts.filter((j) => new RegExp(`Finished job ${j.jobid}\\.`).test(log));
+    if (done.length >= 1 && inverts.length > done.length) {
+      finished = done.map((j) => j.path);
+      started = inverts.map((j) => j.path);
+      // Once the next job's CLI runs (snakemake is then waiting for it), as a user would see it running.
+      const t0 = Date.now();
+      const poll = setInterval(() => {
+        if (cliRunning(child.pid) || Date.now() - t0 > 20000) {
+          clearInterval(poll);
+          setTimeout(() => process.kill(-child.pid, sig), 500);
+        }
+      }, 50);
+    }
+  };
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
+  const [code, signal] = await new Promise((r) => child.on('close', (c, s) => r([c, s])));
+  assert.ok(finished, `snakemake ended before it could be interrupted:\n${log}`);
+  return { finished, started, log, code, signal };
+}
+
+/** After an interrupted run: each χ on disk is complete (= the CLI's) with its report; some are missing. */
+function assertNothingHalfWritten(out) {
   const present = SUBJECTS.filter((s) => fs.existsSync(path.join(out, `${s.path}_Chimap.nii.gz`)));
-  assert.ok(present.length < SUBJECTS.length, 'every subject finished before the kill: nothing left to resume');
+  assert.ok(present.length < SUBJECTS.length, 'every subject finished before the interruption: nothing left to resume');
   assertSameAsCli(out, present);
   for (const s of present) JSON.parse(fs.readFileSync(path.join(out, `${s.path}_Chimap.json`), 'utf8'));
-  // Only clearly named temp files may be left (.<name>.<pid>.partial); the resume removes them.
-  for (const f of walk(out).filter((x) => /partial/.test(x))) assert.match(path.basename(f), /^\..+\.(\d+\.)?partial$|\.partial$/, f);
-  const mtimes = Object.fromEntries(killed.map((k) => [k, fs.statSync(path.join(out, `${k}_Chimap.nii.gz`)).mtimeMs]));
+  // Only clearly named temp files may be left (.<name>.<pid>.partial, <plan>.partial); the next run removes them.
+  for (const f of walk(out).filter((x) => /partial/.test(x))) assert.match(path.basename(f), /^\..+\.\d+\.partial$|_plan\.json\.partial$/, f);
+  return present.map((s) => s.path);
+}
 
-  // The lock of the killed run stays until --unlock; the job it was running is redone (--rerun-incomplete).
+test('interrupted mid-run (Ctrl-C, then SIGKILL to snakemake and its jobs): no half-written χ or report; each resume finishes only what is missing and matches the CLI', { timeout: 180000 }, async () => {
+  const out = p('deriv-killed');
+  const chi = (k) => path.join(out, `${k}_Chimap.nii.gz`);
+  // Ctrl-C: snakemake stops its running job (the CLI exits 130 and writes nothing) and releases its lock. A job it
+  // was just starting may still finish (Snakemake 7 waits for it) without being recorded: complete, but marked
+  // incomplete, so the next run is given --rerun-incomplete and redoes it.
+  const first = await interrupt(out, 'SIGINT');
+  assert.equal(first.code, 1, first.log);
+  assert.match(first.log, /Terminating processes on user request/);
+  const present = assertNothingHalfWritten(out);
+  for (const k of first.finished) assert.ok(present.includes(k), `${k} finished but is missing`);
+  const mtimes = Object.fromEntries(first.finished.map((k) => [k, fs.statSync(chi(k)).mtimeMs]));
+
+  // Again, killed hard this time: the lock and the running job's incomplete marker stay.
+  const second = await interrupt(out, 'SIGKILL', ['--rerun-incomplete']);
+  assert.equal(second.signal, 'SIGKILL');
+  for (const k of first.finished) assert.ok(!second.started.includes(k), `${k} was run again after Ctrl-C`);
+  assertNothingHalfWritten(out);
+  for (const k of second.finished) mtimes[k] = fs.statSync(chi(k)).mtimeMs;
+
+  // Locked until --unlock; then --rerun-incomplete redoes the job that was running and what is missing, nothing else.
   const locked = snakemake(bidsConfig(out));
   assert.notEqual(locked.code, 0);
   assert.match(locked.log, /Directory cannot be locked[\s\S]*--unlock/);
   assert.equal(snakemake(bidsConfig(out), ['--unlock']).code, 0);
   const resumed = snakemake(bidsConfig(out), ['--rerun-incomplete']);
-  assert.equal(resumed.code, 0, resumed.log ?? resumed.stderr);
+  assert.equal(resumed.code, 0, resumed.log);
   assertSameAsCli(out);
   const redone = jobs(resumed.log).filter((j) => j.rule === 'invert').map((j) => j.path);
-  for (const k of killed) {
+  assert.ok(redone.length >= 1);
+  for (const [k, t] of Object.entries(mtimes)) {
     assert.ok(!redone.includes(k), `${k} had finished before the kill and was run again`);
-    assert.equal(fs.statSync(path.join(out, `${k}_Chimap.nii.gz`)).mtimeMs, mtimes[k]);
+    assert.equal(fs.statSync(chi(k)).mtimeMs, t);
   }
   assert.deepEqual(walk(out).filter((f) => /partial|MEGRE/.test(f)), []);
   assert.deepEqual(walk(path.join(out, '.snakemake', 'incomplete')), []);
 });
 
-test('TSV manifest: the same χ as the CLI, a session and the 4D phase with magnitude, te and b0 columns', { timeout: 180000 }, () => {
+test('TSV manifest through the SLURM profile (a stand-in sbatch): the same χ as the CLI, sbatch asked for the planned memory and cores', { timeout: 180000 }, () => {
   const which = SUBJECTS.slice(1); // sub-02 (a session), sub-03 (phase)
   const rows = which.map((s) => {
     const anat = path.join('bids', path.dirname(s.path));
@@ -297,11 +349,33 @@ test('TSV manifest: the same χ as the CLI, a session and the 4D phase with magn
       : [sub, ses ?? 'n/a', '', 'ref/phase4d.nii.gz', 'ref/mag4d.nii.gz', mask, TE.join(','), String(B0), 'iqsm'];
   });
   fs.writeFileSync(p('subjects.tsv'), `${['subject', 'session', 'field', 'phase', 'magnitude', 'mask', 'te', 'b0', 'model'].join('\t')}\n${rows.map((r) => r.join('\t')).join('\n')}\n`);
+  // sbatch as a stand-in: records its arguments and runs the job script here, in the background (as SLURM would,
+  // elsewhere), printing a job id as --parsable does.
+  const bin = p('fakebin');
+  put(path.join(bin, 'sbatch'), '#!/bin/bash\necho "$*" >> "$SBATCH_LOG"\nbash "${@: -1}" > /dev/null 2>&1 < /dev/null &\necho $!\n');
+  fs.chmodSync(path.join(bin, 'sbatch'), 0o755);
   const out = p('deriv-manifest');
-  const r = snakemake([`manifest=${p('subjects.tsv')}`, `output=${out}`, `weights={"iqsm": "${p('lot.onnx')}"}`, `cores_per_job=${CORES}`]);
-  assert.equal(r.code, 0, r.log ?? r.stderr);
+  const config = [`manifest=${p('subjects.tsv')}`, `output=${out}`, `weights={"iqsm": "${p('lot.onnx')}"}`, `cores_per_job=${CORES}`];
+  const r = exec('snakemake', ['-s', SNAKEFILE, '--profile', path.join(ROOT, 'cohort', 'profiles', 'slurm'), '--config', ...config], {
+    cwd: dir,
+    // CI=true: Snakemake's cluster executor checks for finished jobs every second instead of every 10 s.
+    env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, SBATCH_LOG: p('sbatch.log'), CI: 'true' },
+  });
+  assert.equal(r.code, 0, r.log);
   assertSameAsCli(out, which);
-  assert.deepEqual(jobs(r.log).filter((j) => j.rule === 'invert').map((j) => j.path).sort(), which.map((s) => s.path).sort());
+  // One sbatch per subject, each with its job's declared memory and cores (= its plan, as in the BIDS test).
+  const submitted = fs.readFileSync(p('sbatch.log'), 'utf8').trim().split('\n');
+  const inverts = jobs(r.log).filter((j) => j.rule === 'invert');
+  assert.deepEqual(inverts.map((j) => j.path).sort(), which.map((s) => s.path).sort());
+  assert.equal(submitted.length, which.length, submitted.join('\n'));
+  for (const j of inverts) {
+    const plan = plans[j.path];
+    const mem = Math.ceil(plan.peakBytes / 1e6) + 128 + 256 * plan.tilesInFlight;
+    const cpus = plan.tilesInFlight * (plan.threadsPerWorker || CORES);
+    const line = submitted.find((l) => l.includes(`snakejob.invert.${j.jobid}.sh`));
+    assert.ok(line, `no sbatch for job ${j.jobid} (${j.path}):\n${submitted.join('\n')}`);
+    assert.match(line, new RegExp(`--job-name=tessera-invert --mem=${mem} --cpus-per-task=${cpus} `));
+  }
   assert.equal(jobs(r.log).filter((j) => j.rule === 'stack_echoes').length, 0); // the manifest gave the 4D phase
   const desc = JSON.parse(fs.readFileSync(path.join(out, 'dataset_description.json'), 'utf8'));
   assert.deepEqual(desc.SourceDatasets, [{ URL: `file://${p('subjects.tsv')}` }]);

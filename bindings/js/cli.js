@@ -404,9 +404,12 @@ function removeOwnPartials() {
  * Writes several outputs all or nothing: every temp file first, then the renames, the first entry (the main
  * output) last, after removing its old version, so a main output on disk always comes with the files named
  * before it in this call (never an old χ beside a new report, nor the reverse).
+ * A cancel (signal) that arrives before the renames removes the temp files and throws the AbortError: a cancelled run
+ * writes nothing.
  * @param {{file: string, bytes: Uint8Array|string}[]} outputs main output first
+ * @param {AbortSignal} [signal]
  */
-async function writeAtomic(...outputs) {
+async function writeAtomic(outputs, signal) {
   const tmps = outputs.map(({ file }) => partialName(file));
   let current = outputs[0].file;
   try {
@@ -415,6 +418,7 @@ async function writeAtomic(...outputs) {
       partials.add(tmps[i]);
       await fs.promises.writeFile(tmps[i], outputs[i].bytes);
     }
+    signal?.throwIfAborted();
     if (outputs.length > 1) await fs.promises.rm(outputs[0].file, { force: true });
     for (let i = outputs.length - 1; i >= 0; i--) {
       current = outputs[i].file;
@@ -426,6 +430,7 @@ async function writeAtomic(...outputs) {
       await fs.promises.rm(tmp, { force: true }).catch(() => {});
       partials.delete(tmp);
     }
+    if (e?.name === 'AbortError') throw e;
     throw new CliError(`could not write ${current}: ${e.message}`, EXIT_ERROR, 'WriteFailed');
   }
 }
@@ -849,7 +854,7 @@ async function cmdInvert(o, ctx) {
     };
     outputs.push({ file: o.report, bytes: `${JSON.stringify(full, null, 2)}\n` });
   }
-  await writeAtomic(...outputs);
+  await writeAtomic(outputs, signal);
   if (phaseNet) progress.line(`wrote ${o.out}: ${what} (${echoes} echo${echoes > 1 ? 'es' : ''}, ${duration(report.wallSeconds)})`);
   else progress.line(`wrote ${o.out} (${report.tilesRun} tiles run, ${report.tilesSkipped} skipped, ${duration(report.wallSeconds)})`);
   return EXIT_OK;
