@@ -225,10 +225,7 @@ test('BIDS tree: χ equal to single-subject CLI runs, resources from the plan, d
   assert.deepEqual(visible, ['dataset_description.json', ...SUBJECTS.flatMap((s) => [`${s.path}_Chimap.json`, `${s.path}_Chimap.nii.gz`])].sort());
   assert.deepEqual(walk(out).filter((f) => /partial|MEGRE/.test(f)), []);
 
-  // Nothing to do; then one χ removed: only that subject runs again (its plan and weights are kept).
-  const dry = snakemake(bidsConfig(out), ['-n']);
-  assert.equal(dry.code, 0, dry.log ?? dry.stderr);
-  assert.match(dry.stdout + dry.stderr, /Nothing to be done/);
+  // One χ removed: only that subject runs again (its plan and the weights are kept, the rest is up to date).
   const mtimes = Object.fromEntries(SUBJECTS.map((s) => [s.path, fs.statSync(path.join(out, `${s.path}_Chimap.nii.gz`)).mtimeMs]));
   fs.rmSync(path.join(out, `${SUBJECTS[1].path}_Chimap.nii.gz`));
   const again = snakemake(bidsConfig(out));
@@ -428,6 +425,16 @@ test('bad inputs are refused by name, with the fix, before anything runs', async
   await refused(manifest([['01', field, '', mask, '', 'iqsm']]), /line 2 \(sub-01\): iqsm takes a wrapped phase, this run gives a local field \(networks for it: .*demo-unet/);
   await refused(manifest([['01', field, '', mask, '', 'nonet']]), /unknown network 'nonet'/);
   await refused(manifest([['01', field, mask, '', '']]), /line 2 has 5 cell\(s\), the header 6/);
+
+  // Weights: a sha256 pinned in the config is what the weights job checks; a wrong one fails it by name.
+  const pinned = await discover({ bids, field_model: 'demo-unet', weights: { iqsm: { source: p('lot.onnx'), sha256: 'AB'.repeat(32) } } });
+  assert.deepEqual(pinned.models.iqsm.weights, [{ file: 'iqsm.onnx', source: p('lot.onnx'), bytes: 0, sha256: 'ab'.repeat(32) }]);
+  const wrong = exec(process.execPath, [path.join(ROOT, 'cohort', 'lib', 'weights.js'), '--source', p('lot.onnx'), '--out', p('w', 'iqsm.onnx'), '--sha256', 'ab'.repeat(32)]);
+  assert.equal(wrong.code, 1);
+  assert.match(wrong.stderr, /^error: WeightsMismatch: the sha256 of the network weights .* is [0-9a-f]{64}, expected (ab){32}/);
+  assert.ok(!fs.existsSync(p('w', 'iqsm.onnx')));
+  await refused({ bids, field_model: 'demo-unet', weights: { iqsm: { source: p('lot.onnx'), sha256: 'xyz' } } }, /config weights\.iqsm: sha256 'xyz' is not 64 hex digits/);
+  await refused({ bids, field_model: 'demo-unet', weights: { 'demo-unet': p('gone.onnx') } }, /config weights\.demo-unet: .*gone\.onnx does not exist/);
 
   // An all-zero mask: the C++ core refuses the plan; snakemake stops with the message and writes no χ.
   const zero = p('bids-zero', 'sub-05', 'anat');
