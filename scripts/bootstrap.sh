@@ -2,12 +2,16 @@
 # Installs what Tessera needs to build and test, when it is missing.
 # As root on Debian it installs the Debian packages itself; otherwise it prints the
 # exact command to run. Then it installs the npm packages when node_modules is stale.
-# Usage: scripts/bootstrap.sh [--browser]   (--browser also needs Debian chromium)
+# Usage: scripts/bootstrap.sh [--browser] [--cohort]   (--browser also needs Debian chromium, --cohort snakemake)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 want_browser=0
-for a in "$@"; do [ "$a" = "--browser" ] && want_browser=1; done
+want_cohort=0
+for a in "$@"; do
+  [ "$a" = "--browser" ] && want_browser=1
+  [ "$a" = "--cohort" ] && want_cohort=1
+done
 
 missing=()
 command -v cmake >/dev/null || missing+=(cmake)
@@ -20,6 +24,10 @@ command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
 if [ "$want_browser" = 1 ]; then
   [ -x /usr/bin/chromium ] || missing+=(chromium)
+fi
+# The cohort workflow (cohort/Snakefile) and its test run on Debian's Snakemake 7.
+if [ "$want_cohort" = 1 ]; then
+  command -v snakemake >/dev/null || missing+=(snakemake)
 fi
 
 if [ ${#missing[@]} -gt 0 ]; then

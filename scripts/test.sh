@@ -3,7 +3,7 @@
 # the GoogleTest suite natively and as wasm32 under node, then the JavaScript suites.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/bootstrap.sh --browser "$@"
+scripts/bootstrap.sh --browser --cohort "$@"
 scripts/build.sh all
 
 # One ctest entry per test natively, per suite in wasm32 (each boots node); two at a time is faster.
@@ -13,7 +13,7 @@ echo "== GoogleTest, wasm32 under node"
 ctest --test-dir build/wasm -j2 --output-on-failure
 
 shopt -s nullglob globstar
-js_tests=(bindings/**/*.test.js web/**/*.test.js scripts/**/*.test.js tests/**/*.test.js)
+js_tests=(bindings/**/*.test.js web/**/*.test.js scripts/**/*.test.js tests/**/*.test.js cohort/**/*.test.js)
 if [ ${#js_tests[@]} -gt 0 ]; then
   echo "== JavaScript (node --test)"
   node --test --test-force-exit "${js_tests[@]}"

@@ -1,5 +1,6 @@
 #include "tessera/geometry.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -65,6 +66,14 @@ void validate_volume_sizes(const Geometry& g, uint64_t field_size, uint64_t mask
                                                 dims_text(g.dims) + " has " + std::to_string(n) +
                                                 " voxels: field and mask must have the same dims");
   }
+}
+
+void validate_mask_not_empty(const Geometry& g, std::span<const uint8_t> mask) {
+  if (mask.empty() || std::any_of(mask.begin(), mask.end(), [](uint8_t v) { return v != 0; })) return;
+  throw Error(ErrorCode::InvalidArgument,
+              "the mask holds no voxel: all " + std::to_string(mask.size()) + " values of the " + dims_text(g.dims) +
+                  " mask are 0, so there is nothing to invert; check the mask file (a brain mask, not an empty "
+                  "volume), the threshold that made it, or that it belongs to this field");
 }
 
 void validate_finite(const Geometry& g, std::span<const float> field) {

@@ -56,6 +56,7 @@ bool runs_in_steps(const InversionRequest& r) {
 }
 
 TilePlan plan_of_choice(const InversionRequest& r, std::span<const uint8_t> mask, const PlanChoice& c, Target target) {
+  validate_mask_not_empty(r.geometry, mask);  // a run (prepare_run): an all-zero mask would write an all-zero χ
   TilePlan p;
   if (is_phase_network(r)) {
     p = plan_inversion(r, mask, target);  // whole volume, nothing to choose
@@ -134,6 +135,7 @@ TilePlan plan_unverified(const InversionRequest& r, std::span<const uint8_t> mas
 }  // namespace
 
 TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask, Target target) {
+  validate_mask_not_empty(r.geometry, mask);  // a plan: refused before anything runs
   return with_verification(r, mask, target, plan_unverified(r, mask, target));
 }
 

@@ -35,7 +35,7 @@ const usageError = (message) => new CliError(message, EXIT_USAGE, 'Usage');
 
 // The two forms of \`invert\`, shown in the main help and in \`invert --help\`.
 const INVERT_USAGE = `  tessera-qsm invert --field f.nii[.gz] --mask m.nii[.gz] (--model ID [--weights FILE|URL ...] | --spec net.json --weights FILE)
-                     [--core N --halo N --workers N --threads N | --whole] [--b0 T --units hz|ppm|rad/s]
+                     [--core N --halo N --workers N --threads N | --whole] [--cores N] [--b0 T --units hz|ppm|rad/s]
                      --out chi.nii[.gz] [--report r.json] [--quiet]
   tessera-qsm invert --phase p.nii[.gz] --te S[,S...] --mask m.nii[.gz] --model iqsm|iqfm|iqsm-plus [--weights FILE|URL]
                      [--b0 T] [--magnitude mag.nii[.gz]] [--erode N] [--phase-sign +1|-1]
@@ -48,7 +48,7 @@ const HELP = {
 
 Usage:
 ${INVERT_USAGE}  tessera-qsm plan   (--field f.nii[.gz] | --phase p.nii[.gz] [--te S[,S...]]) [--mask m.nii[.gz]] (--model ID | --spec net.json)
-                     [--core N --halo N --workers N | --whole] [--json]
+                     [--core N --halo N --workers N | --whole] [--cores N] [--json]
   tessera-qsm models [--json]
   tessera-qsm receptive-field (--model ID | --spec net.json) [--weights FILE|URL] [--probe] [--json]
   tessera-qsm <command> --help     tessera-qsm --version
@@ -95,6 +95,8 @@ Tiling (field networks; the phase networks always run on the whole volume)
                      workers and threads; a halo given alone is kept)
   --workers N        most networks running at once (the planner lowers it to fit the memory budget)
   --threads N        ONNX Runtime threads per worker (default 1)
+  --cores N          cores the auto-planner may use for workers × threads (default: the cores this process may run
+                     on); the same --cores gives the same plan on any machine
   --whole            run the whole volume at once (no tiling)
   --verify           self-check: the largest box that runs whole, centred on the mask, is run whole and
                      compared with the tiled χ inside it (r, NRMSE, max |Δ| in the log and the report), plus the
@@ -114,7 +116,7 @@ Progress goes to stderr: a bar on a terminal, one line per 10% otherwise. Ctrl-C
 
 Usage:
   tessera-qsm plan (--field f.nii[.gz] | --phase p.nii[.gz] [--te S[,S...]] [--erode N] [--b0 T])
-                   [--mask m.nii[.gz]] (--model ID | --spec net.json) [--core N --halo N --workers N | --whole] [--json]
+                   [--mask m.nii[.gz]] (--model ID | --spec net.json) [--core N --halo N --workers N | --whole] [--cores N] [--json]
 
 Prints the patch edge, MB per tile, tiles in flight, tiles total/active/skipped (skipped: no mask voxel
 in the core), activation and peak memory against the runtime's limits, the predicted fidelity against the
@@ -162,6 +164,7 @@ const RUN_OPTIONS = {
   core: { type: 'string' },
   halo: { type: 'string' },
   workers: { type: 'string' },
+  cores: { type: 'string' },
   whole: { type: 'boolean' },
   quality: { type: 'string' },
   verify: { type: 'boolean' },
@@ -288,6 +291,7 @@ function runOptions(command, o) {
   const core = wholeNumber(o.core, 'core', 1);
   const halo = wholeNumber(o.halo, 'halo', 0);
   const workers = wholeNumber(o.workers, 'workers', 1);
+  const cores = wholeNumber(o.cores, 'cores', 1);
   if (o.whole && (core !== undefined || halo !== undefined)) throw usageError('--whole runs the volume at once: it takes no --core or --halo');
   const b0 = positiveNumber(o.b0, 'b0');
   let phase;
@@ -337,7 +341,7 @@ function runOptions(command, o) {
     throw usageError('--quality steers the auto-planner: it takes no --core, --whole or --phase (those fix the run)');
   }
   if ((o.verify || o.probe) && phase) throw usageError('--verify and --probe are for the field networks (the phase networks run on the whole volume)');
-  return { tile, whole: !!o.whole, workers, b0, phase, quality, verify: !!o.verify, inputNames: inputNames(o['input-name']) };
+  return { tile, whole: !!o.whole, workers, cores, b0, phase, quality, verify: !!o.verify, inputNames: inputNames(o['input-name']) };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -400,15 +404,79 @@ function checkWritable(file, flag) {
   }
 }
 
-/** Writes next to the target and renames, so an interrupted or failed run never leaves a partial file. */
-async function writeAtomic(file, bytes) {
-  const tmp = path.join(path.dirname(path.resolve(file)), `.${path.basename(file)}.${process.pid}.partial`);
+// Output files are written next to their target as `.<name>.<pid>.partial` and renamed into place, so a
+// target is either absent, its old version, or complete. The temp files of this process are tracked: a hard
+// exit (a second Ctrl-C) removes them; one left by a killed process (SIGKILL, power loss) is removed by the
+// next run that writes the same target (removeStalePartials), once its process is gone.
+const partials = new Set();
+const partialName = (file) => path.join(path.dirname(path.resolve(file)), `.${path.basename(file)}.${process.pid}.partial`);
+
+/** Whether the process pid is alive (EPERM: alive, another user's). */
+function alive(pid) {
   try {
-    await fs.promises.writeFile(tmp, bytes);
-    await fs.promises.rename(tmp, file);
+    process.kill(pid, 0);
+    return true;
   } catch (e) {
-    await fs.promises.rm(tmp, { force: true }).catch(() => {});
-    throw new CliError(`could not write ${file}: ${e.message}`, EXIT_ERROR, 'WriteFailed');
+    return e.code === 'EPERM';
+  }
+}
+
+/** Removes `.<name>.<pid>.partial` files of this target left by processes that no longer run. */
+function removeStalePartials(file) {
+  const dir = path.dirname(path.resolve(file));
+  const prefix = `.${path.basename(file)}.`;
+  let names = [];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (!name.startsWith(prefix) || !name.endsWith('.partial')) continue;
+    const pid = name.slice(prefix.length, -'.partial'.length);
+    if (!/^\d+$/.test(pid) || Number(pid) === process.pid || alive(Number(pid))) continue;
+    fs.rmSync(path.join(dir, name), { force: true });
+  }
+}
+
+/** Removes this process's temp files at once (before a hard exit). */
+function removeOwnPartials() {
+  for (const tmp of partials) fs.rmSync(tmp, { force: true });
+  partials.clear();
+}
+
+/**
+ * Writes several outputs all or nothing: every temp file first, then the renames, the first entry (the main
+ * output) last, after removing its old version, so a main output on disk always comes with the files named
+ * before it in this call (never an old χ beside a new report, nor the reverse).
+ * A cancel (signal) that arrives before the renames removes the temp files and throws the AbortError: a cancelled run
+ * writes nothing.
+ * @param {{file: string, bytes: Uint8Array|string}[]} outputs main output first
+ * @param {AbortSignal} [signal]
+ */
+async function writeAtomic(outputs, signal) {
+  const tmps = outputs.map(({ file }) => partialName(file));
+  let current = outputs[0].file;
+  try {
+    for (let i = 0; i < outputs.length; i++) {
+      current = outputs[i].file;
+      partials.add(tmps[i]);
+      await fs.promises.writeFile(tmps[i], outputs[i].bytes);
+    }
+    signal?.throwIfAborted();
+    if (outputs.length > 1) await fs.promises.rm(outputs[0].file, { force: true });
+    for (let i = outputs.length - 1; i >= 0; i--) {
+      current = outputs[i].file;
+      await fs.promises.rename(tmps[i], outputs[i].file);
+      partials.delete(tmps[i]);
+    }
+  } catch (e) {
+    for (const tmp of tmps) {
+      await fs.promises.rm(tmp, { force: true }).catch(() => {});
+      partials.delete(tmp);
+    }
+    if (e?.name === 'AbortError') throw e;
+    throw new CliError(`could not write ${current}: ${e.message}`, EXIT_ERROR, 'WriteFailed');
   }
 }
 
@@ -782,7 +850,7 @@ async function cmdPlan(o, ctx) {
   const { signal } = ctx;
   const rawSpec = o.spec !== undefined ? await readSpec(o.spec, signal) : undefined;
   const { geometry, mask, echoes } = await readInputs(o, { needMask: false, phase: run.phase }, signal);
-  const tessera = await ctx.start({ workers: run.workers });
+  const tessera = await ctx.start({ workers: run.workers, hardwareThreads: run.cores });
   const spec = checkSpec(rawSpec, await tessera.schema(), o.spec);
   const entry = o.model !== undefined ? await tessera.model(o.model) : undefined;
   const phaseNet = await checkInputKind(o, entry, run, tessera);
@@ -828,12 +896,15 @@ async function cmdInvert(o, ctx) {
   }
   checkWritable(o.out, 'out');
   if (o.report !== undefined) checkWritable(o.report, 'report');
+  if (o.report !== undefined && path.resolve(o.report) === path.resolve(o.out)) throw usageError('--report and --out name the same file');
+  removeStalePartials(o.out);
+  if (o.report !== undefined) removeStalePartials(o.report);
   const { signal, progress } = ctx;
 
   const rawSpec = o.spec !== undefined ? await readSpec(o.spec, signal) : undefined;
   const inputs = await readInputs(o, { needMask: true, units, b0, phase: run.phase, convert: true }, signal);
   const { like, field, phase, magnitude, echoes, phaseInfo, geometry, mask } = inputs;
-  const tessera = await ctx.start({ workers: run.workers, threadsPerWorker: threads });
+  const tessera = await ctx.start({ workers: run.workers, threadsPerWorker: threads, hardwareThreads: run.cores });
   const spec = checkSpec(rawSpec, await tessera.schema(), o.spec);
   const entry = o.model !== undefined ? await tessera.model(o.model) : undefined;
   const phaseNet = await checkInputKind(o, entry, run, tessera);
@@ -898,7 +969,7 @@ async function cmdInvert(o, ctx) {
   const description = `${quantity === 'local-field' ? 'local field' : 'chi'} ppm, tessera-qsm ${o.model ?? 'spec'}`.slice(0, 79);
   const bytes = await writeNifti(chi, like, { gzip: /\.gz$/i.test(o.out), description });
   signal.throwIfAborted();
-  await writeAtomic(o.out, bytes);
+  const outputs = [{ file: o.out, bytes }];
   if (o.report !== undefined) {
     const input = phaseNet
       ? {
@@ -922,11 +993,15 @@ async function cmdInvert(o, ctx) {
       inputs: { ...input, mask: { path: o.mask, voxelsInside: mask.reduce((a, b) => a + b, 0) }, ...(run.inputNames && { inputNames: run.inputNames }) },
       network: entry ? { model: entry.id, name: entry.name, kind: entry.kind } : { spec, specFile: o.spec },
       weights: weightsInfo,
-      options: { tile: run.tile ?? null, whole: run.whole, workers: run.workers ?? null, threads: threads ?? null, quality: run.quality ?? null, verify: run.verify, probe: !!o.probe },
+      options: {
+        tile: run.tile ?? null, whole: run.whole, workers: run.workers ?? null, threads: threads ?? null, cores: run.cores ?? null,
+        quality: run.quality ?? null, verify: run.verify, probe: !!o.probe,
+      },
       output: o.out,
     };
-    await writeAtomic(o.report, `${JSON.stringify(full, null, 2)}\n`);
+    outputs.push({ file: o.report, bytes: `${JSON.stringify(full, null, 2)}\n` });
   }
+  await writeAtomic(outputs, signal);
   if (phaseNet) progress.line(`wrote ${o.out}: ${what} (${echoes} echo${echoes > 1 ? 'es' : ''}, ${duration(report.wallSeconds)})`);
   else progress.line(`wrote ${o.out} (${report.tilesRun} tiles run, ${report.tilesSkipped} skipped, ${duration(report.wallSeconds)})`);
   return EXIT_OK;
@@ -945,6 +1020,7 @@ async function main(args) {
   const onSignal = (sig, code) => () => {
     if (cancelCode) {
       // A second Ctrl-C: stop at once (output files are only ever renamed into place, never partial).
+      removeOwnPartials();
       progress.close();
       process.stderr.write('cancelled\n');
       process.exit(code);

@@ -39,6 +39,10 @@ void validate_geometry(const Geometry& geometry);
 // Throws Error(InvalidArgument) when field or mask does not hold exactly voxel_count() values.
 void validate_volume_sizes(const Geometry& geometry, uint64_t field_size, uint64_t mask_size);
 
+// Throws Error(InvalidArgument) when a mask is given (non-empty) but holds no voxel inside (every value 0): a run
+// on it would write an all-zero χ. An empty span means "no mask" and passes.
+void validate_mask_not_empty(const Geometry& geometry, std::span<const uint8_t> mask);
+
 // Throws Error(NonFiniteInput) with the count and the first position of NaN/Inf voxels.
 // Tessera rejects non-finite fields rather than zeroing them silently.
 void validate_finite(const Geometry& geometry, std::span<const float> field);

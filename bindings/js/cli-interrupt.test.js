@@ -1,0 +1,125 @@
+// What an interrupted `tessera-qsm invert` leaves behind: its outputs (χ and report) are written as
+// `.<name>.<pid>.partial` and renamed into place, so a target is absent, its old version or complete; a temp
+// file left by a killed process is removed by the next run that writes the same target. And `--cores`, which
+// makes the auto-planner's choice independent of the machine (what the cohort workflow declares per job).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { readNifti, writeNifti } from './index.js';
+import { convStack, unet, prng } from '../../tests/js/networks.js';
+
+const CLI = fileURLToPath(new URL('./cli.js', import.meta.url));
+const DIMS = [48, 48, 32];
+const N = DIMS[0] * DIMS[1] * DIMS[2];
+let dir;
+const f = (name) => path.join(dir, name);
+
+function run(args, { onStderr } = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => {
+      stderr += d;
+      onStderr?.(stderr, child);
+    });
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}
+
+/** The pid of a process that has exited (for a temp file whose writer is gone). */
+function deadPid() {
+  const r = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+  return Number(r.stdout);
+}
+
+const partialsIn = () => fs.readdirSync(dir).filter((n) => n.endsWith('.partial'));
+const SLOW = ['invert', '--field', 'field.nii', '--mask', 'mask.nii', '--spec', 'unet.json', '--weights', 'unet.onnx', '--core', '8', '--halo', '4', '--workers', '1'];
+
+before(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-cli-interrupt-'));
+  const rnd = prng(9);
+  const like = { dims: DIMS, voxelMm: [1, 1, 1] };
+  fs.writeFileSync(f('field.nii'), await writeNifti(new Float32Array(N).map(() => rnd() - 0.5), like));
+  fs.writeFileSync(f('mask.nii'), await writeNifti(new Float32Array(N).fill(1), like));
+  fs.writeFileSync(f('unet.onnx'), unet({ base: 4 }));
+  fs.writeFileSync(f('unet.json'), JSON.stringify({ divisor: 8 }));
+  fs.writeFileSync(f('net.onnx'), convStack({ layers: 1, seed: 3 }));
+  fs.writeFileSync(f('spec.json'), JSON.stringify({ divisor: 1 }));
+});
+after(() => {
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test('a temp file left by a killed run is removed by the next run of the same target; a live writer\'s is kept', async () => {
+  const dead = deadPid();
+  const stale = [`.chi.nii.gz.${dead}.partial`, `.r.json.${dead}.partial`];
+  const live = `.chi.nii.gz.${process.pid}.partial`; // this test process is alive: another writer's file
+  const other = `.other.nii.${dead}.partial`; // another target: not this run's business
+  for (const n of [...stale, live, other]) fs.writeFileSync(f(n), 'half a file');
+  const r = await run(['invert', '--field', 'field.nii', '--mask', 'mask.nii', '--spec', 'spec.json', '--weights', 'net.onnx',
+    '--core', '24', '--halo', '1', '--out', 'chi.nii.gz', '--report', 'r.json', '--quiet']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(partialsIn().sort(), [live, other].sort());
+  assert.equal(readNifti(new Uint8Array(fs.readFileSync(f('chi.nii.gz')))).data.length, N);
+  assert.equal(JSON.parse(fs.readFileSync(f('r.json'), 'utf8')).output, 'chi.nii.gz');
+  for (const n of [live, other]) fs.rmSync(f(n));
+});
+
+for (const sig of ['SIGTERM', 'SIGKILL']) {
+  test(`${sig} mid-run leaves no χ, no report and no temp file; an earlier χ/report pair stays as it was`, async () => {
+    const out = `${sig}-chi.nii`;
+    const report = `${sig}-r.json`;
+    fs.writeFileSync(f(out), 'old chi');
+    fs.writeFileSync(f(report), 'old report');
+    let sent = false;
+    const r = await run([...SLOW, '--out', out, '--report', report], {
+      onStderr: (text, child) => {
+        if (!sent && /^progress\s+10%/m.test(text)) {
+          sent = true;
+          child.kill(sig);
+        }
+      },
+    });
+    assert.ok(sent, `no progress line before the end:\n${r.stderr}`);
+    if (sig === 'SIGTERM') {
+      assert.equal(r.code, 143, r.stderr);
+      assert.match(r.stderr, /\ncancelled\n$/);
+    } else {
+      assert.equal(r.signal, 'SIGKILL');
+    }
+    assert.equal(fs.readFileSync(f(out), 'utf8'), 'old chi');
+    assert.equal(fs.readFileSync(f(report), 'utf8'), 'old report');
+    assert.deepEqual(partialsIn(), []);
+  });
+}
+
+test('--cores bounds workers × threads of the auto-plan, the same on any machine; invert obeys it and reports it', async () => {
+  const plan = (cores) => {
+    const r = spawnSync(process.execPath, [CLI, 'plan', '--field', 'field.nii', '--mask', 'mask.nii', '--spec', 'unet.json', '--cores', String(cores), '--json'], { cwd: dir, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    return JSON.parse(r.stdout);
+  };
+  const one = plan(1);
+  assert.equal(one.workers * one.threadsPerWorker, 1);
+  assert.match(one.explanation, /1 hardware thread is available/);
+  const three = plan(3);
+  assert.ok(three.workers * three.threadsPerWorker <= 3);
+  assert.match(three.explanation, /3 hardware threads are available/);
+  const bad = spawnSync(process.execPath, [CLI, 'plan', '--field', 'field.nii', '--spec', 'unet.json', '--cores', '0'], { cwd: dir, encoding: 'utf8' });
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /^error: --cores must be a whole number >= 1, got '0'/);
+  const inv = await run(['invert', '--field', 'field.nii', '--mask', 'mask.nii', '--spec', 'spec.json', '--weights', 'net.onnx',
+    '--cores', '1', '--out', 'c1.nii', '--report', 'c1.json', '--quiet']);
+  assert.equal(inv.code, 0, inv.stderr);
+  const rep = JSON.parse(fs.readFileSync(f('c1.json'), 'utf8'));
+  assert.equal(rep.options.cores, 1);
+  assert.equal(rep.plan.workers * rep.plan.threadsPerWorker, 1);
+  const same = spawnSync(process.execPath, [CLI, 'plan', '--field', 'field.nii', '--mask', 'mask.nii', '--spec', 'spec.json', '--cores', '1', '--json'], { cwd: dir, encoding: 'utf8' });
+  assert.deepEqual(rep.plan.tile, JSON.parse(same.stdout).tile);
+});

@@ -1,0 +1,431 @@
+#!/usr/bin/env node
+// The subjects of a cohort, for cohort/Snakefile: a BIDS-style tree or a TSV manifest in, one record per run
+// (subject, session, input files, echo times, field strength, network, output name) out, as JSON on stdout.
+// Every problem a user can fix is refused here, before anything runs, with a message naming the file and the fix
+// (exit 1, "error: ..." on stderr).
+//
+//   node cohort/lib/subjects.js '<config as JSON>'
+//
+// BIDS inputs, in sub-<label>/[ses-<label>/]anat/ (entities such as acq-, run- are kept in the output name):
+//   local field   <prefix>_localfield.nii[.gz]  (BIDS has no local-field suffix; SEPIA's name), ppm unless its
+//                 JSON sidecar says "Units": "Hz" | "rad/s" (then with "MagneticFieldStrength", tesla)
+//   wrapped phase <prefix>[_echo-<n>]_part-phase_MEGRE.nii[.gz] (BIDS multi-echo GRE), echo times from the JSON
+//                 sidecars' EchoTime (seconds), B0 from MagneticFieldStrength (tesla); magnitude (optional)
+//                 <prefix>[_echo-<n>]_part-mag_MEGRE.nii[.gz], every echo of the phase
+//   mask          <prefix>_desc-brain_mask.nii[.gz] (the BIDS derivatives name), or <prefix>[_desc-<x>]_mask
+// Manifest (TSV, header row; paths relative to the manifest's folder): subject, mask, and one of field | phase;
+// optional session, magnitude, te (seconds, comma-separated, one per echo; else the phase's JSON sidecar), b0,
+// units (field: ppm | hz | rad/s), phase_units (rad | deg | scanner), model.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+/** A problem with the cohort's inputs or configuration: printed as "error: message". */
+export class CohortError extends Error {}
+
+const NIFTI = /\.nii(\.gz)?$/;
+const LABEL = /^[a-zA-Z0-9]+$/;
+const MANIFEST_COLUMNS = ['subject', 'session', 'field', 'phase', 'magnitude', 'mask', 'te', 'b0', 'units', 'phase_units', 'model'];
+const FIELD_UNITS = { ppm: 'ppm', hz: 'hz', 'rad/s': 'rad/s' };
+const PHASE_UNITS = ['rad', 'deg', 'scanner'];
+const MAX_TE_SECONDS = 1;
+
+/** BIDS entities of a file name: {entities: [[key, value]...], suffix, ext}, or null when it is not one. */
+export function parseName(name) {
+  const m = /^(.*?)(\.nii\.gz|\.nii|\.json)$/.exec(name);
+  if (!m) return null;
+  const parts = m[1].split('_');
+  const suffix = parts.pop();
+  const entities = [];
+  for (const p of parts) {
+    const kv = /^([a-zA-Z]+)-([a-zA-Z0-9]+)$/.exec(p);
+    if (!kv) return null;
+    entities.push([kv[1], kv[2]]);
+  }
+  if (!entities.length || entities[0][0] !== 'sub') return null;
+  return { entities, suffix, ext: m[2] };
+}
+
+const stemOf = (entities, drop = []) => entities.filter(([k]) => !drop.includes(k)).map(([k, v]) => `${k}-${v}`).join('_');
+const entity = (entities, key) => entities.find(([k]) => k === key)?.[1];
+
+function readJson(file) {
+  try {
+    return JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new CohortError(`the JSON sidecar ${file} could not be read: ${e.message}`);
+  }
+}
+
+/**
+ * The metadata of a data file by the BIDS inheritance principle (simplified): sidecars with a subset of its entities
+ * and the same suffix, from the dataset root down to the file's folder, the more specific overriding.
+ * Returns {meta, files} (files: the sidecars read, most specific last).
+ */
+export function sidecar(root, file) {
+  const p = parseName(path.basename(file));
+  const ents = p.entities;
+  const dirs = [];
+  for (let d = path.dirname(file); ; d = path.dirname(d)) {
+    dirs.unshift(d);
+    if (path.resolve(d) === path.resolve(root) || d === path.dirname(d)) break;
+  }
+  const meta = {};
+  const files = [];
+  for (const d of dirs) {
+    let names = [];
+    try {
+      names = fs.readdirSync(d).filter((n) => n.endsWith('.json'));
+    } catch {
+      continue;
+    }
+    const candidates = [];
+    for (const n of names) {
+      const q = /^(.*)\.json$/.exec(n)[1].split('_');
+      const suffix = q.pop();
+      if (suffix !== p.suffix) continue;
+      const kv = q.map((x) => /^([a-zA-Z]+)-([a-zA-Z0-9]+)$/.exec(x));
+      if (kv.some((x) => !x)) continue;
+      if (kv.every(([, k, v]) => entity(ents, k) === v)) candidates.push({ n, count: kv.length });
+    }
+    candidates.sort((a, b) => a.count - b.count);
+    for (const c of candidates) {
+      Object.assign(meta, readJson(path.join(d, c.n)));
+      files.push(path.join(d, c.n));
+    }
+  }
+  return { meta, files };
+}
+
+function echoTime(te, what, where) {
+  if (typeof te !== 'number' || !Number.isFinite(te) || te <= 0) {
+    throw new CohortError(`${what}: EchoTime ${JSON.stringify(te)} ${where} is not an echo time in seconds (> 0)`);
+  }
+  if (te > MAX_TE_SECONDS) {
+    throw new CohortError(`${what}: EchoTime ${te} ${where} is implausible: BIDS gives it in seconds (20 ms = 0.02), not milliseconds`);
+  }
+  return te;
+}
+
+function fieldStrength(b0, what, where) {
+  if (typeof b0 !== 'number' || !Number.isFinite(b0) || b0 <= 0) {
+    throw new CohortError(`${what}: MagneticFieldStrength ${JSON.stringify(b0)} ${where} is not a field strength in tesla (> 0)`);
+  }
+  return b0;
+}
+
+/** Lists sub-*[/ses-*]/anat folders: [{dir, subject, session}]. */
+function anatFolders(root) {
+  const out = [];
+  for (const s of fs.readdirSync(root, { withFileTypes: true })) {
+    if (!s.isDirectory() || !/^sub-/.test(s.name)) continue;
+    const sub = path.join(root, s.name);
+    const anat = path.join(sub, 'anat');
+    if (fs.existsSync(anat)) out.push({ dir: anat, rel: path.join(s.name, 'anat') });
+    for (const t of fs.readdirSync(sub, { withFileTypes: true })) {
+      if (!t.isDirectory() || !/^ses-/.test(t.name)) continue;
+      const a = path.join(sub, t.name, 'anat');
+      if (fs.existsSync(a)) out.push({ dir: a, rel: path.join(s.name, t.name, 'anat') });
+    }
+  }
+  return out;
+}
+
+/** The mask of a run (its stem, without echo/part/desc): prefer desc-brain; several others are ambiguous. */
+function findMask(masks, stem, what, dir) {
+  const mine = masks.filter((m) => m.stem === stem);
+  if (!mine.length) {
+    throw new CohortError(`${what}: no mask in ${dir}: add ${stem}_desc-brain_mask.nii.gz (nonzero inside the brain)`);
+  }
+  const brain = mine.filter((m) => m.desc === 'brain');
+  if (brain.length === 1) return brain[0].file;
+  if (mine.length === 1) return mine[0].file;
+  throw new CohortError(`${what}: several masks in ${dir} (${mine.map((m) => path.basename(m.file)).join(', ')}) and none is desc-brain: name the one to use ${stem}_desc-brain_mask.nii.gz`);
+}
+
+/** The records of a BIDS tree. */
+export function fromBids(root, config) {
+  if (!fs.existsSync(root) || !fs.statSync(root).isDirectory()) throw new CohortError(`the BIDS folder ${root} does not exist (config bids=...)`);
+  const folders = anatFolders(root);
+  const want = config.participant_label?.length ? new Set(config.participant_label.map((s) => String(s).replace(/^sub-/, ''))) : null;
+  const records = [];
+  const found = new Set();
+  for (const { dir, rel } of folders) {
+    const fields = [];
+    const echoes = new Map(); // stem → {phase: Map(echo → file), mag: Map}
+    const masks = [];
+    for (const name of fs.readdirSync(dir).sort()) {
+      if (!NIFTI.test(name)) continue;
+      const p = parseName(name);
+      if (!p) continue;
+      const file = path.join(dir, name);
+      if (p.suffix === 'localfield') fields.push({ file, stem: stemOf(p.entities, ['desc']), entities: p.entities });
+      else if (p.suffix === 'mask') masks.push({ file, stem: stemOf(p.entities, ['desc', 'part', 'echo']), desc: entity(p.entities, 'desc') });
+      else if (p.suffix === 'MEGRE') {
+        const part = entity(p.entities, 'part');
+        if (part !== 'phase' && part !== 'mag') continue;
+        const stem = stemOf(p.entities, ['echo', 'part']);
+        if (!echoes.has(stem)) echoes.set(stem, { phase: new Map(), mag: new Map(), entities: p.entities.filter(([k]) => k !== 'echo' && k !== 'part') });
+        const echo = entity(p.entities, 'echo') ?? '1';
+        if (!/^\d+$/.test(echo)) throw new CohortError(`${file}: the echo entity must be a number (echo-1, echo-2, ...)`);
+        const set = echoes.get(stem)[part];
+        if (set.has(Number(echo))) throw new CohortError(`${dir}: echo ${echo} of ${stem} (${part}) is given twice (${path.basename(set.get(Number(echo)))}, ${name})`);
+        set.set(Number(echo), file);
+      }
+    }
+    const stems = new Set([...fields.map((x) => x.stem), ...echoes.keys()]);
+    for (const stem of stems) {
+      const field = fields.filter((x) => x.stem === stem);
+      const series = echoes.get(stem);
+      const subject = /^sub-([a-zA-Z0-9]+)/.exec(stem)[1];
+      if (want && !want.has(subject)) continue;
+      const what = `${path.join(rel, stem)}`;
+      let kind = field.length ? 'field' : 'phase';
+      if (field.length && series?.phase.size) {
+        if (config.input === 'field' || config.input === 'phase') kind = config.input;
+        else {
+          throw new CohortError(`${what}: both a local field (${path.basename(field[0].file)}) and a wrapped phase are given: set config input=field or input=phase`);
+        }
+      }
+      if (field.length > 1) throw new CohortError(`${what}: several local field maps (${field.map((x) => path.basename(x.file)).join(', ')}): give one per run`);
+      if (kind === 'phase' && !series?.phase.size) continue; // only magnitudes: nothing to invert
+      const ents = kind === 'field' ? field[0].entities.filter(([k]) => k !== 'desc') : series.entities;
+      const session = entity(ents, 'ses') ?? null;
+      const rec = { path: path.join(rel, stemOf(ents)), subject, session, kind, source: what };
+      rec.mask = findMask(masks, stem, what, dir);
+      if (kind === 'field') {
+        rec.field = field[0].file;
+        const { meta, files } = sidecar(root, field[0].file);
+        const where = files.length ? `in ${files.at(-1)}` : '';
+        const u = meta.Units === undefined ? config.units ?? 'ppm' : String(meta.Units).toLowerCase();
+        if (!FIELD_UNITS[u]) throw new CohortError(`${what}: Units ${JSON.stringify(meta.Units)} ${where} is not one of ppm, Hz, rad/s`);
+        rec.units = FIELD_UNITS[u];
+        if (rec.units !== 'ppm') {
+          const b0 = meta.MagneticFieldStrength ?? config.b0;
+          if (b0 === undefined) {
+            throw new CohortError(`${what}: the local field is in ${meta.Units ?? rec.units} but no MagneticFieldStrength is given (JSON sidecar ${path.basename(field[0].file).replace(NIFTI, '.json')}, or config b0=<tesla>)`);
+          }
+          rec.b0 = fieldStrength(b0, what, where);
+        }
+      } else {
+        const numbers = [...series.phase.keys()].sort((a, b) => a - b);
+        rec.phase = numbers.map((n) => series.phase.get(n));
+        if (series.mag.size) {
+          const missing = numbers.filter((n) => !series.mag.has(n));
+          const extra = [...series.mag.keys()].filter((n) => !series.phase.has(n));
+          if (missing.length || extra.length) {
+            throw new CohortError(`${what}: the magnitude must have every echo of the phase (phase echoes ${numbers.join(', ')}; magnitude echoes ${[...series.mag.keys()].sort((a, b) => a - b).join(', ')})`);
+          }
+          rec.magnitude = numbers.map((n) => series.mag.get(n));
+        }
+        rec.te = [];
+        let b0;
+        for (const file of rec.phase) {
+          const { meta, files } = sidecar(root, file);
+          const json = path.basename(file).replace(NIFTI, '.json');
+          if (meta.EchoTime === undefined) {
+            throw new CohortError(`${what}: the phase ${path.basename(file)} has no EchoTime in a JSON sidecar (${files.length ? files.map((f) => path.basename(f)).join(', ') : `no ${json} found`}): add "EchoTime" in seconds to ${json}`);
+          }
+          const where = `in ${files.at(-1)}`;
+          const tes = Array.isArray(meta.EchoTime) ? meta.EchoTime : [meta.EchoTime];
+          rec.te.push(...tes.map((t) => echoTime(t, what, where)));
+          if (meta.MagneticFieldStrength !== undefined) {
+            const v = fieldStrength(meta.MagneticFieldStrength, what, where);
+            if (b0 !== undefined && b0 !== v) throw new CohortError(`${what}: the echoes' sidecars give different MagneticFieldStrength (${b0}, ${v})`);
+            b0 = v;
+          }
+        }
+        if (b0 === undefined && config.b0 === undefined) {
+          throw new CohortError(`${what}: no MagneticFieldStrength in the phase's JSON sidecar (${path.basename(rec.phase[0]).replace(NIFTI, '.json')}): add it (tesla), or set config b0=<tesla>`);
+        }
+        rec.b0 = b0 ?? fieldStrength(config.b0, what, 'in the config');
+        if (config.phase_units !== undefined) rec.phaseUnits = config.phase_units;
+      }
+      found.add(subject);
+      records.push(rec);
+    }
+  }
+  if (!records.length) {
+    const subs = fs.readdirSync(root).filter((n) => /^sub-/.test(n));
+    const filter = want ? ` for participant_label ${[...want].join(', ')}` : '';
+    throw new CohortError(
+      `no subject to run in the BIDS folder ${root}${filter}: ${subs.length ? `its ${subs.length} sub-* folder(s) hold` : 'it holds no sub-* folder and'} no ` +
+        'sub-<label>/[ses-<label>/]anat/ input: a local field <prefix>_localfield.nii.gz, or a wrapped phase ' +
+        '<prefix>_echo-<n>_part-phase_MEGRE.nii.gz with JSON sidecars (EchoTime), each with a <prefix>_desc-brain_mask.nii.gz',
+    );
+  }
+  if (want) {
+    const missing = [...want].filter((s) => !found.has(s));
+    if (missing.length) throw new CohortError(`participant_label: no input for sub-${missing.join(', sub-')} in ${root}`);
+  }
+  return records;
+}
+
+/** Splits a TSV line (no quoting in BIDS TSV). */
+const cells = (line) => line.split('\t').map((c) => c.trim());
+
+/** The records of a TSV manifest. */
+export function fromManifest(file, config) {
+  let text;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new CohortError(`the manifest ${file} could not be read: ${e.code === 'ENOENT' ? 'no such file' : e.message} (config manifest=...)`);
+  }
+  const base = path.dirname(path.resolve(file));
+  const lines = text.split(/\r?\n/).map((l, i) => ({ l, n: i + 1 })).filter(({ l }) => l.trim() !== '' && !l.startsWith('#'));
+  if (!lines.length) throw new CohortError(`the manifest ${file} is empty: expected a header row (subject, mask, field or phase, ...) and one row per run`);
+  const header = cells(lines[0].l);
+  const unknown = header.filter((h) => !MANIFEST_COLUMNS.includes(h));
+  if (unknown.length) throw new CohortError(`the manifest ${file} has unknown column(s) ${unknown.join(', ')} (columns: ${MANIFEST_COLUMNS.join(', ')}; tab-separated)`);
+  for (const need of ['subject', 'mask']) if (!header.includes(need)) throw new CohortError(`the manifest ${file} has no '${need}' column (tab-separated header row)`);
+  if (!header.includes('field') && !header.includes('phase')) throw new CohortError(`the manifest ${file} needs a 'field' or a 'phase' column`);
+  const records = [];
+  const seen = new Map();
+  for (const { l, n } of lines.slice(1)) {
+    const c = cells(l);
+    const at = `the manifest ${path.basename(file)} line ${n}`;
+    if (c.length !== header.length) throw new CohortError(`${at} has ${c.length} cell(s), the header ${header.length} (tab-separated; an empty cell is two tabs)`);
+    const row = Object.fromEntries(header.map((h, i) => [h, c[i]]).filter(([, v]) => v !== '' && v !== 'n/a'));
+    const subject = row.subject?.replace(/^sub-/, '');
+    const session = row.session?.replace(/^ses-/, '');
+    if (!subject || !LABEL.test(subject)) throw new CohortError(`${at}: subject '${row.subject ?? ''}' is not a BIDS label (letters and digits, e.g. 01)`);
+    if (session !== undefined && !LABEL.test(session)) throw new CohortError(`${at}: session '${row.session}' is not a BIDS label (letters and digits)`);
+    const id = `sub-${subject}${session ? `_ses-${session}` : ''}`;
+    if (seen.has(id)) throw new CohortError(`${at}: ${id} is also on line ${seen.get(id)}: one row per subject and session`);
+    seen.set(id, n);
+    const what = `${at} (${id})`;
+    const file_ = (col) => {
+      if (row[col] === undefined) return undefined;
+      const p = path.resolve(base, row[col]);
+      if (!fs.existsSync(p)) throw new CohortError(`${what}: the ${col} ${row[col]} does not exist (${p}); paths are relative to the manifest's folder`);
+      if (!NIFTI.test(p)) throw new CohortError(`${what}: the ${col} ${row[col]} is not a .nii or .nii.gz file`);
+      return p;
+    };
+    if ((row.field === undefined) === (row.phase === undefined)) throw new CohortError(`${what}: give exactly one of field (a local field map) or phase (wrapped phase)`);
+    if (row.mask === undefined) throw new CohortError(`${what}: the mask is empty: every run needs a brain mask`);
+    const rel = path.join(`sub-${subject}`, ...(session ? [`ses-${session}`] : []), 'anat', id);
+    const rec = { path: rel, subject, session: session ?? null, kind: row.field !== undefined ? 'field' : 'phase', source: what, mask: file_('mask') };
+    if (row.model !== undefined) rec.model = row.model;
+    if (row.b0 !== undefined) rec.b0 = fieldStrength(Number(row.b0), what, "in the b0 column (as MagneticFieldStrength)");
+    if (rec.kind === 'field') {
+      for (const col of ['te', 'magnitude', 'phase_units']) if (row[col] !== undefined) throw new CohortError(`${what}: ${col} is for a phase row, this row gives a field`);
+      rec.field = file_('field');
+      const u = (row.units ?? config.units ?? 'ppm').toLowerCase();
+      if (!FIELD_UNITS[u]) throw new CohortError(`${what}: units '${row.units}' is not one of ppm, hz, rad/s`);
+      rec.units = FIELD_UNITS[u];
+      if (rec.units !== 'ppm' && rec.b0 === undefined) {
+        if (config.b0 === undefined) throw new CohortError(`${what}: a field in ${rec.units} needs b0 (tesla) in its row or config b0=<tesla>`);
+        rec.b0 = fieldStrength(config.b0, what, 'in the config');
+      }
+    } else {
+      if (row.units !== undefined) throw new CohortError(`${what}: units is for a field row; give the phase's units in phase_units (rad, deg, scanner)`);
+      rec.phase = [file_('phase')];
+      if (row.magnitude !== undefined) rec.magnitude = [file_('magnitude')];
+      if (row.te !== undefined) {
+        rec.te = row.te.split(',').map((t) => echoTime(t.trim() === '' ? NaN : Number(t), what, 'in the te column'));
+      } else {
+        // The JSON sidecar next to the phase (same name, .json).
+        const json = rec.phase[0].replace(NIFTI, '.json');
+        const meta = fs.existsSync(json) ? readJson(json) : {};
+        if (meta.EchoTime === undefined) {
+          throw new CohortError(`${what}: a phase row needs te (echo times in seconds, comma-separated) or EchoTime in the JSON sidecar ${json}${fs.existsSync(json) ? ' (it has none)' : ' (not found)'}`);
+        }
+        rec.te = (Array.isArray(meta.EchoTime) ? meta.EchoTime : [meta.EchoTime]).map((t) => echoTime(t, what, `in ${json}`));
+        if (rec.b0 === undefined && meta.MagneticFieldStrength !== undefined) rec.b0 = fieldStrength(meta.MagneticFieldStrength, what, `in ${json}`);
+      }
+      if (rec.b0 === undefined) {
+        if (config.b0 === undefined) throw new CohortError(`${what}: no field strength: give b0 (tesla) in its row, MagneticFieldStrength in the phase's sidecar, or config b0=<tesla>`);
+        rec.b0 = fieldStrength(config.b0, what, 'in the config');
+      }
+      const pu = row.phase_units ?? config.phase_units;
+      if (pu !== undefined) {
+        if (!PHASE_UNITS.includes(pu)) throw new CohortError(`${what}: phase_units '${pu}' is not one of ${PHASE_UNITS.join(', ')}`);
+        rec.phaseUnits = pu;
+      }
+    }
+    records.push(rec);
+  }
+  if (!records.length) throw new CohortError(`the manifest ${file} has a header but no row: one row per subject (and session)`);
+  return records;
+}
+
+/**
+ * Records + the networks they run, checked against the registry: each record gets its model, output suffix
+ * (Chimap, or localfield for iQFM) and the weights it needs ([{file, source, bytes, sha256}]).
+ * config.weights: {model: source | [sources] | {source, sha256} | [{source, sha256}]} overrides the registry's URLs.
+ */
+export function assignModels(records, registry, config, packageRoot) {
+  const byId = new Map(registry.map((m) => [m.id, m]));
+  const ids = registry.map((m) => m.id).join(', ');
+  const models = {};
+  for (const rec of records) {
+    const id = rec.model ?? (rec.kind === 'field' ? config.field_model ?? 'xqsm' : config.phase_model ?? 'iqsm');
+    const m = byId.get(id);
+    if (!m) throw new CohortError(`${rec.source}: unknown network '${id}' (networks: ${ids})`);
+    const phaseNet = m.inputs.includes('phase');
+    if (phaseNet !== (rec.kind === 'phase')) {
+      const other = registry.filter((x) => x.inputs.includes('phase') === (rec.kind === 'phase')).map((x) => x.id);
+      throw new CohortError(`${rec.source}: ${id} takes ${phaseNet ? 'a wrapped phase' : 'a local field'}, this run gives ${rec.kind === 'phase' ? 'a wrapped phase' : 'a local field'} (networks for it: ${other.join(', ')}; config ${rec.kind}_model=...)`);
+    }
+    rec.model = id;
+    rec.suffix = m.quantity === 'local-field' ? 'localfield' : 'Chimap';
+    if (!models[id]) {
+      let given = config.weights?.[id];
+      if (given !== undefined && !Array.isArray(given)) given = [given];
+      if (given !== undefined && given.length !== m.weights.length) {
+        throw new CohortError(`config weights.${id}: ${m.name} needs ${m.weights.length} weights file(s) (${m.weights.map((w) => w.file).join(', ')}), got ${given.length}`);
+      }
+      models[id] = {
+        id, name: m.name, quantity: m.quantity,
+        weights: m.weights.map((w, i) => {
+          const g = given?.[i];
+          const source = typeof g === 'object' && g !== null ? g.source : g;
+          const pinned = typeof g === 'object' && g !== null ? g.sha256 : undefined;
+          if (given && (typeof source !== 'string' || !source)) throw new CohortError(`config weights.${id}: entry ${i + 1} has no source (a file or URL)`);
+          if (pinned !== undefined && !/^[0-9a-fA-F]{64}$/.test(pinned)) throw new CohortError(`config weights.${id}: sha256 '${pinned}' is not 64 hex digits`);
+          const local = source && !/^[a-z]+:\/\//i.test(source) ? path.resolve(source) : undefined;
+          if (local && !fs.existsSync(local)) throw new CohortError(`config weights.${id}: ${source} does not exist (${local})`);
+          const fallback = w.bundled ? path.join(packageRoot, w.url) : w.url;
+          return { file: w.file, source: local ?? source ?? fallback, bytes: w.bytes || 0, sha256: (pinned ?? w.sha256 ?? '').toLowerCase() };
+        }),
+      };
+    }
+  }
+  return models;
+}
+
+/** Everything the Snakefile needs. config: the Snakefile's config (bids | manifest, ...). */
+export async function discover(config) {
+  if ((config.bids === undefined) === (config.manifest === undefined)) {
+    throw new CohortError('give exactly one of config bids=<BIDS folder> or manifest=<subjects.tsv> (snakemake --config bids=/data/study)');
+  }
+  if (config.input !== undefined && !['field', 'phase'].includes(config.input)) throw new CohortError(`config input must be field or phase, got '${config.input}'`);
+  if (config.phase_units !== undefined && !PHASE_UNITS.includes(config.phase_units)) throw new CohortError(`config phase_units must be one of ${PHASE_UNITS.join(', ')}, got '${config.phase_units}'`);
+  const records = config.bids !== undefined ? fromBids(path.resolve(config.bids), config) : fromManifest(path.resolve(config.manifest), config);
+  const packageRoot = fileURLToPath(new URL('../../', import.meta.url));
+  const { createTessera } = await import(pathToFileURL(path.join(packageRoot, 'bindings/js/index.js')).href);
+  const tessera = await createTessera({ workers: 1 });
+  let registry;
+  try {
+    registry = await tessera.registry();
+  } finally {
+    await tessera.terminate();
+  }
+  const models = assignModels(records, registry, config, packageRoot);
+  const version = JSON.parse(fs.readFileSync(path.join(packageRoot, 'package.json'), 'utf8')).version;
+  return { version, records, models };
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  let code = 0;
+  try {
+    const config = JSON.parse(process.argv[2] ?? '{}');
+    process.stdout.write(`${JSON.stringify(await discover(config))}\n`);
+  } catch (e) {
+    process.stderr.write(`error: ${e instanceof CohortError ? e.message : e.stack}\n`);
+    code = 1;
+  }
+  await new Promise((r) => process.stdout.write('', r));
+  process.exit(code);
+}

@@ -1,0 +1,76 @@
+// The inversion entry points (src/inversion.cpp): requests refused before anything runs.
+#include "tessera/inversion.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "support.h"
+#include "tessera/error.h"
+#include "tessera/registry.h"
+
+using namespace tessera;
+using namespace tessera::test;
+
+namespace {
+
+// Runs f, which must throw Error(InvalidArgument) naming the empty mask and the fix; returns the message.
+template <typename F>
+std::string refused_empty_mask(F&& f, const char* what) {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument) << what << ": " << e.what();
+    const std::string m = e.what();
+    EXPECT_NE(m.find("the mask holds no voxel"), std::string::npos) << what << ": " << m;
+    EXPECT_NE(m.find("check the mask file"), std::string::npos) << what << ": " << m;
+    return m;
+  }
+  ADD_FAILURE() << what << ": an all-zero mask was accepted";
+  return "";
+}
+
+}  // namespace
+
+TEST(Inversion, AllZeroMaskIsRefusedByPlanAndRun) {
+  const Geometry g = geometry(24, 20, 16);
+  const std::vector<uint8_t> empty(g.voxel_count(), 0);
+  std::vector<uint8_t> one(g.voxel_count(), 0);
+  one[g.index(12, 10, 8)] = 1;
+
+  InversionRequest r;
+  r.geometry = g;
+  r.model = &model_spec("demo-unet");
+  // Auto-planned, a fixed tile, the whole volume: every plan refuses the empty mask and accepts one voxel.
+  r.auto_tile = true;
+  const std::string m = refused_empty_mask([&] { plan_inversion(r, empty, Target::Wasm); }, "auto");
+  EXPECT_NE(m.find("24×20×16"), std::string::npos) << m;
+  EXPECT_NE(m.find(std::to_string(g.voxel_count())), std::string::npos) << m;
+  EXPECT_TRUE(plan_inversion(r, one, Target::Wasm).feasible);
+  r.auto_tile = false;
+  r.tile = {8, 2};
+  refused_empty_mask([&] { plan_inversion(r, empty, Target::Wasm); }, "tiled");
+  const TilePlan tiled = plan_inversion(r, one, Target::Wasm);
+  ASSERT_TRUE(tiled.feasible) << tiled.message;
+  EXPECT_EQ(tiled.tiles_active, 1u);
+  // The run path (prepare_run hands the plan back to plan_of_choice): a plan made on a real mask, run on an empty one.
+  const PlanChoice c{false, tiled.tile, tiled.workers, tiled.threads_per_worker, tiled.tiles_in_flight, tiled.tiles_total,
+                     tiled.tiles_active};
+  refused_empty_mask([&] { plan_of_choice(r, empty, c, Target::Wasm); }, "plan_of_choice");
+  EXPECT_EQ(plan_of_choice(r, one, c, Target::Wasm).tiles_active, 1u);
+  r.whole_volume = true;
+  refused_empty_mask([&] { plan_inversion(r, empty, Target::Wasm); }, "whole");
+
+  // A phase network (whole volume only) too.
+  InversionRequest p;
+  p.geometry = g;
+  p.model = &model_spec("iqsm");
+  p.auto_tile = true;
+  p.phase.te_s = {0.02};
+  refused_empty_mask([&] { plan_inversion(p, empty, Target::Wasm); }, "iqsm");
+
+  // No mask given (an empty span) is not an empty mask.
+  EXPECT_NO_THROW(validate_mask_not_empty(g, {}));
+  EXPECT_NO_THROW(validate_mask_not_empty(g, one));
+}
