@@ -40,7 +40,12 @@ void fill_grid_report(RunReport& report, const TileGrid& grid, TileCost cost) {
 
 FieldNetwork field_network(const ModelSpec& spec) {
   FieldNetwork n{spec.tile_cost(), spec.norm, spec.pad, spec.masked_input};
-  if (spec.receptive_radius) n.context = dipole_context_profile(spec.receptive_radius);
+  if (!spec.measured_context.empty()) {
+    n.context = measured_context_profile(spec.measured_context);
+    n.context.radius = spec.receptive_radius;
+  } else if (spec.receptive_radius) {
+    n.context = dipole_context_profile(spec.receptive_radius);
+  }
   return n;
 }
 

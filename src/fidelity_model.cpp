@@ -132,7 +132,7 @@ FidelityPrediction FidelityModel::predict(const TileConfig& cfg, uint64_t patch_
   }
   FidelityPrediction out;
   out.deficit = std::sqrt(sum / static_cast<double>(sample_.size()));
-  out.nrmse = fit_.alpha * out.deficit;
+  out.nrmse = out.deficit > 0 ? fit_.alpha * std::pow(out.deficit, fit_.beta) : 0.0;
   out.r = std::max(0.0, 1.0 - fit_.gamma * out.nrmse * out.nrmse);
   return out;
 }

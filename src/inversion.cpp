@@ -43,9 +43,12 @@ std::vector<float> physics_loop(const ModelSpec& m, const Geometry& g, std::span
 
 FieldNetwork request_network(const InversionRequest& r) {
   FieldNetwork n = r.model ? field_network(*r.model) : r.custom;
+  // A probe's profile first; then the registry's measured one while the weights' graph agrees with the registry's;
+  // else the profile of the given radius (the weights' graph, or the custom network's declaration).
+  const bool registry_measured = r.model && !r.model->measured_context.empty();
   if (!r.measured_context.within.empty()) {
     n.context = r.measured_context;
-  } else if (r.receptive_radius > 0) {
+  } else if (r.receptive_radius > 0 && !(registry_measured && r.receptive_radius == r.model->receptive_radius)) {
     n.context = dipole_context_profile(r.receptive_radius);
   }
   return n;

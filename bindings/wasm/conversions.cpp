@@ -68,6 +68,7 @@ val grid_to_val(const TileGrid& g) {
   o.set("patchEdge", static_cast<double>(g.patch_edge));
   o.set("stride", g.config.step());
   o.set("blend", std::string(blend_name(g.config.blend)));
+  o.set("misaligned", static_cast<double>(g.misaligned));  // active tiles off the whole volume's pooling grid
   val tiles = val::array();
   for (const Tile& t : g.tiles) {
     val x = val::object();
@@ -279,6 +280,13 @@ val to_val(const ModelSpec& m) {
   o.set("defaultHalo", m.default_halo);
   o.set("receptiveRadius", m.receptive_radius);
   o.set("receptiveSource", std::string(m.receptive_source));
+  if (m.measured_context.empty()) {
+    o.set("measuredContext", val::null());
+  } else {
+    val w = val::array();
+    for (double x : m.measured_context) w.call<void>("push", x);
+    o.set("measuredContext", w);
+  }
   return o;
 }
 

@@ -96,6 +96,10 @@ struct ModelSpec {
   // and where it comes from; 0: not known (the radius is then derived from the weights when they are given).
   uint32_t receptive_radius = 0;
   std::string_view receptive_source;
+  // The measured context (a probe of the real weights: within[ρ] = fraction of the output's response to an input
+  // voxel within ρ voxels; tessera/fidelity_model.h); empty when not measured (the planner then derives a
+  // conservative profile from receptive_radius).
+  std::span<const double> measured_context;
 
   bool tileable() const { return kind == ModelKind::FieldToChi || kind == ModelKind::PhysicsLoop; }
   TileCost tile_cost() const { return TileCost{divisor, bytes_per_voxel, fixed_bytes}; }
