@@ -1,6 +1,7 @@
 #include "tessera/autoplan.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <tuple>
@@ -237,35 +238,46 @@ AutoPlan plan_auto(const AutoPlanRequest& r, std::span<const uint8_t> mask) {
   // everywhere, not only near their faces (bench/RESULTS.md §11): only configs whose every patch sits on the grid
   // are candidates, with strides in whole divisors.
   const Dims3 pad_low = whole_volume_shape(r.geometry, r.network).pad_low;
-  auto consider = [&](uint32_t core, uint32_t halo) {
+  // done[k]: stride variant k of this (patch, halo) already has a candidate (from a smaller slack: a larger core on the
+  // same patch, so fewer tiles).
+  auto consider = [&](uint32_t core, uint32_t halo, std::array<bool, 3>& done) {
     const TileConfig base{core, halo};
     const uint64_t P = tile_patch_size(base, divisor);
     if (r.target == Target::Wasm && !wasm_patch_fit(base, r.network.cost).fits) return;
-    for (int eighths : {8, 6, 4}) {  // stride = core, ¾ core, ½ core
+    constexpr int kEighths[3] = {8, 6, 4};  // stride = core, ¾ core, ½ core
+    for (int k = 0; k < 3; ++k) {
+      if (done[k]) continue;
+      const int eighths = kEighths[k];
       const uint32_t stride = eighths == 8 ? core : (core * eighths / 8) / divisor * divisor;
       if (eighths < 8 && (stride == 0 || stride >= core)) continue;
       Candidate c;
       c.cfg = TileConfig{core, halo, eighths < 8 ? stride : 0, eighths < 8 ? Blend::Cosine : Blend::Crop};
       if (!on_pooling_grid(r.geometry, c.cfg, divisor, pad_low)) continue;
+      done[k] = true;
       c.patch_edge = P;
-      c.fidelity = model.predict(c.cfg, P);
       c.pace = fastest_pace(r, c.cfg, P, runs.active_tiles(c.cfg));
-      if (c.pace.workers) all.push_back(c);
+      if (c.pace.workers) all.push_back(c);  // predicted below, fastest first
     }
   };
   if (r.fixed_core) {
-    for (uint32_t h : halos) consider(r.fixed_core, h);
+    for (uint32_t h : halos) {
+      std::array<bool, 3> done{false, false, false};
+      consider(r.fixed_core, h, done);
+    }
   } else {
     const uint64_t top = largest_edge(r, divisor, 0);
     for (uint64_t P = divisor; P <= top; P += divisor) {
       for (uint32_t h : halos) {
         if (2ull * h >= P) break;
-        // The rounding slack (core + 2·halo short of the patch by 0..divisor − 1) lets a patch reach the grid.
+        // The rounding slack (core + 2·halo short of the patch by 0..divisor − 1) lets a patch reach the grid; the
+        // smallest slack that does is the one worth running.
+        std::array<bool, 3> done{false, false, false};
         for (uint64_t slack = 0; slack < divisor && 2ull * h + slack < P; ++slack) {
           const uint64_t core = P - 2ull * h - slack;
           if (core < std::min<uint64_t>(8, max_dim)) break;
           if (core > max_dim + 2ull * divisor) continue;  // a core well past the volume is the smaller one again
-          consider(static_cast<uint32_t>(core), h);
+          consider(static_cast<uint32_t>(core), h, done);
+          if (done[0] && done[1] && done[2]) break;
         }
       }
     }
@@ -273,16 +285,20 @@ AutoPlan plan_auto(const AutoPlanRequest& r, std::span<const uint8_t> mask) {
   auto meets = [&](const FidelityPrediction& f) {
     return f.nrmse <= target.max_nrmse * kFidelityMargin && f.r >= 1.0 - (1.0 - target.min_r) * kFidelityMargin;
   };
-  std::vector<const Candidate*> good;
-  for (const Candidate& c : all) {
-    if (meets(c.fidelity)) good.push_back(&c);
-  }
-  // A total order (the same choice natively and in wasm): time, then fidelity, then the smaller patch.
-  std::sort(good.begin(), good.end(), [](const Candidate* a, const Candidate* b) {
-    if (a->pace.seconds != b->pace.seconds) return a->pace.seconds < b->pace.seconds;
-    if (a->fidelity.nrmse != b->fidelity.nrmse) return a->fidelity.nrmse < b->fidelity.nrmse;
-    return std::tie(a->patch_edge, a->cfg.core, a->cfg.halo, a->cfg.stride) < std::tie(b->patch_edge, b->cfg.core, b->cfg.halo, b->cfg.stride);
+  // Fastest first, in a total order (the same choice natively and in wasm): time, then the smaller patch, core, halo,
+  // stride. The first that meets the target is the choice: predictions are made only down to it.
+  std::sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.pace.seconds != b.pace.seconds) return a.pace.seconds < b.pace.seconds;
+    return std::tie(a.patch_edge, a.cfg.core, a.cfg.halo, a.cfg.stride) < std::tie(b.patch_edge, b.cfg.core, b.cfg.halo, b.cfg.stride);
   });
+  const Candidate* first_good = nullptr;
+  for (Candidate& c : all) {
+    c.fidelity = model.predict(c.cfg, c.patch_edge);
+    if (meets(c.fidelity)) {
+      first_good = &c;
+      break;
+    }
+  }
 
   // The whole volume, when it fits: exact by definition.
   const TilePlan whole = plan_whole(r.geometry, r.network, r.target);
@@ -297,12 +313,12 @@ AutoPlan plan_auto(const AutoPlanRequest& r, std::span<const uint8_t> mask) {
 
   AutoPlan best;
   bool found = false;
-  if (!good.empty()) {
+  if (first_good) {
     found = true;
-    best.tile = good.front()->cfg;
-    best.workers = good.front()->pace.workers;
-    best.threads_per_worker = good.front()->pace.threads;
-    best.estimated_seconds = good.front()->pace.seconds;
+    best.tile = first_good->cfg;
+    best.workers = first_good->pace.workers;
+    best.threads_per_worker = first_good->pace.threads;
+    best.estimated_seconds = first_good->pace.seconds;
   }
   if (whole.feasible && whole_seconds > 0 && (!found || whole_seconds <= best.estimated_seconds)) {
     AutoPlan w;

@@ -32,6 +32,8 @@ export interface NetworkSpec {
   inputStd?: number;
   outputMean?: number;
   outputStd?: number;
+  /** voxels an output depends on (the theoretical receptive radius); default: the weights' graph */
+  receptiveRadius?: number;
 }
 
 export type ModelKind = 'field-to-chi' | 'physics-loop' | 'native-patches' | 'whole-volume-only';
@@ -75,6 +77,11 @@ export interface ModelInfo {
   citation: string;
   notes: string;
   defaultHalo: number;
+  /** the theoretical receptive radius (voxels), 0 when not known, and where it comes from */
+  receptiveRadius: number;
+  receptiveSource: string;
+  /** a probe's profile of the registry's weights (within[ρ]), or null */
+  measuredContext: number[] | null;
 }
 
 export interface Limits {
@@ -114,6 +121,23 @@ export interface Plan {
   steps: boolean;
   /** the tiles the run goes through (a whole-volume plan: one tile covering the volume) */
   grid: PlanGrid;
+  /** predicted agreement with the whole-volume run inside the mask (the whole volume: r 1, nrmse 0); null: unknown */
+  predictedFidelity: { r: number; nrmse: number; deficit: number } | null;
+  /** non-empty when nothing within the memory budget reaches the quality target (the most faithful config runs) */
+  fidelityWarning: string;
+  /** how far the network looks, as the prediction took it */
+  context: { radius: number; measured: boolean; assumed: boolean; radius90: number; radius99: number } | null;
+  /** the self-check, when planned with verify: true */
+  verify: {
+    possible: boolean;
+    message: string;
+    lo: Triple;
+    hi: Triple;
+    compareLo: Triple;
+    compareHi: Triple;
+    margin: number;
+    plan: Plan | null;
+  } | null;
 }
 
 export interface PlanTile {
@@ -131,6 +155,10 @@ export interface PlanTile {
 export interface PlanGrid {
   counts: [number, number, number];
   patchEdge: number;
+  stride: number;
+  blend: Blend;
+  /** active tiles whose patch is off the whole volume's pooling grid (their poolings alias) */
+  misaligned: number;
   tiles: PlanTile[];
 }
 
@@ -188,6 +216,53 @@ export interface RunReport {
     moduleHeapVsPlan: number;
   };
   pool: { maxInFlight: number; runs: number; retries: number; recycles: number; inputBinding?: Record<string, string> }[];
+  /** the self-check (verify: true) */
+  verify?: VerifyReport;
+}
+
+export interface VerifyReport {
+  possible: boolean;
+  /** the whole volume ran at once: the result is the reference itself */
+  exact?: boolean;
+  message?: string;
+  r?: number;
+  nrmse?: number;
+  /** ppm */
+  maxAbs?: number;
+  voxels?: number;
+  box?: { lo: Triple; hi: Triple };
+  compareLo?: Triple;
+  compareHi?: Triple;
+  margin?: number;
+  predicted?: { r: number; nrmse: number; deficit: number } | null;
+  /** ‖M (D∗χ − f)‖ / ‖M f‖ of the result */
+  dataConsistency?: number;
+  workerHeapVsPlan?: number;
+  seconds?: number;
+}
+
+/** A network's receptive field: from its ONNX graph, and (probe) measured. */
+export interface ReceptiveField {
+  graph: {
+    radius: Triple | null;
+    below: Triple | null;
+    above: Triple | null;
+    radiusMax: number;
+    global: boolean;
+    unknownOps: string[];
+    ops: Record<string, number>;
+  };
+  probe?: {
+    /** fraction of the response within each radius 0, 1, …: pass it as a request's context */
+    within: number[];
+    radius90: number;
+    radius99: number;
+    outsideFraction: number;
+    total: number;
+    edge: number;
+    epsilon: number;
+    seconds: number;
+  };
 }
 
 export interface RuntimeOptions {
@@ -230,6 +305,14 @@ export interface PlanRequest {
   b0?: number;
   /** phase networks: mask erosion radius in voxels (default 3, the reference's) */
   erodeRadius?: number;
+  /** the auto-planner's target against the whole-volume run (default 'faithful') */
+  quality?: 'faithful' | 'balanced' | 'fast';
+  /** plan (and run) the self-check */
+  verify?: boolean;
+  /** how far the network looks: a probe's profile ({within}) or a radius; default: the weights' graph or the registry */
+  context?: { within: number[] } | { radius: number };
+  /** ONNX bytes, to read the network's receptive radius from its graph (plan); the network (invert) */
+  weights?: Uint8Array | ArrayBuffer | (Uint8Array | ArrayBuffer)[];
 }
 
 export interface InvertRequest extends PlanRequest {
@@ -282,8 +365,27 @@ export declare class Tessera {
   phantom(request: { geometry: Geometry; seed?: number; noise?: number }): Promise<{ chi: Float32Array; field: Float32Array; mask: Uint8Array }>;
   tkd(request: { field: Float32Array; mask?: ArrayLike<number>; geometry: Geometry; threshold?: number }): Promise<Float32Array>;
   status(): Promise<Status>;
+  /** the network's receptive field from its ONNX graph; probe: also measured (two whole runs of a phantom patch) */
+  receptiveField(request: {
+    weights: Uint8Array | ArrayBuffer;
+    model?: string;
+    spec?: NetworkSpec;
+    probe?: boolean;
+    epsilon?: number;
+    maxEdge?: number;
+    signal?: AbortSignal;
+    onProgress?: (p: { done: number; total: number; stage: 'probe' }) => void;
+  }): Promise<ReceptiveField>;
   terminate(): Promise<void>;
 }
+
+export declare function graphReceptiveField(bytes: Uint8Array | ArrayBuffer): ReceptiveField['graph'];
+export declare function contextProfile(
+  plus: ArrayLike<number>,
+  minus: ArrayLike<number>,
+  dims: Triple,
+  centre: Triple,
+): { within: number[]; radius90: number; radius99: number; outsideFraction: number; total: number };
 
 export declare function createTessera(options?: RuntimeOptions): Promise<Tessera>;
 

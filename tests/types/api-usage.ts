@@ -72,3 +72,20 @@ export async function readmeExample(fieldBytes: Uint8Array, maskBytes: Uint8Arra
   await tessera.terminate();
   return out.length + tiles + schema.length;
 }
+
+// Fidelity: the network's reach, a faithful plan with its prediction, the self-check.
+export async function fidelityExample(field: Float32Array, mask: Uint8Array, geometry: Geometry, weights: Uint8Array): Promise<number> {
+  const tessera = await createTessera();
+  try {
+    const rf = await tessera.receptiveField({ weights, model: 'demo-unet', probe: true });
+    const reach: number = rf.graph.radiusMax + (rf.probe?.radius99 ?? 0);
+    const plan = await tessera.plan({ geometry, mask, model: 'demo-unet', quality: 'faithful', verify: true, context: rf.probe });
+    const predicted = plan.predictedFidelity?.nrmse ?? 1;
+    if (plan.fidelityWarning) return -1;
+    const { report } = await tessera.invert({ field, mask, geometry, model: 'demo-unet', weights, plan, verify: true });
+    const checked = report.verify?.possible ? report.verify.nrmse ?? 1 : 0;
+    return reach + predicted + checked + (plan.context?.radius99 ?? 0);
+  } finally {
+    await tessera.terminate();
+  }
+}
