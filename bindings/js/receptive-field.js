@@ -226,7 +226,7 @@ function merge(windows) {
 }
 
 /** The kernel's spatial shape of a conv-like node: the attribute, else the weight initializer's trailing dims. */
-function kernelShape(n, graph, transposed) {
+function kernelShape(n, graph) {
   const k = attrInts(n, 'kernel_shape', null);
   if (k) return k;
   const w = graph.initializers.get(n.inputs[n.op === 'QLinearConv' ? 3 : 1]);
@@ -278,27 +278,20 @@ export function graphReceptiveField(bytes) {
     } else if (n.op.startsWith('Reduce') || n.op === 'ArgMax' || n.op === 'ArgMin') {
       const axes = attrInts(n, 'axes', null) ?? tensorValues(graph.initializers.get(n.inputs[1])) ?? [0, 1, 2, 3, 4];
       out = axes.some((x) => x >= 2 || x <= -1) ? 'global' : merge(ins);
-    } else if (WINDOWED.has(n.op) && data) {
-      const kernel = kernelShape(n, graph, false);
+    } else if ((WINDOWED.has(n.op) || n.op === 'ConvTranspose') && data) {
+      const kernel = kernelShape(n, graph);
       const strides = attrInts(n, 'strides', kernel.map(() => 1));
       const dilations = attrInts(n, 'dilations', kernel.map(() => 1));
       const begin = padsBegin(n, kernel, dilations);
-      out = data.map((w, a) => {
-        if (a >= kernel.length) return { ...w };
-        const K = (kernel[a] - 1) * dilations[a] + 1;
-        return { start: w.start - w.jump * begin[a], jump: w.jump * strides[a], width: w.width + w.jump * (K - 1) };
-      });
-    } else if (n.op === 'ConvTranspose' && data) {
-      const kernel = kernelShape(n, graph, true);
-      const strides = attrInts(n, 'strides', kernel.map(() => 1));
-      const dilations = attrInts(n, 'dilations', kernel.map(() => 1));
-      const begin = padsBegin(n, kernel, dilations);
+      const transposed = n.op === 'ConvTranspose';
       out = data.map((w, a) => {
         if (a >= kernel.length) return { ...w };
         const K = (kernel[a] - 1) * dilations[a] + 1;
         const s = strides[a];
-        // Output o depends on inputs i with i·s in [o + pad − (K − 1), o + pad]: in input coordinates between
-        // start + jump·(o + pad − K + 1)/s and start + jump·(o + pad)/s + width.
+        // A window: output i reads inputs i·s − pad .. i·s − pad + K − 1. Transposed: output o depends on inputs i
+        // with i·s in [o + pad − (K − 1), o + pad], in input coordinates between start + jump·(o + pad − K + 1)/s and
+        // start + jump·(o + pad)/s + width.
+        if (!transposed) return { start: w.start - w.jump * begin[a], jump: w.jump * s, width: w.width + w.jump * (K - 1) };
         return { start: w.start + (w.jump * (begin[a] - K + 1)) / s, jump: w.jump / s, width: w.width + (w.jump * (K - 1)) / s };
       });
     } else if ((n.op === 'Resize' || n.op === 'Upsample') && data) {
