@@ -28,7 +28,7 @@ export function predictedText(plan) {
 
 /** The estimate row: the planner's time beside its predicted fidelity. */
 export function estimateText(plan) {
-  const time = plan.estimatedSeconds > 0 ? `Estimated ${fmtSeconds(plan.estimatedSeconds)}` : 'Time not estimated (explicit tile settings)';
+  const time = plan.estimatedSeconds > 0 ? `Estimated ${fmtSeconds(plan.estimatedSeconds)}` : 'Time not estimated (not an automatic plan)';
   return `${time} · ${predictedText(plan)}`;
 }
 
