@@ -40,7 +40,7 @@ export function reachText(context, source) {
   if (!context) return 'unknown: no fidelity prediction';
   if (context.measured) return `measured by probe: 90 % within ${context.radius90} voxels, 99 % within ${context.radius99}`;
   if (context.assumed) return `unknown: assumed ${context.radius} voxels (choose the network’s .onnx file for its own)`;
-  return `receptive radius ${context.radius} voxels${source ? ` (${source})` : ''}; 90 % of the dependence within ${context.radius90}`;
+  return `receptive radius ${context.radius} voxels, 90 % of the dependence within ${context.radius90}${source ? ` — ${source}` : ''}`;
 }
 
 /** The planned self-check (plan.verify) in words. */

@@ -425,7 +425,7 @@ test('the quality select changes the plan (fast: another, faster tiling than fai
   let text = await page.textContent('#planReadout');
   assertEstimate(text, plan);
   const file = path.basename(netPath).replace(/\./g, '\\.');
-  assert.match(text, new RegExp(`Network reach\\s*receptive radius ${graph.radiusMax} voxels \\(from the graph of ${file}\\); 90 % of the dependence within ${plan.contextRadius90}`));
+  assert.match(text, new RegExp(`Network reach\\s*receptive radius ${graph.radiusMax} voxels, 90 % of the dependence within ${plan.contextRadius90} — from the graph of ${file}`));
   assert.equal(plan.fidelityWarning, false);
   assert.equal(await page.isHidden('#fidelityWarning'), true);
   assert.match(await page.textContent('#planExplain'), /predicted r [\d.]+, NRMSE [\d.]+ against the whole-volume run \(faithful target r ≥ 0\.99, NRMSE ≤ 0\.10\)/);

@@ -2,6 +2,7 @@
 // counts are published as #tileCounts' data-* (total, done, running, queued, skipped); the runtime's progress
 // as #progress' value/max and data-* (done, total, in-flight, running-tiles: the tiles it names as running;
 // stage: 'tiles', or 'verify' during the self-check); overlapping tiles as #tileStride's data-* (stride, blend).
+import { TesseraError } from '../../bindings/js/index.js';
 import { $, fmtSeconds, setData, clearData } from '../dom.js';
 import { TileMap } from '../tilemap.js';
 import { WORKFLOWS } from '../workflows/index.js';
@@ -109,27 +110,26 @@ export class RunPanel {
     const net = page.network();
     const params = wf.params(input);
     if (params.problem) return page.showError(params.problem);
-    // The plan of the settings as they are now (a change may still be waiting to be planned): the run obeys it.
-    await page.panels.settings.update();
-    if (page.controller || page.input !== input || page.network().kind !== net.kind) return;
-    const { plan, planRequest: req } = page;
-    if (!plan?.feasible) return page.showError(plan?.message || 'This tile setting does not fit.');
     const controller = new AbortController();
     page.controller = controller;
     const previous = page.settling;
     const results = page.panels.results;
     page.result = null;
     this.runWorkflow = wf;
-    this.runPlan = plan;
+    this.runPlan = null;
     this.progress = null;
     results.clear(page.panels.network.quantity());
     clearData($('progress'));
     page.setState('running');
     $('progress').value = 0;
     $('progressText').textContent = 'loading the network…';
-    this.showPlan(plan, input);
     const body = (async () => {
       await previous;
+      // The plan of the settings as they are now (a change may still be being planned): the run obeys it.
+      const { plan, request: req } = await page.panels.settings.current();
+      if (!plan?.feasible) throw new TesseraError(plan?.message || wf.infeasibleText, 'BudgetExceeded');
+      this.runPlan = plan;
+      this.showPlan(plan, input);
       const tessera = await page.runtime();
       const weights = await page.panels.network.weights(net, controller.signal);
       if (controller.signal.aborted) throw new DOMException('cancelled', 'AbortError');
@@ -139,11 +139,11 @@ export class RunPanel {
       const t0 = performance.now();
       const onProgress = (p) => page.controller === controller && this.onProgress(p);
       const out = await tessera.invert(wf.invertRequest(req, input, params, weights, { signal: controller.signal, onProgress }, plan));
-      return { ...out, seconds: (performance.now() - t0) / 1000 };
+      return { ...out, plan, seconds: (performance.now() - t0) / 1000 };
     })();
     page.settling = body.catch(() => {});
     try {
-      const { chi, report, quantity, seconds } = await body;
+      const { chi, report, quantity, plan, seconds } = await body;
       if (controller.signal.aborted) return;
       this.tileMap.setProgress(this.tileMap.order.length, 0);
       if (this.tileMap.follow) this.tileMap.setSlice(Math.floor(input.geometry.dims[2] / 2));

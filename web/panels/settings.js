@@ -15,7 +15,8 @@ export class SettingsPanel {
   constructor(page) {
     this.page = page;
     this.seq = 0;
-    this.timer = 0;
+    this.timer = 0; // a plan scheduled (the user is typing), or 0
+    this.latest = null; // the latest update() while it runs, or null
     for (const id of TILE_SETTINGS) $(id).addEventListener('input', () => this.schedule());
   }
 
@@ -40,6 +41,15 @@ export class SettingsPanel {
     this.timer = setTimeout(() => this.update(), 120);
   }
 
+  /**
+   * The plan of the settings as they are now and the request it was made for ({plan, request}): waits for a plan
+   * still scheduled or being made (a run obeys what the page shows once it settles).
+   */
+  async current() {
+    while (this.timer || this.latest) await (this.timer ? this.update() : this.latest);
+    return { plan: this.page.plan, request: this.page.planRequest };
+  }
+
   /** The plan request for the page as it is (the demo geometry until an input is loaded). */
   request() {
     const { page } = this;
@@ -48,9 +58,19 @@ export class SettingsPanel {
   }
 
   /** Asks the C++ planner for the current settings and shows its answer (the latest request wins). */
-  async update() {
-    const { page } = this;
+  update() {
     clearTimeout(this.timer);
+    this.timer = 0;
+    const p = this.planNow();
+    this.latest = p;
+    const settled = () => this.latest === p && (this.latest = null); // before any waiter of current() resumes
+    p.then(settled, settled);
+    return p;
+  }
+
+  /** update()'s work: the plan, shown unless a newer request was made meanwhile. */
+  async planNow() {
+    const { page } = this;
     if (!page.tessera) return;
     const seq = ++this.seq;
     const req = this.request();
