@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
+#include <vector>
 
+#include "tessera/autoplan.h"
 #include "tessera/budget.h"
 #include "tessera/error.h"
 #include "tessera/phase_networks.h"
@@ -44,6 +47,27 @@ TEST(Request, TheStructsDefaultToTheSchema) {
   EXPECT_EQ(TileCost{}.bytes_per_voxel, request_option("spec.bytesPerVoxel").default_value);
   EXPECT_EQ(TileCost{}.divisor, request_option("spec.divisor").default_value);
   EXPECT_EQ(request_option("tile").default_text, "auto");
+}
+
+// A worded option lists its values (the page's selects read them): each is what the core accepts, the default among them.
+TEST(Request, WordedOptionsListTheValuesTheCoreAccepts) {
+  const auto values = [](std::string_view choices) {
+    std::vector<std::string> out;
+    for (size_t at = 0; at <= choices.size();) {
+      const size_t bar = std::min(choices.find('|', at), choices.size());
+      out.emplace_back(choices.substr(at, bar - at));
+      at = bar + 1;
+    }
+    return out;
+  };
+  const OptionSpec& quality = request_option("quality");
+  EXPECT_EQ(values(quality.choices), (std::vector<std::string>{"faithful", "balanced", "fast"}));
+  for (const std::string& q : values(quality.choices)) EXPECT_EQ(quality_name(quality_from_name(q)), q);
+  EXPECT_EQ(quality.default_text, "faithful");
+  const OptionSpec& blend = request_option("tile.blend");
+  for (const std::string& b : values(blend.choices)) EXPECT_EQ(blend_name(blend_from_name(b)), b);
+  EXPECT_EQ(values(blend.choices).front(), blend.default_text);
+  EXPECT_TRUE(request_option("b0").choices.empty());
 }
 
 TEST(Request, RefusalsNameTheOptionRangeAndUnit) {

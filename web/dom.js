@@ -61,6 +61,7 @@ export function fmtBytes(b) {
 /** Seconds as '4.2 s', '42 s' or '3 min 12 s'; '—' when unknown. */
 export function fmtSeconds(s) {
   if (s === null || s === undefined || !Number.isFinite(s)) return '—';
-  if (s < 60) return `${s.toFixed(s < 10 ? 1 : 0)} s`;
-  return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
+  if (s < 59.5) return `${s.toFixed(s < 10 ? 1 : 0)} s`;
+  const t = Math.round(s); // 119.7 s is '2 min 0 s', not '1 min 60 s'
+  return `${Math.floor(t / 60)} min ${t % 60} s`;
 }

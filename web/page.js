@@ -20,6 +20,7 @@ export class Page {
     this.inputSeq = 0; // counts loaded inputs (published as #inputInfo data-seq)
     this.files = { field: null, mask: null, magnitude: null, phase: null };
     this.plan = null;
+    this.planRequest = null; // the request this.plan was made for (a run sends it, with the plan)
     this.controller = null; // the running inversion's AbortController
     this.settling = Promise.resolve(); // the last run, settled (a cancelled run still tears its workers down)
     this.result = null; // { chi, input, quantity, name, params, workflow } of the last run

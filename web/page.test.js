@@ -17,6 +17,13 @@
 // applied (a random network has no relation to the truth); the result is still checked for the rest.
 // Also: Hz → ppm conversion of the loaded field, a mask by thresholding a magnitude image, a registry network
 // with wrong weights refused in words.
+// Fidelity: the quality select holds the schema's values, default and help; the readout shows the estimate beside
+// the plan's predicted r and NRMSE, the network's reach (from the custom .onnx's graph; "unknown: assumed" without
+// it); at 15000 B/voxel (the 64×64×48 whole volume over the single-patch limit) faithful warns that nothing within
+// the budget reaches its target and plans overlapping, blended tiles (the map's legend names the stride), while fast
+// plans another, faster tiling without a warning; a demo run with Verify shows the self-check's r, NRMSE, max |Δ|,
+// voxels, box and data-consistency residual equal to the node API's report.verify on the same field and tiling,
+// the progress line says when the check runs; a whole-volume run with Verify says "exact (whole volume)".
 // The phase networks: with iQSM selected the page asks for a wrapped phase (3D/4D), TE (s), B0, magnitude,
 // erosion and sign, the tile settings are off; a TE in milliseconds is refused (the CLI's rule); a wrapped-phase NIfTI + box mask and the LoT-layer test network
 // (tests/js/phase-networks.js) as a local weights file give exactly the node API's χ (nonzero only inside the
@@ -27,8 +34,9 @@
 // Screenshots: test-artifacts/*.png; with TESSERA_UPDATE_SCREENSHOT=1, web/screenshot.png (the README's) after the demo, with a real (trained)
 // network only. TESSERA_DEMO_NET=/path/net.onnx serves a candidate demo network in place of web/models/.
 // The test observes the page only through its DOM: text, <body data-state>, the data-* attributes the panels
-// publish (#inputInfo, #planReadout, #progress, #tileCounts, #report, #error, .panels) and downloads.
-// Runs in ≈1–1.5 min on 2 idle cores (≈2.5 min when the machine is loaded).
+// publish (#inputInfo, #planReadout, #progress, #tileCounts, #tileStride, #report, #verifyReadout, #error, .panels)
+// and downloads (and, for the self-check's progress lines, a MutationObserver the test itself adds).
+// Runs in ≈2 min on 2 idle cores (≈3 min when the machine is loaded).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -72,7 +80,7 @@ if (NO_FETCH_GLOBALS) {
 } else suite();
 
 function suite() {
-let srv, ctx, page, tmp, netPath, pair;
+let srv, ctx, page, tmp, netPath, pair, qualityOption;
 const consoleErrors = [];
 const foreignRequests = [];
 const served = []; // the server's log: 'GET /path 200 12 ms'
@@ -97,6 +105,7 @@ before(async () => {
   const { createTessera, writeNifti } = await import('../bindings/js/index.js');
   const t = await createTessera({ workers: 1 });
   try {
+    qualityOption = (await t.schema()).find((o) => o.name === 'quality');
     const geometry = { dims: [64, 64, 48], voxelMm: [2, 2, 2], b0Dir: [0, 0, 1] };
     const p = await t.phantom({ geometry, seed: 3 });
     const like = { dims: geometry.dims, voxelMm: geometry.voxelMm };
@@ -109,6 +118,9 @@ before(async () => {
       field: await writeNifti(p.field.map((v) => v * 42.577478 * 3), like, { gzip: true, description: 'phantom local field (Hz at 3 T)' }),
       magnitude: await writeNifti(Float32Array.from(p.mask, (m, i) => (m ? 100 + (i % 7) : 1)), like, { gzip: true }),
       maskNii: await writeNifti(Float32Array.from(p.mask), like, { gzip: true, description: 'phantom mask' }),
+      // the field in ppm as the node API gets it (the self-check test compares the page with node on it)
+      fieldPpm: p.field,
+      fieldPpmNii: await writeNifti(p.field, like, { gzip: true, description: 'phantom local field (ppm)' }),
     };
   } finally {
     await t.terminate();
@@ -134,7 +146,7 @@ after(async () => {
 const T = (expr) => page.evaluate(expr);
 const waitState = (states, timeout) =>
   page.waitForFunction((s) => s.includes(document.body.dataset.state), states, { timeout, polling: 100 });
-const LISTS = ['dims', 'voxelMm', 'phaseRange', 'runningTiles', 'shown'];
+const LISTS = ['dims', 'voxelMm', 'phaseRange', 'runningTiles', 'shown', 'verifyLo', 'verifyHi', 'boxLo', 'boxHi', 'compareLo', 'compareHi'];
 /** An element's data-* as an object: 'true'/'false' and numbers parsed, the LISTS keys as arrays. */
 const readData = (selector) =>
   page.$eval(
@@ -149,6 +161,18 @@ const readData = (selector) =>
   );
 const pageState = () => T(() => document.body.dataset.state);
 const errorText = async () => ((await page.isHidden('#error')) ? '' : await page.textContent('#error'));
+/** The readout's estimate row says the plan's time and its predicted r and NRMSE (as rounded on the page). */
+function assertEstimate(text, plan) {
+  const m = /Estimate\s*Estimated (?:(\d+) min )?(\d+(?:\.\d)?) s · predicted r ([\d.]+), NRMSE ([\d.]+) vs the whole-volume run/.exec(text);
+  assert.ok(m, `no estimate beside the predicted fidelity in: ${text}`);
+  m.splice(1, 2, 60 * Number(m[1] ?? 0) + Number(m[2])); // '1 min 12 s', '42 s' or '4.2 s'
+  assert.ok(Math.abs(m[1] - plan.estimatedSeconds) <= 0.5, `${m[1]} s vs ${plan.estimatedSeconds}`);
+  assert.ok(Math.abs(Number(m[2]) - plan.predictedR) <= 5e-4, `r ${m[2]} vs ${plan.predictedR}`);
+  assert.ok(Math.abs(Number(m[3]) - plan.predictedNrmse) <= 5e-4, `NRMSE ${m[3]} vs ${plan.predictedNrmse}`);
+}
+/** Waits until #planReadout's data-* satisfy every key of `want` (a new plan for the request just made). */
+const planWith = (want, timeout = 20000) =>
+  page.waitForFunction((w) => Object.entries(w).every(([k, v]) => document.querySelector('#planReadout').dataset[k] === String(v)), want, { timeout, polling: 50 });
 
 // The served demo network's sha256 (the page verified it against the registry's before caching it).
 const DEMO_SHA = REAL_NET ? createHash('sha256').update(fs.readFileSync(DEMO_NET)).digest('hex') : null;
@@ -203,6 +227,16 @@ test('the page loads cross-origin isolated, with the runtime and a plan', { skip
   assert.match(await page.textContent('#planExplain'), /Auto-planner: core \d+, halo \d+.*predicted r [\d.]+, NRMSE [\d.]+.*estimated \d+ s/);
   assert.equal(await page.inputValue('#core'), String(plan.core));
   assert.match(await page.textContent('#planReadout'), new RegExp(`Tiles in flight\\s*${plan.tilesInFlight}`));
+  // The quality select: the schema's values, default and help (not page constants); the readout's estimate
+  // beside the predicted fidelity, both the plan's.
+  assert.deepEqual(qualityOption.choices, ['faithful', 'balanced', 'fast']);
+  assert.deepEqual(await page.$$eval('#quality option', (o) => o.map((x) => x.value)), qualityOption.choices);
+  assert.equal(await page.inputValue('#quality'), qualityOption.default);
+  assert.equal(await page.getAttribute('#quality', 'title'), qualityOption.help);
+  assert.equal(await page.textContent('#qualityHelp'), `Quality: ${qualityOption.help}.`);
+  assert.equal(plan.quality, 'faithful');
+  assert.equal(await page.isChecked('#verify'), false);
+  assertEstimate(await page.textContent('#planReadout'), plan);
   assert.equal(await page.isDisabled('#demo'), false);
   assert.equal(await page.isDisabled('#run'), true, 'Run needs an input first');
   await page.waitForFunction(() => document.querySelector('#cacheInfo').textContent !== '', null, { timeout: 10000 });
@@ -374,6 +408,163 @@ test('a NIfTI pair loaded through the file inputs runs end to end with a custom 
   console.log(`# NIfTI run: ${s.report.tilesRun} tiles in ${s.report.wallSeconds.toFixed(1)} s; downloaded χ r vs truth = ${r.toFixed(3)}${REAL_NET ? '' : ' (stand-in network)'}`);
   if (REAL_NET) assert.ok(r > R_MIN, `r = ${r}`);
   await page.screenshot({ path: path.join(ARTIFACTS, 'nifti-done.png'), fullPage: true });
+});
+
+test('the quality select changes the plan (fast: another, faster tiling than faithful when the whole volume does not fit); the readout shows the estimate beside the predicted fidelity, the network’s reach and the fidelity warning of a tiny budget; overlapping tiles on the map', { skip }, async () => {
+  const { graphReceptiveField } = await import('../bindings/js/index.js');
+  const graph = graphReceptiveField(new Uint8Array(fs.readFileSync(netPath)));
+  // The custom network of the previous test (its .onnx chosen) on the 64×64×48 pair, planned automatically.
+  await page.check('#auto');
+  await page.uncheck('#whole');
+  await page.fill('#customBpv', '1100');
+  await page.selectOption('#quality', 'faithful');
+  assert.equal(await page.isDisabled('#quality'), false);
+  // With the .onnx the planner reads the network's reach from its graph.
+  await planWith({ feasible: 'true', quality: 'faithful', contextAssumed: 'false', contextRadius: graph.radiusMax });
+  let plan = await readData('#planReadout');
+  let text = await page.textContent('#planReadout');
+  assertEstimate(text, plan);
+  const file = path.basename(netPath).replace(/\./g, '\\.');
+  assert.match(text, new RegExp(`Network reach\\s*receptive radius ${graph.radiusMax} voxels, 90 % of the dependence within ${plan.contextRadius90} — from the graph of ${file}`));
+  assert.equal(plan.fidelityWarning, false);
+  assert.equal(await page.isHidden('#fidelityWarning'), true);
+  assert.match(await page.textContent('#planExplain'), /predicted r [\d.]+, NRMSE [\d.]+ against the whole-volume run \(faithful target r ≥ 0\.99, NRMSE ≤ 0\.10\)/);
+  // Without it the reach is unknown: the planner assumes one, and the page says so.
+  await page.setInputFiles('#customFile', []);
+  await planWith({ feasible: 'true', contextAssumed: 'true' });
+  plan = await readData('#planReadout');
+  assert.match(await page.textContent('#planReadout'), new RegExp(`Network reach\\s*unknown: assumed ${plan.contextRadius} voxels`));
+  await page.setInputFiles('#customFile', netPath);
+  await planWith({ feasible: 'true', contextAssumed: 'false' });
+
+  // A tiny budget: at 15000 B/voxel the whole 64×64×48 volume is over the single-patch limit, and no tiling within
+  // the memory budget reaches the faithful target: the most faithful one is planned, with the warning.
+  await page.fill('#customBpv', '15000');
+  await planWith({ feasible: 'true', quality: 'faithful', fidelityWarning: 'true' });
+  const faithful = await readData('#planReadout');
+  assert.equal(faithful.wholeVolume, false);
+  assertEstimate(await page.textContent('#planReadout'), faithful);
+  assert.equal(await page.isVisible('#fidelityWarning'), true);
+  const warning = await page.textContent('#fidelityWarning');
+  const best = /^Fidelity: no tiling within the memory budget reaches the faithful target r ≥ 0\.99, NRMSE ≤ 0\.10 \(the best is predicted r ([\d.]+), NRMSE ([\d.]+)\): the run takes the most faithful one; the result is approximate\.$/.exec(warning);
+  assert.ok(best, warning);
+  assert.ok(Math.abs(Number(best[1]) - faithful.predictedR) <= 5e-4 && Math.abs(Number(best[2]) - faithful.predictedNrmse) <= 5e-4, `${warning} vs the plan's ${faithful.predictedR}, ${faithful.predictedNrmse}`);
+  await page.screenshot({ path: path.join(ARTIFACTS, 'fidelity-warning.png'), fullPage: true });
+  // The map draws the plan's tiles; overlapping cores (stride < core) are said in the readout and the legend.
+  const map = await readData('#tileCounts');
+  assert.deepEqual([map.total, map.skipped], [faithful.tilesTotal, faithful.tilesSkipped]);
+  if (faithful.stride < faithful.core) {
+    assert.match(await page.textContent('#planReadout'), new RegExp(`Stride\\s*${faithful.stride} \\(${faithful.blend} blend\\): the cores overlap and are blended`));
+    assert.equal(await page.isVisible('#tileStride'), true);
+    assert.equal(await page.textContent('#tileStride'), ` stride ${faithful.stride} (${faithful.blend} blend): the ${faithful.core}-voxel cores overlap`);
+    assert.deepEqual(await readData('#tileStride'), { stride: faithful.stride, blend: faithful.blend, core: faithful.core });
+    await page.locator('#runCard').screenshot({ path: path.join(ARTIFACTS, 'tilemap-overlap.png') });
+  } else {
+    assert.equal(await page.isHidden('#tileStride'), true);
+  }
+  // The whole volume does not fit: refused with the planner's advice.
+  await page.check('#whole');
+  await page.waitForSelector('#planAdvice:not([hidden])', { timeout: 15000 });
+  assert.match(await page.textContent('#planAdvice'), /over the [\d.]+ GB single-patch limit/);
+  assert.equal(await page.isDisabled('#quality'), true, 'the quality steers the auto-planner only');
+  await page.uncheck('#whole');
+  await planWith({ feasible: 'true', quality: 'faithful', fidelityWarning: 'true' });
+
+  // Fast: speed only, no target, so no warning; another tiling, estimated faster.
+  await page.selectOption('#quality', 'fast');
+  await planWith({ feasible: 'true', quality: 'fast' });
+  const fast = await readData('#planReadout');
+  assert.notDeepEqual([fast.core, fast.halo, fast.stride, fast.blend], [faithful.core, faithful.halo, faithful.stride, faithful.blend]);
+  assert.ok(fast.estimatedSeconds < faithful.estimatedSeconds, `fast ${fast.estimatedSeconds} s vs faithful ${faithful.estimatedSeconds} s`);
+  assert.equal(fast.wholeVolume, false);
+  assert.equal(fast.fidelityWarning, false);
+  assert.equal(await page.isHidden('#fidelityWarning'), true);
+  assertEstimate(await page.textContent('#planReadout'), fast);
+  assert.match(await page.textContent('#planExplain'), /predicted r [\d.]+, NRMSE [\d.]+ against the whole-volume run \(quality fast: no target\)/);
+  console.log(`# quality at 15000 B/voxel: faithful core ${faithful.core} halo ${faithful.halo} stride ${faithful.stride} (${faithful.blend}) ${faithful.estimatedSeconds.toFixed(0)} s, r ${faithful.predictedR.toFixed(3)}; fast core ${fast.core} halo ${fast.halo} ${fast.estimatedSeconds.toFixed(0)} s, r ${fast.predictedR.toFixed(3)}`);
+  await page.selectOption('#quality', 'faithful');
+  await page.fill('#customBpv', '1100');
+  await planWith({ feasible: 'true', quality: 'faithful', fidelityWarning: 'false' });
+});
+
+test('Verify (self-check): the verified fidelity beside the predicted one, equal to the node API’s report.verify; a whole-volume run is exact', { skip, timeout: 240000 }, async () => {
+  const { createTessera } = await import('../bindings/js/index.js');
+  // The demo network on the pair's field in ppm, planned automatically (faithful), with the self-check.
+  await page.selectOption('#model', 'demo');
+  await page.check('input[name=units][value=ppm]');
+  await page.check('input[name=maskSource][value=file]');
+  await page.setInputFiles('#fieldFile', { name: 'phantom_field_ppm.nii.gz', mimeType: 'application/gzip', buffer: Buffer.from(pair.fieldPpmNii) });
+  await page.waitForFunction(
+    (want) => document.body.dataset.state !== 'loading' && Math.abs(Number(document.querySelector('#inputInfo').dataset.sumInMask) - want) <= 1e-3 * Math.abs(want) + 1e-3,
+    pair.fieldPpmSum,
+    { timeout: 20000 },
+  );
+  await page.check('#verify');
+  await planWith({ feasible: 'true', quality: 'faithful', verifyPossible: 'true', wholeVolume: 'false' });
+  const plan = await readData('#planReadout');
+  const planned = await page.textContent('#planReadout');
+  assert.match(planned, new RegExp(`Self-check\\s*after the tiles, the box \\[${plan.verifyLo.join(', ')}\\] to \\[${plan.verifyHi.join(', ')}\\] runs whole`));
+  // Every progress line the page shows, collected by the test (the page has no hook for it).
+  await page.evaluate(() => {
+    const el = document.querySelector('#progressText');
+    const seen = (window.testProgressLines = []);
+    new MutationObserver(() => seen.push(el.textContent)).observe(el, { childList: true, characterData: true, subtree: true });
+  });
+  await page.click('#run');
+  await waitState(['done', 'error'], 180000);
+  assert.equal(await pageState(), 'done', await errorText());
+  const v = await readData('#verifyReadout');
+  const lines = await page.evaluate(() => window.testProgressLines);
+  assert.ok(lines.some((l) => new RegExp(`^self-check: the box \\[${plan.verifyLo.join(', ')}\\] to \\[${plan.verifyHi.join(', ')}\\] runs whole · \\d+/\\d+`).test(l)), `no self-check progress among ${JSON.stringify(lines.slice(-5))}`);
+  assert.equal((await readData('#progress')).stage, 'verify');
+  // The node API on the same field, mask, network and tiling.
+  const t = await createTessera({ workers: 1 });
+  let want;
+  try {
+    const tile = { core: plan.core, halo: plan.halo, stride: plan.stride, blend: plan.blend };
+    const out = await t.invert({ field: pair.fieldPpm, mask: pair.mask, geometry: pair.geometry, model: 'demo-unet', weights: new Uint8Array(fs.readFileSync(netPath)), tile, workers: plan.tilesInFlight, verify: true });
+    want = out.report.verify;
+  } finally {
+    await t.terminate();
+  }
+  assert.equal(want.possible, true);
+  assert.deepEqual(
+    [v.possible, v.exact, v.boxLo, v.boxHi, v.compareLo, v.compareHi, v.margin, v.voxels],
+    [true, false, want.box.lo, want.box.hi, want.compareLo, want.compareHi, want.margin, want.voxels],
+  );
+  assert.deepEqual([v.boxLo, v.boxHi], [plan.verifyLo, plan.verifyHi], 'the box the plan showed');
+  for (const k of ['r', 'nrmse', 'dataConsistency']) assert.ok(Math.abs(v[k] - want[k]) <= 1e-5, `${k}: page ${v[k]}, node ${want[k]}`);
+  assert.ok(Math.abs(v.maxAbs - want.maxAbs) <= 1e-4, `max |Δ|: page ${v.maxAbs}, node ${want.maxAbs}`);
+  assert.deepEqual([v.predictedR, v.predictedNrmse], [plan.predictedR, plan.predictedNrmse], 'the predicted fidelity is the plan’s');
+  // The words say the same numbers.
+  const shown = await page.textContent('#verifyReadout');
+  const m = /Verified\s*r ([\d.]+), NRMSE ([\d.]+), max \|Δ\| ([\d.e+-]+) ppm over ([\d,]+) voxels/.exec(shown);
+  assert.ok(m, shown);
+  assert.ok(Math.abs(Number(m[1]) - v.r) <= 5e-4 && Math.abs(Number(m[2]) - v.nrmse) <= 5e-4, shown);
+  assert.ok(Math.abs(Number(m[3]) - v.maxAbs) <= 0.05 * v.maxAbs, shown);
+  assert.equal(Number(m[4].replace(/,/g, '')), v.voxels);
+  assert.match(shown, /Predicted\s*r [\d.]+, NRMSE [\d.]+/);
+  const dc = /Data consistency\s*‖M\(D∗χ − f\)‖ \/ ‖M f‖ = ([\d.]+)/.exec(shown);
+  assert.ok(dc && Math.abs(Number(dc[1]) - v.dataConsistency) <= 5e-4, shown);
+  assert.equal(await page.isVisible('#verifyBox'), true);
+  await page.locator('#resultCard').screenshot({ path: path.join(ARTIFACTS, 'verify-done.png') });
+  console.log(`# self-check: verified r ${v.r.toFixed(4)}, NRMSE ${v.nrmse.toFixed(4)} (predicted r ${plan.predictedR.toFixed(4)}, NRMSE ${plan.predictedNrmse.toFixed(4)}), max |Δ| ${v.maxAbs.toExponential(1)} ppm, ${v.voxels} voxels, data consistency ${v.dataConsistency.toFixed(3)}; page vs node |Δr| ${Math.abs(v.r - want.r).toExponential(1)}`);
+
+  // The whole volume: the result is the whole-volume run itself.
+  await page.check('#whole');
+  await planWith({ feasible: 'true', wholeVolume: 'true', verifyPossible: 'false' });
+  const whole = await page.textContent('#planReadout');
+  assert.match(whole, /Estimate\s*.* · exact \(the whole volume runs at once\)/);
+  assert.match(whole, /Self-check\s*not possible: the whole volume runs at once/);
+  await page.click('#run');
+  await waitState(['done', 'error'], 120000);
+  assert.equal(await pageState(), 'done', await errorText());
+  const w = await readData('#verifyReadout');
+  assert.deepEqual([w.possible, w.exact, w.r, w.nrmse], [false, true, 1, 0]);
+  assert.match(await page.textContent('#verifyReadout'), /^Verifiedexact \(whole volume\)/);
+  await page.uncheck('#whole');
+  await page.uncheck('#verify');
+  await page.waitForFunction(() => document.querySelector('#planReadout').dataset.wholeVolume === 'false' && document.querySelector('#planReadout').dataset.verifyPossible === undefined, null, { timeout: 15000 });
 });
 
 test('a mask made by thresholding a magnitude image', { skip }, async () => {
@@ -548,8 +739,8 @@ test('the phase networks: wrapped phase (3D, then 4D multi-echo with magnitude),
   assert.equal(await page.inputValue('#erode'), '3');
   assert.equal(await page.inputValue('#phaseSign'), '-1');
   assert.match(await page.textContent('#modelInfo'), /Inputs: wrapped phase.*brain mask \(eroded\), TE \(s\), B0 \(T\), border shell/);
-  assert.match(await page.textContent('#tileNote'), /iQSM runs on the whole volume at once \(it cannot be tiled\)/);
-  for (const id of ['#core', '#halo', '#auto', '#whole', '#workers']) assert.equal(await page.isDisabled(id), true, `${id} is off`);
+  assert.match(await page.textContent('#tileNote'), /iQSM runs on the whole volume at once \(it cannot be tiled\): the tile settings, the quality target and the self-check do not apply/);
+  for (const id of ['#core', '#halo', '#auto', '#whole', '#workers', '#quality', '#verify']) assert.equal(await page.isDisabled(id), true, `${id} is off`);
   await page.check('input[name=weightsSource][value=file]');
   await page.setInputFiles('#weightsFile', file('iqsm.onnx', lotNet()));
   // The 3D wrapped phase and a box mask through the file inputs (the magnitude of the field session is dropped).
@@ -672,6 +863,7 @@ test('the phase networks: wrapped phase (3D, then 4D multi-echo with magnitude),
   await page.waitForFunction(() => document.querySelector('#planReadout').dataset.feasible === 'true' && document.querySelector('#planReadout').dataset.wholeVolume !== 'true', null, { timeout: 15000 });
   assert.equal(await page.isDisabled('#halo'), false);
   assert.equal(await page.isDisabled('#workers'), false);
+  assert.equal(await page.isDisabled('#verify'), false);
   assert.equal(await page.isVisible('#tileNote'), false);
   console.log(`# phase networks: ${((Date.now() - t0) / 1000).toFixed(1)} s; page vs node max |Δ| ${err3d.toExponential(1)} (iQSM), ${err4d.toExponential(1)} (iQFM, 2 echoes)`);
 });

@@ -19,12 +19,33 @@ const INPUTS = {
   erode: 'erodeRadius',
 };
 
+/** Select id → schema option name: a worded option, its values (choices) and default from the schema. */
+const SELECTS = {
+  quality: 'quality',
+};
+
 /**
- * Applies the schema's defaults (numeric ones), bounds and help to the page's inputs.
+ * Applies the schema's defaults (numeric ones), bounds and help to the page's inputs, and its values, default and
+ * help to the page's selects (the quality's help also shows under it, in #qualityHelp).
  * schema is what tessera.schema() returned.
  */
 export function applySchema(schema) {
   const byName = new Map(schema.map((o) => [o.name, o]));
+  for (const [id, name] of Object.entries(SELECTS)) {
+    const el = document.getElementById(id);
+    const o = byName.get(name);
+    if (!el || !o?.choices?.length) continue;
+    el.textContent = '';
+    for (const v of o.choices) {
+      const opt = document.createElement('option');
+      opt.value = opt.textContent = v;
+      el.append(opt);
+    }
+    el.value = o.choices.includes(o.default) ? o.default : o.choices[0];
+    el.title = o.help;
+  }
+  const quality = byName.get('quality');
+  if (quality) $('qualityHelp').textContent = `Quality: ${quality.help}.`;
   for (const [id, name] of Object.entries(INPUTS)) {
     const el = document.getElementById(id);
     const o = byName.get(name);

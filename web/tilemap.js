@@ -1,7 +1,8 @@
 // The live tile map: an axial slice with the plan's tiles drawn over it, each tile queued, running, done or
 // skipped. Every rectangle comes from the C++ plan (plan.grid: tiles per axis, patch edge, and per tile its
 // index, core [coreLo, coreHi), patch origin patchLo and whether it is skipped); the map does no tiling of its
-// own, so it shows the tiles that run. A whole-volume plan is one tile covering the volume.
+// own, so it shows the tiles that run. A whole-volume plan is one tile covering the volume. Cores on a stride
+// shorter than the core overlap: each is drawn whole, so the overlaps show as denser bands.
 //
 // States: progress events name the tiles by grid index (x fastest, then y, then z, as plan.grid lists them):
 // runningTiles have a network call open, startedTiles not running are done (setTiles). Runs whose progress
@@ -139,7 +140,12 @@ export class TileMap {
     const k = this.layerAt(this.z);
     const perLayer = this.counts3[0] * this.counts3[1];
     const runningPatches = [];
-    for (let i = k * perLayer; k >= 0 && i < (k + 1) * perLayer; i++) {
+    // Overlapping cores (a stride shorter than the core): skipped ones underneath, then queued, done, running on top.
+    const layer = [];
+    for (let i = k * perLayer; k >= 0 && i < (k + 1) * perLayer; i++) layer.push(i);
+    const depth = { [SKIP]: 0, [Q]: 1, [DONE]: 2, [RUN]: 3 };
+    layer.sort((a, b) => depth[this.state[a]] - depth[this.state[b]] || a - b);
+    for (const i of layer) {
       const t = this.tiles[i];
       const s = this.state[i];
       const r = rect(t.coreLo[0], t.coreLo[1], t.coreHi[0], t.coreHi[1]);

@@ -11,6 +11,71 @@ export interface Geometry {
 
 export type Blend = 'crop' | 'linear' | 'cosine' | 'gaussian';
 
+/**
+ * The auto-planner's fidelity target against the whole-volume run (the schema's `quality`): faithful (r ≥ 0.99,
+ * NRMSE ≤ 0.10; the default), balanced (r ≥ 0.97, NRMSE ≤ 0.20) or fast (speed only).
+ */
+export type Quality = 'faithful' | 'balanced' | 'fast';
+
+/** Predicted agreement of a plan's result with the whole-volume run (a whole-volume plan: r 1, nrmse 0). */
+export interface PredictedFidelity {
+  r: number;
+  nrmse: number;
+  deficit: number;
+}
+
+/** How far the network looks, as the planner took it. */
+export interface PlanContext {
+  /** the theoretical receptive radius it came from (voxels; 0 when only measured) */
+  radius: number;
+  /** from a probe of the network (receptiveField({probe: true})) */
+  measured: boolean;
+  /** unknown: the planner assumed a reach */
+  assumed: boolean;
+  /** the smallest radius holding 90 % / 99 % of the dependence (voxels) */
+  radius90: number;
+  radius99: number;
+}
+
+/** A plan's self-check (planned with verify: true). */
+export interface PlannedVerification {
+  possible: boolean;
+  /** why the check is not possible; empty when it is */
+  message: string;
+  /** the box run whole [lo, hi) (voxels) */
+  lo: Triple;
+  hi: Triple;
+  /** where the box's result is compared with the tiled one [compareLo, compareHi) */
+  compareLo: Triple;
+  compareHi: Triple;
+  /** voxels kept away from the box's inner faces */
+  margin: number;
+  /** the box's own (whole-volume) plan; null when not possible */
+  plan: Plan | null;
+}
+
+/** report.verify: the tiled result against the box run whole, and the data-consistency residual. */
+export interface VerificationReport {
+  possible: boolean;
+  /** a whole-volume run: the result is the whole-volume run itself (r 1, nrmse 0) */
+  exact?: boolean;
+  message?: string;
+  r?: number;
+  nrmse?: number;
+  /** ppm */
+  maxAbs?: number;
+  voxels?: number;
+  box?: { lo: Triple; hi: Triple };
+  compareLo?: Triple;
+  compareHi?: Triple;
+  margin?: number;
+  /** the plan's predictedFidelity */
+  predicted?: PredictedFidelity | null;
+  /** ‖M(D∗χ − f)‖ / ‖M f‖ of the result */
+  dataConsistency?: number;
+  seconds?: number;
+}
+
 export interface TileConfig {
   core: number;
   halo: number;
@@ -28,12 +93,12 @@ export interface NetworkSpec {
   fixedBytes?: number;
   /** the network takes the field multiplied by the mask */
   maskedInput?: boolean;
+  /** an output voxel depends on inputs within this many voxels (default: from the weights' ONNX graph) */
+  receptiveRadius?: number;
   inputMean?: number;
   inputStd?: number;
   outputMean?: number;
   outputStd?: number;
-  /** voxels an output depends on (the theoretical receptive radius); default: the weights' graph */
-  receptiveRadius?: number;
 }
 
 export type ModelKind = 'field-to-chi' | 'physics-loop' | 'native-patches' | 'whole-volume-only';
@@ -77,7 +142,7 @@ export interface ModelInfo {
   citation: string;
   notes: string;
   defaultHalo: number;
-  /** the theoretical receptive radius (voxels), 0 when not known, and where it comes from */
+  /** how far an output voxel depends on inputs (voxels; 0 when unknown) and where that figure comes from */
   receptiveRadius: number;
   receptiveSource: string;
   /** a probe's profile of the registry's weights (within[ρ]), or null */
@@ -99,8 +164,16 @@ export interface Plan {
   threadsPerWorker: number;
   /** the auto-planner's estimate (s), 0 when not estimated */
   estimatedSeconds: number;
-  /** the auto-planner's one-sentence reason */
+  /** the auto-planner's one-sentence reason (with the predicted fidelity) */
   explanation: string;
+  /** non-empty when nothing within the memory budget reaches the quality target (the most faithful config runs) */
+  fidelityWarning: string;
+  /** predicted agreement with the whole-volume run; null when the network's reach is unknown */
+  predictedFidelity: PredictedFidelity | null;
+  /** how far the network looks, as the prediction took it; null when unknown */
+  context: PlanContext | null;
+  /** the self-check, when planned with verify: true; else null */
+  verify: PlannedVerification | null;
   /** the planner's refusal with advice; empty when feasible */
   message: string;
   wholeVolume: boolean;
@@ -121,23 +194,6 @@ export interface Plan {
   steps: boolean;
   /** the tiles the run goes through (a whole-volume plan: one tile covering the volume) */
   grid: PlanGrid;
-  /** predicted agreement with the whole-volume run inside the mask (the whole volume: r 1, nrmse 0); null: unknown */
-  predictedFidelity: { r: number; nrmse: number; deficit: number } | null;
-  /** non-empty when nothing within the memory budget reaches the quality target (the most faithful config runs) */
-  fidelityWarning: string;
-  /** how far the network looks, as the prediction took it */
-  context: { radius: number; measured: boolean; assumed: boolean; radius90: number; radius99: number } | null;
-  /** the self-check, when planned with verify: true */
-  verify: {
-    possible: boolean;
-    message: string;
-    lo: Triple;
-    hi: Triple;
-    compareLo: Triple;
-    compareHi: Triple;
-    margin: number;
-    plan: Plan | null;
-  } | null;
 }
 
 export interface PlanTile {
@@ -157,7 +213,7 @@ export interface PlanGrid {
   patchEdge: number;
   stride: number;
   blend: Blend;
-  /** active tiles whose patch is off the whole volume's pooling grid (their poolings alias) */
+  /** active tiles whose patch is off the whole volume's pooling grid (their max-poolings alias) */
   misaligned: number;
   tiles: PlanTile[];
 }
@@ -175,6 +231,8 @@ export interface RequestOption {
   minExclusive: boolean;
   integer: boolean;
   help: string;
+  /** a worded option's values ("quality": faithful, balanced, fast); empty for a number */
+  choices: string[];
 }
 
 export interface Progress {
@@ -188,6 +246,8 @@ export interface Progress {
   runningTiles: number[];
   /** grid indices of every tile started so far */
   startedTiles: number[];
+  /** 'verify' while the self-check's box runs (its own tiles); absent for the run's tiles */
+  stage?: 'verify';
 }
 
 export interface RunReport {
@@ -216,53 +276,8 @@ export interface RunReport {
     moduleHeapVsPlan: number;
   };
   pool: { maxInFlight: number; runs: number; retries: number; recycles: number; inputBinding?: Record<string, string> }[];
-  /** the self-check (verify: true) */
-  verify?: VerifyReport;
-}
-
-export interface VerifyReport {
-  possible: boolean;
-  /** the whole volume ran at once: the result is the reference itself */
-  exact?: boolean;
-  message?: string;
-  r?: number;
-  nrmse?: number;
-  /** ppm */
-  maxAbs?: number;
-  voxels?: number;
-  box?: { lo: Triple; hi: Triple };
-  compareLo?: Triple;
-  compareHi?: Triple;
-  margin?: number;
-  predicted?: { r: number; nrmse: number; deficit: number } | null;
-  /** ‖M (D∗χ − f)‖ / ‖M f‖ of the result */
-  dataConsistency?: number;
-  workerHeapVsPlan?: number;
-  seconds?: number;
-}
-
-/** A network's receptive field: from its ONNX graph, and (probe) measured. */
-export interface ReceptiveField {
-  graph: {
-    radius: Triple | null;
-    below: Triple | null;
-    above: Triple | null;
-    radiusMax: number;
-    global: boolean;
-    unknownOps: string[];
-    ops: Record<string, number>;
-  };
-  probe?: {
-    /** fraction of the response within each radius 0, 1, …: pass it as a request's context */
-    within: number[];
-    radius90: number;
-    radius99: number;
-    outsideFraction: number;
-    total: number;
-    edge: number;
-    epsilon: number;
-    seconds: number;
-  };
+  /** the self-check, when the run was asked to verify */
+  verify?: VerificationReport;
 }
 
 export interface RuntimeOptions {
@@ -305,13 +320,13 @@ export interface PlanRequest {
   b0?: number;
   /** phase networks: mask erosion radius in voxels (default 3, the reference's) */
   erodeRadius?: number;
-  /** the auto-planner's target against the whole-volume run (default 'faithful') */
-  quality?: 'faithful' | 'balanced' | 'fast';
-  /** plan (and run) the self-check */
+  /** the auto-planner's fidelity target (default faithful) */
+  quality?: Quality;
+  /** plan (and run) the self-check: the largest box that runs whole, compared with the tiled result */
   verify?: boolean;
-  /** how far the network looks: a probe's profile ({within}) or a radius; default: the weights' graph or the registry */
+  /** how far the network looks: receptiveField()'s probe, or {radius} (derived from weights when given) */
   context?: { within: number[] } | { radius: number };
-  /** ONNX bytes, to read the network's receptive radius from its graph (plan); the network (invert) */
+  /** a plan may read the network's reach from its ONNX graph */
   weights?: Uint8Array | ArrayBuffer | (Uint8Array | ArrayBuffer)[];
 }
 
@@ -364,22 +379,54 @@ export declare class Tessera {
   invert(request: InvertRequest): Promise<{ chi: Float32Array; report: RunReport; quantity: 'chi' | 'local-field'; localField?: Float32Array }>;
   phantom(request: { geometry: Geometry; seed?: number; noise?: number }): Promise<{ chi: Float32Array; field: Float32Array; mask: Uint8Array }>;
   tkd(request: { field: Float32Array; mask?: ArrayLike<number>; geometry: Geometry; threshold?: number }): Promise<Float32Array>;
-  status(): Promise<Status>;
-  /** the network's receptive field from its ONNX graph; probe: also measured (two whole runs of a phantom patch) */
+  /**
+   * How far a network looks: its ONNX graph's receptive field, and with probe: true the measured profile (pass
+   * probe as a request's context).
+   */
   receptiveField(request: {
-    weights: Uint8Array | ArrayBuffer;
+    weights: Uint8Array | ArrayBuffer | (Uint8Array | ArrayBuffer)[];
     model?: string;
     spec?: NetworkSpec;
     probe?: boolean;
     epsilon?: number;
     maxEdge?: number;
     signal?: AbortSignal;
-    onProgress?: (p: { done: number; total: number; stage: 'probe' }) => void;
+    onProgress?: (p: Progress) => void;
   }): Promise<ReceptiveField>;
+  status(): Promise<Status>;
   terminate(): Promise<void>;
 }
 
+/** A network's receptive field: from its ONNX graph, and (probe) measured. */
+export interface ReceptiveField {
+  graph: {
+    /** per axis, the larger of below and above; null when global */
+    radius: Triple | null;
+    below: Triple | null;
+    above: Triple | null;
+    radiusMax: number;
+    /** an operation mixes the whole extent (instance normalisation, global pooling, a spatial reduction) */
+    global: boolean;
+    /** operations the derivation could not follow (the radius may be larger) */
+    unknownOps: string[];
+    ops: Record<string, number>;
+  };
+  probe?: {
+    /** fraction of the response within each radius 0, 1, …: pass the probe as a request's context */
+    within: number[];
+    radius90: number;
+    radius99: number;
+    outsideFraction: number;
+    total: number;
+    edge: number;
+    epsilon: number;
+    seconds: number;
+  };
+}
+
+/** The receptive field of ONNX bytes, from the graph (no runtime needed). */
 export declare function graphReceptiveField(bytes: Uint8Array | ArrayBuffer): ReceptiveField['graph'];
+/** The probe's profile from the outputs for the centre voxel raised (plus) and lowered (minus). */
 export declare function contextProfile(
   plus: ArrayLike<number>,
   minus: ArrayLike<number>,

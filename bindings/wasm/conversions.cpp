@@ -229,6 +229,13 @@ val schema_to_val() {
     x.set("minExclusive", o.min_exclusive);
     x.set("integer", o.integer);
     x.set("help", std::string(o.help));
+    val choices = val::array();
+    for (std::string_view rest = o.choices; !rest.empty();) {
+      const size_t bar = rest.find('|');
+      choices.call<void>("push", std::string(rest.substr(0, bar)));
+      rest = bar == std::string_view::npos ? std::string_view{} : rest.substr(bar + 1);
+    }
+    x.set("choices", choices);
     out.call<void>("push", x);
   }
   return out;

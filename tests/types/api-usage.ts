@@ -73,18 +73,23 @@ export async function readmeExample(fieldBytes: Uint8Array, maskBytes: Uint8Arra
   return out.length + tiles + schema.length;
 }
 
-// Fidelity: the network's reach, a faithful plan with its prediction, the self-check.
-export async function fidelityExample(field: Float32Array, mask: Uint8Array, geometry: Geometry, weights: Uint8Array): Promise<number> {
+// Fidelity: the quality target, the predicted fidelity beside the estimate, the self-check, the network's reach.
+export async function fidelityExample(field: Float32Array, mask: Uint8Array, weights: Uint8Array): Promise<number> {
   const tessera = await createTessera();
   try {
-    const rf = await tessera.receptiveField({ weights, model: 'demo-unet', probe: true });
-    const reach: number = rf.graph.radiusMax + (rf.probe?.radius99 ?? 0);
-    const plan = await tessera.plan({ geometry, mask, model: 'demo-unet', quality: 'faithful', verify: true, context: rf.probe });
-    const predicted = plan.predictedFidelity?.nrmse ?? 1;
-    if (plan.fidelityWarning) return -1;
-    const { report } = await tessera.invert({ field, mask, geometry, model: 'demo-unet', weights, plan, verify: true });
-    const checked = report.verify?.possible ? report.verify.nrmse ?? 1 : 0;
-    return reach + predicted + checked + (plan.context?.radius99 ?? 0);
+    const geometry: Geometry = { dims: [160, 192, 144], voxelMm: [1, 1, 1] };
+    const quality = (await tessera.schema()).find((o) => o.name === 'quality')?.choices[0] === 'faithful' ? 'faithful' : 'balanced';
+    const { graph, probe } = await tessera.receptiveField({ weights, model: 'demo-unet', probe: true });
+    const plan = await tessera.plan({ geometry, mask, model: 'demo-unet', quality, verify: true, context: probe, weights });
+    const predicted: number = plan.predictedFidelity?.r ?? 0;
+    const warned: boolean = plan.fidelityWarning !== '';
+    const reach: number = plan.context?.measured ? plan.context.radius90 : (plan.context?.radius ?? graph.radiusMax);
+    const stride: number | undefined = plan.tile.stride;
+    const { report } = await tessera.invert({ field, mask, geometry, model: 'demo-unet', weights, plan, verify: true, quality: 'fast',
+      onProgress: (p: Progress) => p.stage === 'verify' });
+    const v = report.verify;
+    const verified: number = v?.possible ? (v.r ?? 0) - (v.predicted?.r ?? 0) + (v.dataConsistency ?? 0) : v?.exact ? 1 : 0;
+    return predicted + Number(warned) + reach + (stride ?? 0) + verified + (plan.verify?.possible ? plan.verify.margin : 0);
   } finally {
     await tessera.terminate();
   }

@@ -105,6 +105,7 @@ export class InputsPanel {
         dt.items.add(file);
         $('customFile').files = dt.files;
         page.panels.network.select('custom');
+        page.panels.network.readCustomFile();
         continue;
       }
       if (/mask|brain|roi/.test(n)) {

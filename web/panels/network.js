@@ -23,6 +23,23 @@ export class NetworkPanel {
       this.refreshCacheInfo();
     });
     for (const id of ['customDivisor', 'customBpv']) $(id).addEventListener('input', () => page.schedulePlan());
+    this.custom = { file: null, bytes: null }; // the chosen custom .onnx and its bytes
+    $('customFile').addEventListener('change', () => this.readCustomFile());
+  }
+
+  /**
+   * Reads the chosen custom .onnx, then plans again: with its bytes the planner reads how far the network looks
+   * from its graph (the run reads the same graph), instead of assuming a reach.
+   */
+  async readCustomFile() {
+    const f = $('customFile').files[0] ?? null;
+    this.custom = { file: f, bytes: null };
+    if (f) {
+      const bytes = new Uint8Array(await f.arrayBuffer());
+      if (this.custom.file !== f) return; // another file was chosen meanwhile
+      this.custom.bytes = bytes;
+    }
+    this.page.schedulePlan();
   }
 
   /** Fills the network list from the registry (grouped by kind), the demo first, a custom network last. */
@@ -57,7 +74,10 @@ export class NetworkPanel {
     this.onChange();
   }
 
-  /** The selected network: { kind: 'demo'|'registry'|'custom', id?, model? (registry entry), name, spec? }. */
+  /**
+   * The selected network: { kind: 'demo'|'registry'|'custom', id?, model? (registry entry), name, spec?,
+   * planWeights?, planWeightsName? (a custom network's chosen .onnx: its bytes and file name) }.
+   */
   selected() {
     const v = $('model').value;
     const registry = this.page.registry;
@@ -67,6 +87,8 @@ export class NetworkPanel {
       return {
         kind: 'custom',
         name: 'Custom network',
+        planWeights: this.custom.bytes ?? undefined,
+        planWeightsName: this.custom.file?.name,
         spec: {
           divisor: clampInt($('customDivisor').value, 1, 1024, 1),
           bytesPerVoxel: num('customBpv', 1100),

@@ -1,8 +1,12 @@
 // The results panel: the input, the output (χ, or iQFM's local field) and, for the demo, the phantom truth in
 // NiiVue on one slice, with colormap and window; the run report; the output as .nii.gz. The report's numbers
 // are published as #report's data-* (tiles-run, tiles-skipped, tiles-total, wall-seconds, quantity, mask-voxels,
-// mean, std, finite, nonzero-outside, r, nrmse); the panels shown as .panels' data-shown.
+// mean, std, finite, nonzero-outside, r, nrmse); the panels shown as .panels' data-shown; a run's self-check
+// (report.verify: verified against predicted fidelity, the data-consistency residual) as #verifyReadout's data-*
+// (possible, exact, r, nrmse, max-abs, voxels, box-lo, box-hi, compare-lo, compare-hi, margin, data-consistency,
+// predicted-r, predicted-nrmse, seconds, message).
 import { $, fmtBytes, fmtSeconds, rows, setData, clearData } from '../dom.js';
+import { verifiedRows, verifiedData } from '../fidelity.js';
 import { robustRange } from '../tilemap.js';
 import { Viewer } from '../viewer.js';
 
@@ -45,6 +49,9 @@ export class ResultsPanel {
   clear(quantity) {
     rows($('report'));
     clearData($('report'));
+    rows($('verifyReadout'));
+    clearData($('verifyReadout'));
+    $('verifyBox').hidden = true;
     $('corr').textContent = '';
     this.setQuantity(quantity);
   }
@@ -65,13 +72,15 @@ export class ResultsPanel {
 
   /**
    * Shows a run's result: report, statistics and the volumes.
-   * Preconditions: result = { chi, input, quantity, name, params, workflow }; report is invert()'s.
+   * Preconditions: result = { chi, input, quantity, name, params, workflow }; report is invert()'s; plan the plan
+   * the run obeyed.
    */
-  async show(result, report, seconds) {
+  async show(result, report, seconds, plan) {
     const { chi, input } = result;
     this.setQuantity(result.quantity);
     const st = stats(chi, input);
     this.report(report, seconds, st, result);
+    this.verified(report.verify, plan);
     if (!this.windowSet) {
       // A symmetric χ window from the data (the truth in the demo), once; the user's window is kept after.
       const [a, z] = robustRange(input.truth ?? chi, input.mask);
@@ -102,6 +111,17 @@ export class ResultsPanel {
       tilesRun: r.tilesRun, tilesSkipped: r.tilesSkipped, tilesTotal: r.tilesTotal, wallSeconds: r.wallSeconds,
       quantity: result.quantity, ...st,
     });
+  }
+
+  /** The run's self-check (report.verify, absent when not asked for) beside the plan's predicted fidelity. */
+  verified(v, plan) {
+    const table = $('verifyReadout');
+    const row = rows(table);
+    clearData(table);
+    $('verifyBox').hidden = !v;
+    if (!v) return;
+    verifiedRows(v, plan?.predictedFidelity ?? null, row);
+    setData(table, verifiedData(v, plan?.predictedFidelity ?? null));
   }
 
   /** The last run's output as .nii.gz with its input's header (whatever network is selected now). */

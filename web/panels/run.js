@@ -1,6 +1,8 @@
 // The run panel: Run / Cancel, the progress line, and the live tile map of the plan being run. The map's
 // counts are published as #tileCounts' data-* (total, done, running, queued, skipped); the runtime's progress
-// as #progress' value/max and data-* (done, total, in-flight, running-tiles: the tiles it names as running).
+// as #progress' value/max and data-* (done, total, in-flight, running-tiles: the tiles it names as running;
+// stage: 'tiles', or 'verify' during the self-check); overlapping tiles as #tileStride's data-* (stride, blend).
+import { TesseraError } from '../../bindings/js/index.js';
 import { $, fmtSeconds, setData, clearData } from '../dom.js';
 import { TileMap } from '../tilemap.js';
 import { WORKFLOWS } from '../workflows/index.js';
@@ -12,6 +14,7 @@ export class RunPanel {
     this.tileMap = new TileMap($('tilemap'), $('tileLayers'));
     this.progress = null; // the running inversion's last progress event
     this.runWorkflow = null; // the workflow of the run in progress (the selection may change meanwhile)
+    this.runPlan = null; // the plan it obeys
     $('run').addEventListener('click', () => this.run());
     $('cancel').addEventListener('click', () => this.cancel());
   }
@@ -57,6 +60,14 @@ export class RunPanel {
   showPlan(plan, input) {
     this.tileMap.setup({ grid: plan.grid, dims: input.geometry.dims, mask: input.mask, background: input.display });
     this.renderTiles();
+    // Tiles on a stride shorter than the core overlap: the legend says so (the map draws every core).
+    const t = plan.feasible && !plan.wholeVolume ? plan.tile : null;
+    const overlap = !!t && t.stride < t.core;
+    const li = $('tileStride');
+    li.hidden = !overlap;
+    li.querySelector('span').textContent = overlap ? `stride ${t.stride} (${t.blend} blend): the ${t.core}-voxel cores overlap` : '';
+    clearData(li);
+    if (overlap) setData(li, { stride: t.stride, blend: t.blend, core: t.core });
   }
 
   renderTiles() {
@@ -71,9 +82,11 @@ export class RunPanel {
     const bar = $('progress');
     bar.max = p.total || 1;
     bar.value = p.done;
-    setData(bar, { done: p.done, total: p.total, inFlight: p.inFlight, runningTiles: p.runningTiles ?? null });
+    const stage = p.stage ?? 'tiles';
+    setData(bar, { done: p.done, total: p.total, inFlight: p.inFlight, runningTiles: p.runningTiles ?? null, stage });
     const pct = p.total ? Math.round((100 * p.done) / p.total) : 0;
-    $('progressText').textContent = this.runWorkflow.progressText(p, pct, fmtSeconds(p.etaSeconds));
+    $('progressText').textContent = this.runWorkflow.progressText(p, pct, fmtSeconds(p.etaSeconds), this.runPlan);
+    if (stage === 'verify') return; // the self-check's box is not one of the map's tiles: they stay done
     const map = this.tileMap;
     if (p.runningTiles && p.startedTiles?.length) {
       map.setTiles(p.startedTiles, p.runningTiles); // exact: the runtime names the tiles
@@ -92,28 +105,31 @@ export class RunPanel {
     const input = page.input;
     if (!input) return;
     page.showError(null);
-    const plan = page.plan;
-    if (!plan?.feasible) return page.showError(plan?.message || 'This tile setting does not fit.');
+    if (!page.plan?.feasible) return page.showError(page.plan?.message || 'This tile setting does not fit.');
     const wf = page.workflow();
     const net = page.network();
     const params = wf.params(input);
     if (params.problem) return page.showError(params.problem);
-    const req = page.panels.settings.request();
     const controller = new AbortController();
     page.controller = controller;
     const previous = page.settling;
     const results = page.panels.results;
     page.result = null;
     this.runWorkflow = wf;
+    this.runPlan = null;
     this.progress = null;
     results.clear(page.panels.network.quantity());
     clearData($('progress'));
     page.setState('running');
     $('progress').value = 0;
     $('progressText').textContent = 'loading the network…';
-    this.showPlan(plan, input);
     const body = (async () => {
       await previous;
+      // The plan of the settings as they are now (a change may still be being planned): the run obeys it.
+      const { plan, request: req } = await page.panels.settings.current();
+      if (!plan?.feasible) throw new TesseraError(plan?.message || wf.infeasibleText, 'BudgetExceeded');
+      this.runPlan = plan;
+      this.showPlan(plan, input);
       const tessera = await page.runtime();
       const weights = await page.panels.network.weights(net, controller.signal);
       if (controller.signal.aborted) throw new DOMException('cancelled', 'AbortError');
@@ -122,12 +138,12 @@ export class RunPanel {
       this.renderTiles();
       const t0 = performance.now();
       const onProgress = (p) => page.controller === controller && this.onProgress(p);
-      const out = await tessera.invert(wf.invertRequest(req, input, params, weights, { signal: controller.signal, onProgress }));
-      return { ...out, seconds: (performance.now() - t0) / 1000 };
+      const out = await tessera.invert(wf.invertRequest(req, input, params, weights, { signal: controller.signal, onProgress }, plan));
+      return { ...out, plan, seconds: (performance.now() - t0) / 1000 };
     })();
     page.settling = body.catch(() => {});
     try {
-      const { chi, report, quantity, seconds } = await body;
+      const { chi, report, quantity, plan, seconds } = await body;
       if (controller.signal.aborted) return;
       this.tileMap.setProgress(this.tileMap.order.length, 0);
       if (this.tileMap.follow) this.tileMap.setSlice(Math.floor(input.geometry.dims[2] / 2));
@@ -136,7 +152,7 @@ export class RunPanel {
       $('progress').value = 1;
       page.result = { chi, input, quantity: quantity ?? 'chi', name: net.name, params, workflow: wf };
       $('progressText').textContent = wf.doneText(report, fmtSeconds(report.wallSeconds));
-      await results.show(page.result, report, seconds);
+      await results.show(page.result, report, seconds, plan);
       page.setState('done');
     } catch (e) {
       if (page.controller !== controller) return; // a cancel already settled the page

@@ -1,18 +1,22 @@
-// The settings panel: tile settings (core, halo, auto, whole volume, workers, threads) and the C++ planner's
-// live readout for the selected network and input — every number from the planner. The plan is published as
-// #planReadout's data-* attributes (feasible, core, halo, patch-edge, tiles-total, tiles-active, tiles-skipped,
-// tiles-in-flight, whole-volume).
+// The settings panel: tile settings (core, halo, auto, whole volume, workers, threads, quality, verify) and the
+// C++ planner's live readout for the selected network and input — every number from the planner: the estimated
+// time beside the predicted fidelity, the network's reach, the fidelity warning when nothing within the budget
+// reaches the quality target. The plan is published as #planReadout's data-* attributes (feasible, core, halo,
+// stride, blend, patch-edge, tiles-total, tiles-active, tiles-skipped, tiles-in-flight, whole-volume, quality,
+// estimated-seconds, predicted-r, predicted-nrmse, predicted-deficit, fidelity-warning, context-radius,
+// context-radius90, context-radius99, context-measured, context-assumed, verify-possible, verify-lo, verify-hi).
 import { $, clampInt, fmtBytes, rows, setData, clearData } from '../dom.js';
 import { DEMO } from '../demo.js';
 
-const TILE_SETTINGS = ['core', 'halo', 'auto', 'whole', 'workers'];
+const TILE_SETTINGS = ['core', 'halo', 'auto', 'whole', 'workers', 'quality', 'verify'];
 
 export class SettingsPanel {
   /** @param {import('../page.js').Page} page */
   constructor(page) {
     this.page = page;
     this.seq = 0;
-    this.timer = 0;
+    this.timer = 0; // a plan scheduled (the user is typing), or 0
+    this.latest = null; // the latest update() while it runs, or null
     for (const id of TILE_SETTINGS) $(id).addEventListener('input', () => this.schedule());
   }
 
@@ -26,13 +30,24 @@ export class SettingsPanel {
     const wf = this.page.workflow();
     const net = this.page.network();
     if (!wf.tiled) for (const id of TILE_SETTINGS) $(id).disabled = true; // the next plan keeps them so
-    $('tileNote').textContent = wf.tiled ? '' : `${net.name} runs on the whole volume at once (it cannot be tiled): the tile settings do not apply; only the threads per worker do.`;
+    $('tileNote').textContent = wf.tiled
+      ? ''
+      : `${net.name} runs on the whole volume at once (it cannot be tiled): the tile settings, the quality target and the self-check do not apply (the result is the whole-volume run itself); only the threads per worker do.`;
   }
 
   /** Plans again shortly (the user is typing). */
   schedule() {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => this.update(), 120);
+  }
+
+  /**
+   * The plan of the settings as they are now and the request it was made for ({plan, request}): waits for a plan
+   * still scheduled or being made (a run obeys what the page shows once it settles).
+   */
+  async current() {
+    while (this.timer || this.latest) await (this.timer ? this.update() : this.latest);
+    return { plan: this.page.plan, request: this.page.planRequest };
   }
 
   /** The plan request for the page as it is (the demo geometry until an input is loaded). */
@@ -43,9 +58,19 @@ export class SettingsPanel {
   }
 
   /** Asks the C++ planner for the current settings and shows its answer (the latest request wins). */
-  async update() {
-    const { page } = this;
+  update() {
     clearTimeout(this.timer);
+    this.timer = 0;
+    const p = this.planNow();
+    this.latest = p;
+    const settled = () => this.latest === p && (this.latest = null); // before any waiter of current() resumes
+    p.then(settled, settled);
+    return p;
+  }
+
+  /** update()'s work: the plan, shown unless a newer request was made meanwhile. */
+  async planNow() {
+    const { page } = this;
     if (!page.tessera) return;
     const seq = ++this.seq;
     const req = this.request();
@@ -57,18 +82,19 @@ export class SettingsPanel {
     }
     if (seq !== this.seq) return;
     page.plan = plan;
-    this.render(plan);
+    page.planRequest = req;
+    this.render(plan, req);
     if (page.input && !page.controller) page.panels.run.showPlan(plan, page.input);
     page.refresh();
   }
 
-  render(plan) {
+  render(plan, req) {
     const { page } = this;
     const wf = page.workflow();
     const row = rows($('planReadout'));
     wf.planRows(plan, page.network(), !!page.input, row);
     if (plan.feasible) row('Estimated peak', `${fmtBytes(plan.peakBytes)} (activations ${fmtBytes(plan.activationBytes)} + module heap ${fmtBytes(plan.moduleHeapBytes)})`);
-    this.publish(plan);
+    this.publish(plan, req);
     const L = page.limits;
     const bars = $('memBars');
     bars.textContent = '';
@@ -92,11 +118,17 @@ export class SettingsPanel {
     $('planAdvice').textContent = plan.feasible ? '' : plan.message;
     $('planWarning').hidden = !plan.warning;
     $('planWarning').textContent = plan.warning || '';
+    const fw = plan.feasible ? plan.fidelityWarning : '';
+    $('fidelityWarning').hidden = !fw;
+    $('fidelityWarning').textContent = fw ? `Fidelity: ${fw}.` : '';
     if (!wf.tiled) {
-      for (const id of ['core', 'halo', 'auto', 'whole']) $(id).disabled = true; // the note above says why
+      for (const id of ['core', 'halo', 'auto', 'whole', 'quality', 'verify']) $(id).disabled = true; // the note above says why
     } else {
-      $('whole').disabled = false;
+      $('whole').disabled = $('verify').disabled = false;
       $('core').disabled = $('halo').disabled = $('auto').disabled = $('whole').checked;
+      // The quality steers the auto-planner: with explicit tiles or the whole volume the plan only predicts.
+      $('quality').disabled = $('whole').checked || !$('auto').checked;
+      $('quality').title = $('quality').disabled ? 'The quality target steers the auto-planner (Auto); the plan below predicts the fidelity of the tiles set here.' : (page.schema?.get('quality')?.help ?? '');
       if ($('auto').checked) {
         $('core').disabled = true;
         if (plan.feasible && plan.tile) $('core').value = String(plan.tile.core);
@@ -108,20 +140,37 @@ export class SettingsPanel {
     $('planExplain').textContent = plan.explanation ? `Auto-planner: ${plan.explanation}.` : '';
   }
 
-  /** #planReadout's data-*: the plan's numbers. */
-  publish(plan) {
+  /** #planReadout's data-*: the plan's numbers (and the quality it was asked for). */
+  publish(plan, req) {
     const el = $('planReadout');
     clearData(el);
+    const f = plan.predictedFidelity, c = plan.context, v = plan.verify;
     setData(el, {
       feasible: !!plan.feasible,
       core: plan.tile?.core,
       halo: plan.tile?.halo,
+      stride: plan.tile?.stride,
+      blend: plan.tile?.blend,
       patchEdge: plan.patchEdge,
       tilesTotal: plan.tilesTotal,
       tilesActive: plan.tilesActive,
       tilesSkipped: plan.tilesSkipped,
       tilesInFlight: plan.tilesInFlight,
       wholeVolume: plan.wholeVolume,
+      quality: req?.quality,
+      estimatedSeconds: plan.estimatedSeconds,
+      predictedR: f?.r,
+      predictedNrmse: f?.nrmse,
+      predictedDeficit: f?.deficit,
+      fidelityWarning: plan.feasible ? !!plan.fidelityWarning : undefined,
+      contextRadius: c?.radius,
+      contextRadius90: c?.radius90,
+      contextRadius99: c?.radius99,
+      contextMeasured: c?.measured,
+      contextAssumed: c?.assumed,
+      verifyPossible: v?.possible,
+      verifyLo: v?.possible ? v.lo : undefined,
+      verifyHi: v?.possible ? v.hi : undefined,
     });
   }
 }

@@ -4,6 +4,7 @@
 import { TesseraError } from '../../bindings/js/index.js';
 import { $, checkedValue, clampInt, fmtBytes } from '../dom.js';
 import { robustRange } from '../tilemap.js';
+import { estimateText, reachText, plannedCheckText } from '../fidelity.js';
 
 export const fieldWorkflow = {
   kind: 'field',
@@ -128,7 +129,11 @@ export const fieldWorkflow = {
     return { counts: '', notes: [] };
   },
 
-  /** The plan request for the page's settings (auto: the C++ auto-planner picks the core, workers and threads). */
+  /**
+   * The plan request for the page's settings (auto: the C++ auto-planner picks the core, halo, stride, workers and
+   * threads for the quality chosen); with Verify, the self-check is planned too. A custom network's .onnx, once
+   * chosen, goes with it (net.planWeights): the planner then knows how far the network looks from its graph.
+   */
   planRequest(net, input, geometry, runtime) {
     const halo = clampInt($('halo').value, 0, 4096, 8);
     // Auto: the planner chooses the halo too, unless the user typed one.
@@ -140,15 +145,21 @@ export const fieldWorkflow = {
       whole: $('whole').checked,
       workers: runtime.workers,
       threadsPerWorker: runtime.threadsPerWorker,
+      quality: $('quality').value,
+      verify: $('verify').checked,
     };
     if (net.kind === 'custom') req.spec = net.spec;
     else req.model = net.id;
+    if (net.planWeights) req.weights = net.planWeights;
     return req;
   },
 
-  /** The invert request: the plan request with the field, the weights and the run's controls (signal, onProgress). */
-  invertRequest(req, input, params, weights, run) {
-    return { ...req, field: input.field, weights, ...run };
+  /**
+   * The invert request: the plan request with the field, the weights, the plan shown (the run obeys exactly it, as
+   * the tile map draws it) and the run's controls (signal, onProgress).
+   */
+  invertRequest(req, input, params, weights, run, plan) {
+    return { ...req, field: input.field, weights, plan, ...run };
   },
 
   /** The plan readout's rows (row(key, value)); hasInput false: the demo geometry stands in. */
@@ -158,15 +169,31 @@ export const fieldWorkflow = {
       return;
     }
     const onWhat = hasInput ? '' : ' (demo phantom geometry; no mask loaded yet, so every tile counts)';
+    row('Estimate', estimateText(plan));
+    row('Network reach', reachText(plan.context, this.reachSource(net)));
     row('Patch', `${plan.patchDims?.join('×')} voxels${plan.wholeVolume ? ' (whole volume)' : ` (edge ${plan.patchEdge})`}`);
+    if (!plan.wholeVolume && plan.tile.stride < plan.tile.core) row('Stride', `${plan.tile.stride} (${plan.tile.blend} blend): the cores overlap and are blended`);
     row('Memory per tile', fmtBytes(plan.bytesPerTile));
     row('Tiles in flight', String(plan.tilesInFlight));
     row('Tiles', `${plan.tilesTotal} total, ${plan.tilesActive} to run, ${plan.tilesSkipped} skipped${onWhat}`);
+    if (plan.verify) row('Self-check', plannedCheckText(plan.verify));
   },
 
-  /** The progress line while running. */
-  progressText(p, pct, eta) {
-    return `${p.done}/${p.total} tiles (${pct}%) · ${p.tilesPerSecond.toFixed(2)} tiles/s · ETA ${eta} · ${p.inFlight} in flight`;
+  /** Where the network's receptive radius comes from, in words: its .onnx graph, or the registry's source. */
+  reachSource(net) {
+    if (net.planWeights) return `from the graph of ${net.planWeightsName}`;
+    return net.model?.receptiveSource ?? '';
+  },
+
+  /** The progress line while running; during the self-check (p.stage 'verify') it says so. */
+  progressText(p, pct, eta, plan) {
+    if (p.stage === 'verify') {
+      const v = plan?.verify;
+      const box = v?.possible ? ` the box [${v.lo.join(', ')}] to [${v.hi.join(', ')}]` : '';
+      return `self-check:${box} runs whole · ${p.done}/${p.total} (${pct}%) · ETA ${eta}`;
+    }
+    const next = p.done === p.total && plan?.verify?.possible ? ' · the self-check follows' : '';
+    return `${p.done}/${p.total} tiles (${pct}%) · ${p.tilesPerSecond.toFixed(2)} tiles/s · ETA ${eta} · ${p.inFlight} in flight${next}`;
   },
 
   /** The progress line once the network is loaded, before the first tile. */

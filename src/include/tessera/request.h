@@ -20,6 +20,7 @@ struct OptionSpec {
   bool min_exclusive = false;
   bool integer = false;
   std::string_view help;      // one line
+  std::string_view choices;   // a worded option's values, '|'-separated ("faithful|balanced|fast"); empty: a number
 };
 
 // Every option, in a stable order.
