@@ -304,8 +304,7 @@ AutoPlan plan_auto(const AutoPlanRequest& r, std::span<const uint8_t> mask) {
   const TilePlan whole = plan_whole(r.geometry, r.network, r.target);
   double whole_seconds = 0;
   uint32_t whole_threads = 1;
-  // A worker count given is a maximum (the request schema): the whole volume runs on one.
-  if (whole.feasible && !r.fixed_core) {
+  if (whole.feasible && !r.fixed_core && (r.fixed_workers <= 1)) {
     const double voxels = static_cast<double>(whole.patch_dims[0]) * whole.patch_dims[1] * whole.patch_dims[2];
     whole_threads = r.fixed_threads ? r.fixed_threads : cores;
     whole_seconds = r.speed.worker_start_seconds + r.speed.per_tile_seconds +
