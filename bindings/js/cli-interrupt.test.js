@@ -99,9 +99,10 @@ for (const sig of ['SIGTERM', 'SIGKILL']) {
   });
 }
 
+// quality fast: the speed-only planner tiles even this small volume (faithful would run it whole, on one worker).
 test('--cores bounds workers × threads of the auto-plan, the same on any machine; invert obeys it and reports it', async () => {
   const plan = (cores) => {
-    const r = spawnSync(process.execPath, [CLI, 'plan', '--field', 'field.nii', '--mask', 'mask.nii', '--spec', 'unet.json', '--cores', String(cores), '--json'], { cwd: dir, encoding: 'utf8' });
+    const r = spawnSync(process.execPath, [CLI, 'plan', '--field', 'field.nii', '--mask', 'mask.nii', '--spec', 'unet.json', '--cores', String(cores), '--quality', 'fast', '--json'], { cwd: dir, encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
     return JSON.parse(r.stdout);
   };
@@ -115,11 +116,11 @@ test('--cores bounds workers × threads of the auto-plan, the same on any machin
   assert.equal(bad.status, 2);
   assert.match(bad.stderr, /^error: --cores must be a whole number >= 1, got '0'/);
   const inv = await run(['invert', '--field', 'field.nii', '--mask', 'mask.nii', '--spec', 'spec.json', '--weights', 'net.onnx',
-    '--cores', '1', '--out', 'c1.nii', '--report', 'c1.json', '--quiet']);
+    '--cores', '1', '--quality', 'fast', '--out', 'c1.nii', '--report', 'c1.json', '--quiet']);
   assert.equal(inv.code, 0, inv.stderr);
   const rep = JSON.parse(fs.readFileSync(f('c1.json'), 'utf8'));
   assert.equal(rep.options.cores, 1);
   assert.equal(rep.plan.workers * rep.plan.threadsPerWorker, 1);
-  const same = spawnSync(process.execPath, [CLI, 'plan', '--field', 'field.nii', '--mask', 'mask.nii', '--spec', 'spec.json', '--cores', '1', '--json'], { cwd: dir, encoding: 'utf8' });
+  const same = spawnSync(process.execPath, [CLI, 'plan', '--field', 'field.nii', '--mask', 'mask.nii', '--spec', 'spec.json', '--cores', '1', '--quality', 'fast', '--json'], { cwd: dir, encoding: 'utf8' });
   assert.deepEqual(rep.plan.tile, JSON.parse(same.stdout).tile);
 });

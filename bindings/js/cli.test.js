@@ -275,7 +275,7 @@ test('usage errors exit 2 with a clear message; --help, models and the shebang w
   assert.match(models.stdout, /^id\s+kind\s+inputs\s+divisor\s+reach\s+memory per worker/);
   assert.match(models.stdout, /\ndemo-unet\s+field-to-chi\s+field\s+8\s+±51\s/, "the reach comes from the registry (the shipped graph)");
   // The listing shows the registry's figures (whatever they are), measured or provisional.
-  assert.match(models.stdout, /\nxqsm\s+field-to-chi\s+field\s+8\s+(\d+(\.\d+)? MB \+ )?\d+ B\/voxel \((measured|provisional)\)\s+xqsm\.onnx 20\.9 MB/);
+  assert.match(models.stdout, /\nxqsm\s+field-to-chi\s+field\s+8\s+±\d+\s+(\d+(\.\d+)? MB \+ )?\d+ B\/voxel \((measured|provisional)\)\s+xqsm\.onnx 20\.9 MB/);
   // The phase networks list their input roles (the registry's inputs).
   assert.match(models.stdout, /\niqsm\s+whole-volume-only\s+phase,mask,te,b0,border\s+16\s/);
   assert.match(models.stdout, /\niqfm\s+whole-volume-only\s+phase,mask,te,b0,border\s/);
