@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTessera, TesseraError } from './index.js';
-import { convStack, unet, twoChannel, wrongShape, prng } from '../../tests/js/networks.js';
+import { convStack, unet, twoChannel, wrongShape, memoryHog, prng } from '../../tests/js/networks.js';
 import { faultWorkerUrl } from '../../tests/js/fault-ort-worker.js';
 
 let tessera;
@@ -178,6 +178,23 @@ test('a stalled worker becomes a watchdog error, never a hang', async () => {
   } finally {
     await t.terminate();
   }
+});
+
+test('ONNX Runtime out of memory for real inside a worker: a TesseraError naming it, no hang, the runtime runs the next request', async () => {
+  // memoryHog: the identity, needing 4 GiB of activations for a 64³ patch (past the wasm heap's 4 GB ceiling).
+  const weights = memoryHog();
+  const big = volume([64, 64, 64], 14);
+  await rejectsWith(
+    tessera.invert({ field: big.field, geometry: big.geometry, spec: { divisor: 1 }, weights, whole: true }),
+    'RunnerFailed',
+    /^whole volume 64×64×64: tile 1 failed after 2 attempt\(s\): out of memory in ONNX Runtime \(.*bad_alloc.*: this patch needs more memory than an ONNX Runtime worker's wasm heap holds \(at most 4 GB\): run smaller patches/,
+  );
+  const st = await tessera.status();
+  assert.deepEqual([st.running, st.liveWorkers], [0, 0], 'no run and no ONNX Runtime worker left behind');
+  const small = volume([10, 9, 8], 15);
+  const { chi, report } = await tessera.invert({ field: small.field, geometry: small.geometry, spec: { divisor: 1 }, weights, tile: { core: 5, halo: 0 } });
+  assert.deepEqual(chi, small.field, 'the same network, in patches that fit, is the identity');
+  assert.equal(report.tilesRun, 8);
 });
 
 test('cancel mid-run rejects with AbortError and leaves no worker behind', async () => {
