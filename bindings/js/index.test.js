@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { createTessera, TesseraError } from './index.js';
 import { convStack, unet, twoChannel, wrongShape, memoryHog, prng } from '../../tests/js/networks.js';
 import { faultWorkerUrl } from '../../tests/js/fault-ort-worker.js';
+import fs from 'node:fs';
 
 let tessera;
 before(async () => {
@@ -216,6 +217,80 @@ test('cancel mid-run rejects with AbortError and leaves no worker behind', async
   // The runtime runs again afterwards.
   const again = await tessera.invert({ field, geometry, spec: { divisor: 1 }, weights: convStack({ layers: 1 }), whole: true });
   assert.equal(again.chi.length, field.length);
+});
+
+/** Same bits (χ bit-identical, -0 and NaN included). */
+function sameBits(a, b) {
+  return a.length === b.length && Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+}
+
+/** Threads of this process: node's worker threads (the driver, its ONNX Runtime workers, the wasm pthreads) are among them. */
+const osThreads = () => fs.readdirSync('/proc/self/task').length;
+
+test('cancel at 100 seeded points from before the first tile to after the last: AbortError or the whole result, no worker left, then χ bit-identical to a fresh runtime', { timeout: 300000 }, async () => {
+  const weights = convStack({ layers: 1, channels: 2, seed: 5 });
+  const { geometry, field } = volume([24, 20, 16], 16);
+  const args = { field, geometry, spec: { divisor: 1 }, weights, tile: { core: 8, halo: 1 }, workers: 1 }; // 18 tiles
+  const ref = await tessera.invert(args);
+  const t0 = performance.now();
+  await tessera.invert(args);
+  const T = performance.now() - t0; // one run, start-up included
+  const threads = osThreads();
+  const rnd = prng(20250613);
+  const seen = { atCall: 0, beforeFirstTile: 0, midRun: 0, afterLastTile: 0, resolved: 0 };
+  for (let i = 0; i < 100; i++) {
+    // Half the cancels at a seeded time in [0, 1.3 T) (start-up, tiles, the result's way back), half at a seeded tile
+    // count (from onProgress, 0..18), a few at the call itself.
+    const byTile = i % 2 === 1;
+    const atMs = i % 20 === 0 ? 0 : rnd() * 1.3 * T;
+    const atTile = Math.floor(rnd() * 19);
+    const controller = new AbortController();
+    let done = 0;
+    let doneAtAbort = null;
+    const abort = () => {
+      doneAtAbort ??= done;
+      controller.abort();
+    };
+    let timer = null;
+    const run = tessera.invert({
+      ...args,
+      signal: controller.signal,
+      onProgress: (p) => {
+        done = p.done;
+        if (byTile && p.done >= atTile) abort();
+      },
+    });
+    if (!byTile && atMs === 0) abort();
+    else if (!byTile) timer = setTimeout(abort, atMs);
+    const out = await run.then((r) => r, (e) => e);
+    clearTimeout(timer);
+    const where = `cancel ${i} (${byTile ? `at tile ${atTile}` : `at ${atMs.toFixed(0)} ms`})`;
+    if (out instanceof Error || out instanceof DOMException) {
+      assert.equal(out.name, 'AbortError', `${where}: ${out.message}`);
+      assert.ok(doneAtAbort !== null, `${where}: rejected without a cancel`);
+      if (!byTile && atMs === 0) seen.atCall++;
+      else if (doneAtAbort === 0) seen.beforeFirstTile++;
+      else if (doneAtAbort < ref.report.tilesRun) seen.midRun++;
+      else seen.afterLastTile++;
+    } else {
+      assert.ok(sameBits(out.chi, ref.chi), `${where}: a run that was not cancelled in time gives the whole χ`);
+      seen.resolved++;
+    }
+    const st = await tessera.status();
+    assert.deepEqual([st.running, st.liveWorkers], [0, 0], `${where}: a run or a worker left (${JSON.stringify(st)})`);
+  }
+  // The cancels hit every phase of a run.
+  for (const k of ['atCall', 'beforeFirstTile', 'midRun', 'resolved']) assert.ok(seen[k] > 0, `no cancel ${k}: ${JSON.stringify(seen)}`);
+  assert.ok(osThreads() <= threads, `${osThreads()} threads after the cancels, ${threads} before: a worker thread was left`);
+  const last = await tessera.invert(args);
+  assert.ok(sameBits(last.chi, ref.chi), 'the run after 100 cancels');
+  const fresh = await createTessera({ workers: 2, threadsPerWorker: 1 });
+  try {
+    assert.ok(sameBits((await fresh.invert(args)).chi, ref.chi), 'a fresh runtime gives the same χ');
+  } finally {
+    await fresh.terminate();
+  }
+  console.log(`# 100 cancels (one run ${T.toFixed(0)} ms): ${JSON.stringify(seen)}`);
 });
 
 test('bad input is refused with clear errors', async () => {
