@@ -293,6 +293,78 @@ test('cancel at 100 seeded points from before the first tile to after the last: 
   console.log(`# 100 cancels (one run ${T.toFixed(0)} ms): ${JSON.stringify(seen)}`);
 });
 
+test('soak: 50 mixed runs in one runtime (3 networks, 4 sizes, cancels): bounded heaps, no leaked worker, thread or listener, every χ bit-identical to a fresh runtime', { timeout: 400000 }, async () => {
+  const RECYCLE = 24 * 2 ** 20; // workers whose wasm heap passes 24 MiB after a tile are replaced
+  const [demo] = await tessera.loadWeights('demo-unet');
+  const kinds = [
+    { name: 'conv stack, 20×18×14, core 8', ...volume([20, 18, 14], 31), spec: { divisor: 1 }, weights: convStack({ layers: 2, seed: 6 }), tile: { core: 8, halo: 2 } },
+    { name: 'U-Net, 32×24×24, core 8', ...volume([32, 24, 24], 32), spec: { divisor: 8 }, weights: unet({ base: 4 }), tile: { core: 8, halo: 4 } },
+    { name: 'demo-unet (registry), 32×32×24 whole', ...volume([32, 32, 24], 33), model: 'demo-unet', weights: demo, whole: true },
+    { name: 'conv stack, 16³ whole', ...volume([16, 16, 16], 34), spec: { divisor: 1 }, weights: convStack({ layers: 1, seed: 7 }), whole: true },
+  ].map(({ n, ...k }) => ({ ...k, args: { field: k.field, geometry: k.geometry, spec: k.spec, model: k.model, weights: k.weights, tile: k.tile, whole: k.whole, workers: 1 } }));
+  // References: each request first on a fresh runtime that replaces every worker after each tile, so a worker's
+  // heap there is that of one tile on a fresh worker.
+  for (const k of kinds) {
+    const fresh = await createTessera({ workers: 1, threadsPerWorker: 1, recycleHeapBytes: 1 });
+    try {
+      const r = await fresh.invert(k.args);
+      k.ref = r.chi;
+      k.oneTileHeap = Math.max(...r.report.memory.workerHeapHighWater);
+    } finally {
+      await fresh.terminate();
+    }
+  }
+  const soak = await createTessera({ workers: 1, threadsPerWorker: 1, recycleHeapBytes: RECYCLE });
+  try {
+    const rnd = prng(50);
+    let listeners = 0; // 'abort' listeners the runtime added to our signals and did not remove
+    const counted = (signal) => {
+      const add = signal.addEventListener.bind(signal);
+      const remove = signal.removeEventListener.bind(signal);
+      signal.addEventListener = (type, fn, o) => (type === 'abort' && listeners++, add(type, fn, o));
+      signal.removeEventListener = (type, fn, o) => (type === 'abort' && listeners--, remove(type, fn, o));
+      return signal;
+    };
+    const heaps = [];
+    let threads = null;
+    let recycles = 0;
+    const tally = { completed: 0, cancelled: 0, late: 0 };
+    for (let i = 0; i < 50; i++) {
+      const k = kinds[Math.floor(rnd() * kinds.length)];
+      const cancelAt = rnd() < 0.25 ? Math.floor(rnd() * 4) : -1; // a quarter cancelled at a seeded tile count
+      const controller = new AbortController();
+      const out = await soak.invert({
+        ...k.args, signal: counted(controller.signal),
+        onProgress: (p) => cancelAt >= 0 && p.done >= cancelAt && controller.abort(),
+      }).then((r) => r, (e) => e);
+      const where = `run ${i} (${k.name}${cancelAt >= 0 ? `, cancelled at tile ${cancelAt}` : ''})`;
+      if (out instanceof Error || out instanceof DOMException) {
+        assert.equal(out.name, 'AbortError', `${where}: ${out.message}`);
+        assert.ok(cancelAt >= 0, `${where} failed: ${out.message}`);
+        tally.cancelled++;
+      } else {
+        assert.ok(sameBits(out.chi, k.ref), `${where}: χ differs from the fresh runtime's`);
+        const oneTile = Math.max(RECYCLE, k.oneTileHeap);
+        for (const h of out.report.memory.workerHeapHighWater) assert.ok(h <= oneTile, `${where}: a worker heap of ${h} B, over max(recycling threshold, one tile's heap) = ${oneTile} B`);
+        recycles += out.report.pool.reduce((a, p) => a + p.recycles, 0);
+        tally[cancelAt >= 0 ? 'late' : 'completed']++;
+      }
+      const st = await soak.status();
+      assert.deepEqual([st.running, st.liveWorkers, soak._pending.size, listeners], [0, 0, 0, 0], `${where}: runs, ONNX Runtime workers, pending calls and abort listeners left`);
+      heaps.push(st.moduleHeapBytes);
+      if (i === 9) threads = osThreads();
+    }
+    assert.ok(tally.cancelled > 0 && tally.completed > 0, JSON.stringify(tally));
+    assert.ok(recycles > 0, 'the recycling threshold replaced workers during the soak');
+    // The C++ module's heap (never shrinking, never recycled) is flat after the first runs: nothing leaks there.
+    assert.equal(heaps.at(-1), Math.max(...heaps.slice(0, 10)), `module heap after each run: ${heaps.map((b) => (b / 2 ** 20).toFixed(0)).join(' ')} MiB`);
+    assert.ok(osThreads() <= threads, `${osThreads()} threads after 50 runs, ${threads} after 10`);
+    console.log(`# soak: ${JSON.stringify(tally)}, ${recycles} worker(s) recycled, module heap ${(heaps.at(-1) / 2 ** 20).toFixed(0)} MiB flat, ${osThreads()} threads`);
+  } finally {
+    await soak.terminate();
+  }
+});
+
 test('bad input is refused with clear errors', async () => {
   const { geometry, field } = volume([20, 20, 20], 12);
   const weights = convStack({ layers: 1 });
