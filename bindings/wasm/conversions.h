@@ -17,6 +17,7 @@
 #include "tessera/inversion.h"
 #include "tessera/plan.h"
 #include "tessera/registry.h"
+#include "tessera/verify.h"
 
 namespace tessera::js {
 
@@ -40,18 +41,31 @@ auto guarded(F&& f) -> decltype(f()) {
   }
 }
 
+// Readers of what JavaScript sends. Hand-written, not Embind value_object conversions: they refuse bad input by name
+// ("dims must be an array of 3 numbers"), apply the schema's defaults and ranges, and accept the request's optional
+// and alternative forms, where a generic conversion would only say "Missing field".
 Geometry geometry_from(const val& v);
 TileConfig tile_from(const val& v);
 TileCost cost_from(const val& v);
 FieldNetwork custom_network_from(const val& v);
 InversionRequest request_from(const val& v);
-// The request schema (tessera/request.h): [{name, unit, default, min, max, minExclusive, integer, help}].
-val schema_to_val();
 
-val to_val(const ModelSpec& m);
-val to_val(const PatchFit& f);
-val to_val(const TilePlan& p);
-val to_val(const RunReport& r);
+// Registers the plain structs Tessera reports as Embind value types, so that val(x) is x's JavaScript object with
+// the names and Number types the API documents (bindings/js/index.d.ts): PatchFit, TilePlan (tile, grid, tiles,
+// verify, context, predicted fidelity), RunReport, Agreement, OptionSpec, ModelSpec, Geometry and the triples.
+// 64-bit figures become Numbers (the module is built with WASM_BIGINT=0). Called once, from EMSCRIPTEN_BINDINGS.
+void register_value_types();
+
+// A JS array of val(x) for each x (Embind's register_vector would give a class handle, not an array).
+template <class Range>
+val array_of(const Range& items) {
+  val out = val::array();
+  for (const auto& x : items) out.call<void>("push", val(x));
+  return out;
+}
+
+// {tileActivationBudget, maxPatchActivationBytes, heapCeilingBytes}: the module's memory limits.
+val limits_to_val();
 
 // The choice a plan object (from plan()) fixed, to hand back to a run.
 PlanChoice plan_choice_from(const val& plan);
@@ -64,6 +78,10 @@ val plan_to_val(const val& geometry, const val& mask, const val& request);
 // A copy of a C++ vector as a standalone JS typed array (not a heap view).
 val copy_out(std::span<const float> v);
 val copy_out(std::span<const uint8_t> v);
+
+// {voxels, r, nrmse, maxAbs, compareLo, compareHi, margin}: the self-check's agreement over region's compared part
+// (it computes no HFEN, so the object has none).
+val verification_to_val(const Agreement& a, const VerifyRegion& region);
 
 // {voxels, r, nrmse, maxAbs, hfen} of test against reference inside mask; options {lo, hi, hfen} (tessera/fidelity.h).
 val compare_to_val(const val& geometry, const val& test, const val& reference, const val& mask, const val& options);

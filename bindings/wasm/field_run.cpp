@@ -70,7 +70,7 @@ val FieldRun::state() const {
 }
 
 val FieldRun::report() {
-  val r = to_val(run_->report());  // throws unless the run succeeded (native patching writes chi here)
+  val r(run_->report());  // throws unless the run succeeded (native patching writes chi here)
   succeeded_ = true;
   r.set("warning", warning_);
   return r;

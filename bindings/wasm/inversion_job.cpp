@@ -80,7 +80,7 @@ void InversionJob::cancel() { job_->cancel(); }
 val InversionJob::report() {
   job_->join();
   if (job_->state() == Job::State::Failed) throw Error(job_->error_code(), job_->error_message());
-  val r = to_val(job_->report());
+  val r(job_->report());
   r.set("warning", warning_);
   r.set("maxOpenRequests", job_->bridge().max_open_requests());
   return r;
