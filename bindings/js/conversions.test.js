@@ -7,7 +7,7 @@ import { loadTesseraModule } from './module.js';
 
 let M;
 before(async () => {
-  M = await loadTesseraModule({ pthreadPoolSize: 1 });
+  M = await loadTesseraModule({ pthreadPoolSize: 3 }); // an InversionJob's driver thread
 });
 
 // ---- Shapes ----
@@ -18,6 +18,7 @@ class ArrayOf { constructor(shape) { this.shape = shape; } }
 class Nullable { constructor(shape) { this.shape = shape; } }
 class Either { constructor(...shapes) { this.shapes = shapes; } }
 class Lazy { constructor(get) { this.get = get; } }
+class Typed { constructor(ctor) { this.ctor = ctor; } }
 const arrayOf = (s) => new ArrayOf(s);
 const nullable = (s) => new Nullable(s);
 const T3 = [N, N, N];
@@ -44,6 +45,10 @@ function assertShape(value, shape, path = 'value') {
   if (typeof shape === 'string') {
     assert.equal(typeof value, shape, `${path} is ${typeof value} (${String(value)}), not ${shape}`);
     if (shape === N) assert.ok(Number.isFinite(value), `${path} = ${value} is not finite`);
+    return;
+  }
+  if (shape instanceof Typed) {
+    assert.ok(value instanceof shape.ctor, `${path} is not a ${shape.ctor.name}: ${Object.prototype.toString.call(value)}`);
     return;
   }
   if (shape instanceof ArrayOf) {
@@ -84,6 +89,11 @@ const RUN_REPORT = {
   tilesTotal: N, tilesRun: N, tilesSkipped: N, concurrency: N, maxInFlight: N, patchEdge: N, bytesPerTile: N,
   driverSeconds: N, tileSeconds: arrayOf(N), warning: S,
 };
+const NETWORK_CALL = {
+  id: N, network: N, tile: N, dims: [N, N, N, N, N], input: new Typed(Float32Array),
+  extras: arrayOf({ role: S, dims: arrayOf(N), input: new Typed(Float32Array) }),
+};
+const JOB_STATE = { state: S, done: N, total: N, inFlight: N, requests: arrayOf(NETWORK_CALL) };
 const AGREEMENT = { voxels: N, r: N, nrmse: N, maxAbs: N, hfen: N };
 const VERIFICATION = { voxels: N, r: N, nrmse: N, maxAbs: N, compareLo: T3, compareHi: T3, margin: N };
 const OPTION = {
@@ -234,6 +244,43 @@ test('a run report from a field run, and the volume geometry', () => {
     // The identity network gives back the field inside the mask, zero outside.
     for (let i = 0; i < n; i++) assert.equal(chi[i], mask[i] ? field[i] : 0);
   } finally {
+    volume.delete();
+  }
+});
+
+test('an inversion job: its network calls (dims, heap views, the extra inputs of a phase network) and its report', async () => {
+  const request = { model: 'iqsm', te: 0.02, b0: 3 };
+  const plan = M.plan(geometry, mask, request);
+  assert.equal(plan.feasible, true, plan.message);
+  assert.equal(plan.steps, false, 'the phase networks run on a driver thread');
+  const volume = newVolume(geometry, field.map((f) => f * 40)); // a wrapped phase, rad
+  const job = M.startInversion(volume, request, plan);
+  try {
+    const roles = M.model('iqsm').inputs;
+    let calls = 0;
+    for (;;) {
+      const s = job.poll();
+      assertShape(s, JOB_STATE, 'poll');
+      for (const r of s.requests) {
+        calls++;
+        const [, channels, x, y, z] = r.dims;
+        assert.equal(r.input.length, channels * x * y * z);
+        assert.ok(r.extras.length > 0, 'iQSM takes more inputs than the phase');
+        for (const e of r.extras) {
+          assert.ok(roles.includes(e.role), `${e.role} is one of ${roles}`);
+          assert.equal(e.input.length, e.dims.reduce((p, d) => p * d, 1));
+        }
+        job.respond(r.id, new Float32Array(x * y * z)); // one output channel
+      }
+      if (s.state !== 'running') break;
+      await new Promise((resolve) => setTimeout(resolve, s.requests.length ? 0 : 2));
+    }
+    assert.ok(calls > 0);
+    const report = job.report();
+    assertShape(report, { ...RUN_REPORT, maxOpenRequests: N }, 'report');
+    assert.ok(report.maxOpenRequests >= 1);
+  } finally {
+    job.delete();
     volume.delete();
   }
 });

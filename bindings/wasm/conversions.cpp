@@ -240,6 +240,7 @@ val phantom_to_val(const val& geometry, const val& options) {
     o.threads = count(options, "threads", 1);
   }
   const Phantom p = make_phantom(g, o);
+  // Hand-written, not a value type: val(x) would first copy the three volumes in the heap, and they leave as typed arrays.
   val out = val::object();
   out.set("chi", copy_out(std::span<const float>(p.chi)));
   out.set("field", copy_out(std::span<const float>(p.field)));
@@ -274,7 +275,8 @@ val forward_field_to_val(const val& geometry, const val& chi) {
   return copy_out(std::span<const float>(f));
 }
 
-// ---- What C++ reports: Embind value types --------------------------------------------------------------------------
+// What C++ reports, as Embind value types: 64-bit figures become Numbers (the module is built with WASM_BIGINT=0),
+// optional members null, vectors JS arrays (val getters: Embind's register_vector would give a class handle).
 
 namespace {
 
@@ -363,6 +365,15 @@ void register_triple(const char* name) {
 template <class T>
 val or_null(bool present, const T& x) {
   return present ? val(x) : val::null();
+}
+
+// dims [1, channels, x, y, z] of a network call's main input.
+val call_dims(const Bridge::Request& r) {
+  val out = val::array();
+  out.call<void>("push", 1);
+  out.call<void>("push", r.shape.channels);
+  for (uint64_t d : r.shape.dims) out.call<void>("push", static_cast<double>(d));
+  return out;
 }
 
 }  // namespace
@@ -488,6 +499,24 @@ void register_value_types() {
         }
         return out;
       });
+
+  // A network call of an InversionJob. The inputs are views on the driver's buffers (the spans survive the copy
+  // val(x) converts), valid until the call is answered.
+  Fields<NamedInput>("NamedInput")
+      .field("role", &NamedInput::role)
+      .field("dims", +[](const NamedInput& e) {
+        val out = val::array();
+        for (uint64_t k : e.dims) out.call<void>("push", static_cast<double>(k));
+        return out;
+      })
+      .field("input", +[](const NamedInput& e) { return val(emscripten::typed_memory_view(e.data.size(), e.data.data())); });
+  Fields<Bridge::Request>("NetworkCall")
+      .number<&Bridge::Request::id>("id")
+      .field("network", &Bridge::Request::network)
+      .number<&Bridge::Request::tile>("tile")
+      .field("dims", &call_dims)
+      .field("input", +[](const Bridge::Request& r) { return val(emscripten::typed_memory_view(r.input.size(), r.input.data())); })
+      .field("extras", +[](const Bridge::Request& r) { return array_of(r.extras); });
 
   Fields<Normalization>("Normalization")
       .field("inputMean", &Normalization::input_mean)

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "internal/job.h"
@@ -50,15 +51,16 @@ TileCost cost_from(const val& v);
 FieldNetwork custom_network_from(const val& v);
 InversionRequest request_from(const val& v);
 
-// Registers the plain structs Tessera reports as Embind value types, so that val(x) is x's JavaScript object with
-// the names and Number types the API documents (bindings/js/index.d.ts): PatchFit, TilePlan (tile, grid, tiles,
-// verify, context, predicted fidelity), RunReport, Agreement, OptionSpec, ModelSpec, Geometry and the triples.
-// 64-bit figures become Numbers (the module is built with WASM_BIGINT=0). Called once, from EMSCRIPTEN_BINDINGS.
+// Registers the structs Tessera reports as Embind value types: val(x) is then the object index.d.ts documents.
+// Called once, from EMSCRIPTEN_BINDINGS, before any val(x) of them.
 void register_value_types();
 
 // A JS array of val(x) for each x (Embind's register_vector would give a class handle, not an array).
+// x is not a 64-bit integer (no BigInt type is registered: convert those to double).
 template <class Range>
 val array_of(const Range& items) {
+  using X = std::remove_cvref_t<decltype(*std::begin(items))>;
+  static_assert(!std::is_same_v<X, uint64_t> && !std::is_same_v<X, int64_t>, "64-bit integers cross as double");
   val out = val::array();
   for (const auto& x : items) out.call<void>("push", val(x));
   return out;
@@ -67,7 +69,8 @@ val array_of(const Range& items) {
 // {tileActivationBudget, maxPatchActivationBytes, heapCeilingBytes}: the module's memory limits.
 val limits_to_val();
 
-// The choice a plan object (from plan()) fixed, to hand back to a run.
+// The choice a plan object (from plan()) fixed, to hand back to a run (read by hand like the requests above: a
+// refused or foreign plan gets its own message).
 PlanChoice plan_choice_from(const val& plan);
 
 // The plan of request over a volume of this geometry and mask (a Uint8Array of 0/1, or undefined: every voxel), with
