@@ -20,7 +20,8 @@ const MARGIN = 2; // mask: a box MARGIN voxels inside the faces
 // An oblique affine (rotation about x, anisotropic voxels, offset): the output must keep it.
 const C = Math.cos(0.2), S = Math.sin(0.2);
 const AFFINE = [1.2, 0, 0, -14, 0, 1.0 * C, -0.9 * S, -10, 0, 1.0 * S, 0.9 * C, -7, 0, 0, 0, 1];
-const SPEC = { divisor: 1, inputMean: 0.01, inputStd: 0.05, outputMean: 0.002, outputStd: 0.5 };
+// Declared cost (a spec without bytesPerVoxel is calibrated first: the calibrate tests below).
+const SPEC = { divisor: 1, bytesPerVoxel: 1100, inputMean: 0.01, inputStd: 0.05, outputMean: 0.002, outputStd: 0.5 };
 
 let dir;
 let field; // Float32Array, ppm, x fastest
@@ -167,7 +168,8 @@ test('invert --whole --report equals the JS API run exactly; the report has tile
   assert.equal(typeof report.versions.tessera, 'string');
   assert.equal(report.versions.node, process.versions.node);
   assert.ok(report.totalWallSeconds > 0 && report.wallSeconds > 0);
-  assert.deepEqual(report.network.spec, { ...SPEC, bytesPerVoxel: 1100, fixedBytes: 0 });
+  assert.deepEqual(report.network.spec, { ...SPEC, fixedBytes: 0 });
+  assert.deepEqual([report.plan.cost.source, report.memory.cost.bytesPerVoxel], ['declared', 1100]);
   assert.equal(report.weights[0].sha256.length, 64);
   assert.deepEqual(report.inputs.field.dims, DIMS);
   assert.equal(report.inputs.mask.voxelsInside, mask.reduce((a, b) => a + b, 0));
@@ -293,7 +295,7 @@ test('SIGINT mid-run cancels: "cancelled", exit 130, no output file', async () =
   fs.writeFileSync(f('slow-field.nii'), await writeNifti(new Float32Array(48 * 48 * 32).map(() => rnd() - 0.5), like));
   fs.writeFileSync(f('slow-mask.nii'), await writeNifti(new Float32Array(48 * 48 * 32).fill(1), like));
   fs.writeFileSync(f('unet.onnx'), unet({ base: 4 }));
-  fs.writeFileSync(f('unet.json'), JSON.stringify({ divisor: 8 }));
+  fs.writeFileSync(f('unet.json'), JSON.stringify({ divisor: 8, bytesPerVoxel: 1100 }));
   let sent = false;
   const r = await run(
     ['invert', '--field', 'slow-field.nii', '--mask', 'slow-mask.nii', '--spec', 'unet.json', '--weights', 'unet.onnx',

@@ -47,12 +47,12 @@ test('tiled equals whole volume (1e-6) for a conv stack when the halo covers its
   // Inside the mask, tiles and the whole volume see identical context; at the volume's faces zero
   // padding between layers differs, so the mask keeps `layers` voxels away from them.
   const mask = interiorMask(geometry.dims, layers);
-  const whole = await tessera.invert({ field, mask, geometry, spec: { divisor: 1 }, weights, whole: true });
-  const tiled = await tessera.invert({ field, mask, geometry, spec: { divisor: 1 }, weights, tile: { core: 10, halo: layers } });
+  const whole = await tessera.invert({ field, mask, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, whole: true });
+  const tiled = await tessera.invert({ field, mask, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, tile: { core: 10, halo: layers } });
   let maxDiff = 0;
   for (let i = 0; i < field.length; i++) maxDiff = Math.max(maxDiff, Math.abs(whole.chi[i] - tiled.chi[i]));
   assert.ok(maxDiff <= 1e-6, `max |tiled - whole| = ${maxDiff}`);
-  const short = await tessera.invert({ field, mask, geometry, spec: { divisor: 1 }, weights, tile: { core: 10, halo: 1 } });
+  const short = await tessera.invert({ field, mask, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, tile: { core: 10, halo: 1 } });
   let shortDiff = 0;
   for (let i = 0; i < field.length; i++) shortDiff = Math.max(shortDiff, Math.abs(whole.chi[i] - short.chi[i]));
   assert.ok(shortDiff > 1e-4, `a halo below the receptive field should show (${shortDiff})`);
@@ -63,12 +63,12 @@ test('a U-Net with pooling (divisor 8) and a transposed-conv decoder runs tiled 
   const weights = unet({ base: 4 });
   const { geometry, field } = volume([40, 33, 27], 3);
   const mask = interiorMask(geometry.dims, 2);
-  const plan = await tessera.plan({ geometry, mask, spec: { divisor: 8 }, tile: { core: 12, halo: 4 } });
+  const plan = await tessera.plan({ geometry, mask, spec: { divisor: 8, bytesPerVoxel: 1100 }, tile: { core: 12, halo: 4 } });
   assert.equal(plan.patchEdge, 24);
-  const tiled = await tessera.invert({ field, mask, geometry, spec: { divisor: 8 }, weights, tile: { core: 12, halo: 4 } });
+  const tiled = await tessera.invert({ field, mask, geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights, tile: { core: 12, halo: 4 } });
   assert.equal(tiled.report.tilesRun, plan.tilesActive);
   assert.equal(tiled.report.tilesRun + tiled.report.tilesSkipped, tiled.report.tilesTotal);
-  const whole = await tessera.invert({ field, mask, geometry, spec: { divisor: 8 }, weights, whole: true });
+  const whole = await tessera.invert({ field, mask, geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights, whole: true });
   assert.equal(whole.report.patchEdge, 40);
   let nonzero = 0;
   for (let i = 0; i < field.length; i++) {
@@ -128,7 +128,7 @@ test('a 2-channel network runs inside the MoDL-QSM physics loop, whole and tiled
 test('a network with the wrong output shape is refused with a clear error', async () => {
   const { geometry, field } = volume([20, 20, 20], 7);
   await rejectsWith(
-    tessera.invert({ field, geometry, spec: { divisor: 8 }, weights: wrongShape(), tile: { core: 8, halo: 4 } }),
+    tessera.invert({ field, geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights: wrongShape(), tile: { core: 8, halo: 4 } }),
     'RunnerFailed',
     /returned \d+ values, expected 4096 \(\[1, 1, 16×16×16\]\)/,
   );
@@ -138,18 +138,18 @@ test('corrupt model bytes: a clear error, and the runtime stays usable', async (
   const { geometry, field } = volume([16, 16, 16], 8);
   const junk = new Uint8Array(1000).map((_, i) => (i * 37) & 255);
   await rejectsWith(
-    tessera.invert({ field, geometry, spec: { divisor: 1 }, weights: junk, tile: { core: 8, halo: 2 } }),
+    tessera.invert({ field, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: junk, tile: { core: 8, halo: 2 } }),
     'ModelLoadFailed',
     /the network could not be loaded/,
   );
-  const ok = await tessera.invert({ field, geometry, spec: { divisor: 1 }, weights: convStack({ layers: 1 }), whole: true });
+  const ok = await tessera.invert({ field, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: convStack({ layers: 1 }), whole: true });
   assert.equal(ok.chi.length, field.length);
 });
 
 test('a worker killed mid-tile is recovered and the result is unchanged', async () => {
   const weights = convStack({ layers: 2, seed: 9 });
   const { geometry, field } = volume([30, 30, 20], 9);
-  const args = { field, geometry, spec: { divisor: 1 }, weights, tile: { core: 10, halo: 2 } };
+  const args = { field, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, tile: { core: 10, halo: 2 } };
   const clean = await tessera.invert(args);
   // The fault comes from a stand-in pool worker (the shipped one has no test hooks).
   const faulty = await createTessera({ workers: 2, threadsPerWorker: 1, ortWorkerUrl: faultWorkerUrl({ crashOnTile: 3, crashTimes: 1 }) });
@@ -169,7 +169,7 @@ test('a stalled worker becomes a watchdog error, never a hang', async () => {
     const { geometry, field } = volume([24, 24, 12], 10);
     const t0 = Date.now();
     await rejectsWith(
-      t.invert({ field, geometry, spec: { divisor: 1 }, weights: convStack({ layers: 1 }), tile: { core: 8, halo: 1 } }),
+      t.invert({ field, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: convStack({ layers: 1 }), tile: { core: 8, halo: 1 } }),
       'RunnerFailed',
       /stalled: no result after 1\.5 s \(watchdog\)/,
     );
@@ -185,7 +185,7 @@ test('cancel mid-run rejects with AbortError and leaves no worker behind', async
   const controller = new AbortController();
   let progressed = 0;
   const run = tessera.invert({
-    field, geometry, spec: { divisor: 8 }, weights: unet({ base: 4 }), tile: { core: 8, halo: 4 }, signal: controller.signal,
+    field, geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights: unet({ base: 4 }), tile: { core: 8, halo: 4 }, signal: controller.signal,
     onProgress: (p) => {
       progressed = p.done;
       if (p.done >= 3) controller.abort();
@@ -197,28 +197,28 @@ test('cancel mid-run rejects with AbortError and leaves no worker behind', async
   assert.equal(status.running, 0);
   assert.equal(status.liveWorkers, 0);
   // The runtime runs again afterwards.
-  const again = await tessera.invert({ field, geometry, spec: { divisor: 1 }, weights: convStack({ layers: 1 }), whole: true });
+  const again = await tessera.invert({ field, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: convStack({ layers: 1 }), whole: true });
   assert.equal(again.chi.length, field.length);
 });
 
 test('bad input is refused with clear errors', async () => {
   const { geometry, field } = volume([20, 20, 20], 12);
   const weights = convStack({ layers: 1 });
-  await rejectsWith(tessera.invert({ field, mask: new Uint8Array(10), geometry, spec: {}, weights }), 'InvalidArgument', /same dims/);
+  await rejectsWith(tessera.invert({ field, mask: new Uint8Array(10), geometry, spec: { bytesPerVoxel: 1100 }, weights }), 'InvalidArgument', /same dims/);
   const bad = field.slice();
   bad[5] = NaN;
-  await rejectsWith(tessera.invert({ field: bad, geometry, spec: {}, weights, whole: true }), 'NonFiniteInput', /1 non-finite voxel/);
+  await rejectsWith(tessera.invert({ field: bad, geometry, spec: { bytesPerVoxel: 1100 }, weights, whole: true }), 'NonFiniteInput', /1 non-finite voxel/);
   await rejectsWith(tessera.invert({ field, geometry, model: 'nope', weights }), 'InvalidArgument', /unknown model 'nope'/);
   await rejectsWith(tessera.invert({ field, geometry, model: 'iqsm', weights }), 'InvalidArgument', /wrapped phase/);
   await rejectsWith(tessera.invert({ field, geometry, model: 'nextqsm', weights }), 'InvalidArgument', /needs 2 network file/);
   // The native default patch in wasm: refused up front with the planner's advice.
   const big = volume([200, 200, 150], 13);
   await rejectsWith(
-    tessera.invert({ field: big.field, geometry: big.geometry, spec: { divisor: 8 }, weights, tile: { core: 128, halo: 8 } }),
+    tessera.invert({ field: big.field, geometry: big.geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights, tile: { core: 128, halo: 8 } }),
     'BudgetExceeded',
     /144³.*largest core that fits is 112/,
   );
-  const plan = await tessera.plan({ geometry: big.geometry, spec: { divisor: 8 }, tile: { core: 128, halo: 8 } });
+  const plan = await tessera.plan({ geometry: big.geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, tile: { core: 128, halo: 8 } });
   assert.equal(plan.feasible, false);
   assert.match(plan.message, /largest core that fits is 112/);
 });
@@ -251,20 +251,20 @@ test('tile "auto": the C++ auto-planner chooses core, workers and threads, expla
   const { geometry, field } = volume([64, 56, 40], 14);
   const mask = interiorMask(geometry.dims, 4);
   // By default (quality faithful) the whole volume, which fits here, is exact and no slower than a faithful tiling.
-  const faithful = await tessera.plan({ geometry, mask, spec: { divisor: 8 }, tile: 'auto' });
+  const faithful = await tessera.plan({ geometry, mask, spec: { divisor: 8, bytesPerVoxel: 1100 }, tile: 'auto' });
   assert.equal(faithful.wholeVolume, true);
   assert.match(faithful.explanation, /^the whole volume \(64×56×40/);
   // The speed-only planner (quality fast) tiles at the network's halo.
-  const plan = await tessera.plan({ geometry, mask, spec: { divisor: 8 }, tile: 'auto', quality: 'fast' });
+  const plan = await tessera.plan({ geometry, mask, spec: { divisor: 8, bytesPerVoxel: 1100 }, tile: 'auto', quality: 'fast' });
   assert.ok(plan.feasible, plan.message);
   assert.match(plan.explanation, /core \d+, halo 4 .* estimated \d+ s/);
   assert.ok(plan.workers >= 1 && plan.threadsPerWorker >= 1);
   assert.ok(plan.estimatedSeconds > 0);
-  const { report } = await tessera.invert({ field, mask, geometry, spec: { divisor: 8 }, weights: unet({ base: 4 }), tile: 'auto', quality: 'fast' });
+  const { report } = await tessera.invert({ field, mask, geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights: unet({ base: 4 }), tile: 'auto', quality: 'fast' });
   assert.equal(report.plan.tile.core, plan.tile.core);
   assert.equal(report.tilesRun, plan.tilesActive);
   // A fixed halo and worker count are kept.
-  const fixed = await tessera.plan({ geometry, mask, spec: { divisor: 8 }, tile: { core: 'auto', halo: 8 }, workers: 1, quality: 'fast' });
+  const fixed = await tessera.plan({ geometry, mask, spec: { divisor: 8, bytesPerVoxel: 1100 }, tile: { core: 'auto', halo: 8 }, workers: 1, quality: 'fast' });
   assert.equal(fixed.tile.halo, 8);
   assert.equal(fixed.workers, 1);
 });
@@ -347,4 +347,42 @@ test('native patching (AutoQSM, QSMGAN) runs in steps from the pool: their patch
   }
   assert.ok(worst < 1e-6, `QSMGAN transform off by ${worst}`);
   assert.equal((await tessera.status()).running, 0);
+});
+
+test('a run whose worker heap exceeds its plan says so: report.memory.warning with the measured bytes per voxel to declare', async () => {
+  const { geometry, field } = volume([32, 32, 32], 21);
+  // Declared far too low: 1 B/voxel, nothing per worker. The run itself is fine; its report must not be.
+  const spec = { divisor: 8, bytesPerVoxel: 1, fixedBytes: 0 };
+  const { report } = await tessera.invert({ field, geometry, spec, weights: unet({ base: 4 }), whole: true });
+  const m = report.memory;
+  const heap = Math.max(...m.workerHeapHighWater);
+  assert.equal(m.cost.source, 'declared');
+  assert.ok(m.workerHeapVsPlan > 1, `${m.workerHeapVsPlan}`);
+  assert.equal(m.workerHeapVsPlan, heap / report.plan.bytesPerTile);
+  // (heap − fixed) / patch voxels, rounded up to 10 B.
+  assert.equal(m.measuredBytesPerVoxel, Math.ceil(heap / 32 ** 3 / 10) * 10);
+  assert.match(m.warning, new RegExp(`an ONNX Runtime worker heap reached .*, ${m.workerHeapVsPlan.toFixed(2)}× the .* planned per tile`));
+  assert.match(m.warning, new RegExp(`declare "bytesPerVoxel": ${m.measuredBytesPerVoxel} in the spec \\(--spec bytesPerVoxel ${m.measuredBytesPerVoxel}\\)`));
+  // Declared at the figure the warning gave: the same run is within its plan and says nothing.
+  const { report: again } = await tessera.invert({ field, geometry, spec: { ...spec, bytesPerVoxel: m.measuredBytesPerVoxel }, weights: unet({ base: 4 }), whole: true });
+  assert.ok(again.memory.workerHeapVsPlan <= 1, `${again.memory.workerHeapVsPlan}`);
+  assert.equal(again.memory.warning, undefined);
+});
+
+test('a worker heap passing the guard fails the run clearly (MemoryCeiling, the plan and what to do), never a stall', async () => {
+  // A real small guard: just above what a worker holds after its session (see pool.test.js for the stand-in worker).
+  const t = await createTessera({ workers: 1, watchdogMs: 120000, workerHeapGuardBytes: 17 * 2 ** 20 });
+  try {
+    const { geometry, field } = volume([48, 48, 48], 22);
+    const t0 = Date.now();
+    await rejectsWith(
+      t.invert({ field, geometry, spec: { divisor: 8, bytesPerVoxel: 1 }, weights: unet({ base: 8 }), whole: true }),
+      'MemoryCeiling',
+      /^whole volume 48×48×48: tile 1 stopped: ONNX Runtime worker \d+ asked to grow its heap from .* past the 17\.8 MB heap guard below the 4 GiB wasm heap ceiling .*; the plan allowed 0\.1 MB per tile: the network needs more memory than its spec declares: leave bytesPerVoxel out of the spec to have it calibrated/,
+    );
+    assert.ok(Date.now() - t0 < 60000, `${Date.now() - t0} ms`);
+    assert.equal((await t.status()).liveWorkers, 0);
+  } finally {
+    await t.terminate();
+  }
 });
