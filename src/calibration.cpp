@@ -195,8 +195,8 @@ MemoryVerdict check_measured_memory(const MeasuredMemory& m, const std::string& 
                   v.worker_heap_vs_plan, format_gb(m.planned_bytes_per_tile).c_str());
     w = buf;
     w += (m.cost.fixed_bytes ? format_gb(m.cost.fixed_bytes) + " + " : std::string()) + std::to_string(m.cost.bytes_per_voxel) +
-         " B/voxel × " + std::to_string(m.patch_voxels) + " voxels): the network costs " +
-         std::to_string(v.measured_bytes_per_voxel) + " B/voxel measured";
+         " B/voxel × " + std::to_string(m.patch_voxels) + " voxels): " + std::to_string(v.measured_bytes_per_voxel) +
+         " B/voxel measured at this patch (the heap beyond the declared fixed bytes, per patch voxel)";
     if (custom) {
       w += "; declare \"bytesPerVoxel\": " + std::to_string(v.measured_bytes_per_voxel) + " in " + network +
            " (--spec bytesPerVoxel " + std::to_string(v.measured_bytes_per_voxel) +

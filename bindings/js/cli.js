@@ -123,8 +123,9 @@ Usage:
 
 Prints the patch edge, MB per tile, tiles in flight, tiles total/active/skipped (skipped: no mask voxel
 in the core), activation and peak memory against the runtime's limits, the predicted fidelity against the
-whole-volume run and the network's reach, or the planner's refusal and advice (exit code 2). --weights
-FILE lets the planner read the network's reach from its graph (--probe: measure it). --json prints the plan object instead of the table. With --phase (iqsm, iqfm,
+whole-volume run and the network's reach, the memory cost and where it came from, or the planner's refusal and advice
+(exit code 2). --weights FILE lets the planner read the network's reach from its graph (--probe: measure it) and
+calibrates a --spec that declares no bytesPerVoxel (without --weights its cost is marked assumed). --json prints the plan object instead of the table. With --phase (iqsm, iqfm,
 iqsm-plus) the echo count comes from the file (one network call per echo); --te is optional here.
 Options as for \`tessera-qsm invert --help\`.
 `,
