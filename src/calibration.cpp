@@ -206,7 +206,8 @@ MemoryVerdict check_measured_memory(const MeasuredMemory& m, const std::string& 
            " --weights FILE) and report it";
     }
   }
-  if (v.module_heap_vs_plan > 1.0) {
+  const bool module_grew = m.module_heap_before_bytes == 0 || m.module_heap_bytes > m.module_heap_before_bytes;
+  if (v.module_heap_vs_plan > 1.0 && module_grew) {
     if (!w.empty()) w += ". ";
     std::snprintf(buf, sizeof buf, "the C++ module heap reached %s, %.2f× the %s planned (the volumes and patches in flight)",
                   format_gb(m.module_heap_bytes).c_str(), v.module_heap_vs_plan, format_gb(m.planned_module_heap_bytes).c_str());

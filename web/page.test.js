@@ -410,6 +410,30 @@ test('a NIfTI pair loaded through the file inputs runs end to end with a custom 
   await page.screenshot({ path: path.join(ARTIFACTS, 'nifti-done.png'), fullPage: true });
 });
 
+test('a custom network without bytes per voxel is calibrated from its .onnx before it is planned; the run stays within it', { skip }, async () => {
+  // The custom network and the NIfTI pair of the previous test.
+  await page.fill('#customBpv', '');
+  await planWith({ feasible: 'true', costSource: 'calibrated' }, 120000);
+  const plan = await readData('#planReadout');
+  assert.ok(plan.costBytesPerVoxel > 0);
+  assert.match(await page.textContent('#planReadout'), new RegExp(`Memory cost\\s*[\\d.]+ MB \\+ ${plan.costBytesPerVoxel} B/voxel per worker, calibrated \\(\\d patches measured in [\\d.]+ s\\)`));
+  await page.click('#run');
+  await waitState(['done', 'error'], 120000);
+  assert.equal(await pageState(), 'done', await errorText());
+  const report = await readData('#report');
+  assert.ok(report.workerHeapVsPlan <= 1, `worker heap ${report.workerHeapVsPlan}× the calibrated plan`);
+  assert.equal(report.memoryWarning, false);
+  // Declared far too low: the run's report shows the memory warning with the figure to declare.
+  await page.fill('#customBpv', '1');
+  await planWith({ feasible: 'true', costSource: 'declared', costBytesPerVoxel: 1 });
+  await page.click('#run');
+  await waitState(['done', 'error'], 120000);
+  assert.equal(await pageState(), 'done', await errorText());
+  assert.equal((await readData('#report')).memoryWarning, true);
+  assert.match(await page.textContent('#report'), /Memory warning\s*an ONNX Runtime worker heap reached .* declare "bytesPerVoxel": \d+ in the spec/);
+  await page.fill('#customBpv', '1100');
+});
+
 test('the quality select changes the plan (fast: another, faster tiling than faithful when the whole volume does not fit); the readout shows the estimate beside the predicted fidelity, the network’s reach and the fidelity warning of a tiny budget; overlapping tiles on the map', { skip }, async () => {
   const { graphReceptiveField } = await import('../bindings/js/index.js');
   const graph = graphReceptiveField(new Uint8Array(fs.readFileSync(netPath)));

@@ -314,6 +314,7 @@ const methods = {
     if (weights.length !== plan.networks || weights.some((w) => !w || !w.byteLength)) {
       throw new TesseraError(`this model needs ${plan.networks} network file(s) (weights), got ${weights.filter(Boolean).length}`, 'InvalidArgument');
     }
+    const moduleHeapBefore = M.heapBytes(); // the module heap never shrinks: what this run added is judged
     const volume = phase
       ? makeVolume(a.geometry, a.phase, a.mask, { echoes: echoesOf(a), magnitude: a.magnitude, what: 'phase' })
       : makeVolume(a.geometry, a.field, a.mask);
@@ -342,7 +343,7 @@ const methods = {
       const workerHeapHighWater = stats.flatMap((s) => s.perWorker.map((w) => w.heapHighWater));
       const moduleHeapBytes = M.heapBytes();
       // The real run against the plan (C++: ratios, 1 = exact, above 1 the plan was too low; the figure to declare).
-      const check = call(() => M.memoryCheck(request, plan, Math.max(0, ...workerHeapHighWater), moduleHeapBytes, a.model ?? 'the spec'));
+      const check = call(() => M.memoryCheck(request, plan, Math.max(0, ...workerHeapHighWater), moduleHeapBytes, moduleHeapBefore, a.model ?? 'the spec'));
       report.memory = {
         moduleHeapBytes,
         workerHeapHighWater,

@@ -62,8 +62,8 @@ val forward_of(val geometry, val chi) { return guarded([&] { return forward_fiel
 val calibration_edges(double divisor, double count) { return guarded([&] { return calibration_edges_to_val(divisor, count); }); }
 bool calibration_slope(val points) { return guarded([&] { return calibration_slope_of(points); }); }
 val fit_calibration(val points) { return guarded([&] { return calibration_fit_to_val(points); }); }
-val memory_check(val request, val plan, double worker_heap, double module_heap, std::string network) {
-  return guarded([&] { return memory_check_to_val(request, plan, worker_heap, module_heap, network); });
+val memory_check(val request, val plan, double worker_heap, double module_heap, double module_before, std::string network) {
+  return guarded([&] { return memory_check_to_val(request, plan, worker_heap, module_heap, module_before, network); });
 }
 val job_report(InversionJob& j) { return guarded([&] { return j.report(); }); }
 val job_result(InversionJob& j) { return guarded([&] { return j.result_view(); }); }

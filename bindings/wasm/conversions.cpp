@@ -556,12 +556,13 @@ val calibration_fit_to_val(const val& points) {
 }
 
 val memory_check_to_val(const val& request, const val& plan, double worker_heap_bytes, double module_heap_bytes,
-                        const std::string& network) {
+                        double module_heap_before_bytes, const std::string& network) {
   const InversionRequest r = request_from(request);
   MeasuredMemory m;
   m.cost = r.model ? r.model->tile_cost() : r.custom.cost;
   m.worker_heap_bytes = static_cast<uint64_t>(std::max(0.0, worker_heap_bytes));
   m.module_heap_bytes = static_cast<uint64_t>(std::max(0.0, module_heap_bytes));
+  m.module_heap_before_bytes = static_cast<uint64_t>(std::max(0.0, module_heap_before_bytes));
   m.planned_bytes_per_tile = static_cast<uint64_t>(number(plan, "bytesPerTile", 0));
   m.planned_module_heap_bytes = static_cast<uint64_t>(number(plan, "moduleHeapBytes", 0));
   const std::array<uint64_t, 3> dims = triple<uint64_t>(plan, "patchDims", {0, 0, 0});

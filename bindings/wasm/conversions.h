@@ -86,6 +86,6 @@ val calibration_fit_to_val(const val& points);
 // A run's measured heaps against the plan it obeyed: {workerHeapVsPlan, moduleHeapVsPlan, over,
 // measuredBytesPerVoxel, warning (null when nothing exceeded its plan)}. network names the network for the advice.
 val memory_check_to_val(const val& request, const val& plan, double worker_heap_bytes, double module_heap_bytes,
-                        const std::string& network);
+                        double module_heap_before_bytes, const std::string& network);
 
 }  // namespace tessera::js

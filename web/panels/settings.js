@@ -176,6 +176,8 @@ export class SettingsPanel {
       verifyPossible: v?.possible,
       verifyLo: v?.possible ? v.lo : undefined,
       verifyHi: v?.possible ? v.hi : undefined,
+      costSource: plan.cost?.source,
+      costBytesPerVoxel: plan.cost?.bytesPerVoxel,
     });
   }
 }

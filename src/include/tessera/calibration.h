@@ -62,6 +62,7 @@ CalibrationFit fit_calibration(std::span<const HeapPoint> points);
 struct MeasuredMemory {
   uint64_t worker_heap_bytes = 0;          // the largest ONNX Runtime worker heap high-water of the run
   uint64_t module_heap_bytes = 0;          // the C++ module's heap after the run
+  uint64_t module_heap_before_bytes = 0;   // the same before the run (0: unknown); it never shrinks
   uint64_t planned_bytes_per_tile = 0;     // plan: fixed + bytes_per_voxel · patch voxels
   uint64_t planned_module_heap_bytes = 0;  // plan: the module heap with growth slack
   uint64_t patch_voxels = 0;               // voxels of one patch (the whole padded volume for a whole run)
@@ -77,7 +78,8 @@ struct MemoryVerdict {
   std::string warning;                      // empty when nothing exceeded its plan
 };
 
-// Compares a run's measured heaps with its plan.
+// Compares a run's measured heaps with its plan. The module heap is only said to exceed its plan when it grew during
+// the run: a heap that was already larger (the runtime computed something bigger before) is not this plan's error.
 // planned_bytes_per_tile and planned_module_heap_bytes are >= 1 (else Error InvalidArgument).
 // network names the network for the advice ("spec net.json", "demo-unet"); custom: declared in a spec, not the registry.
 MemoryVerdict check_measured_memory(const MeasuredMemory& m, const std::string& network, bool custom);
