@@ -946,7 +946,7 @@ async function startLongRun(tab) {
     const dims = [64, 64, 48];
     const field = new Float32Array(dims[0] * dims[1] * dims[2]).map((_, i) => Math.sin(i));
     globalThis.longRun = { done: 0 };
-    t.invert({ field, geometry: { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] }, spec: { divisor: 8 }, weights: new Uint8Array(net),
+    t.invert({ field, geometry: { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] }, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights: new Uint8Array(net),
       tile: { core: 8, halo: 4 }, workers: 2, onProgress: (p) => (globalThis.longRun.done = p.done) }).catch(() => {});
   }, Array.from(unetNet()));
   await tab.waitForFunction(() => globalThis.longRun.done >= 2, null, { timeout: 90000, polling: 50 });
@@ -979,7 +979,7 @@ test('reload mid-run: every worker of the old page closes (none orphaned), and t
     const { createTessera } = await import('/bindings/js/index.js');
     const t = await createTessera({ workers: 1 });
     try {
-      const r = await t.invert({ field: new Float32Array(field), geometry: { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] }, spec: { divisor: 1 }, weights: new Uint8Array(net), whole: true });
+      const r = await t.invert({ field: new Float32Array(field), geometry: { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] }, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: new Uint8Array(net), whole: true });
       return Array.from(r.chi);
     } finally {
       await t.terminate();
@@ -1012,9 +1012,9 @@ test('soak in Chromium: 50 mixed runs of the package in one page (2 networks, 3 
   // 50 runs as in the node soak (bindings/js/index.test.js); small volumes keep it to about a minute.
   const tab = await appTab();
   const kinds = [
-    { dims: [20, 18, 14], spec: { divisor: 1 }, net: Array.from(networks.convStack({ layers: 2, seed: 6 })), tile: { core: 8, halo: 2 } },
-    { dims: [32, 24, 24], spec: { divisor: 8 }, net: Array.from(unetNet()), tile: { core: 8, halo: 4 } },
-    { dims: [16, 16, 16], spec: { divisor: 1 }, net: Array.from(networks.convStack({ layers: 1, seed: 7 })), whole: true },
+    { dims: [20, 18, 14], spec: { divisor: 1, bytesPerVoxel: 1100 }, net: Array.from(networks.convStack({ layers: 2, seed: 6 })), tile: { core: 8, halo: 2 } },
+    { dims: [32, 24, 24], spec: { divisor: 8, bytesPerVoxel: 1100 }, net: Array.from(unetNet()), tile: { core: 8, halo: 4 } },
+    { dims: [16, 16, 16], spec: { divisor: 1, bytesPerVoxel: 1100 }, net: Array.from(networks.convStack({ layers: 1, seed: 7 })), whole: true },
   ];
   await tab.evaluate(async (kinds) => {
     const { createTessera } = await import('/bindings/js/index.js');

@@ -186,14 +186,14 @@ test('ONNX Runtime out of memory for real inside a worker: a TesseraError naming
   const weights = memoryHog();
   const big = volume([64, 64, 64], 14);
   await rejectsWith(
-    tessera.invert({ field: big.field, geometry: big.geometry, spec: { divisor: 1 }, weights, whole: true }),
+    tessera.invert({ field: big.field, geometry: big.geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, whole: true }),
     'RunnerFailed',
     /^whole volume 64×64×64: tile 1 failed after 2 attempt\(s\): out of memory in ONNX Runtime \(.*bad_alloc.*: this patch needs more memory than an ONNX Runtime worker's wasm heap holds \(at most 4 GB\): run smaller patches/,
   );
   const st = await tessera.status();
   assert.deepEqual([st.running, st.liveWorkers], [0, 0], 'no run and no ONNX Runtime worker left behind');
   const small = volume([10, 9, 8], 15);
-  const { chi, report } = await tessera.invert({ field: small.field, geometry: small.geometry, spec: { divisor: 1 }, weights, tile: { core: 5, halo: 0 } });
+  const { chi, report } = await tessera.invert({ field: small.field, geometry: small.geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, tile: { core: 5, halo: 0 } });
   assert.deepEqual(chi, small.field, 'the same network, in patches that fit, is the identity');
   assert.equal(report.tilesRun, 8);
 });
@@ -230,7 +230,7 @@ const osThreads = () => fs.readdirSync('/proc/self/task').length;
 test('cancel at 100 seeded points from before the first tile to after the last: AbortError or the whole result, no worker left, then χ bit-identical to a fresh runtime', { timeout: 300000 }, async () => {
   const weights = convStack({ layers: 1, channels: 2, seed: 5 });
   const { geometry, field } = volume([24, 20, 16], 16);
-  const args = { field, geometry, spec: { divisor: 1 }, weights, tile: { core: 8, halo: 1 }, workers: 1 }; // 18 tiles
+  const args = { field, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, tile: { core: 8, halo: 1 }, workers: 1 }; // 18 tiles
   const ref = await tessera.invert(args);
   const t0 = performance.now();
   await tessera.invert(args);
@@ -297,10 +297,10 @@ test('soak: 50 mixed runs in one runtime (3 networks, 4 sizes, cancels): bounded
   const RECYCLE = 24 * 2 ** 20; // workers whose wasm heap passes 24 MiB after a tile are replaced
   const [demo] = await tessera.loadWeights('demo-unet');
   const kinds = [
-    { name: 'conv stack, 20×18×14, core 8', ...volume([20, 18, 14], 31), spec: { divisor: 1 }, weights: convStack({ layers: 2, seed: 6 }), tile: { core: 8, halo: 2 } },
-    { name: 'U-Net, 32×24×24, core 8', ...volume([32, 24, 24], 32), spec: { divisor: 8 }, weights: unet({ base: 4 }), tile: { core: 8, halo: 4 } },
+    { name: 'conv stack, 20×18×14, core 8', ...volume([20, 18, 14], 31), spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: convStack({ layers: 2, seed: 6 }), tile: { core: 8, halo: 2 } },
+    { name: 'U-Net, 32×24×24, core 8', ...volume([32, 24, 24], 32), spec: { divisor: 8, bytesPerVoxel: 1100 }, weights: unet({ base: 4 }), tile: { core: 8, halo: 4 } },
     { name: 'demo-unet (registry), 32×32×24 whole', ...volume([32, 32, 24], 33), model: 'demo-unet', weights: demo, whole: true },
-    { name: 'conv stack, 16³ whole', ...volume([16, 16, 16], 34), spec: { divisor: 1 }, weights: convStack({ layers: 1, seed: 7 }), whole: true },
+    { name: 'conv stack, 16³ whole', ...volume([16, 16, 16], 34), spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: convStack({ layers: 1, seed: 7 }), whole: true },
   ].map(({ n, ...k }) => ({ ...k, args: { field: k.field, geometry: k.geometry, spec: k.spec, model: k.model, weights: k.weights, tile: k.tile, whole: k.whole, workers: 1 } }));
   // References: each request first on a fresh runtime that replaces every worker after each tile, so a worker's
   // heap there is that of one tile on a fresh worker.
