@@ -13,80 +13,13 @@
 // bench/calibrate-browser.js runs the same measurement (measurePoint/summarize below) in headless Chromium.
 //
 // This module is also imported by the browser page of calibrate-browser.js: no node import at the top level.
+// The quick product calibration (tessera.calibrate) against this study's figures: bench/calibrate-quick.js.
 
-/** Deterministic smooth input patch (values ~ ±0.1 ppm, like a local field); `channels` planes one after the other. */
-export function patchInput(edge, channels = 1) {
-  const n = channels * edge * edge * edge;
-  const x = new Float32Array(n);
-  for (let i = 0; i < n; i++) x[i] = 0.05 * Math.sin(0.013 * i) + 0.05 * Math.cos(0.0071 * i + 1);
-  return x;
-}
+// The measurement itself is the product's (bindings/js/calibrate.js: tessera.calibrate, `tessera-qsm calibrate`): one
+// point = a fresh pool, the heap after session creation and after the patches. This study runs more edges and repeats.
+import { measurePoint } from '../bindings/js/calibrate.js';
 
-/**
- * The further inputs of a multi-input (phase) network for an edge³ patch, by role: a full mask, TE 20 ms, 3 T,
- * the border shell, B0 along z.
- */
-export function phaseExtras(roles, edge) {
-  const dims = [1, 1, edge, edge, edge];
-  const n = edge ** 3;
-  const shell = new Float32Array(n);
-  for (let x = 1; x < edge - 1; x++) for (let y = 1; y < edge - 1; y++) for (let z = 1; z < edge - 1; z++) shell[(x * edge + y) * edge + z] = 1;
-  const make = {
-    mask: () => ({ input: new Float32Array(n).fill(1), dims }),
-    border: () => ({ input: shell, dims }),
-    te: () => ({ input: Float32Array.of(0.02), dims: [1] }),
-    b0: () => ({ input: Float32Array.of(3), dims: [1] }),
-    b0_dir: () => ({ input: Float32Array.of(0, 0, 1), dims: [1, 1, 3] }),
-  };
-  return roles.slice(1).map((role) => {
-    if (!make[role]) throw new Error(`no calibration input for role '${role}'`);
-    return { role, ...make[role]() };
-  });
-}
-
-/**
- * One measurement point in a fresh pool.
- * @param {object} o
- * @param {Function} o.WorkerPool the pool class (bindings/js/pool.js)
- * @param {Uint8Array} o.model ONNX bytes
- * @param {number} o.edge patch edge (a multiple of the network's divisor)
- * @param {number} o.threads ORT threads in the worker
- * @param {number} [o.runs=2] patches run in the same session (the high-water must not keep growing)
- * @param {object} [o.poolOptions] extra WorkerPool options (browser: ortModuleUrl, ortWasmPaths)
- * @param {string[]} [o.inputRoles] multi-input networks: the input roles (phaseExtras makes the further inputs)
- * @param {number} [o.channels=1] input and output channels ([1,C,e,e,e] in and out)
- */
-export async function measurePoint({ WorkerPool, model, edge, threads, runs = 2, poolOptions = {}, inputRoles, channels = 1 }) {
-  const pool = new WorkerPool({ model, workers: 1, threadsPerWorker: threads, inputRoles, ...poolOptions });
-  try {
-    const t0 = performance.now();
-    await pool.ready();
-    const sessionSeconds = (performance.now() - t0) / 1000;
-    const afterSessionBytes = pool.stats().perWorker[0].heapHighWater;
-    const input = patchInput(edge, channels);
-    const dims = [1, channels, edge, edge, edge];
-    const extras = inputRoles ? phaseExtras(inputRoles, edge) : [];
-    const perRun = [];
-    for (let r = 0; r < runs; r++) {
-      const res = await pool.run({ id: r, input, dims, extras });
-      if (res.dims.join(',') !== dims.join(',')) throw new Error(`edge ${edge}: output dims [${res.dims}] != [${dims}]`);
-      perRun.push({ seconds: res.seconds, heapBytes: res.heapBytes });
-    }
-    const heapBytes = pool.stats().perWorker[0].heapHighWater;
-    return {
-      edge,
-      voxels: edge ** 3,
-      heapBytes,
-      afterSessionBytes,
-      firstRunHeapBytes: perRun[0].heapBytes,
-      seconds: perRun[0].seconds,
-      secondsPerRun: perRun.map((p) => +p.seconds.toFixed(3)),
-      sessionSeconds: +sessionSeconds.toFixed(3),
-    };
-  } finally {
-    await pool.terminate();
-  }
-}
+export { patchInput, phaseExtras, measurePoint } from '../bindings/js/calibrate.js';
 
 /** Least squares y = a + b·x: {a, b, r2}. */
 export function fitLinear(xs, ys) {

@@ -410,6 +410,30 @@ test('a NIfTI pair loaded through the file inputs runs end to end with a custom 
   await page.screenshot({ path: path.join(ARTIFACTS, 'nifti-done.png'), fullPage: true });
 });
 
+test('a custom network without bytes per voxel is calibrated from its .onnx before it is planned; the run stays within it', { skip }, async () => {
+  // The custom network and the NIfTI pair of the previous test.
+  await page.fill('#customBpv', '');
+  await planWith({ feasible: 'true', costSource: 'calibrated' }, 120000);
+  const plan = await readData('#planReadout');
+  assert.ok(plan.costBytesPerVoxel > 0);
+  assert.match(await page.textContent('#planReadout'), new RegExp(`Memory cost\\s*[\\d.]+ MB \\+ ${plan.costBytesPerVoxel} B/voxel per worker, calibrated \\(\\d patches measured in [\\d.]+ s\\)`));
+  await page.click('#run');
+  await waitState(['done', 'error'], 120000);
+  assert.equal(await pageState(), 'done', await errorText());
+  const report = await readData('#report');
+  assert.ok(report.workerHeapVsPlan <= 1, `worker heap ${report.workerHeapVsPlan}× the calibrated plan`);
+  assert.equal(report.memoryWarning, false);
+  // Declared far too low: the run's report shows the memory warning with the figure to declare.
+  await page.fill('#customBpv', '1');
+  await planWith({ feasible: 'true', costSource: 'declared', costBytesPerVoxel: 1 });
+  await page.click('#run');
+  await waitState(['done', 'error'], 120000);
+  assert.equal(await pageState(), 'done', await errorText());
+  assert.equal((await readData('#report')).memoryWarning, true);
+  assert.match(await page.textContent('#report'), /Memory warning\s*an ONNX Runtime worker heap reached .* declare "bytesPerVoxel": \d+ in the spec/);
+  await page.fill('#customBpv', '1100');
+});
+
 test('the quality select changes the plan (fast: another, faster tiling than faithful when the whole volume does not fit); the readout shows the estimate beside the predicted fidelity, the network’s reach and the fidelity warning of a tiny budget; overlapping tiles on the map', { skip }, async () => {
   const { graphReceptiveField } = await import('../bindings/js/index.js');
   const graph = graphReceptiveField(new Uint8Array(fs.readFileSync(netPath)));
@@ -922,7 +946,7 @@ async function startLongRun(tab) {
     const dims = [64, 64, 48];
     const field = new Float32Array(dims[0] * dims[1] * dims[2]).map((_, i) => Math.sin(i));
     globalThis.longRun = { done: 0 };
-    t.invert({ field, geometry: { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] }, spec: { divisor: 8 }, weights: new Uint8Array(net),
+    t.invert({ field, geometry: { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] }, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights: new Uint8Array(net),
       tile: { core: 8, halo: 4 }, workers: 2, onProgress: (p) => (globalThis.longRun.done = p.done) }).catch(() => {});
   }, Array.from(unetNet()));
   await tab.waitForFunction(() => globalThis.longRun.done >= 2, null, { timeout: 90000, polling: 50 });
@@ -955,7 +979,7 @@ test('reload mid-run: every worker of the old page closes (none orphaned), and t
     const { createTessera } = await import('/bindings/js/index.js');
     const t = await createTessera({ workers: 1 });
     try {
-      const r = await t.invert({ field: new Float32Array(field), geometry: { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] }, spec: { divisor: 1 }, weights: new Uint8Array(net), whole: true });
+      const r = await t.invert({ field: new Float32Array(field), geometry: { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] }, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: new Uint8Array(net), whole: true });
       return Array.from(r.chi);
     } finally {
       await t.terminate();
@@ -988,9 +1012,9 @@ test('soak in Chromium: 50 mixed runs of the package in one page (2 networks, 3 
   // 50 runs as in the node soak (bindings/js/index.test.js); small volumes keep it to about a minute.
   const tab = await appTab();
   const kinds = [
-    { dims: [20, 18, 14], spec: { divisor: 1 }, net: Array.from(networks.convStack({ layers: 2, seed: 6 })), tile: { core: 8, halo: 2 } },
-    { dims: [32, 24, 24], spec: { divisor: 8 }, net: Array.from(unetNet()), tile: { core: 8, halo: 4 } },
-    { dims: [16, 16, 16], spec: { divisor: 1 }, net: Array.from(networks.convStack({ layers: 1, seed: 7 })), whole: true },
+    { dims: [20, 18, 14], spec: { divisor: 1, bytesPerVoxel: 1100 }, net: Array.from(networks.convStack({ layers: 2, seed: 6 })), tile: { core: 8, halo: 2 } },
+    { dims: [32, 24, 24], spec: { divisor: 8, bytesPerVoxel: 1100 }, net: Array.from(unetNet()), tile: { core: 8, halo: 4 } },
+    { dims: [16, 16, 16], spec: { divisor: 1, bytesPerVoxel: 1100 }, net: Array.from(networks.convStack({ layers: 1, seed: 7 })), whole: true },
   ];
   await tab.evaluate(async (kinds) => {
     const { createTessera } = await import('/bindings/js/index.js');

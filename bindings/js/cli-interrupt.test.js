@@ -48,9 +48,9 @@ before(async () => {
   fs.writeFileSync(f('field.nii'), await writeNifti(new Float32Array(N).map(() => rnd() - 0.5), like));
   fs.writeFileSync(f('mask.nii'), await writeNifti(new Float32Array(N).fill(1), like));
   fs.writeFileSync(f('unet.onnx'), unet({ base: 4 }));
-  fs.writeFileSync(f('unet.json'), JSON.stringify({ divisor: 8 }));
+  fs.writeFileSync(f('unet.json'), JSON.stringify({ divisor: 8, bytesPerVoxel: 1100 }));
   fs.writeFileSync(f('net.onnx'), convStack({ layers: 1, seed: 3 }));
-  fs.writeFileSync(f('spec.json'), JSON.stringify({ divisor: 1 }));
+  fs.writeFileSync(f('spec.json'), JSON.stringify({ divisor: 1, bytesPerVoxel: 1100 }));
 });
 after(() => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });

@@ -51,6 +51,7 @@ ${INVERT_USAGE}  tessera-qsm plan   (--field f.nii[.gz] | --phase p.nii[.gz] [--
                      [--core N --halo N --workers N | --whole] [--cores N] [--json]
   tessera-qsm models [--json]
   tessera-qsm receptive-field (--model ID | --spec net.json) [--weights FILE|URL] [--probe] [--json]
+  tessera-qsm calibrate --weights FILE|URL [--spec net.json | --model ID] [--threads N] [--json]
   tessera-qsm <command> --help     tessera-qsm --version
 
 Exit codes: 0 success, 1 error (runtime, input files, weights), 2 usage error or a run the memory
@@ -82,9 +83,11 @@ Phase networks (with --phase)
 Network (one of)
   --model ID         a registry network (see \`tessera-qsm models\`); --weights defaults to its official URL(s),
                      NeXtQSM takes two; byte size and sha256 are checked against the registry
-  --spec FILE        a network not in the registry: JSON object with any of divisor (1), bytesPerVoxel (1100),
+  --spec FILE        a network not in the registry: JSON object with any of divisor (1), bytesPerVoxel, fixedBytes,
                      inputMean (0), inputStd (1), outputMean (0), outputStd (1); network input =
-                     (field - inputMean) / inputStd, χ = outputStd · output + outputMean; needs --weights FILE
+                     (field - inputMean) / inputStd, χ = outputStd · output + outputMean; needs --weights FILE.
+                     Without bytesPerVoxel the network's memory cost is calibrated first (a few seconds; see
+                     \`tessera-qsm calibrate --help\`)
   --weights SRC      ONNX file or URL (repeat for a model with several networks)
 Tiling (field networks; the phase networks always run on the whole volume)
   --quality Q        the auto-planner's target against the whole-volume run: faithful (default: r ≥ 0.99,
@@ -120,8 +123,9 @@ Usage:
 
 Prints the patch edge, MB per tile, tiles in flight, tiles total/active/skipped (skipped: no mask voxel
 in the core), activation and peak memory against the runtime's limits, the predicted fidelity against the
-whole-volume run and the network's reach, or the planner's refusal and advice (exit code 2). --weights
-FILE lets the planner read the network's reach from its graph (--probe: measure it). --json prints the plan object instead of the table. With --phase (iqsm, iqfm,
+whole-volume run and the network's reach, the memory cost and where it came from, or the planner's refusal and advice
+(exit code 2). --weights FILE lets the planner read the network's reach from its graph (--probe: measure it) and
+calibrates a --spec that declares no bytesPerVoxel (without --weights its cost is marked assumed). --json prints the plan object instead of the table. With --phase (iqsm, iqfm,
 iqsm-plus) the echo count comes from the file (one network call per echo); --te is optional here.
 Options as for \`tessera-qsm invert --help\`.
 `,
@@ -146,6 +150,20 @@ also measures it: the network runs twice on a phantom field patch with the centr
 and the response is summed by distance (the radius holding 90 % and 99 % of it, and the profile).
 --weights defaults to the registry's official file(s) for --model; --spec needs --weights FILE.
 --json prints {graph, probe} (the probe's within[] is the profile plan and invert take as context).
+`,
+  calibrate: `tessera-qsm calibrate: measure a network's memory cost in ONNX Runtime Web
+
+Usage:
+  tessera-qsm calibrate --weights FILE|URL [--spec net.json | --model ID] [--threads N] [--json]
+
+For a few small patch edges (multiples of the network's divisor from 16³; more while the heap does not grow),
+a fresh ONNX Runtime worker creates its session and runs one patch; its wasm heap is read after the session
+and after the patch. The C++ core fits heap = fixed + bytes per voxel · edge³ and makes it safe: the steepest
+slope the growth-stepped heaps allow, +20 % (a heap commits up to 20 % more than it holds), with every measured
+heap under the line. Prints the points, the fit and the figures to declare in a --spec ("fixedBytes",
+"bytesPerVoxel"); a --spec without bytesPerVoxel is calibrated this way by plan and invert. --spec or --model
+give the divisor (default 1); --threads the ONNX Runtime threads (default 1, as invert's).
+--json prints {fixedBytes, bytesPerVoxel, points, seconds, fit}.
 `,
 };
 
@@ -188,6 +206,14 @@ const OPTIONS = {
   },
   plan: { ...RUN_OPTIONS, weights: { type: 'string', multiple: true }, json: { type: 'boolean' } },
   models: { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+  calibrate: {
+    model: { type: 'string' },
+    spec: { type: 'string' },
+    weights: { type: 'string', multiple: true },
+    threads: { type: 'string' },
+    json: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  },
   'receptive-field': {
     model: { type: 'string' },
     spec: { type: 'string' },
@@ -676,7 +702,20 @@ function describeNetwork(o, entry, spec) {
     const fixed = entry.fixedBytes ? `${MB(entry.fixedBytes)} + ` : '';
     return `${entry.id} (${entry.kind}, divisor ${entry.divisor}, ${fixed}${entry.bytesPerVoxel} B/voxel${entry.costProvisional ? ' provisional' : ' measured'})`;
   }
-  return `spec ${o.spec} (divisor ${spec.divisor}, ${spec.bytesPerVoxel} B/voxel)`;
+  return `spec ${o.spec} (divisor ${spec.divisor})`;
+}
+
+/** The memory cost a plan used and where it came from (plan.cost). */
+function costText(c) {
+  if (!c) return '?';
+  const line = `${c.fixedBytes ? `${size(c.fixedBytes)} + ` : ''}${c.bytesPerVoxel} B/voxel per worker`;
+  if (c.source === 'calibrated') {
+    const edges = c.points.map((p) => p.edge);
+    return `${line}, calibrated (${edges.length} patches ${edges[0]}–${edges.at(-1)}³ measured in ${c.seconds.toFixed(1)} s)`;
+  }
+  if (c.source === 'declared') return `${line}, declared in the spec`;
+  if (c.source === 'assumed') return `${line}, ASSUMED: the spec declares no bytesPerVoxel; give --weights net.onnx to calibrate it`;
+  return `${line}, the registry's (${c.provisional ? 'provisional' : 'measured'})`;
 }
 
 /** "r 0.995, NRMSE 0.061 against the whole-volume run (predicted)". */
@@ -704,6 +743,7 @@ function planTable(plan, limits, { o, run, entry, spec, geometry, maskVoxels, ec
   const rows = [
     ['volume', `${geometry.dims.join('×')} voxels, ${geometry.voxelMm.map((v) => +v.toFixed(3)).join('×')} mm${maskVoxels !== undefined ? `, ${maskVoxels} voxels in the mask` : ''}`],
     ['network', describeNetwork(o, entry, spec)],
+    ['memory cost', costText(plan.cost)],
     ...(o.phase !== undefined ? [['input', `wrapped phase, ${echoes} echo${echoes > 1 ? 'es' : ''} (one network call each)`]] : []),
     ['mode', mode],
     ['patch edge', plan.patchDims ? `${plan.patchEdge} (${plan.patchDims.join('×')})` : String(plan.patchEdge)],
@@ -817,6 +857,51 @@ function verifyText(v) {
     `over ${v.voxels} mask voxels${p}; data consistency ‖M(D∗χ − f)‖/‖M f‖ = ${v.dataConsistency.toFixed(3)} (${duration(v.seconds)})`;
 }
 
+/** A spec read from a file that declares no bytesPerVoxel: its cost is calibrated before planning. */
+function uncosted(rawSpec) {
+  return rawSpec !== undefined && rawSpec.bytesPerVoxel === undefined;
+}
+
+/** Calibrates a spec network (tessera.calibrate, remembered for these weights: plan and invert use it), logged. */
+async function calibrateSpec(tessera, weights, spec, ctx) {
+  ctx.progress.line('calibrate: the spec declares no bytesPerVoxel: measuring the network\'s memory in ONNX Runtime workers');
+  const c = await tessera.calibrate({ weights, spec });
+  ctx.signal.throwIfAborted();
+  ctx.progress.line(`calibrate: ${size(c.fixedBytes)} + ${c.bytesPerVoxel} B/voxel per worker (${c.points.length} patches ${c.points.map((p) => p.edge).join(', ')}³, ${c.seconds.toFixed(1)} s)`);
+  return c;
+}
+
+async function cmdCalibrate(o, ctx) {
+  const see = 'see `tessera-qsm calibrate --help`';
+  if (o.model !== undefined && o.spec !== undefined) throw usageError(`give at most one of --model ID or --spec net.json; ${see}`);
+  if (!o.weights?.length) throw usageError(`calibrate needs --weights FILE|URL (the ONNX network); ${see}`);
+  const threads = wholeNumber(o.threads, 'threads', 1);
+  const rawSpec = o.spec !== undefined ? await readSpec(o.spec, ctx.signal) : undefined;
+  const tessera = await ctx.start({ workers: 1, threadsPerWorker: threads });
+  const spec = checkSpec(rawSpec, await tessera.schema(), o.spec);
+  const entry = o.model !== undefined ? await tessera.model(o.model) : undefined;
+  const { weights } = await loadNetworkWeights(o, entry, tessera, ctx);
+  const c = await tessera.calibrate({
+    weights, spec, model: entry?.id, threadsPerWorker: threads, signal: ctx.signal,
+    onProgress: (p) => ctx.progress.line(`calibrate: patch ${p.edge}³: heap ${size(p.heapBytes)}`),
+  });
+  if (o.json) {
+    ctx.out(`${JSON.stringify(c, null, 2)}\n`);
+    return EXIT_OK;
+  }
+  const f = c.fit;
+  const rows = c.points.map((p) => [`patch ${p.edge}³`, `heap ${size(p.heapBytes)} (after session ${size(p.afterSessionBytes)}), ${p.seconds.toFixed(2)} s`]);
+  rows.push(
+    ['fit', f.slopeMeasured ? `${size(f.fittedFixedBytes)} + ${f.fittedBytesPerVoxel.toFixed(1)} B/voxel (least squares, r² ${f.r2.toFixed(4)})` : 'no slope: the heap did not grow with the patch'],
+    ['cost', `${size(c.fixedBytes)} + ${c.bytesPerVoxel} B/voxel per worker (${c.threads} thread${c.threads > 1 ? 's' : ''}; every measured heap under it)`],
+    ['how', f.note],
+    ['declare', `"fixedBytes": ${c.fixedBytes}, "bytesPerVoxel": ${c.bytesPerVoxel}   (in a --spec file; or leave them out and plan/invert calibrate)`],
+    ['time', `${c.seconds.toFixed(1)} s`],
+  );
+  ctx.out(`${table(rows)}\n`);
+  return EXIT_OK;
+}
+
 async function cmdReceptiveField(o, ctx) {
   if ((o.model === undefined) === (o.spec === undefined)) throw usageError('give exactly one of --model ID or --spec net.json; see `tessera-qsm receptive-field --help`');
   const rawSpec = o.spec !== undefined ? await readSpec(o.spec, ctx.signal) : undefined;
@@ -865,6 +950,7 @@ async function cmdPlan(o, ctx) {
   if (o.weights?.length || o.probe) {
     if (o.spec !== undefined && !o.weights?.length) throw usageError('--probe with --spec needs --weights FILE (the ONNX network)');
     ({ weights } = await loadNetworkWeights(o, entry, tessera, ctx));
+    if (uncosted(rawSpec)) await calibrateSpec(tessera, weights, spec, ctx);
     if (o.probe) context = await probeContext(o, entry, spec, weights, tessera, ctx);
   }
   const request = { geometry, mask, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, quality: run.quality, verify: run.verify || undefined, weights, context, ...phase };
@@ -920,13 +1006,16 @@ async function cmdInvert(o, ctx) {
     geometry, mask, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, threadsPerWorker: threads,
     quality: run.quality, verify: run.verify || undefined, ...phaseSettings,
   });
+  // A spec without bytesPerVoxel: its (local) weights are read and the network calibrated before any plan.
+  const early = uncosted(rawSpec) ? await loadNetworkWeights(o, entry, tessera, ctx) : null;
+  if (early) await calibrateSpec(tessera, early.weights, spec, ctx);
   // Refused before anything is downloaded.
-  const gate = await tessera.plan(request);
+  const gate = await tessera.plan(early ? { ...request, weights: early.weights } : request);
   if (!gate.feasible) throw new CliError(gate.message, EXIT_USAGE, 'BudgetExceeded');
   signal.throwIfAborted();
 
   // Weights: after the plan, so a refused run downloads nothing.
-  const { weights, weightsInfo } = await loadNetworkWeights(o, entry, tessera, ctx);
+  const { weights, weightsInfo } = early ?? (await loadNetworkWeights(o, entry, tessera, ctx));
   // The run's plan: with the reach the weights' graph gives (or the probe measures), handed to the run as it is.
   const context = o.probe ? await probeContext(o, entry, spec, weights, tessera, ctx) : undefined;
   const plan = await tessera.plan(defined({ ...request, weights, context }));
@@ -966,6 +1055,8 @@ async function cmdInvert(o, ctx) {
   progress.close();
   signal.throwIfAborted();
   if (report.verify) progress.line(`self-check: ${verifyText(report.verify)}`);
+  // A heap over its plan is said even with --quiet: the next, larger run may stall.
+  if (report.memory?.warning) process.stderr.write(`warning: ${report.memory.warning}\n`);
 
   const quantity = result.quantity ?? (localField ? 'local-field' : 'chi');
   const description = `${quantity === 'local-field' ? 'local field' : 'chi'} ppm, tessera-qsm ${o.model ?? 'spec'}`.slice(0, 79);
@@ -1012,7 +1103,7 @@ async function cmdInvert(o, ctx) {
 // ---------------------------------------------------------------------------------------------------
 // Main
 
-const COMMANDS = { invert: cmdInvert, plan: cmdPlan, models: cmdModels, 'receptive-field': cmdReceptiveField };
+const COMMANDS = { invert: cmdInvert, plan: cmdPlan, models: cmdModels, 'receptive-field': cmdReceptiveField, calibrate: cmdCalibrate };
 
 async function main(args) {
   const controller = new AbortController();
@@ -1052,7 +1143,7 @@ async function main(args) {
       out(`tessera-qsm ${versions().tessera ?? 'unknown'}\n`);
       return EXIT_OK;
     }
-    if (!COMMANDS[command]) throw usageError(`unknown command '${command}' (commands: invert, plan, models, receptive-field); see \`tessera-qsm --help\``);
+    if (!COMMANDS[command]) throw usageError(`unknown command '${command}' (commands: invert, plan, models, receptive-field, calibrate); see \`tessera-qsm --help\``);
     if (rest.includes('--help') || rest.includes('-h')) {
       out(HELP[command]);
       return EXIT_OK;

@@ -21,7 +21,8 @@ const MARGIN = 2; // mask: a box MARGIN voxels inside the faces
 // An oblique affine (rotation about x, anisotropic voxels, offset): the output must keep it.
 const C = Math.cos(0.2), S = Math.sin(0.2);
 const AFFINE = [1.2, 0, 0, -14, 0, 1.0 * C, -0.9 * S, -10, 0, 1.0 * S, 0.9 * C, -7, 0, 0, 0, 1];
-const SPEC = { divisor: 1, inputMean: 0.01, inputStd: 0.05, outputMean: 0.002, outputStd: 0.5 };
+// Declared cost (a spec without bytesPerVoxel is calibrated first: the calibrate tests below).
+const SPEC = { divisor: 1, bytesPerVoxel: 1100, inputMean: 0.01, inputStd: 0.05, outputMean: 0.002, outputStd: 0.5 };
 
 let dir;
 let field; // Float32Array, ppm, x fastest
@@ -148,7 +149,10 @@ test('invert --whole --report equals the JS API run exactly; the report has tile
   const r = await run(['invert', '--field', 'field.nii.gz', '--mask', 'mask.nii', '--spec', 'spec.json', '--weights', 'net.onnx',
     '--whole', '--out', 'chi-whole.nii', '--report', 'report.json', '--quiet']);
   assert.equal(r.code, 0, r.stderr);
-  assert.equal(r.stderr, '', '--quiet prints nothing');
+  // --quiet prints no progress; only a heap over its plan is said (here: 1100 B/voxel and no fixed part declared, under
+  // the 16 MiB an ONNX Runtime worker starts with).
+  const rep = JSON.parse(fs.readFileSync(f('report.json'), 'utf8'));
+  assert.equal(r.stderr, rep.memory.warning ? `warning: ${rep.memory.warning}\n` : '', '--quiet prints nothing else');
   const out = readNifti(bytes(f('chi-whole.nii')));
   const tessera = await createTessera({ workers: 1 });
   try {
@@ -168,7 +172,8 @@ test('invert --whole --report equals the JS API run exactly; the report has tile
   assert.equal(typeof report.versions.tessera, 'string');
   assert.equal(report.versions.node, process.versions.node);
   assert.ok(report.totalWallSeconds > 0 && report.wallSeconds > 0);
-  assert.deepEqual(report.network.spec, { ...SPEC, bytesPerVoxel: 1100, fixedBytes: 0 });
+  assert.deepEqual(report.network.spec, { ...SPEC, fixedBytes: 0 });
+  assert.deepEqual([report.plan.cost.source, report.memory.cost.bytesPerVoxel], ['declared', 1100]);
   assert.equal(report.weights[0].sha256.length, 64);
   assert.deepEqual(report.inputs.field.dims, DIMS);
   assert.equal(report.inputs.mask.voxelsInside, mask.reduce((a, b) => a + b, 0));
@@ -322,7 +327,7 @@ test('SIGINT mid-run cancels: "cancelled", exit 130, no output file', async () =
   fs.writeFileSync(f('slow-field.nii'), await writeNifti(new Float32Array(48 * 48 * 32).map(() => rnd() - 0.5), like));
   fs.writeFileSync(f('slow-mask.nii'), await writeNifti(new Float32Array(48 * 48 * 32).fill(1), like));
   fs.writeFileSync(f('unet.onnx'), unet({ base: 4 }));
-  fs.writeFileSync(f('unet.json'), JSON.stringify({ divisor: 8 }));
+  fs.writeFileSync(f('unet.json'), JSON.stringify({ divisor: 8, bytesPerVoxel: 1100 }));
   let sent = false;
   const r = await run(
     ['invert', '--field', 'slow-field.nii', '--mask', 'slow-mask.nii', '--spec', 'unet.json', '--weights', 'unet.onnx',
@@ -605,4 +610,68 @@ test('plan --phase: the echo count comes from the file; a volume too large for t
   assert.match(big.stdout, /REFUSED/);
   assert.match(big.stdout, /refused: .*iQSM runs on the whole volume \(it cannot be tiled\)/);
   noStack(big);
+});
+
+test('calibrate: the points, the fitted and safe cost, the figures to declare; --json; bad usage', async () => {
+  fs.writeFileSync(f('cal-net.onnx'), unet({ base: 8, seed: 7 }));
+  fs.writeFileSync(f('cal.json'), JSON.stringify({ divisor: 8 }));
+  const [table, json, noWeights, both] = await Promise.all([
+    run(['calibrate', '--weights', 'cal-net.onnx', '--spec', 'cal.json']),
+    run(['calibrate', '--weights', 'cal-net.onnx', '--spec', 'cal.json', '--json']),
+    run(['calibrate', '--spec', 'cal.json']),
+    run(['calibrate', '--weights', 'cal-net.onnx', '--spec', 'cal.json', '--model', 'demo-unet']),
+  ]);
+  assert.equal(json.code, 0, json.stderr);
+  const c = JSON.parse(json.stdout);
+  assert.ok(c.points.length >= 3 && c.points.every((p) => p.edge % 8 === 0 && p.heapBytes <= c.fixedBytes + c.bytesPerVoxel * p.voxels));
+  assert.equal(table.code, 0, table.stderr);
+  assert.match(table.stdout, /patch 16³ +heap [\d.]+ MB \(after session [\d.]+ MB\)/);
+  assert.match(table.stdout, /cost +[\d.]+ MB \+ \d+ B\/voxel per worker \(1 thread; every measured heap under it\)/);
+  assert.match(table.stdout, /declare +"fixedBytes": \d+, "bytesPerVoxel": \d+/);
+  assert.match(table.stderr, /calibrate: patch 16³: heap/);
+  assert.equal(noWeights.code, 2);
+  assert.match(noWeights.stderr, /^error: calibrate needs --weights FILE\|URL/);
+  assert.equal(both.code, 2);
+  assert.match(both.stderr, /^error: give at most one of --model ID or --spec net\.json/);
+});
+
+test('a --spec without bytesPerVoxel is calibrated before planning (invert; plan with --weights); without weights it is marked assumed', async () => {
+  fs.writeFileSync(f('cal-net2.onnx'), unet({ base: 8, seed: 7 }));
+  fs.writeFileSync(f('cal2.json'), JSON.stringify({ divisor: 8 }));
+  const [inv, plan, assumed] = await Promise.all([
+    run(['invert', '--field', 'field.nii.gz', '--mask', 'mask.nii', '--spec', 'cal2.json', '--weights', 'cal-net2.onnx', '--whole',
+      '--out', 'chi-cal.nii', '--report', 'report-cal.json']),
+    run(['plan', '--field', 'field.nii.gz', '--mask', 'mask.nii', '--spec', 'cal2.json', '--weights', 'cal-net2.onnx', '--whole']),
+    run(['plan', '--field', 'field.nii.gz', '--mask', 'mask.nii', '--spec', 'cal2.json', '--whole']),
+  ]);
+  assert.equal(inv.code, 0, inv.stderr);
+  const line = inv.stderr.match(/calibrate: ([\d.]+) MB \+ (\d+) B\/voxel per worker \((\d) patches/);
+  assert.ok(line, inv.stderr);
+  assert.ok(inv.stderr.indexOf('calibrate: the spec declares no bytesPerVoxel') < inv.stderr.indexOf('whole volume'), 'calibrated before the plan is printed');
+  const report = JSON.parse(fs.readFileSync(f('report-cal.json'), 'utf8'));
+  assert.equal(report.plan.cost.source, 'calibrated');
+  assert.equal(report.plan.cost.bytesPerVoxel, Number(line[2]));
+  assert.equal(report.plan.cost.points.length, Number(line[3]));
+  assert.equal(report.memory.cost.source, 'calibrated');
+  assert.ok(report.memory.workerHeapVsPlan <= 1, `${report.memory.workerHeapVsPlan}`);
+  assert.equal(report.memory.warning, undefined);
+  assert.doesNotMatch(inv.stderr, /warning:/);
+  assert.equal(plan.code, 0, plan.stderr);
+  assert.match(plan.stdout, /memory cost +[\d.]+ MB \+ \d+ B\/voxel per worker, calibrated \(\d patches 16–\d+³ measured in [\d.]+ s\)/);
+  assert.equal(assumed.code, 0, assumed.stderr);
+  assert.match(assumed.stdout, /memory cost +1100 B\/voxel per worker, ASSUMED: the spec declares no bytesPerVoxel; give --weights net\.onnx to calibrate it/);
+});
+
+test('a run whose heap exceeds its plan prints a warning with the figure to declare (also with --quiet); the report carries it', async () => {
+  fs.writeFileSync(f('low.json'), JSON.stringify({ divisor: 8, bytesPerVoxel: 1 }));
+  fs.writeFileSync(f('low-net.onnx'), unet({ base: 8, seed: 7 }));
+  const r = await run(['invert', '--field', 'field.nii.gz', '--mask', 'mask.nii', '--spec', 'low.json', '--weights', 'low-net.onnx', '--whole',
+    '--out', 'chi-low.nii', '--report', 'report-low.json', '--quiet']);
+  assert.equal(r.code, 0, r.stderr);
+  const report = JSON.parse(fs.readFileSync(f('report-low.json'), 'utf8'));
+  const m = report.memory;
+  assert.ok(m.workerHeapVsPlan > 1);
+  assert.equal(r.stderr, `warning: ${m.warning}\n`);
+  assert.match(m.warning, new RegExp(`${m.workerHeapVsPlan.toFixed(2)}× the .* planned per tile .*--spec bytesPerVoxel ${m.measuredBytesPerVoxel}\\)`));
+  assert.ok(fs.existsSync(f('chi-low.nii')), 'the run itself succeeded');
 });

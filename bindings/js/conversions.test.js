@@ -109,7 +109,7 @@ const MODEL = {
   measuredContext: nullable(arrayOf(N)),
 };
 const GEOMETRY = { dims: T3, voxelMm: T3, b0Dir: T3 };
-const LIMITS = { tileActivationBudget: N, maxPatchActivationBytes: N, heapCeilingBytes: N };
+const LIMITS = { tileActivationBudget: N, maxPatchActivationBytes: N, heapCeilingBytes: N, workerHeapGuardBytes: N };
 
 // ---- Data ----
 const geometry = { dims: [20, 18, 16], voxelMm: [1, 1.5, 2], b0Dir: [0, 0.1, 1] };
@@ -353,5 +353,5 @@ test('schema, registry, model and limits', () => {
   }
   const limits = M.limits();
   assertShape(limits, LIMITS, 'limits');
-  assert.ok(limits.tileActivationBudget < limits.maxPatchActivationBytes && limits.maxPatchActivationBytes < limits.heapCeilingBytes);
+  assert.ok(limits.tileActivationBudget < limits.maxPatchActivationBytes && limits.maxPatchActivationBytes < limits.workerHeapGuardBytes && limits.workerHeapGuardBytes < limits.heapCeilingBytes);
 });

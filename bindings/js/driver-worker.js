@@ -7,6 +7,7 @@ import { WorkerPool } from './pool.js';
 import { runInversion, runSteps } from './driver.js';
 import { TesseraError, errorToMessage, callModule } from './errors.js';
 import { probeEdge, contextProfile } from './receptive-field.js';
+import { calibrateNetwork } from './calibrate.js';
 
 const port = workerPort();
 let M = null;
@@ -75,10 +76,56 @@ function voxels(geometry) {
   return Array.isArray(d) && d.length === 3 && d.every((x) => Number.isInteger(x) && x >= 1) ? d[0] * d[1] * d[2] : 0;
 }
 
-// The plan of a request, computed once in C++ (no volume is allocated: only the mask crosses).
+// The plan of a request, computed once in C++ (no volume is allocated: only the mask crosses), with the network's
+// cost and where it came from (plan.cost).
 function planOf(a, request) {
   const n = voxels(a.geometry);
-  return call(() => M.plan(a.geometry, n ? toMask(a.mask, n) : undefined, request));
+  const plan = call(() => M.plan(a.geometry, n ? toMask(a.mask, n) : undefined, request));
+  plan.cost = costOf(a);
+  return plan;
+}
+
+const GB = (b) => (b >= 1e9 ? `${(b / 1e9).toFixed(2)} GB` : `${(b / 1e6).toFixed(1)} MB`);
+
+/**
+ * The memory cost a request plans with and where it came from: {source: 'registry' | 'declared' | 'calibrated' |
+ * 'assumed', fixedBytes, bytesPerVoxel, ...}. a.calibration: what index.js measured for a spec without bytesPerVoxel.
+ */
+function costOf(a) {
+  if (a.model) {
+    const m = call(() => M.model(a.model));
+    return { source: 'registry', fixedBytes: m.fixedBytes, bytesPerVoxel: m.bytesPerVoxel, provisional: m.costProvisional, note: m.costSource };
+  }
+  const spec = a.spec ?? {};
+  if (a.calibration) {
+    const c = a.calibration;
+    return {
+      source: 'calibrated', fixedBytes: c.fixedBytes, bytesPerVoxel: c.bytesPerVoxel, seconds: c.seconds, threads: c.threads,
+      points: c.points, note: c.fit?.note,
+    };
+  }
+  if (spec.bytesPerVoxel !== undefined) return { source: 'declared', fixedBytes: spec.fixedBytes ?? 0, bytesPerVoxel: spec.bytesPerVoxel };
+  const schema = call(() => M.schema());
+  const option = (name) => schema.find((o) => o.name === name)?.defaultValue;
+  return {
+    source: 'assumed',
+    fixedBytes: spec.fixedBytes ?? option('spec.fixedBytes'),
+    bytesPerVoxel: option('spec.bytesPerVoxel'),
+    note: 'the spec declares no bytesPerVoxel and no weights were given to calibrate the network: the schema default is assumed',
+  };
+}
+
+/** The heap guard of the ONNX Runtime workers: the C++ core's, or createTessera's workerHeapGuardBytes (tests). */
+function heapGuardBytes() {
+  return options.workerHeapGuardBytes ?? call(() => M.limits()).workerHeapGuardBytes;
+}
+
+/** A MemoryCeiling error of a run, with what the plan allowed and what to do. */
+function ceilingError(e, a, plan) {
+  const advice = a.model
+    ? `the registry's cost for ${a.model} is too low for these weights: calibrate them (tessera-qsm calibrate --model ${a.model} --weights FILE) and run smaller patches (a smaller core) meanwhile`
+    : 'the network needs more memory than its spec declares: leave bytesPerVoxel out of the spec to have it calibrated (tessera-qsm calibrate --weights net.onnx), or run smaller patches (a smaller core)';
+  return new TesseraError(`${e.message}; the plan allowed ${GB(plan.bytesPerTile)} per tile: ${advice}`, 'MemoryCeiling');
 }
 
 function requestOf(a) {
@@ -111,6 +158,7 @@ function startPools(weights, { k, threadsPerWorker, spec, inputNames }) {
         threadsPerWorker,
         watchdogMs: options.watchdogMs,
         recycleHeapBytes: options.recycleHeapBytes,
+        heapGuardBytes: heapGuardBytes(),
         ortWasmPaths: options.ortWasmPaths,
         ortModuleUrl: options.ortModuleUrl,
         inputRoles: spec?.inputs?.length > 1 ? spec.inputs : undefined, // multi-input networks only
@@ -210,6 +258,42 @@ const methods = {
     }
   },
   plan: (a) => planOf(a, requestOf(a)),
+  // The network's memory cost measured in fresh ONNX Runtime workers (calibrate.js; the fit in C++).
+  async calibrate(a, id) {
+    const entry = a.model ? call(() => M.model(a.model)) : null;
+    const divisor = entry?.divisor ?? a.spec?.divisor ?? 1;
+    call(() => M.patchFit({ core: 1, halo: 0 }, { divisor, bytesPerVoxel: 1 })); // the schema checks the divisor
+    if (!(a.weights?.byteLength > 0)) throw new TesseraError('calibrate needs the network\'s weights (ONNX bytes)', 'InvalidArgument');
+    const controller = new AbortController();
+    running.set(id, controller);
+    try {
+      const threads = a.threadsPerWorker ?? options.threadsPerWorker ?? 1;
+      const module = {
+        calibrationEdges: (d, n) => call(() => M.calibrationEdges(d, n)),
+        calibrationSlopeMeasured: (p) => call(() => M.calibrationSlopeMeasured(p)),
+        fitCalibration: (p) => call(() => M.fitCalibration(p)),
+      };
+      let done = 0;
+      const result = await calibrateNetwork({
+        M: module,
+        model: a.weights,
+        divisor,
+        threads,
+        channels: entry?.inputChannels ?? 1,
+        inputRoles: entry?.inputs?.length > 1 ? entry.inputs : undefined,
+        poolOptions: { ortWasmPaths: options.ortWasmPaths, ortModuleUrl: options.ortModuleUrl, workerUrl: options.ortWorkerUrl, heapGuardBytes: heapGuardBytes() },
+        signal: controller.signal,
+        onPoint: (p) => port.post({ id, progress: { stage: 'calibrate', done: ++done, edge: p.edge, heapBytes: p.heapBytes } }),
+      });
+      if (controller.signal.aborted) throw new DOMException('the calibration was cancelled', 'AbortError');
+      return result;
+    } catch (e) {
+      if (controller.signal.aborted || e?.name === 'AbortError') throw new DOMException('the calibration was cancelled', 'AbortError');
+      throw new TesseraError(`calibration failed: ${e?.message ?? e}`, e?.code ?? 'RunnerFailed');
+    } finally {
+      running.delete(id);
+    }
+  },
   async invert(a, id) {
     const request = requestOf(a);
     const weights = Array.isArray(a.weights) ? a.weights : [a.weights];
@@ -230,6 +314,7 @@ const methods = {
     if (weights.length !== plan.networks || weights.some((w) => !w || !w.byteLength)) {
       throw new TesseraError(`this model needs ${plan.networks} network file(s) (weights), got ${weights.filter(Boolean).length}`, 'InvalidArgument');
     }
+    const moduleHeapBefore = M.heapBytes(); // the module heap never shrinks: what this run added is judged
     const volume = phase
       ? makeVolume(a.geometry, a.phase, a.mask, { echoes: echoesOf(a), magnitude: a.magnitude, what: 'phase' })
       : makeVolume(a.geometry, a.field, a.mask);
@@ -244,20 +329,30 @@ const methods = {
       await Promise.all(pools.map((p) => p.ready()));
       if (controller.signal.aborted) throw new DOMException('the inversion was cancelled', 'AbortError');
       const onProgress = (p) => port.post({ id, progress: p });
-      const { chi, report } = plan.steps
-        ? await runSteps(M, { volume, request, plan, pool: pools[0], signal: controller.signal, onProgress })
-        : await runInversion(M, { volume, request, plan, pools, signal: controller.signal, onProgress });
+      let run;
+      try {
+        run = plan.steps
+          ? await runSteps(M, { volume, request, plan, pool: pools[0], signal: controller.signal, onProgress })
+          : await runInversion(M, { volume, request, plan, pools, signal: controller.signal, onProgress });
+      } catch (e) {
+        throw e?.code === 'MemoryCeiling' ? ceilingError(e, a, plan) : e;
+      }
+      const { chi, report } = run;
       const stats = pools.map((p) => p.stats());
       report.plan = plan;
       const workerHeapHighWater = stats.flatMap((s) => s.perWorker.map((w) => w.heapHighWater));
       const moduleHeapBytes = M.heapBytes();
+      // The real run against the plan (C++: ratios, 1 = exact, above 1 the plan was too low; the figure to declare).
+      const check = call(() => M.memoryCheck(request, plan, Math.max(0, ...workerHeapHighWater), moduleHeapBytes, moduleHeapBefore, a.model ?? 'the spec'));
       report.memory = {
         moduleHeapBytes,
         workerHeapHighWater,
         estimatedPeakBytes: plan.peakBytes,
-        // The real run against the planner's estimate (1 = exact; above 1 the estimate was too low).
-        workerHeapVsPlan: Math.max(0, ...workerHeapHighWater) / plan.bytesPerTile,
-        moduleHeapVsPlan: moduleHeapBytes / plan.moduleHeapBytes,
+        workerHeapVsPlan: check.workerHeapVsPlan,
+        moduleHeapVsPlan: check.moduleHeapVsPlan,
+        measuredBytesPerVoxel: check.measuredBytesPerVoxel,
+        cost: plan.cost ?? costOf(a),
+        ...(check.warning && { warning: check.warning }),
       };
       report.pool = stats.map((s, i) => ({
         maxInFlight: s.maxInFlight,

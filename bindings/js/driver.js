@@ -9,9 +9,16 @@
 //   requests and answers them.
 //
 // Either way the C++ core alone decides how many tiles are in flight; the pool has exactly that many workers.
+// A tile stopped by the pool's heap guard (code MemoryCeiling) fails the run with that code and the core's message.
 import { TesseraError, fromModuleError, callModule as call } from './errors.js';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** The run's error: a tile stopped by the heap guard keeps its code (MemoryCeiling) with the core's message. */
+function runError(e, ceiling) {
+  const err = fromModuleError(e);
+  return ceiling ? new TesseraError(err.message, 'MemoryCeiling') : err;
+}
 
 function abortError(message = 'the inversion was cancelled') {
   return new DOMException(message, 'AbortError');
@@ -58,6 +65,7 @@ export async function runSteps(M, { volume, request, plan, pool, onProgress, sig
   };
   signal?.addEventListener('abort', onAbort, { once: true });
   let maxInFlight = 0;
+  let ceiling = null; // the first tile the heap guard stopped
   try {
     let lastDone = -1;
     for (;;) {
@@ -71,7 +79,10 @@ export async function runSteps(M, { volume, request, plan, pool, onProgress, sig
         // The pool's id names the call in messages and faults: 1, 2, … in the order tiles start.
         const task = pool.run({ id: job + 1, input: p.input, dims: p.dims }).then(
           (out) => !aborted && call(() => run.finish(job, out.output)),
-          (err) => !aborted && call(() => run.fail(job, err?.message ?? String(err))),
+          (err) => {
+            if (err?.code === 'MemoryCeiling') ceiling ??= err;
+            return !aborted && call(() => run.fail(job, err?.message ?? String(err)));
+          },
         );
         const settled = task.catch(() => {}).finally(() => {
           running.delete(job);
@@ -98,7 +109,7 @@ export async function runSteps(M, { volume, request, plan, pool, onProgress, sig
     try {
       report = run.report();
     } catch (e) {
-      throw aborted ? abortError() : fromModuleError(e);
+      throw aborted ? abortError() : runError(e, ceiling);
     }
     const chi = run.result();
     report.wallSeconds = (performance.now() - started) / 1000;
@@ -138,6 +149,7 @@ export async function runInversion(M, { volume, request, plan, pools, onProgress
   const pending = new Set();
   let lastDone = -1;
   let maxInFlight = 0;
+  let ceiling = null; // the first network call the heap guard stopped
   // Which grid tiles have started and which have a network call open (the bridge names each call's tile).
   const startedTiles = new Set();
   const open = new Map(); // request id → tile
@@ -163,6 +175,7 @@ export async function runInversion(M, { volume, request, plan, pools, onProgress
           },
           (err) => {
             closeRequest(id);
+            if (err?.code === 'MemoryCeiling') ceiling ??= err;
             if (!aborted) job.fail(id, err?.message ?? String(err));
           },
         );
@@ -183,7 +196,7 @@ export async function runInversion(M, { volume, request, plan, pools, onProgress
     try {
       report = job.report();
     } catch (e) {
-      throw aborted ? abortError() : fromModuleError(e);
+      throw aborted ? abortError() : runError(e, ceiling);
     }
     const chi = job.resultView().slice(); // copy off the heap before anything can allocate
     report.wallSeconds = (performance.now() - started) / 1000;

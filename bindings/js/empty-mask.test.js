@@ -22,7 +22,7 @@ const rnd = prng(5);
 const field = new Float32Array(N).map(() => rnd() - 0.5);
 const empty = new Uint8Array(N);
 const full = new Uint8Array(N).fill(1);
-const spec = { divisor: 1 };
+const spec = { divisor: 1, bytesPerVoxel: 1100 }; // declared: a spec without it is calibrated first (calibrate.test.js)
 
 before(async () => {
   tessera = await createTessera({ workers: 1 });

@@ -92,7 +92,7 @@ test('overlapping tiles blend to the same χ bit for bit with 1, 2 or 3 workers'
   const rnd = prng(5);
   const field = Float32Array.from({ length: n }, () => rnd() - 0.5);
   const weights = convStack({ layers: 3, seed: 2 });
-  const spec = { divisor: 1 };
+  const spec = { divisor: 1, bytesPerVoxel: 1100 };
   const tile = { core: 12, halo: 2, stride: 7, blend: 'cosine' };
   const runs = [];
   for (const workers of [1, 2, 3]) runs.push(await tessera.invert({ field, geometry, spec, weights, tile, workers }));

@@ -88,6 +88,7 @@ export interface TileConfig {
 /** A network that is not in the registry: network input = (field − inputMean)/inputStd, χ = outputStd·output + outputMean. */
 export interface NetworkSpec {
   divisor?: number;
+  /** ONNX Runtime heap bytes per patch voxel; left out, plan() and invert() calibrate the network from its weights */
   bytesPerVoxel?: number;
   /** bytes one worker holds whatever the patch (runtime, weights) */
   fixedBytes?: number;
@@ -153,6 +154,61 @@ export interface Limits {
   tileActivationBudget: number;
   maxPatchActivationBytes: number;
   heapCeilingBytes: number;
+  /** an ONNX Runtime worker whose heap would pass this fails its tile (MemoryCeiling) instead of stalling near the ceiling */
+  workerHeapGuardBytes: number;
+}
+
+/** One calibration measurement: a fresh worker ran one patch of edge³. */
+export interface CalibrationPoint {
+  edge: number;
+  voxels: number;
+  /** the worker's wasm heap after the patch (its high-water) */
+  heapBytes: number;
+  /** the same heap after session creation, before the patch */
+  afterSessionBytes: number;
+  seconds: number;
+}
+
+/** calibrate(): a network's memory cost measured in ONNX Runtime Web, fitted and made safe in C++. */
+export interface Calibration {
+  /** safe: every measured heap lies under fixedBytes + bytesPerVoxel · voxels */
+  fixedBytes: number;
+  bytesPerVoxel: number;
+  points: CalibrationPoint[];
+  seconds: number;
+  threads: number;
+  divisor: number;
+  fit: {
+    fixedBytes: number;
+    bytesPerVoxel: number;
+    /** least squares over the points whose patch grew the heap */
+    fittedFixedBytes: number;
+    fittedBytesPerVoxel: number;
+    r2: number;
+    /** the steepest slope the growth-stepped heaps allow (>= the fitted slope) */
+    slopeBound: number;
+    /** the fraction the line is raised by (Emscripten's 20 % growth step) */
+    slopeMargin: number;
+    pointsFitted: number;
+    /** false: the heap did not grow with the patch at two sizes; bytesPerVoxel is assumed (1100) */
+    slopeMeasured: boolean;
+    raisedBytes: number;
+    note: string;
+  };
+}
+
+/** The memory cost a plan used and where it came from. */
+export interface PlanCost {
+  source: 'registry' | 'declared' | 'calibrated' | 'assumed';
+  fixedBytes: number;
+  bytesPerVoxel: number;
+  /** registry: the figure is an estimate, not a measurement */
+  provisional?: boolean;
+  /** calibrated: the measurements */
+  points?: CalibrationPoint[];
+  seconds?: number;
+  threads?: number;
+  note?: string;
 }
 
 export interface Plan {
@@ -194,6 +250,8 @@ export interface Plan {
   steps: boolean;
   /** the tiles the run goes through (a whole-volume plan: one tile covering the volume) */
   grid: PlanGrid;
+  /** the network's memory cost the plan used: the registry's, a spec's declared or calibrated figure, or assumed */
+  cost: PlanCost;
 }
 
 export interface PlanTile {
@@ -250,6 +308,14 @@ export interface Progress {
   stage?: 'verify';
 }
 
+/** calibrate()'s progress: one event per measured patch. */
+export interface CalibrationProgress {
+  stage: 'calibrate';
+  done: number;
+  edge: number;
+  heapBytes: number;
+}
+
 export interface RunReport {
   tilesTotal: number;
   tilesRun: number;
@@ -274,6 +340,12 @@ export interface RunReport {
     workerHeapVsPlan: number;
     /** the module heap / the planner's module heap estimate */
     moduleHeapVsPlan: number;
+    /** (largest worker heap − fixed bytes) / patch voxels, rounded up to 10 B: the per-voxel cost this run measured */
+    measuredBytesPerVoxel: number;
+    /** the cost the plan used (plan.cost) */
+    cost: PlanCost;
+    /** present when a measured heap exceeded its plan: the ratio and the figure to declare */
+    warning?: string;
   };
   pool: { maxInFlight: number; runs: number; retries: number; recycles: number; inputBinding?: Record<string, string> }[];
   /** the self-check, when the run was asked to verify */
@@ -295,6 +367,8 @@ export interface RuntimeOptions {
   watchdogMs?: number;
   /** recycle a pool worker once its wasm heap passes this many bytes */
   recycleHeapBytes?: number;
+  /** the heap guard (default limits().workerHeapGuardBytes, 3.5 GB): a worker passing it fails its tile (MemoryCeiling) */
+  workerHeapGuardBytes?: number;
   /** cores the auto-planner may use (default: the machine's) */
   hardwareThreads?: number;
   /** URL of driver-worker.js (bundlers) */
@@ -393,6 +467,18 @@ export declare class Tessera {
     signal?: AbortSignal;
     onProgress?: (p: Progress) => void;
   }): Promise<ReceptiveField>;
+  /**
+   * A network's memory cost measured in fresh ONNX Runtime workers (a few small patches, seconds), fitted in C++ so
+   * that every measured heap lies under fixedBytes + bytesPerVoxel · voxels. Remembered per weights array.
+   */
+  calibrate(request: {
+    weights: Uint8Array | ArrayBuffer | (Uint8Array | ArrayBuffer)[];
+    spec?: NetworkSpec;
+    model?: string;
+    threadsPerWorker?: number;
+    signal?: AbortSignal;
+    onProgress?: (p: CalibrationProgress) => void;
+  }): Promise<Calibration>;
   status(): Promise<Status>;
   terminate(): Promise<void>;
 }

@@ -77,6 +77,7 @@ export async function createTessera(o = {}) {
     ortModuleUrl: o.ortModuleUrl ?? importMapOrt(),
     watchdogMs: o.watchdogMs,
     recycleHeapBytes: o.recycleHeapBytes,
+    workerHeapGuardBytes: o.workerHeapGuardBytes,
     hardwareThreads: o.hardwareThreads,
     ortWorkerUrl: o.ortWorkerUrl === undefined ? undefined : String(o.ortWorkerUrl),
   });
@@ -125,9 +126,16 @@ function bundledWeightsUrl(path) {
   return url();
 }
 
+/** The first weights file of a request (NeXtQSM takes two), or undefined. */
+function firstWeights(weights) {
+  const w = Array.isArray(weights) ? weights[0] : weights;
+  return w && w.byteLength > 0 ? w : undefined;
+}
+
 export class Tessera {
   /** Use createTessera(). */
   constructor(o = {}) {
+    this._calibrations = new WeakMap(); // weights bytes → Map(divisor|model → Promise<calibration>)
     this._next = 1;
     this._pending = new Map();
     this._dead = null;
@@ -206,16 +214,49 @@ export class Tessera {
    * estimated memory; or feasible=false with the planner's advice.
    * geometry.dims are whole numbers >= 1; mask (optional) holds dims product values.
    */
-  plan(request) {
-    let r;
-    try {
-      r = unwrapVolumes(request ?? {});
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    const { geometry, mask, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, quality, verify } = r;
+  async plan(request) {
+    const r = unwrapVolumes(request ?? {});
+    const { geometry, mask, model, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, quality, verify } = r;
     const context = contextOf(r);
-    return this._call('plan', { geometry, mask, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, quality, context, verify });
+    const { spec, calibration } = await this._costed(r);
+    return this._call('plan', { geometry, mask, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, quality, context, verify, calibration });
+  }
+
+  /**
+   * A network's memory cost, measured: for a few small patch edges (multiples of the divisor from 16), a fresh ONNX
+   * Runtime worker creates its session and runs one patch; its wasm heap is read after the session and after the
+   * patch, and the C++ core fits the safe line heap = fixedBytes + bytesPerVoxel · edge³ (every measured heap under it,
+   * raised for Emscripten's growth steps). Takes seconds. A spec without bytesPerVoxel is calibrated this way by
+   * plan() and invert() when weights are given (once per weights array).
+   * weights: ONNX bytes; spec (its divisor) or model (a registry id: divisor, input channels and roles).
+   * @returns {Promise<{fixedBytes: number, bytesPerVoxel: number, points: object[], seconds: number, fit: object,
+   *   threads: number, divisor: number}>}
+   */
+  calibrate({ weights, spec, model, threadsPerWorker, signal, onProgress } = {}) {
+    const w = firstWeights(weights);
+    if (!w) return Promise.reject(new TesseraError('calibrate needs the network\'s weights (ONNX bytes)', 'InvalidArgument'));
+    const key = `${model ?? ''}|${spec?.divisor ?? ''}|${threadsPerWorker ?? ''}`;
+    let byKey = this._calibrations.get(w);
+    if (!byKey) this._calibrations.set(w, (byKey = new Map()));
+    if (!signal && !onProgress && byKey.has(key)) return byKey.get(key);
+    const p = this._call('calibrate', { weights: w, spec, model, threadsPerWorker }, { signal, onProgress });
+    byKey.set(key, p);
+    p.catch(() => byKey.delete(key)); // a failed or cancelled calibration is not remembered
+    return p;
+  }
+
+  /**
+   * The spec a request plans with: a spec without bytesPerVoxel is calibrated from the request's weights (its figures
+   * filled in, the calibration returned for plan.cost); a plan handed back that was calibrated gives its figures.
+   */
+  async _costed(r, plan) {
+    const spec = r.spec;
+    if (!spec || typeof spec !== 'object' || spec.bytesPerVoxel !== undefined || r.model) return { spec };
+    let calibration;
+    if (plan?.cost?.source === 'calibrated') calibration = { fixedBytes: plan.cost.fixedBytes, bytesPerVoxel: plan.cost.bytesPerVoxel, seconds: plan.cost.seconds, threads: plan.cost.threads, points: plan.cost.points, fit: { note: plan.cost.note } };
+    else if (firstWeights(r.weights)) calibration = await this.calibrate({ weights: r.weights, spec });
+    if (!calibration) return { spec };
+    return { spec: { ...spec, fixedBytes: calibration.fixedBytes, bytesPerVoxel: calibration.bytesPerVoxel }, calibration };
   }
 
   /**
@@ -259,20 +300,16 @@ export class Tessera {
    * phaseSign (default -1, the reference's), inputNames ({role: name} when the export's names are not recognised).
    * @returns {Promise<{chi: Float32Array, report: object, quantity: 'chi'|'local-field', localField?: Float32Array}>}
    */
-  invert(a) {
+  async invert(a) {
     const { signal, onProgress, ...args } = a ?? {};
     const keys = ['field', 'mask', 'geometry', 'model', 'spec', 'weights', 'tile', 'whole', 'workers', 'threadsPerWorker', 'plan',
       'phase', 'magnitude', 'te', 'b0', 'erodeRadius', 'phaseSign', 'inputNames', 'quality', 'context', 'verify'];
     const unknown = Object.keys(args).filter((k) => !keys.includes(k));
-    if (unknown.length) return Promise.reject(new TesseraError(`invert: unknown option(s) ${unknown.join(', ')} (known: ${keys.join(', ')}, signal, onProgress)`, 'InvalidArgument'));
-    let unwrapped;
-    try {
-      unwrapped = unwrapVolumes(args);
-    } catch (e) {
-      return Promise.reject(e);
-    }
+    if (unknown.length) throw new TesseraError(`invert: unknown option(s) ${unknown.join(', ')} (known: ${keys.join(', ')}, signal, onProgress)`, 'InvalidArgument');
+    const unwrapped = unwrapVolumes(args);
     unwrapped.context = contextOf(unwrapped);
-    return this._call('invert', unwrapped, { onProgress, signal });
+    const { spec, calibration } = await this._costed(unwrapped, unwrapped.plan);
+    return this._call('invert', { ...unwrapped, spec, calibration }, { onProgress, signal });
   }
 
   /**

@@ -48,12 +48,12 @@ test('tiled equals whole volume (1e-6) for a conv stack when the halo covers its
   // Inside the mask, tiles and the whole volume see identical context; at the volume's faces zero
   // padding between layers differs, so the mask keeps `layers` voxels away from them.
   const mask = interiorMask(geometry.dims, layers);
-  const whole = await tessera.invert({ field, mask, geometry, spec: { divisor: 1 }, weights, whole: true });
-  const tiled = await tessera.invert({ field, mask, geometry, spec: { divisor: 1 }, weights, tile: { core: 10, halo: layers } });
+  const whole = await tessera.invert({ field, mask, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, whole: true });
+  const tiled = await tessera.invert({ field, mask, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, tile: { core: 10, halo: layers } });
   let maxDiff = 0;
   for (let i = 0; i < field.length; i++) maxDiff = Math.max(maxDiff, Math.abs(whole.chi[i] - tiled.chi[i]));
   assert.ok(maxDiff <= 1e-6, `max |tiled - whole| = ${maxDiff}`);
-  const short = await tessera.invert({ field, mask, geometry, spec: { divisor: 1 }, weights, tile: { core: 10, halo: 1 } });
+  const short = await tessera.invert({ field, mask, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, tile: { core: 10, halo: 1 } });
   let shortDiff = 0;
   for (let i = 0; i < field.length; i++) shortDiff = Math.max(shortDiff, Math.abs(whole.chi[i] - short.chi[i]));
   assert.ok(shortDiff > 1e-4, `a halo below the receptive field should show (${shortDiff})`);
@@ -64,12 +64,12 @@ test('a U-Net with pooling (divisor 8) and a transposed-conv decoder runs tiled 
   const weights = unet({ base: 4 });
   const { geometry, field } = volume([40, 33, 27], 3);
   const mask = interiorMask(geometry.dims, 2);
-  const plan = await tessera.plan({ geometry, mask, spec: { divisor: 8 }, tile: { core: 12, halo: 4 } });
+  const plan = await tessera.plan({ geometry, mask, spec: { divisor: 8, bytesPerVoxel: 1100 }, tile: { core: 12, halo: 4 } });
   assert.equal(plan.patchEdge, 24);
-  const tiled = await tessera.invert({ field, mask, geometry, spec: { divisor: 8 }, weights, tile: { core: 12, halo: 4 } });
+  const tiled = await tessera.invert({ field, mask, geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights, tile: { core: 12, halo: 4 } });
   assert.equal(tiled.report.tilesRun, plan.tilesActive);
   assert.equal(tiled.report.tilesRun + tiled.report.tilesSkipped, tiled.report.tilesTotal);
-  const whole = await tessera.invert({ field, mask, geometry, spec: { divisor: 8 }, weights, whole: true });
+  const whole = await tessera.invert({ field, mask, geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights, whole: true });
   assert.equal(whole.report.patchEdge, 40);
   let nonzero = 0;
   for (let i = 0; i < field.length; i++) {
@@ -129,7 +129,7 @@ test('a 2-channel network runs inside the MoDL-QSM physics loop, whole and tiled
 test('a network with the wrong output shape is refused with a clear error', async () => {
   const { geometry, field } = volume([20, 20, 20], 7);
   await rejectsWith(
-    tessera.invert({ field, geometry, spec: { divisor: 8 }, weights: wrongShape(), tile: { core: 8, halo: 4 } }),
+    tessera.invert({ field, geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights: wrongShape(), tile: { core: 8, halo: 4 } }),
     'RunnerFailed',
     /returned \d+ values, expected 4096 \(\[1, 1, 16×16×16\]\)/,
   );
@@ -139,18 +139,18 @@ test('corrupt model bytes: a clear error, and the runtime stays usable', async (
   const { geometry, field } = volume([16, 16, 16], 8);
   const junk = new Uint8Array(1000).map((_, i) => (i * 37) & 255);
   await rejectsWith(
-    tessera.invert({ field, geometry, spec: { divisor: 1 }, weights: junk, tile: { core: 8, halo: 2 } }),
+    tessera.invert({ field, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: junk, tile: { core: 8, halo: 2 } }),
     'ModelLoadFailed',
     /the network could not be loaded/,
   );
-  const ok = await tessera.invert({ field, geometry, spec: { divisor: 1 }, weights: convStack({ layers: 1 }), whole: true });
+  const ok = await tessera.invert({ field, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: convStack({ layers: 1 }), whole: true });
   assert.equal(ok.chi.length, field.length);
 });
 
 test('a worker killed mid-tile is recovered and the result is unchanged', async () => {
   const weights = convStack({ layers: 2, seed: 9 });
   const { geometry, field } = volume([30, 30, 20], 9);
-  const args = { field, geometry, spec: { divisor: 1 }, weights, tile: { core: 10, halo: 2 } };
+  const args = { field, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, tile: { core: 10, halo: 2 } };
   const clean = await tessera.invert(args);
   // The fault comes from a stand-in pool worker (the shipped one has no test hooks).
   const faulty = await createTessera({ workers: 2, threadsPerWorker: 1, ortWorkerUrl: faultWorkerUrl({ crashOnTile: 3, crashTimes: 1 }) });
@@ -170,7 +170,7 @@ test('a stalled worker becomes a watchdog error, never a hang', async () => {
     const { geometry, field } = volume([24, 24, 12], 10);
     const t0 = Date.now();
     await rejectsWith(
-      t.invert({ field, geometry, spec: { divisor: 1 }, weights: convStack({ layers: 1 }), tile: { core: 8, halo: 1 } }),
+      t.invert({ field, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: convStack({ layers: 1 }), tile: { core: 8, halo: 1 } }),
       'RunnerFailed',
       /stalled: no result after 1\.5 s \(watchdog\)/,
     );
@@ -186,14 +186,14 @@ test('ONNX Runtime out of memory for real inside a worker: a TesseraError naming
   const weights = memoryHog();
   const big = volume([64, 64, 64], 14);
   await rejectsWith(
-    tessera.invert({ field: big.field, geometry: big.geometry, spec: { divisor: 1 }, weights, whole: true }),
+    tessera.invert({ field: big.field, geometry: big.geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, whole: true }),
     'RunnerFailed',
     /^whole volume 64×64×64: tile 1 failed after 2 attempt\(s\): out of memory in ONNX Runtime \(.*bad_alloc.*: this patch needs more memory than an ONNX Runtime worker's wasm heap holds \(at most 4 GB\): run smaller patches/,
   );
   const st = await tessera.status();
   assert.deepEqual([st.running, st.liveWorkers], [0, 0], 'no run and no ONNX Runtime worker left behind');
   const small = volume([10, 9, 8], 15);
-  const { chi, report } = await tessera.invert({ field: small.field, geometry: small.geometry, spec: { divisor: 1 }, weights, tile: { core: 5, halo: 0 } });
+  const { chi, report } = await tessera.invert({ field: small.field, geometry: small.geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, tile: { core: 5, halo: 0 } });
   assert.deepEqual(chi, small.field, 'the same network, in patches that fit, is the identity');
   assert.equal(report.tilesRun, 8);
 });
@@ -203,7 +203,7 @@ test('cancel mid-run rejects with AbortError and leaves no worker behind', async
   const controller = new AbortController();
   let progressed = 0;
   const run = tessera.invert({
-    field, geometry, spec: { divisor: 8 }, weights: unet({ base: 4 }), tile: { core: 8, halo: 4 }, signal: controller.signal,
+    field, geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights: unet({ base: 4 }), tile: { core: 8, halo: 4 }, signal: controller.signal,
     onProgress: (p) => {
       progressed = p.done;
       if (p.done >= 3) controller.abort();
@@ -215,7 +215,7 @@ test('cancel mid-run rejects with AbortError and leaves no worker behind', async
   assert.equal(status.running, 0);
   assert.equal(status.liveWorkers, 0);
   // The runtime runs again afterwards.
-  const again = await tessera.invert({ field, geometry, spec: { divisor: 1 }, weights: convStack({ layers: 1 }), whole: true });
+  const again = await tessera.invert({ field, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: convStack({ layers: 1 }), whole: true });
   assert.equal(again.chi.length, field.length);
 });
 
@@ -230,7 +230,7 @@ const osThreads = () => fs.readdirSync('/proc/self/task').length;
 test('cancel at 100 seeded points from before the first tile to after the last: AbortError or the whole result, no worker left, then χ bit-identical to a fresh runtime', { timeout: 300000 }, async () => {
   const weights = convStack({ layers: 1, channels: 2, seed: 5 });
   const { geometry, field } = volume([24, 20, 16], 16);
-  const args = { field, geometry, spec: { divisor: 1 }, weights, tile: { core: 8, halo: 1 }, workers: 1 }; // 18 tiles
+  const args = { field, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, tile: { core: 8, halo: 1 }, workers: 1 }; // 18 tiles
   const ref = await tessera.invert(args);
   const t0 = performance.now();
   await tessera.invert(args);
@@ -297,10 +297,10 @@ test('soak: 50 mixed runs in one runtime (3 networks, 4 sizes, cancels): bounded
   const RECYCLE = 24 * 2 ** 20; // workers whose wasm heap passes 24 MiB after a tile are replaced
   const [demo] = await tessera.loadWeights('demo-unet');
   const kinds = [
-    { name: 'conv stack, 20×18×14, core 8', ...volume([20, 18, 14], 31), spec: { divisor: 1 }, weights: convStack({ layers: 2, seed: 6 }), tile: { core: 8, halo: 2 } },
-    { name: 'U-Net, 32×24×24, core 8', ...volume([32, 24, 24], 32), spec: { divisor: 8 }, weights: unet({ base: 4 }), tile: { core: 8, halo: 4 } },
+    { name: 'conv stack, 20×18×14, core 8', ...volume([20, 18, 14], 31), spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: convStack({ layers: 2, seed: 6 }), tile: { core: 8, halo: 2 } },
+    { name: 'U-Net, 32×24×24, core 8', ...volume([32, 24, 24], 32), spec: { divisor: 8, bytesPerVoxel: 1100 }, weights: unet({ base: 4 }), tile: { core: 8, halo: 4 } },
     { name: 'demo-unet (registry), 32×32×24 whole', ...volume([32, 32, 24], 33), model: 'demo-unet', weights: demo, whole: true },
-    { name: 'conv stack, 16³ whole', ...volume([16, 16, 16], 34), spec: { divisor: 1 }, weights: convStack({ layers: 1, seed: 7 }), whole: true },
+    { name: 'conv stack, 16³ whole', ...volume([16, 16, 16], 34), spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: convStack({ layers: 1, seed: 7 }), whole: true },
   ].map(({ n, ...k }) => ({ ...k, args: { field: k.field, geometry: k.geometry, spec: k.spec, model: k.model, weights: k.weights, tile: k.tile, whole: k.whole, workers: 1 } }));
   // References: each request first on a fresh runtime that replaces every worker after each tile, so a worker's
   // heap there is that of one tile on a fresh worker.
@@ -368,21 +368,21 @@ test('soak: 50 mixed runs in one runtime (3 networks, 4 sizes, cancels): bounded
 test('bad input is refused with clear errors', async () => {
   const { geometry, field } = volume([20, 20, 20], 12);
   const weights = convStack({ layers: 1 });
-  await rejectsWith(tessera.invert({ field, mask: new Uint8Array(10), geometry, spec: {}, weights }), 'InvalidArgument', /same dims/);
+  await rejectsWith(tessera.invert({ field, mask: new Uint8Array(10), geometry, spec: { bytesPerVoxel: 1100 }, weights }), 'InvalidArgument', /same dims/);
   const bad = field.slice();
   bad[5] = NaN;
-  await rejectsWith(tessera.invert({ field: bad, geometry, spec: {}, weights, whole: true }), 'NonFiniteInput', /1 non-finite voxel/);
+  await rejectsWith(tessera.invert({ field: bad, geometry, spec: { bytesPerVoxel: 1100 }, weights, whole: true }), 'NonFiniteInput', /1 non-finite voxel/);
   await rejectsWith(tessera.invert({ field, geometry, model: 'nope', weights }), 'InvalidArgument', /unknown model 'nope'/);
   await rejectsWith(tessera.invert({ field, geometry, model: 'iqsm', weights }), 'InvalidArgument', /wrapped phase/);
   await rejectsWith(tessera.invert({ field, geometry, model: 'nextqsm', weights }), 'InvalidArgument', /needs 2 network file/);
   // The native default patch in wasm: refused up front with the planner's advice.
   const big = volume([200, 200, 150], 13);
   await rejectsWith(
-    tessera.invert({ field: big.field, geometry: big.geometry, spec: { divisor: 8 }, weights, tile: { core: 128, halo: 8 } }),
+    tessera.invert({ field: big.field, geometry: big.geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights, tile: { core: 128, halo: 8 } }),
     'BudgetExceeded',
     /144³.*largest core that fits is 112/,
   );
-  const plan = await tessera.plan({ geometry: big.geometry, spec: { divisor: 8 }, tile: { core: 128, halo: 8 } });
+  const plan = await tessera.plan({ geometry: big.geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, tile: { core: 128, halo: 8 } });
   assert.equal(plan.feasible, false);
   assert.match(plan.message, /largest core that fits is 112/);
 });
@@ -415,20 +415,20 @@ test('tile "auto": the C++ auto-planner chooses core, workers and threads, expla
   const { geometry, field } = volume([64, 56, 40], 14);
   const mask = interiorMask(geometry.dims, 4);
   // By default (quality faithful) the whole volume, which fits here, is exact and no slower than a faithful tiling.
-  const faithful = await tessera.plan({ geometry, mask, spec: { divisor: 8 }, tile: 'auto' });
+  const faithful = await tessera.plan({ geometry, mask, spec: { divisor: 8, bytesPerVoxel: 1100 }, tile: 'auto' });
   assert.equal(faithful.wholeVolume, true);
   assert.match(faithful.explanation, /^the whole volume \(64×56×40/);
   // The speed-only planner (quality fast) tiles at the network's halo.
-  const plan = await tessera.plan({ geometry, mask, spec: { divisor: 8 }, tile: 'auto', quality: 'fast' });
+  const plan = await tessera.plan({ geometry, mask, spec: { divisor: 8, bytesPerVoxel: 1100 }, tile: 'auto', quality: 'fast' });
   assert.ok(plan.feasible, plan.message);
   assert.match(plan.explanation, /core \d+, halo 4 .* estimated \d+ s/);
   assert.ok(plan.workers >= 1 && plan.threadsPerWorker >= 1);
   assert.ok(plan.estimatedSeconds > 0);
-  const { report } = await tessera.invert({ field, mask, geometry, spec: { divisor: 8 }, weights: unet({ base: 4 }), tile: 'auto', quality: 'fast' });
+  const { report } = await tessera.invert({ field, mask, geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights: unet({ base: 4 }), tile: 'auto', quality: 'fast' });
   assert.equal(report.plan.tile.core, plan.tile.core);
   assert.equal(report.tilesRun, plan.tilesActive);
   // A fixed halo and worker count are kept.
-  const fixed = await tessera.plan({ geometry, mask, spec: { divisor: 8 }, tile: { core: 'auto', halo: 8 }, workers: 1, quality: 'fast' });
+  const fixed = await tessera.plan({ geometry, mask, spec: { divisor: 8, bytesPerVoxel: 1100 }, tile: { core: 'auto', halo: 8 }, workers: 1, quality: 'fast' });
   assert.equal(fixed.tile.halo, 8);
   assert.equal(fixed.workers, 1);
 });
@@ -511,4 +511,42 @@ test('native patching (AutoQSM, QSMGAN) runs in steps from the pool: their patch
   }
   assert.ok(worst < 1e-6, `QSMGAN transform off by ${worst}`);
   assert.equal((await tessera.status()).running, 0);
+});
+
+test('a run whose worker heap exceeds its plan says so: report.memory.warning with the measured bytes per voxel to declare', async () => {
+  const { geometry, field } = volume([32, 32, 32], 21);
+  // Declared far too low: 1 B/voxel, nothing per worker. The run itself is fine; its report must not be.
+  const spec = { divisor: 8, bytesPerVoxel: 1, fixedBytes: 0 };
+  const { report } = await tessera.invert({ field, geometry, spec, weights: unet({ base: 4 }), whole: true });
+  const m = report.memory;
+  const heap = Math.max(...m.workerHeapHighWater);
+  assert.equal(m.cost.source, 'declared');
+  assert.ok(m.workerHeapVsPlan > 1, `${m.workerHeapVsPlan}`);
+  assert.equal(m.workerHeapVsPlan, heap / report.plan.bytesPerTile);
+  // (heap − fixed) / patch voxels, rounded up to 10 B.
+  assert.equal(m.measuredBytesPerVoxel, Math.ceil(heap / 32 ** 3 / 10) * 10);
+  assert.match(m.warning, new RegExp(`an ONNX Runtime worker heap reached .*, ${m.workerHeapVsPlan.toFixed(2)}× the .* planned per tile`));
+  assert.match(m.warning, new RegExp(`declare "bytesPerVoxel": ${m.measuredBytesPerVoxel} in the spec \\(--spec bytesPerVoxel ${m.measuredBytesPerVoxel}\\)`));
+  // Declared at the figure the warning gave: the same run is within its plan and says nothing.
+  const { report: again } = await tessera.invert({ field, geometry, spec: { ...spec, bytesPerVoxel: m.measuredBytesPerVoxel }, weights: unet({ base: 4 }), whole: true });
+  assert.ok(again.memory.workerHeapVsPlan <= 1, `${again.memory.workerHeapVsPlan}`);
+  assert.doesNotMatch(again.memory.warning ?? '', /worker heap/);
+});
+
+test('a worker heap passing the guard fails the run clearly (MemoryCeiling, the plan and what to do), never a stall', async () => {
+  // A real small guard: just above what a worker holds after its session (see pool.test.js for the stand-in worker).
+  const t = await createTessera({ workers: 1, watchdogMs: 120000, workerHeapGuardBytes: 17 * 2 ** 20 });
+  try {
+    const { geometry, field } = volume([48, 48, 48], 22);
+    const t0 = Date.now();
+    await rejectsWith(
+      t.invert({ field, geometry, spec: { divisor: 8, bytesPerVoxel: 1 }, weights: unet({ base: 8 }), whole: true }),
+      'MemoryCeiling',
+      /^whole volume 48×48×48: tile 1 stopped: ONNX Runtime worker \d+ asked to grow its heap from .* past the 17\.8 MB heap guard below the 4 GiB wasm heap ceiling .*; the plan allowed 0\.1 MB per tile: the network needs more memory than its spec declares: leave bytesPerVoxel out of the spec to have it calibrated/,
+    );
+    assert.ok(Date.now() - t0 < 60000, `${Date.now() - t0} ms`);
+    assert.equal((await t.status()).liveWorkers, 0);
+  } finally {
+    await t.terminate();
+  }
 });

@@ -10,8 +10,9 @@
 //   {type:'ready', inputName, outputName, inputNames, outputNames, binding?, heapBytes, sharedWasm}
 //   {type:'init-error', phase: 'runtime'|'session', message, oom?}
 //   {type:'start', seq, t}               (the run has begun in this worker)
+//   {type:'heap', seq, heapBytes, requestedBytes?, ceiling?}  (during a run: the heap grew, or a growth was refused)
 //   {type:'result', seq, output: Float32Array (transferred), dims, seconds, heapBytes, t}
-//   {type:'error', seq, message, name, oom, heapBytes, t}
+//   {type:'error', seq, message, name, oom, ceiling, heapBytes, requestedBytes?, t}
 //
 // Heap measurement: ONNX Runtime Web 1.30.0 does not expose its emscripten Module object (wasm-factory.ts
 // keeps it in a closure; only `getInstance()` inside the bundle sees it). Its threaded wasm build creates its
@@ -21,6 +22,11 @@
 // reference to every Memory created in this worker's realm; heapBytes = the largest `memory.buffer.byteLength`
 // read at the moment of reporting (read and dropped at once: no view is kept). Wasm memory never shrinks, so the
 // value after each run is also that instance's high-water mark.
+//
+// Heap guard: every Memory's grow() is wrapped too. A growth that would take the heap past init's heapGuardBytes
+// (budget.h WASM_WORKER_HEAP_GUARD_BYTES, below the 4 GiB ceiling where a run stalls) is refused: the pool is told at
+// once ({type:'heap', ceiling: true}, posted from inside the run), and ONNX Runtime's allocation fails instead of
+// creeping on towards the ceiling. Every other growth during a run is posted too, so the pool sees the heap mid-run.
 //
 // ONNX Runtime Web itself: `import('#ort')` (package.json imports: onnxruntime-web under node, its CPU-only
 // onnxruntime-web/wasm build elsewhere), a literal specifier that node and bundlers resolve, so a bundled app
@@ -34,6 +40,30 @@ const memories = new Set();
 
 let precompiled = null; // a WebAssembly.Module of ORT's wasm compiled once by the pool (saves ~0.4–1 s per worker)
 let sharedWasm = false;
+let guardBytes = Infinity; // init's heapGuardBytes
+let runningSeq = null; // the run in progress (heap messages name it)
+let refused = null; // {heapBytes, requestedBytes} of the last growth the guard refused
+
+/** Wraps a memory's grow(): growths past the guard are refused, the others posted to the pool during a run. */
+function guardGrowth(mem) {
+  const realGrow = mem.grow;
+  Object.defineProperty(mem, 'grow', {
+    configurable: true,
+    value(pages) {
+      const heapBytes = mem.buffer.byteLength;
+      const requestedBytes = heapBytes + pages * 65536;
+      if (requestedBytes > guardBytes) {
+        refused = { heapBytes, requestedBytes };
+        if (runningSeq !== null) port?.post({ type: 'heap', seq: runningSeq, heapBytes, requestedBytes, ceiling: true });
+        throw new RangeError(`the heap guard refused to grow the heap from ${heapBytes} to ${requestedBytes} bytes (guard ${guardBytes} bytes)`);
+      }
+      const out = realGrow.call(mem, pages);
+      if (runningSeq !== null) port?.post({ type: 'heap', seq: runningSeq, heapBytes: mem.buffer.byteLength });
+      return out;
+    },
+  });
+  return mem;
+}
 
 function installMemoryProbe() {
   const WA = globalThis.WebAssembly;
@@ -43,7 +73,7 @@ function installMemoryProbe() {
   const Probe = new Proxy(RealMemory, {
     construct(target, args, newTarget) {
       const mem = Reflect.construct(target, args, newTarget === Probe ? target : newTarget);
-      memories.add(mem);
+      memories.add(guardGrowth(mem));
       return mem;
     },
     get(target, prop, receiver) {
@@ -54,7 +84,7 @@ function installMemoryProbe() {
   WA.Memory = Probe;
   const noteExports = (result) => {
     const inst = result?.instance ?? result;
-    for (const v of Object.values(inst?.exports ?? {})) if (v instanceof RealMemory) memories.add(v);
+    for (const v of Object.values(inst?.exports ?? {})) if (v instanceof RealMemory && !memories.has(v)) memories.add(guardGrowth(v));
     return result;
   };
   // Instantiate ORT's wasm from the pool's precompiled module when it links; otherwise as ORT asked.
@@ -165,6 +195,7 @@ async function init(msg) {
       slotIndex = msg.slotIndex;
     }
     precompiled = msg.wasmModule ?? null;
+    guardBytes = msg.heapGuardBytes ?? Infinity;
     try {
       ort = await importOrt(msg.ortModuleUrl);
     } catch (e) {
@@ -204,12 +235,14 @@ async function init(msg) {
       sharedWasm,
     });
   } catch (e) {
-    port.post({ type: 'init-error', phase: 'session', message: String(e?.message ?? e), oom: isOom(e), heapBytes: heapBytes() });
+    port.post({ type: 'init-error', phase: 'session', message: String(e?.message ?? e), oom: isOom(e) || !!refused, ceiling: !!refused, heapBytes: heapBytes() });
   }
 }
 
 async function run(msg) {
   const { seq, dims } = msg;
+  refused = null;
+  runningSeq = seq;
   markRunning(true);
   port.post({ type: 'start', seq, t: now() });
   try {
@@ -229,19 +262,23 @@ async function run(msg) {
       data = data.slice(); // own, whole, transferable buffer
     for (const k of Object.keys(results)) results[k].dispose?.();
     markRunning(false);
+    runningSeq = null;
     port.post(
       { type: 'result', seq, output: data, dims: Array.from(out.dims, Number), seconds, heapBytes: heapBytes(), t: now() },
       [data.buffer],
     );
   } catch (e) {
     markRunning(false);
+    runningSeq = null;
     port.post({
       type: 'error',
       seq,
       message: String(e?.message ?? e),
       name: e?.name ?? 'Error',
-      oom: isOom(e),
+      oom: isOom(e) || !!refused,
+      ceiling: !!refused,
       heapBytes: heapBytes(),
+      requestedBytes: refused?.requestedBytes,
       t: now(),
     });
   }

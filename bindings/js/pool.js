@@ -99,6 +99,10 @@ export class WorkerPool {
    * @param {number} [o.threadsPerWorker=1] T, env.wasm.numThreads in each worker
    * @param {number} [o.watchdogMs=600000] per-tile stall limit, from dispatch to result
    * @param {number} [o.recycleHeapBytes=Infinity] recycle a worker once its wasm heap passes this
+   * @param {number} [o.heapGuardBytes=Infinity] the heap guard: a worker whose wasm heap would pass this (a growth
+   *   refused inside the worker, or a heap reported at or above it) fails its tile at once with code 'MemoryCeiling'
+   *   (no retry: a fresh worker would need the same) and is terminated; a tile that finishes at or above it keeps its
+   *   result and the worker is recycled. The runtime passes the C++ core's WASM_WORKER_HEAP_GUARD_BYTES.
    * @param {number} [o.startTimeoutMs=max(watchdogMs, 120000)] limit for a worker to load ORT and create its session
    * @param {string|object} [o.ortWasmPaths] ort.env.wasm.wasmPaths in the workers (browser: where ORT's .wasm/.mjs live)
    * @param {string} [o.ortModuleUrl] module specifier/URL of onnxruntime-web for the workers (default: the worker's
@@ -126,6 +130,7 @@ export class WorkerPool {
     this._T = T;
     this._watchdogMs = o.watchdogMs ?? DEFAULT_WATCHDOG_MS;
     this._recycleHeapBytes = o.recycleHeapBytes ?? Infinity;
+    this._heapGuardBytes = o.heapGuardBytes ?? Infinity;
     this._startTimeoutMs = o.startTimeoutMs ?? Math.max(this._watchdogMs, 120000);
     this._wasmPaths = o.ortWasmPaths;
     this._ortModuleUrl = o.ortModuleUrl;
@@ -167,6 +172,7 @@ export class WorkerPool {
       crashes: 0,
       runErrors: 0,
       ooms: 0,
+      ceilings: 0,
       cancelled: 0,
       workersCreated: 0,
       workersExited: 0,
@@ -201,6 +207,7 @@ export class WorkerPool {
    * Rejects: DOMException 'AbortError' on cancel; Error code 'TileFailed' (naming the tile and each cause; oom: true and
    * the advice to run smaller patches when every attempt ran out of memory) after
    * a retry on a fresh worker also failed; 'TileStalled' ("tile N stalled: no result after X s (watchdog)");
+   * 'MemoryCeiling' (the worker's heap would pass heapGuardBytes; .heapBytes, .requestedBytes, .guardBytes);
    * 'ModelLoadFailed'/'WorkerStartFailed' if workers cannot start; 'PoolTerminated' after terminate().
    * extras: the further inputs of a multi-input network, by role ({role, input, dims}); copied like input.
    * @param {{id: number|string, input: Float32Array, dims: number[], extras?: {role: string, input: Float32Array, dims: number[]}[], signal?: AbortSignal}} req
@@ -302,7 +309,7 @@ export class WorkerPool {
 
   /**
    * Counters: { workers, threadsPerWorker, liveWorkers, busy, queued, inFlight, maxInFlight, maxInFlightMessages,
-   * runs, retries, recycles, stalls, crashes, runErrors, ooms, cancelled, workersCreated, workersExited,
+   * runs, retries, recycles, stalls, crashes, runErrors, ooms, ceilings, cancelled, workersCreated, workersExited,
    * heapHighWater, perWorker: [{ worker, state, runs, heapBytes, heapHighWater, endedBy, sharedWasm }] }.
    * maxInFlight is measured inside the workers (shared slot table + Atomics) when memory can be shared, else from
    * the workers' start/end messages (maxInFlightMessages, always computed).
@@ -377,6 +384,7 @@ export class WorkerPool {
         wasmPaths: this._wasmPaths,
         wasmModule: wasmModule ?? undefined,
         numThreads: this._T,
+        heapGuardBytes: Number.isFinite(this._heapGuardBytes) ? this._heapGuardBytes : undefined,
         inputName: this._inputName,
         inputRoles: this._inputRoles,
         inputNames: this._inputNames,
@@ -429,6 +437,14 @@ export class WorkerPool {
         }
         break;
       }
+      case 'heap': {
+        // Mid-run: the heap grew, or the worker refused a growth past the guard.
+        const job = h.job;
+        if (!job || job.seq !== m.seq) return;
+        this._noteHeap(h, m.heapBytes);
+        if (m.ceiling || m.heapBytes >= this._heapGuardBytes) this._ceiling(h, job, m);
+        break;
+      }
       case 'result': {
         const job = h.job;
         if (!job || job.seq !== m.seq) return;
@@ -439,7 +455,7 @@ export class WorkerPool {
         this._detach(h, job);
         this._setState(h, 'idle');
         this._settle(job, null, { output: m.output, dims: m.dims, seconds: m.seconds, worker: h.serial, heapBytes: m.heapBytes });
-        if (h.recycleAfter || m.heapBytes > this._recycleHeapBytes) {
+        if (h.recycleAfter || m.heapBytes > this._recycleHeapBytes || m.heapBytes >= this._heapGuardBytes) {
           this._s.recycles++;
           this._retire(h, 'recycled');
         }
@@ -452,6 +468,10 @@ export class WorkerPool {
         this._noteHeap(h, m.heapBytes);
         this._s.runErrors++;
         if (m.oom) this._s.ooms++;
+        if (m.ceiling || m.heapBytes >= this._heapGuardBytes) {
+          this._ceiling(h, job, m);
+          break;
+        }
         const cause = m.oom ? `out of memory in ONNX Runtime (${m.name}: ${m.message})` : `ONNX Runtime error (${m.name}: ${m.message})`;
         this._detach(h, job);
         // The ORT instance may be unusable after an error (an OOM certainly is): replace the worker.
@@ -514,6 +534,28 @@ export class WorkerPool {
         causes: [...job.causes],
         oom,
       }),
+    );
+    this._pump();
+  }
+
+  /**
+   * A worker's heap reached the guard while running `job` (m: its heap or error message): the tile fails at once with
+   * code 'MemoryCeiling' (no retry: a fresh worker would need the same heap) and the worker is terminated.
+   */
+  _ceiling(h, job, m) {
+    this._s.ceilings++;
+    const GB = (b) => (b >= 1e9 ? `${(b / 1e9).toFixed(2)} GB` : `${(b / 1e6).toFixed(1)} MB`);
+    const what = m.requestedBytes > m.heapBytes ? `asked to grow its heap from ${GB(m.heapBytes)} to ${GB(m.requestedBytes)}` : `reached a heap of ${GB(m.heapBytes)}`;
+    this._detach(h, job);
+    this._retire(h, 'heap guard');
+    this._settle(
+      job,
+      poolError(
+        `tile ${job.id} stopped: ONNX Runtime worker ${h.serial} ${what}, past the ${GB(this._heapGuardBytes)} heap guard below the ` +
+          '4 GiB wasm heap ceiling (near it a run stalls instead of failing)',
+        'MemoryCeiling',
+        { tile: job.id, heapBytes: m.heapBytes, requestedBytes: m.requestedBytes, guardBytes: this._heapGuardBytes },
+      ),
     );
     this._pump();
   }

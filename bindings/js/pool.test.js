@@ -373,3 +373,53 @@ test('bad requests are refused before any work', async () => {
   assert.throws(() => new WorkerPool({ model: convModel, workers: 0 }), RangeError);
   await pool.terminate();
 });
+
+test('heap guard: a worker reporting a heap past the guard mid-run fails its tile at once (MemoryCeiling), no retry', async () => {
+  const guard = 3.5e9;
+  const pool = makePool({ model: convModel, workers: 1, watchdogMs: 120000, heapGuardBytes: guard, faults: { heapOnTile: 1, heapBytes: 3.6e9 } });
+  await pool.ready();
+  const t0 = performance.now();
+  await assert.rejects(pool.run(tile(1, [8, 8, 8])), (e) => {
+    assert.equal(e.code, 'MemoryCeiling');
+    assert.equal(e.tile, 1);
+    assert.equal(e.heapBytes, 3.6e9);
+    assert.equal(e.guardBytes, guard);
+    assert.match(e.message, /^tile 1 stopped: ONNX Runtime worker 1 reached a heap of 3\.60 GB, past the 3\.50 GB heap guard below the 4 GiB wasm heap ceiling/);
+    return true;
+  });
+  // Not the watchdog: the tile fails as soon as the heap is reported, while the worker is still stuck.
+  assert.ok(performance.now() - t0 < 60000, `${performance.now() - t0} ms`);
+  const s = pool.stats();
+  assert.deepEqual([s.ceilings, s.retries, s.stalls], [1, 0, 0]);
+  assert.equal(s.perWorker[0].endedBy, 'heap guard');
+  // The pool goes on: the next tile runs on a fresh worker.
+  const r = await pool.run(tile(2, [8, 8, 8]));
+  assert.ok(maxAbsDiff(r.output, convStackReference(tile(2, [8, 8, 8]).input, [8, 8, 8], CONV)) <= 1e-5);
+  assert.ok(r.worker > 1);
+  await pool.terminate();
+});
+
+test('heap guard: a real growth past it is refused inside the worker; the tile fails with MemoryCeiling, a small one runs', async () => {
+  // The guard just above the heap a session holds: a 48³ patch of the U-Net must grow the heap past it.
+  const model = unet({ base: 8 });
+  const probe = makePool({ model, workers: 1 });
+  await probe.ready();
+  const afterSession = probe.stats().perWorker[0].heapHighWater;
+  await probe.terminate();
+  const guard = afterSession + 65536;
+  const pool = makePool({ model, workers: 1, watchdogMs: 120000, heapGuardBytes: guard });
+  await assert.rejects(pool.run(tile(1, [48, 48, 48])), (e) => {
+    assert.equal(e.code, 'MemoryCeiling');
+    assert.ok(e.requestedBytes > guard && e.heapBytes <= guard, `${e.heapBytes} → ${e.requestedBytes} (guard ${guard})`);
+    assert.match(e.message, /asked to grow its heap from .* to .*, past the .* heap guard/);
+    return true;
+  });
+  // A patch that fits in the session's heap runs on a fresh worker under the same guard.
+  const small = await pool.run(tile(2, [8, 8, 8]));
+  assert.deepEqual(small.dims, [1, 1, 8, 8, 8]);
+  assert.ok(small.worker > 1);
+  const s = pool.stats();
+  assert.deepEqual([s.ceilings, s.retries], [1, 0]);
+  assert.ok(s.perWorker.every((w) => w.heapHighWater <= guard), 'no heap passed the guard');
+  await pool.terminate();
+});

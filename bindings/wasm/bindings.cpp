@@ -48,6 +48,12 @@ double data_consistency(val geometry, val chi, val field, val mask) {
   return guarded([&] { return data_consistency_of(geometry, chi, field, mask); });
 }
 val forward_of(val geometry, val chi) { return guarded([&] { return forward_field_to_val(geometry, chi); }); }
+val calibration_edges(double divisor, double count) { return guarded([&] { return calibration_edges_to_val(divisor, count); }); }
+bool calibration_slope(val points) { return guarded([&] { return calibration_slope_of(points); }); }
+val fit_calibration(val points) { return guarded([&] { return calibration_fit_to_val(points); }); }
+val memory_check(val request, val plan, double worker_heap, double module_heap, double module_before, std::string network) {
+  return guarded([&] { return memory_check_to_val(request, plan, worker_heap, module_heap, module_before, network); });
+}
 val job_report(InversionJob& j) { return guarded([&] { return j.report(); }); }
 val job_result(InversionJob& j) { return guarded([&] { return j.result_view(); }); }
 val run_next(FieldRun& r) { return guarded([&] { return r.next(); }); }
@@ -81,6 +87,10 @@ EMSCRIPTEN_BINDINGS(tessera) {
   function("compare", &compare);
   function("dataConsistency", &data_consistency);
   function("forwardField", &forward_of);
+  function("calibrationEdges", &calibration_edges);
+  function("calibrationSlopeMeasured", &calibration_slope);
+  function("fitCalibration", &fit_calibration);
+  function("memoryCheck", &memory_check);
 
   class_<Volume>("Volume")
       .smart_ptr_constructor("Volume", &make_volume)

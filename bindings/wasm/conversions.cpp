@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "tessera/calibration.h"
 #include "tessera/dipole.h"
 #include "tessera/fidelity.h"
 #include "tessera/phantom.h"
@@ -385,6 +386,19 @@ void register_value_types() {
 
   Fields<Geometry>("Geometry").field("dims", &Geometry::dims).field("voxelMm", &Geometry::voxel_mm).field("b0Dir", &Geometry::b0_dir);
 
+  Fields<CalibrationFit>("CalibrationFit")
+      .number<&CalibrationFit::fixed_bytes>("fixedBytes")
+      .number<&CalibrationFit::bytes_per_voxel>("bytesPerVoxel")
+      .field("fittedFixedBytes", &CalibrationFit::fitted_fixed_bytes)
+      .field("fittedBytesPerVoxel", &CalibrationFit::fitted_bytes_per_voxel)
+      .field("r2", &CalibrationFit::r2)
+      .field("slopeBound", &CalibrationFit::slope_bound)
+      .field("slopeMargin", &CalibrationFit::slope_margin)
+      .field("pointsFitted", &CalibrationFit::points_fitted)
+      .field("slopeMeasured", &CalibrationFit::slope_measured)
+      .number<&CalibrationFit::raised_bytes>("raisedBytes")
+      .field("note", &CalibrationFit::note);
+
   Fields<PatchFit>("PatchFit")
       .field("fits", &PatchFit::fits)
       .number<&PatchFit::patch_edge>("patchEdge")
@@ -578,6 +592,7 @@ val limits_to_val() {
   o.set("tileActivationBudget", static_cast<double>(WASM_TILE_ACTIVATION_BUDGET));
   o.set("maxPatchActivationBytes", static_cast<double>(WASM_MAX_PATCH_ACTIVATION_BYTES));
   o.set("heapCeilingBytes", static_cast<double>(WASM_HEAP_CEILING_BYTES));
+  o.set("workerHeapGuardBytes", static_cast<double>(WASM_WORKER_HEAP_GUARD_BYTES));
   return o;
 }
 
@@ -587,6 +602,70 @@ val verification_to_val(const Agreement& a, const VerifyRegion& region) {
   o.set("compareLo", val(region.compare_lo));
   o.set("compareHi", val(region.compare_hi));
   o.set("margin", region.margin);
+  return o;
+}
+
+namespace {
+
+std::vector<HeapPoint> heap_points_from(const val& points) {
+  if (points.isUndefined() || points.isNull() || points["length"].isUndefined()) {
+    throw Error(ErrorCode::InvalidArgument, "calibration points must be an array of {voxels, heapBytes, afterSessionBytes}");
+  }
+  std::vector<HeapPoint> out;
+  const unsigned n = points["length"].as<unsigned>();
+  for (unsigned i = 0; i < n; ++i) {
+    const val p = points[i];
+    const double voxels = number(p, "voxels", -1), heap = number(p, "heapBytes", -1), session = number(p, "afterSessionBytes", 0);
+    if (voxels < 0 || heap < 0 || session < 0) {
+      throw Error(ErrorCode::InvalidArgument, "calibration point " + std::to_string(i) + " needs voxels and heapBytes (numbers ≥ 0)");
+    }
+    out.push_back(HeapPoint{static_cast<uint64_t>(voxels), static_cast<uint64_t>(heap), static_cast<uint64_t>(session)});
+  }
+  return out;
+}
+
+}  // namespace
+
+val calibration_edges_to_val(double divisor, double count) {
+  if (!(divisor >= 0 && divisor <= 4096) || !(count >= 1 && count <= 64)) {
+    throw Error(ErrorCode::InvalidArgument, "calibration edges need a divisor in [0, 4096] and a count in [1, 64]");
+  }
+  val out = val::array();
+  for (uint64_t e : calibration_edges(static_cast<uint32_t>(divisor), static_cast<uint32_t>(count))) {
+    out.call<void>("push", static_cast<double>(e));
+  }
+  return out;
+}
+
+bool calibration_slope_of(const val& points) {
+  const std::vector<HeapPoint> ps = heap_points_from(points);
+  return calibration_slope_measured(ps);
+}
+
+val calibration_fit_to_val(const val& points) {
+  const std::vector<HeapPoint> ps = heap_points_from(points);
+  return val(fit_calibration(ps));
+}
+
+val memory_check_to_val(const val& request, const val& plan, double worker_heap_bytes, double module_heap_bytes,
+                        double module_heap_before_bytes, const std::string& network) {
+  const InversionRequest r = request_from(request);
+  MeasuredMemory m;
+  m.cost = r.model ? r.model->tile_cost() : r.custom.cost;
+  m.worker_heap_bytes = static_cast<uint64_t>(std::max(0.0, worker_heap_bytes));
+  m.module_heap_bytes = static_cast<uint64_t>(std::max(0.0, module_heap_bytes));
+  m.module_heap_before_bytes = static_cast<uint64_t>(std::max(0.0, module_heap_before_bytes));
+  m.planned_bytes_per_tile = static_cast<uint64_t>(number(plan, "bytesPerTile", 0));
+  m.planned_module_heap_bytes = static_cast<uint64_t>(number(plan, "moduleHeapBytes", 0));
+  const std::array<uint64_t, 3> dims = triple<uint64_t>(plan, "patchDims", {0, 0, 0});
+  m.patch_voxels = saturating_mul(saturating_mul(dims[0], dims[1]), dims[2]);
+  const MemoryVerdict v = check_measured_memory(m, network, r.model == nullptr);
+  val o = val::object();
+  o.set("workerHeapVsPlan", v.worker_heap_vs_plan);
+  o.set("moduleHeapVsPlan", v.module_heap_vs_plan);
+  o.set("over", v.over);
+  o.set("measuredBytesPerVoxel", static_cast<double>(v.measured_bytes_per_voxel));
+  o.set("warning", v.over ? val(v.warning) : val::null());
   return o;
 }
 

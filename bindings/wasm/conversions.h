@@ -97,4 +97,16 @@ val forward_field_to_val(const val& geometry, const val& chi);
 // {chi, field, mask} of the numerical head phantom; options {seed, noise, threads}.
 val phantom_to_val(const val& geometry, const val& options);
 
+// Calibration (tessera/calibration.h): the patch edges to measure for a divisor (count of them).
+val calibration_edges_to_val(double divisor, double count);
+// {slopeMeasured} of points [{voxels, heapBytes, afterSessionBytes}]: whether they measure a per-voxel slope.
+bool calibration_slope_of(const val& points);
+// The safe cost of points [{voxels, heapBytes, afterSessionBytes}]: {fixedBytes, bytesPerVoxel, fittedFixedBytes,
+// fittedBytesPerVoxel, r2, slopeBound, slopeMargin, pointsFitted, slopeMeasured, raisedBytes, note}.
+val calibration_fit_to_val(const val& points);
+// A run's measured heaps against the plan it obeyed: {workerHeapVsPlan, moduleHeapVsPlan, over,
+// measuredBytesPerVoxel, warning (null when nothing exceeded its plan)}. network names the network for the advice.
+val memory_check_to_val(const val& request, const val& plan, double worker_heap_bytes, double module_heap_bytes,
+                        double module_heap_before_bytes, const std::string& network);
+
 }  // namespace tessera::js

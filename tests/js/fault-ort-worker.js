@@ -1,25 +1,27 @@
 // A test stand-in for bindings/js/ort-worker.js: the real pool worker, plus faults injected on chosen tiles, so the
 // shipped worker and pool carry no test hooks. Node only (the tests that need faults run in node).
 //
-// Use: faultWorkerUrl({ crashOnTile, stallOnTile, failOnTile, oomOnTile, crashTimes }) → the URL of a small worker
+// Use: faultWorkerUrl({ crashOnTile, stallOnTile, failOnTile, oomOnTile, heapOnTile, heapBytes, crashTimes }) → the URL of a small worker
 // module (written to a temp folder: node's Worker drops a URL's query) for the pool's `workerUrl` (WorkerPool) or the
 // runtime's `ortWorkerUrl` (createTessera). That module calls install(config) here, then loads the real worker.
 // Tiles are the pool's run ids (1, 2, … in the order tiles start). Each fault hits a tile at most crashTimes times
 // (default: every time), counted across workers (a retry runs on a fresh worker) in a file of that temp folder.
 //   crash: the worker dies after accepting the tile; stall: it never answers (only terminate() ends it);
-//   fail: ONNX Runtime reports an error; oom: ONNX Runtime runs out of memory.
+//   fail: ONNX Runtime reports an error; oom: ONNX Runtime runs out of memory;
+//   heap: the worker reports its heap at heapBytes (default 3.6 GB) mid-run, then never answers (a run creeping
+//   towards the 4 GiB ceiling, where it would stall).
 import { parentPort } from 'node:worker_threads';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const FAULTS = ['crash', 'stall', 'fail', 'oom'];
+const FAULTS = ['crash', 'stall', 'fail', 'oom', 'heap'];
 
 /** A worker module injecting these faults (call from the test's thread). */
 export function faultWorkerUrl(hooks = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-faults-'));
-  const config = { times: hooks.crashTimes ?? null, state: path.join(dir, 'hits') };
+  const config = { times: hooks.crashTimes ?? null, state: path.join(dir, 'hits'), heapBytes: hooks.heapBytes ?? 3.6e9 };
   for (const kind of FAULTS) config[kind] = [hooks[`${kind}OnTile`] ?? []].flat();
   const file = path.join(dir, 'worker.mjs');
   fs.writeFileSync(
@@ -71,7 +73,8 @@ export function install(config) {
     markRunning();
     parentPort.postMessage({ type: 'start', seq: msg.seq, t: performance.timeOrigin + performance.now() });
     if (kind === 'crash') process.exit(1);
-    if (kind === 'stall') Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
+    if (kind === 'heap') parentPort.postMessage({ type: 'heap', seq: msg.seq, heapBytes: config.heapBytes });
+    if (kind === 'stall' || kind === 'heap') Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
     const oom = kind === 'oom';
     if (slots) Atomics.store(slots, 1 + slotIndex, 0); // no longer running, as the real worker does before an error
     parentPort.postMessage({

@@ -94,3 +94,20 @@ export async function fidelityExample(field: Float32Array, mask: Uint8Array, wei
     await tessera.terminate();
   }
 }
+
+// Memory that tells the truth: a custom network calibrated, the plan saying so, a run's heaps against its plan.
+export async function calibrationExample(field: Float32Array, mask: Uint8Array, weights: Uint8Array): Promise<string> {
+  const tessera = await createTessera({ workerHeapGuardBytes: 3.5e9 });
+  try {
+    const geometry: Geometry = { dims: [96, 96, 96], voxelMm: [1, 1, 1] };
+    const c = await tessera.calibrate({ weights, spec: { divisor: 8 }, onProgress: (p) => p.edge > 0 });
+    const safe: boolean = c.points.every((p) => p.heapBytes <= c.fixedBytes + c.bytesPerVoxel * p.voxels);
+    const plan = await tessera.plan({ geometry, mask, spec: { divisor: 8 }, weights });
+    const calibrated: boolean = plan.cost.source === 'calibrated' && plan.cost.bytesPerVoxel === c.bytesPerVoxel;
+    const { report } = await tessera.invert({ field, mask, geometry, spec: { divisor: 8 }, weights, plan });
+    const guard: number = (await tessera.limits()).workerHeapGuardBytes;
+    return `${safe} ${calibrated} ${report.memory.workerHeapVsPlan} ${report.memory.warning ?? ''} ${c.fit.note} ${guard}`;
+  } finally {
+    await tessera.terminate();
+  }
+}

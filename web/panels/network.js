@@ -91,7 +91,8 @@ export class NetworkPanel {
         planWeightsName: this.custom.file?.name,
         spec: {
           divisor: clampInt($('customDivisor').value, 1, 1024, 1),
-          bytesPerVoxel: num('customBpv', 1100),
+          // Empty: the network is calibrated from its .onnx (tessera.calibrate) before it is planned.
+          bytesPerVoxel: $('customBpv').value === '' ? undefined : num('customBpv', undefined),
           inputMean: num('customInMean', 0),
           inputStd: num('customInStd', 1),
           outputMean: num('customOutMean', 0),

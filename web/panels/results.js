@@ -1,7 +1,7 @@
 // The results panel: the input, the output (χ, or iQFM's local field) and, for the demo, the phantom truth in
 // NiiVue on one slice, with colormap and window; the run report; the output as .nii.gz. The report's numbers
 // are published as #report's data-* (tiles-run, tiles-skipped, tiles-total, wall-seconds, quantity, mask-voxels,
-// mean, std, finite, nonzero-outside, r, nrmse); the panels shown as .panels' data-shown; a run's self-check
+// mean, std, finite, nonzero-outside, r, nrmse, worker-heap-vs-plan, memory-warning); the panels shown as .panels' data-shown; a run's self-check
 // (report.verify: verified against predicted fidelity, the data-consistency residual) as #verifyReadout's data-*
 // (possible, exact, r, nrmse, max-abs, voxels, box-lo, box-hi, compare-lo, compare-hi, margin, data-consistency,
 // predicted-r, predicted-nrmse, seconds, message).
@@ -103,13 +103,14 @@ export class ResultsPanel {
     result.workflow.reportRows(r, result, row, perCall);
     row('Concurrency', `${r.concurrency} planned, ${r.maxInFlightObserved} observed in flight; pool max ${r.pool.map((p) => p.maxInFlight).join(', ')}, runs ${r.pool.map((p) => p.runs).join(', ')}, retries ${r.pool.map((p) => p.retries).join(', ')}, recycles ${r.pool.map((p) => p.recycles).join(', ')}`);
     row('Memory', `module heap ${fmtBytes(r.memory.moduleHeapBytes)}; ONNX Runtime worker heaps high-water ${r.memory.workerHeapHighWater.map(fmtBytes).join(', ') || '—'}; planner estimate ${fmtBytes(r.memory.estimatedPeakBytes)}`);
+    if (r.memory.warning) row('Memory warning', r.memory.warning);
     if (r.warning) row('Warning', r.warning);
     row(`${result.quantity === 'local-field' ? 'Local field' : 'χ'} in the mask`, `mean ${st.mean.toFixed(4)} ppm, std ${st.std.toFixed(4)} ppm over ${st.maskVoxels.toLocaleString()} voxels`);
     if (st.r !== undefined) row('Against the phantom truth', `r = ${st.r.toFixed(3)}, NRMSE = ${(100 * st.nrmse).toFixed(1)} %`);
     $('corr').textContent = st.r !== undefined ? `r vs truth = ${st.r.toFixed(3)}` : '';
     setData($('report'), {
       tilesRun: r.tilesRun, tilesSkipped: r.tilesSkipped, tilesTotal: r.tilesTotal, wallSeconds: r.wallSeconds,
-      quantity: result.quantity, ...st,
+      quantity: result.quantity, workerHeapVsPlan: r.memory.workerHeapVsPlan, memoryWarning: !!r.memory.warning, ...st,
     });
   }
 

@@ -94,6 +94,11 @@ export class SettingsPanel {
     const row = rows($('planReadout'));
     wf.planRows(plan, page.network(), !!page.input, row);
     if (plan.feasible) row('Estimated peak', `${fmtBytes(plan.peakBytes)} (activations ${fmtBytes(plan.activationBytes)} + module heap ${fmtBytes(plan.moduleHeapBytes)})`);
+    if (plan.cost?.source === 'calibrated') {
+      row('Memory cost', `${fmtBytes(plan.cost.fixedBytes)} + ${plan.cost.bytesPerVoxel} B/voxel per worker, calibrated (${plan.cost.points.length} patches measured in ${plan.cost.seconds.toFixed(1)} s)`);
+    } else if (plan.cost?.source === 'assumed') {
+      row('Memory cost', `${plan.cost.bytesPerVoxel} B/voxel assumed: choose the network's .onnx to calibrate it, or type its bytes per voxel`);
+    }
     this.publish(plan, req);
     const L = page.limits;
     const bars = $('memBars');
@@ -171,6 +176,8 @@ export class SettingsPanel {
       verifyPossible: v?.possible,
       verifyLo: v?.possible ? v.lo : undefined,
       verifyHi: v?.possible ? v.hi : undefined,
+      costSource: plan.cost?.source,
+      costBytesPerVoxel: plan.cost?.bytesPerVoxel,
     });
   }
 }
