@@ -43,6 +43,8 @@ inline constexpr uint32_t kThreadsPerWorker = 1;
 inline constexpr double kB0Tesla = 3.0;
 inline constexpr uint32_t kErodeRadius = 3;  // the iQSM reference's
 inline constexpr double kPhaseSign = -1.0;   // the iQSM reference negates the scanner's phase
+// B0 this far off the third axis (degrees) or more: b0Align auto resamples, and Tessera warns (bench/RESULTS.md §13).
+inline constexpr double kB0AlignThresholdDegrees = 5.0;
 }  // namespace defaults
 
 }  // namespace tessera
