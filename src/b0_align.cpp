@@ -23,6 +23,17 @@ Taps taps_at(double u, Interpolation interpolation) {
   const double f = std::floor(u);
   const double t = u - f;
   Taps s;
+  if (interpolation == Interpolation::Spline) {
+    // Cubic B-spline basis on prefiltered coefficients (prefilter_spline).
+    const double t2 = t * t, t3 = t2 * t, r = 1.0 - t;
+    s.base = static_cast<int64_t>(f) - 1;
+    s.count = 4;
+    s.w[0] = r * r * r / 6.0;
+    s.w[1] = (4.0 - 6.0 * t2 + 3.0 * t3) / 6.0;
+    s.w[2] = (1.0 + 3.0 * t + 3.0 * t2 - 3.0 * t3) / 6.0;
+    s.w[3] = t3 / 6.0;
+    return s;
+  }
   if (interpolation == Interpolation::Linear) {
     s.base = static_cast<int64_t>(f);
     s.count = 2;
@@ -41,8 +52,43 @@ Taps taps_at(double u, Interpolation interpolation) {
   return s;
 }
 
+// The cubic B-spline coefficients of a volume (Unser 1999: a causal and an anticausal recursive filter along each axis,
+// pole √3 − 2, mirror boundaries): interpolating them with the B-spline basis passes through the samples.
+std::vector<float> prefilter_spline(const Geometry& g, std::span<const float> values, std::span<const uint8_t> mask) {
+  std::vector<float> c(values.size());
+  for (size_t i = 0; i < c.size(); ++i) c[i] = mask.empty() || mask[i] ? values[i] : 0.0f;
+  const double z = std::sqrt(3.0) - 2.0, lambda = (1.0 - z) * (1.0 - 1.0 / z);
+  const int64_t horizon = static_cast<int64_t>(std::ceil(std::log(1e-9) / std::log(std::abs(z))));
+  std::vector<double> line;
+  for (int axis = 0; axis < 3; ++axis) {
+    const int64_t n = g.dims[axis];
+    if (n < 2) continue;
+    line.resize(static_cast<size_t>(n));
+    const uint64_t stride = axis == 0 ? 1 : axis == 1 ? static_cast<uint64_t>(g.dims[0]) : static_cast<uint64_t>(g.dims[0] * g.dims[1]);
+    const int a1 = axis == 0 ? 1 : 0, a2 = axis == 2 ? 1 : 2;
+    for (int64_t j = 0; j < g.dims[a2]; ++j)
+      for (int64_t i = 0; i < g.dims[a1]; ++i) {
+        int64_t p[3] = {0, 0, 0};
+        p[a1] = i;
+        p[a2] = j;
+        const uint64_t start = g.index(p[0], p[1], p[2]);
+        for (int64_t k = 0; k < n; ++k) line[k] = lambda * c[start + k * stride];
+        // Causal: c⁺[0] = Σ z^k c[k] (mirror boundary, truncated where z^k < 1e-9).
+        double sum = line[0], zk = z;
+        for (int64_t k = 1; k < std::min(n, horizon); ++k, zk *= z) sum += zk * line[k];
+        line[0] = sum;
+        for (int64_t k = 1; k < n; ++k) line[k] += z * line[k - 1];
+        // Anticausal: c⁻[n−1] = z / (z² − 1) · (c⁺[n−1] + z c⁺[n−2]).
+        line[n - 1] = z / (z * z - 1.0) * (line[n - 1] + z * line[n - 2]);
+        for (int64_t k = n - 2; k >= 0; --k) line[k] = z * (line[k + 1] - line[k]);
+        for (int64_t k = 0; k < n; ++k) c[start + k * stride] = static_cast<float>(line[k]);
+      }
+  }
+  return c;
+}
+
 // Taps reach below and above floor(u): linear 0 and 1, cubic 1 and 2.
-int reach_low(Interpolation i) { return i == Interpolation::Linear ? 0 : 1; }
+int reach_low(Interpolation i) { return i == Interpolation::Linear ? 0 : 1; }  // cubic and spline: 1 and 2
 int reach_high(Interpolation i) { return i == Interpolation::Linear ? 1 : 2; }
 
 // m · d, m row-major.
@@ -107,12 +153,15 @@ std::string_view b0_align_mode_name(B0AlignMode mode) {
   return "auto";
 }
 
-std::string_view interpolation_name(Interpolation i) { return i == Interpolation::Linear ? "linear" : "cubic"; }
+std::string_view interpolation_name(Interpolation i) {
+  return i == Interpolation::Linear ? "linear" : i == Interpolation::Cubic ? "cubic" : "spline";
+}
 
 Interpolation interpolation_from_name(std::string_view name) {
   if (name == "linear") return Interpolation::Linear;
   if (name == "cubic") return Interpolation::Cubic;
-  throw Error(ErrorCode::InvalidArgument, "interpolation must be linear or cubic, got '" + std::string(name) + "'");
+  if (name == "spline") return Interpolation::Spline;
+  throw Error(ErrorCode::InvalidArgument, "interpolation must be linear, cubic or spline, got '" + std::string(name) + "'");
 }
 
 double b0_tilt_degrees(const Vec3& b) {
@@ -207,6 +256,12 @@ std::vector<float> to_aligned_grid(const B0Alignment& a, std::span<const float> 
                                                 " values (" + dims_text(s.dims) + ")");
   }
   const Geometry& g = a.aligned;
+  std::vector<float> coefficients;
+  if (a.interpolation == Interpolation::Spline) {
+    coefficients = prefilter_spline(s, values, mask);
+    values = coefficients;
+    mask = {};
+  }
   std::vector<float> out(g.voxel_count(), 0.0f);
   uint64_t o = 0;
   for (int64_t z = 0; z < g.dims[2]; ++z)
@@ -245,6 +300,11 @@ std::vector<float> from_aligned_grid(const B0Alignment& a, std::span<const float
   }
   if (mask.size() != a.source.voxel_count()) {
     throw Error(ErrorCode::InvalidArgument, "the mask does not hold the source volume's " + std::to_string(a.source.voxel_count()) + " values");
+  }
+  std::vector<float> coefficients;
+  if (a.interpolation == Interpolation::Spline) {
+    coefficients = prefilter_spline(g, aligned_values, {});
+    aligned_values = coefficients;
   }
   std::vector<float> out(a.source.voxel_count(), 0.0f);
   for_each_masked(a.source, mask, [&](int64_t x, int64_t y, int64_t z) {
@@ -290,7 +350,7 @@ B0Plan b0_plan(const Geometry& geometry, bool network_assumes_z, B0AlignMode mod
   const std::string grid = aligned_dims[0] > 0 ? " " + dims_text(aligned_dims) : std::string();
   const std::string mode_text = "b0Align " + std::string(b0_align_mode_name(mode));
   if (p.resampled) {
-    p.summary = off + ": the field is resampled to a B0-aligned grid" + grid + " (cubic), the network runs there and χ is "
+    p.summary = off + ": the field is resampled to a B0-aligned grid" + grid + " (cubic B-spline), the network runs there and χ is "
                 "resampled back (" + mode_text + ")";
   } else if (p.tilt_degrees == 0.0) {
     p.summary = "B0 lies along the volume's third axis, as the network assumes";

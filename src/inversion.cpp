@@ -178,9 +178,10 @@ TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask
   const std::vector<uint8_t> aligned_m = aligned_mask(a, mask);
   TilePlan p = with_verification(aligned, aligned_m, target, plan_unverified(aligned, aligned_m, target));
   b0 = b0_plan(r.geometry, true, r.b0_align, defaults::kB0AlignThresholdDegrees, a.aligned.dims);
-  // Source field (f32) and mask (u8), the χ resampled back (f32), and the aligned χ copied back in (f32).
-  b0.extra_module_bytes = saturating_add(saturating_mul(r.geometry.voxel_count(), 2 * sizeof(float) + sizeof(uint8_t)),
-                                         saturating_mul(a.aligned.voxel_count(), sizeof(float)));
+  // Source field (f32) and mask (u8), its spline coefficients (f32), the χ resampled back (f32); the aligned χ copied
+  // back in and its spline coefficients (f32 each).
+  b0.extra_module_bytes = saturating_add(saturating_mul(r.geometry.voxel_count(), 3 * sizeof(float) + sizeof(uint8_t)),
+                                         saturating_mul(a.aligned.voxel_count(), 2 * sizeof(float)));
   if (p.feasible) {
     const uint64_t added = saturating_add(b0.extra_module_bytes, wasm_heap_growth_slack(b0.extra_module_bytes));
     p.module_heap_bytes = saturating_add(p.module_heap_bytes, added);

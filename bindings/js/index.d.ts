@@ -414,7 +414,7 @@ export declare class Tessera {
     field: Float32Array | Volume<VoxelArray>;
     mask?: ArrayLike<number> | Volume<VoxelArray>;
     geometry?: Geometry;
-    interpolation?: 'cubic' | 'linear';
+    interpolation?: 'spline' | 'cubic' | 'linear';
     masked?: boolean;
   }): Promise<{ tiltDegrees: number; rotation: number[]; geometry: Geometry; field: Float32Array; mask: Uint8Array; back: Float32Array }>;
   /**

@@ -309,7 +309,8 @@ export class Tessera {
   /**
    * A field resampled to its B0-aligned grid (rotated about the volume centre so that B0 lies along the third axis, the
    * same voxel size) and back, by the C++ core: what a run with b0Align does around a network that assumes B0 along the
-   * third axis. interpolation 'cubic' (default, the runs') or 'linear'; masked (default true): resample field × mask.
+   * third axis. interpolation 'spline' (cubic B-spline; default, the runs'), 'cubic' (Keys) or 'linear'; masked (default true):
+   * resample field × mask.
    * field, mask and geometry as for invert (Volumes too); the mask holds at least one voxel.
    * @returns {Promise<{tiltDegrees: number, rotation: number[], geometry: object, field: Float32Array, mask: Uint8Array, back: Float32Array}>}
    */

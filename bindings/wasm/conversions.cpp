@@ -533,9 +533,9 @@ val b0_resample_to_val(const val& geometry, const val& field, const val& mask, c
   validate_volume_sizes(g, f.size(), m.size());
   validate_mask_not_empty(g, m);
   const bool given = !options.isUndefined() && !options.isNull();
-  Interpolation interpolation = Interpolation::Cubic;
+  Interpolation interpolation = Interpolation::Spline;
   if (given && !options["interpolation"].isUndefined()) {
-    if (!options["interpolation"].isString()) throw Error(ErrorCode::InvalidArgument, "interpolation must be cubic or linear");
+    if (!options["interpolation"].isString()) throw Error(ErrorCode::InvalidArgument, "interpolation must be spline, cubic or linear");
     interpolation = interpolation_from_name(options["interpolation"].as<std::string>());
   }
   const bool masked = !given || options["masked"].isUndefined() || options["masked"].isTrue();

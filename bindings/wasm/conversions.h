@@ -83,7 +83,7 @@ val to_val(const B0Plan& p);
 val b0_restore_to_val(const B0Alignment& alignment, std::span<const uint8_t> mask, const val& aligned_chi);
 
 // {tiltDegrees, rotation (row-major 3×3), geometry (the aligned grid's), field, mask (the aligned grid's), back (field
-// resampled there and back, at mask)} of a field; options {interpolation: 'cubic' | 'linear', masked: resample
+// resampled there and back, at mask)} of a field; options {interpolation: 'spline' (the runs') | 'cubic' | 'linear', masked: resample
 // field × mask (default true)}.
 val b0_resample_to_val(const val& geometry, const val& field, const val& mask, const val& options);
 

@@ -15,9 +15,10 @@
 
 namespace tessera {
 
-// How values between grid points are read: trilinear, or Keys' cubic convolution (a = −½: interpolating, reproduces
-// quadratics, 4×4×4 taps).
-enum class Interpolation { Linear, Cubic };
+// How values between grid points are read: trilinear; Keys' cubic convolution (a = −½: interpolating, reproduces
+// quadratics, 4×4×4 taps); or cubic B-spline on prefiltered coefficients (interpolating, reproduces cubics, 4×4×4 taps,
+// the flattest frequency response of the three, a coefficient copy of the volume).
+enum class Interpolation { Linear, Cubic, Spline };
 
 // When a field → χ run resamples to a B0-aligned grid: above the warning threshold (auto), at any tilt (on), never (off).
 enum class B0AlignMode { Auto, On, Off };
@@ -28,10 +29,10 @@ B0AlignMode b0_align_mode_from_name(std::string_view name);
 // "auto", "on" or "off".
 std::string_view b0_align_mode_name(B0AlignMode mode);
 
-// "linear" or "cubic".
+// "linear", "cubic" or "spline".
 std::string_view interpolation_name(Interpolation interpolation);
 // The interpolation of this name.
-// name is "linear" or "cubic" (else Error InvalidArgument).
+// name is "linear", "cubic" or "spline" (else Error InvalidArgument).
 Interpolation interpolation_from_name(std::string_view name);
 
 // The angle between B0 and the volume's third axis in degrees, in [0, 90] (B0's sign is immaterial to the dipole kernel).
@@ -45,7 +46,7 @@ struct B0Alignment {
   Geometry source;
   Geometry aligned;                   // dims holding every source mask voxel's stencil; source voxel size; b0_dir (0, 0, 1)
   double tilt_degrees = 0.0;
-  Interpolation interpolation = Interpolation::Cubic;
+  Interpolation interpolation = Interpolation::Spline;
   std::array<double, 9> rotation{};   // row-major R (millimetres): R · B0 = ±(0, 0, 1); the identity when B0 is along z
   std::array<double, 9> to_aligned{}; // row-major index map V⁻¹ R V (V = diag(voxel size))
   std::array<double, 9> to_source{};  // row-major index map V⁻¹ Rᵀ V
@@ -58,8 +59,9 @@ struct B0Alignment {
 // voxel) such that every source mask voxel's interpolation stencil lies inside.
 // source is valid (validate_geometry; else Error InvalidArgument).
 // mask holds source.voxel_count() values and at least one nonzero (else Error InvalidArgument).
+// The runs use the cubic B-spline: its round trip loses least (bench/b0-tilt.js).
 B0Alignment b0_alignment(const Geometry& source, std::span<const uint8_t> mask,
-                         Interpolation interpolation = Interpolation::Cubic);
+                         Interpolation interpolation = Interpolation::Spline);
 
 // The position on the aligned grid of a source voxel position (fractional indices).
 Vec3 aligned_position(const B0Alignment& alignment, const Vec3& source_index);
