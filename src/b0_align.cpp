@@ -334,12 +334,13 @@ std::vector<float> from_aligned_grid(const B0Alignment& a, std::span<const float
 }
 
 B0Plan b0_plan(const Geometry& geometry, bool network_assumes_z, B0AlignMode mode, double threshold_degrees,
-               const Dims3& aligned_dims) {
+               double warn_degrees, const Dims3& aligned_dims) {
   B0Plan p;
   p.tilt_degrees = b0_tilt_degrees(geometry.b0_dir);
   p.mode = mode;
   p.assumes_z = network_assumes_z;
   p.threshold_degrees = threshold_degrees;
+  p.warn_degrees = warn_degrees;
   p.aligned_dims = aligned_dims;
   const std::string off = "B0 is " + degrees_text(p.tilt_degrees) + "° off the volume's third axis";
   if (!network_assumes_z) {
@@ -349,6 +350,8 @@ B0Plan b0_plan(const Geometry& geometry, bool network_assumes_z, B0AlignMode mod
   p.resampled = p.tilt_degrees > 0.0 && (mode == B0AlignMode::On || (mode == B0AlignMode::Auto && p.tilt_degrees > threshold_degrees));
   const std::string grid = aligned_dims[0] > 0 ? " " + dims_text(aligned_dims) : std::string();
   const std::string mode_text = "b0Align " + std::string(b0_align_mode_name(mode));
+  const std::string auto_text = "b0Align auto resamples above " + degrees_text(threshold_degrees) +
+                                "°, where on the phantom that comes closer to the truth than ignoring the tilt";
   if (p.resampled) {
     p.summary = off + ": the field is resampled to a B0-aligned grid" + grid + " (cubic B-spline), the network runs there and χ is "
                 "resampled back (" + mode_text + ")";
@@ -357,19 +360,19 @@ B0Plan b0_plan(const Geometry& geometry, bool network_assumes_z, B0AlignMode mod
   } else if (mode == B0AlignMode::Off) {
     p.summary = off + ": not resampled (" + mode_text + ")";
   } else {
-    p.summary = off + ": within " + degrees_text(threshold_degrees) + "°, run as it is (" + mode_text + ")";
+    p.summary = off + ": run as it is (" + auto_text + ")";
   }
-  if (p.tilt_degrees <= threshold_degrees) return p;
+  if (p.tilt_degrees <= warn_degrees) return p;
   const std::string angle = off + ", along which the network assumes it";
-  const std::string why = " (above " + degrees_text(threshold_degrees) +
-                          "° ignoring the tilt costs the demo network more than NRMSE 0.05 against its untilted χ on the "
-                          "phantom, and resampling less: bench/RESULTS.md §13)";
+  const std::string cost = "on the phantom, ignoring a tilt above " + degrees_text(warn_degrees) +
+                           "° costs the demo network more than NRMSE 0.05 against its untilted χ (bench/b0-tilt.js)";
   if (p.resampled) {
     p.warning = angle + ": Tessera resampled the field to a B0-aligned grid, ran the network there and resampled χ back (" +
-                mode_text + ")" + why;
+                mode_text + "; " + cost + "); the resampling itself smooths χ slightly";
+  } else if (mode == B0AlignMode::Off) {
+    p.warning = angle + ": not resampled because b0Align is off, so χ is approximate (" + cost + "); " + auto_text;
   } else {
-    p.warning = angle + ": not resampled because b0Align is off, so χ is approximate" + why +
-                "; b0Align auto resamples to a B0-aligned grid";
+    p.warning = angle + ": run as it is, so χ is approximate (" + cost + "); " + auto_text + " (b0Align on forces it)";
   }
   return p;
 }

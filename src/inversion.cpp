@@ -102,7 +102,7 @@ uint32_t network_output_channels(const InversionRequest& r, uint32_t) {
 bool assumes_b0_along_z(const InversionRequest& r) { return runs_in_steps(r); }
 
 B0Plan request_b0_plan(const InversionRequest& r) {
-  return b0_plan(r.geometry, assumes_b0_along_z(r), r.b0_align, defaults::kB0AlignThresholdDegrees);
+  return b0_plan(r.geometry, assumes_b0_along_z(r), r.b0_align, defaults::kB0AlignThresholdDegrees, defaults::kB0WarnDegrees);
 }
 
 namespace {
@@ -177,7 +177,7 @@ TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask
   aligned.geometry = a.aligned;
   const std::vector<uint8_t> aligned_m = aligned_mask(a, mask);
   TilePlan p = with_verification(aligned, aligned_m, target, plan_unverified(aligned, aligned_m, target));
-  b0 = b0_plan(r.geometry, true, r.b0_align, defaults::kB0AlignThresholdDegrees, a.aligned.dims);
+  b0 = b0_plan(r.geometry, true, r.b0_align, defaults::kB0AlignThresholdDegrees, defaults::kB0WarnDegrees, a.aligned.dims);
   // Source field (f32) and mask (u8), its spline coefficients (f32), the χ resampled back (f32); the aligned χ copied
   // back in and its spline coefficients (f32 each).
   b0.extra_module_bytes = saturating_add(saturating_mul(r.geometry.voxel_count(), 3 * sizeof(float) + sizeof(uint8_t)),

@@ -46,7 +46,7 @@ const std::array<OptionSpec, 22> kOptions{{
     {"phaseSign", "", defaults::kPhaseSign, "", -1, 1, false, true, "+1 or -1: multiplies the phase (the reference negates it)"},
     {"b0Align", "", 0, "auto", 0, 0, false, false,
      "networks that assume B0 along the third axis (field → χ): resample the field to a B0-aligned grid and χ back when "
-     "B0 is more than 5° off it (auto), at any tilt (on), or never (off; a warning above 5°)",
+     "B0 is more than 12° off it (auto), at any tilt (on), or never (off); a warning above 2.5°",
      "auto|on|off"},
 }};
 

@@ -291,8 +291,9 @@ TEST(B0Align, EmptyOrWrongMaskIsRefused) {
   error_of([&] { from_aligned_grid(a, std::vector<float>(7), std::vector<uint8_t>(g.voxel_count(), 1)); }, ErrorCode::InvalidArgument);
 }
 
-TEST(B0Align, PlanResamplesAboveTheThresholdAndWarns) {
-  const double t = defaults::kB0AlignThresholdDegrees;
+TEST(B0Align, PlanResamplesAboveTheThresholdAndWarnsAboveTheWarningAngle) {
+  const double t = defaults::kB0AlignThresholdDegrees, w = defaults::kB0WarnDegrees;
+  ASSERT_LT(w, t);
   InversionRequest r;
   r.model = &model_spec("demo-unet");
   r.whole_volume = true;
@@ -304,17 +305,21 @@ TEST(B0Align, PlanResamplesAboveTheThresholdAndWarns) {
   const TilePlan straight = plan_at(0.0, B0AlignMode::Auto);
   EXPECT_FALSE(straight.b0.resampled);
   EXPECT_TRUE(straight.b0.warning.empty());
-  const TilePlan below = plan_at(t * 0.6, B0AlignMode::Auto);
+  const TilePlan below = plan_at(w * 0.6, B0AlignMode::Auto);
   EXPECT_FALSE(below.b0.resampled);
   EXPECT_TRUE(below.b0.warning.empty()) << below.b0.warning;
   EXPECT_EQ(below.patch_dims, straight.patch_dims);
   EXPECT_TRUE(inversion_warning(r).empty());
+  // Between the two: run as it is, with a warning that says so.
+  const TilePlan between = plan_at((w + t) / 2, B0AlignMode::Auto);
+  EXPECT_FALSE(between.b0.resampled);
+  EXPECT_NE(between.b0.warning.find("run as it is"), std::string::npos) << between.b0.warning;
   const TilePlan above = plan_at(t + 10.0, B0AlignMode::Auto);
   ASSERT_TRUE(above.feasible);
   EXPECT_TRUE(above.b0.resampled);
   const std::string angle = std::to_string(static_cast<int>(t + 10.0)) + ".0°";
   EXPECT_NE(above.b0.warning.find(angle), std::string::npos) << above.b0.warning;
-  EXPECT_NE(above.b0.warning.find("resampled"), std::string::npos) << above.b0.warning;
+  EXPECT_NE(above.b0.warning.find("Tessera resampled"), std::string::npos) << above.b0.warning;
   EXPECT_EQ(inversion_warning(r), above.b0.warning);
   // The plan is the aligned grid's: its dims come from the alignment, and the source volume's bytes are on top.
   const B0Alignment a = b0_alignment(r.geometry, ellipsoid_mask(r.geometry));
@@ -326,11 +331,11 @@ TEST(B0Align, PlanResamplesAboveTheThresholdAndWarns) {
   EXPECT_EQ(above.b0.extra_module_bytes, r.geometry.voxel_count() * 13 + a.aligned.voxel_count() * 8);
   EXPECT_GE(above.module_heap_bytes, direct.module_heap_bytes + above.b0.extra_module_bytes);
   EXPECT_EQ(above.peak_bytes - direct.peak_bytes, above.module_heap_bytes - direct.module_heap_bytes);
-  // Off: not resampled, and the warning says so; on: resampled below the threshold, without a warning.
+  // Off: not resampled, and the warning says so; on: resampled below the warning angle, without a warning.
   const TilePlan off = plan_at(t + 10.0, B0AlignMode::Off);
   EXPECT_FALSE(off.b0.resampled);
   EXPECT_NE(off.b0.warning.find("b0Align is off"), std::string::npos) << off.b0.warning;
-  const TilePlan on = plan_at(t * 0.6, B0AlignMode::On);
+  const TilePlan on = plan_at(w * 0.6, B0AlignMode::On);
   EXPECT_TRUE(on.b0.resampled);
   EXPECT_TRUE(on.b0.warning.empty());
   // A physics loop takes B0 into its dipole kernel: never resampled, no B0 warning.

@@ -88,8 +88,8 @@ Network (one of)
   --weights SRC      ONNX file or URL (repeat for a model with several networks)
   --b0-align A       networks that assume B0 along the volume's third axis (field → χ): auto (default) resamples
                      the field to a grid rotated so that the header's B0 lies along it, runs the network there
-                     and resamples χ back, when B0 is more than 5° off the third axis; on: at any tilt; off:
-                     never (a warning above 5°)
+                     and resamples χ back, when B0 is more than 12° off the third axis; on: at any tilt; off:
+                     never; a warning above 2.5° (bench/b0-tilt.js measured where each loses less)
 Tiling (field networks; the phase networks always run on the whole volume)
   --quality Q        the auto-planner's target against the whole-volume run: faithful (default: r ≥ 0.99,
                      NRMSE ≤ 0.10), balanced (r ≥ 0.97, NRMSE ≤ 0.20) or fast (speed only); it picks the fastest

@@ -164,8 +164,10 @@ export interface PlannedB0Alignment {
   /** the run resamples the field to a B0-aligned grid and χ back (then grid, tiles and memory are that grid's) */
   resampled: boolean;
   mode: B0Align;
-  /** auto resamples above this angle; the warning appears above it */
+  /** auto resamples above this angle */
   thresholdDegrees: number;
+  /** a warning above this angle */
+  warnDegrees: number;
   /** the aligned grid's dims when resampled, else null */
   alignedDims: Triple | null;
   /** module-heap bytes the resampling adds beside the aligned run's own volumes */

@@ -513,6 +513,7 @@ val to_val(const B0Plan& p) {
   o.set("resampled", p.resampled);
   o.set("mode", std::string(b0_align_mode_name(p.mode)));
   o.set("thresholdDegrees", p.threshold_degrees);
+  o.set("warnDegrees", p.warn_degrees);
   o.set("alignedDims", p.resampled ? array_of(p.aligned_dims) : val::null());
   o.set("extraModuleBytes", static_cast<double>(p.extra_module_bytes));
   o.set("summary", p.summary);

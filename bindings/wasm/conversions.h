@@ -74,7 +74,7 @@ double data_consistency_of(const val& geometry, const val& chi, const val& field
 // The local field of a χ map by the dipole forward model (B0 from the geometry, 2× zero padding; tessera/dipole.h).
 val forward_field_to_val(const val& geometry, const val& chi);
 
-// {tiltDegrees, assumesZ, resampled, mode, thresholdDegrees, alignedDims (null unless resampled), extraModuleBytes,
+// {tiltDegrees, assumesZ, resampled, mode, thresholdDegrees, warnDegrees, alignedDims (null unless resampled), extraModuleBytes,
 // summary, warning}: what a plan does about B0.
 val to_val(const B0Plan& p);
 

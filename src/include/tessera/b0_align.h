@@ -93,16 +93,17 @@ struct B0Plan {
   bool resampled = false;        // the run goes through the aligned grid
   Dims3 aligned_dims{0, 0, 0};   // the aligned grid's dims (resampled only)
   uint64_t extra_module_bytes = 0;  // what resampling adds to the module heap beside the aligned run's own volumes
-  double threshold_degrees = 0.0;   // the warning threshold (auto resamples above it)
+  double threshold_degrees = 0.0;   // auto resamples above this tilt
+  double warn_degrees = 0.0;        // a warning above this tilt
   std::string summary;           // one sentence: the tilt and what the run does about it
-  std::string warning;           // above the threshold: the angle and what Tessera did; else empty
+  std::string warning;           // above warn_degrees: the angle and what Tessera did; else empty
 };
 
 // The B0 decision of a run: resample when the network assumes B0 along the third axis and the mode asks for it (auto:
-// above threshold_degrees), and the warning above the threshold. aligned_dims, when given, name the aligned grid in the
+// above threshold_degrees), and the warning above warn_degrees. aligned_dims, when given, name the aligned grid in the
 // summary.
-// geometry is valid; threshold_degrees >= 0.
+// geometry is valid; 0 <= warn_degrees <= threshold_degrees.
 B0Plan b0_plan(const Geometry& geometry, bool network_assumes_z, B0AlignMode mode, double threshold_degrees,
-               const Dims3& aligned_dims = {0, 0, 0});
+               double warn_degrees, const Dims3& aligned_dims = {0, 0, 0});
 
 }  // namespace tessera
