@@ -31,11 +31,12 @@ const { values: a } = parseArgs({
     out: { type: 'string' },
     note: { type: 'string' },
     inputs: { type: 'string' },
+    channels: { type: 'string', default: '1' },
   },
 });
 if (!a.onnx) {
   console.error('usage: node bench/calibrate-browser.js --onnx NET.onnx [--network NAME] ' +
-    '[--edges 32,48,64] [--repeats 2] [--threads 2] [--runs 1] [--out bench/calibration.json] [--inputs phase,mask,te,b0,border]');
+    '[--edges 32,48,64] [--repeats 2] [--threads 2] [--runs 1] [--out bench/calibration.json] [--inputs phase,mask,te,b0,border] [--channels 2]');
   process.exit(2);
 }
 const modelFile = path.resolve(a.onnx);
@@ -47,7 +48,12 @@ const cfg = {
   threads: Number(a.threads),
   runs: Number(a.runs),
   inputRoles: a.inputs ? a.inputs.split(',') : undefined, // multi-input (phase) networks, as calibrate.js --inputs
+  channels: Number(a.channels), // multi-channel networks (MoDL-QSM: 2), as calibrate.js --channels
 };
+if (!Number.isInteger(cfg.channels) || cfg.channels < 1) {
+  console.error(`--channels must be a whole number of at least 1 (got '${a.channels}'); MoDL-QSM takes --channels 2`);
+  process.exit(2);
+}
 
 const PAGE = `<!doctype html><meta charset="utf-8"><title>tessera calibration</title>
 <script type="module">
@@ -59,7 +65,7 @@ window.__calibrate = async (cfg) => {
   const points = [];
   for (let rep = 1; rep <= cfg.repeats; rep++)
     for (const edge of cfg.edges) {
-      const p = { repeat: rep, ...(await measurePoint({ WorkerPool, model, edge, threads: cfg.threads, runs: cfg.runs, inputRoles: cfg.inputRoles })) };
+      const p = { repeat: rep, ...(await measurePoint({ WorkerPool, model, edge, threads: cfg.threads, runs: cfg.runs, inputRoles: cfg.inputRoles, channels: cfg.channels })) };
       points.push(p);
       await window.__progress(p);
     }
@@ -79,6 +85,7 @@ const MB = (b) => (b / 1e6).toFixed(1);
 const userDir = path.join(tmp, 'profile');
 const context = await launchChromium(userDir, a.chromium);
 const t0 = performance.now();
+const loadStart = os.loadavg().map((l) => +l.toFixed(2));
 let result;
 try {
   const page = await benchPage(context);
@@ -90,7 +97,7 @@ try {
   await page.waitForFunction(() => window.__ready === true);
   const ua = await page.evaluate(() => navigator.userAgent);
   console.log(`${network} in Chromium (${ua}): ${modelFile} (${model.byteLength} B), ${cfg.threads} thread(s), ` +
-    `edges ${cfg.edges.join(',')}, ${cfg.repeats} repeat(s), ${cfg.runs} run(s)/pool`);
+    `edges ${cfg.edges.join(',')}, ${cfg.repeats} repeat(s), ${cfg.runs} run(s)/pool; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   result = await page.evaluate((c) => window.__calibrate(c), cfg);
 } finally {
   await context.close();
@@ -118,10 +125,13 @@ const entry = {
     browser: result.userAgent,
     hardwareConcurrency: result.hardwareConcurrency,
     onnxruntimeWeb: ortVersion,
+    loadAverageStart: loadStart,
+    loadAverageEnd: os.loadavg().map((l) => +l.toFixed(2)),
   },
   model: { file: path.basename(modelFile), bytes: model.byteLength, sha256: createHash('sha256').update(model).digest('hex') },
   threads: cfg.threads,
   inputs: cfg.inputRoles,
+  channels: cfg.channels > 1 ? cfg.channels : undefined,
   runsPerPool: cfg.runs,
   repeats: cfg.repeats,
   note: a.note,

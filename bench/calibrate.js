@@ -8,14 +8,15 @@
 //   node --no-experimental-fetch bench/calibrate.js --onnx /tmp/standins/xqsm-standin.onnx --network xqsm-standin \
 //     --edges 32,48,64,80,96 --repeats 3 --threads 1 [--runs 2] [--out bench/calibration.json] [--merge]
 // Multi-input (phase) networks: --inputs phase,mask,te,b0,border (the registry's roles; further inputs are made up).
+// Multi-channel networks: --channels 2 (MoDL-QSM: [1,2,e,e,e] in and out; the points' voxels stay e³).
 // --merge adds the points to the existing entry of the same network/runtime/threads (same model sha256) and refits.
 // bench/calibrate-browser.js runs the same measurement (measurePoint/summarize below) in headless Chromium.
 //
 // This module is also imported by the browser page of calibrate-browser.js: no node import at the top level.
 
-/** Deterministic smooth input patch (values ~ ±0.1 ppm, like a local field). */
-export function patchInput(edge) {
-  const n = edge * edge * edge;
+/** Deterministic smooth input patch (values ~ ±0.1 ppm, like a local field); `channels` planes one after the other. */
+export function patchInput(edge, channels = 1) {
+  const n = channels * edge * edge * edge;
   const x = new Float32Array(n);
   for (let i = 0; i < n; i++) x[i] = 0.05 * Math.sin(0.013 * i) + 0.05 * Math.cos(0.0071 * i + 1);
   return x;
@@ -53,16 +54,17 @@ export function phaseExtras(roles, edge) {
  * @param {number} [o.runs=2] patches run in the same session (the high-water must not keep growing)
  * @param {object} [o.poolOptions] extra WorkerPool options (browser: ortModuleUrl, ortWasmPaths)
  * @param {string[]} [o.inputRoles] multi-input networks: the input roles (phaseExtras makes the further inputs)
+ * @param {number} [o.channels=1] input and output channels ([1,C,e,e,e] in and out)
  */
-export async function measurePoint({ WorkerPool, model, edge, threads, runs = 2, poolOptions = {}, inputRoles }) {
+export async function measurePoint({ WorkerPool, model, edge, threads, runs = 2, poolOptions = {}, inputRoles, channels = 1 }) {
   const pool = new WorkerPool({ model, workers: 1, threadsPerWorker: threads, inputRoles, ...poolOptions });
   try {
     const t0 = performance.now();
     await pool.ready();
     const sessionSeconds = (performance.now() - t0) / 1000;
     const afterSessionBytes = pool.stats().perWorker[0].heapHighWater;
-    const input = patchInput(edge);
-    const dims = [1, 1, edge, edge, edge];
+    const input = patchInput(edge, channels);
+    const dims = [1, channels, edge, edge, edge];
     const extras = inputRoles ? phaseExtras(inputRoles, edge) : [];
     const perRun = [];
     for (let r = 0; r < runs; r++) {
@@ -259,12 +261,18 @@ async function main() {
       note: { type: 'string' },
       merge: { type: 'boolean', default: false },
       inputs: { type: 'string' },
+      channels: { type: 'string', default: '1' },
     },
   });
+  const channels = Number(a.channels);
+  if (!Number.isInteger(channels) || channels < 1) {
+    console.error(`--channels must be a whole number of at least 1 (got '${a.channels}'); MoDL-QSM takes --channels 2`);
+    process.exit(2);
+  }
   const inputRoles = a.inputs ? a.inputs.split(',') : undefined;
   if (!a.onnx) {
     console.error('usage: node --no-experimental-fetch bench/calibrate.js --onnx NET.onnx [--network NAME] [--edges 32,48,64] ' +
-      '[--repeats 3] [--threads 1] [--runs 2] [--min-edge 64] [--out bench/calibration.json] [--note TEXT] [--merge] [--inputs phase,mask,te,b0,border]');
+      '[--repeats 3] [--threads 1] [--runs 2] [--min-edge 64] [--out bench/calibration.json] [--note TEXT] [--merge] [--inputs phase,mask,te,b0,border] [--channels 2]');
     process.exit(2);
   }
   const model = new Uint8Array(fs.readFileSync(a.onnx));
@@ -276,7 +284,9 @@ async function main() {
   const sha256 = createHash('sha256').update(model).digest('hex');
   const ortVersion = JSON.parse(fs.readFileSync(new URL('../node_modules/onnxruntime-web/package.json', import.meta.url))).version;
   console.log(`${network}: ${a.onnx} (${model.byteLength} B), ${os.cpus()[0].model} × ${os.cpus().length}, node ${process.version}, ` +
-    `onnxruntime-web ${ortVersion}, ${threads} thread(s), edges ${edges.join(',')}, ${repeats} repeat(s), ${runs} run(s)/pool`);
+    `onnxruntime-web ${ortVersion}, ${threads} thread(s), edges ${edges.join(',')}, ${repeats} repeat(s), ${runs} run(s)/pool; ` +
+    `load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  const loadStart = os.loadavg().map((l) => +l.toFixed(2));
   const points = [];
   const failures = [];
   const t0 = performance.now();
@@ -284,14 +294,14 @@ async function main() {
     for (const edge of edges) {
       let p;
       try {
-        p = await measurePoint({ WorkerPool, model, edge, threads, runs, inputRoles });
+        p = await measurePoint({ WorkerPool, model, edge, threads, runs, inputRoles, channels });
       } catch (e) {
         // e.g. out of memory near the 4 GiB wasm ceiling: record it, keep the other points
         failures.push({ repeat: rep, edge, error: String(e?.message ?? e) });
         console.log(`  repeat ${rep} edge ${edge}: FAILED: ${e?.message ?? e}`);
         continue;
       }
-      points.push({ repeat: rep, ...p });
+      points.push({ repeat: rep, ...p, loadAverage1m: +os.loadavg()[0].toFixed(2) });
       console.log(
         `  repeat ${rep} edge ${edge}: heap ${MB(p.heapBytes)} MB (after first run ${MB(p.firstRunHeapBytes)}), ` +
           `after session ${MB(p.afterSessionBytes)} MB, (heap−session)/vox ${((p.heapBytes - p.afterSessionBytes) / p.voxels).toFixed(1)} B, ` +
@@ -321,10 +331,12 @@ async function main() {
     runtime: 'node',
     method: METHOD,
     date: new Date().toISOString().slice(0, 10),
-    machine: { cpu: os.cpus()[0].model, cores: os.cpus().length, os: `${os.type()} ${os.release()}`, node: process.version, onnxruntimeWeb: ortVersion },
+    machine: { cpu: os.cpus()[0].model, cores: os.cpus().length, os: `${os.type()} ${os.release()}`, node: process.version, onnxruntimeWeb: ortVersion,
+      loadAverageStart: loadStart, loadAverageEnd: os.loadavg().map((l) => +l.toFixed(2)) },
     model: { file: a.onnx.split('/').pop(), bytes: model.byteLength, sha256 },
     threads,
     inputs: inputRoles,
+    channels: channels > 1 ? channels : undefined,
     runsPerPool: runs,
     repeats,
     note: notes.length > 1 ? notes : notes[0],

@@ -1,21 +1,27 @@
 #!/usr/bin/env node
 // Write the architecture-faithful stand-in networks (scripts/standins.js) as .onnx files.
-// Usage: node scripts/make_standins.js OUT_DIR [--only xqsm|qsmnet|iqsm|iqsm-plus] [--base N] [--seed S]
+// Usage: node scripts/make_standins.js OUT_DIR [--only ID] [--base N] [--seed S]
 //   default: every net of STANDINS at its published size (xQSM-shaped ~21 MB, QSMnet-shaped ~400 MB,
-//   iQSM- and iQSM+-shaped ~17 MB each; the last two take wrapped phase: inputs STANDINS[id].inputs).
+//   iQSM- and iQSM+-shaped ~17 MB each; the last two take wrapped phase: inputs STANDINS[id].inputs), then the
+//   IR2QSM-shaped net (scripts/standins-ir2qsm.js, ~40 MB) and the physics-loop nets (scripts/standins-loops.js:
+//   lpcnn and modl-qsm ~1.8 MB, nextqsm-bf ~113 MB, nextqsm-vjp ~42 MB; modl-qsm takes and gives 2 channels).
 // The files are generated data: keep them out of git (e.g. OUT_DIR=/tmp/standins).
 import { parseArgs } from 'node:util';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { STANDINS, inspectModel } from './standins.js';
+import { STANDINS as BASE_STANDINS, inspectModel } from './standins.js';
+import { IR2QSM_STANDINS } from './standins-ir2qsm.js';
+import { LOOP_STANDINS } from './standins-loops.js';
+
+const STANDINS = { ...BASE_STANDINS, ...IR2QSM_STANDINS, ...LOOP_STANDINS };
 
 const { values: a, positionals } = parseArgs({
   allowPositionals: true,
   options: { only: { type: 'string' }, base: { type: 'string' }, seed: { type: 'string' } },
 });
 if (positionals.length !== 1) {
-  console.error('usage: node scripts/make_standins.js OUT_DIR [--only xqsm|qsmnet|iqsm|iqsm-plus] [--base N] [--seed S]');
+  console.error(`usage: node scripts/make_standins.js OUT_DIR [--only ${Object.keys(STANDINS).join('|')}] [--base N] [--seed S]`);
   process.exit(2);
 }
 const outDir = positionals[0];

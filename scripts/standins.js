@@ -29,9 +29,10 @@ import { onnx, prng, tensor, valueInfo, attrInts, attrInt, attrFloat, node, Grap
 import { LOT_KERNEL, phaseInputs, phaseInputInfo } from '../tests/js/phase-networks.js';
 
 export { prng };
+// scripts/standins-ir2qsm.js and scripts/standins-loops.js build their nets with Builder and uniform below.
 
 /** n floats uniform in [lo, hi) from a seed. */
-function uniform(n, seed, lo, hi) {
+export function uniform(n, seed, lo, hi) {
   const r = prng(seed);
   const out = new Float32Array(n);
   const w = hi - lo;
@@ -45,7 +46,7 @@ const k3 = (k) => [k, k, k];
  * Graph builder. Initializer names start with their role: 'w_'/'b_' (conv), 'wt_'/'bt_' (transposed conv),
  * 'bn_scale_'/'bn_bias_' (trainable), 'bn_mean_'/'bn_var_' (running statistics: stored, not trainable).
  */
-class Builder extends GraphBuilder {
+export class Builder extends GraphBuilder {
   s() {
     // a fresh seed per initializer, fixed by the build order
     return (Math.imul(this.seed, 2654435761) + Math.imul(this.n + 1, 40503)) >>> 0;

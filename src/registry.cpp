@@ -16,6 +16,34 @@ constexpr std::string_view kMeasuredQsmnet =
     "measured in ONNX Runtime Web 1.30.0 (wasm, 2 threads) on an architecture-faithful QSMnet-shaped stand-in "
     "(scripts/standins.js), node, 64-144³ patches, 2026-11-29: 1.69 GB per worker after session creation, flat to "
     "112³, then +384 B/voxel; budgeted as 1.70 GB + 430 B/voxel (bench/CALIBRATION.md)";
+// Issue #12: the stand-ins of scripts/standins-ir2qsm.js and scripts/standins-loops.js, measured with
+// bench/calibrate.js (node) and bench/calibrate-browser.js (Chromium); points in bench/calibration.json, every one
+// checked under these lines by tests/js/registry-costs.test.js. Rule: bytes per voxel = the slope of the points that
+// grew the heap past its after-session size + 10 %; fixed = the smallest whole MiB at least every after-session heap
+// with every point at least 10 % under the line (the heap grows in steps of up to 20 %).
+constexpr std::string_view kMeasuredIr2qsm =
+    "measured in ONNX Runtime Web 1.30.0 (wasm) on an architecture-faithful IR2QSM-shaped stand-in (scripts/standins-ir2qsm.js, "
+    "10.06 M parameters, 40.3 MB), node 2 threads 32-96³ and 1 thread 32-64³, Chromium 64³, 2026-12-02: 148.9 MB per "
+    "worker after session creation, flat to 48³, then +518 B/voxel (64-96³); budgeted as 142 MiB + 570 B/voxel, every "
+    "point ≥ 10 % under the line (bench/CALIBRATION.md)";
+constexpr std::string_view kMeasuredLpcnn =
+    "measured in ONNX Runtime Web 1.30.0 (wasm) on an architecture-faithful stand-in of LPCNN's network "
+    "(scripts/standins-loops.js, 0.45 M parameters), node 2 threads 32-96³ and 1 thread 32-64³, Chromium 64³, "
+    "2026-12-02: heap ≈ 17.0 MB + 387 B/voxel (r² 0.9996); budgeted as 24 MiB + 430 B/voxel, every point ≥ 10 % under "
+    "the line; one pool worker runs the loop's 3 calls of a tile (bench/CALIBRATION.md); the loop's FFT workspace lives "
+    "in the C++ module heap";
+constexpr std::string_view kMeasuredModl =
+    "measured in ONNX Runtime Web 1.30.0 (wasm) on an architecture-faithful stand-in of MoDL-QSM's network (2 channels "
+    "in and out; scripts/standins-loops.js, 0.45 M parameters), node 2 threads 32-96³ and 1 thread 32-64³, Chromium "
+    "64³, 2026-12-02: heap ≈ 17.6 MB + 391 B/voxel (r² 0.9997); budgeted as 24 MiB + 430 B/voxel, every point ≥ 10 % "
+    "under the line; one pool worker runs the loop's 3 calls of a tile (bench/CALIBRATION.md)";
+constexpr std::string_view kMeasuredNextqsm =
+    "measured in ONNX Runtime Web 1.30.0 (wasm) on architecture-faithful stand-ins of NeXtQSM's BF U-Net (28.3 M "
+    "parameters) and VJP net (its VN U-Net and the backward pass, 10.6 M; scripts/standins-loops.js), node 2 threads "
+    "and 1 thread, Chromium 64³, 2026-12-02: a tile holds one worker of each (one pool per network): BF 305.7-366.6 MB "
+    "after session creation (2 / 1 threads), flat at 64³, +415 B/voxel to 128³; VJP 155.5 MB + 3602 B/voxel (32-64³: a "
+    "transposed convolution's column buffer), 1.39-1.45 GB together at 64³; 128³ fails in the VJP net (ORT size "
+    "overflow); budgeted as 498 MiB (both sessions) + 4420 B/voxel, so patches stay at 64³ (bench/CALIBRATION.md)";
 constexpr std::string_view kDefaultCost =
     "provisional: no measurement; the reference engine's budgeting figure of 1100 B/voxel";
 
@@ -113,10 +141,10 @@ const ModelSpec kModels[] = {
         .name = "IR2QSM",
         .kind = ModelKind::FieldToChi,
         .divisor = 8,
-        .bytes_per_voxel = 400,
-        .fixed_bytes = 194'000'000,
-        .cost_source = "provisional estimate: tract's 357 B/voxel × 1.1 plus 20 MB + 4.3 × the weights file per worker "
-                       "(the ratios measured for the xQSM and QSMnet stand-ins, bench/CALIBRATION.md); not measured",
+        .bytes_per_voxel = 570,
+        .fixed_bytes = 148'897'792,  // 142 MiB
+        .cost_provisional = false,
+        .cost_source = kMeasuredIr2qsm,
         .input = "local field (ppm)",
         .output = "chi (ppm)",
         .pad = PadRule::LargerHalfLow,
@@ -125,17 +153,18 @@ const ModelSpec kModels[] = {
         .citation = "Li M, Chen C, Xiong Z, et al. Quantitative susceptibility mapping via deep neural networks "
                     "with iterative reverse concatenations and recurrent modules. Med Phys. 2025 "
                     "(doi:10.1002/mp.17747)",
+        // The stand-in, 64³, node, 1 thread, scaled to a quiet machine by the xQSM stand-in run alongside (RESULTS §12).
+        .seconds_per_voxel = 4.7e-5,
     },
     {
         .id = "lpcnn",
         .name = "LPCNN",
         .kind = ModelKind::PhysicsLoop,
         .divisor = 8,
-        .bytes_per_voxel = 440,
-        .fixed_bytes = 28'000'000,
-        .cost_source = "provisional estimate: tract's 396 B/voxel × 1.1 plus 20 MB + 4.3 × the weights file per worker "
-                       "(ratios measured on the stand-ins, bench/CALIBRATION.md); not measured; the FFT workspace of "
-                       "the loop lives in the C++ module heap",
+        .bytes_per_voxel = 430,
+        .fixed_bytes = 25'165'824,  // 24 MiB
+        .cost_provisional = false,
+        .cost_source = kMeasuredLpcnn,
         .input = "local field (ppm) and mask; 3 proximal-gradient iterations around the net",
         .output = "chi (ppm)",
         .algorithm = Algorithm::Lpcnn,
@@ -144,6 +173,7 @@ const ModelSpec kModels[] = {
         .citation = "Lai KW, Aggarwal M, van Zijl P, Li X, Sulam J. Learned proximal networks for quantitative "
                     "susceptibility mapping. MICCAI 2020",
         .notes = "tiled mode runs the whole physics loop per patch: off-design, results approximate",
+        .seconds_per_voxel = 1.48e-4,  // the loop's 3 calls of the stand-in, 64³, 1 thread, load-scaled (RESULTS §12)
     },
     {
         .id = "modl-qsm",
@@ -152,9 +182,10 @@ const ModelSpec kModels[] = {
         // models.md says "divisor 1; assumes ... even dims": the loop pads odd axes by one plane, so patches are
         // planned (and budgeted) at the even size the network really sees.
         .divisor = 2,
-        .bytes_per_voxel = 1100,
-        .fixed_bytes = 28'000'000,
-        .cost_source = "provisional: no measurement; 1100 B/voxel plus 20 MB + 4.3 × the weights file per worker",
+        .bytes_per_voxel = 430,
+        .fixed_bytes = 25'165'824,  // 24 MiB
+        .cost_provisional = false,
+        .cost_source = kMeasuredModl,
         .input_channels = 2,
         .output_channels = 2,
         .input = "local field (ppm) and mask; 1 mm isotropic, even dims; 3 model-based iterations",
@@ -165,16 +196,17 @@ const ModelSpec kModels[] = {
         .citation = "Feng R, Zhao J, Wang H, et al. MoDL-QSM: model-based deep learning for quantitative "
                     "susceptibility mapping. NeuroImage. 2021;240:118376",
         .notes = "tiled mode runs the whole physics loop per patch: off-design, results approximate",
+        .seconds_per_voxel = 1.29e-4,  // the loop's 3 calls of the stand-in, 64³, 1 thread, load-scaled (RESULTS §12)
     },
     {
         .id = "nextqsm",
         .name = "NeXtQSM",
         .kind = ModelKind::PhysicsLoop,
         .divisor = 64,
-        .bytes_per_voxel = 570,
-        .fixed_bytes = 710'000'000,
-        .cost_source = "provisional estimate: the VJP network's tract figure 515 B/voxel × 1.1, plus both networks' "
-                       "fixed parts (20 MB + 4.3 × each weights file; a worker of each runs per tile); not measured",
+        .bytes_per_voxel = 4420,
+        .fixed_bytes = 522'190'848,  // 498 MiB
+        .cost_provisional = false,
+        .cost_source = kMeasuredNextqsm,
         .input = "total field (ppm) and mask; does its own background removal; 6 unrolled steps",
         .output = "chi (ppm)",
         .algorithm = Algorithm::NextQsm,
@@ -185,6 +217,7 @@ const ModelSpec kModels[] = {
                     "data-consistent quantitative susceptibility mapping trained with hybrid data. Med Image Anal. "
                     "2023;84:102700",
         .notes = "tiled mode runs the whole physics loop per patch: off-design, results approximate",
+        .seconds_per_voxel = 1.26e-4,  // BF + 6 VJP calls of the stand-ins, 64³, 1 thread, load-scaled (RESULTS §12)
     },
     {
         .id = "autoqsm",

@@ -63,7 +63,7 @@ const skip = fs.existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: install 
 // itself again in a child node without that flag and reports the child's result as one test.
 const NO_FETCH_GLOBALS = typeof globalThis.Headers === 'undefined' || typeof globalThis.Request === 'undefined';
 if (NO_FETCH_GLOBALS) {
-  test('browser suite, in a child node with the fetch globals playwright-core needs', { skip, timeout: 400000 }, async () => {
+  test('browser suite, in a child node with the fetch globals playwright-core needs', { skip, timeout: 600000 }, async () => {
     const self = fileURLToPath(import.meta.url);
     const env = { ...process.env };
     delete env.NODE_TEST_CONTEXT; // else the child believes it is the runner's own child and runs nothing
@@ -883,6 +883,172 @@ test('the weights cache in Chromium: after a reload the demo network comes from 
   await page.click('#clearCache');
   await page.waitForFunction(() => document.querySelector('#cacheInfo').textContent === 'cache empty', null, { timeout: 5000 });
   assert.equal(await cachedDemoSha(), null);
+});
+
+// ------------------------------------------------------------------------------------------------
+// Faults in the browser: a reload and a tab close mid-run, and a soak of the package in a page. Each uses its own tab
+// of the app; the package runs there through the page's import map (import('/bindings/js/index.js')), on the test
+// networks (tests/js/networks.js) handed over as bytes. Workers are counted two ways: Chromium's own list of worker
+// targets (CDP Target.getTargets, dedicated workers nested in workers included) and Playwright's worker 'close' events.
+
+let browserCdp = null;
+/** Worker targets alive in the whole browser (every tab, nested workers included). */
+async function workerTargets() {
+  browserCdp ??= await ctx.browser().newBrowserCDPSession();
+  return (await browserCdp.send('Target.getTargets')).targetInfos.filter((t) => t.type === 'worker').length;
+}
+/** Polls until f() is true (10 s at most); returns its last value. */
+async function until(f, ms = 10000) {
+  const end = Date.now() + ms;
+  let v = await f();
+  while (!v && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 100));
+    v = await f();
+  }
+  return v;
+}
+/** A new tab of the app, idle (its own runtime started). */
+async function appTab() {
+  const tab = await ctx.newPage();
+  await tab.goto(`${srv.url}/web/`);
+  await tab.waitForFunction(() => document.body.dataset.state === 'idle' && document.querySelector('#planReadout').dataset.feasible, null, { timeout: 60000 });
+  return tab;
+}
+/** Starts a long tiled run of the package in `tab` (a U-Net over 64×64×48 in 8³ cores, 2 workers) and waits for 2 tiles. */
+async function startLongRun(tab) {
+  await tab.evaluate(async (net) => {
+    const { createTessera } = await import('/bindings/js/index.js');
+    const t = await createTessera({ workers: 2, threadsPerWorker: 1 });
+    const dims = [64, 64, 48];
+    const field = new Float32Array(dims[0] * dims[1] * dims[2]).map((_, i) => Math.sin(i));
+    globalThis.longRun = { done: 0 };
+    t.invert({ field, geometry: { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] }, spec: { divisor: 8 }, weights: new Uint8Array(net),
+      tile: { core: 8, halo: 4 }, workers: 2, onProgress: (p) => (globalThis.longRun.done = p.done) }).catch(() => {});
+  }, Array.from(unetNet()));
+  await tab.waitForFunction(() => globalThis.longRun.done >= 2, null, { timeout: 90000, polling: 50 });
+}
+let unetBytes = null;
+const unetNet = () => (unetBytes ??= networks.unet({ base: 4 }));
+let networks = null;
+before(async () => {
+  networks = await import('../tests/js/networks.js');
+});
+
+test('reload mid-run: every worker of the old page closes (none orphaned), and the reloaded page plans and runs', { skip }, async () => {
+  const tab = await appTab();
+  const idle = await workerTargets(); // the main page's and this tab's app workers
+  await startLongRun(tab);
+  const old = tab.workers();
+  assert.ok(old.some((w) => w.url().endsWith('/ort-worker.js')), 'ONNX Runtime workers run in the old page');
+  assert.ok((await workerTargets()) > idle);
+  let closed = 0;
+  for (const w of old) w.once('close', () => closed++);
+  await tab.reload();
+  await tab.waitForFunction(() => document.body.dataset.state === 'idle' && document.querySelector('#planReadout').dataset.feasible === 'true', null, { timeout: 60000 });
+  assert.ok(await until(() => closed === old.length), `${closed} of the old page's ${old.length} workers closed`);
+  assert.ok(await until(async () => (await workerTargets()) === idle), `${await workerTargets()} worker targets after the reload, ${idle} in an idle tab`);
+  // The reloaded page runs: the package's χ equals the JS reference of the conv stack.
+  const dims = [12, 10, 8];
+  const n = dims[0] * dims[1] * dims[2];
+  const field = Float32Array.from({ length: n }, (_, i) => Math.cos(i));
+  const chi = await tab.evaluate(async ({ net, field, dims }) => {
+    const { createTessera } = await import('/bindings/js/index.js');
+    const t = await createTessera({ workers: 1 });
+    try {
+      const r = await t.invert({ field: new Float32Array(field), geometry: { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] }, spec: { divisor: 1 }, weights: new Uint8Array(net), whole: true });
+      return Array.from(r.chi);
+    } finally {
+      await t.terminate();
+    }
+  }, { net: Array.from(networks.convStack({ layers: 2, seed: 8 })), field: Array.from(field), dims });
+  // network layout [X,Y,Z] (z fastest) of the x-fastest volume
+  const input = new Float32Array(n);
+  for (let z = 0; z < dims[2]; z++) for (let y = 0; y < dims[1]; y++) for (let x = 0; x < dims[0]; x++) input[(x * dims[1] + y) * dims[2] + z] = field[x + dims[0] * (y + dims[1] * z)];
+  const ref = networks.convStackReference(input, dims, { layers: 2, seed: 8 });
+  let maxDiff = 0;
+  for (let z = 0; z < dims[2]; z++) for (let y = 0; y < dims[1]; y++) for (let x = 0; x < dims[0]; x++) maxDiff = Math.max(maxDiff, Math.abs(chi[x + dims[0] * (y + dims[1] * z)] - ref[(x * dims[1] + y) * dims[2] + z]));
+  assert.ok(maxDiff <= 1e-5, `max |χ − reference| ${maxDiff}`);
+  await tab.close();
+});
+
+test('tab closed mid-run: all its workers close, the browser keeps only the other tabs\'', { skip }, async () => {
+  const others = await workerTargets();
+  const tab = await appTab();
+  await startLongRun(tab);
+  const mine = tab.workers();
+  assert.ok((await workerTargets()) >= others + mine.length - 1, 'the tab\'s workers are listed');
+  let closed = 0;
+  for (const w of mine) w.once('close', () => closed++);
+  await tab.close();
+  assert.ok(await until(() => closed === mine.length), `${closed} of the closed tab's ${mine.length} workers closed`);
+  assert.ok(await until(async () => (await workerTargets()) === others), `${await workerTargets()} worker targets after the tab closed, ${others} before it opened`);
+});
+
+test('soak in Chromium: 50 mixed runs of the package in one page (2 networks, 3 sizes, cancels): no leaked worker, flat module heap, χ bit-identical to a fresh runtime', { skip, timeout: 480000 }, async () => {
+  // 50 runs as in the node soak (bindings/js/index.test.js); small volumes keep it to about a minute.
+  const tab = await appTab();
+  const kinds = [
+    { dims: [20, 18, 14], spec: { divisor: 1 }, net: Array.from(networks.convStack({ layers: 2, seed: 6 })), tile: { core: 8, halo: 2 } },
+    { dims: [32, 24, 24], spec: { divisor: 8 }, net: Array.from(unetNet()), tile: { core: 8, halo: 4 } },
+    { dims: [16, 16, 16], spec: { divisor: 1 }, net: Array.from(networks.convStack({ layers: 1, seed: 7 })), whole: true },
+  ];
+  await tab.evaluate(async (kinds) => {
+    const { createTessera } = await import('/bindings/js/index.js');
+    const args = (k) => {
+      const n = k.dims[0] * k.dims[1] * k.dims[2];
+      return { field: new Float32Array(n).map((_, i) => Math.sin(0.37 * i)), geometry: { dims: k.dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] },
+        spec: k.spec, weights: new Uint8Array(k.net), tile: k.tile, whole: k.whole, workers: 1 };
+    };
+    const bytes = (a) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+    const same = (a, b) => a.length === b.length && bytes(a).every((v, i) => v === bytes(b)[i]);
+    // references: each request on a fresh runtime
+    const refs = [];
+    for (const k of kinds) {
+      const fresh = await createTessera({ workers: 1 });
+      refs.push((await fresh.invert(args(k))).chi);
+      await fresh.terminate();
+    }
+    const soak = await createTessera({ workers: 1, recycleHeapBytes: 24 * 2 ** 20 });
+    globalThis.soak = {
+      async run(kind, cancelAt) {
+        const controller = new AbortController();
+        const out = await soak.invert({ ...args(kinds[kind]), signal: controller.signal, onProgress: (p) => cancelAt >= 0 && p.done >= cancelAt && controller.abort() })
+          .then((r) => ({ same: same(r.chi, refs[kind]) }), (e) => ({ error: `${e.name}: ${e.message}` }));
+        const st = await soak.status();
+        return { ...out, running: st.running, liveWorkers: st.liveWorkers, moduleHeapBytes: st.moduleHeapBytes, pending: soak._pending.size };
+      },
+      end: () => soak.terminate(),
+    };
+  }, kinds);
+  let seed = 20;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  const tally = { completed: 0, cancelled: 0 };
+  const heaps = [];
+  let between = null;
+  for (let i = 0; i < 50; i++) {
+    const kind = Math.floor(rnd() * kinds.length);
+    const cancelAt = rnd() < 0.25 ? Math.floor(rnd() * 3) : -1;
+    const r = await tab.evaluate(({ kind, cancelAt }) => globalThis.soak.run(kind, cancelAt), { kind, cancelAt });
+    const where = `run ${i} (kind ${kind}${cancelAt >= 0 ? `, cancelled at tile ${cancelAt}` : ''})`;
+    if (r.error) {
+      assert.ok(cancelAt >= 0 && r.error.startsWith('AbortError'), `${where}: ${r.error}`);
+      tally.cancelled++;
+    } else {
+      assert.equal(r.same, true, `${where}: χ differs from a fresh runtime's`);
+      tally.completed++;
+    }
+    assert.deepEqual([r.running, r.liveWorkers, r.pending], [0, 0, 0], `${where}: a run, worker or pending call left`);
+    heaps.push(r.moduleHeapBytes);
+    // Between runs the browser holds the same workers (the app's and the soak runtime's): none leaked.
+    const n = await until(async () => between === null || (await workerTargets()) === between);
+    assert.ok(n, `${where}: ${await workerTargets()} worker targets between runs, ${between} before`);
+    between ??= await workerTargets();
+  }
+  assert.ok(tally.completed > 0 && tally.cancelled > 0, JSON.stringify(tally));
+  assert.equal(heaps.at(-1), Math.max(...heaps.slice(0, 5)), `module heap: ${heaps.join(' ')}`);
+  await tab.evaluate(() => globalThis.soak.end());
+  await tab.close();
+  console.log(`# Chromium soak: ${JSON.stringify(tally)}, module heap ${(heaps.at(-1) / 2 ** 20).toFixed(0)} MiB flat, ${between} worker targets between runs`);
 });
 
 test('no console error and no request to another origin during the whole session', { skip }, () => {

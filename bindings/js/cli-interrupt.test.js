@@ -4,7 +4,7 @@
 // makes the auto-planner's choice independent of the machine (what the cohort workflow declares per job).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -98,6 +98,75 @@ for (const sig of ['SIGTERM', 'SIGKILL']) {
     assert.deepEqual(partialsIn(), []);
   });
 }
+
+// Output folders that cannot take the files: read-only and full, each a small tmpfs mounted here (as root: chmod does
+// not stop root from writing, a read-only mount does; a full tmpfs gives the real ENOSPC of a write).
+/** Mounts a tmpfs of `size` at dir/name for test t (unmounted after it); the reason it cannot, or null. */
+function mountTmpfs(t, name, size) {
+  if (process.getuid?.() !== 0) return 'not root: a read-only or full folder needs a tmpfs mount (chmod does not stop root)';
+  fs.mkdirSync(f(name), { recursive: true });
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', f(name)], { stdio: 'pipe' });
+  } catch (e) {
+    return `mount -t tmpfs is not allowed here: ${String(e.stderr ?? e.message).trim()}`;
+  }
+  t.after(() => spawnSync('umount', ['-l', f(name)]));
+  return null;
+}
+const remount = (name, mode) => execFileSync('mount', ['-o', `remount,${mode}`, f(name)], { stdio: 'pipe' });
+const FAST = ['invert', '--field', 'field.nii', '--mask', 'mask.nii', '--spec', 'spec.json', '--weights', 'net.onnx', '--core', '24', '--halo', '1', '--quiet'];
+const partialsUnder = (name) => fs.readdirSync(f(name)).filter((n) => n.endsWith('.partial'));
+
+test('output folder read-only (a read-only mount), before and during the run: exit 1 naming the path, earlier χ and report untouched, no temp file', async (t) => {
+  const why = mountTmpfs(t, 'ro', '1m');
+  if (why) return t.skip(why);
+  fs.writeFileSync(f('ro/chi.nii'), 'old chi');
+  fs.writeFileSync(f('ro/r.json'), 'old report');
+  remount('ro', 'ro');
+  const before = await run([...FAST, '--out', 'ro/chi.nii', '--report', 'ro/r.json']);
+  assert.equal(before.code, 1, before.stderr);
+  assert.equal(before.stderr, `error: cannot write --out ro/chi.nii: the directory ${f('ro')} is on a read-only file system\n`);
+  // Writable when the run starts, read-only by the time it writes (remounted at 10 % progress).
+  remount('ro', 'rw');
+  let flipped = false;
+  const during = await run([...SLOW, '--out', 'ro/chi.nii', '--report', 'ro/r.json'], {
+    onStderr: (text) => {
+      if (!flipped && /^progress\s+10%/m.test(text)) {
+        flipped = true;
+        remount('ro', 'ro');
+      }
+    },
+  });
+  assert.ok(flipped, `no progress line:\n${during.stderr}`);
+  assert.equal(during.code, 1, during.stderr);
+  assert.match(during.stderr, /\nerror: could not write ro\/chi\.nii: EROFS: read-only file system, open '.*\/ro\/\.chi\.nii\.\d+\.partial' \(write elsewhere\)\n$/);
+  assert.doesNotMatch(during.stderr, /\n\s+at .+:\d+:\d+/);
+  assert.equal(fs.readFileSync(f('ro/chi.nii'), 'utf8'), 'old chi');
+  assert.equal(fs.readFileSync(f('ro/r.json'), 'utf8'), 'old report');
+  assert.deepEqual(partialsUnder('ro'), []);
+});
+
+test('output folder full (a 256 KiB tmpfs, the χ needs 295 KB): exit 1 with ENOSPC naming the file, earlier χ and report untouched, the temp file removed', async (t) => {
+  const why = mountTmpfs(t, 'full', '256k');
+  if (why) return t.skip(why);
+  fs.writeFileSync(f('full/chi.nii'), 'old chi');
+  fs.writeFileSync(f('full/r.json'), 'old report');
+  const free = () => fs.statfsSync(f('full')).bfree;
+  const freeBefore = free();
+  const r = await run([...FAST, '--out', 'full/chi.nii', '--report', 'full/r.json']);
+  assert.equal(r.code, 1, r.stderr);
+  assert.equal(r.stderr, 'error: could not write full/chi.nii: ENOSPC: no space left on device, write (free space there or write elsewhere)\n');
+  assert.equal(fs.readFileSync(f('full/chi.nii'), 'utf8'), 'old chi');
+  assert.equal(fs.readFileSync(f('full/r.json'), 'utf8'), 'old report');
+  assert.deepEqual(partialsUnder('full'), []);
+  assert.equal(free(), freeBefore, 'the space the temp file took is free again');
+  // With room, the same command writes both (the failure was the folder, not the run).
+  remount('full', 'size=2m');
+  const ok = await run([...FAST, '--out', 'full/chi.nii', '--report', 'full/r.json']);
+  assert.equal(ok.code, 0, ok.stderr);
+  assert.equal(readNifti(new Uint8Array(fs.readFileSync(f('full/chi.nii')))).data.length, N);
+  assert.deepEqual(partialsUnder('full'), []);
+});
 
 // quality fast: the speed-only planner tiles even this small volume (faithful would run it whole, on one worker).
 test('--cores bounds workers × threads of the auto-plan, the same on any machine; invert obeys it and reports it', async () => {

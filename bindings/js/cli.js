@@ -409,8 +409,9 @@ function checkWritable(file, flag) {
   const dir = path.dirname(path.resolve(file));
   try {
     fs.accessSync(dir, fs.constants.W_OK);
-  } catch {
-    throw new CliError(`cannot write --${flag} ${file}: the directory ${dir} does not exist or is not writable`, EXIT_ERROR, 'WriteFailed');
+  } catch (e) {
+    const why = { ENOENT: 'does not exist', EROFS: 'is on a read-only file system', EACCES: 'is not writable (permission denied)' }[e.code] ?? `is not writable (${e.code})`;
+    throw new CliError(`cannot write --${flag} ${file}: the directory ${dir} ${why}`, EXIT_ERROR, 'WriteFailed');
   }
 }
 
@@ -486,7 +487,8 @@ async function writeAtomic(outputs, signal) {
       partials.delete(tmp);
     }
     if (e?.name === 'AbortError') throw e;
-    throw new CliError(`could not write ${current}: ${e.message}`, EXIT_ERROR, 'WriteFailed');
+    const fix = { ENOSPC: 'free space there or write elsewhere', EDQUOT: 'free space there or write elsewhere', EROFS: 'write elsewhere', EACCES: 'write elsewhere', EPERM: 'write elsewhere' }[e?.code];
+    throw new CliError(`could not write ${current}: ${e.message}${fix ? ` (${fix})` : ''}`, EXIT_ERROR, 'WriteFailed');
   }
 }
 

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { createTessera, readNifti, writeNifti } from './index.js';
 import { convStack, convStackReference, unet, prng } from '../../tests/js/networks.js';
 import { lotNet, LOT_KERNEL, LOT_SCALE } from '../../tests/js/phase-networks.js';
+import { baseFiles, headerCases, gzipCases } from '../../tests/js/nifti-fuzz.js';
 
 const CLI = fileURLToPath(new URL('./cli.js', import.meta.url));
 const GAMMA_BAR = 42.577478; // Hz per ppm per tesla
@@ -291,6 +292,34 @@ test('input errors: mask dims mismatch, unknown and non-numeric spec keys, wrong
   assert.match(missing.stderr, /^error: could not read the mask nope\.nii: no such file/);
   for (const r of [dims, badKey, nan, weights, missing]) noStack(r);
   assert.ok(!fs.existsSync(f('never.nii')));
+});
+
+test('fuzz sample: 12 mutated NIfTI files (seeded) as --field or --mask of plan and invert: exit 0, or 1/2 with one clear line, never a stack trace', { timeout: 120000 }, async () => {
+  const cases = [...headerCases(777, 8), ...gzipCases(778, 4)];
+  const [good] = baseFiles(); // 4×3×2 float32, every voxel but one nonzero
+  fs.writeFileSync(f('fuzz-good.nii'), good.bytes);
+  const outcomes = {};
+  for (let k = 0; k < cases.length; k += 4) {
+    const batch = cases.slice(k, k + 4).map((c, j) => {
+      const i = k + j;
+      const file = `fuzz-${i}.nii${c.bytes[0] === 0x1f && c.bytes[1] === 0x8b ? '.gz' : ''}`;
+      fs.writeFileSync(f(file), c.bytes);
+      const [fieldFile, maskFile] = i % 3 === 2 ? ['fuzz-good.nii', file] : [file, 'fuzz-good.nii'];
+      const args = i % 6 === 3
+        ? ['invert', '--field', fieldFile, '--mask', maskFile, '--spec', 'spec.json', '--weights', 'net.onnx', '--whole', '--out', `fuzz-${i}-chi.nii`, '--quiet']
+        : ['plan', '--field', fieldFile, '--mask', maskFile, '--spec', 'spec.json'];
+      return run(args).then((r) => ({ r, c, args }));
+    });
+    for (const { r, c, args } of await Promise.all(batch)) {
+      const what = `${args.slice(0, 5).join(' ')} (${c.name}):\n${r.stderr}`;
+      noStack(r);
+      assert.ok([0, 1, 2].includes(r.code), `exit ${r.code} ${r.signal ?? ''}: ${what}`);
+      if (r.code !== 0) assert.match(r.stderr, /^error: [^\n]{10,}\n$/, what);
+      outcomes[r.code] = (outcomes[r.code] ?? 0) + 1;
+    }
+  }
+  assert.ok(outcomes[1] > 0, JSON.stringify(outcomes));
+  console.log(`# exit codes of ${cases.length} CLI runs on mutated files: ${JSON.stringify(outcomes)}`);
 });
 
 test('usage errors exit 2 with a clear message; --help, models and the shebang work', async () => {

@@ -3,8 +3,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTessera, TesseraError } from './index.js';
-import { convStack, unet, twoChannel, wrongShape, prng } from '../../tests/js/networks.js';
+import { convStack, unet, twoChannel, wrongShape, memoryHog, prng } from '../../tests/js/networks.js';
 import { faultWorkerUrl } from '../../tests/js/fault-ort-worker.js';
+import fs from 'node:fs';
 
 let tessera;
 before(async () => {
@@ -180,6 +181,23 @@ test('a stalled worker becomes a watchdog error, never a hang', async () => {
   }
 });
 
+test('ONNX Runtime out of memory for real inside a worker: a TesseraError naming it, no hang, the runtime runs the next request', async () => {
+  // memoryHog: the identity, needing 4 GiB of activations for a 64³ patch (past the wasm heap's 4 GB ceiling).
+  const weights = memoryHog();
+  const big = volume([64, 64, 64], 14);
+  await rejectsWith(
+    tessera.invert({ field: big.field, geometry: big.geometry, spec: { divisor: 1 }, weights, whole: true }),
+    'RunnerFailed',
+    /^whole volume 64×64×64: tile 1 failed after 2 attempt\(s\): out of memory in ONNX Runtime \(.*bad_alloc.*: this patch needs more memory than an ONNX Runtime worker's wasm heap holds \(at most 4 GB\): run smaller patches/,
+  );
+  const st = await tessera.status();
+  assert.deepEqual([st.running, st.liveWorkers], [0, 0], 'no run and no ONNX Runtime worker left behind');
+  const small = volume([10, 9, 8], 15);
+  const { chi, report } = await tessera.invert({ field: small.field, geometry: small.geometry, spec: { divisor: 1 }, weights, tile: { core: 5, halo: 0 } });
+  assert.deepEqual(chi, small.field, 'the same network, in patches that fit, is the identity');
+  assert.equal(report.tilesRun, 8);
+});
+
 test('cancel mid-run rejects with AbortError and leaves no worker behind', async () => {
   const { geometry, field } = volume([48, 48, 32], 11);
   const controller = new AbortController();
@@ -199,6 +217,152 @@ test('cancel mid-run rejects with AbortError and leaves no worker behind', async
   // The runtime runs again afterwards.
   const again = await tessera.invert({ field, geometry, spec: { divisor: 1 }, weights: convStack({ layers: 1 }), whole: true });
   assert.equal(again.chi.length, field.length);
+});
+
+/** Same bits (χ bit-identical, -0 and NaN included). */
+function sameBits(a, b) {
+  return a.length === b.length && Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+}
+
+/** Threads of this process: node's worker threads (the driver, its ONNX Runtime workers, the wasm pthreads) are among them. */
+const osThreads = () => fs.readdirSync('/proc/self/task').length;
+
+test('cancel at 100 seeded points from before the first tile to after the last: AbortError or the whole result, no worker left, then χ bit-identical to a fresh runtime', { timeout: 300000 }, async () => {
+  const weights = convStack({ layers: 1, channels: 2, seed: 5 });
+  const { geometry, field } = volume([24, 20, 16], 16);
+  const args = { field, geometry, spec: { divisor: 1 }, weights, tile: { core: 8, halo: 1 }, workers: 1 }; // 18 tiles
+  const ref = await tessera.invert(args);
+  const t0 = performance.now();
+  await tessera.invert(args);
+  const T = performance.now() - t0; // one run, start-up included
+  const threads = osThreads();
+  const rnd = prng(20250613);
+  const seen = { atCall: 0, beforeFirstTile: 0, midRun: 0, afterLastTile: 0, resolved: 0 };
+  for (let i = 0; i < 100; i++) {
+    // Half the cancels at a seeded time in [0, 1.3 T) (start-up, tiles, the result's way back), half at a seeded tile
+    // count (from onProgress, 0..18), a few at the call itself.
+    const byTile = i % 2 === 1;
+    const atMs = i % 20 === 0 ? 0 : rnd() * 1.3 * T;
+    const atTile = Math.floor(rnd() * 19);
+    const controller = new AbortController();
+    let done = 0;
+    let doneAtAbort = null;
+    const abort = () => {
+      doneAtAbort ??= done;
+      controller.abort();
+    };
+    let timer = null;
+    const run = tessera.invert({
+      ...args,
+      signal: controller.signal,
+      onProgress: (p) => {
+        done = p.done;
+        if (byTile && p.done >= atTile) abort();
+      },
+    });
+    if (!byTile && atMs === 0) abort();
+    else if (!byTile) timer = setTimeout(abort, atMs);
+    const out = await run.then((r) => r, (e) => e);
+    clearTimeout(timer);
+    const where = `cancel ${i} (${byTile ? `at tile ${atTile}` : `at ${atMs.toFixed(0)} ms`})`;
+    if (out instanceof Error || out instanceof DOMException) {
+      assert.equal(out.name, 'AbortError', `${where}: ${out.message}`);
+      assert.ok(doneAtAbort !== null, `${where}: rejected without a cancel`);
+      if (!byTile && atMs === 0) seen.atCall++;
+      else if (doneAtAbort === 0) seen.beforeFirstTile++;
+      else if (doneAtAbort < ref.report.tilesRun) seen.midRun++;
+      else seen.afterLastTile++;
+    } else {
+      assert.ok(sameBits(out.chi, ref.chi), `${where}: a run that was not cancelled in time gives the whole χ`);
+      seen.resolved++;
+    }
+    const st = await tessera.status();
+    assert.deepEqual([st.running, st.liveWorkers], [0, 0], `${where}: a run or a worker left (${JSON.stringify(st)})`);
+  }
+  // The cancels hit every phase of a run.
+  for (const k of ['atCall', 'beforeFirstTile', 'midRun', 'resolved']) assert.ok(seen[k] > 0, `no cancel ${k}: ${JSON.stringify(seen)}`);
+  assert.ok(osThreads() <= threads, `${osThreads()} threads after the cancels, ${threads} before: a worker thread was left`);
+  const last = await tessera.invert(args);
+  assert.ok(sameBits(last.chi, ref.chi), 'the run after 100 cancels');
+  const fresh = await createTessera({ workers: 2, threadsPerWorker: 1 });
+  try {
+    assert.ok(sameBits((await fresh.invert(args)).chi, ref.chi), 'a fresh runtime gives the same χ');
+  } finally {
+    await fresh.terminate();
+  }
+  console.log(`# 100 cancels (one run ${T.toFixed(0)} ms): ${JSON.stringify(seen)}`);
+});
+
+test('soak: 50 mixed runs in one runtime (3 networks, 4 sizes, cancels): bounded heaps, no leaked worker, thread or listener, every χ bit-identical to a fresh runtime', { timeout: 400000 }, async () => {
+  const RECYCLE = 24 * 2 ** 20; // workers whose wasm heap passes 24 MiB after a tile are replaced
+  const [demo] = await tessera.loadWeights('demo-unet');
+  const kinds = [
+    { name: 'conv stack, 20×18×14, core 8', ...volume([20, 18, 14], 31), spec: { divisor: 1 }, weights: convStack({ layers: 2, seed: 6 }), tile: { core: 8, halo: 2 } },
+    { name: 'U-Net, 32×24×24, core 8', ...volume([32, 24, 24], 32), spec: { divisor: 8 }, weights: unet({ base: 4 }), tile: { core: 8, halo: 4 } },
+    { name: 'demo-unet (registry), 32×32×24 whole', ...volume([32, 32, 24], 33), model: 'demo-unet', weights: demo, whole: true },
+    { name: 'conv stack, 16³ whole', ...volume([16, 16, 16], 34), spec: { divisor: 1 }, weights: convStack({ layers: 1, seed: 7 }), whole: true },
+  ].map(({ n, ...k }) => ({ ...k, args: { field: k.field, geometry: k.geometry, spec: k.spec, model: k.model, weights: k.weights, tile: k.tile, whole: k.whole, workers: 1 } }));
+  // References: each request first on a fresh runtime that replaces every worker after each tile, so a worker's
+  // heap there is that of one tile on a fresh worker.
+  for (const k of kinds) {
+    const fresh = await createTessera({ workers: 1, threadsPerWorker: 1, recycleHeapBytes: 1 });
+    try {
+      const r = await fresh.invert(k.args);
+      k.ref = r.chi;
+      k.oneTileHeap = Math.max(...r.report.memory.workerHeapHighWater);
+    } finally {
+      await fresh.terminate();
+    }
+  }
+  const soak = await createTessera({ workers: 1, threadsPerWorker: 1, recycleHeapBytes: RECYCLE });
+  try {
+    const rnd = prng(50);
+    let listeners = 0; // 'abort' listeners the runtime added to our signals and did not remove
+    const counted = (signal) => {
+      const add = signal.addEventListener.bind(signal);
+      const remove = signal.removeEventListener.bind(signal);
+      signal.addEventListener = (type, fn, o) => (type === 'abort' && listeners++, add(type, fn, o));
+      signal.removeEventListener = (type, fn, o) => (type === 'abort' && listeners--, remove(type, fn, o));
+      return signal;
+    };
+    const heaps = [];
+    let threads = null;
+    let recycles = 0;
+    const tally = { completed: 0, cancelled: 0, late: 0 };
+    for (let i = 0; i < 50; i++) {
+      const k = kinds[Math.floor(rnd() * kinds.length)];
+      const cancelAt = rnd() < 0.25 ? Math.floor(rnd() * 4) : -1; // a quarter cancelled at a seeded tile count
+      const controller = new AbortController();
+      const out = await soak.invert({
+        ...k.args, signal: counted(controller.signal),
+        onProgress: (p) => cancelAt >= 0 && p.done >= cancelAt && controller.abort(),
+      }).then((r) => r, (e) => e);
+      const where = `run ${i} (${k.name}${cancelAt >= 0 ? `, cancelled at tile ${cancelAt}` : ''})`;
+      if (out instanceof Error || out instanceof DOMException) {
+        assert.equal(out.name, 'AbortError', `${where}: ${out.message}`);
+        assert.ok(cancelAt >= 0, `${where} failed: ${out.message}`);
+        tally.cancelled++;
+      } else {
+        assert.ok(sameBits(out.chi, k.ref), `${where}: χ differs from the fresh runtime's`);
+        const oneTile = Math.max(RECYCLE, k.oneTileHeap);
+        for (const h of out.report.memory.workerHeapHighWater) assert.ok(h <= oneTile, `${where}: a worker heap of ${h} B, over max(recycling threshold, one tile's heap) = ${oneTile} B`);
+        recycles += out.report.pool.reduce((a, p) => a + p.recycles, 0);
+        tally[cancelAt >= 0 ? 'late' : 'completed']++;
+      }
+      const st = await soak.status();
+      assert.deepEqual([st.running, st.liveWorkers, soak._pending.size, listeners], [0, 0, 0, 0], `${where}: runs, ONNX Runtime workers, pending calls and abort listeners left`);
+      heaps.push(st.moduleHeapBytes);
+      if (i === 9) threads = osThreads();
+    }
+    assert.ok(tally.cancelled > 0 && tally.completed > 0, JSON.stringify(tally));
+    assert.ok(recycles > 0, 'the recycling threshold replaced workers during the soak');
+    // The C++ module's heap (never shrinking, never recycled) is flat after the first runs: nothing leaks there.
+    assert.equal(heaps.at(-1), Math.max(...heaps.slice(0, 10)), `module heap after each run: ${heaps.map((b) => (b / 2 ** 20).toFixed(0)).join(' ')} MiB`);
+    assert.ok(osThreads() <= threads, `${osThreads()} threads after 50 runs, ${threads} after 10`);
+    console.log(`# soak: ${JSON.stringify(tally)}, ${recycles} worker(s) recycled, module heap ${(heaps.at(-1) / 2 ** 20).toFixed(0)} MiB flat, ${osThreads()} threads`);
+  } finally {
+    await soak.terminate();
+  }
 });
 
 test('bad input is refused with clear errors', async () => {

@@ -25,6 +25,7 @@ export const MAX_TE_SECONDS = 1;
  *   TeCount         not one echo time per echo                          {given, echoes}
  *   NeedB0          Hz or rad/s without the field strength              {units}
  *   NeedMask        no mask file and no magnitude to threshold
+ *   MaskFromMagnitude the magnitude cannot be thresholded (no finite or no positive voxel)  {role, reason}
  *   NonFiniteInput  NaN/Inf inside the mask (phase, magnitude)          {role, count}
  */
 export class InputError extends Error {
@@ -132,7 +133,15 @@ export async function loadInputs(files, options = {}) {
   if (maskFrom === 'magnitude') {
     if (!magnitude) throw new InputError('NeedMask', {});
     const nvox = magnitude.dims[0] * magnitude.dims[1] * magnitude.dims[2];
-    mask = makeVolume({ ...geometryOf(magnitude), affine: magnitude.affine, data: thresholdMask(magnitude.data.subarray(0, nvox), fraction) });
+    let data;
+    try {
+      data = thresholdMask(magnitude.data.subarray(0, nvox), fraction);
+    } catch (e) {
+      // its data cannot be thresholded (no finite or no positive voxel); a bad fraction is the caller's mistake
+      if (e instanceof TypeError || e instanceof RangeError) throw e;
+      throw new InputError('MaskFromMagnitude', { role: 'magnitude', reason: e.message.replace(/^thresholdMask: /, '') });
+    }
+    mask = makeVolume({ ...geometryOf(magnitude), affine: magnitude.affine, data });
   } else if (files.mask !== undefined) {
     const m = await read('mask', files.mask, false);
     if (!sameDims(m, input)) throw new InputError('DimsMismatch', mismatch('mask', m, kind, input));
@@ -214,6 +223,8 @@ function defaultMessage(e) {
       return `a field in ${e.units} needs the field strength B0 (T) to convert to ppm`;
     case 'NeedMask':
       return 'a mask is needed: a mask file, or a magnitude image to threshold';
+    case 'MaskFromMagnitude':
+      return `the magnitude cannot be thresholded into a mask: ${e.reason}`;
     case 'NonFiniteInput':
       return `the ${e.role} holds ${e.count} invalid (NaN or infinite) value${e.count > 1 ? 's' : ''} inside the mask: fix the file or the mask`;
     default:

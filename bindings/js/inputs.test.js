@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { loadInputs, checkEchoTimes, InputError, MAX_TE_SECONDS } from './inputs.js';
 import { writeNifti, GAMMA_BAR_MHZ_PER_T } from './nifti.js';
 import { PhaseRefusal } from './phase-units.js';
+import { baseFiles, headerCases, gzipCases } from '../../tests/js/nifti-fuzz.js';
 
 const DIMS = [4, 3, 2];
 const N = 24;
@@ -135,6 +136,37 @@ test('refusals: dims, B0, mask, not NIfTI (with the role), the caller\'s mistake
   await assert.rejects(loadInputs({ mask: field }), TypeError);
   await assert.rejects(loadInputs({ field, mask: field }, { units: 'gauss' }), /units must be ppm, hz or rad\/s/);
   await assert.rejects(loadInputs({ field: 'f.nii', mask: field }), TypeError);
+});
+
+test('fuzz: 600 mutated files (seeded) as field, mask, magnitude and phase: every refusal an InputError or PhaseRefusal with a message, 0 crashes', { timeout: 60000 }, async () => {
+  const cases = [...headerCases(4242, 450), ...gzipCases(4343, 150)];
+  const [good] = baseFiles(); // a valid 4×3×2 float32 file (nonzero voxels: a mask too)
+  const crashes = [];
+  const outcomes = {};
+  for (let k = 0; k < cases.length; k++) {
+    const c = cases[k];
+    const role = ['field', 'mask', 'magnitude', 'phase'][k % 4];
+    const files = role === 'field' ? { field: c.bytes, mask: good.bytes }
+      : role === 'mask' ? { field: good.bytes, mask: c.bytes }
+        : role === 'magnitude' ? { field: good.bytes, magnitude: c.bytes }
+          : { phase: c.bytes, mask: good.bytes };
+    const options = role === 'phase' ? { te: [0.01, 0.02], phaseUnits: undefined } : role === 'magnitude' ? { maskFrom: 'magnitude' } : {};
+    const t0 = performance.now();
+    try {
+      const r = await loadInputs(files, options);
+      outcomes.read = (outcomes.read ?? 0) + 1;
+      if (!(r.input.data.length === r.geometry.dims.reduce((a, b) => a * b, 1) * r.echoes)) crashes.push(`${role} ${c.name}: an inconsistent input`);
+    } catch (e) {
+      const clear = (e instanceof InputError || e instanceof PhaseRefusal) && typeof e.code === 'string' && e.message.length > 10;
+      if (!clear) crashes.push(`${role} ${c.name}: ${e?.name}: ${e?.message}`);
+      outcomes[e?.code] = (outcomes[e?.code] ?? 0) + 1;
+    }
+    const ms = performance.now() - t0;
+    if (ms > 2000) crashes.push(`${role} ${c.name}: took ${ms.toFixed(0)} ms`);
+  }
+  assert.deepEqual(crashes.slice(0, 20), [], `${crashes.length} crash(es)`);
+  assert.ok(outcomes.NotNifti > 100 && outcomes.read > 50, JSON.stringify(outcomes));
+  console.log(`# loadInputs on ${cases.length} mutated files: ${JSON.stringify(outcomes)}`);
 });
 
 test('checkEchoTimes: seconds, one per echo, above 1 s taken for milliseconds', () => {

@@ -82,6 +82,16 @@ function checkEarlySize(total, expectedBytes, what) {
   if (expectedBytes !== undefined && total !== undefined && total !== expectedBytes) throw sizeMismatch(expectedBytes, total, what);
 }
 
+/** A download cut off mid-body (connection reset or closed early): how far it got, and the fix. */
+function interrupted(what, loaded, total, cause) {
+  const of = total !== undefined ? ` of ${total}` : '';
+  return loaderError(
+    `the download of ${what} was interrupted after ${loaded}${of} bytes (${cause}): the connection was lost; try again`,
+    'DownloadFailed',
+    { interrupted: true, loaded, total },
+  );
+}
+
 function sizeMismatch(expected, got, what) {
   return loaderError(
     `WeightsMismatch: the network weights from ${what} have ${got} bytes, expected ${expected} bytes. ` +
@@ -103,7 +113,15 @@ async function viaFetch(url, opts, what) {
     sink.push(new Uint8Array(await res.arrayBuffer()));
     return sink.finish();
   }
-  await drainReader(res.body.getReader(), sink, opts.signal, what);
+  try {
+    await drainReader(res.body.getReader(), sink, opts.signal, what);
+  } catch (e) {
+    if (e?.name === 'AbortError' || opts.signal?.aborted) throw e;
+    throw interrupted(what, sink.loaded, len !== null ? Number(len) : undefined, e?.message ?? String(e));
+  }
+  if (len !== null && !res.headers.get('content-encoding') && sink.loaded !== Number(len)) {
+    throw interrupted(what, sink.loaded, Number(len), 'the body ended early');
+  }
   return sink.finish();
 }
 
@@ -132,11 +150,13 @@ async function viaNodeHttp(url, opts, what, redirects = 5) {
         return reject(e);
       }
       const sink = new Sink(len !== undefined ? Number(len) : opts.expectedBytes, opts.onProgress);
+      const total = len !== undefined ? Number(len) : undefined;
       res.on('data', (c) => sink.push(c));
-      res.on('end', () => resolve(sink.finish()));
-      res.on('error', (e) =>
-        reject(opts.signal?.aborted ? abortError(what) : loaderError(`could not download ${what}: ${e.message}`, 'DownloadFailed')),
-      );
+      res.on('end', () => {
+        if (total !== undefined && sink.loaded !== total) reject(interrupted(what, sink.loaded, total, 'the body ended early'));
+        else resolve(sink.finish());
+      });
+      res.on('error', (e) => reject(opts.signal?.aborted ? abortError(what) : interrupted(what, sink.loaded, total, e.message)));
     });
     req.on('error', (e) => reject(opts.signal?.aborted ? abortError(what) : loaderError(`could not download ${what}: ${e.message}`, 'DownloadFailed')));
     opts.signal?.addEventListener('abort', () => req.destroy(), { once: true });
@@ -177,7 +197,8 @@ export async function sha256Hex(bytes) {
  * Progress: onProgress({loaded, total}) per chunk and once at the end with loaded === total (total is the
  * Content-Length / file size, else expectedBytes, else undefined until the end).
  * Errors: code 'WeightsMismatch' (size or sha256 differs: expected vs got and the fix; `expected`, `got`,
- * `check` = 'bytes'|'sha256' on the error), 'DownloadFailed', 'ReadFailed'; DOMException 'AbortError' on cancel.
+ * `check` = 'bytes'|'sha256' on the error), 'DownloadFailed' (with `interrupted: true`, `loaded`, `total` when the
+ * connection was lost mid-body), 'ReadFailed'; DOMException 'AbortError' on cancel.
  * @param {string|URL|Blob|ArrayBuffer|Uint8Array} source
  * @param {{expectedBytes?: number, sha256?: string, onProgress?: (p:{loaded:number,total:number|undefined}) => void, signal?: AbortSignal}} [opts]
  * @returns {Promise<Uint8Array>}

@@ -21,6 +21,7 @@ const sha = (b) => createHash('sha256').update(b).digest('hex');
 let dir;
 let server;
 let base;
+const dropped = new Set(); // paths whose first download was cut
 
 before(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-loader-'));
@@ -43,6 +44,18 @@ before(async () => {
     } else if (req.url === '/moved') {
       res.writeHead(302, { location: '/model.onnx' });
       res.end();
+    } else if (req.url.startsWith('/drop-once/')) {
+      // The first request of each path loses its connection after a third of the body; later ones are served whole.
+      const first = !dropped.has(req.url);
+      dropped.add(req.url);
+      const chunked = req.url.includes('chunked');
+      res.writeHead(200, chunked ? {} : { 'content-length': String(big.byteLength) });
+      if (!first) return res.end(big);
+      res.write(big.subarray(0, big.byteLength / 3));
+      setTimeout(() => res.socket.destroy(), 20);
+    } else if (req.url === '/cut-no-length.bin') {
+      // No length, no chunking: the body ends where the server closes, so the client cannot tell it was cut.
+      res.socket.end(Buffer.concat([Buffer.from('HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n'), Buffer.from(big.subarray(0, 1000))]));
     } else if (req.url === '/slow') {
       res.writeHead(200, { 'content-length': '1000000' });
       res.write(new Uint8Array(1000));
@@ -155,6 +168,35 @@ test('HTTP errors, redirects, missing files, bad sources, cancellation', async (
   const done = new AbortController();
   done.abort();
   await assert.rejects(loadModel(model, { signal: done.signal }), { name: 'AbortError' });
+});
+
+test('a download whose connection drops mid-body: DownloadFailed naming how far it got; a retry gets the whole file (fetch and node:http)', async () => {
+  const saved = globalThis.fetch;
+  try {
+    for (const viaFetch of [true, false]) {
+      if (!viaFetch) globalThis.fetch = undefined; // loadModel then uses node:http (as under --no-experimental-fetch)
+      else if (typeof saved !== 'function') continue;
+      for (const kind of ['length', 'chunked']) {
+        const url = `${base}/drop-once/${kind}-${viaFetch ? 'fetch' : 'http'}.bin`;
+        const events = [];
+        const opts = { expectedBytes: big.byteLength, sha256: sha(big), onProgress: (p) => events.push(p.loaded) };
+        await assert.rejects(loadModel(url, opts), (e) => {
+          assert.equal(e.code, 'DownloadFailed');
+          assert.equal(e.interrupted, true);
+          assert.ok(e.loaded > 0 && e.loaded < big.byteLength, `${e.loaded} bytes`);
+          assert.equal(e.total, kind === 'length' ? big.byteLength : undefined);
+          const of = kind === 'length' ? ` of ${big.byteLength}` : '';
+          assert.match(e.message, new RegExp(`^the download of ${url.replace(/[.?]/g, '\\$&')} was interrupted after ${e.loaded}${of} bytes \\(.+\\): the connection was lost; try again$`));
+          return true;
+        }, `${kind} via ${viaFetch ? 'fetch' : 'node:http'}`);
+        assert.ok(events.length > 0, 'progress was reported before the cut');
+        const again = await loadModel(url, opts);
+        assert.equal(sha(again), sha(big));
+      }
+    }
+  } finally {
+    globalThis.fetch = saved;
+  }
 });
 
 test('loaded weights run in the worker pool', async () => {
@@ -305,4 +347,35 @@ test('weights cache: a corrupt cached copy is dropped and downloaded again; othe
   await assert.rejects(loadWeightsCached(files, abort, o), { name: 'AbortError' });
   assert.equal((await listCachedWeights(o)).length, 1);
   await assert.rejects(cacheWeights(files, [], o), /1 files but 0 byte arrays/);
+});
+
+test('weights cache: an interrupted download stores nothing, the retry downloads and caches the verified file, the next load comes from the cache', async () => {
+  const caches = new MemoryCacheStorage();
+  const o = { caches, base: BASE };
+  const files = [{ file: 'big:v1.onnx', sha256: sha(big), bytes: big.byteLength }];
+  const url = `${base}/drop-once/cache.bin`;
+  const calls = [];
+  const load = async (sources) => {
+    calls.push(sources === undefined ? 'download' : 'cache');
+    return [await loadModel(sources?.[0] ?? url, { expectedBytes: files[0].bytes, sha256: files[0].sha256 })];
+  };
+  await assert.rejects(loadWeightsCached(files, load, o), { code: 'DownloadFailed', interrupted: true });
+  assert.deepEqual(await listCachedWeights(o), [], 'the cut download left nothing in the cache');
+  assert.equal(caches.puts, 0);
+  const retry = await loadWeightsCached(files, load, o);
+  assert.equal(retry.fromCache, false);
+  assert.equal(sha(retry.bytes[0]), sha(big));
+  assert.equal(sha((await readCachedWeights(files, o))[0]), sha(big), 'the cache holds the whole, verified file');
+  const cached = await loadWeightsCached(files, load, o);
+  assert.equal(cached.fromCache, true);
+  assert.deepEqual(calls, ['download', 'download', 'cache']);
+  // A body cut where the client cannot see it (no length, connection closed): the size and sha256 checks refuse it,
+  // and the cache is not poisoned.
+  const cut = { caches: new MemoryCacheStorage(), base: BASE };
+  const cutLoad = async () => [await loadModel(`${base}/cut-no-length.bin`, { expectedBytes: files[0].bytes, sha256: files[0].sha256 })];
+  await assert.rejects(loadWeightsCached(files, cutLoad, cut), (e) => {
+    assert.ok(e.code === 'WeightsMismatch' || (e.code === 'DownloadFailed' && e.interrupted), `${e.code}: ${e.message}`);
+    return true;
+  });
+  assert.deepEqual(await listCachedWeights(cut), []);
 });

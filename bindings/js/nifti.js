@@ -294,22 +294,55 @@ function isGzip(u8) {
   return u8.length >= 2 && u8[0] === 0x1f && u8[1] === 0x8b;
 }
 
-/** The file's bytes, gunzipped synchronously (nifti-reader-js's decompress: fflate) when gzipped. */
+/**
+ * The file's bytes, gunzipped synchronously (nifti-reader-js's decompress: fflate) when gzipped, checked against the
+ * gzip trailer as zlib checks it. fflate sizes its output by the trailer's ISIZE and returns that whole buffer: a
+ * corrupt ISIZE would allocate up to 4 GB and a truncated or corrupt stream would come back zero-padded, so the
+ * ISIZE is bounded by what deflate can produce from the stream before inflating, and the CRC32 of the output is
+ * checked after (a single gzip member; readNiftiAsync also reads concatenated members).
+ */
 function unzipSync(bytes, who) {
   const u8 = toUint8(bytes, who);
   if (!isGzip(u8)) return u8;
+  if (u8.length < 18) throw new Error(`corrupt or truncated gzip data: ${u8.length} bytes, a gzip stream has at least 18`);
+  if (u8[2] !== 8) throw new Error(`corrupt or truncated gzip data: compression method ${u8[2]} is not deflate (8)`);
+  if (u8[3] & 0xe0) throw new Error(`corrupt or truncated gzip data: reserved header flag bits are set (FLG = ${u8[3]})`);
+  const trailer = new DataView(u8.buffer, u8.byteOffset + u8.length - 8, 8);
+  const crc = trailer.getUint32(0, true);
+  const isize = trailer.getUint32(4, true);
+  if (isize > MAX_DEFLATE_RATIO * u8.length) {
+    throw new Error(`corrupt or truncated gzip data: the gzip trailer says ${isize} bytes, more than ${u8.length} compressed bytes can hold`);
+  }
   let out;
   try {
     out = new Uint8Array(decompress(u8));
   } catch (e) {
     throw new Error(`corrupt or truncated gzip data: ${e.message}`);
   }
-  // fflate may return a short result for a cut stream without complaint: check the gzip trailer's ISIZE
-  const isize = u8.length >= 18 ? new DataView(u8.buffer, u8.byteOffset + u8.length - 4, 4).getUint32(0, true) : -1;
   if (out.length % 2 ** 32 !== isize) {
     throw new Error(`corrupt or truncated gzip data: inflated ${out.length} bytes, gzip trailer says ${isize} (mod 2^32)`);
   }
+  if (crc32(out) !== crc) throw new Error('corrupt or truncated gzip data: the CRC32 of the inflated bytes differs from the one in the gzip trailer');
   return out;
+}
+
+/** Deflate's largest expansion (258-byte matches coded in 2 bits): a longer ISIZE is a corrupt trailer. */
+const MAX_DEFLATE_RATIO = 1032;
+
+let crcTable = null;
+/** CRC-32 (IEEE 802.3, the gzip trailer's) of `u8`. */
+function crc32(u8) {
+  if (!crcTable) {
+    crcTable = new Int32Array(256);
+    for (let n = 0; n < 256; n++) {
+      let c = n;
+      for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+      crcTable[n] = c;
+    }
+  }
+  let c = -1;
+  for (let i = 0; i < u8.length; i++) c = crcTable[(c ^ u8[i]) & 255] ^ (c >>> 8);
+  return (c ^ -1) >>> 0;
 }
 
 /** The file's bytes, gunzipped when gzipped: DecompressionStream where there is one, else as unzipSync. */
@@ -453,6 +486,9 @@ function decode(u8, multiEcho = false) {
   if (!(voxOffset >= h.sizeof_hdr)) throw new Error(`invalid NIfTI header: vox_offset ${h.vox_offset} < header size ${h.sizeof_hdr}`);
   const nvox = dims[0] * dims[1] * dims[2] * echoes; // every echo
   const need = nvox * dt.bytes;
+  if (!Number.isSafeInteger(need)) {
+    throw new Error(`invalid NIfTI header: dim [${h.dim.join(', ')}] describes about ${nvox.toPrecision(3)} voxels, more than any file holds`);
+  }
   const have = Math.max(0, u8.length - voxOffset);
   if (have < need) {
     const of = echoes > 1 ? ` (${echoes} echoes of ${dims.join('×')})` : '';
@@ -487,6 +523,13 @@ function decode(u8, multiEcho = false) {
 
   const sform = h.sform_code > 0 ? sformMatrix(h) : null;
   const qform = h.qform_code > 0 ? qformMatrix(h) : null;
+  // A transform the header says to use (code > 0) must be numbers: a corrupt one is refused, never replaced.
+  if (sform && !sform.every(Number.isFinite)) {
+    throw new Error(`invalid NIfTI header: sform_code is ${h.sform_code} but srow_x/y/z hold a non-finite value (${[...h.srow_x, ...h.srow_y, ...h.srow_z].join(', ')}): fix the sform or set sform_code to 0`);
+  }
+  if (qform && !qform.every(Number.isFinite)) {
+    throw new Error(`invalid NIfTI header: qform_code is ${h.qform_code} but quatern_b/c/d or qoffset_x/y/z hold a non-finite value: fix the qform or set qform_code to 0`);
+  }
   let affine;
   let affineSource;
   if (sform) [affine, affineSource] = [sform, 'sform'];

@@ -12,6 +12,7 @@ import {
   phaseToRadians, GAMMA_BAR_MHZ_PER_T, _streams,
 } from './nifti.js';
 import { phrasePhaseRefusal, isPhaseUnitsRefusal, PhaseRefusal } from './phase-units.js';
+import { headerCases, gzipCases, refusal as fuzzRefusal } from '../../tests/js/nifti-fuzz.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Hand-made files
@@ -363,6 +364,90 @@ test('fuzz: 300 hand-built NIfTI-1/2 headers (byte orders, datatypes, scaling, q
     assert.ok(Math.abs(Math.hypot(...vol.b0Dir) - 1) < 1e-9, `${msg} b0Dir unit`);
     assert.deepEqual(new Uint8Array(vol.raw), file.subarray(0, version === 1 ? 352 : 544), `${msg} raw`);
   }
+});
+
+test('fuzz: 1,500 mutated headers and 1,000 mutated gzip streams (seeded) through readNifti / readEchoes, sync and async: 0 crashes, 0 hangs, consistent reads', { timeout: 120000 }, async () => {
+  // tests/js/nifti-fuzz.js: field-targeted mutations (dims, datatype, bitpix, vox_offset, scl, pixdim, qform/sform,
+  // extension sizes, magic), byte flips, truncations, insertions; gzip: deflate flips, header flags, CRC32/ISIZE,
+  // truncation, junk, a second member. A crash is anything but the reader's own refusals (fuzz.refusal).
+  const cases = [...headerCases(20250613, 1500), ...gzipCases(613, 1000)];
+  const readers = [['readNifti', readNifti], ['readEchoes', readEchoes], ['readNiftiAsync', readNiftiAsync], ['readEchoesAsync', readEchoesAsync]];
+  const crashes = [];
+  const counts = { read: 0, refused: 0 };
+  let slowest = { ms: 0 };
+  for (const c of cases) {
+    const got = {};
+    for (const [name, read] of readers) {
+      const t0 = performance.now();
+      try {
+        const v = await read(c.bytes);
+        const n = v.dims[0] * v.dims[1] * v.dims[2] * v.echoes;
+        const sane = v.data instanceof Float32Array && v.data.length === n && v.voxelMm.every((x) => Number.isFinite(x) && x > 0) &&
+          v.affine.length === 16 && v.affine.every(Number.isFinite) && Math.abs(Math.hypot(...v.b0Dir) - 1) < 1e-9 && (name.startsWith('readEchoes') || v.echoes === 1);
+        if (!sane) crashes.push(`${name} on ${c.name}: an inconsistent volume (dims ${v.dims}, echoes ${v.echoes}, ${v.data.length} values)`);
+        got[name] = v;
+        counts.read++;
+      } catch (e) {
+        const why = fuzzRefusal(e);
+        if (why) crashes.push(`${name} on ${c.name}: ${why}`);
+        got[name] = e;
+        counts.refused++;
+      }
+      const ms = performance.now() - t0;
+      if (ms > slowest.ms) slowest = { ms, name, c: c.name };
+    }
+    // A 3D read is a one-echo read; the sync reader (fflate) accepts nothing the async one (zlib) refuses, and both
+    // give the same voxels (zlib also reads concatenated gzip members, which the sync reader refuses).
+    const same = (a, b) => Buffer.from(a.data.buffer, a.data.byteOffset, a.data.byteLength).equals(Buffer.from(b.data.buffer, b.data.byteOffset, b.data.byteLength));
+    for (const [a, b] of [['readNifti', 'readEchoes'], ['readNiftiAsync', 'readEchoesAsync'], ['readNifti', 'readNiftiAsync'], ['readEchoes', 'readEchoesAsync']]) {
+      if (got[a] instanceof Error) continue;
+      if (got[b] instanceof Error) crashes.push(`${a} read ${c.name} but ${b} refused it: ${got[b].message}`);
+      else if (!same(got[a], got[b])) crashes.push(`${a} and ${b} read different voxels from ${c.name}`);
+    }
+  }
+  assert.deepEqual(crashes.slice(0, 20), [], `${crashes.length} crash(es)`);
+  assert.ok(slowest.ms < 2000, `the slowest read took ${slowest.ms.toFixed(0)} ms (${slowest.name} on ${slowest.c})`);
+  // Both outcomes were reached: the mutations are neither all harmless nor all fatal.
+  assert.ok(counts.read > 1000 && counts.refused > 3000, JSON.stringify(counts));
+  console.log(`# ${cases.length} mutated files × 4 readers: ${counts.read} reads, ${counts.refused} refusals, 0 crashes; slowest call ${slowest.ms.toFixed(1)} ms`);
+});
+
+test('gzip: a corrupt trailer is refused before fflate sizes its output by it; a zero-padded or corrupted inflate is caught by the CRC32', async () => {
+  const file = makeNifti1({ dim: [3, 4, 3, 2, 1, 1, 1, 1], values: Array.from({ length: 24 }, (_, i) => i - 7.5) });
+  const z = new Uint8Array(zlib.gzipSync(file));
+  const isize = (u8, v) => {
+    const o = u8.slice();
+    new DataView(o.buffer).setUint32(o.length - 4, v, true);
+    return o;
+  };
+  // ISIZE 0xff000000: fflate would allocate ~4 GB and read the file back zero-padded.
+  for (const read of [readNifti, readEchoes]) {
+    assert.throws(() => read(isize(z, 0xff000000)), /^Error: corrupt or truncated gzip data: the gzip trailer says 4278190080 bytes, more than \d+ compressed bytes can hold$/);
+    // a plausible but wrong ISIZE (the file plus 64 bytes): fflate hands back the file zero-padded to it
+    assert.throws(() => read(isize(z, file.length + 64)), /^Error: corrupt or truncated gzip data: the CRC32 of the inflated bytes differs from the one in the gzip trailer$/);
+  }
+  await assert.rejects(readNiftiAsync(isize(z, 0xff000000)), /^Error: corrupt or truncated gzip data/);
+  const badCrc = z.slice();
+  badCrc[badCrc.length - 8] ^= 1;
+  assert.throws(() => readNifti(badCrc), /^Error: corrupt or truncated gzip data: the CRC32 of the inflated bytes differs from the one in the gzip trailer$/);
+  await assert.rejects(readNiftiAsync(badCrc), /^Error: corrupt or truncated gzip data/);
+  const method = z.slice();
+  method[2] = 7;
+  assert.throws(() => readNifti(method), /compression method 7 is not deflate \(8\)/);
+  // the intact stream still reads, both ways
+  assert.deepEqual(Array.from(readNifti(z).data), Array.from({ length: 24 }, (_, i) => i - 7.5));
+  assert.deepEqual(Array.from((await readNiftiAsync(z)).data), Array.from({ length: 24 }, (_, i) => i - 7.5));
+});
+
+test('a header whose sform or qform (code > 0) holds NaN or Inf is refused by name, not turned into a NaN affine', () => {
+  const srow = [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0];
+  assert.throws(() => readNifti(makeNifti1({ sformCode: 2, srow: srow.map((v, i) => (i === 7 ? NaN : v)) })),
+    /^Error: invalid NIfTI header: sform_code is 2 but srow_x\/y\/z hold a non-finite value \(1, 0, 0, 0, 0, 1, 0, NaN, .*\): fix the sform or set sform_code to 0$/);
+  assert.throws(() => readNifti(makeNifti1({ qformCode: 1, quatern: [0, Infinity, 0, 0, 0, 0] })),
+    /^Error: invalid NIfTI header: qform_code is 1 but quatern_b\/c\/d or qoffset_x\/y\/z hold a non-finite value/);
+  // unused transforms (code 0) may hold anything
+  const v = readNifti(makeNifti1({ sformCode: 0, srow: srow.map(() => NaN), qformCode: 0, quatern: [NaN, 0, 0, 0, 0, 0] }));
+  assert.equal(v.affineSource, 'pixdim');
 });
 
 test('nifti.js, phase-units.js and volume.js import no node built-in and await nothing at top level (browser bundles, Vite worker IIFEs)', () => {

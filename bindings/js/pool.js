@@ -198,7 +198,8 @@ export class WorkerPool {
    * copied at once (the caller may reuse/free it — e.g. a view on the wasm heap — as soon as run() returns).
    * Resolves { output: Float32Array, dims: number[], seconds, worker, heapBytes }: `dims` are the network's
    * real output dims — the caller must check them (a wrong-shaped network is not an error here).
-   * Rejects: DOMException 'AbortError' on cancel; Error code 'TileFailed' (naming the tile and each cause) after
+   * Rejects: DOMException 'AbortError' on cancel; Error code 'TileFailed' (naming the tile and each cause; oom: true and
+   * the advice to run smaller patches when every attempt ran out of memory) after
    * a retry on a fresh worker also failed; 'TileStalled' ("tile N stalled: no result after X s (watchdog)");
    * 'ModelLoadFailed'/'WorkerStartFailed' if workers cannot start; 'PoolTerminated' after terminate().
    * extras: the further inputs of a multi-input network, by role ({role, input, dims}); copied like input.
@@ -455,6 +456,7 @@ export class WorkerPool {
         this._detach(h, job);
         // The ORT instance may be unusable after an error (an OOM certainly is): replace the worker.
         this._retire(h, 'run error');
+        if (m.oom) job.ooms = (job.ooms ?? 0) + 1;
         this._fault(job, `${cause} on worker ${h.serial}`);
         break;
       }
@@ -499,11 +501,18 @@ export class WorkerPool {
       this._pump();
       return;
     }
+    // Out of memory every time: a fresh worker does not help, a smaller patch does.
+    const oom = job.ooms === job.causes.length;
+    const advice = oom
+      ? ': this patch needs more memory than an ONNX Runtime worker\'s wasm heap holds (at most 4 GB): run smaller patches ' +
+        '(a smaller core, or tiles instead of the whole volume) or declare the network\'s real cost (spec.bytesPerVoxel) so the planner sizes them'
+      : '';
     this._settle(
       job,
-      poolError(`tile ${job.id} failed after ${job.attempts} attempt(s): ${job.causes.join('; then ')}`, 'TileFailed', {
+      poolError(`tile ${job.id} failed after ${job.attempts} attempt(s): ${job.causes.join('; then ')}${advice}`, 'TileFailed', {
         tile: job.id,
         causes: [...job.causes],
+        oom,
       }),
     );
     this._pump();

@@ -3,7 +3,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { WorkerPool } from './pool.js';
-import { convStack, convStackReference, unet, twoChannel, wrongShape, randomArray } from '../../tests/js/networks.js';
+import { convStack, convStackReference, unet, twoChannel, wrongShape, memoryHog, randomArray } from '../../tests/js/networks.js';
 import { faultWorkerUrl } from '../../tests/js/fault-ort-worker.js';
 
 const CONV = { layers: 3, channels: 4, seed: 11 };
@@ -240,6 +240,30 @@ test('ONNX Runtime errors: retried once, then a clear error; an out-of-memory er
   assert.equal(once.stats().ooms, 1);
   assert.equal(once.stats().retries, 1);
   await once.terminate();
+});
+
+test('ONNX Runtime really out of memory (a network needing 4 GiB for a 64³ tile, the real worker): recognised, retried once, a clear error with advice; the pool runs on', async () => {
+  // tests/js/networks.js memoryHog: a 256 MiB broadcast, then a 3.75 GiB concatenation: past the 4 GB wasm heap.
+  const pool = makePool({ model: memoryHog(), workers: 1 });
+  const small = tile(1, [8, 8, 8]);
+  assert.deepEqual((await pool.run(small)).output, small.input, 'the network is the identity on a tile that fits');
+  const t0 = performance.now();
+  await assert.rejects(pool.run(tile(2, [64, 64, 64])), (e) => {
+    assert.equal(e.code, 'TileFailed');
+    assert.equal(e.oom, true);
+    assert.equal(e.causes.length, 2);
+    for (const c of e.causes) assert.match(c, /^out of memory in ONNX Runtime \(Error: .*bad_alloc.*\) on worker \d+$/);
+    assert.match(e.message, /^tile 2 failed after 2 attempt\(s\): out of memory in ONNX Runtime .*: this patch needs more memory than an ONNX Runtime worker's wasm heap holds \(at most 4 GB\): run smaller patches/);
+    return true;
+  });
+  const s = pool.stats();
+  assert.deepEqual([s.ooms, s.runErrors, s.retries, s.crashes], [2, 2, 1, 0]);
+  assert.equal(s.perWorker.filter((p) => p.endedBy === 'run error').length, 2, 'both workers that ran out of memory were replaced');
+  assert.ok(s.heapHighWater < 2 ** 32, `heap high-water ${s.heapHighWater}`);
+  const after = tile(3, [8, 8, 8]);
+  assert.deepEqual((await pool.run(after)).output, after.input, 'a fresh worker runs the next tile');
+  console.log(`# a real ONNX Runtime OOM, retried and refused in ${((performance.now() - t0) / 1000).toFixed(1)} s; heap high-water ${(s.heapHighWater / 2 ** 20).toFixed(0)} MiB`);
+  await pool.terminate();
 });
 
 test('a stalled worker is turned into a watchdog error within the configured time', async () => {

@@ -2,7 +2,7 @@
 // Not a test file: tests import the builders (ONNX bytes as Uint8Array) and the pure-JS reference.
 //
 // Layout everywhere: f32 [1, C, X, Y, Z], row-major (z fastest), like the ONNX tensors the pool runs.
-import { onnx, prng, tensor, valueInfo, attrInts, node, GraphBuilder } from './onnx-build.js';
+import { onnx, prng, tensor, valueInfo, attrInts, attrInt, node, GraphBuilder } from './onnx-build.js';
 
 export { prng };
 
@@ -200,4 +200,22 @@ export function centralCrop({ out = 32, scale = 1 } = {}) {
   b.inits.push(ints('starts', [o, o, o]), ints('ends', [o + out, o + out, o + out]), ints('axes', [2, 3, 4]), tensor('scale', [1], [scale]));
   const cropped = b.op('Slice', ['input', 'starts', 'ends', 'axes']);
   return b.finish('input', b.op('Mul', [cropped, 'scale']), 1, 1, [out, out, out]);
+}
+
+/**
+ * A network whose activations grow with the tile: input [1,1,X,Y,Z] is broadcast to `copies` copies (Expand,
+ * copies·X·Y·Z·4 bytes), concatenated `fold` times (fold times that) and reduced back by a max over the copies, so
+ * the output equals the input exactly. It needs (1 + fold)·copies·X·Y·Z·4 bytes at once: with the defaults an 8³
+ * tile needs 8 MiB and a 64³ tile 4 GiB (a 256 MiB broadcast, then a 3.75 GiB concatenation), past the 4 GB
+ * ceiling of ONNX Runtime Web's wasm heap while only the broadcast is ever written.
+ * @returns {Uint8Array} ONNX bytes
+ */
+export function memoryHog({ copies = 256, fold = 15 } = {}) {
+  const b = new Builder(1);
+  const INT64 = onnx.TensorProto.DataType.INT64;
+  b.inits.push(onnx.TensorProto.create({ name: 'copies', dims: [5], dataType: INT64, int64Data: [copies, 1, 1, 1, 1] }));
+  const wide = b.op('Expand', ['input', 'copies']);
+  const tall = b.op('Concat', Array(fold).fill(wide), [attrInt('axis', 0)]);
+  const back = b.op('ReduceMax', [tall], [attrInts('axes', [0]), attrInt('keepdims', 1)]);
+  return b.finish('input', back, 1, 1);
 }
