@@ -7,6 +7,7 @@
 #include "tessera/error.h"
 #include "tessera/native_patching.h"
 #include "tessera/physics_loops.h"
+#include "tessera/request.h"
 #include "tessera/verify.h"
 
 namespace tessera {
@@ -60,6 +61,10 @@ bool runs_in_steps(const InversionRequest& r) {
 
 TilePlan plan_of_choice(const InversionRequest& r, std::span<const uint8_t> mask, const PlanChoice& c, Target target) {
   validate_mask_not_empty(r.geometry, mask);  // a run (prepare_run): an all-zero mask would write an all-zero χ
+  if (assumes_b0_along_z(r) && request_b0_plan(r).resampled) {
+    throw Error(ErrorCode::InvalidArgument, "this run resamples to a B0-aligned grid (b0Align): its plan is evaluated on "
+                                            "the aligned volume (b0_alignment, to_aligned_grid), not on the source volume");
+  }
   TilePlan p;
   if (is_phase_network(r)) {
     p = plan_inversion(r, mask, target);  // whole volume, nothing to choose
@@ -94,7 +99,15 @@ uint32_t network_output_channels(const InversionRequest& r, uint32_t) {
   return r.model ? r.model->output_channels : 1;
 }
 
-std::string inversion_warning(const InversionRequest& r) {
+bool assumes_b0_along_z(const InversionRequest& r) { return runs_in_steps(r); }
+
+B0Plan request_b0_plan(const InversionRequest& r) {
+  return b0_plan(r.geometry, assumes_b0_along_z(r), r.b0_align, defaults::kB0AlignThresholdDegrees, defaults::kB0WarnDegrees);
+}
+
+namespace {
+
+std::string model_warning(const InversionRequest& r) {
   if (!r.model) return "";
   if (is_phase_network(r)) return phase_warning(*r.model, r.geometry);
   if (r.model->kind == ModelKind::PhysicsLoop && !r.whole_volume) {
@@ -106,6 +119,17 @@ std::string inversion_warning(const InversionRequest& r) {
     return std::string(r.model->name) + " uses its own fixed patching; the tile settings are ignored";
   }
   return "";
+}
+
+}  // namespace
+
+std::string inversion_warning(const InversionRequest& r) {
+  std::string w = model_warning(r);
+  if (assumes_b0_along_z(r)) {
+    const std::string b0 = request_b0_plan(r).warning;
+    if (!b0.empty()) w += (w.empty() ? "" : "; ") + b0;
+  }
+  return w;
 }
 
 namespace {
@@ -139,7 +163,32 @@ TilePlan plan_unverified(const InversionRequest& r, std::span<const uint8_t> mas
 
 TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask, Target target) {
   validate_mask_not_empty(r.geometry, mask);  // a plan: refused before anything runs
-  return with_verification(r, mask, target, plan_unverified(r, mask, target));
+  validate_geometry(r.geometry);
+  B0Plan b0 = request_b0_plan(r);
+  if (!b0.resampled) {
+    TilePlan p = with_verification(r, mask, target, plan_unverified(r, mask, target));
+    p.b0 = std::move(b0);
+    return p;
+  }
+  // The run goes through the B0-aligned grid: planned there (its dims and mask come from the alignment), with the
+  // source volume and the resampled χ on top of the aligned run's own volumes.
+  const B0Alignment a = b0_alignment(r.geometry, mask);
+  InversionRequest aligned = r;
+  aligned.geometry = a.aligned;
+  const std::vector<uint8_t> aligned_m = aligned_mask(a, mask);
+  TilePlan p = with_verification(aligned, aligned_m, target, plan_unverified(aligned, aligned_m, target));
+  b0 = b0_plan(r.geometry, true, r.b0_align, defaults::kB0AlignThresholdDegrees, defaults::kB0WarnDegrees, a.aligned.dims);
+  // Source field (f32) and mask (u8), its spline coefficients (f32), the χ resampled back (f32); the aligned χ copied
+  // back in and its spline coefficients (f32 each).
+  b0.extra_module_bytes = saturating_add(saturating_mul(r.geometry.voxel_count(), 3 * sizeof(float) + sizeof(uint8_t)),
+                                         saturating_mul(a.aligned.voxel_count(), 2 * sizeof(float)));
+  if (p.feasible) {
+    const uint64_t added = saturating_add(b0.extra_module_bytes, wasm_heap_growth_slack(b0.extra_module_bytes));
+    p.module_heap_bytes = saturating_add(p.module_heap_bytes, added);
+    p.peak_bytes = saturating_add(p.peak_bytes, added);
+  }
+  p.b0 = std::move(b0);
+  return p;
 }
 
 namespace {
@@ -203,6 +252,23 @@ RunReport run_inversion(const InversionRequest& r, std::span<const float> field,
   if (!magnitude.empty()) throw Error(ErrorCode::InvalidArgument, "a magnitude is only taken by the phase networks (iQSM family)");
   const FieldNetwork net = request_network(r);
   const ModelKind kind = r.model ? r.model->kind : ModelKind::FieldToChi;
+
+  if (assumes_b0_along_z(r) && request_b0_plan(r).resampled) {
+    // Through the B0-aligned grid: the field resampled there (× mask for a network that reads it masked), the same
+    // run on it (B0 along its third axis, so no second resampling), χ resampled back at the mask.
+    validate_volume_sizes(r.geometry, field.size(), mask.size());
+    if (chi.size() != r.geometry.voxel_count()) throw Error(ErrorCode::InvalidArgument, "chi must hold the volume's voxel count");
+    const B0Alignment a = b0_alignment(r.geometry, mask);
+    InversionRequest aligned = r;
+    aligned.geometry = a.aligned;
+    const std::vector<uint8_t> aligned_m = aligned_mask(a, mask);
+    const std::vector<float> aligned_f = to_aligned_grid(a, field, net.masked_input ? mask : std::span<const uint8_t>{});
+    std::vector<float> aligned_chi(a.aligned.voxel_count(), 0.0f);
+    const RunReport report = run_inversion(aligned, aligned_f, aligned_m, networks, options, aligned_chi);
+    const std::vector<float> back = from_aligned_grid(a, aligned_chi, mask);
+    std::copy(back.begin(), back.end(), chi.begin());
+    return report;
+  }
 
   if (kind == ModelKind::FieldToChi) {
     return r.whole_volume ? whole_volume_inversion(r.geometry, field, mask, net, *networks[0], options, chi)

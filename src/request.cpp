@@ -12,7 +12,7 @@ namespace {
 
 constexpr double kHuge = 1e15;
 
-const std::array<OptionSpec, 21> kOptions{{
+const std::array<OptionSpec, 22> kOptions{{
     {"tile", "", 0, "auto", 0, 0, false, false,
      "{core, halo} in voxels, or \"auto\": the planner chooses core, workers and threads per worker"},
     {"tile.core", "voxels", 0, "auto", 1, 4096, false, true, "output core edge of a tile"},
@@ -46,6 +46,10 @@ const std::array<OptionSpec, 21> kOptions{{
     {"b0", "T", defaults::kB0Tesla, "", 0, 30, true, false, "field strength in tesla"},
     {"erodeRadius", "voxels", defaults::kErodeRadius, "", 0, 255, false, true, "mask erosion before a phase network (the reference's 3)"},
     {"phaseSign", "", defaults::kPhaseSign, "", -1, 1, false, true, "+1 or -1: multiplies the phase (the reference negates it)"},
+    {"b0Align", "", 0, "auto", 0, 0, false, false,
+     "networks that assume B0 along the third axis (field → χ): resample the field to a B0-aligned grid and χ back when "
+     "B0 is more than 12° off it (auto), at any tilt (on), or never (off); a warning above 2.5°",
+     "auto|on|off"},
 }};
 
 std::string number_text(double v) {

@@ -22,6 +22,7 @@ const INPUTS = {
 /** Select id → schema option name: a worded option, its values (choices) and default from the schema. */
 const SELECTS = {
   quality: 'quality',
+  b0Align: 'b0Align',
 };
 
 /**

@@ -89,6 +89,10 @@ Network (one of)
                      Without bytesPerVoxel the network's memory cost is calibrated first (a few seconds; see
                      \`tessera-qsm calibrate --help\`)
   --weights SRC      ONNX file or URL (repeat for a model with several networks)
+  --b0-align A       networks that assume B0 along the volume's third axis (field → χ): auto (default) resamples
+                     the field to a grid rotated so that the header's B0 lies along it, runs the network there
+                     and resamples χ back, when B0 is more than 12° off the third axis; on: at any tilt; off:
+                     never; a warning above 2.5° (bench/b0-tilt.js measured where each loses less)
 Tiling (field networks; the phase networks always run on the whole volume)
   --quality Q        the auto-planner's target against the whole-volume run: faithful (default: r ≥ 0.99,
                      NRMSE ≤ 0.10), balanced (r ≥ 0.97, NRMSE ≤ 0.20) or fast (speed only); it picks the fastest
@@ -187,6 +191,7 @@ const RUN_OPTIONS = {
   quality: { type: 'string' },
   verify: { type: 'boolean' },
   probe: { type: 'boolean' },
+  'b0-align': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 };
 const OPTIONS = {
@@ -225,6 +230,8 @@ const OPTIONS = {
 };
 /** The auto-planner's fidelity targets (tessera.schema() 'quality'). */
 const QUALITIES = ['faithful', 'balanced', 'fast'];
+/** b0Align: resample to a B0-aligned grid above the threshold, at any tilt, never (tessera.schema() 'b0Align'). */
+const B0_ALIGN = ['auto', 'on', 'off'];
 /** Flags that only make sense with --phase (the phase networks). */
 const PHASE_ONLY = ['te', 'magnitude', 'erode', 'phase-sign', 'phase-units', 'phase-scale'];
 
@@ -367,7 +374,10 @@ function runOptions(command, o) {
     throw usageError('--quality steers the auto-planner: it takes no --core, --whole or --phase (those fix the run)');
   }
   if ((o.verify || o.probe) && phase) throw usageError('--verify and --probe are for the field networks (the phase networks run on the whole volume)');
-  return { tile, whole: !!o.whole, workers, cores, b0, phase, quality, verify: !!o.verify, inputNames: inputNames(o['input-name']) };
+  const b0Align = o['b0-align']?.toLowerCase();
+  if (b0Align !== undefined && !B0_ALIGN.includes(b0Align)) throw usageError(`--b0-align must be ${B0_ALIGN.join(', ')}, got '${o['b0-align']}'`);
+  if (b0Align !== undefined && phase) throw usageError('--b0-align is for the field networks (iQSM+ takes the B0 direction itself; iQSM and iQFM warn)');
+  return { tile, whole: !!o.whole, workers, cores, b0, phase, quality, verify: !!o.verify, b0Align, inputNames: inputNames(o['input-name']) };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -760,6 +770,7 @@ function planTable(plan, limits, { o, run, entry, spec, geometry, maskVoxels, ec
     if (plan.predictedFidelity) rows.push(['predicted fidelity', fidelityText(plan)]);
     if (plan.context) rows.push(['network reach', reachText(plan.context)]);
     if (plan.verify) rows.push(['self-check', plan.verify.possible ? `box ${boxText(plan.verify)}, compared ${plan.verify.margin} voxels away from its inner faces` : plan.verify.message]);
+    if (plan.b0Align?.assumesZ) rows.push(['B0', plan.b0Align.summary]);
     if (plan.fidelityWarning) rows.push(['warning', plan.fidelityWarning]);
     if (plan.warning) rows.push(['warning', plan.warning]);
   }
@@ -953,7 +964,7 @@ async function cmdPlan(o, ctx) {
     if (uncosted(rawSpec)) await calibrateSpec(tessera, weights, spec, ctx);
     if (o.probe) context = await probeContext(o, entry, spec, weights, tessera, ctx);
   }
-  const request = { geometry, mask, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, quality: run.quality, verify: run.verify || undefined, weights, context, ...phase };
+  const request = { geometry, mask, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, quality: run.quality, verify: run.verify || undefined, b0Align: run.b0Align, weights, context, ...phase };
   const plan = await tessera.plan(defined(request));
   if (o.json) ctx.out(`${JSON.stringify(plan, null, 2)}\n`);
   else {
@@ -1004,7 +1015,7 @@ async function cmdInvert(o, ctx) {
   const phaseSettings = phaseNet ? { te: run.phase.te, b0, erodeRadius: run.phase.erodeRadius } : {};
   const request = defined({
     geometry, mask, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, threadsPerWorker: threads,
-    quality: run.quality, verify: run.verify || undefined, ...phaseSettings,
+    quality: run.quality, verify: run.verify || undefined, b0Align: run.b0Align, ...phaseSettings,
   });
   // A spec without bytesPerVoxel: its (local) weights are read and the network calibrated before any plan.
   const early = uncosted(rawSpec) ? await loadNetworkWeights(o, entry, tessera, ctx) : null;
@@ -1034,6 +1045,7 @@ async function cmdInvert(o, ctx) {
       `${plan.tilesInFlight} in flight, estimated peak ${size(plan.peakBytes)}`,
   );
   if (plan.explanation) progress.line(`plan: ${plan.explanation}`);
+  if (plan.b0Align?.resampled) progress.line(`B0: ${plan.b0Align.summary}`);
   if (plan.predictedFidelity && !plan.wholeVolume) progress.line(`predicted fidelity: ${fidelityText(plan)}; network reach: ${reachText(plan.context)}`);
   if (localField) progress.line(`${o.model}: the output is the local field (ppm), not χ`);
   if (plan.fidelityWarning) progress.line(`warning: ${plan.fidelityWarning}`);
@@ -1088,7 +1100,7 @@ async function cmdInvert(o, ctx) {
       weights: weightsInfo,
       options: {
         tile: run.tile ?? null, whole: run.whole, workers: run.workers ?? null, threads: threads ?? null, cores: run.cores ?? null,
-        quality: run.quality ?? null, verify: run.verify, probe: !!o.probe,
+        quality: run.quality ?? null, verify: run.verify, probe: !!o.probe, b0Align: run.b0Align ?? null,
       },
       output: o.out,
     };

@@ -92,8 +92,10 @@ after(() => {
 });
 
 test('invert --spec, tiled: χ matches the normalised network computed in JS, header and affine kept', async () => {
+  // The oblique affine puts B0 11.5° off the third axis: --b0-align off runs the network on the field as it is, whatever
+  // the threshold.
   const r = await run(['invert', '--field', 'field.nii.gz', '--mask', 'mask.nii', '--spec', 'spec.json', '--weights', 'net.onnx',
-    '--core', '8', '--halo', '1', '--workers', '2', '--out', 'chi.nii.gz']);
+    '--core', '8', '--halo', '1', '--workers', '2', '--b0-align', 'off', '--out', 'chi.nii.gz']);
   assert.equal(r.code, 0, r.stderr);
   noStack(r);
   assert.match(r.stderr, /progress 100%\s+\d+\/\d+ tiles/);
@@ -177,6 +179,49 @@ test('invert --whole --report equals the JS API run exactly; the report has tile
   assert.equal(report.weights[0].sha256.length, 64);
   assert.deepEqual(report.inputs.field.dims, DIMS);
   assert.equal(report.inputs.mask.voxelsInside, mask.reduce((a, b) => a + b, 0));
+});
+
+test('--b0-align: the header B0 11.5° off the third axis warns by default (under the 12° threshold: run as it is), on resamples and says so, off warns; a bad value is a usage error', async () => {
+  const b0 = readNifti(bytes(f('field.nii.gz'))).b0Dir;
+  const tilt = (Math.atan2(Math.hypot(b0[0], b0[1]), Math.abs(b0[2])) * 180) / Math.PI;
+  assert.ok(Math.abs(tilt - 11.46) < 0.01, `the fixture's tilt ${tilt}`);
+  const args = ['--field', 'field.nii.gz', '--mask', 'mask.nii', '--spec', 'spec.json', '--weights', 'net.onnx', '--whole'];
+  const plan = await run(['plan', ...args]);
+  assert.equal(plan.code, 0, plan.stderr);
+  assert.match(plan.stdout, /B0\s+B0 is 11\.5° off the volume's third axis: run as it is \(b0Align auto resamples above 12\.0°/);
+  assert.match(plan.stdout, /warning\s+B0 is 11\.5° off .*run as it is, so χ is approximate/);
+  const onPlan = await run(['plan', ...args, '--b0-align', 'on']);
+  assert.match(onPlan.stdout, /B0\s+B0 is 11\.5° off the volume's third axis: the field is resampled to a B0-aligned grid \d+×\d+×\d+/);
+  const json = JSON.parse((await run(['plan', ...args, '--b0-align', 'off', '--json'])).stdout);
+  assert.equal(json.b0Align.resampled, false);
+  assert.match(json.warning, /not resampled because b0Align is off/);
+
+  const on = await run(['invert', ...args, '--b0-align', 'ON', '--out', 'chi-b0on.nii', '--report', 'report-b0on.json']);
+  assert.equal(on.code, 0, on.stderr);
+  assert.match(on.stderr, /B0: B0 is 11\.5° off .*resampled to a B0-aligned grid/);
+  assert.match(on.stderr, /warning: B0 is 11\.5° off .*Tessera resampled the field to a B0-aligned grid/);
+  const report = JSON.parse(fs.readFileSync(f('report-b0on.json'), 'utf8'));
+  assert.equal(report.b0Align.resampled, true);
+  assert.equal(report.options.b0Align, 'on');
+  const auto = await run(['invert', ...args, '--out', 'chi-b0auto.nii']);
+  assert.equal(auto.code, 0, auto.stderr);
+  assert.match(auto.stderr, /warning: B0 is 11\.5° off .*run as it is/);
+  // The CLI's χ is the API's, for both settings.
+  const tessera = await createTessera({ workers: 1 });
+  try {
+    const geometry = { dims: DIMS, voxelMm: readNifti(bytes(f('field.nii.gz'))).voxelMm, b0Dir: b0 };
+    for (const [file, b0Align] of [['chi-b0on.nii', 'on'], ['chi-b0auto.nii', undefined]]) {
+      const api = await tessera.invert({ field, mask: Uint8Array.from(mask), geometry, spec: SPEC, weights: bytes(f('net.onnx')), whole: true, b0Align });
+      assert.deepEqual(readNifti(bytes(f(file))).data, api.chi, file);
+    }
+  } finally {
+    await tessera.terminate();
+  }
+  assert.notDeepEqual(readNifti(bytes(f('chi-b0on.nii'))).data, readNifti(bytes(f('chi-b0auto.nii'))).data);
+  const bad = await run(['invert', ...args, '--b0-align', 'sideways', '--out', 'x.nii']);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /--b0-align must be auto, on, off, got 'sideways'/);
+  noStack(bad);
 });
 
 test('a field in Hz with --units hz --b0 3 gives the χ of the ppm field; hz without --b0 is a usage error', async () => {

@@ -83,7 +83,11 @@ const TILE_PLAN = {
   tilesActive: N, tilesSkipped: N, activationBytes: N, moduleHeapBytes: N, peakBytes: N, grid: GRID,
   verify: nullable(PLANNED_VERIFICATION), context: nullable(CONTEXT), predictedFidelity: nullable(PREDICTED_FIDELITY),
 };
-const PLAN = { ...TILE_PLAN, warning: S, networks: N, steps: B };
+const B0_PLAN = {
+  tiltDegrees: N, assumesZ: B, resampled: B, mode: S, thresholdDegrees: N, warnDegrees: N, alignedDims: nullable(T3),
+  extraModuleBytes: N, summary: S, warning: S,
+};
+const PLAN = { ...TILE_PLAN, b0Align: B0_PLAN, warning: S, networks: N, steps: B };
 const PATCH_FIT = { fits: B, patchEdge: N, bytes: N, largestEdge: N, largestCore: N, message: S };
 const RUN_REPORT = {
   tilesTotal: N, tilesRun: N, tilesSkipped: N, concurrency: N, maxInFlight: N, patchEdge: N, bytesPerTile: N,

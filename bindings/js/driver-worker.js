@@ -145,6 +145,7 @@ function requestOf(a) {
     quality: a.quality,
     context: a.context,
     verify: !!a.verify,
+    b0Align: a.b0Align,
   };
 }
 
@@ -294,6 +295,13 @@ const methods = {
       running.delete(id);
     }
   },
+
+  // A field resampled to its B0-aligned grid and back (what a run with b0Align does around its network).
+  b0Resample(a) {
+    const n = voxels(a.geometry);
+    const r = call(() => M.b0Resample(a.geometry, a.field, n ? toMask(a.mask, n) : a.mask, { interpolation: a.interpolation, masked: a.masked }));
+    return { value: r, transfer: [r.field.buffer, r.mask.buffer, r.back.buffer] };
+  },
   async invert(a, id) {
     const request = requestOf(a);
     const weights = Array.isArray(a.weights) ? a.weights : [a.weights];
@@ -318,6 +326,20 @@ const methods = {
     const volume = phase
       ? makeVolume(a.geometry, a.phase, a.mask, { echoes: echoesOf(a), magnitude: a.magnitude, what: 'phase' })
       : makeVolume(a.geometry, a.field, a.mask);
+    // B0 off the third axis for a network that assumes it along it (plan.b0Align.resampled): the run goes through the
+    // B0-aligned grid the plan was made on (C++ resamples the field there, and χ back below).
+    let aligned = null;
+    let runVolume = volume;
+    if (plan.b0Align?.resampled) {
+      try {
+        aligned = call(() => M.alignB0(volume, request));
+        runVolume = aligned.volume();
+      } catch (e) {
+        aligned?.delete();
+        volume.delete();
+        throw e;
+      }
+    }
     // Registered once the volume exists: a refusal before this point leaves no run behind.
     const controller = new AbortController();
     running.set(id, controller);
@@ -329,15 +351,16 @@ const methods = {
       await Promise.all(pools.map((p) => p.ready()));
       if (controller.signal.aborted) throw new DOMException('the inversion was cancelled', 'AbortError');
       const onProgress = (p) => port.post({ id, progress: p });
-      let run;
+      let out;
       try {
-        run = plan.steps
-          ? await runSteps(M, { volume, request, plan, pool: pools[0], signal: controller.signal, onProgress })
-          : await runInversion(M, { volume, request, plan, pools, signal: controller.signal, onProgress });
+        out = plan.steps
+          ? await runSteps(M, { volume: runVolume, request, plan, pool: pools[0], signal: controller.signal, onProgress })
+          : await runInversion(M, { volume: runVolume, request, plan, pools, signal: controller.signal, onProgress });
       } catch (e) {
         throw e?.code === 'MemoryCeiling' ? ceilingError(e, a, plan) : e;
       }
-      const { chi, report } = run;
+      const { report } = out;
+      const runChi = out.chi; // on the grid the run went through (the B0-aligned one when resampled)
       const stats = pools.map((p) => p.stats());
       report.plan = plan;
       const workerHeapHighWater = stats.flatMap((s) => s.perWorker.map((w) => w.heapHighWater));
@@ -363,8 +386,13 @@ const methods = {
       }));
       if (a.verify) {
         await stopPools(pools); // the tiles' heaps go back before the check's box runs
-        report.verify = await verifyRun({ a, volume, request, plan, chi, spec, signal: controller.signal, onProgress });
+        report.verify = await verifyRun({ a, volume: runVolume, request, plan, chi: runChi, spec, signal: controller.signal, onProgress });
       }
+      const chi = aligned ? call(() => aligned.restore(runChi)) : runChi;
+      report.b0Align = plan.b0Align ?? null;
+      // The run went through the aligned grid, where B0 is along z: the B0 warning is the plan's.
+      const b0Warning = plan.b0Align?.warning;
+      if (b0Warning && !report.warning?.includes(b0Warning)) report.warning = report.warning ? `${report.warning}; ${b0Warning}` : b0Warning;
       // What the output is: chi, or for iQFM the local field (both ppm).
       const quantity = spec?.quantity ?? 'chi';
       const value = { chi, report, quantity };
@@ -372,6 +400,10 @@ const methods = {
       return { value, transfer: [chi.buffer] };
     } finally {
       running.delete(id);
+      if (aligned) {
+        runVolume.delete();
+        aligned.delete();
+      }
       volume.delete();
       await stopPools(pools); // at the end of every run
     }

@@ -211,6 +211,32 @@ export interface PlanCost {
   note?: string;
 }
 
+/** What a plan does about B0 (networks that assume it along the volume's third axis). */
+export interface PlannedB0Alignment {
+  /** the angle between B0 and the volume's third axis, 0–90° */
+  tiltDegrees: number;
+  /** the network assumes B0 along the third axis (field → χ networks, native patching) */
+  assumesZ: boolean;
+  /** the run resamples the field to a B0-aligned grid and χ back (then grid, tiles and memory are that grid's) */
+  resampled: boolean;
+  mode: B0Align;
+  /** auto resamples above this angle */
+  thresholdDegrees: number;
+  /** a warning above this angle */
+  warnDegrees: number;
+  /** the aligned grid's dims when resampled, else null */
+  alignedDims: Triple | null;
+  /** module-heap bytes the resampling adds beside the aligned run's own volumes */
+  extraModuleBytes: number;
+  /** one sentence: the tilt and what the run does about it */
+  summary: string;
+  /** above the threshold: the angle and what Tessera did (also in plan.warning); else empty */
+  warning: string;
+}
+
+/** b0Align: resample to a B0-aligned grid above the threshold (auto), at any tilt (on), never (off). */
+export type B0Align = 'auto' | 'on' | 'off';
+
 export interface Plan {
   feasible: boolean;
   /** the tile config planned (the auto-planner's choice for tile "auto") */
@@ -243,8 +269,10 @@ export interface Plan {
   activationBytes: number;
   moduleHeapBytes: number;
   peakBytes: number;
-  /** off-design warning (physics loops tiled, native patching), or empty */
+  /** off-design warning (physics loops tiled, native patching, B0 off the third axis), or empty */
   warning: string;
+  /** B0's tilt and whether the run goes through a B0-aligned grid */
+  b0Align: PlannedB0Alignment;
   networks: number;
   /** true: the run goes tile by tile through the step API (field -> chi networks); false: a C++ driver thread */
   steps: boolean;
@@ -348,8 +376,10 @@ export interface RunReport {
     warning?: string;
   };
   pool: { maxInFlight: number; runs: number; retries: number; recycles: number; inputBinding?: Record<string, string> }[];
-  /** the self-check, when the run was asked to verify */
+  /** the self-check, when the run was asked to verify (on the B0-aligned grid when the run was resampled) */
   verify?: VerificationReport;
+  /** the plan's B0 decision (plan.b0Align) */
+  b0Align: PlannedB0Alignment | null;
 }
 
 export interface RuntimeOptions {
@@ -398,6 +428,8 @@ export interface PlanRequest {
   quality?: Quality;
   /** plan (and run) the self-check: the largest box that runs whole, compared with the tiled result */
   verify?: boolean;
+  /** networks that assume B0 along the third axis: resample to a B0-aligned grid (default auto: above the threshold) */
+  b0Align?: B0Align;
   /** how far the network looks: receptiveField()'s probe, or {radius} (derived from weights when given) */
   context?: { within: number[] } | { radius: number };
   /** a plan may read the network's reach from its ONNX graph */
@@ -453,6 +485,14 @@ export declare class Tessera {
   invert(request: InvertRequest): Promise<{ chi: Float32Array; report: RunReport; quantity: 'chi' | 'local-field'; localField?: Float32Array }>;
   phantom(request: { geometry: Geometry; seed?: number; noise?: number }): Promise<{ chi: Float32Array; field: Float32Array; mask: Uint8Array }>;
   tkd(request: { field: Float32Array; mask?: ArrayLike<number>; geometry: Geometry; threshold?: number }): Promise<Float32Array>;
+  /** a field resampled to its B0-aligned grid and back (what b0Align does around the network) */
+  b0Resample(request: {
+    field: Float32Array | Volume<VoxelArray>;
+    mask?: ArrayLike<number> | Volume<VoxelArray>;
+    geometry?: Geometry;
+    interpolation?: 'spline' | 'cubic' | 'linear';
+    masked?: boolean;
+  }): Promise<{ tiltDegrees: number; rotation: number[]; geometry: Geometry; field: Float32Array; mask: Uint8Array; back: Float32Array }>;
   /**
    * How far a network looks: its ONNX graph's receptive field, and with probe: true the measured profile (pass
    * probe as a request's context).

@@ -216,10 +216,10 @@ export class Tessera {
    */
   async plan(request) {
     const r = unwrapVolumes(request ?? {});
-    const { geometry, mask, model, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, quality, verify } = r;
+    const { geometry, mask, model, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, quality, verify, b0Align } = r;
     const context = contextOf(r);
     const { spec, calibration } = await this._costed(r);
-    return this._call('plan', { geometry, mask, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, quality, context, verify, calibration });
+    return this._call('plan', { geometry, mask, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, quality, context, verify, calibration, b0Align });
   }
 
   /**
@@ -303,7 +303,7 @@ export class Tessera {
   async invert(a) {
     const { signal, onProgress, ...args } = a ?? {};
     const keys = ['field', 'mask', 'geometry', 'model', 'spec', 'weights', 'tile', 'whole', 'workers', 'threadsPerWorker', 'plan',
-      'phase', 'magnitude', 'te', 'b0', 'erodeRadius', 'phaseSign', 'inputNames', 'quality', 'context', 'verify'];
+      'phase', 'magnitude', 'te', 'b0', 'erodeRadius', 'phaseSign', 'inputNames', 'quality', 'context', 'verify', 'b0Align'];
     const unknown = Object.keys(args).filter((k) => !keys.includes(k));
     if (unknown.length) throw new TesseraError(`invert: unknown option(s) ${unknown.join(', ')} (known: ${keys.join(', ')}, signal, onProgress)`, 'InvalidArgument');
     const unwrapped = unwrapVolumes(args);
@@ -341,6 +341,25 @@ export class Tessera {
    */
   phantom({ geometry, seed = 1, noise = 0 }) {
     return this._call('phantom', { geometry, seed, noise });
+  }
+
+  /**
+   * A field resampled to its B0-aligned grid (rotated about the volume centre so that B0 lies along the third axis, the
+   * same voxel size) and back, by the C++ core: what a run with b0Align does around a network that assumes B0 along the
+   * third axis. interpolation 'spline' (cubic B-spline; default, the runs'), 'cubic' (Keys) or 'linear'; masked (default true):
+   * resample field × mask.
+   * field, mask and geometry as for invert (Volumes too); the mask holds at least one voxel.
+   * @returns {Promise<{tiltDegrees: number, rotation: number[], geometry: object, field: Float32Array, mask: Uint8Array, back: Float32Array}>}
+   */
+  b0Resample(a) {
+    let r;
+    try {
+      r = unwrapVolumes(a ?? {});
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const { field, mask, geometry, interpolation, masked } = r;
+    return this._call('b0Resample', { field, mask, geometry, interpolation, masked });
   }
 
   /** TKD inversion (threshold 0.19 by default): the classical reference, masked. */

@@ -1,6 +1,7 @@
 // Embind registrations only: every conversion lives in conversions.cpp.
 #include <emscripten/bind.h>
 
+#include "b0_aligned.h"
 #include "conversions.h"
 #include "field_run.h"
 #include "inversion_job.h"
@@ -66,6 +67,13 @@ std::unique_ptr<Verification> start_verification(std::shared_ptr<Volume> volume,
 }
 val verification_compare(const Verification& v, val tiled, val box_chi) { return guarded([&] { return v.compare(tiled, box_chi); }); }
 double verification_consistency(const Verification& v, val chi) { return guarded([&] { return v.data_consistency(chi); }); }
+std::unique_ptr<B0Aligned> align_b0(std::shared_ptr<Volume> volume, val request) {
+  return guarded([&] { return std::make_unique<B0Aligned>(volume, request); });
+}
+val b0_restore(const B0Aligned& a, val chi) { return guarded([&] { return a.restore(chi); }); }
+val b0_resample(val geometry, val field, val mask, val options) {
+  return guarded([&] { return b0_resample_to_val(geometry, field, mask, options); });
+}
 
 }  // namespace
 
@@ -125,4 +133,10 @@ EMSCRIPTEN_BINDINGS(tessera) {
       .function("box", &Verification::box)
       .function("compare", &verification_compare)
       .function("dataConsistency", &verification_consistency);
+  function("alignB0", &align_b0);
+  function("b0Resample", &b0_resample);
+  class_<B0Aligned>("B0Aligned")
+      .function("volume", &B0Aligned::volume)
+      .function("restore", &b0_restore)
+      .function("tiltDegrees", &B0Aligned::tilt_degrees);
 }

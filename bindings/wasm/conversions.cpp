@@ -177,6 +177,11 @@ InversionRequest request_from(const val& v) {
   r.phase.b0_tesla = option(v, "b0", "b0");
   r.phase.erode_radius = static_cast<uint32_t>(option(v, "erodeRadius", "erodeRadius"));
   r.phase.phase_sign = option(v, "phaseSign", "phaseSign");
+  const val b0_align = v["b0Align"];
+  if (!b0_align.isUndefined() && !b0_align.isNull()) {
+    if (!b0_align.isString()) throw Error(ErrorCode::InvalidArgument, "b0Align must be auto, on or off");
+    r.b0_align = b0_align_mode_from_name(b0_align.as<std::string>());
+  }
   return r;
 }
 
@@ -225,7 +230,9 @@ val plan_to_val(const val& geometry, const val& mask, const val& request) {
     }
     m = emscripten::convertJSArrayToNumberVector<uint8_t>(mask);
   }
-  val p(plan_inversion(r, m, Target::Wasm));
+  const TilePlan plan = plan_inversion(r, m, Target::Wasm);
+  val p(plan);
+  p.set("b0Align", val(plan.b0));
   p.set("warning", inversion_warning(r));
   p.set("networks", network_count(r));
   p.set("steps", runs_in_steps(r));
@@ -450,6 +457,18 @@ void register_value_types() {
       .field("margin", &VerifyRegion::margin)
       .field("plan", +[](const VerifyRegion& v) { return or_null(v.possible, v.plan); });
 
+  Fields<B0Plan>("B0Plan")
+      .field("tiltDegrees", &B0Plan::tilt_degrees)
+      .field("assumesZ", &B0Plan::assumes_z)
+      .field("resampled", &B0Plan::resampled)
+      .field("mode", +[](const B0Plan& b) { return std::string(b0_align_mode_name(b.mode)); })
+      .field("thresholdDegrees", &B0Plan::threshold_degrees)
+      .field("warnDegrees", &B0Plan::warn_degrees)
+      .field("alignedDims", +[](const B0Plan& b) { return or_null(b.resampled, b.aligned_dims); })
+      .number<&B0Plan::extra_module_bytes>("extraModuleBytes")
+      .field("summary", &B0Plan::summary)
+      .field("warning", &B0Plan::warning);
+
   Fields<TilePlan>("TilePlan")
       .field("feasible", &TilePlan::feasible)
       .field("tile", &TilePlan::tile)
@@ -667,6 +686,50 @@ val memory_check_to_val(const val& request, const val& plan, double worker_heap_
   o.set("measuredBytesPerVoxel", static_cast<double>(v.measured_bytes_per_voxel));
   o.set("warning", v.over ? val(v.warning) : val::null());
   return o;
+}
+
+val b0_restore_to_val(const B0Alignment& alignment, std::span<const uint8_t> mask, const val& aligned_chi) {
+  const std::vector<float> chi = emscripten::convertJSArrayToNumberVector<float>(aligned_chi);
+  const std::vector<float> back = from_aligned_grid(alignment, chi, mask);
+  return copy_out(std::span<const float>(back));
+}
+
+val b0_resample_to_val(const val& geometry, const val& field, const val& mask, const val& options) {
+  const Geometry g = geometry_from(geometry);
+  const std::vector<float> f = emscripten::convertJSArrayToNumberVector<float>(field);
+  const std::vector<uint8_t> m = emscripten::convertJSArrayToNumberVector<uint8_t>(mask);
+  validate_volume_sizes(g, f.size(), m.size());
+  validate_mask_not_empty(g, m);
+  const bool given = !options.isUndefined() && !options.isNull();
+  Interpolation interpolation = Interpolation::Spline;
+  if (given && !options["interpolation"].isUndefined()) {
+    if (!options["interpolation"].isString()) throw Error(ErrorCode::InvalidArgument, "interpolation must be spline, cubic or linear");
+    interpolation = interpolation_from_name(options["interpolation"].as<std::string>());
+  }
+  const bool masked = !given || options["masked"].isUndefined() || options["masked"].isTrue();
+  const B0Alignment a = b0_alignment(g, m, interpolation);
+  const std::vector<float> aligned = to_aligned_grid(a, f, masked ? std::span<const uint8_t>(m) : std::span<const uint8_t>{});
+  const std::vector<uint8_t> aligned_m = aligned_mask(a, m);
+  const std::vector<float> back = from_aligned_grid(a, aligned, m);
+  val out = val::object();
+  out.set("tiltDegrees", a.tilt_degrees);
+  val rot = val::array();
+  for (double x : a.rotation) rot.call<void>("push", x);
+  out.set("rotation", rot);
+  val geo = val::object();
+  geo.set("dims", val(a.aligned.dims));
+  val vox = val::array(), b0 = val::array();
+  for (int i = 0; i < 3; ++i) {
+    vox.call<void>("push", a.aligned.voxel_mm[i]);
+    b0.call<void>("push", a.aligned.b0_dir[i]);
+  }
+  geo.set("voxelMm", vox);
+  geo.set("b0Dir", b0);
+  out.set("geometry", geo);
+  out.set("field", copy_out(std::span<const float>(aligned)));
+  out.set("mask", copy_out(std::span<const uint8_t>(aligned_m)));
+  out.set("back", copy_out(std::span<const float>(back)));
+  return out;
 }
 
 }  // namespace tessera::js

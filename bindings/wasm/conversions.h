@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "internal/job.h"
+#include "tessera/b0_align.h"
 #include "tessera/budget.h"
 #include "tessera/error.h"
 #include "tessera/geometry.h"
@@ -93,6 +94,15 @@ double data_consistency_of(const val& geometry, const val& chi, const val& field
 
 // The local field of a χ map by the dipole forward model (B0 from the geometry, 2× zero padding; tessera/dipole.h).
 val forward_field_to_val(const val& geometry, const val& chi);
+
+// aligned_chi (a Float32Array of the aligned grid) resampled back onto the source grid at mask: a standalone
+// Float32Array.
+val b0_restore_to_val(const B0Alignment& alignment, std::span<const uint8_t> mask, const val& aligned_chi);
+
+// {tiltDegrees, rotation (row-major 3×3), geometry (the aligned grid's), field, mask (the aligned grid's), back (field
+// resampled there and back, at mask)} of a field; options {interpolation: 'spline' (the runs') | 'cubic' | 'linear', masked: resample
+// field × mask (default true)}.
+val b0_resample_to_val(const val& geometry, const val& field, const val& mask, const val& options);
 
 // {chi, field, mask} of the numerical head phantom; options {seed, noise, threads}.
 val phantom_to_val(const val& geometry, const val& options);

@@ -56,9 +56,15 @@ export class RunPanel {
     this.tileMap.setSlice(z);
   }
 
-  /** Draws the plan's tiles (plan.grid, from the C++ planner) over the input: all queued, or skipped. */
+  /**
+   * Draws the plan's tiles (plan.grid, from the C++ planner) over the input: all queued, or skipped. A run resampled to
+   * a B0-aligned grid tiles that grid: its tiles are drawn on its dims, without the input's image under them.
+   */
   showPlan(plan, input) {
-    this.tileMap.setup({ grid: plan.grid, dims: input.geometry.dims, mask: input.mask, background: input.display });
+    const aligned = plan.b0Align?.resampled ? plan.b0Align.alignedDims : null;
+    this.tileMap.setup(aligned
+      ? { grid: plan.grid, dims: aligned }
+      : { grid: plan.grid, dims: input.geometry.dims, mask: input.mask, background: input.display });
     this.renderTiles();
     // Tiles on a stride shorter than the core overlap: the legend says so (the map draws every core).
     const t = plan.feasible && !plan.wholeVolume ? plan.tile : null;

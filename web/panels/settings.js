@@ -4,11 +4,12 @@
 // reaches the quality target. The plan is published as #planReadout's data-* attributes (feasible, core, halo,
 // stride, blend, patch-edge, tiles-total, tiles-active, tiles-skipped, tiles-in-flight, whole-volume, quality,
 // estimated-seconds, predicted-r, predicted-nrmse, predicted-deficit, fidelity-warning, context-radius,
-// context-radius90, context-radius99, context-measured, context-assumed, verify-possible, verify-lo, verify-hi).
+// context-radius90, context-radius99, context-measured, context-assumed, verify-possible, verify-lo, verify-hi,
+// b0-tilt, b0-resampled, b0-aligned-dims).
 import { $, clampInt, fmtBytes, rows, setData, clearData } from '../dom.js';
 import { DEMO } from '../demo.js';
 
-const TILE_SETTINGS = ['core', 'halo', 'auto', 'whole', 'workers', 'quality', 'verify'];
+const TILE_SETTINGS = ['core', 'halo', 'auto', 'whole', 'workers', 'quality', 'verify', 'b0Align'];
 
 export class SettingsPanel {
   /** @param {import('../page.js').Page} page */
@@ -127,9 +128,9 @@ export class SettingsPanel {
     $('fidelityWarning').hidden = !fw;
     $('fidelityWarning').textContent = fw ? `Fidelity: ${fw}.` : '';
     if (!wf.tiled) {
-      for (const id of ['core', 'halo', 'auto', 'whole', 'quality', 'verify']) $(id).disabled = true; // the note above says why
+      for (const id of ['core', 'halo', 'auto', 'whole', 'quality', 'verify', 'b0Align']) $(id).disabled = true; // the note above says why
     } else {
-      $('whole').disabled = $('verify').disabled = false;
+      $('whole').disabled = $('verify').disabled = $('b0Align').disabled = false;
       $('core').disabled = $('halo').disabled = $('auto').disabled = $('whole').checked;
       // The quality steers the auto-planner: with explicit tiles or the whole volume the plan only predicts.
       $('quality').disabled = $('whole').checked || !$('auto').checked;
@@ -178,6 +179,9 @@ export class SettingsPanel {
       verifyHi: v?.possible ? v.hi : undefined,
       costSource: plan.cost?.source,
       costBytesPerVoxel: plan.cost?.bytesPerVoxel,
+      b0Tilt: plan.b0Align?.tiltDegrees,
+      b0Resampled: plan.b0Align?.resampled,
+      b0AlignedDims: plan.b0Align?.alignedDims ?? undefined,
     });
   }
 }

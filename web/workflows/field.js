@@ -147,6 +147,7 @@ export const fieldWorkflow = {
       threadsPerWorker: runtime.threadsPerWorker,
       quality: $('quality').value,
       verify: $('verify').checked,
+      b0Align: $('b0Align').value,
     };
     if (net.kind === 'custom') req.spec = net.spec;
     else req.model = net.id;
@@ -177,6 +178,7 @@ export const fieldWorkflow = {
     row('Tiles in flight', String(plan.tilesInFlight));
     row('Tiles', `${plan.tilesTotal} total, ${plan.tilesActive} to run, ${plan.tilesSkipped} skipped${onWhat}`);
     if (plan.verify) row('Self-check', plannedCheckText(plan.verify));
+    if (plan.b0Align?.assumesZ) row('B0', plan.b0Align.summary);
   },
 
   /** Where the network's receptive radius comes from, in words: its .onnx graph, or the registry's source. */

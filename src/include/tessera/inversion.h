@@ -38,6 +38,8 @@ struct InversionRequest {
   bool verify = false;  // plan the self-check (tessera/verify.h) of a tiled field -> chi run
   // Phase networks (iQSM family): echo times (one per echo), B0, erosion, phase sign.
   PhaseSettings phase;
+  // Networks that assume B0 along the third axis: resample to a B0-aligned grid (tessera/b0_align.h).
+  B0AlignMode b0_align = B0AlignMode::Auto;
 };
 
 // The networks an inversion calls: 2 for NeXtQSM (BF, VJP), else 1.
@@ -77,6 +79,14 @@ bool runs_in_steps(const InversionRequest& request);
 
 // The FieldNetwork the request runs (a registered one, or the custom one).
 FieldNetwork request_network(const InversionRequest& request);
+
+// Whether the request's network assumes B0 along the volume's third axis (field → χ networks, registered or custom, and
+// native patching; not the physics loops, whose dipole kernels take B0, nor the phase networks).
+bool assumes_b0_along_z(const InversionRequest& request);
+
+// The B0 decision of this request (tessera/b0_align.h; aligned dims not filled in).
+// request.geometry is valid.
+B0Plan request_b0_plan(const InversionRequest& request);
 
 // The off-design warning for this request, or empty.
 std::string inversion_warning(const InversionRequest& request);

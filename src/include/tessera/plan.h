@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 
+#include "tessera/b0_align.h"
 #include "tessera/driver.h"
 
 namespace tessera {
@@ -39,6 +40,8 @@ struct TilePlan {
   bool fidelity_known = false;      // the network's context profile is known, so fidelity is predicted
   FidelityPrediction fidelity;      // predicted agreement with the whole-volume run (exact for a whole-volume plan)
   std::shared_ptr<const VerifyRegion> verify;  // the self-check's plan, when the request asks for one
+  B0Plan b0;                        // B0's tilt and whether the run resamples to a B0-aligned grid (then grid, tiles and
+                                    // memory above are the aligned grid's, the source volume's bytes added)
 };
 
 // Plans a tiled run. Never throws for an infeasible config: feasible=false and message say why.

@@ -43,6 +43,13 @@ inline constexpr uint32_t kThreadsPerWorker = 1;
 inline constexpr double kB0Tesla = 3.0;
 inline constexpr uint32_t kErodeRadius = 3;  // the iQSM reference's
 inline constexpr double kPhaseSign = -1.0;   // the iQSM reference negates the scanner's phase
+// B0 off the third axis by more than this (degrees): b0Align auto resamples to a B0-aligned grid. Measured with the demo
+// network on the 128×128×96 phantom (bench/b0-tilt.js, bench/RESULTS.md "B0 off the third axis"): against the truth χ,
+// ignoring the tilt beats resampling at 10° and loses from 15° on (r and NRMSE cross at 12–13°).
+inline constexpr double kB0AlignThresholdDegrees = 12.0;
+// ... and by more than this: a warning. Ignoring the tilt costs 0.020 NRMSE per degree against the untilted χ (0.101 at
+// 5°, 0.201 at 10°): more than 0.05 above 2.5°.
+inline constexpr double kB0WarnDegrees = 2.5;
 }  // namespace defaults
 
 }  // namespace tessera

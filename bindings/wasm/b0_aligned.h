@@ -1,0 +1,34 @@
+// A run's volume resampled to its B0-aligned grid (tessera/b0_align.h), driven from JavaScript: the aligned volume runs
+// like any other (the step API), and its χ is resampled back onto the source grid.
+#pragma once
+
+#include <emscripten/val.h>
+
+#include <memory>
+
+#include "tessera/b0_align.h"
+#include "volume.h"
+
+namespace tessera::js {
+
+using emscripten::val;
+
+class B0Aligned {
+ public:
+  // The source volume resampled to its B0-aligned grid: field (× mask when the request's network reads it masked) and
+  // the aligned grid's mask.
+  // request is a run's request (model or spec); the volume holds one echo (a field).
+  B0Aligned(std::shared_ptr<Volume> source, const val& request);
+  // The aligned volume, to run (geometry with B0 along the third axis).
+  std::shared_ptr<Volume> volume() const { return aligned_; }
+  // A χ of the aligned grid (Float32Array) resampled back onto the source grid at the source mask (0 elsewhere).
+  val restore(const val& aligned_chi) const;
+  double tilt_degrees() const { return alignment_.tilt_degrees; }
+
+ private:
+  std::shared_ptr<Volume> source_;
+  B0Alignment alignment_;
+  std::shared_ptr<Volume> aligned_;
+};
+
+}  // namespace tessera::js
