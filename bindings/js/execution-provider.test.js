@@ -14,6 +14,9 @@ import { WorkerPool } from './pool.js';
 import { createTessera, TesseraError } from './index.js';
 import { convStack, convStackReference, unet, randomArray } from '../../tests/js/networks.js';
 import { onnx, tensor, valueInfo, node, attrInts } from '../../tests/js/onnx-build.js';
+import { xqsmStandin } from '../../scripts/standins.js';
+import { lpcnnStandin } from '../../scripts/standins-loops.js';
+import { readFileSync } from 'node:fs';
 
 const GPU = { node: false, webgpu: true, webnn: false };
 const NN = { node: false, webgpu: false, webnn: true };
@@ -93,6 +96,17 @@ test('WebNN: skipped for 3D convolutions and pools, chosen for a 2D network; pre
   assert.deepEqual(selectExecutionProvider({ preference: ['wasm', 'webgpu'], platform: GPU, ops: [] }), { provider: 'wasm', requested: ['wasm', 'webgpu'], skipped: [] });
   // wasm not listed: still the last resort.
   assert.equal(selectExecutionProvider({ preference: ['webgpu'], platform: NODE, ops: [] }).provider, 'wasm');
+});
+
+test('registry graphs: the demo U-Net file and the xQSM stand-in skip WebGPU; the LPCNN stand-in (conv only) gets it', () => {
+  const pick = (bytes) => selectExecutionProvider({ preference: PREF, platform: GPU, ops: graphOperators(bytes) });
+  const demo = pick(readFileSync(new URL('../../web/models/demo-unet.onnx', import.meta.url)));
+  assert.equal(demo.provider, 'wasm');
+  assert.match(demo.skipped[0].reason, /3D ConvTranspose/);
+  const xqsm = pick(xqsmStandin({ base: 4 }));
+  assert.equal(xqsm.provider, 'wasm');
+  assert.match(xqsm.skipped[0].reason, /3D AveragePool .*3D ConvTranspose/);
+  assert.equal(pick(lpcnnStandin({ channels: 2, blocks: 1 })).provider, 'webgpu');
 });
 
 test('WebGPU rules beyond ConvTranspose: 3D pools, ceil_mode pools, cubic resize of a volume; 2D ConvTranspose passes', () => {
