@@ -201,7 +201,7 @@ async function init(msg) {
       }
       session = await createSession(msg, 'wasm');
     }
-    executionProvider = { provider: ep === 'wasm' || !fallback ? ep : 'wasm', fallback };
+    executionProvider = { provider: fallback ? 'wasm' : ep, fallback };
     outputName = msg.outputName ?? session.outputNames[0];
     if (msg.inputRoles?.length) {
       ({ binding } = bindInputs(msg.inputRoles, session.inputNames, msg.inputNames));
