@@ -304,6 +304,7 @@ test('the demo runs to completion: progress, tile map, χ against the truth, Nii
   assert.equal(s.report.nonzeroOutside, 0, 'χ is 0 outside the mask');
   assert.ok(s.report.std > 0, 'χ varies inside the mask');
   assert.match(await page.textContent('#report'), new RegExp(`Against the phantom truth\\s*r = ${s.report.r.toFixed(3)}`));
+  assert.match(await page.textContent('#report'), /Execution provider\s*wasm/, 'the report names the execution provider that ran');
   console.log(`# demo: ${((Date.now() - t0) / 1000).toFixed(1)} s in all (run ${s.report.wallSeconds.toFixed(1)} s); ${s.report.tilesRun} tiles; r = ${s.report.r.toFixed(3)}, NRMSE ${(100 * s.report.nrmse).toFixed(1)} %${REAL_NET ? '' : ' (stand-in network)'}`);
   if (REAL_NET) assert.ok(s.report.r > R_MIN, `r vs truth = ${s.report.r}`);
   assert.deepEqual(s.shown, ['chi', 'field', 'truth']);

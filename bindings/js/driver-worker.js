@@ -150,7 +150,7 @@ function requestOf(a) {
 }
 
 // The ONNX Runtime worker pools of a run: one per network file, k workers each.
-function startPools(weights, { k, threadsPerWorker, spec, inputNames }) {
+function startPools(weights, { k, threadsPerWorker, spec, inputNames, executionProviders }) {
   const pools = weights.map(
     (model) =>
       new WorkerPool({
@@ -165,6 +165,8 @@ function startPools(weights, { k, threadsPerWorker, spec, inputNames }) {
         inputRoles: spec?.inputs?.length > 1 ? spec.inputs : undefined, // multi-input networks only
         inputNames,
         workerUrl: options.ortWorkerUrl, // a replacement ort-worker.js (tests inject faults with one)
+        executionProviders: executionProviders ?? options.executionProviders, // chosen per network (execution-provider.js)
+        ortGpuModuleUrl: options.ortGpuModuleUrl,
       }),
   );
   for (const p of pools) livePools.add(p);
@@ -347,10 +349,12 @@ const methods = {
     try {
       const threadsPerWorker = plan.threadsPerWorker || a.threadsPerWorker || options.threadsPerWorker || 1;
       const k = Math.max(1, plan.tilesInFlight);
-      pools = startPools(weights, { k, threadsPerWorker, spec, inputNames: a.inputNames });
+      pools = startPools(weights, { k, threadsPerWorker, spec, inputNames: a.inputNames, executionProviders: a.executionProviders });
       await Promise.all(pools.map((p) => p.ready()));
       if (controller.signal.aborted) throw new DOMException('the inversion was cancelled', 'AbortError');
-      const onProgress = (p) => port.post({ id, progress: p });
+      // Every progress event says which execution provider runs each network.
+      const executionProvider = pools.map((p) => p.executionProvider.provider);
+      const onProgress = (p) => port.post({ id, progress: { ...p, executionProvider } });
       let out;
       try {
         out = plan.steps
@@ -384,6 +388,8 @@ const methods = {
         recycles: s.recycles,
         inputBinding: pools[i].inputBinding ?? undefined,
       }));
+      // Per network file: the EP that ran, the preference, and why each preferred EP was skipped or fell back.
+      report.executionProvider = pools.map((p) => p.executionProvider);
       if (a.verify) {
         await stopPools(pools); // the tiles' heaps go back before the check's box runs
         report.verify = await verifyRun({ a, volume: runVolume, request, plan, chi: runChi, spec, signal: controller.signal, onProgress });

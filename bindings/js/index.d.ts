@@ -334,6 +334,50 @@ export interface Progress {
   startedTiles: number[];
   /** 'verify' while the self-check's box runs (its own tiles); absent for the run's tiles */
   stage?: 'verify';
+  /** the execution provider each network file runs on (RunReport.executionProvider[i].provider) */
+  executionProvider?: string[];
+}
+
+/** An ONNX Runtime Web execution provider Tessera can ask for. */
+export type ExecutionProvider = 'webgpu' | 'webnn' | 'wasm';
+
+/** What a platform offers ONNX Runtime Web (platformProviders()). */
+export interface PlatformProviders {
+  node: boolean;
+  webgpu: boolean;
+  webnn: boolean;
+}
+
+/** One operator kind of a network graph that decides where it can run (graphOperators()). */
+export interface GraphOperator {
+  op: string;
+  /** spatial axes of a conv / pool kernel; null when not a kernel op or unknown */
+  rank: number | null;
+  /** Resize / Upsample mode */
+  mode?: string;
+  /** MaxPool / AveragePool ceil_mode */
+  ceilMode?: number;
+  count: number;
+}
+
+/** The selection for one network: selectExecutionProvider()'s answer. */
+export interface ExecutionProviderChoice {
+  provider: ExecutionProvider;
+  requested: ExecutionProvider[];
+  /** every preferred provider passed over before the chosen one, with why */
+  skipped: { provider: ExecutionProvider; reason: string }[];
+}
+
+/** Per network file of a run: which execution provider ran it and why the others did not. */
+export interface ExecutionProviderReport {
+  requested: ExecutionProvider[];
+  /** what the platform and the graph allowed */
+  selected: ExecutionProvider;
+  /** what the workers' sessions ran on ('a+b' if they differ) */
+  provider: string | null;
+  skipped: { provider: ExecutionProvider; reason: string }[];
+  /** why a worker's session fell back to wasm from the selected provider */
+  fallback?: string;
 }
 
 /** calibrate()'s progress: one event per measured patch. */
@@ -380,6 +424,8 @@ export interface RunReport {
   verify?: VerificationReport;
   /** the plan's B0 decision (plan.b0Align) */
   b0Align: PlannedB0Alignment | null;
+  /** per network file: the execution provider that ran it, and why the preferred ones did not */
+  executionProvider: ExecutionProviderReport[];
 }
 
 export interface RuntimeOptions {
@@ -405,6 +451,13 @@ export interface RuntimeOptions {
   driverUrl?: string | URL;
   /** URL of a replacement ort-worker.js for the pool workers (e.g. a test worker that injects faults) */
   ortWorkerUrl?: string | URL;
+  /**
+   * preferred ONNX Runtime execution providers, first first (default ['wasm']); each network runs on the first
+   * the platform offers and its graph allows, else wasm; a session that fails on it falls back to wasm
+   */
+  executionProviders?: ExecutionProvider[];
+  /** URL of an onnxruntime-web build with WebGPU/WebNN (ort.webgpu.min.mjs / ort.all.min.mjs) for those workers */
+  ortGpuModuleUrl?: string | URL;
 }
 
 export interface PlanRequest {
@@ -451,6 +504,8 @@ export interface InvertRequest extends PlanRequest {
   plan?: Plan;
   /** ONNX bytes; an array for networks with several files (NeXtQSM) */
   weights: Uint8Array | ArrayBuffer | (Uint8Array | ArrayBuffer)[];
+  /** this run's execution provider preference (default: the runtime's executionProviders) */
+  executionProviders?: ExecutionProvider[];
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
 }
@@ -561,6 +616,21 @@ export declare function contextProfile(
 ): { within: number[]; radius90: number; radius99: number; outsideFraction: number; total: number };
 
 export declare function createTessera(options?: RuntimeOptions): Promise<Tessera>;
+
+/** The execution providers Tessera can ask for, fastest first. */
+export declare const EXECUTION_PROVIDERS: readonly ExecutionProvider[];
+/** The operators of ONNX bytes that decide where the network can run (weights skipped). */
+export declare function graphOperators(bytes: Uint8Array | ArrayBuffer): GraphOperator[];
+/** Why an execution provider cannot run these operators (ONNX Runtime Web 1.30.0); empty when it can. */
+export declare function unsupportedOperators(provider: ExecutionProvider, ops: GraphOperator[]): string[];
+/** What this JS realm offers: navigator.gpu → webgpu, navigator.ml → webnn; node has neither. */
+export declare function platformProviders(globalObject?: object): PlatformProviders;
+/** The execution provider for a network: the first preferred one the platform offers and the graph allows, else wasm. */
+export declare function selectExecutionProvider(a: {
+  preference: ExecutionProvider[];
+  platform: PlatformProviders;
+  ops: GraphOperator[] | null;
+}): ExecutionProviderChoice;
 
 export declare class TesseraError extends Error {
   constructor(message: string, code: string, options?: { cause?: unknown });

@@ -6,9 +6,11 @@ import { TesseraError, errorFromMessage } from './errors.js';
 import { loadModel, sha256Hex } from './model-loader.js';
 import { geometryOf } from './volume.js';
 import { graphReceptiveField } from './receptive-field.js';
+import { checkPreference } from './execution-provider.js';
 
 export { TesseraError, loadModel, sha256Hex };
 export { graphReceptiveField, contextProfile } from './receptive-field.js';
+export { selectExecutionProvider, graphOperators, unsupportedOperators, platformProviders, EXECUTION_PROVIDERS } from './execution-provider.js';
 export { makeVolume, geometryOf } from './volume.js';
 export { loadInputs, checkEchoTimes, InputError } from './inputs.js';
 export { readCachedWeights, cacheWeights, listCachedWeights, clearWeightsCache, loadWeightsCached } from './model-loader.js';
@@ -67,7 +69,18 @@ function contextOf(args) {
   }
 }
 
+/** An executionProviders option checked (TesseraError InvalidArgument naming the problem), or undefined. */
+function providersOf(list) {
+  if (list === undefined) return undefined;
+  try {
+    return checkPreference(list);
+  } catch (e) {
+    throw new TesseraError(e.message, 'InvalidArgument');
+  }
+}
+
 export async function createTessera(o = {}) {
+  const executionProviders = providersOf(o.executionProviders);
   const t = new Tessera(o);
   await t._call('init', {
     workers: o.workers ?? Math.max(1, Math.min(4, Math.floor(hardwareConcurrency() / 2))),
@@ -80,6 +93,8 @@ export async function createTessera(o = {}) {
     workerHeapGuardBytes: o.workerHeapGuardBytes,
     hardwareThreads: o.hardwareThreads,
     ortWorkerUrl: o.ortWorkerUrl === undefined ? undefined : String(o.ortWorkerUrl),
+    executionProviders,
+    ortGpuModuleUrl: o.ortGpuModuleUrl === undefined ? undefined : String(o.ortGpuModuleUrl),
   });
   return t;
 }
@@ -303,11 +318,16 @@ export class Tessera {
   async invert(a) {
     const { signal, onProgress, ...args } = a ?? {};
     const keys = ['field', 'mask', 'geometry', 'model', 'spec', 'weights', 'tile', 'whole', 'workers', 'threadsPerWorker', 'plan',
-      'phase', 'magnitude', 'te', 'b0', 'erodeRadius', 'phaseSign', 'inputNames', 'quality', 'context', 'verify', 'b0Align'];
+      'phase', 'magnitude', 'te', 'b0', 'erodeRadius', 'phaseSign', 'inputNames', 'quality', 'context', 'verify', 'b0Align', 'executionProviders'];
     const unknown = Object.keys(args).filter((k) => !keys.includes(k));
     if (unknown.length) throw new TesseraError(`invert: unknown option(s) ${unknown.join(', ')} (known: ${keys.join(', ')}, signal, onProgress)`, 'InvalidArgument');
     const unwrapped = unwrapVolumes(args);
     unwrapped.context = contextOf(unwrapped);
+    try {
+      unwrapped.executionProviders = providersOf(unwrapped.executionProviders);
+    } catch (e) {
+      return Promise.reject(e);
+    }
     const { spec, calibration } = await this._costed(unwrapped, unwrapped.plan);
     return this._call('invert', { ...unwrapped, spec, calibration }, { onProgress, signal });
   }

@@ -1,13 +1,15 @@
-// One pool worker: one ONNX Runtime Web instance (wasm backend) with ONE InferenceSession, running one
+// One pool worker: one ONNX Runtime Web instance (wasm backend, or WebGPU / WebNN when asked) with ONE InferenceSession, running one
 // tile at a time. Started by pool.js; the same file runs as a node worker_thread and a browser module Worker.
 //
 // Protocol (pool → worker):
 //   {type:'init', model: Uint8Array, ortModuleUrl?, wasmPaths?, wasmModule?: WebAssembly.Module, numThreads,
-//    inputName?, inputRoles?: string[], inputNames?: {role: name}, outputName?, slots?: SharedArrayBuffer, slotIndex}
+//    inputName?, inputRoles?: string[], inputNames?: {role: name}, outputName?, slots?: SharedArrayBuffer, slotIndex,
+//    executionProvider?: 'webgpu'|'webnn'|'wasm' (default wasm; chosen by execution-provider.js), ortGpuModuleUrl?}
 //   {type:'run', seq, tile, input: Float32Array, dims: number[], extras?: [{role, data, dims}]}
 // (Faults for tests are injected by a stand-in worker, tests/js/fault-ort-worker.js, never by this file.)
 // (worker → pool):
-//   {type:'ready', inputName, outputName, inputNames, outputNames, binding?, heapBytes, sharedWasm}
+//   {type:'ready', inputName, outputName, inputNames, outputNames, binding?, heapBytes, sharedWasm,
+//    executionProvider (the EP the session runs on), fallback? (why not the one asked for: its session failed)}
 //   {type:'init-error', phase: 'runtime'|'session', message, oom?}
 //   {type:'start', seq, t}               (the run has begun in this worker)
 //   {type:'heap', seq, heapBytes, requestedBytes?, ceiling?}  (during a run: the heap grew, or a growth was refused)
@@ -150,6 +152,7 @@ let session = null;
 let inputName = null;
 let outputName = null;
 let binding = null; // multi-input networks: role → input name
+let executionProvider = null; // {provider: the EP the session runs on, fallback?: why not the one asked for}
 const declared = new Map(); // input name → declared shape (session.inputMetadata), where ORT gives it
 let slots = null;
 let slotIndex = 0;
@@ -188,27 +191,48 @@ async function importOrt(url) {
   }
 }
 
+/** One InferenceSession of the model on execution provider `ep` ('webgpu' | 'webnn' | 'wasm'). */
+async function createSession(msg, ep) {
+  ort.env.wasm.numThreads = msg.numThreads;
+  if (msg.wasmPaths) ort.env.wasm.wasmPaths = msg.wasmPaths;
+  ort.env.logLevel = 'error';
+  return ort.InferenceSession.create(msg.model, { executionProviders: [ep], graphOptimizationLevel: 'all' });
+}
+
 async function init(msg) {
   try {
     if (msg.slots) {
       slots = new Int32Array(msg.slots);
       slotIndex = msg.slotIndex;
     }
-    precompiled = msg.wasmModule ?? null;
+    const ep = msg.executionProvider ?? 'wasm';
+    precompiled = ep === 'wasm' ? msg.wasmModule ?? null : null;
     guardBytes = msg.heapGuardBytes ?? Infinity;
-    try {
-      ort = await importOrt(msg.ortModuleUrl);
-    } catch (e) {
-      port.post({ type: 'init-error', phase: 'runtime', message: e.message });
-      return;
+    // A non-wasm EP first, from a build of ONNX Runtime Web that has it; if that fails, wasm, and say why.
+    let fallback;
+    if (ep !== 'wasm') {
+      try {
+        ort = await importOrt(msg.ortGpuModuleUrl ?? msg.ortModuleUrl);
+        session = await createSession(msg, ep);
+      } catch (e) {
+        session = null;
+        fallback = `the ${ep} session could not be created (${String(e?.message ?? e).split('\n')[0]}); ran on wasm`;
+        if (!msg.ortGpuModuleUrl && !isNode)
+          fallback += ": pass createTessera({ ortGpuModuleUrl }) the URL of onnxruntime-web's ort.webgpu.min.mjs (or ort.all.min.mjs) where ONNX Runtime is bundled as its wasm-only build";
+      }
     }
-    ort.env.wasm.numThreads = msg.numThreads;
-    if (msg.wasmPaths) ort.env.wasm.wasmPaths = msg.wasmPaths;
-    ort.env.logLevel = 'error';
-    session = await ort.InferenceSession.create(msg.model, {
-      executionProviders: ['wasm'],
-      graphOptimizationLevel: 'all',
-    });
+    if (!session) {
+      if (!ort) {
+        try {
+          ort = await importOrt(msg.ortModuleUrl);
+        } catch (e) {
+          port.post({ type: 'init-error', phase: 'runtime', message: e.message });
+          return;
+        }
+      }
+      session = await createSession(msg, 'wasm');
+    }
+    executionProvider = { provider: fallback ? 'wasm' : ep, fallback };
     outputName = msg.outputName ?? session.outputNames[0];
     if (msg.inputRoles?.length) {
       ({ binding } = bindInputs(msg.inputRoles, session.inputNames, msg.inputNames));
@@ -233,6 +257,8 @@ async function init(msg) {
       binding: binding ?? undefined,
       heapBytes: heapBytes(),
       sharedWasm,
+      executionProvider: executionProvider.provider,
+      fallback: executionProvider.fallback,
     });
   } catch (e) {
     port.post({ type: 'init-error', phase: 'session', message: String(e?.message ?? e), oom: isOom(e) || !!refused, ceiling: !!refused, heapBytes: heapBytes() });

@@ -11,6 +11,7 @@
 //  - output: the worker TRANSFERS the output buffer (postMessage transfer list): zero copy.
 //  - model: copied once into a SharedArrayBuffer shared by all workers (else cloned per worker).
 import { createWorker, canShareMemory, isNode, nodeHost } from './platform.js';
+import { selectExecutionProvider, platformProviders, graphOperators } from './execution-provider.js';
 
 const DEFAULT_WATCHDOG_MS = 10 * 60 * 1000;
 const SLOT_CAPACITY = 256;
@@ -73,6 +74,12 @@ async function defaultOrtModuleUrl() {
   return undefined;
 }
 
+/** onnxruntime-web's all-backends build beside an ort.wasm*.mjs URL (an unbundled page), else undefined. */
+function gpuBuildBeside(ortModuleUrl) {
+  const url = ortModuleUrl === undefined ? '' : String(ortModuleUrl);
+  return /\/ort\.wasm(\.min)?\.mjs$/.test(url) ? url.replace(/ort\.wasm(\.min)?\.mjs$/, 'ort.all.min.mjs') : undefined;
+}
+
 function poolError(message, code, extra = {}) {
   const e = new Error(message, extra.cause !== undefined ? { cause: extra.cause } : undefined);
   e.code = code;
@@ -117,6 +124,14 @@ export class WorkerPool {
    *   order, the first being run()'s `input`; each worker binds them to the network's input names (input-binding.js)
    * @param {Object<string,string>} [o.inputNames] explicit role → network input name bindings (override the matching)
    * @param {string} [o.outputName] network output (default: the first)
+   * @param {string[]} [o.executionProviders=['wasm']] preferred ONNX Runtime execution providers ('webgpu', 'webnn',
+   *   'wasm'), first first; the pool runs the first that the platform offers and the network's graph allows
+   *   (execution-provider.js), wasm when none; a worker whose session fails on it falls back to wasm
+   * @param {{node: boolean, webgpu: boolean, webnn: boolean}} [o.platform] what the platform offers (default: detected
+   *   here, platformProviders())
+   * @param {string} [o.ortGpuModuleUrl] URL of an onnxruntime-web build with WebGPU/WebNN (ort.webgpu.min.mjs,
+   *   ort.all.min.mjs) for the workers that use them (default: ort.all.min.mjs beside an ort.wasm*.mjs ortModuleUrl,
+   *   else ortModuleUrl / the worker's own import)
    */
   constructor(o = {}) {
     const { model } = o;
@@ -142,6 +157,18 @@ export class WorkerPool {
     this._inputRoles = o.inputRoles;
     this._inputNames = o.inputNames;
     this._outputName = o.outputName;
+    this._ortGpuModuleUrl = o.ortGpuModuleUrl;
+    // The execution provider, chosen once from the graph (weights skipped); an unreadable graph applies no operator
+    // rule (the workers' sessions then say what is wrong with the file).
+    let ops = null;
+    if (o.executionProviders?.some?.((p) => p !== 'wasm')) {
+      try {
+        ops = graphOperators(model instanceof ArrayBuffer ? new Uint8Array(model) : model);
+      } catch {
+        ops = null;
+      }
+    }
+    this._ep = selectExecutionProvider({ preference: o.executionProviders ?? ['wasm'], platform: o.platform ?? platformProviders(), ops });
     this.inputBinding = null; // role → input name, as the first ready worker bound them (multi-input networks)
     this._shared = canShareMemory();
     const bytes = model instanceof Uint8Array ? model : new Uint8Array(model);
@@ -302,6 +329,24 @@ export class WorkerPool {
     await Promise.all([...this._closing].map((h) => h.w.terminate()));
   }
 
+  /**
+   * Which ONNX Runtime execution provider runs the network: {requested (the preference), selected (what the graph
+   * and the platform allowed), provider (what the workers' sessions run on; 'a+b' if they differ; null before any
+   * is ready), skipped: [{provider, reason}] (passed over before selection), fallback (why a worker's session
+   * fell back to wasm, else undefined)}.
+   */
+  get executionProvider() {
+    const workers = [...this._perWorker.values()].filter((p) => p.executionProvider);
+    const ran = [...new Set(workers.map((p) => p.executionProvider))];
+    return {
+      requested: [...this._ep.requested],
+      selected: this._ep.provider,
+      provider: ran.length ? ran.join('+') : null,
+      skipped: this._ep.skipped.map((s) => ({ ...s })),
+      fallback: workers.find((p) => p.fallback)?.fallback,
+    };
+  }
+
   /** Number of worker threads started and not yet exited (including ones being terminated). */
   get liveWorkers() {
     return this._handles.length + this._closing.size;
@@ -352,7 +397,7 @@ export class WorkerPool {
     const h = { serial, w, state: 'starting', job: null, runs: 0, recycleAfter: false, slotIndex: serial % SLOT_CAPACITY };
     this._handles.push(h);
     this._s.workersCreated++;
-    this._perWorker.set(serial, { worker: serial, state: 'starting', runs: 0, heapBytes: 0, heapHighWater: 0, endedBy: null, sharedWasm: false });
+    this._perWorker.set(serial, { worker: serial, state: 'starting', runs: 0, heapBytes: 0, heapHighWater: 0, endedBy: null, sharedWasm: false, executionProvider: null, fallback: undefined });
     h.startTimer = setTimeout(() => {
       if (h.state !== 'starting') return;
       const secs = this._startTimeoutMs / 1000;
@@ -371,7 +416,7 @@ export class WorkerPool {
     if (this._slots) Atomics.store(this._slots, 1 + h.slotIndex, 0);
     if (!this._wasmModule) {
       this._ortUrl = this._ortModuleUrl !== undefined ? Promise.resolve(this._ortModuleUrl) : defaultOrtModuleUrl();
-      this._wasmModule = this._shareWasm
+      this._wasmModule = this._shareWasm && this._ep.provider === 'wasm'
         ? this._ortUrl.then((url) => ortWasmUrl(url, this._wasmPaths)).then(compileOrtWasm, () => null)
         : Promise.resolve(null);
     }
@@ -385,6 +430,8 @@ export class WorkerPool {
         wasmModule: wasmModule ?? undefined,
         numThreads: this._T,
         heapGuardBytes: Number.isFinite(this._heapGuardBytes) ? this._heapGuardBytes : undefined,
+        executionProvider: this._ep.provider,
+        ortGpuModuleUrl: this._ep.provider === 'wasm' ? undefined : this._ortGpuModuleUrl ?? gpuBuildBeside(ortModuleUrl),
         inputName: this._inputName,
         inputRoles: this._inputRoles,
         inputNames: this._inputNames,
@@ -417,7 +464,7 @@ export class WorkerPool {
       case 'ready':
         this._noteHeap(h, m.heapBytes);
         if (m.binding) this.inputBinding = m.binding;
-        this._perWorker.get(h.serial).sharedWasm = !!m.sharedWasm;
+        Object.assign(this._perWorker.get(h.serial), { sharedWasm: !!m.sharedWasm, executionProvider: m.executionProvider ?? 'wasm', fallback: m.fallback });
         this._setState(h, 'idle');
         this._checkReady();
         this._pump();

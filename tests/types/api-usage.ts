@@ -111,3 +111,19 @@ export async function calibrationExample(field: Float32Array, mask: Uint8Array, 
     await tessera.terminate();
   }
 }
+
+// Execution providers: the option, the pure selection, and what the report and progress say.
+export async function executionProviders(weights: Uint8Array, field: Float32Array, geometry: Geometry): Promise<string> {
+  const { selectExecutionProvider, graphOperators, platformProviders } = await import('tessera-qsm');
+  const choice = selectExecutionProvider({ preference: ['webgpu', 'wasm'], platform: platformProviders(), ops: graphOperators(weights) });
+  const tessera = await createTessera({ executionProviders: ['webgpu', 'wasm'], ortGpuModuleUrl: '/ort.all.min.mjs' });
+  try {
+    let seen: string[] = [];
+    const { report } = await tessera.invert({ field, geometry, spec: { divisor: 1 }, weights, executionProviders: ['wasm'],
+      onProgress: (p: Progress) => { seen = p.executionProvider ?? []; } });
+    const ep = report.executionProvider[0];
+    return `${choice.provider} ${ep.provider} ${ep.skipped.map((s) => s.reason).join()} ${ep.fallback ?? ''} ${seen.join()}`;
+  } finally {
+    await tessera.terminate();
+  }
+}

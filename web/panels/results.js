@@ -10,6 +10,12 @@ import { verifiedRows, verifiedData } from '../fidelity.js';
 import { robustRange } from '../tilemap.js';
 import { Viewer } from '../viewer.js';
 
+/** One network file's execution provider, in words: what ran, and why each preferred one did not. */
+function epText(ep) {
+  const why = [...ep.skipped.map((s) => `${s.provider} skipped: ${s.reason}`), ...(ep.fallback ? [ep.fallback] : [])];
+  return `${ep.provider ?? ep.selected}${why.length ? ` (${why.join('; ')})` : ''}`;
+}
+
 export class ResultsPanel {
   /**
    * @param {import('../page.js').Page} page
@@ -102,6 +108,7 @@ export class ResultsPanel {
     const perCall = ts.length ? `median ${fmtSeconds(ts[Math.floor(ts.length / 2)])}, max ${fmtSeconds(ts.at(-1))}` : '';
     result.workflow.reportRows(r, result, row, perCall);
     row('Concurrency', `${r.concurrency} planned, ${r.maxInFlightObserved} observed in flight; pool max ${r.pool.map((p) => p.maxInFlight).join(', ')}, runs ${r.pool.map((p) => p.runs).join(', ')}, retries ${r.pool.map((p) => p.retries).join(', ')}, recycles ${r.pool.map((p) => p.recycles).join(', ')}`);
+    if (r.executionProvider) row('Execution provider', r.executionProvider.map(epText).join(' · '));
     row('Memory', `module heap ${fmtBytes(r.memory.moduleHeapBytes)}; ONNX Runtime worker heaps high-water ${r.memory.workerHeapHighWater.map(fmtBytes).join(', ') || '—'}; planner estimate ${fmtBytes(r.memory.estimatedPeakBytes)}`);
     if (r.memory.warning) row('Memory warning', r.memory.warning);
     if (r.warning) row('Warning', r.warning);

@@ -1,0 +1,149 @@
+// Which ONNX Runtime Web execution provider (EP) runs a network: the caller's preference list, what the platform
+// offers and what the network's graph needs. Pure functions: the pool asks them once per network, before any
+// worker starts; the worker then creates its session with the chosen EP and falls back to wasm if that fails.
+//
+// What ONNX Runtime Web 1.30.0 cannot run, from its own files (node_modules/onnxruntime-web, found with the
+// `search` tool first at https://app.unpkg.com/onnxruntime-web@1.24.3/files/docs/webgpu-operators.md):
+//  WebGPU (JSEP kernels, lib/wasm/jsep/webgpu/ops/*.ts; docs/webgpu-operators.md):
+//   - ConvTranspose over 3 spatial axes: docs "ConvTranspose3d is not supported"; conv-transpose.ts validateInputs
+//     throws 'currently only support 2-dimensional conv' for 5-D inputs. The kernel is registered for every rank, so
+//     the session is created and the RUN fails: this must be caught here, not by the worker's fallback.
+//   - MaxPool / AveragePool over 3 spatial axes: pool.ts throws 'Pooling with kernelShape.length > 2 is not supported
+//     for NHWC format', and NHWC is the layout the WebGPU EP asks for (com.ms.internal.nhwc kernels in the docs
+//     table); ceil_mode ≠ 0 throws in both pool kernels ('ceil_mode kernel execution ... is not yet implemented').
+//   - Resize in cubic mode on a volume: resize.ts 'Cubic mode only supports input dims 2 and 4'.
+//   - Conv over 3 spatial axes: the docs table still says "conv3d is not supported", but conv.ts in 1.30.0 sends
+//     5-D inputs to a naive 3D shader (3rd-party/conv3d_naive_webgpu): allowed here; its speed is unmeasured (no GPU
+//     on the machines that built this).
+//  WebNN (docs/webnn-operators.md): Conv and ConvTranspose "Only supports 3-D or 4-D input" (1D/2D), AveragePool /
+//   MaxPool "Only supports 4-D input, 2-D 'kernel_shape'", Resize "Only supports 4-D input": a volumetric network's
+//   convolutions would all go back to the CPU, so WebNN is skipped for them.
+//  wasm runs every operator: it is always the last resort.
+// ONNX Runtime Web reaches WebGPU / WebNN only in browsers (navigator.gpu / navigator.ml); node has neither.
+import { readOnnxGraph } from './receptive-field.js';
+
+/** The execution providers Tessera can ask ONNX Runtime Web for, fastest first. */
+export const EXECUTION_PROVIDERS = Object.freeze(['webgpu', 'webnn', 'wasm']);
+
+const KERNELED = new Set(['Conv', 'ConvTranspose', 'MaxPool', 'AveragePool', 'LpPool']);
+
+/** Spatial axes of a conv/pool node: kernel_shape, else its constant weight's dims minus 2; null when unknown. */
+function spatialRank(n, graph) {
+  const k = n.attrs.kernel_shape?.ints;
+  if (k?.length) return k.length;
+  const w = graph.initializers.get(n.inputs[1]);
+  if ((n.op === 'Conv' || n.op === 'ConvTranspose') && w && w.dims.length >= 3) return w.dims.length - 2;
+  return null;
+}
+
+/**
+ * The operators of an ONNX network that decide where it can run: [{op, rank (spatial axes, null when unknown),
+ * mode (Resize), ceilMode (pools), count}], one entry per distinct combination. Reads the graph, never the weights.
+ * Precondition: bytes hold an ONNX model (else an Error naming what is wrong).
+ * @param {Uint8Array|ArrayBuffer|object} bytesOrGraph ONNX bytes, or a graph readOnnxGraph returned
+ */
+export function graphOperators(bytesOrGraph) {
+  const graph = bytesOrGraph?.nodes ? bytesOrGraph : readOnnxGraph(bytesOrGraph);
+  const seen = new Map();
+  for (const n of graph.nodes) {
+    const e = { op: n.domain && n.domain !== 'ai.onnx' ? `${n.domain}.${n.op}` : n.op, rank: null };
+    if (KERNELED.has(n.op)) e.rank = spatialRank(n, graph);
+    if (n.op === 'Resize' || n.op === 'Upsample') e.mode = n.attrs.mode?.s ?? 'nearest';
+    if (n.op === 'MaxPool' || n.op === 'AveragePool') e.ceilMode = Number(n.attrs.ceil_mode?.i ?? 0);
+    const key = JSON.stringify(e);
+    const have = seen.get(key);
+    if (have) have.count++;
+    else seen.set(key, { ...e, count: 1 });
+  }
+  return [...seen.values()];
+}
+
+/** Whether a network works on volumes (a conv or pool over 3 spatial axes). */
+function volumetric(ops) {
+  return ops.some((o) => o.rank === 3);
+}
+
+const plural = (o) => `${o.count} node${o.count === 1 ? '' : 's'}`;
+
+/**
+ * Why an execution provider cannot run these operators (ONNX Runtime Web 1.30.0, see the header): one line per
+ * blocking operator; empty when it can. Precondition: provider is one of EXECUTION_PROVIDERS.
+ * @param {string} provider
+ * @param {ReturnType<typeof graphOperators>} ops
+ * @returns {string[]}
+ */
+export function unsupportedOperators(provider, ops) {
+  const why = [];
+  const vol = volumetric(ops);
+  for (const o of ops) {
+    if (provider === 'webgpu') {
+      if (o.op === 'ConvTranspose' && o.rank === 3) why.push(`3D ConvTranspose (${plural(o)}): not supported by ONNX Runtime Web 1.30.0's WebGPU EP`);
+      else if ((o.op === 'MaxPool' || o.op === 'AveragePool') && o.rank === 3) why.push(`3D ${o.op} (${plural(o)}): not supported in the NHWC layout of ONNX Runtime Web 1.30.0's WebGPU EP`);
+      else if ((o.op === 'MaxPool' || o.op === 'AveragePool') && o.ceilMode) why.push(`${o.op} with ceil_mode (${plural(o)}): not implemented by ONNX Runtime Web 1.30.0's WebGPU EP`);
+      else if ((o.op === 'Resize' || o.op === 'Upsample') && o.mode === 'cubic' && vol) why.push(`cubic ${o.op} of a volume (${plural(o)}): ONNX Runtime Web 1.30.0's WebGPU EP supports it on 2-D and 4-D inputs only`);
+    } else if (provider === 'webnn') {
+      if ((o.op === 'Conv' || o.op === 'ConvTranspose') && o.rank === 3) why.push(`3D ${o.op} (${plural(o)}): ONNX Runtime Web 1.30.0's WebNN EP supports 1D/2D convolutions only`);
+      else if ((o.op === 'MaxPool' || o.op === 'AveragePool' || o.op === 'LpPool') && o.rank === 3) why.push(`3D ${o.op} (${plural(o)}): ONNX Runtime Web 1.30.0's WebNN EP supports 2D pooling only`);
+      else if ((o.op === 'Resize' || o.op === 'Upsample') && vol) why.push(`${o.op} of a volume (${plural(o)}): ONNX Runtime Web 1.30.0's WebNN EP resizes 4-D inputs only`);
+    }
+  }
+  return why;
+}
+
+/**
+ * What this JS realm offers ONNX Runtime Web: {node, webgpu, webnn}. WebGPU needs navigator.gpu and WebNN
+ * navigator.ml (browsers, pages and workers alike); node has neither.
+ * @param {object} [g=globalThis]
+ */
+export function platformProviders(g = globalThis) {
+  const node = typeof g.process === 'object' && !!g.process?.versions?.node && typeof g.window === 'undefined' && typeof g.WorkerGlobalScope === 'undefined';
+  const nav = g.navigator;
+  return { node, webgpu: !node && !!nav?.gpu, webnn: !node && !!nav?.ml };
+}
+
+/**
+ * Checks an execution provider preference list; returns it as a fresh array. Throws a TypeError naming the
+ * problem and the known providers.
+ * @param {unknown} list
+ * @returns {string[]}
+ */
+export function checkPreference(list) {
+  const known = EXECUTION_PROVIDERS.join("', '");
+  if (!Array.isArray(list) || list.length === 0) throw new TypeError(`executionProviders must be a non-empty array of '${known}' (got ${JSON.stringify(list)})`);
+  for (const p of list) {
+    if (!EXECUTION_PROVIDERS.includes(p)) throw new TypeError(`executionProviders: unknown execution provider ${JSON.stringify(p)} (known: '${known}')`);
+  }
+  if (new Set(list).size !== list.length) throw new TypeError(`executionProviders names a provider twice: ${JSON.stringify(list)}`);
+  return [...list];
+}
+
+/**
+ * The execution provider that runs a network: the first in `preference` the platform offers and the graph allows;
+ * wasm when none does (wasm is always the last resort, listed or not). Pure.
+ * Returns {provider, requested, skipped: [{provider, reason}]}: every preferred provider before the chosen one,
+ * with why it was passed over.
+ * Precondition: preference passes checkPreference.
+ * Precondition: platform is {node, webgpu, webnn} as platformProviders returns it.
+ * Precondition: ops is graphOperators(network) (null when the graph is unknown: no operator rules apply).
+ * @param {{preference: string[], platform: {node: boolean, webgpu: boolean, webnn: boolean}, ops: object[]|null}} a
+ */
+export function selectExecutionProvider({ preference, platform, ops }) {
+  const requested = checkPreference(preference);
+  const skipped = [];
+  for (const p of requested) {
+    if (p === 'wasm') return { provider: 'wasm', requested, skipped };
+    if (!platform[p]) {
+      const api = p === 'webgpu' ? 'WebGPU (navigator.gpu)' : 'WebNN (navigator.ml)';
+      const where = platform.node ? 'node has no ' : 'this browser context exposes no ';
+      skipped.push({ provider: p, reason: `${where}${api}` });
+      continue;
+    }
+    const blocked = ops ? unsupportedOperators(p, ops) : [];
+    if (blocked.length) {
+      skipped.push({ provider: p, reason: `the network has operators it cannot run: ${blocked.join('; ')}` });
+      continue;
+    }
+    return { provider: p, requested, skipped };
+  }
+  return { provider: 'wasm', requested, skipped };
+}
