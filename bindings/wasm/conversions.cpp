@@ -209,6 +209,27 @@ InversionRequest request_from(const val& v) {
   r.phase.b0_tesla = option(v, "b0", "b0");
   r.phase.erode_radius = static_cast<uint32_t>(option(v, "erodeRadius", "erodeRadius"));
   r.phase.phase_sign = option(v, "phaseSign", "phaseSign");
+  // speed: {points: [{edge, threads, seconds}], startSeconds?}: this machine's measured patch times (measureSpeed()).
+  const val speed = v["speed"];
+  if (!speed.isUndefined() && !speed.isNull()) {
+    const val points = speed["points"];
+    if (points.isUndefined() || points.isNull() || points["length"].isUndefined()) {
+      throw Error(ErrorCode::InvalidArgument, "speed must be {points: [{edge, threads, seconds}], startSeconds} (what measureSpeed() returns)");
+    }
+    for (unsigned i = 0; i < points["length"].as<unsigned>(); ++i) {
+      const val p = points[i];
+      if (!p["edge"].isNumber() || !p["threads"].isNumber() || !p["seconds"].isNumber()) {
+        throw Error(ErrorCode::InvalidArgument, "speed.points[" + std::to_string(i) + "] must be {edge, threads, seconds} numbers");
+      }
+      const double edge = p["edge"].as<double>(), threads = p["threads"].as<double>();
+      if (!(edge >= 1 && edge <= 4096 && edge == std::floor(edge)) || !(threads >= 1 && threads <= 1024 && threads == std::floor(threads))) {
+        throw Error(ErrorCode::InvalidArgument, "speed.points[" + std::to_string(i) + "]: edge (voxels) and threads must be whole numbers >= 1");
+      }
+      r.measured_speed.push_back(SpeedPoint{static_cast<uint64_t>(edge), static_cast<uint32_t>(threads), p["seconds"].as<double>()});
+    }
+    const val start = speed["startSeconds"];
+    if (start.isNumber()) r.measured_start_seconds = std::max(0.0, start.as<double>());
+  }
   return r;
 }
 
@@ -320,6 +341,7 @@ val to_val(const TilePlan& p) {
   o.set("workers", p.workers);
   o.set("threadsPerWorker", p.threads_per_worker);
   o.set("estimatedSeconds", p.estimated_seconds);
+  o.set("estimateSource", p.estimate_source);
   o.set("explanation", p.explanation);
   o.set("fidelityWarning", p.fidelity_warning);
   o.set("message", p.message);
