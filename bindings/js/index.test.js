@@ -534,7 +534,7 @@ test('measureSpeed: a probe of the network on this machine feeds the plan, which
   assert.equal(plain.estimateSource, 'default');
   const measured = await tessera.plan({ ...base, weights, measureSpeed: true });
   assert.equal(measured.estimateSource, 'measured');
-  assert.deepEqual(await tessera.plan({ ...base, speed }), measured);
+  assert.deepEqual(await tessera.plan({ ...base, weights, speed }), measured); // the kept measurement, not a new one
   // A made-up speed ten times the measured times gives a longer estimate for the same request.
   const slower = { points: speed.points.map((p) => ({ ...p, seconds: p.seconds * 10 })), startSeconds: speed.startSeconds };
   assert.ok((await tessera.plan({ ...base, speed: slower })).estimatedSeconds > measured.estimatedSeconds);
