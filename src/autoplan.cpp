@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <tuple>
 
 #include "tessera/error.h"
@@ -254,6 +255,33 @@ double estimate_tiled_seconds(uint64_t patch_edge, uint64_t active_tiles, uint32
   return s.worker_start_seconds + waves * per_tile;
 }
 
+// The whole volume as the auto-planner's choice, when it fits and neither a core nor several workers are fixed.
+static std::optional<AutoPlan> whole_volume_choice(const AutoPlanRequest& r) {
+  const TilePlan whole = plan_whole(r.geometry, r.network, r.target);
+  if (!whole.feasible || r.fixed_core || r.fixed_workers > 1) return std::nullopt;
+  const double voxels = static_cast<double>(whole.patch_dims[0]) * whole.patch_dims[1] * whole.patch_dims[2];
+  const uint32_t threads = r.fixed_threads ? r.fixed_threads : std::max<uint32_t>(1, r.hardware_threads);
+  AutoPlan w;
+  w.whole_volume = true;
+  w.workers = 1;
+  w.threads_per_worker = threads;
+  w.estimated_seconds = r.speed.worker_start_seconds + r.speed.per_tile_seconds +
+                        voxels * r.speed.seconds_per_voxel / speedup(threads, r.speed);
+  w.plan = whole;
+  char buf[384];
+  std::snprintf(buf, sizeof buf,
+                "the whole volume (%llu×%llu×%llu, %.2f GB of activations) fits the %.1f GB single-patch limit and "
+                "%s; exact by definition; 1 worker × %u thread%s; ",
+                static_cast<unsigned long long>(whole.patch_dims[0]), static_cast<unsigned long long>(whole.patch_dims[1]),
+                static_cast<unsigned long long>(whole.patch_dims[2]), whole.bytes_per_tile / 1e9,
+                WASM_MAX_PATCH_ACTIVATION_BYTES / 1e9,
+                r.whole_when_fits ? "a tiled physics loop runs the whole algorithm per patch (off-design), so it runs whole when it fits"
+                                  : ("is estimated no slower than a tiling that meets the " + target_text(r.quality)).c_str(),
+                threads, threads == 1 ? "" : "s");
+  w.explanation = buf + estimate_text(w.estimated_seconds);
+  return w;
+}
+
 AutoPlan plan_auto(const AutoPlanRequest& r, std::span<const uint8_t> mask) {
   validate_geometry(r.geometry);
   const bool assumed = r.network.context.within.empty();
@@ -267,6 +295,9 @@ AutoPlan plan_auto(const AutoPlanRequest& r, std::span<const uint8_t> mask) {
       assumed ? " (the network's receptive field is unknown: assumed " + std::to_string(kAssumedReceptiveRadius) +
                     " voxels; give its weights or spec.receptiveRadius)"
               : "";
+  if (r.whole_when_fits) {
+    if (std::optional<AutoPlan> whole = whole_volume_choice(r)) return *whole;
+  }
   if (r.quality == Quality::Fast) {
     AutoPlan a = plan_fastest(r, mask, &model);
     a.explanation += assumption;
@@ -349,16 +380,7 @@ AutoPlan plan_auto(const AutoPlanRequest& r, std::span<const uint8_t> mask) {
   }
 
   // The whole volume, when it fits: exact by definition.
-  const TilePlan whole = plan_whole(r.geometry, r.network, r.target);
-  double whole_seconds = 0;
-  uint32_t whole_threads = 1;
-  if (whole.feasible && !r.fixed_core && (r.fixed_workers <= 1)) {
-    const double voxels = static_cast<double>(whole.patch_dims[0]) * whole.patch_dims[1] * whole.patch_dims[2];
-    whole_threads = r.fixed_threads ? r.fixed_threads : cores;
-    whole_seconds = r.speed.worker_start_seconds + r.speed.per_tile_seconds +
-                    voxels * r.speed.seconds_per_voxel / speedup(whole_threads, r.speed);
-  }
-
+  std::optional<AutoPlan> whole = whole_volume_choice(r);
   AutoPlan best;
   bool found = false;
   if (first_good) {
@@ -368,23 +390,7 @@ AutoPlan plan_auto(const AutoPlanRequest& r, std::span<const uint8_t> mask) {
     best.threads_per_worker = first_good->pace.threads;
     best.estimated_seconds = first_good->pace.seconds;
   }
-  if (whole.feasible && whole_seconds > 0 && (!found || whole_seconds <= best.estimated_seconds)) {
-    AutoPlan w;
-    w.whole_volume = true;
-    w.workers = 1;
-    w.threads_per_worker = whole_threads;
-    w.estimated_seconds = whole_seconds;
-    w.plan = whole;
-    char buf[256];
-    std::snprintf(buf, sizeof buf,
-                  "the whole volume (%llu×%llu×%llu, %.2f GB of activations) fits the %.1f GB single-patch limit and is "
-                  "estimated no slower than a tiling that meets the %s; exact by definition; 1 worker × %u thread%s; ",
-                  static_cast<unsigned long long>(whole.patch_dims[0]), static_cast<unsigned long long>(whole.patch_dims[1]),
-                  static_cast<unsigned long long>(whole.patch_dims[2]), whole.bytes_per_tile / 1e9,
-                  WASM_MAX_PATCH_ACTIVATION_BYTES / 1e9, target_text(r.quality).c_str(), whole_threads, whole_threads == 1 ? "" : "s");
-    w.explanation = buf + estimate_text(whole_seconds);
-    return w;
-  }
+  if (whole && (!found || whole->estimated_seconds <= best.estimated_seconds)) return *whole;
   if (!found) {
     // Nothing meets the target within the budget: the most faithful feasible config (then the fastest of equals).
     const Candidate* most = nullptr;

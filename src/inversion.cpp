@@ -156,7 +156,10 @@ TilePlan plan_unverified(const InversionRequest& r, std::span<const uint8_t> mas
   a.halo = r.halo_override ? r.halo_override : (r.model ? r.model->default_halo : 4);
   a.fixed_halo = r.halo_override != 0;
   // Physics loops run the whole loop per patch and cannot blend: they keep the speed-only crop-and-stitch.
-  a.quality = r.model && r.model->kind == ModelKind::PhysicsLoop ? Quality::Fast : r.quality;
+  // They run whole whenever that fits (tiled they are off-design: the loop's dipole convolutions see one patch).
+  const bool loop = r.model && r.model->kind == ModelKind::PhysicsLoop;
+  a.quality = loop ? Quality::Fast : r.quality;
+  a.whole_when_fits = loop;
   a.hardware_threads = std::max<uint32_t>(1, r.hardware_threads);
   a.fixed_core = r.fixed_core;
   a.fixed_workers = r.fixed_workers;

@@ -269,4 +269,25 @@ TEST(AutoPlan, ThroughputFitRefusesPointsItCannotUse) {
   EXPECT_EQ(m.per_tile_seconds, 0.0);
   EXPECT_GT(m.seconds_per_voxel, 0.0);
   EXPECT_STREQ(speed_source_name(SpeedSource::Measured), "measured");
+
+TEST(AutoPlan, APhysicsLoopRunsWholeWhenItFits) {
+  // 160×160×128 at 440 B/voxel (LPCNN-like): 1.44 GB whole fits the single-patch limit; the speed-only planner (the
+  // physics loops' quality) takes a crop-and-stitch tiling, but tiled the loop is off-design.
+  const Geometry g = geometry(160, 160, 128);
+  const std::vector<uint8_t> mask = ellipsoid_mask(g, 0.8);
+  AutoPlanRequest r = request(g, 8, 440, 2);
+  const AutoPlan fastest = plan_auto(r, mask);
+  ASSERT_FALSE(fastest.whole_volume) << fastest.explanation;
+  r.whole_when_fits = true;
+  const AutoPlan a = plan_auto(r, mask);
+  EXPECT_TRUE(a.whole_volume && a.plan.feasible);
+  EXPECT_EQ(a.workers, 1u);
+  EXPECT_EQ(a.threads_per_worker, 2u);
+  EXPECT_GT(a.estimated_seconds, 0.0);
+  EXPECT_NE(a.explanation.find("off-design"), std::string::npos) << a.explanation;
+  // Too large to run whole: the fastest tiling, as before.
+  r.network.cost.bytes_per_voxel = 4000;
+  const AutoPlan big = plan_auto(r, mask);
+  EXPECT_FALSE(big.whole_volume);
+  EXPECT_TRUE(big.plan.feasible);
 }

@@ -106,4 +106,22 @@ TEST(Inversion, PlanEstimatesWithTheMeasuredSpeedAndSaysSo) {
   // Unusable points are refused by name, not planned with.
   r.measured_speed = {{32, 1, 0.5}};
   EXPECT_THROW(plan_inversion(r, mask, Target::Wasm), Error);
+
+TEST(Inversion, PhysicsLoopsAutoPlanTheWholeVolumeWhenItFits) {
+  const Geometry g = geometry(96, 96, 80);
+  const std::vector<uint8_t> mask = ellipsoid_mask(g, 0.8);
+  for (const char* id : {"lpcnn", "modl-qsm"}) {
+    InversionRequest r;
+    r.model = &model_spec(id);
+    r.geometry = g;
+    r.auto_tile = true;
+    r.hardware_threads = 2;
+    const TilePlan p = plan_inversion(r, mask, Target::Wasm);
+    EXPECT_TRUE(p.feasible && p.whole_volume) << id << ": " << p.explanation;
+    // A core the user fixes is still obeyed (the loop per patch, off-design, as before).
+    r.fixed_core = 32;
+    const TilePlan t = plan_inversion(r, mask, Target::Wasm);
+    EXPECT_FALSE(t.whole_volume) << id;
+    EXPECT_EQ(t.tile.core, 32u) << id;
+  }
 }

@@ -7,6 +7,7 @@
 #include "verification.h"
 #include "volume.h"
 #include "tessera/dipole.h"
+#include "tessera/request.h"
 
 using namespace emscripten;
 using namespace tessera;
@@ -14,23 +15,12 @@ using namespace tessera::js;
 
 namespace {
 
-val registry() {
-  return guarded([] {
-    val out = val::array();
-    for (const ModelSpec& m : model_registry()) out.call<void>("push", to_val(m));
-    return out;
-  });
-}
-val schema() { return guarded([] { return schema_to_val(); }); }
-val model(std::string id) { return guarded([&] { return to_val(model_spec(id)); }); }
-val limits() {
-  val o = val::object();
-  o.set("tileActivationBudget", static_cast<double>(WASM_TILE_ACTIVATION_BUDGET));
-  o.set("maxPatchActivationBytes", static_cast<double>(WASM_MAX_PATCH_ACTIVATION_BYTES));
-  o.set("heapCeilingBytes", static_cast<double>(WASM_HEAP_CEILING_BYTES));
-  return o;
-}
-val patch_fit(val tile, val cost) { return guarded([&] { return to_val(wasm_patch_fit(tile_from(tile), cost_from(cost))); }); }
+val registry() { return guarded([] { return array_of(model_registry()); }); }
+// The request schema (tessera/request.h): every option with its unit, default and range.
+val schema() { return guarded([] { return array_of(request_options()); }); }
+val model(std::string id) { return guarded([&] { return val(model_spec(id)); }); }
+val limits() { return guarded([] { return limits_to_val(); }); }
+val patch_fit(val tile, val cost) { return guarded([&] { return val(wasm_patch_fit(tile_from(tile), cost_from(cost))); }); }
 // Current size of the module's wasm memory: it never shrinks, so this is also its high-water mark.
 double heap_bytes() { return static_cast<double>(__builtin_wasm_memory_size(0)) * 65536.0; }
 double max_patch_edge(double bpv) { return static_cast<double>(max_wasm_patch_edge(static_cast<uint64_t>(bpv))); }
@@ -74,6 +64,8 @@ double verification_consistency(const Verification& v, val chi) { return guarded
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(tessera) {
+  register_value_types();
+
   function("registry", &registry);
   function("model", &model);
   function("limits", &limits);

@@ -2,6 +2,7 @@
 
 #include "tessera/verify.h"
 
+#include <emscripten/bind.h>
 #include <emscripten/val.h>
 
 #include <cmath>
@@ -47,40 +48,6 @@ std::array<T, 3> triple(const val& obj, const char* key, std::array<T, 3> fallba
     out[i] = static_cast<T>(e.as<double>());
   }
   return out;
-}
-
-val array_of(const std::array<uint64_t, 3>& a) {
-  val out = val::array();
-  for (uint64_t x : a) out.call<void>("push", static_cast<double>(x));
-  return out;
-}
-
-val array_of(const Dims3& a) {
-  val out = val::array();
-  for (int64_t x : a) out.call<void>("push", static_cast<double>(x));
-  return out;
-}
-
-// {counts, patchEdge, tiles: [{index, coreLo, coreHi, patchLo, skipped}]}: the tiles a plan's run goes through.
-val grid_to_val(const TileGrid& g) {
-  val o = val::object();
-  o.set("counts", array_of(g.counts));
-  o.set("patchEdge", static_cast<double>(g.patch_edge));
-  o.set("stride", g.config.step());
-  o.set("blend", std::string(blend_name(g.config.blend)));
-  o.set("misaligned", static_cast<double>(g.misaligned));  // active tiles off the whole volume's pooling grid
-  val tiles = val::array();
-  for (const Tile& t : g.tiles) {
-    val x = val::object();
-    x.set("index", static_cast<double>(t.index));
-    x.set("coreLo", array_of(t.core_lo));
-    x.set("coreHi", array_of(t.core_hi));
-    x.set("patchLo", array_of(t.patch_lo));
-    x.set("skipped", t.skipped);
-    tiles.call<void>("push", x);
-  }
-  o.set("tiles", tiles);
-  return o;
 }
 
 }  // namespace
@@ -233,189 +200,6 @@ InversionRequest request_from(const val& v) {
   return r;
 }
 
-val schema_to_val() {
-  val out = val::array();
-  for (const OptionSpec& o : request_options()) {
-    val x = val::object();
-    x.set("name", std::string(o.name));
-    x.set("unit", std::string(o.unit));
-    if (o.default_text.empty()) {
-      x.set("default", o.default_value);
-    } else {
-      x.set("default", std::string(o.default_text));
-    }
-    x.set("defaultValue", o.default_value);
-    x.set("min", o.min);
-    x.set("max", o.max);
-    x.set("minExclusive", o.min_exclusive);
-    x.set("integer", o.integer);
-    x.set("help", std::string(o.help));
-    val choices = val::array();
-    for (std::string_view rest = o.choices; !rest.empty();) {
-      const size_t bar = rest.find('|');
-      choices.call<void>("push", std::string(rest.substr(0, bar)));
-      rest = bar == std::string_view::npos ? std::string_view{} : rest.substr(bar + 1);
-    }
-    x.set("choices", choices);
-    out.call<void>("push", x);
-  }
-  return out;
-}
-
-val to_val(const ModelSpec& m) {
-  val o = val::object();
-  o.set("id", std::string(m.id));
-  o.set("name", std::string(m.name));
-  o.set("kind", std::string(model_kind_name(m.kind)));
-  o.set("tileable", m.tileable());
-  o.set("divisor", m.divisor);
-  o.set("bytesPerVoxel", static_cast<double>(m.bytes_per_voxel));
-  o.set("fixedBytes", static_cast<double>(m.fixed_bytes));
-  o.set("maskedInput", m.masked_input);
-  o.set("costProvisional", m.cost_provisional);
-  o.set("costSource", std::string(m.cost_source));
-  o.set("inputChannels", m.input_channels);
-  o.set("outputChannels", m.output_channels);
-  o.set("input", std::string(m.input));
-  o.set("output", std::string(m.output));
-  o.set("quantity", std::string(m.quantity));
-  val inputs = val::array();
-  for (InputRole role : m.inputs) inputs.call<void>("push", std::string(input_role_name(role)));
-  o.set("inputs", inputs);
-  o.set("cropMargin", m.crop_margin);
-  val norm = val::object();
-  norm.set("inputMean", m.norm.input_mean);
-  norm.set("inputStd", m.norm.input_std);
-  norm.set("outputStd", m.norm.output_scale);
-  norm.set("outputMean", m.norm.output_offset);
-  o.set("normalization", norm);
-  o.set("pad", std::string(m.pad == PadRule::SmallerHalfLow ? "smaller-half-low" : "larger-half-low"));
-  val weights = val::array();
-  for (const WeightsFile& w : m.weights) {
-    if (w.file.empty()) continue;
-    val f = val::object();
-    f.set("file", std::string(w.file));
-    f.set("url", w.bundled.empty() ? std::string(kOfficialWeightsBase) + std::string(w.file) : std::string(w.bundled));
-    f.set("bundled", !w.bundled.empty());
-    f.set("bytes", static_cast<double>(w.bytes));
-    f.set("sha256", std::string(w.sha256));
-    weights.call<void>("push", f);
-  }
-  o.set("weights", weights);
-  o.set("licence", std::string(m.licence));
-  o.set("citation", std::string(m.citation));
-  o.set("notes", std::string(m.notes));
-  o.set("defaultHalo", m.default_halo);
-  o.set("receptiveRadius", m.receptive_radius);
-  o.set("receptiveSource", std::string(m.receptive_source));
-  if (m.measured_context.empty()) {
-    o.set("measuredContext", val::null());
-  } else {
-    val w = val::array();
-    for (double x : m.measured_context) w.call<void>("push", x);
-    o.set("measuredContext", w);
-  }
-  return o;
-}
-
-val to_val(const PatchFit& f) {
-  val o = val::object();
-  o.set("fits", f.fits);
-  o.set("patchEdge", static_cast<double>(f.patch_edge));
-  o.set("bytes", static_cast<double>(f.bytes));
-  o.set("largestEdge", static_cast<double>(f.largest_edge));
-  o.set("largestCore", static_cast<double>(f.largest_core));
-  o.set("message", f.message);
-  return o;
-}
-
-val to_val(const TilePlan& p) {
-  val o = val::object();
-  o.set("feasible", p.feasible);
-  val tile = val::object();
-  tile.set("core", p.tile.core);
-  tile.set("halo", p.tile.halo);
-  tile.set("stride", p.tile.step());
-  tile.set("blend", std::string(blend_name(p.tile.blend)));
-  o.set("tile", tile);
-  o.set("workers", p.workers);
-  o.set("threadsPerWorker", p.threads_per_worker);
-  o.set("estimatedSeconds", p.estimated_seconds);
-  o.set("estimateSource", p.estimate_source);
-  o.set("explanation", p.explanation);
-  o.set("fidelityWarning", p.fidelity_warning);
-  o.set("message", p.message);
-  o.set("wholeVolume", p.whole_volume);
-  o.set("patchEdge", static_cast<double>(p.patch_edge));
-  o.set("patchDims", array_of(p.patch_dims));
-  o.set("bytesPerTile", static_cast<double>(p.bytes_per_tile));
-  o.set("tilesInFlight", p.tiles_in_flight);
-  o.set("tilesTotal", static_cast<double>(p.tiles_total));
-  o.set("tilesActive", static_cast<double>(p.tiles_active));
-  o.set("tilesSkipped", static_cast<double>(p.tiles_skipped));
-  o.set("activationBytes", static_cast<double>(p.activation_bytes));
-  o.set("moduleHeapBytes", static_cast<double>(p.module_heap_bytes));
-  o.set("peakBytes", static_cast<double>(p.peak_bytes));
-  o.set("grid", grid_to_val(p.grid));
-  if (p.verify) {
-    const VerifyRegion& v = *p.verify;
-    val x = val::object();
-    x.set("possible", v.possible);
-    x.set("message", v.message);
-    auto dims = [](const Dims3& d) {
-      val a = val::array();
-      for (int i = 0; i < 3; ++i) a.call<void>("push", static_cast<double>(d[i]));
-      return a;
-    };
-    x.set("lo", dims(v.lo));
-    x.set("hi", dims(v.hi));
-    x.set("compareLo", dims(v.compare_lo));
-    x.set("compareHi", dims(v.compare_hi));
-    x.set("margin", v.margin);
-    x.set("plan", v.possible ? to_val(v.plan) : val::null());
-    o.set("verify", x);
-  } else {
-    o.set("verify", val::null());
-  }
-  if (!p.context.within.empty()) {
-    val c = val::object();
-    c.set("radius", p.context.radius);
-    c.set("measured", p.context.measured);
-    c.set("assumed", p.context.assumed);
-    c.set("radius90", context_radius_holding(p.context, 0.90));
-    c.set("radius99", context_radius_holding(p.context, 0.99));
-    o.set("context", c);
-  } else {
-    o.set("context", val::null());
-  }
-  if (p.fidelity_known) {
-    val f = val::object();
-    f.set("r", p.fidelity.r);
-    f.set("nrmse", p.fidelity.nrmse);
-    f.set("deficit", p.fidelity.deficit);
-    o.set("predictedFidelity", f);
-  } else {
-    o.set("predictedFidelity", val::null());
-  }
-  return o;
-}
-
-val to_val(const RunReport& r) {
-  val o = val::object();
-  o.set("tilesTotal", static_cast<double>(r.tiles_total));
-  o.set("tilesRun", static_cast<double>(r.tiles_run));
-  o.set("tilesSkipped", static_cast<double>(r.tiles_skipped));
-  o.set("concurrency", r.concurrency);
-  o.set("maxInFlight", r.max_in_flight);
-  o.set("patchEdge", static_cast<double>(r.patch_edge));
-  o.set("bytesPerTile", static_cast<double>(r.bytes_per_tile));
-  o.set("driverSeconds", r.wall_seconds);
-  val secs = val::array();
-  for (double s : r.tile_seconds) secs.call<void>("push", s);
-  o.set("tileSeconds", secs);
-  return o;
-}
-
 PlanChoice plan_choice_from(const val& p) {
   if (p.isUndefined() || p.isNull() || p.typeOf().as<std::string>() != "object") {
     throw Error(ErrorCode::InvalidArgument, "plan must be the object plan() returned");
@@ -461,7 +245,7 @@ val plan_to_val(const val& geometry, const val& mask, const val& request) {
     }
     m = emscripten::convertJSArrayToNumberVector<uint8_t>(mask);
   }
-  val p = to_val(plan_inversion(r, m, Target::Wasm));
+  val p(plan_inversion(r, m, Target::Wasm));
   p.set("warning", inversion_warning(r));
   p.set("networks", network_count(r));
   p.set("steps", runs_in_steps(r));
@@ -477,21 +261,12 @@ val phantom_to_val(const val& geometry, const val& options) {
     o.threads = count(options, "threads", 1);
   }
   const Phantom p = make_phantom(g, o);
+  // Hand-written, not a value type: val(x) would first copy the three volumes in the heap, and they leave as typed arrays.
   val out = val::object();
   out.set("chi", copy_out(std::span<const float>(p.chi)));
   out.set("field", copy_out(std::span<const float>(p.field)));
   out.set("mask", copy_out(std::span<const uint8_t>(p.mask)));
   return out;
-}
-
-val to_val(const Agreement& a) {
-  val o = val::object();
-  o.set("voxels", static_cast<double>(a.voxels));
-  o.set("r", a.r);
-  o.set("nrmse", a.nrmse);
-  o.set("maxAbs", a.max_abs);
-  o.set("hfen", a.hfen);
-  return o;
 }
 
 val compare_to_val(const val& geometry, const val& test, const val& reference, const val& mask, const val& options) {
@@ -503,7 +278,7 @@ val compare_to_val(const val& geometry, const val& test, const val& reference, c
   const Dims3 lo = given ? triple<int64_t>(options, "lo", {0, 0, 0}) : Dims3{0, 0, 0};
   const Dims3 hi = given ? triple<int64_t>(options, "hi", {0, 0, 0}) : Dims3{0, 0, 0};
   const bool hfen = given && options["hfen"].isTrue();
-  return to_val(compare_maps(g, t, r, m, lo, hi, hfen));
+  return val(compare_maps(g, t, r, m, lo, hi, hfen));
 }
 
 double data_consistency_of(const val& geometry, const val& chi, const val& field, const val& mask) {
@@ -519,6 +294,322 @@ val forward_field_to_val(const val& geometry, const val& chi) {
   validate_volume_sizes(g, c.size(), g.voxel_count());
   const std::vector<float> f = forward_field(g, c, 2, 2);
   return copy_out(std::span<const float>(f));
+}
+
+// What C++ reports, as Embind value types: 64-bit figures become Numbers (the module is built with WASM_BIGINT=0),
+// optional members null, vectors JS arrays (val getters: Embind's register_vector would give a class handle).
+
+namespace {
+
+template <class T, class M>
+T object_of(M T::*);
+template <class T, class M>
+M type_of(M T::*);
+template <auto member>
+using Object = decltype(object_of(member));
+template <auto member>
+using Type = decltype(type_of(member));
+
+// Embind wants a setter beside every getter. These types only go from C++ to JavaScript (what JavaScript sends is read
+// by the readers above); a field with no member behind it (static text, a derived figure) cannot be written back.
+template <class T, class V>
+void read_only(T&, V) {
+  throw Error(ErrorCode::Internal, "a value Tessera reports cannot be converted back from JavaScript: read it with the request readers");
+}
+
+// A 64-bit count or byte figure as a Number (the module is built with WASM_BIGINT=0; exact below 2^53).
+template <auto member>
+double as_number(const Object<member>& o) {
+  return static_cast<double>(o.*member);
+}
+template <auto member>
+void from_number(Object<member>& o, double v) {
+  o.*member = static_cast<Type<member>>(v);
+}
+
+// Static text (a string_view into the registry or the schema) as a string.
+template <auto member>
+std::string as_text(const Object<member>& o) {
+  return std::string(o.*member);
+}
+
+// value_object<T> with the three kinds of field above.
+template <class T>
+class Fields {
+ public:
+  explicit Fields(const char* name) : object_(name) {}
+  // A member Embind converts as it is: bool, 32-bit integers, double, std::string, a registered value type.
+  template <class M>
+  Fields& field(const char* name, M T::*member) {
+    object_.field(name, member);
+    return *this;
+  }
+  // A field computed from the struct.
+  template <class R>
+  Fields& field(const char* name, R (*get)(const T&)) {
+    object_.field(name, get, &read_only<T, R>);
+    return *this;
+  }
+  template <auto member>
+  Fields& number(const char* name) {
+    object_.field(name, &as_number<member>, &from_number<member>);
+    return *this;
+  }
+  template <auto member>
+  Fields& text(const char* name) {
+    object_.field(name, &as_text<member>, &read_only<T, std::string>);
+    return *this;
+  }
+
+ private:
+  emscripten::value_object<T> object_;
+};
+
+template <class A, size_t i>
+double element(const A& a) {
+  return static_cast<double>(a[i]);
+}
+template <class A, size_t i>
+void set_element(A& a, double v) {
+  a[i] = static_cast<typename A::value_type>(v);
+}
+// A std::array of 3 numbers as [x, y, z].
+template <class A>
+void register_triple(const char* name) {
+  emscripten::value_array<A>(name)
+      .element(&element<A, 0>, &set_element<A, 0>)
+      .element(&element<A, 1>, &set_element<A, 1>)
+      .element(&element<A, 2>, &set_element<A, 2>);
+}
+
+// An optional member: its object, or null.
+template <class T>
+val or_null(bool present, const T& x) {
+  return present ? val(x) : val::null();
+}
+
+// dims [1, channels, x, y, z] of a network call's main input.
+val call_dims(const Bridge::Request& r) {
+  val out = val::array();
+  out.call<void>("push", 1);
+  out.call<void>("push", r.shape.channels);
+  for (uint64_t d : r.shape.dims) out.call<void>("push", static_cast<double>(d));
+  return out;
+}
+
+}  // namespace
+
+void register_value_types() {
+  register_triple<Dims3>("Dims3");
+  register_triple<std::array<uint64_t, 3>>("Extent3");
+  register_triple<Vec3>("Vec3");
+
+  Fields<Geometry>("Geometry").field("dims", &Geometry::dims).field("voxelMm", &Geometry::voxel_mm).field("b0Dir", &Geometry::b0_dir);
+
+  Fields<PatchFit>("PatchFit")
+      .field("fits", &PatchFit::fits)
+      .number<&PatchFit::patch_edge>("patchEdge")
+      .number<&PatchFit::bytes>("bytes")
+      .number<&PatchFit::largest_edge>("largestEdge")
+      .number<&PatchFit::largest_core>("largestCore")
+      .field("message", &PatchFit::message);
+
+  Fields<TileConfig>("TileConfig")
+      .field("core", &TileConfig::core)
+      .field("halo", &TileConfig::halo)
+      .field("stride", +[](const TileConfig& c) { return c.step(); })
+      .field("blend", +[](const TileConfig& c) { return std::string(blend_name(c.blend)); });
+
+  Fields<Tile>("Tile")
+      .number<&Tile::index>("index")
+      .field("coreLo", &Tile::core_lo)
+      .field("coreHi", &Tile::core_hi)
+      .field("patchLo", &Tile::patch_lo)
+      .field("skipped", &Tile::skipped);
+
+  Fields<TileGrid>("TileGrid")
+      .field("counts", &TileGrid::counts)
+      .number<&TileGrid::patch_edge>("patchEdge")
+      .field("stride", +[](const TileGrid& g) { return g.config.step(); })
+      .field("blend", +[](const TileGrid& g) { return std::string(blend_name(g.config.blend)); })
+      .number<&TileGrid::misaligned>("misaligned")  // active tiles off the whole volume's pooling grid
+      .field("tiles", +[](const TileGrid& g) { return array_of(g.tiles); });
+
+  Fields<FidelityPrediction>("FidelityPrediction")
+      .field("r", &FidelityPrediction::r)
+      .field("nrmse", &FidelityPrediction::nrmse)
+      .field("deficit", &FidelityPrediction::deficit);
+
+  Fields<ContextProfile>("ContextProfile")
+      .field("radius", &ContextProfile::radius)
+      .field("measured", &ContextProfile::measured)
+      .field("assumed", &ContextProfile::assumed)
+      .field("radius90", +[](const ContextProfile& c) { return context_radius_holding(c, 0.90); })
+      .field("radius99", +[](const ContextProfile& c) { return context_radius_holding(c, 0.99); });
+
+  Fields<VerifyRegion>("VerifyRegion")
+      .field("possible", &VerifyRegion::possible)
+      .field("message", &VerifyRegion::message)
+      .field("lo", &VerifyRegion::lo)
+      .field("hi", &VerifyRegion::hi)
+      .field("compareLo", &VerifyRegion::compare_lo)
+      .field("compareHi", &VerifyRegion::compare_hi)
+      .field("margin", &VerifyRegion::margin)
+      .field("plan", +[](const VerifyRegion& v) { return or_null(v.possible, v.plan); });
+
+  Fields<TilePlan>("TilePlan")
+      .field("feasible", &TilePlan::feasible)
+      .field("tile", &TilePlan::tile)
+      .field("workers", &TilePlan::workers)
+      .field("threadsPerWorker", &TilePlan::threads_per_worker)
+      .field("estimatedSeconds", &TilePlan::estimated_seconds)
+      .field("estimateSource", &TilePlan::estimate_source)
+      .field("explanation", &TilePlan::explanation)
+      .field("fidelityWarning", &TilePlan::fidelity_warning)
+      .field("message", &TilePlan::message)
+      .field("wholeVolume", &TilePlan::whole_volume)
+      .number<&TilePlan::patch_edge>("patchEdge")
+      .field("patchDims", &TilePlan::patch_dims)
+      .number<&TilePlan::bytes_per_tile>("bytesPerTile")
+      .field("tilesInFlight", &TilePlan::tiles_in_flight)
+      .number<&TilePlan::tiles_total>("tilesTotal")
+      .number<&TilePlan::tiles_active>("tilesActive")
+      .number<&TilePlan::tiles_skipped>("tilesSkipped")
+      .number<&TilePlan::activation_bytes>("activationBytes")
+      .number<&TilePlan::module_heap_bytes>("moduleHeapBytes")
+      .number<&TilePlan::peak_bytes>("peakBytes")
+      .field("grid", &TilePlan::grid)
+      // Optional members are null when absent (the API's documented shape), hence val getters.
+      .field("verify", +[](const TilePlan& p) { return p.verify ? val(*p.verify) : val::null(); })
+      .field("context", +[](const TilePlan& p) { return or_null(!p.context.within.empty(), p.context); })
+      .field("predictedFidelity", +[](const TilePlan& p) { return or_null(p.fidelity_known, p.fidelity); });
+
+  Fields<RunReport>("RunReport")
+      .number<&RunReport::tiles_total>("tilesTotal")
+      .number<&RunReport::tiles_run>("tilesRun")
+      .number<&RunReport::tiles_skipped>("tilesSkipped")
+      .field("concurrency", &RunReport::concurrency)
+      .field("maxInFlight", &RunReport::max_in_flight)
+      .number<&RunReport::patch_edge>("patchEdge")
+      .number<&RunReport::bytes_per_tile>("bytesPerTile")
+      .field("driverSeconds", &RunReport::wall_seconds)
+      .field("tileSeconds", +[](const RunReport& r) { return array_of(r.tile_seconds); });
+
+  Fields<Agreement>("Agreement")
+      .number<&Agreement::voxels>("voxels")
+      .field("r", &Agreement::r)
+      .field("nrmse", &Agreement::nrmse)
+      .field("maxAbs", &Agreement::max_abs)
+      .field("hfen", &Agreement::hfen);
+
+  Fields<OptionSpec>("OptionSpec")
+      .text<&OptionSpec::name>("name")
+      .text<&OptionSpec::unit>("unit")
+      .field("default", +[](const OptionSpec& o) { return o.default_text.empty() ? val(o.default_value) : val(std::string(o.default_text)); })
+      .field("defaultValue", &OptionSpec::default_value)
+      .field("min", &OptionSpec::min)
+      .field("max", &OptionSpec::max)
+      .field("minExclusive", &OptionSpec::min_exclusive)
+      .field("integer", &OptionSpec::integer)
+      .text<&OptionSpec::help>("help")
+      .field("choices", +[](const OptionSpec& o) {
+        val out = val::array();  // "faithful|balanced|fast" -> ["faithful", "balanced", "fast"]; "" -> []
+        for (std::string_view rest = o.choices; !rest.empty();) {
+          const size_t bar = rest.find('|');
+          out.call<void>("push", std::string(rest.substr(0, bar)));
+          rest = bar == std::string_view::npos ? std::string_view{} : rest.substr(bar + 1);
+        }
+        return out;
+      });
+
+  // A network call of an InversionJob. The inputs are views on the driver's buffers (the spans survive the copy
+  // val(x) converts), valid until the call is answered.
+  Fields<NamedInput>("NamedInput")
+      .field("role", &NamedInput::role)
+      .field("dims", +[](const NamedInput& e) {
+        val out = val::array();
+        for (uint64_t k : e.dims) out.call<void>("push", static_cast<double>(k));
+        return out;
+      })
+      .field("input", +[](const NamedInput& e) { return val(emscripten::typed_memory_view(e.data.size(), e.data.data())); });
+  Fields<Bridge::Request>("NetworkCall")
+      .number<&Bridge::Request::id>("id")
+      .field("network", &Bridge::Request::network)
+      .number<&Bridge::Request::tile>("tile")
+      .field("dims", &call_dims)
+      .field("input", +[](const Bridge::Request& r) { return val(emscripten::typed_memory_view(r.input.size(), r.input.data())); })
+      .field("extras", +[](const Bridge::Request& r) { return array_of(r.extras); });
+
+  Fields<Normalization>("Normalization")
+      .field("inputMean", &Normalization::input_mean)
+      .field("inputStd", &Normalization::input_std)
+      .field("outputStd", &Normalization::output_scale)
+      .field("outputMean", &Normalization::output_offset);
+
+  Fields<WeightsFile>("WeightsFile")
+      .text<&WeightsFile::file>("file")
+      .field("url", +[](const WeightsFile& w) {
+        return w.bundled.empty() ? std::string(kOfficialWeightsBase) + std::string(w.file) : std::string(w.bundled);
+      })
+      .field("bundled", +[](const WeightsFile& w) { return !w.bundled.empty(); })
+      .number<&WeightsFile::bytes>("bytes")
+      .text<&WeightsFile::sha256>("sha256");
+
+  Fields<ModelSpec>("ModelSpec")
+      .text<&ModelSpec::id>("id")
+      .text<&ModelSpec::name>("name")
+      .field("kind", +[](const ModelSpec& m) { return std::string(model_kind_name(m.kind)); })
+      .field("tileable", +[](const ModelSpec& m) { return m.tileable(); })
+      .field("divisor", &ModelSpec::divisor)
+      .number<&ModelSpec::bytes_per_voxel>("bytesPerVoxel")
+      .number<&ModelSpec::fixed_bytes>("fixedBytes")
+      .field("maskedInput", &ModelSpec::masked_input)
+      .field("costProvisional", &ModelSpec::cost_provisional)
+      .text<&ModelSpec::cost_source>("costSource")
+      .field("inputChannels", &ModelSpec::input_channels)
+      .field("outputChannels", &ModelSpec::output_channels)
+      .text<&ModelSpec::input>("input")
+      .text<&ModelSpec::output>("output")
+      .text<&ModelSpec::quantity>("quantity")
+      .field("inputs", +[](const ModelSpec& m) {
+        val out = val::array();
+        for (InputRole role : m.inputs) out.call<void>("push", std::string(input_role_name(role)));
+        return out;
+      })
+      .field("cropMargin", &ModelSpec::crop_margin)
+      .field("normalization", &ModelSpec::norm)
+      .field("pad", +[](const ModelSpec& m) { return std::string(m.pad == PadRule::SmallerHalfLow ? "smaller-half-low" : "larger-half-low"); })
+      .field("weights", +[](const ModelSpec& m) {
+        val out = val::array();  // the files recorded (unused entries have no file)
+        for (const WeightsFile& w : m.weights) {
+          if (!w.file.empty()) out.call<void>("push", val(w));
+        }
+        return out;
+      })
+      .text<&ModelSpec::licence>("licence")
+      .text<&ModelSpec::citation>("citation")
+      .text<&ModelSpec::notes>("notes")
+      .field("defaultHalo", &ModelSpec::default_halo)
+      .field("receptiveRadius", &ModelSpec::receptive_radius)
+      .text<&ModelSpec::receptive_source>("receptiveSource")
+      .field("measuredContext", +[](const ModelSpec& m) { return m.measured_context.empty() ? val::null() : array_of(m.measured_context); });
+}
+
+val limits_to_val() {
+  val o = val::object();  // named constants, not a struct
+  o.set("tileActivationBudget", static_cast<double>(WASM_TILE_ACTIVATION_BUDGET));
+  o.set("maxPatchActivationBytes", static_cast<double>(WASM_MAX_PATCH_ACTIVATION_BYTES));
+  o.set("heapCeilingBytes", static_cast<double>(WASM_HEAP_CEILING_BYTES));
+  return o;
+}
+
+val verification_to_val(const Agreement& a, const VerifyRegion& region) {
+  val o(a);
+  o.delete_(std::string("hfen"));  // the self-check computes none
+  o.set("compareLo", val(region.compare_lo));
+  o.set("compareHi", val(region.compare_hi));
+  o.set("margin", region.margin);
+  return o;
 }
 
 }  // namespace tessera::js

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "internal/job.h"
@@ -17,6 +18,7 @@
 #include "tessera/inversion.h"
 #include "tessera/plan.h"
 #include "tessera/registry.h"
+#include "tessera/verify.h"
 
 namespace tessera::js {
 
@@ -40,20 +42,35 @@ auto guarded(F&& f) -> decltype(f()) {
   }
 }
 
+// Readers of what JavaScript sends. Hand-written, not Embind value_object conversions: they refuse bad input by name
+// ("dims must be an array of 3 numbers"), apply the schema's defaults and ranges, and accept the request's optional
+// and alternative forms, where a generic conversion would only say "Missing field".
 Geometry geometry_from(const val& v);
 TileConfig tile_from(const val& v);
 TileCost cost_from(const val& v);
 FieldNetwork custom_network_from(const val& v);
 InversionRequest request_from(const val& v);
-// The request schema (tessera/request.h): [{name, unit, default, min, max, minExclusive, integer, help}].
-val schema_to_val();
 
-val to_val(const ModelSpec& m);
-val to_val(const PatchFit& f);
-val to_val(const TilePlan& p);
-val to_val(const RunReport& r);
+// Registers the structs Tessera reports as Embind value types: val(x) is then the object index.d.ts documents.
+// Called once, from EMSCRIPTEN_BINDINGS, before any val(x) of them.
+void register_value_types();
 
-// The choice a plan object (from plan()) fixed, to hand back to a run.
+// A JS array of val(x) for each x (Embind's register_vector would give a class handle, not an array).
+// x is not a 64-bit integer (no BigInt type is registered: convert those to double).
+template <class Range>
+val array_of(const Range& items) {
+  using X = std::remove_cvref_t<decltype(*std::begin(items))>;
+  static_assert(!std::is_same_v<X, uint64_t> && !std::is_same_v<X, int64_t>, "64-bit integers cross as double");
+  val out = val::array();
+  for (const auto& x : items) out.call<void>("push", val(x));
+  return out;
+}
+
+// {tileActivationBudget, maxPatchActivationBytes, heapCeilingBytes}: the module's memory limits.
+val limits_to_val();
+
+// The choice a plan object (from plan()) fixed, to hand back to a run (read by hand like the requests above: a
+// refused or foreign plan gets its own message).
 PlanChoice plan_choice_from(const val& plan);
 
 // The plan of request over a volume of this geometry and mask (a Uint8Array of 0/1, or undefined: every voxel), with
@@ -64,6 +81,10 @@ val plan_to_val(const val& geometry, const val& mask, const val& request);
 // A copy of a C++ vector as a standalone JS typed array (not a heap view).
 val copy_out(std::span<const float> v);
 val copy_out(std::span<const uint8_t> v);
+
+// {voxels, r, nrmse, maxAbs, compareLo, compareHi, margin}: the self-check's agreement over region's compared part
+// (it computes no HFEN, so the object has none).
+val verification_to_val(const Agreement& a, const VerifyRegion& region);
 
 // {voxels, r, nrmse, maxAbs, hfen} of test against reference inside mask; options {lo, hi, hfen} (tessera/fidelity.h).
 val compare_to_val(const val& geometry, const val& test, const val& reference, const val& mask, const val& options);

@@ -32,6 +32,7 @@ val FieldRun::next() {
   if (staging_.empty()) staging_.resize(run_->input_shape().size());
   const auto patch = run_->next(staging_);
   if (!patch) return val::null();
+  // Not one struct: the patch's job and tile, the run's input shape and a view on this run's staging buffer.
   val o = val::object();
   o.set("job", static_cast<double>(patch->job));
   o.set("tile", static_cast<double>(patch->tile));
@@ -70,7 +71,7 @@ val FieldRun::state() const {
 }
 
 val FieldRun::report() {
-  val r = to_val(run_->report());  // throws unless the run succeeded (native patching writes chi here)
+  val r(run_->report());  // throws unless the run succeeded (native patching writes chi here)
   succeeded_ = true;
   r.set("warning", warning_);
   return r;

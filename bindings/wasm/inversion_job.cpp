@@ -34,38 +34,13 @@ InversionJob::InversionJob(std::shared_ptr<Volume> volume, const val& request, c
 }
 
 val InversionJob::poll() {
-  val o = val::object();
+  val o = val::object();  // the job's state, not a struct
   const Job::State s = job_->state();
   o.set("state", std::string(s == Job::State::Running ? "running" : s == Job::State::Succeeded ? "succeeded" : "failed"));
   o.set("done", static_cast<double>(job_->done()));
   o.set("total", static_cast<double>(job_->total()));
   o.set("inFlight", job_->bridge().open_requests());
-  val requests = val::array();
-  for (const Bridge::Request& r : job_->bridge().take()) {
-    val q = val::object();
-    q.set("id", static_cast<double>(r.id));
-    q.set("network", r.network);
-    q.set("tile", static_cast<double>(r.tile));
-    val dims = val::array();
-    dims.call<void>("push", 1);
-    dims.call<void>("push", r.shape.channels);
-    for (uint64_t d : r.shape.dims) dims.call<void>("push", static_cast<double>(d));
-    q.set("dims", dims);
-    q.set("input", val(emscripten::typed_memory_view(r.input.size(), r.input.data())));
-    val extras = val::array();
-    for (const NamedInput& e : r.extras) {
-      val x = val::object();
-      x.set("role", e.role);
-      val d = val::array();
-      for (uint64_t k : e.dims) d.call<void>("push", static_cast<double>(k));
-      x.set("dims", d);
-      x.set("input", val(emscripten::typed_memory_view(e.data.size(), e.data.data())));
-      extras.call<void>("push", x);
-    }
-    q.set("extras", extras);
-    requests.call<void>("push", q);
-  }
-  o.set("requests", requests);
+  o.set("requests", array_of(job_->bridge().take()));
   return o;
 }
 
@@ -80,7 +55,7 @@ void InversionJob::cancel() { job_->cancel(); }
 val InversionJob::report() {
   job_->join();
   if (job_->state() == Job::State::Failed) throw Error(job_->error_code(), job_->error_message());
-  val r = to_val(job_->report());
+  val r(job_->report());
   r.set("warning", warning_);
   r.set("maxOpenRequests", job_->bridge().max_open_requests());
   return r;

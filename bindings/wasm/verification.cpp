@@ -49,21 +49,7 @@ Verification::Verification(std::shared_ptr<Volume> volume, const val& request, c
 val Verification::compare(const val& tiled, const val& box_chi) const {
   const std::vector<float> t = floats(tiled, volume_->geo().voxel_count(), "the tiled χ");
   const std::vector<float> b = floats(box_chi, box_->geo().voxel_count(), "the box's χ");
-  const Agreement a = compare_verification(volume_->geo(), t, volume_->mask(), b, region_);
-  val o = val::object();
-  o.set("voxels", static_cast<double>(a.voxels));
-  o.set("r", a.r);
-  o.set("nrmse", a.nrmse);
-  o.set("maxAbs", a.max_abs);
-  val lo = val::array(), hi = val::array();
-  for (int i = 0; i < 3; ++i) {
-    lo.call<void>("push", static_cast<double>(region_.compare_lo[i]));
-    hi.call<void>("push", static_cast<double>(region_.compare_hi[i]));
-  }
-  o.set("compareLo", lo);
-  o.set("compareHi", hi);
-  o.set("margin", region_.margin);
-  return o;
+  return verification_to_val(compare_verification(volume_->geo(), t, volume_->mask(), b, region_), region_);
 }
 
 double Verification::data_consistency(const val& chi) const {

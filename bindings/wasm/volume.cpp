@@ -35,19 +35,7 @@ Volume::Volume(const Geometry& geometry, std::vector<float> field, std::vector<u
   validate_volume_sizes(geometry_, field_.size(), mask_.size());
 }
 
-val Volume::geometry() const {
-  val o = val::object();
-  val dims = val::array(), vox = val::array(), b0 = val::array();
-  for (int a = 0; a < 3; ++a) {
-    dims.call<void>("push", static_cast<double>(geometry_.dims[a]));
-    vox.call<void>("push", geometry_.voxel_mm[a]);
-    b0.call<void>("push", geometry_.b0_dir[a]);
-  }
-  o.set("dims", dims);
-  o.set("voxelMm", vox);
-  o.set("b0Dir", b0);
-  return o;
-}
+val Volume::geometry() const { return val(geometry_); }
 
 val Volume::field_view() { return val(emscripten::typed_memory_view(field_.size(), field_.data())); }
 val Volume::mask_view() { return val(emscripten::typed_memory_view(mask_.size(), mask_.data())); }

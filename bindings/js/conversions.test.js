@@ -1,0 +1,357 @@
+// The objects the wasm module hands to JavaScript (bindings/wasm/conversions.cpp), pinned field by field: names, their
+// order, Number types (never a BigInt: the module is built with WASM_BIGINT=0) and null where a member is absent. The
+// API, the CLI (report.json, plan --json), the page and index.d.ts depend on these shapes.
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { loadTesseraModule } from './module.js';
+
+let M;
+before(async () => {
+  M = await loadTesseraModule({ pthreadPoolSize: 3 }); // an InversionJob's driver thread
+});
+
+// ---- Shapes ----
+const N = 'number';
+const S = 'string';
+const B = 'boolean';
+class ArrayOf { constructor(shape) { this.shape = shape; } }
+class Nullable { constructor(shape) { this.shape = shape; } }
+class Either { constructor(...shapes) { this.shapes = shapes; } }
+class Lazy { constructor(get) { this.get = get; } }
+class Typed { constructor(ctor) { this.ctor = ctor; } }
+const arrayOf = (s) => new ArrayOf(s);
+const nullable = (s) => new Nullable(s);
+const T3 = [N, N, N];
+
+/** Asserts value has exactly this shape: an object's own keys in this order, arrays, typeof of every leaf. */
+function assertShape(value, shape, path = 'value') {
+  if (shape instanceof Lazy) return assertShape(value, shape.get(), path);
+  if (shape instanceof Nullable) {
+    if (value !== null) assertShape(value, shape.shape, path);
+    return;
+  }
+  if (shape instanceof Either) {
+    const fits = shape.shapes.some((s) => {
+      try {
+        assertShape(value, s, path);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    assert.ok(fits, `${path}: ${JSON.stringify(value)} fits none of its shapes`);
+    return;
+  }
+  if (typeof shape === 'string') {
+    assert.equal(typeof value, shape, `${path} is ${typeof value} (${String(value)}), not ${shape}`);
+    if (shape === N) assert.ok(Number.isFinite(value), `${path} = ${value} is not finite`);
+    return;
+  }
+  if (shape instanceof Typed) {
+    assert.ok(value instanceof shape.ctor, `${path} is not a ${shape.ctor.name}: ${Object.prototype.toString.call(value)}`);
+    return;
+  }
+  if (shape instanceof ArrayOf) {
+    assert.ok(Array.isArray(value), `${path} is not an array: ${Object.prototype.toString.call(value)}`);
+    value.forEach((v, i) => assertShape(v, shape.shape, `${path}[${i}]`));
+    return;
+  }
+  if (Array.isArray(shape)) {
+    assert.ok(Array.isArray(value), `${path} is not an array: ${Object.prototype.toString.call(value)}`);
+    assert.equal(value.length, shape.length, `${path} has ${value.length} elements, not ${shape.length}`);
+    shape.forEach((s, i) => assertShape(value[i], s, `${path}[${i}]`));
+    return;
+  }
+  assert.ok(value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype, `${path} is not a plain object`);
+  assert.deepEqual(Object.keys(value), Object.keys(shape), `${path}'s fields`);
+  for (const k of Object.keys(shape)) assertShape(value[k], shape[k], `${path}.${k}`);
+}
+
+const PLAN_TILE = { core: N, halo: N, stride: N, blend: S };
+const GRID_TILE = { index: N, coreLo: T3, coreHi: T3, patchLo: T3, skipped: B };
+const GRID = { counts: T3, patchEdge: N, stride: N, blend: S, misaligned: N, tiles: arrayOf(GRID_TILE) };
+const PREDICTED_FIDELITY = { r: N, nrmse: N, deficit: N };
+const CONTEXT = { radius: N, measured: B, assumed: B, radius90: N, radius99: N };
+const PLANNED_VERIFICATION = {
+  possible: B, message: S, lo: T3, hi: T3, compareLo: T3, compareHi: T3, margin: N,
+  plan: nullable(new Lazy(() => TILE_PLAN)),
+};
+// A plan as the planner makes it (plan.verify.plan); plan() adds warning, networks and steps.
+const TILE_PLAN = {
+  feasible: B, tile: PLAN_TILE, workers: N, threadsPerWorker: N, estimatedSeconds: N, estimateSource: S, explanation: S, fidelityWarning: S,
+  message: S, wholeVolume: B, patchEdge: N, patchDims: T3, bytesPerTile: N, tilesInFlight: N, tilesTotal: N,
+  tilesActive: N, tilesSkipped: N, activationBytes: N, moduleHeapBytes: N, peakBytes: N, grid: GRID,
+  verify: nullable(PLANNED_VERIFICATION), context: nullable(CONTEXT), predictedFidelity: nullable(PREDICTED_FIDELITY),
+};
+const PLAN = { ...TILE_PLAN, warning: S, networks: N, steps: B };
+const PATCH_FIT = { fits: B, patchEdge: N, bytes: N, largestEdge: N, largestCore: N, message: S };
+const RUN_REPORT = {
+  tilesTotal: N, tilesRun: N, tilesSkipped: N, concurrency: N, maxInFlight: N, patchEdge: N, bytesPerTile: N,
+  driverSeconds: N, tileSeconds: arrayOf(N), warning: S,
+};
+const NETWORK_CALL = {
+  id: N, network: N, tile: N, dims: [N, N, N, N, N], input: new Typed(Float32Array),
+  extras: arrayOf({ role: S, dims: arrayOf(N), input: new Typed(Float32Array) }),
+};
+const JOB_STATE = { state: S, done: N, total: N, inFlight: N, requests: arrayOf(NETWORK_CALL) };
+const AGREEMENT = { voxels: N, r: N, nrmse: N, maxAbs: N, hfen: N };
+const VERIFICATION = { voxels: N, r: N, nrmse: N, maxAbs: N, compareLo: T3, compareHi: T3, margin: N };
+const OPTION = {
+  name: S, unit: S, default: new Either(N, S), defaultValue: N, min: N, max: N, minExclusive: B, integer: B, help: S,
+  choices: arrayOf(S),
+};
+const WEIGHTS_FILE = { file: S, url: S, bundled: B, bytes: N, sha256: S };
+const MODEL = {
+  id: S, name: S, kind: S, tileable: B, divisor: N, bytesPerVoxel: N, fixedBytes: N, maskedInput: B, costProvisional: B,
+  costSource: S, inputChannels: N, outputChannels: N, input: S, output: S, quantity: S, inputs: arrayOf(S), cropMargin: N,
+  normalization: { inputMean: N, inputStd: N, outputStd: N, outputMean: N }, pad: S, weights: arrayOf(WEIGHTS_FILE),
+  licence: S, citation: S, notes: S, defaultHalo: N, receptiveRadius: N, receptiveSource: S,
+  measuredContext: nullable(arrayOf(N)),
+};
+const GEOMETRY = { dims: T3, voxelMm: T3, b0Dir: T3 };
+const LIMITS = { tileActivationBudget: N, maxPatchActivationBytes: N, heapCeilingBytes: N };
+
+// ---- Data ----
+const geometry = { dims: [20, 18, 16], voxelMm: [1, 1.5, 2], b0Dir: [0, 0.1, 1] };
+const n = 20 * 18 * 16;
+function interiorMask([nx, ny, nz], margin) {
+  const m = new Uint8Array(nx * ny * nz);
+  for (let z = margin; z < nz - margin; z++)
+    for (let y = margin; y < ny - margin; y++)
+      for (let x = margin; x < nx - margin; x++) m[x + nx * (y + ny * z)] = 1;
+  return m;
+}
+const mask = interiorMask(geometry.dims, 3);
+const field = Float32Array.from({ length: n }, (_, i) => Math.sin(i * 0.37) * 0.05);
+
+/** Runs a field run to the end with the identity network (the output is the patch it was given). */
+function runIdentity(volume, request, plan) {
+  const run = M.startFieldRun(volume, request, plan);
+  try {
+    for (;;) {
+      const patches = [];
+      for (let p; (p = run.next()) !== null; ) patches.push({ job: p.job, output: p.input.slice() });
+      for (const p of patches) run.finish(p.job, p.output);
+      if (run.state().finished) break;
+      assert.ok(patches.length > 0, 'the run neither finished nor handed out a patch');
+    }
+    return { report: run.report(), chi: run.result() };
+  } finally {
+    run.delete();
+  }
+}
+
+function newVolume(g = geometry, f = field, m = mask) {
+  const v = new M.Volume(g, 1);
+  v.fieldView().set(f);
+  v.maskView().set(m);
+  return v;
+}
+
+test('a tiled plan: every field, Numbers, the grid tiles; verify, context and predictedFidelity null when absent', () => {
+  const request = { spec: { divisor: 4 }, tile: { core: 8, halo: 2 } };
+  const plan = M.plan(geometry, mask, request);
+  assertShape(plan, PLAN, 'plan');
+  assert.equal(plan.feasible, true, plan.message);
+  assert.deepEqual(plan.tile, { core: 8, halo: 2, stride: 8, blend: 'crop' });
+  assert.equal(plan.verify, null);
+  assert.equal(plan.context, null, 'a custom network without a receptive radius: its reach is unknown');
+  assert.equal(plan.predictedFidelity, null);
+  assert.equal(plan.patchEdge, 12); // 8 + 2·2, on the divisor 4
+  assert.deepEqual(plan.patchDims, [12, 12, 12]);
+  // The grid: ceil(dims / core) tiles per axis, in x-fastest order, the skipped ones those whose core misses the mask.
+  assert.deepEqual(plan.grid.counts, geometry.dims.map((d) => Math.ceil(d / 8)));
+  assert.equal(plan.grid.tiles.length, plan.tilesTotal);
+  assert.equal(plan.tilesTotal, plan.grid.counts[0] * plan.grid.counts[1] * plan.grid.counts[2]);
+  assert.equal(plan.grid.tiles.filter((t) => t.skipped).length, plan.tilesSkipped);
+  assert.equal(plan.tilesActive + plan.tilesSkipped, plan.tilesTotal);
+  plan.grid.tiles.forEach((t, i) => {
+    assert.equal(t.index, i);
+    for (let a = 0; a < 3; a++) {
+      assert.equal(t.patchLo[a], t.coreLo[a] - 2);
+      assert.ok(t.coreHi[a] > t.coreLo[a] && t.coreHi[a] - t.coreLo[a] <= 8);
+    }
+  });
+  assert.ok(plan.grid.tiles.some((t) => t.patchLo.some((x) => x < 0)), 'negative patch corners stay negative Numbers');
+  assert.equal(plan.peakBytes, plan.activationBytes + plan.moduleHeapBytes);
+});
+
+test('a plan with verify, a known reach and overlapping blended tiles: the nested objects are there', () => {
+  const request = { spec: { divisor: 1, receptiveRadius: 3 }, tile: { core: 6, halo: 3, stride: 4, blend: 'cosine' }, verify: true };
+  const plan = M.plan(geometry, mask, request);
+  assertShape(plan, PLAN, 'plan');
+  assert.equal(plan.feasible, true, plan.message);
+  assert.deepEqual(plan.tile, { core: 6, halo: 3, stride: 4, blend: 'cosine' });
+  assert.equal(plan.grid.stride, 4);
+  assert.equal(plan.grid.blend, 'cosine');
+  assert.notEqual(plan.context, null);
+  assert.equal(plan.context.radius, 3);
+  assert.ok(plan.context.radius90 <= plan.context.radius99);
+  assert.notEqual(plan.predictedFidelity, null);
+  assert.ok(plan.predictedFidelity.r <= 1);
+  assert.notEqual(plan.verify, null);
+  assert.equal(plan.verify.possible, true, plan.verify.message);
+  assert.notEqual(plan.verify.plan, null);
+  assert.equal(plan.verify.plan.wholeVolume, true);
+  assert.deepEqual(plan.verify.plan.patchDims, [0, 1, 2].map((a) => plan.verify.hi[a] - plan.verify.lo[a]));
+});
+
+test('a whole-volume plan and a refused one keep every field', () => {
+  const whole = M.plan(geometry, undefined, { spec: {}, whole: true });
+  assertShape(whole, PLAN, 'whole');
+  assert.equal(whole.wholeVolume, true);
+  assert.deepEqual(whole.predictedFidelity, { r: 1, nrmse: 0, deficit: 0 }, 'the whole-volume run is its own reference');
+  assert.equal(whole.grid.tiles.length, 1);
+  const refused = M.plan(geometry, mask, { spec: { bytesPerVoxel: 1e6 }, tile: { core: 200, halo: 8 } });
+  assertShape(refused, PLAN, 'refused');
+  assert.equal(refused.feasible, false);
+  assert.match(refused.message, /single-patch limit/);
+  assert.deepEqual(refused.grid.tiles, []);
+});
+
+test('patchFit: byte figures past 2^32 arrive whole, as Numbers', () => {
+  const fit = M.patchFit({ core: 1000, halo: 4 }, { divisor: 16, bytesPerVoxel: 1100, fixedBytes: 5e9 });
+  assertShape(fit, PATCH_FIT, 'patchFit');
+  assert.equal(fit.patchEdge, 1008); // 1000 + 2·4, on the divisor 16
+  assert.equal(fit.bytes, 5e9 + 1008 ** 3 * 1100);
+  assert.equal(fit.fits, false);
+  assert.equal(fit.largestEdge, 0, 'the fixed bytes alone are over the limit');
+  const small = M.patchFit({ core: 40, halo: 4 }, { divisor: 8, bytesPerVoxel: 1100 });
+  assertShape(small, PATCH_FIT, 'patchFit');
+  assert.equal(small.bytes, 48 ** 3 * 1100);
+  assert.equal(small.fits, true);
+  assert.equal(small.message, '');
+  assert.equal(small.largestCore, small.largestEdge - 8);
+  assert.equal(small.largestEdge % 8, 0);
+});
+
+test('a run report from a field run, and the volume geometry', () => {
+  const request = { spec: { divisor: 2 }, tile: { core: 7, halo: 1 } };
+  const plan = M.plan(geometry, mask, request);
+  const volume = newVolume();
+  try {
+    assertShape(volume.geometry(), GEOMETRY, 'geometry');
+    assert.deepEqual(volume.geometry(), geometry);
+    const { report, chi } = runIdentity(volume, request, plan);
+    assertShape(report, RUN_REPORT, 'report');
+    assert.equal(report.tilesTotal, plan.tilesTotal);
+    assert.equal(report.tilesRun, plan.tilesActive);
+    assert.equal(report.tilesSkipped, plan.tilesSkipped);
+    assert.equal(report.tileSeconds.length, report.tilesRun);
+    assert.equal(report.patchEdge, plan.patchEdge);
+    assert.equal(report.bytesPerTile, plan.bytesPerTile);
+    assert.equal(report.concurrency, plan.tilesInFlight);
+    // The identity network gives back the field inside the mask, zero outside.
+    for (let i = 0; i < n; i++) assert.equal(chi[i], mask[i] ? field[i] : 0);
+  } finally {
+    volume.delete();
+  }
+});
+
+test('an inversion job: its network calls (dims, heap views, the extra inputs of a phase network) and its report', async () => {
+  const request = { model: 'iqsm', te: 0.02, b0: 3 };
+  const plan = M.plan(geometry, mask, request);
+  assert.equal(plan.feasible, true, plan.message);
+  assert.equal(plan.steps, false, 'the phase networks run on a driver thread');
+  const volume = newVolume(geometry, field.map((f) => f * 40)); // a wrapped phase, rad
+  const job = M.startInversion(volume, request, plan);
+  try {
+    const roles = M.model('iqsm').inputs;
+    let calls = 0;
+    for (;;) {
+      const s = job.poll();
+      assertShape(s, JOB_STATE, 'poll');
+      for (const r of s.requests) {
+        calls++;
+        const [, channels, x, y, z] = r.dims;
+        assert.equal(r.input.length, channels * x * y * z);
+        assert.ok(r.extras.length > 0, 'iQSM takes more inputs than the phase');
+        for (const e of r.extras) {
+          assert.ok(roles.includes(e.role), `${e.role} is one of ${roles}`);
+          assert.equal(e.input.length, e.dims.reduce((p, d) => p * d, 1));
+        }
+        job.respond(r.id, new Float32Array(x * y * z)); // one output channel
+      }
+      if (s.state !== 'running') break;
+      await new Promise((resolve) => setTimeout(resolve, s.requests.length ? 0 : 2));
+    }
+    assert.ok(calls > 0);
+    const report = job.report();
+    assertShape(report, { ...RUN_REPORT, maxOpenRequests: N }, 'report');
+    assert.ok(report.maxOpenRequests >= 1);
+  } finally {
+    job.delete();
+    volume.delete();
+  }
+});
+
+test('the self-check comparison: {voxels, r, nrmse, maxAbs, compareLo, compareHi, margin}, no hfen', () => {
+  const request = { spec: { divisor: 1, receptiveRadius: 2 }, tile: { core: 6, halo: 2 }, verify: true };
+  const plan = M.plan(geometry, mask, request);
+  assert.equal(plan.verify?.possible, true, plan.verify?.message);
+  const volume = newVolume();
+  try {
+    const { chi } = runIdentity(volume, request, plan);
+    const check = M.startVerification(volume, request, plan);
+    try {
+      const box = check.box();
+      let boxChi;
+      try {
+        ({ chi: boxChi } = runIdentity(box, { ...request, whole: true, tile: undefined }, plan.verify.plan));
+      } finally {
+        box.delete();
+      }
+      const agreement = check.compare(chi, boxChi);
+      assertShape(agreement, VERIFICATION, 'verification');
+      assert.deepEqual(agreement.compareLo, plan.verify.compareLo);
+      assert.deepEqual(agreement.compareHi, plan.verify.compareHi);
+      assert.equal(agreement.margin, plan.verify.margin);
+      assert.equal(agreement.maxAbs, 0, 'an identity network tiled equals it whole');
+      assert.equal(typeof check.dataConsistency(chi), 'number');
+    } finally {
+      check.delete();
+    }
+  } finally {
+    volume.delete();
+  }
+});
+
+test('compare: the agreement of two maps, hfen 0 unless asked', () => {
+  const changed = Float32Array.from(field);
+  const voxels = mask.reduce((s, m) => s + m, 0);
+  changed[mask.indexOf(1)] += 0.5;
+  const a = M.compare(geometry, changed, field, mask, {});
+  assertShape(a, AGREEMENT, 'compare');
+  assert.equal(a.voxels, voxels);
+  assert.ok(Math.abs(a.maxAbs - 0.5) < 1e-6, `maxAbs ${a.maxAbs}`);
+  assert.equal(a.hfen, 0);
+  const same = M.compare(geometry, field, field, mask, { hfen: true });
+  assertShape(same, AGREEMENT, 'compare');
+  assert.equal(same.nrmse, 0);
+  assert.equal(same.maxAbs, 0);
+});
+
+test('schema, registry, model and limits', () => {
+  const schema = M.schema();
+  assertShape(schema, arrayOf(OPTION), 'schema');
+  assert.ok(schema.length > 0);
+  assert.equal(new Set(schema.map((o) => o.name)).size, schema.length, 'option names are unique');
+  const quality = schema.find((o) => o.name === 'quality');
+  assert.ok(quality.choices.length > 1 && quality.choices.includes(quality.default));
+  for (const o of schema) {
+    if (typeof o.default === 'number') assert.equal(o.default, o.defaultValue, o.name);
+    if (o.choices.length === 0 && typeof o.default === 'number') assert.ok(o.min <= o.default && o.default <= o.max, o.name);
+  }
+  const registry = M.registry();
+  assertShape(registry, arrayOf(MODEL), 'registry');
+  assert.ok(registry.some((m) => m.measuredContext === null) && registry.some((m) => m.measuredContext !== null),
+    'the registry holds models with and without a measured context');
+  assert.ok(registry.some((m) => m.weights.length > 0));
+  for (const m of registry) {
+    assert.deepEqual(M.model(m.id), m);
+    for (const w of m.weights) assert.ok(w.url.endsWith(w.file), `${m.id}: ${w.url}`);
+  }
+  const limits = M.limits();
+  assertShape(limits, LIMITS, 'limits');
+  assert.ok(limits.tileActivationBudget < limits.maxPatchActivationBytes && limits.maxPatchActivationBytes < limits.heapCeilingBytes);
+});
