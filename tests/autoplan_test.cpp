@@ -269,6 +269,7 @@ TEST(AutoPlan, ThroughputFitRefusesPointsItCannotUse) {
   EXPECT_EQ(m.per_tile_seconds, 0.0);
   EXPECT_GT(m.seconds_per_voxel, 0.0);
   EXPECT_STREQ(speed_source_name(SpeedSource::Measured), "measured");
+}
 
 TEST(AutoPlan, APhysicsLoopRunsWholeWhenItFits) {
   // 160×160×128 at 440 B/voxel (LPCNN-like): 1.44 GB whole fits the single-patch limit; the speed-only planner (the

@@ -106,6 +106,7 @@ TEST(Inversion, PlanEstimatesWithTheMeasuredSpeedAndSaysSo) {
   // Unusable points are refused by name, not planned with.
   r.measured_speed = {{32, 1, 0.5}};
   EXPECT_THROW(plan_inversion(r, mask, Target::Wasm), Error);
+}
 
 TEST(Inversion, PhysicsLoopsAutoPlanTheWholeVolumeWhenItFits) {
   const Geometry g = geometry(96, 96, 80);
