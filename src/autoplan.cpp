@@ -197,6 +197,54 @@ FidelityTarget fidelity_target(Quality q) {
   return FidelityTarget{};
 }
 
+const char* speed_source_name(SpeedSource s) {
+  switch (s) {
+    case SpeedSource::Default: return "default";
+    case SpeedSource::Registry: return "registry";
+    case SpeedSource::Measured: return "measured";
+  }
+  return "default";
+}
+
+ThroughputModel fit_throughput(std::span<const SpeedPoint> points, const ThroughputModel& base) {
+  // y = a + b·x with x = edge³ / speed-up(threads): a is the fixed cost of a tile, b the seconds per voxel on 1 thread.
+  double sx = 0, sy = 0, sxx = 0, sxy = 0, x_min = 1e300, x_max = 0;
+  for (const SpeedPoint& p : points) {
+    if (p.patch_edge < 1 || p.threads < 1 || !std::isfinite(p.seconds) || p.seconds <= 0) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "speed point (edge %llu, %u threads, %g s) is not a measurement: edge and threads must be "
+                    ">= 1 and seconds finite and > 0", static_cast<unsigned long long>(p.patch_edge), p.threads, p.seconds);
+      throw Error(ErrorCode::InvalidArgument, buf);
+    }
+    const double e = static_cast<double>(p.patch_edge);
+    const double x = e * e * e / speedup(p.threads, base);
+    sx += x;
+    sy += p.seconds;
+    sxx += x * x;
+    sxy += x * p.seconds;
+    x_min = std::min(x_min, x);
+    x_max = std::max(x_max, x);
+  }
+  const double n = static_cast<double>(points.size());
+  if (points.size() < 2 || x_max <= x_min * (1 + 1e-12)) {
+    throw Error(ErrorCode::InvalidArgument, "a speed fit needs patches of at least two sizes: measure two or more patch edges");
+  }
+  double b = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+  double a = (sy - b * sx) / n;
+  if (a < 0) {  // noise put the intercept below zero: no fixed cost, the slope through the origin
+    a = 0;
+    b = sxy / sxx;
+  }
+  if (!(b > 0)) {
+    throw Error(ErrorCode::InvalidArgument, "the measured patch times do not grow with the patch size: the machine was too busy "
+                                            "to measure; measure again or leave the speed out");
+  }
+  ThroughputModel m = base;
+  m.per_tile_seconds = a;
+  m.seconds_per_voxel = b;
+  return m;
+}
+
 double estimate_tiled_seconds(uint64_t patch_edge, uint64_t active_tiles, uint32_t workers, uint32_t threads,
                               const ThroughputModel& s) {
   if (active_tiles == 0) return 0.0;

@@ -214,7 +214,16 @@ TilePlan plan_unverified(const InversionRequest& r, std::span<const uint8_t> mas
   a.fixed_workers = r.fixed_workers;
   a.fixed_threads = r.fixed_threads;
   a.target = target;
-  if (r.model && r.model->seconds_per_voxel > 0) a.speed.seconds_per_voxel = r.model->seconds_per_voxel;
+  SpeedSource source = SpeedSource::Default;
+  if (r.model && r.model->seconds_per_voxel > 0) {
+    a.speed.seconds_per_voxel = r.model->seconds_per_voxel;
+    source = SpeedSource::Registry;
+  }
+  if (!r.measured_speed.empty()) {
+    a.speed = fit_throughput(r.measured_speed, a.speed);
+    if (r.measured_start_seconds >= 0) a.speed.worker_start_seconds = r.measured_start_seconds;
+    source = SpeedSource::Measured;
+  }
   try {
     const AutoPlan chosen = plan_auto(a, mask);
     TilePlan p = chosen.plan;
@@ -222,6 +231,7 @@ TilePlan plan_unverified(const InversionRequest& r, std::span<const uint8_t> mas
     p.workers = chosen.workers;
     p.threads_per_worker = chosen.threads_per_worker;
     p.estimated_seconds = chosen.estimated_seconds;
+    p.estimate_source = speed_source_name(source);
     p.explanation = chosen.explanation;
     p.fidelity_warning = chosen.warning;
     return p;

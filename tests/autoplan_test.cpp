@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "support.h"
 #include "tessera/error.h"
 
@@ -218,6 +222,53 @@ TEST(AutoPlan, AUserHaloIsKeptAndBalancedIsNoSlowerThanFaithful) {
   EXPECT_LE(balanced.plan.fidelity.nrmse, fidelity_target(Quality::Balanced).max_nrmse);
   EXPECT_EQ(quality_from_name("balanced"), Quality::Balanced);
   EXPECT_THROW(quality_from_name("best"), Error);
+}
+
+TEST(AutoPlan, ThroughputFitIsExactOnPointsOfTheModel) {
+  ThroughputModel truth;
+  truth.seconds_per_voxel = 2.5e-6;
+  truth.per_tile_seconds = 0.12;
+  truth.parallel_fraction = 0.8;
+  truth.worker_start_seconds = 1.7;
+  ThroughputModel base;
+  base.parallel_fraction = 0.8;
+  base.worker_start_seconds = 1.7;
+  // Points of the model at two edges on 2 threads and one on 1 thread: one tile, one worker, no start-up.
+  ThroughputModel no_start = truth;
+  no_start.worker_start_seconds = 0;
+  std::vector<SpeedPoint> points;
+  for (auto [edge, threads] : {std::pair<uint64_t, uint32_t>{32, 2}, {48, 2}, {64, 1}}) {
+    points.push_back(SpeedPoint{edge, threads, estimate_tiled_seconds(edge, 1, 1, threads, no_start)});
+  }
+  const ThroughputModel fit = fit_throughput(points, base);
+  EXPECT_NEAR(fit.seconds_per_voxel, truth.seconds_per_voxel, 1e-12);
+  EXPECT_NEAR(fit.per_tile_seconds, truth.per_tile_seconds, 1e-9);
+  EXPECT_DOUBLE_EQ(fit.parallel_fraction, 0.8);
+  EXPECT_DOUBLE_EQ(fit.worker_start_seconds, 1.7);
+  EXPECT_NEAR(estimate_tiled_seconds(96, 10, 2, 1, fit), estimate_tiled_seconds(96, 10, 2, 1, truth), 1e-9);
+}
+
+TEST(AutoPlan, ThroughputFitRefusesPointsItCannotUse) {
+  const ThroughputModel base;
+  auto refused = [&](std::vector<SpeedPoint> points, const char* words) {
+    try {
+      fit_throughput(points, base);
+      ADD_FAILURE() << "accepted: " << words;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  refused({}, "at least two sizes");
+  refused({{32, 1, 0.5}, {32, 1, 0.6}}, "at least two sizes");
+  refused({{32, 1, 0.5}, {64, 1, 0.0}}, "not a measurement");
+  refused({{32, 0, 0.5}, {64, 1, 1.0}}, "not a measurement");
+  refused({{32, 1, 2.0}, {64, 1, 1.0}}, "do not grow with the patch size");
+  // A negative intercept (noise) is no fixed cost: the slope through the origin.
+  const ThroughputModel m = fit_throughput(std::vector<SpeedPoint>{{32, 1, 0.1}, {64, 1, 1.0}}, base);
+  EXPECT_EQ(m.per_tile_seconds, 0.0);
+  EXPECT_GT(m.seconds_per_voxel, 0.0);
+  EXPECT_STREQ(speed_source_name(SpeedSource::Measured), "measured");
 }
 
 TEST(AutoPlan, APhysicsLoopRunsWholeWhenItFits) {

@@ -75,6 +75,39 @@ TEST(Inversion, AllZeroMaskIsRefusedByPlanAndRun) {
   EXPECT_NO_THROW(validate_mask_not_empty(g, one));
 }
 
+TEST(Inversion, PlanEstimatesWithTheMeasuredSpeedAndSaysSo) {
+  const Geometry g = geometry(96, 96, 64);
+  const std::vector<uint8_t> mask(g.voxel_count(), 1);
+  InversionRequest r;
+  r.geometry = g;
+  r.custom = FieldNetwork{TileCost{8, 1100}, {}, PadRule::SmallerHalfLow};
+  r.auto_tile = true;
+  r.quality = Quality::Fast;
+  EXPECT_EQ(plan_inversion(r, mask, Target::Wasm).estimate_source, "default");
+  r.model = &model_spec("demo-unet");
+  const TilePlan registry = plan_inversion(r, mask, Target::Wasm);
+  EXPECT_EQ(registry.estimate_source, r.model->seconds_per_voxel > 0 ? "registry" : "default");
+
+  // A machine ten times slower than the registry's figure: the estimate is the fitted model's for the chosen config.
+  r.measured_speed = {{32, 1, 0.2 + 32.0 * 32 * 32 * 4e-4}, {64, 1, 0.2 + 64.0 * 64 * 64 * 4e-4}};
+  r.measured_start_seconds = 0.5;
+  const TilePlan measured = plan_inversion(r, mask, Target::Wasm);
+  ASSERT_TRUE(measured.feasible) << measured.message;
+  EXPECT_EQ(measured.estimate_source, "measured");
+  ThroughputModel base;
+  base.worker_start_seconds = 0.5;
+  const ThroughputModel fit = fit_throughput(r.measured_speed, base);
+  EXPECT_NEAR(fit.seconds_per_voxel, 4e-4, 1e-12);
+  ASSERT_FALSE(measured.whole_volume);
+  EXPECT_NEAR(measured.estimated_seconds,
+              estimate_tiled_seconds(measured.patch_edge, measured.tiles_active, measured.workers, measured.threads_per_worker, fit), 1e-6);
+  EXPECT_GT(measured.estimated_seconds, registry.estimated_seconds);
+
+  // Unusable points are refused by name, not planned with.
+  r.measured_speed = {{32, 1, 0.5}};
+  EXPECT_THROW(plan_inversion(r, mask, Target::Wasm), Error);
+}
+
 TEST(Inversion, PhysicsLoopsAutoPlanTheWholeVolumeWhenItFits) {
   const Geometry g = geometry(96, 96, 80);
   const std::vector<uint8_t> mask = ellipsoid_mask(g, 0.8);

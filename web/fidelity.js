@@ -29,8 +29,16 @@ export function predictedText(plan) {
 /** The estimate row: the planner's time beside its predicted fidelity. */
 export function estimateText(plan) {
   const time = plan.estimatedSeconds > 0 ? `Estimated ${fmtSeconds(plan.estimatedSeconds)}` : 'Time not estimated (not an automatic plan)';
-  return `${time} · ${predictedText(plan)}`;
+  const from = plan.estimatedSeconds > 0 ? SPEED_SOURCES[plan.estimateSource] : undefined;
+  return `${time} · ${predictedText(plan)}${from ? ` · ${from}` : ''}`;
 }
+
+/** Whose speed a time estimate used (plan.estimateSource). */
+const SPEED_SOURCES = {
+  measured: 'time from this machine’s measured speed',
+  registry: 'time from the network’s registry speed (measured elsewhere)',
+  default: 'time from the planner’s default speed (not this network’s)',
+};
 
 /**
  * How far the network looks, as the planner took it: measured by a probe, derived from a receptive radius (with

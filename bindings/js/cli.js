@@ -110,6 +110,8 @@ Tiling (field networks; the phase networks always run on the whole volume)
                      data-consistency residual ‖M(D∗χ − f)‖/‖M f‖ of the result
   --probe            measure how far the network looks (two runs of a phantom patch) and plan with that
                      instead of the reach its ONNX graph allows
+  --measure-speed    time a few patches of the network on this machine first and estimate the run's time with
+                     that speed instead of the registry's or the default (needs the weights)
 Output
   --out FILE         χ in ppm (iqfm: the local field in ppm) as float32 NIfTI with the input's 3D header and
                      affine (.gz: gzipped)
@@ -192,6 +194,7 @@ const RUN_OPTIONS = {
   verify: { type: 'boolean' },
   probe: { type: 'boolean' },
   'b0-align': { type: 'string' },
+  'measure-speed': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 };
 const OPTIONS = {
@@ -373,7 +376,9 @@ function runOptions(command, o) {
   if (quality !== undefined && (core !== undefined || o.whole || phase)) {
     throw usageError('--quality steers the auto-planner: it takes no --core, --whole or --phase (those fix the run)');
   }
-  if ((o.verify || o.probe) && phase) throw usageError('--verify and --probe are for the field networks (the phase networks run on the whole volume)');
+  if ((o.verify || o.probe || o['measure-speed']) && phase) {
+    throw usageError('--verify, --probe and --measure-speed are for the field networks (the phase networks run on the whole volume)');
+  }
   const b0Align = o['b0-align']?.toLowerCase();
   if (b0Align !== undefined && !B0_ALIGN.includes(b0Align)) throw usageError(`--b0-align must be ${B0_ALIGN.join(', ')}, got '${o['b0-align']}'`);
   if (b0Align !== undefined && phase) throw usageError('--b0-align is for the field networks (iQSM+ takes the B0 direction itself; iQSM and iQFM warn)');
@@ -744,11 +749,17 @@ function reachText(c) {
 
 const boxText = (v) => `${v.lo.map((l, i) => `${l}-${v.hi[i]}`).join(' × ')}`;
 
+/** Whose speed the time estimate used (plan.estimateSource), or '' when there is no estimate. */
+function speedText(plan) {
+  const from = { measured: 'this machine\'s measured speed (--measure-speed)', registry: 'the registry\'s speed for this network', default: 'the default speed (not this network\'s: --measure-speed measures it)' };
+  return plan.estimatedSeconds > 0 && from[plan.estimateSource] ? ` (time from ${from[plan.estimateSource]})` : '';
+}
+
 function planTable(plan, limits, { o, run, entry, spec, geometry, maskVoxels, echoes }) {
   const mode = plan.wholeVolume
     ? 'whole volume'
     : plan.explanation
-      ? `tiled, chosen by the auto-planner: ${plan.explanation}`
+      ? `tiled, chosen by the auto-planner: ${plan.explanation}${speedText(plan)}`
       : `tiled (core ${plan.tile?.core ?? run.tile?.core}, halo ${plan.tile?.halo ?? run.tile?.halo})`;
   const rows = [
     ['volume', `${geometry.dims.join('×')} voxels, ${geometry.voxelMm.map((v) => +v.toFixed(3)).join('×')} mm${maskVoxels !== undefined ? `, ${maskVoxels} voxels in the mask` : ''}`],
@@ -958,13 +969,13 @@ async function cmdPlan(o, ctx) {
   // With --weights (or --probe) the planner knows the network's reach from its graph (or the probe).
   let weights;
   let context;
-  if (o.weights?.length || o.probe) {
-    if (o.spec !== undefined && !o.weights?.length) throw usageError('--probe with --spec needs --weights FILE (the ONNX network)');
+  if (o.weights?.length || o.probe || o['measure-speed']) {
+    if (o.spec !== undefined && !o.weights?.length) throw usageError('--probe and --measure-speed with --spec need --weights FILE (the ONNX network)');
     ({ weights } = await loadNetworkWeights(o, entry, tessera, ctx));
     if (uncosted(rawSpec)) await calibrateSpec(tessera, weights, spec, ctx);
     if (o.probe) context = await probeContext(o, entry, spec, weights, tessera, ctx);
   }
-  const request = { geometry, mask, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, quality: run.quality, verify: run.verify || undefined, b0Align: run.b0Align, weights, context, ...phase };
+  const request = { geometry, mask, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, quality: run.quality, verify: run.verify || undefined, b0Align: run.b0Align, weights, context, measureSpeed: o['measure-speed'] || undefined, ...phase };
   const plan = await tessera.plan(defined(request));
   if (o.json) ctx.out(`${JSON.stringify(plan, null, 2)}\n`);
   else {
@@ -1029,7 +1040,7 @@ async function cmdInvert(o, ctx) {
   const { weights, weightsInfo } = early ?? (await loadNetworkWeights(o, entry, tessera, ctx));
   // The run's plan: with the reach the weights' graph gives (or the probe measures), handed to the run as it is.
   const context = o.probe ? await probeContext(o, entry, spec, weights, tessera, ctx) : undefined;
-  const plan = await tessera.plan(defined({ ...request, weights, context }));
+  const plan = await tessera.plan(defined({ ...request, weights, context, measureSpeed: o['measure-speed'] || undefined }));
   if (!plan.feasible) throw new CliError(plan.message, EXIT_USAGE, 'BudgetExceeded');
   signal.throwIfAborted();
 
@@ -1044,7 +1055,7 @@ async function cmdInvert(o, ctx) {
     `${o.model ?? `spec ${o.spec}`}: ${mode}${phaseText}, patch ${plan.patchDims?.join('×') ?? plan.patchEdge}, ` +
       `${plan.tilesInFlight} in flight, estimated peak ${size(plan.peakBytes)}`,
   );
-  if (plan.explanation) progress.line(`plan: ${plan.explanation}`);
+  if (plan.explanation) progress.line(`plan: ${plan.explanation}${speedText(plan)}`);
   if (plan.b0Align?.resampled) progress.line(`B0: ${plan.b0Align.summary}`);
   if (plan.predictedFidelity && !plan.wholeVolume) progress.line(`predicted fidelity: ${fidelityText(plan)}; network reach: ${reachText(plan.context)}`);
   if (localField) progress.line(`${o.model}: the output is the local field (ppm), not χ`);

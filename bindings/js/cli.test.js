@@ -266,6 +266,22 @@ test('plan prints the budget table; --json prints the plan', async () => {
   assert.ok(plan.tilesSkipped > 0, 'tiles outside the mask are skipped');
 });
 
+test('plan --measure-speed times the network here and says the estimate uses it; without weights it is a usage error', async () => {
+  const [table, json, none] = await Promise.all([
+    run(['plan', '--field', 'field.nii.gz', '--mask', 'mask.nii', '--spec', 'spec.json', '--weights', 'net.onnx', '--measure-speed', '--quality', 'fast']),
+    run(['plan', '--field', 'field.nii.gz', '--mask', 'mask.nii', '--spec', 'spec.json', '--weights', 'net.onnx', '--measure-speed', '--quality', 'fast', '--json']),
+    run(['plan', '--field', 'field.nii.gz', '--mask', 'mask.nii', '--spec', 'spec.json', '--measure-speed']),
+  ]);
+  assert.equal(table.code, 0, table.stderr);
+  assert.match(table.stdout, /estimated \d+ s.*\(time from this machine's measured speed \(--measure-speed\)\)/);
+  assert.equal(json.code, 0, json.stderr);
+  const plan = JSON.parse(json.stdout);
+  assert.equal(plan.estimateSource, 'measured');
+  assert.ok(plan.estimatedSeconds > 0);
+  assert.equal(none.code, 2);
+  assert.match(none.stderr, /--measure-speed with --spec need --weights FILE/);
+});
+
 test('plan of core 128 halo 8 divisor 8 on 200×200×150 is refused with the planner advice (exit 2)', async () => {
   fs.writeFileSync(f('big.nii.gz'), await writeNifti(new Float32Array(200 * 200 * 150), { dims: [200, 200, 150], voxelMm: [1, 1, 1] }, { gzip: true }));
   const r = await run(['plan', '--field', 'big.nii.gz', '--spec', 'spec8.json', '--core', '128', '--halo', '8']);

@@ -78,7 +78,7 @@ const PLANNED_VERIFICATION = {
 };
 // A plan as the planner makes it (plan.verify.plan); plan() adds warning, networks and steps.
 const TILE_PLAN = {
-  feasible: B, tile: PLAN_TILE, workers: N, threadsPerWorker: N, estimatedSeconds: N, explanation: S, fidelityWarning: S,
+  feasible: B, tile: PLAN_TILE, workers: N, threadsPerWorker: N, estimatedSeconds: N, estimateSource: S, explanation: S, fidelityWarning: S,
   message: S, wholeVolume: B, patchEdge: N, patchDims: T3, bytesPerTile: N, tilesInFlight: N, tilesTotal: N,
   tilesActive: N, tilesSkipped: N, activationBytes: N, moduleHeapBytes: N, peakBytes: N, grid: GRID,
   verify: nullable(PLANNED_VERIFICATION), context: nullable(CONTEXT), predictedFidelity: nullable(PREDICTED_FIDELITY),

@@ -144,6 +144,7 @@ function requestOf(a) {
     phaseSign: a.phaseSign,
     quality: a.quality,
     context: a.context,
+    speed: a.speed,
     verify: !!a.verify,
     b0Align: a.b0Align,
   };
@@ -459,6 +460,65 @@ const methods = {
       // χ is x-fastest: the network layout of the reversed dims.
       const profile = contextProfile(out[0], out[1], [edge, edge, edge], [c, c, c]);
       return { graph: a.graph, probe: { ...profile, edge, epsilon, seconds: (performance.now() - started) / 1000 } };
+    } finally {
+      running.delete(id);
+      await stopPools(pools);
+    }
+  },
+  // This machine's speed of a network (measureSpeed()): a one-worker pool runs whole phantom patches at two edges
+  // (multiples of the divisor near 32 and 64), after one untimed warm-up patch; each edge's fastest of `repeats` runs
+  // is its point. The fit of the points to the planner's model is C++'s (a request's speed).
+  async measureSpeed(a, id) {
+    const spec = a.model ? call(() => M.model(a.model)) : null;
+    if (spec && !spec.tileable) throw new TesseraError(`${spec.name} is not tiled: its speed is not measured by patches`, 'InvalidArgument');
+    const cost = spec ? { divisor: spec.divisor, bytesPerVoxel: spec.bytesPerVoxel, fixedBytes: spec.fixedBytes } : a.spec;
+    if (!cost) throw new TesseraError('give a registry model id (model) or a custom network spec (spec) to measure its speed', 'InvalidArgument');
+    const divisor = cost.divisor ?? 1;
+    const fit = call(() => M.patchFit({ core: 1, halo: 0 }, { divisor, bytesPerVoxel: cost.bytesPerVoxel ?? 1100, fixedBytes: cost.fixedBytes ?? 0 }));
+    const up = (e) => Math.ceil(e / divisor) * divisor;
+    const small = up(32);
+    const large = Math.min(Math.max(up(64), small + divisor), Math.floor(fit.largestEdge / divisor) * divisor);
+    if (!(large > small)) throw new TesseraError(`the speed probe needs patches of ${small}³ and larger, but the single-patch limit allows ${fit.largestEdge}³`, 'BudgetExceeded');
+    const threads = a.threads ?? 1;
+    const repeats = Math.max(1, a.repeats ?? 2);
+    const controller = new AbortController();
+    running.set(id, controller);
+    const started = performance.now();
+    let pools = [];
+    const runPatch = async (edge) => {
+      if (controller.signal.aborted) throw new DOMException('the speed probe was cancelled', 'AbortError');
+      const geometry = { dims: [edge, edge, edge], voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
+      const field = call(() => M.phantom(geometry, { seed: 1, noise: 0 })).field;
+      const mask = new Uint8Array(field.length).fill(1);
+      const request = { ...requestOf({ model: a.model, spec: a.spec, whole: true }), tile: undefined };
+      const plan = planOf({ geometry, mask }, request);
+      if (!plan.feasible) throw new TesseraError(`the speed probe's ${edge}³ patch does not fit: ${plan.message}`, 'BudgetExceeded');
+      const volume = makeVolume(geometry, field, mask);
+      try {
+        const t0 = performance.now();
+        await runSteps(M, { volume, request, plan, pool: pools[0], signal: controller.signal });
+        return (performance.now() - t0) / 1000;
+      } finally {
+        volume.delete();
+      }
+    };
+    try {
+      pools = startPools([a.weights], { k: 1, threadsPerWorker: threads, spec });
+      await pools[0].ready();
+      const ready = (performance.now() - started) / 1000;
+      const first = await runPatch(small); // the first run of a session is slower: part of a worker's start
+      const points = [];
+      const total = 2 * repeats;
+      for (const edge of [small, large]) {
+        let best = Infinity;
+        for (let i = 0; i < repeats; i++) {
+          best = Math.min(best, await runPatch(edge));
+          port.post({ id, progress: { done: points.length * repeats + i + 1, total, stage: 'speed' } });
+        }
+        points.push({ edge, threads, seconds: best });
+      }
+      const startSeconds = ready + Math.max(0, first - points[0].seconds);
+      return { points, startSeconds, threads, seconds: (performance.now() - started) / 1000 };
     } finally {
       running.delete(id);
       await stopPools(pools);

@@ -246,6 +246,8 @@ export interface Plan {
   threadsPerWorker: number;
   /** the auto-planner's estimate (s), 0 when not estimated */
   estimatedSeconds: number;
+  /** whose speed the estimate used: this machine's (measureSpeed), the registry's, the default; "" when not estimated */
+  estimateSource: 'measured' | 'registry' | 'default' | '';
   /** the auto-planner's one-sentence reason (with the predicted fidelity) */
   explanation: string;
   /** non-empty when nothing within the memory budget reaches the quality target (the most faithful config runs) */
@@ -487,6 +489,18 @@ export interface PlanRequest {
   context?: { within: number[] } | { radius: number };
   /** a plan may read the network's reach from its ONNX graph */
   weights?: Uint8Array | ArrayBuffer | (Uint8Array | ArrayBuffer)[];
+  /** this machine's measured speed of the network (measureSpeed()'s result): the estimate uses it */
+  speed?: SpeedMeasurement;
+  /** measure the speed first (needs weights; kept per weights and threads for the runtime's lifetime) */
+  measureSpeed?: boolean;
+}
+
+/** measureSpeed()'s result: whole-patch wall times on this machine, and a worker's start-up (s). */
+export interface SpeedMeasurement {
+  points: { edge: number; threads: number; seconds: number }[];
+  startSeconds?: number;
+  threads?: number;
+  seconds?: number;
 }
 
 export interface InvertRequest extends PlanRequest {
@@ -574,6 +588,17 @@ export declare class Tessera {
     signal?: AbortSignal;
     onProgress?: (p: CalibrationProgress) => void;
   }): Promise<Calibration>;
+
+  /** this machine's speed of a network (a few whole patches at two edges), for plan()'s time estimate */
+  measureSpeed(request: {
+    weights: Uint8Array | ArrayBuffer | (Uint8Array | ArrayBuffer)[];
+    model?: string;
+    spec?: NetworkSpec;
+    threads?: number;
+    repeats?: number;
+    signal?: AbortSignal;
+    onProgress?: (p: Progress) => void;
+  }): Promise<SpeedMeasurement>;
   status(): Promise<Status>;
   terminate(): Promise<void>;
 }

@@ -234,7 +234,8 @@ export class Tessera {
     const { geometry, mask, model, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, quality, verify, b0Align } = r;
     const context = contextOf(r);
     const { spec, calibration } = await this._costed(r);
-    return this._call('plan', { geometry, mask, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, quality, context, verify, calibration, b0Align });
+    const speed = await this._speedOf(r);
+    return this._call('plan', { geometry, mask, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, quality, context, verify, calibration, b0Align, speed });
   }
 
   /**
@@ -272,6 +273,38 @@ export class Tessera {
     else if (firstWeights(r.weights)) calibration = await this.calibrate({ weights: r.weights, spec });
     if (!calibration) return { spec };
     return { spec: { ...spec, fixedBytes: calibration.fixedBytes, bytesPerVoxel: calibration.bytesPerVoxel }, calibration };
+  }
+
+  /**
+   * This machine's speed of a network, for the planner's time estimate: a one-worker pool runs a few whole patches at
+   * two edges (multiples of the divisor near 32 and 64) on `threads` ONNX Runtime threads. Pass the result as a
+   * request's `speed` (or ask plan()/invert() for `measureSpeed: true`); the plan's estimateSource is then "measured".
+   * Kept per (weights sha256, threads) for this runtime's lifetime: a second call returns the first measurement.
+   * weights: ONNX bytes; model (registry id) or spec: the network's cost and normalisation.
+   * @returns {Promise<{points: {edge: number, threads: number, seconds: number}[], startSeconds: number, threads: number, seconds: number}>}
+   */
+  async measureSpeed({ weights, model, spec, threads = 1, repeats, signal, onProgress } = {}) {
+    const w = Array.isArray(weights) ? weights[0] : weights;
+    if (!w || !(w.byteLength > 0)) throw new TesseraError('measureSpeed needs the network\'s weights (ONNX bytes)', 'InvalidArgument');
+    if (!Number.isInteger(threads) || threads < 1) throw new TesseraError(`measureSpeed: threads must be a whole number >= 1, got ${threads}`, 'InvalidArgument');
+    const bytes = w instanceof Uint8Array ? w : new Uint8Array(w.buffer ?? w, w.byteOffset ?? 0, w.byteLength);
+    const key = `${await sha256Hex(bytes)}:${threads}`;
+    this._speeds ??= new Map();
+    if (!this._speeds.has(key)) {
+      const measured = this._call('measureSpeed', { weights: bytes, model, spec, threads, repeats }, { signal, onProgress });
+      this._speeds.set(key, measured);
+      measured.catch(() => this._speeds.delete(key)); // a failed or cancelled probe is not kept
+    }
+    return this._speeds.get(key);
+  }
+
+  /** The request's speed: its own, else measured when it asks (measureSpeed: true) and gives weights, else none. */
+  async _speedOf(r) {
+    if (r.speed !== undefined) return r.speed;
+    if (!r.measureSpeed) return undefined;
+    if (!r.weights) throw new TesseraError('measureSpeed: true needs the network\'s weights (the probe runs them)', 'InvalidArgument');
+    const threads = Number.isInteger(r.threadsPerWorker) ? r.threadsPerWorker : 1;
+    return this.measureSpeed({ weights: r.weights, model: r.model, spec: r.spec, threads, signal: r.signal });
   }
 
   /**
@@ -318,7 +351,7 @@ export class Tessera {
   async invert(a) {
     const { signal, onProgress, ...args } = a ?? {};
     const keys = ['field', 'mask', 'geometry', 'model', 'spec', 'weights', 'tile', 'whole', 'workers', 'threadsPerWorker', 'plan',
-      'phase', 'magnitude', 'te', 'b0', 'erodeRadius', 'phaseSign', 'inputNames', 'quality', 'context', 'verify', 'b0Align', 'executionProviders'];
+      'phase', 'magnitude', 'te', 'b0', 'erodeRadius', 'phaseSign', 'inputNames', 'quality', 'context', 'verify', 'b0Align', 'executionProviders', 'speed', 'measureSpeed'];
     const unknown = Object.keys(args).filter((k) => !keys.includes(k));
     if (unknown.length) throw new TesseraError(`invert: unknown option(s) ${unknown.join(', ')} (known: ${keys.join(', ')}, signal, onProgress)`, 'InvalidArgument');
     const unwrapped = unwrapVolumes(args);
@@ -329,7 +362,9 @@ export class Tessera {
       return Promise.reject(e);
     }
     const { spec, calibration } = await this._costed(unwrapped, unwrapped.plan);
-    return this._call('invert', { ...unwrapped, spec, calibration }, { onProgress, signal });
+    const { measureSpeed, ...rest } = unwrapped;
+    const speed = unwrapped.plan ? unwrapped.speed : await this._speedOf({ ...unwrapped, signal });
+    return this._call('invert', { ...rest, spec, calibration, speed }, { onProgress, signal });
   }
 
   /**

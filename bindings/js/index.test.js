@@ -550,3 +550,38 @@ test('a worker heap passing the guard fails the run clearly (MemoryCeiling, the 
     await t.terminate();
   }
 });
+
+test('measureSpeed: a probe of the network on this machine feeds the plan, which says so; kept per weights and threads', async () => {
+  const weights = unet({ base: 4, seed: 11 });
+  const spec = { divisor: 8, bytesPerVoxel: 1100 };
+  const progress = [];
+  const speed = await tessera.measureSpeed({ weights, spec, onProgress: (p) => progress.push(p) });
+  assert.deepEqual(speed.points.map((p) => p.edge), [32, 64]);
+  for (const p of speed.points) {
+    assert.equal(p.threads, 1);
+    assert.ok(Number.isFinite(p.seconds) && p.seconds > 0, `${p.edge}: ${p.seconds} s`);
+  }
+  assert.ok(speed.startSeconds > 0, `start ${speed.startSeconds} s`);
+  assert.equal(progress.at(-1).done, progress.at(-1).total);
+  // Kept for the runtime's lifetime: the same weights and threads are not measured again.
+  assert.strictEqual(await tessera.measureSpeed({ weights, spec }), speed);
+
+  const { geometry, field } = volume([48, 40, 32], 5);
+  const base = { geometry, spec, quality: 'fast' };
+  const plain = await tessera.plan(base);
+  assert.equal(plain.estimateSource, 'default');
+  const measured = await tessera.plan({ ...base, weights, measureSpeed: true });
+  assert.equal(measured.estimateSource, 'measured');
+  assert.deepEqual(await tessera.plan({ ...base, weights, speed }), measured); // the kept measurement, not a new one
+  // A made-up speed ten times the measured times gives a longer estimate for the same request.
+  const slower = { points: speed.points.map((p) => ({ ...p, seconds: p.seconds * 10 })), startSeconds: speed.startSeconds };
+  assert.ok((await tessera.plan({ ...base, speed: slower })).estimatedSeconds > measured.estimatedSeconds);
+  // invert() asks for it too and runs the plan it made with the measured speed.
+  const run = await tessera.invert({ ...base, field, weights, measureSpeed: true });
+  assert.equal(run.report.plan.estimateSource, 'measured');
+
+  await rejectsWith(tessera.plan({ ...base, measureSpeed: true }), 'InvalidArgument', /needs the network's weights/);
+  await rejectsWith(tessera.plan({ ...base, speed: { points: [{ edge: 32, threads: 1, seconds: 0.1 }] } }), 'InvalidArgument', /at least two sizes/);
+  await rejectsWith(tessera.plan({ ...base, speed: { edge: 32 } }), 'InvalidArgument', /speed must be \{points/);
+  await rejectsWith(tessera.measureSpeed({ weights, spec, threads: 0 }), 'InvalidArgument', /threads must be a whole number/);
+});

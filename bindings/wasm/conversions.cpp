@@ -182,6 +182,27 @@ InversionRequest request_from(const val& v) {
     if (!b0_align.isString()) throw Error(ErrorCode::InvalidArgument, "b0Align must be auto, on or off");
     r.b0_align = b0_align_mode_from_name(b0_align.as<std::string>());
   }
+  // speed: {points: [{edge, threads, seconds}], startSeconds?}: this machine's measured patch times (measureSpeed()).
+  const val speed = v["speed"];
+  if (!speed.isUndefined() && !speed.isNull()) {
+    const val points = speed["points"];
+    if (points.isUndefined() || points.isNull() || points["length"].isUndefined()) {
+      throw Error(ErrorCode::InvalidArgument, "speed must be {points: [{edge, threads, seconds}], startSeconds} (what measureSpeed() returns)");
+    }
+    for (unsigned i = 0; i < points["length"].as<unsigned>(); ++i) {
+      const val p = points[i];
+      if (!p["edge"].isNumber() || !p["threads"].isNumber() || !p["seconds"].isNumber()) {
+        throw Error(ErrorCode::InvalidArgument, "speed.points[" + std::to_string(i) + "] must be {edge, threads, seconds} numbers");
+      }
+      const double edge = p["edge"].as<double>(), threads = p["threads"].as<double>();
+      if (!(edge >= 1 && edge <= 4096 && edge == std::floor(edge)) || !(threads >= 1 && threads <= 1024 && threads == std::floor(threads))) {
+        throw Error(ErrorCode::InvalidArgument, "speed.points[" + std::to_string(i) + "]: edge (voxels) and threads must be whole numbers >= 1");
+      }
+      r.measured_speed.push_back(SpeedPoint{static_cast<uint64_t>(edge), static_cast<uint32_t>(threads), p["seconds"].as<double>()});
+    }
+    const val start = speed["startSeconds"];
+    if (start.isNumber()) r.measured_start_seconds = std::max(0.0, start.as<double>());
+  }
   return r;
 }
 
@@ -475,6 +496,7 @@ void register_value_types() {
       .field("workers", &TilePlan::workers)
       .field("threadsPerWorker", &TilePlan::threads_per_worker)
       .field("estimatedSeconds", &TilePlan::estimated_seconds)
+      .field("estimateSource", &TilePlan::estimate_source)
       .field("explanation", &TilePlan::explanation)
       .field("fidelityWarning", &TilePlan::fidelity_warning)
       .field("message", &TilePlan::message)

@@ -26,6 +26,27 @@ struct ThroughputModel {
   double per_tile_seconds = 0.3;       // fixed cost of one tile (hand-over, ORT run set-up)
 };
 
+// Where a throughput model's figures came from: the planner's defaults, the network's registry entry, or a probe
+// of the network on this machine (fit_throughput).
+enum class SpeedSource { Default, Registry, Measured };
+
+// Stable name ("default", "registry", "measured").
+const char* speed_source_name(SpeedSource source);
+
+// One probe measurement: the wall time of one whole patch of this edge run on this many ONNX Runtime threads.
+struct SpeedPoint {
+  uint64_t patch_edge = 0;
+  uint32_t threads = 1;
+  double seconds = 0.0;
+};
+
+// The throughput model whose per-tile time (per_tile_seconds + edge³ · seconds_per_voxel / speed-up(threads)) fits
+// the points by least squares; base's parallel_fraction and worker_start_seconds are kept.
+// points hold at least two distinct patch voxel counts (else Error InvalidArgument naming the fix).
+// every point has patch_edge >= 1, threads >= 1 and finite seconds > 0 (else Error InvalidArgument).
+// Throws Error(InvalidArgument) when the times do not grow with the patch size (a probe too noisy to use).
+ThroughputModel fit_throughput(std::span<const SpeedPoint> points, const ThroughputModel& base);
+
 // How faithful the auto-planner's choice must be to the whole-volume run (inside the mask):
 //   faithful (the default): predicted r >= 0.99 and NRMSE <= 0.10;
 //   balanced: r >= 0.97 and NRMSE <= 0.20;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "tessera/autoplan.h"
 #include "tessera/driver.h"
@@ -35,6 +36,10 @@ struct InversionRequest {
   // registry's, or the custom network's); 0 and empty: unknown.
   ContextProfile measured_context;
   uint32_t receptive_radius = 0;
+  // This machine's measured speed of the network (a probe's patch times; the planner fits them), and the measured
+  // worker start-up (seconds; < 0: the planner's default). Empty: the registry's figure, else the default.
+  std::vector<SpeedPoint> measured_speed;
+  double measured_start_seconds = -1.0;
   bool verify = false;  // plan the self-check (tessera/verify.h) of a tiled field -> chi run
   // Phase networks (iQSM family): echo times (one per echo), B0, erosion, phase sign.
   PhaseSettings phase;

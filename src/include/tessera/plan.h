@@ -21,6 +21,7 @@ struct TilePlan {
   uint32_t workers = 1;             // workers asked for (chosen, for an automatic plan)
   uint32_t threads_per_worker = 0;  // chosen by the auto-planner; 0 = the caller's setting
   double estimated_seconds = 0.0;   // the auto-planner's estimate; 0 when not estimated
+  std::string estimate_source;      // whose speed the estimate used: "measured", "registry", "default"; "" when none
   std::string explanation;          // the auto-planner's one-sentence reason
   std::string fidelity_warning;     // the auto-planner found no config within the budget that meets the quality target
   std::string message;              // the refusal with advice, empty when feasible

@@ -1,0 +1,55 @@
+// The planner's time estimate before Run against the measured wall time, without and with this machine's speed probe
+// (measureSpeed: a few whole patches at two edges in a one-worker pool). For each volume: the registry/default
+// estimate, the probe's points and its own cost, the estimate with the measured speed, and the wall time of invert()
+// run on the measured plan (includes ORT worker start + session creation, like the page's Run). The phantom is made in
+// a separate runtime. The load average is printed with every line.
+//
+// Usage:
+//   node --no-experimental-fetch bench/estimate.js [--onnx web/models/demo-unet.onnx] [--model demo-unet]
+//        [--dims 160,160,128 --dims 256,256,176] [--quality faithful] [--hardware-threads N]
+import { parseArgs } from 'node:util';
+import fs from 'node:fs';
+import os from 'node:os';
+import { createTessera } from '../bindings/js/index.js';
+import { loadavg } from './common.js';
+
+const { values: a } = parseArgs({
+  options: {
+    onnx: { type: 'string', default: 'web/models/demo-unet.onnx' },
+    model: { type: 'string', default: 'demo-unet' },
+    dims: { type: 'string', multiple: true, default: ['160,160,128', '256,256,176'] },
+    quality: { type: 'string', default: 'faithful' },
+    'hardware-threads': { type: 'string', default: String(os.cpus().length) },
+  },
+});
+const weights = new Uint8Array(fs.readFileSync(a.onnx));
+const hw = Number(a['hardware-threads']);
+const cfg = (p) => (p.wholeVolume ? 'whole' : `core ${p.tile.core} halo ${p.tile.halo} stride ${p.tile.stride}, ${p.tilesActive} tiles, ${p.workers}×${p.threadsPerWorker}`);
+console.log(`estimate vs wall, node ${process.version}, ${os.cpus()[0].model} × ${os.cpus().length}, ${a.onnx} as '${a.model}', quality ${a.quality}, hardwareThreads ${hw}`);
+
+for (const d of a.dims) {
+  const dims = d.split(',').map(Number);
+  const geometry = { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
+  const maker = await createTessera({ workers: 1 });
+  const ph = await maker.phantom({ geometry, seed: 1 });
+  await maker.terminate();
+  const t = await createTessera({ hardwareThreads: hw });
+  try {
+    const request = { geometry, mask: ph.mask, model: a.model, quality: a.quality };
+    const plain = await t.plan(request);
+    const t0 = performance.now();
+    const speed = await t.measureSpeed({ weights, model: a.model });
+    const probeWall = (performance.now() - t0) / 1000;
+    const measured = await t.plan({ ...request, speed });
+    const t1 = performance.now();
+    await t.invert({ ...request, field: ph.field, weights: [weights], plan: measured });
+    const wall = (performance.now() - t1) / 1000;
+    const pts = speed.points.map((p) => `${p.edge}³ ${p.seconds.toFixed(3)} s`).join(', ');
+    console.log(`${dims.join('×')}: without probe (${plain.estimateSource}) ${plain.estimatedSeconds.toFixed(1)} s [${cfg(plain)}] ratio ${(plain.estimatedSeconds / wall).toFixed(2)}; ` +
+      `probe ${probeWall.toFixed(1)} s (${pts}; start ${speed.startSeconds.toFixed(2)} s); with probe (${measured.estimateSource}) ` +
+      `${measured.estimatedSeconds.toFixed(1)} s [${cfg(measured)}] ratio ${(measured.estimatedSeconds / wall).toFixed(2)}; ` +
+      `measured wall ${wall.toFixed(1)} s; load ${loadavg()}`);
+  } finally {
+    await t.terminate();
+  }
+}
