@@ -35,7 +35,7 @@
 //   Chosen: NCDHW layout (the TensorFlow export is channels-last; for one channel [1,1,X,Y,Z] and [1,X,Y,Z,1] are the
 //   same bytes), and the learned step sizes λ are constants of Tessera's loop (models.md), not in the file.
 import { Builder, uniform } from './standins.js';
-import { onnx, tensor, valueInfo, attrInts, attrInt, node } from '../tests/js/onnx-build.js';
+import { onnx, tensor, attrInts, attrInt, node } from '../tests/js/onnx-build.js';
 
 const INT64 = onnx.TensorProto.DataType.INT64;
 
@@ -77,23 +77,6 @@ class LoopBuilder extends Builder {
   convx(x, cin, cout, { k = 3, stride = 1, pads, bias = true } = {}) {
     return this.convWith(x, this.convWeights(cin, cout, k, { bias, stride }), k, stride, pads);
   }
-  /** The model with input [1, cin, X, Y, Z] and output [1, cout, X, Y, Z]. */
-  finishChannels(output, producer, cin, cout) {
-    this.nodes.push(node('Identity', [output], ['output']));
-    const m = onnx.ModelProto.create({
-      irVersion: 8,
-      producerName: producer,
-      opsetImport: [{ domain: '', version: 17 }],
-      graph: onnx.GraphProto.create({
-        name: producer,
-        node: this.nodes,
-        initializer: this.inits,
-        input: [valueInfo('input', [1, cin, 'X', 'Y', 'Z'])],
-        output: [valueInfo('output', [1, cout, 'X', 'Y', 'Z'])],
-      }),
-    });
-    return onnx.ModelProto.encode(m).finish();
-  }
 }
 
 // ------------------------------------------------------------------------------------------- LPCNN, MoDL-QSM
@@ -116,7 +99,7 @@ function residualTrunk(b, cin, c, blocks) {
 export function lpcnnStandin({ channels = 32, blocks = 8, seed = 51 } = {}) {
   const b = new LoopBuilder(seed);
   const x = residualTrunk(b, 1, channels, blocks);
-  return b.finishChannels(b.convx(x, channels, 1, { k: 1, bias: false }), 'tessera-standin-lpcnn', 1, 1);
+  return b.finish(b.convx(x, channels, 1, { k: 1, bias: false }), 'tessera-standin-lpcnn', 1, 1);
 }
 
 /** Parameter count of lpcnnStandin from the architecture; trainable and stored as in scripts/standins.js. */
@@ -132,7 +115,7 @@ export function lpcnnParamCount({ channels: c = 32, blocks = 8 } = {}) {
 export function modlStandin({ channels = 32, blocks = 8, seed = 61 } = {}) {
   const b = new LoopBuilder(seed);
   const x = residualTrunk(b, 2, channels, blocks);
-  return b.finishChannels(b.convx(x, channels, 2, { k: 1 }), 'tessera-standin-modl-qsm', 2, 2);
+  return b.finish(b.convx(x, channels, 2, { k: 1 }), 'tessera-standin-modl-qsm', 2, 2);
 }
 
 /** Parameter count of modlStandin from the architecture. */
@@ -203,7 +186,7 @@ export function nextqsmStandin({ vjp = false, levels = vjp ? 6 : 7, base = 16, m
   const b = new LoopBuilder(seed);
   const fwd = unetForward(b, levels, base, maxFilters);
   const out = vjp ? unetBackward(b, fwd) : fwd.y;
-  return b.finishChannels(out, vjp ? 'tessera-standin-nextqsm-vjp' : 'tessera-standin-nextqsm-bf', 1, 1);
+  return b.finish(out, vjp ? 'tessera-standin-nextqsm-vjp' : 'tessera-standin-nextqsm-bf', 1, 1);
 }
 
 /** Spatial divisor of the NeXtQSM-shaped UNet: levels − 1 stride-2 convolutions (BF 64, VJP 32). */

@@ -94,7 +94,8 @@ export class Builder extends GraphBuilder {
   avgpool(x) {
     return this.op('AveragePool', [x], [attrInts('kernel_shape', [2, 2, 2]), attrInts('strides', [2, 2, 2])]);
   }
-  finish(output, producer) {
+  /** The model with input [1, cin, X, Y, Z] and output [1, cout, X, Y, Z]. */
+  finish(output, producer, cin = 1, cout = 1) {
     this.nodes.push(node('Identity', [output], ['output']));
     const m = onnx.ModelProto.create({
       irVersion: 8,
@@ -104,8 +105,8 @@ export class Builder extends GraphBuilder {
         name: producer,
         node: this.nodes,
         initializer: this.inits,
-        input: [valueInfo('input', [1, 1, 'X', 'Y', 'Z'])],
-        output: [valueInfo('output', [1, 1, 'X', 'Y', 'Z'])],
+        input: [valueInfo('input', [1, cin, 'X', 'Y', 'Z'])],
+        output: [valueInfo('output', [1, cout, 'X', 'Y', 'Z'])],
       }),
     });
     return onnx.ModelProto.encode(m).finish();

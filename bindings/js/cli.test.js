@@ -716,7 +716,7 @@ test('a --spec without bytesPerVoxel is calibrated before planning (invert; plan
   assert.equal(report.memory.cost.source, 'calibrated');
   assert.ok(report.memory.workerHeapVsPlan <= 1, `${report.memory.workerHeapVsPlan}`);
   assert.equal(report.memory.warning, undefined);
-  assert.doesNotMatch(inv.stderr, /warning:/);
+  assert.doesNotMatch(inv.stderr, /warning: .*heap/); // (the fixture's 11.5° B0 tilt is warned about: a different warning)
   assert.equal(plan.code, 0, plan.stderr);
   assert.match(plan.stdout, /memory cost +[\d.]+ MB \+ \d+ B\/voxel per worker, calibrated \(\d patches 16–\d+³ measured in [\d.]+ s\)/);
   assert.equal(assumed.code, 0, assumed.stderr);
