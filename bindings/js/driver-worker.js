@@ -424,8 +424,8 @@ const methods = {
     if (!cost) throw new TesseraError('give a registry model id (model) or a custom network spec (spec) to probe', 'InvalidArgument');
     const divisor = cost.divisor ?? 1;
     const reach = a.graph.global ? 64 : Math.max(1, a.graph.radiusMax);
-    // The largest cube the single-patch limit allows (C++ does the arithmetic), and at most maxEdge (default 160).
-    const fit = call(() => M.patchFit({ core: 1, halo: 0 }, { divisor, bytesPerVoxel: cost.bytesPerVoxel ?? 1100, fixedBytes: cost.fixedBytes ?? 0 }));
+    // The largest cube the single-patch limit allows (C++ does the arithmetic and fills an undeclared cost from the schema), and at most maxEdge (default 160).
+    const fit = call(() => M.patchFit({ core: 1, halo: 0 }, { divisor, bytesPerVoxel: cost.bytesPerVoxel, fixedBytes: cost.fixedBytes }));
     const edge = probeEdge(reach, divisor, Math.min(fit.largestEdge, a.maxEdge ?? 160));
     const epsilon = a.epsilon ?? 0.1;
     const geometry = { dims: [edge, edge, edge], voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
@@ -474,7 +474,7 @@ const methods = {
     const cost = spec ? { divisor: spec.divisor, bytesPerVoxel: spec.bytesPerVoxel, fixedBytes: spec.fixedBytes } : a.spec;
     if (!cost) throw new TesseraError('give a registry model id (model) or a custom network spec (spec) to measure its speed', 'InvalidArgument');
     const divisor = cost.divisor ?? 1;
-    const fit = call(() => M.patchFit({ core: 1, halo: 0 }, { divisor, bytesPerVoxel: cost.bytesPerVoxel ?? 1100, fixedBytes: cost.fixedBytes ?? 0 }));
+    const fit = call(() => M.patchFit({ core: 1, halo: 0 }, { divisor, bytesPerVoxel: cost.bytesPerVoxel, fixedBytes: cost.fixedBytes }));
     const up = (e) => Math.ceil(e / divisor) * divisor;
     const small = up(32);
     const large = Math.min(Math.max(up(64), small + divisor), Math.floor(fit.largestEdge / divisor) * divisor);
