@@ -68,6 +68,10 @@ TilePlan plan_of_choice(const InversionRequest& r, std::span<const uint8_t> mask
   TilePlan p;
   if (is_phase_network(r)) {
     p = plan_inversion(r, mask, target);  // whole volume, nothing to choose
+  } else if (c.whole_volume && c.crop.cropped) {
+    const FieldNetwork net = request_network(r);
+    validate_crop(r.geometry, mask, net, c.crop);
+    p = plan_whole(r.geometry, net, target, &c.crop);
   } else if (c.whole_volume || (r.model && r.model->kind == ModelKind::NativePatches)) {
     p = plan_whole(r.geometry, request_network(r), target);
   } else {
@@ -140,6 +144,9 @@ TilePlan with_verification(const InversionRequest& r, std::span<const uint8_t> m
   auto v = std::make_shared<VerifyRegion>();
   if (r.model && r.model->kind != ModelKind::FieldToChi) {
     v->message = "the self-check covers the field → χ networks; " + std::string(r.model->name) + " is " + model_kind_name(r.model->kind);
+  } else if (p.whole_volume && p.crop.cropped) {
+    v->message = "the mask's bounding box runs at once as one patch: it differs from the whole-volume run only by the "
+                 "network's response to the zeros left out; crop: 'off' runs the whole volume";
   } else if (p.whole_volume) {
     v->message = "the whole volume runs at once: the result is the whole-volume run itself";
   } else {
@@ -157,16 +164,17 @@ TilePlan with_verification(const InversionRequest& r, std::span<const uint8_t> m
   return p;
 }
 
-TilePlan plan_unverified(const InversionRequest& r, std::span<const uint8_t> mask, Target target);
+TilePlan plan_unverified(const InversionRequest& r, std::span<const uint8_t> mask, Target target,
+                         std::span<const float> field);
 
 }  // namespace
 
-TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask, Target target) {
+TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask, Target target, std::span<const float> field) {
   validate_mask_not_empty(r.geometry, mask);  // a plan: refused before anything runs
   validate_geometry(r.geometry);
   B0Plan b0 = request_b0_plan(r);
   if (!b0.resampled) {
-    TilePlan p = with_verification(r, mask, target, plan_unverified(r, mask, target));
+    TilePlan p = with_verification(r, mask, target, plan_unverified(r, mask, target, field));
     p.b0 = std::move(b0);
     return p;
   }
@@ -176,7 +184,9 @@ TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask
   InversionRequest aligned = r;
   aligned.geometry = a.aligned;
   const std::vector<uint8_t> aligned_m = aligned_mask(a, mask);
-  TilePlan p = with_verification(aligned, aligned_m, target, plan_unverified(aligned, aligned_m, target));
+  // The field on the aligned grid is not resampled yet: a network that reads it unmasked is not cropped there.
+  if (!request_network(r).masked_input) aligned.crop = false;
+  TilePlan p = with_verification(aligned, aligned_m, target, plan_unverified(aligned, aligned_m, target, {}));
   b0 = b0_plan(r.geometry, true, r.b0_align, defaults::kB0AlignThresholdDegrees, defaults::kB0WarnDegrees, a.aligned.dims);
   // Source field (f32) and mask (u8), its spline coefficients (f32), the χ resampled back (f32); the aligned χ copied
   // back in and its spline coefficients (f32 each).
@@ -193,7 +203,8 @@ TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask
 
 namespace {
 
-TilePlan plan_unverified(const InversionRequest& r, std::span<const uint8_t> mask, Target target) {
+TilePlan plan_unverified(const InversionRequest& r, std::span<const uint8_t> mask, Target target,
+                         std::span<const float> field) {
   if (is_phase_network(r)) refuse_tiling(r);
   if (is_phase_network(r)) return plan_phase(*r.model, r.geometry, mask, r.phase, echo_count(r), target);
   const FieldNetwork net = request_network(r);
@@ -209,6 +220,9 @@ TilePlan plan_unverified(const InversionRequest& r, std::span<const uint8_t> mas
   const bool loop = r.model && r.model->kind == ModelKind::PhysicsLoop;
   a.quality = loop ? Quality::Fast : r.quality;
   a.whole_when_fits = loop;
+  // Field -> chi networks: the whole-volume candidate is the input's support (the mask's box + a margin) when that
+  // is smaller than the volume; physics loops keep the whole volume (their dipole convolutions see its extent).
+  if (r.crop && (!r.model || r.model->kind == ModelKind::FieldToChi)) a.crop = crop_to_support(r.geometry, mask, net, r.crop_margin, field);
   a.hardware_threads = std::max<uint32_t>(1, r.hardware_threads);
   a.fixed_core = r.fixed_core;
   a.fixed_workers = r.fixed_workers;

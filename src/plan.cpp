@@ -70,14 +70,20 @@ TilePlan plan_tiled(const Geometry& g, std::span<const uint8_t> mask, const Fiel
   return p;
 }
 
-TilePlan plan_whole(const Geometry& g, const FieldNetwork& network, Target target) {
+TilePlan plan_whole(const Geometry& g, const FieldNetwork& network, Target target, const CropBox* crop) {
   validate_geometry(g);
   TilePlan p;
   p.whole_volume = true;
-  p.fidelity_known = true;  // the whole-volume run is the reference
+  p.fidelity_known = true;  // the whole-volume run is the reference (a crop leaves out only zeros of the input)
   p.fidelity = whole_volume_fidelity();
   p.context = network.context;
-  const WholeVolumeShape s = whole_volume_shape(g, network);
+  WholeVolumeShape s = whole_volume_shape(g, network);
+  const bool cropped = crop && crop->cropped;
+  if (cropped) {
+    p.crop = *crop;
+    s.dims = crop->patch_dims;
+    s.bytes = saturating_add(network.cost.fixed_bytes, saturating_mul(crop->patch_voxels(), network.cost.bytes_per_voxel));
+  }
   p.patch_dims = s.dims;
   p.patch_edge = std::max({s.dims[0], s.dims[1], s.dims[2]});
   p.bytes_per_tile = s.bytes;
@@ -90,9 +96,15 @@ TilePlan plan_whole(const Geometry& g, const FieldNetwork& network, Target targe
   p.module_heap_bytes = saturating_add(need, wasm_heap_growth_slack(need));
   p.peak_bytes = saturating_add(p.activation_bytes, p.module_heap_bytes);
   p.grid = whole_volume_grid(g, Dims3{-s.pad_low[0], -s.pad_low[1], -s.pad_low[2]}, p.patch_edge);
+  if (cropped) {
+    Tile& t = p.grid.tiles.front();
+    t.core_lo = crop->lo;
+    t.core_hi = crop->hi;
+    t.patch_lo = crop->patch_lo;
+  }
   if (target == Target::Wasm && s.bytes > WASM_MAX_PATCH_ACTIVATION_BYTES) {
     const PatchFit fit = wasm_patch_fit(TileConfig{1, 8}, network.cost);
-    p.message = "whole volume padded to " + std::to_string(s.dims[0]) + "×" + std::to_string(s.dims[1]) + "×" +
+    p.message = std::string(cropped ? "the mask's bounding box" : "whole volume") + " padded to " + std::to_string(s.dims[0]) + "×" + std::to_string(s.dims[1]) + "×" +
                 std::to_string(s.dims[2]) + " needs " + format_gb(s.bytes) + " at " +
                 (network.cost.fixed_bytes ? format_gb(network.cost.fixed_bytes) + " per worker + " : std::string()) +
                 std::to_string(network.cost.bytes_per_voxel) + " B/voxel, over the " +

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "tessera/crop.h"
 #include "tessera/error.h"
 
 namespace tessera {
@@ -12,7 +13,7 @@ namespace {
 
 constexpr double kHuge = 1e15;
 
-const std::array<OptionSpec, 22> kOptions{{
+const std::array<OptionSpec, 24> kOptions{{
     {"tile", "", 0, "auto", 0, 0, false, false,
      "{core, halo} in voxels, or \"auto\": the planner chooses core, workers and threads per worker"},
     {"tile.core", "voxels", 0, "auto", 1, 4096, false, true, "output core edge of a tile"},
@@ -28,6 +29,12 @@ const std::array<OptionSpec, 22> kOptions{{
      "(r ≥ 0.97, NRMSE ≤ 0.20) or fast (no target)",
      "faithful|balanced|fast"},
     {"whole", "", 0, "false", 0, 1, false, false, "run the whole volume at once (when it fits the single-patch limit)"},
+    {"crop", "", 0, "auto", 0, 0, false, false,
+     "field → χ networks, automatic plans: run the mask's bounding box + 8 voxels (on the pooling grid) as one patch "
+     "instead of the whole field of view when it fits (auto), or never (off); whole: true always runs the whole volume",
+     "auto|off"},
+    {"cropMargin", "voxels", kCropMargin, "", 0, 1024, false, true,
+     "voxels kept around the mask's bounding box before rounding out to the pooling grid (crop auto)"},
     {"workers", "", 0, "auto", 1, 64, false, true, "networks running at once (the budget may lower it)"},
     {"threadsPerWorker", "", defaults::kThreadsPerWorker, "", 1, 64, false, true, "ONNX Runtime intra-op threads of each worker"},
     {"spec.divisor", "voxels", defaults::kDivisor, "", 1, 1024, false, true, "patch edges are multiples of this (the network's poolings)"},

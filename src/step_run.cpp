@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "tessera/crop.h"
 #include "tessera/error.h"
 
 namespace tessera {
@@ -10,7 +11,8 @@ namespace {
 
 const TilePlan& checked(const TilePlan& plan, const Geometry& g) {
   if (!plan.feasible) throw Error(ErrorCode::BudgetExceeded, plan.message.empty() ? "the plan is not feasible" : plan.message);
-  if (plan.grid.tiles.empty() || plan.grid.tiles.back().core_hi != g.dims) {
+  if (plan.grid.tiles.empty() || plan.grid.tiles.back().core_hi != (plan.crop.cropped ? plan.crop.hi : g.dims) ||
+      (plan.crop.cropped && (plan.crop.hi[0] > g.dims[0] || plan.crop.hi[1] > g.dims[1] || plan.crop.hi[2] > g.dims[2]))) {
     throw Error(ErrorCode::InvalidArgument, "the plan's tiles do not cover this " + dims_text(g.dims) + " volume: plan again");
   }
   if (plan.tiles_in_flight == 0) throw Error(ErrorCode::InvalidArgument, "the plan allows no tile in flight");
@@ -41,6 +43,12 @@ StepRun::StepRun(const Geometry& g, std::span<const float> field, std::span<cons
       t0_(Clock::now()) {
   validate_volume_sizes(g, field.size(), mask.size());
   validate_finite(g, field);
+  if (const uint64_t outside = input_voxels_outside(g, field, mask, network, plan_.crop)) {
+    throw Error(ErrorCode::InvalidArgument,
+                "the field is not zero at " + std::to_string(outside) + " voxels outside the box the plan crops to (" +
+                    crop_text(g, plan_.crop) + "), and this network reads its field unmasked: plan with the field "
+                    "(plan({field, ...}) or invert without a plan) so the box holds them, or run with crop: 'off'");
+  }
   const uint64_t e = plan_.patch_edge;
   input_shape_ = TensorShape{1, plan_.whole_volume ? plan_.patch_dims : std::array<uint64_t, 3>{e, e, e}};
   output_shape_ = TensorShape{std::max<uint32_t>(1, output_channels), input_shape_.dims};

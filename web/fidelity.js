@@ -21,6 +21,7 @@ const at = (p) => `[${p.join(', ')}]`;
  */
 export function predictedText(plan) {
   const f = plan.predictedFidelity;
+  if (plan.wholeVolume && plan.crop) return 'the whole-volume answer up to the network’s response to the zeros left out around the mask’s box';
   if (plan.wholeVolume) return 'exact (the whole volume runs at once)';
   if (!f) return 'fidelity not predicted: the network’s reach is unknown (choose its .onnx file, or use Auto)';
   return `predicted r ${fmtR(f.r)}, NRMSE ${fmtNrmse(f.nrmse)} vs the whole-volume run`;

@@ -23,6 +23,7 @@ const INPUTS = {
 const SELECTS = {
   quality: 'quality',
   b0Align: 'b0Align',
+  crop: 'crop',
 };
 
 /**

@@ -104,7 +104,10 @@ Tiling (field networks; the phase networks always run on the whole volume)
   --threads N        ONNX Runtime threads per worker (default 1)
   --cores N          cores the auto-planner may use for workers × threads (default: the cores this process may run
                      on); the same --cores gives the same plan on any machine
-  --whole            run the whole volume at once (no tiling)
+  --whole            run the whole volume at once (no tiling, no crop: the reference)
+  --crop C           auto (default): an automatic plan may run only the mask's bounding box + 8 voxels, on the
+                     network's pooling grid, as one patch (the field of view around it holds only zeros of the
+                     input; bench/RESULTS.md §16 measures the difference); off: always the whole field of view
   --verify           self-check: the largest box that runs whole, centred on the mask, is run whole and
                      compared with the tiled χ inside it (r, NRMSE, max |Δ| in the log and the report), plus the
                      data-consistency residual ‖M(D∗χ − f)‖/‖M f‖ of the result
@@ -194,6 +197,7 @@ const RUN_OPTIONS = {
   verify: { type: 'boolean' },
   probe: { type: 'boolean' },
   'b0-align': { type: 'string' },
+  crop: { type: 'string' },
   'measure-speed': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 };
@@ -235,6 +239,8 @@ const OPTIONS = {
 const QUALITIES = ['faithful', 'balanced', 'fast'];
 /** b0Align: resample to a B0-aligned grid above the threshold, at any tilt, never (tessera.schema() 'b0Align'). */
 const B0_ALIGN = ['auto', 'on', 'off'];
+/** crop: an automatic plan may run only the mask's bounding box (auto) or always the whole field of view (off). */
+const CROPS = ['auto', 'off'];
 /** Flags that only make sense with --phase (the phase networks). */
 const PHASE_ONLY = ['te', 'magnitude', 'erode', 'phase-sign', 'phase-units', 'phase-scale'];
 
@@ -382,7 +388,10 @@ function runOptions(command, o) {
   const b0Align = o['b0-align']?.toLowerCase();
   if (b0Align !== undefined && !B0_ALIGN.includes(b0Align)) throw usageError(`--b0-align must be ${B0_ALIGN.join(', ')}, got '${o['b0-align']}'`);
   if (b0Align !== undefined && phase) throw usageError('--b0-align is for the field networks (iQSM+ takes the B0 direction itself; iQSM and iQFM warn)');
-  return { tile, whole: !!o.whole, workers, cores, b0, phase, quality, verify: !!o.verify, b0Align, inputNames: inputNames(o['input-name']) };
+  const crop = o.crop?.toLowerCase();
+  if (crop !== undefined && !CROPS.includes(crop)) throw usageError(`--crop must be ${CROPS.join(', ')}, got '${o.crop}'`);
+  if (crop !== undefined && (phase || o.whole || core !== undefined)) throw usageError('--crop steers the auto-planner of the field networks: it takes no --whole, --core or --phase');
+  return { tile, whole: !!o.whole, workers, cores, b0, phase, quality, verify: !!o.verify, b0Align, crop, inputNames: inputNames(o['input-name']) };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -736,6 +745,7 @@ function costText(c) {
 /** "r 0.995, NRMSE 0.061 against the whole-volume run (predicted)". */
 function fidelityText(plan) {
   const f = plan.predictedFidelity;
+  if (plan.wholeVolume && plan.crop) return 'the whole-volume answer up to the network\'s response to the zeros left out around the mask\'s box (--crop off runs the whole volume)';
   if (plan.wholeVolume) return 'exact (the whole volume runs at once)';
   return `r ${f.r.toFixed(3)}, NRMSE ${f.nrmse.toFixed(3)} against the whole-volume run`;
 }
@@ -757,7 +767,9 @@ function speedText(plan) {
 
 function planTable(plan, limits, { o, run, entry, spec, geometry, maskVoxels, echoes }) {
   const mode = plan.wholeVolume
-    ? 'whole volume'
+    ? plan.crop
+      ? `the mask's bounding box as one patch (${boxText(plan.crop)}), chosen by the auto-planner: ${plan.explanation}${speedText(plan)}`
+      : 'whole volume'
     : plan.explanation
       ? `tiled, chosen by the auto-planner: ${plan.explanation}${speedText(plan)}`
       : `tiled (core ${plan.tile?.core ?? run.tile?.core}, halo ${plan.tile?.halo ?? run.tile?.halo})`;
@@ -975,7 +987,7 @@ async function cmdPlan(o, ctx) {
     if (uncosted(rawSpec)) await calibrateSpec(tessera, weights, spec, ctx);
     if (o.probe) context = await probeContext(o, entry, spec, weights, tessera, ctx);
   }
-  const request = { geometry, mask, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, quality: run.quality, verify: run.verify || undefined, b0Align: run.b0Align, weights, context, measureSpeed: o['measure-speed'] || undefined, ...phase };
+  const request = { geometry, mask, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, quality: run.quality, verify: run.verify || undefined, b0Align: run.b0Align, crop: run.crop, weights, context, measureSpeed: o['measure-speed'] || undefined, ...phase };
   const plan = await tessera.plan(defined(request));
   if (o.json) ctx.out(`${JSON.stringify(plan, null, 2)}\n`);
   else {
@@ -1025,8 +1037,8 @@ async function cmdInvert(o, ctx) {
   }
   const phaseSettings = phaseNet ? { te: run.phase.te, b0, erodeRadius: run.phase.erodeRadius } : {};
   const request = defined({
-    geometry, mask, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, threadsPerWorker: threads,
-    quality: run.quality, verify: run.verify || undefined, b0Align: run.b0Align, ...phaseSettings,
+    geometry, mask, field: phaseNet ? undefined : field, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, threadsPerWorker: threads,
+    quality: run.quality, verify: run.verify || undefined, b0Align: run.b0Align, crop: run.crop, ...phaseSettings,
   });
   // A spec without bytesPerVoxel: its (local) weights are read and the network calibrated before any plan.
   const early = uncosted(rawSpec) ? await loadNetworkWeights(o, entry, tessera, ctx) : null;
@@ -1047,7 +1059,7 @@ async function cmdInvert(o, ctx) {
   const localField = entry?.quantity === 'local-field';
   const what = localField ? 'local field (ppm)' : 'χ (ppm)';
   for (const note of phaseInfo?.notes ?? []) progress.line(note);
-  const mode = plan.wholeVolume ? 'whole volume' : `${plan.tilesActive} of ${plan.tilesTotal} tiles`;
+  const mode = plan.wholeVolume ? (plan.crop ? `the mask's bounding box (${boxText(plan.crop)})` : 'whole volume') : `${plan.tilesActive} of ${plan.tilesTotal} tiles`;
   const phaseText = phaseNet
     ? `, ${echoes} echo${echoes > 1 ? 'es' : ''} (TE ${run.phase.te.map((t) => fmt(t * 1000)).join(', ')} ms), B0 ${b0 ?? 3} T${b0 === undefined ? ' (default; --b0 to change)' : ''}`
     : '';

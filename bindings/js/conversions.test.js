@@ -72,6 +72,8 @@ const GRID_TILE = { index: N, coreLo: T3, coreHi: T3, patchLo: T3, skipped: B };
 const GRID = { counts: T3, patchEdge: N, stride: N, blend: S, misaligned: N, tiles: arrayOf(GRID_TILE) };
 const PREDICTED_FIDELITY = { r: N, nrmse: N, deficit: N };
 const CONTEXT = { radius: N, measured: B, assumed: B, radius90: N, radius99: N };
+// A whole-volume plan cut to the mask's bounding box (tessera/crop.h).
+const CROP_BOX = { lo: T3, hi: T3, patchLo: T3, patchDims: T3, margin: N };
 const PLANNED_VERIFICATION = {
   possible: B, message: S, lo: T3, hi: T3, compareLo: T3, compareHi: T3, margin: N,
   plan: nullable(new Lazy(() => TILE_PLAN)),
@@ -79,7 +81,7 @@ const PLANNED_VERIFICATION = {
 // A plan as the planner makes it (plan.verify.plan); plan() adds warning, networks and steps.
 const TILE_PLAN = {
   feasible: B, tile: PLAN_TILE, workers: N, threadsPerWorker: N, estimatedSeconds: N, estimateSource: S, explanation: S, fidelityWarning: S,
-  message: S, wholeVolume: B, patchEdge: N, patchDims: T3, bytesPerTile: N, tilesInFlight: N, tilesTotal: N,
+  message: S, wholeVolume: B, crop: nullable(CROP_BOX), patchEdge: N, patchDims: T3, bytesPerTile: N, tilesInFlight: N, tilesTotal: N,
   tilesActive: N, tilesSkipped: N, activationBytes: N, moduleHeapBytes: N, peakBytes: N, grid: GRID,
   verify: nullable(PLANNED_VERIFICATION), context: nullable(CONTEXT), predictedFidelity: nullable(PREDICTED_FIDELITY),
 };

@@ -76,11 +76,13 @@ function voxels(geometry) {
   return Array.isArray(d) && d.length === 3 && d.every((x) => Number.isInteger(x) && x >= 1) ? d[0] * d[1] * d[2] : 0;
 }
 
-// The plan of a request, computed once in C++ (no volume is allocated: only the mask crosses), with the network's
-// cost and where it came from (plan.cost).
+// The plan of a request, computed once in C++ (no volume is allocated: the mask crosses, and the field where a network
+// reads it unmasked, so that a crop box holds every voxel the network sees), with the network's cost and where it came
+// from (plan.cost).
 function planOf(a, request) {
   const n = voxels(a.geometry);
-  const plan = call(() => M.plan(a.geometry, n ? toMask(a.mask, n) : undefined, request));
+  const mask = n ? toMask(a.mask, n) : undefined;
+  const plan = call(() => (a.field !== undefined && a.field !== null ? M.planForField(a.geometry, mask, request, a.field) : M.plan(a.geometry, mask, request)));
   plan.cost = costOf(a);
   return plan;
 }
@@ -147,6 +149,8 @@ function requestOf(a) {
     speed: a.speed,
     verify: !!a.verify,
     b0Align: a.b0Align,
+    crop: a.crop,
+    cropMargin: a.cropMargin,
   };
 }
 

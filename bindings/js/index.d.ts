@@ -234,6 +234,15 @@ export interface PlannedB0Alignment {
   warning: string;
 }
 
+/** The box a whole-volume plan runs: voxels [lo, hi) written, the patch from patchLo (on the pooling grid) of patchDims. */
+export interface CropBox {
+  lo: Triple;
+  hi: Triple;
+  patchLo: Triple;
+  patchDims: Triple;
+  /** voxels kept around the mask before rounding out to the grid */
+  margin: number;
+}
 /** b0Align: resample to a B0-aligned grid above the threshold (auto), at any tilt (on), never (off). */
 export type B0Align = 'auto' | 'on' | 'off';
 
@@ -261,6 +270,8 @@ export interface Plan {
   /** the planner's refusal with advice; empty when feasible */
   message: string;
   wholeVolume: boolean;
+  /** a whole-volume plan cut to the mask's bounding box (+ margin, on the pooling grid); null: the whole volume */
+  crop: CropBox | null;
   patchEdge: number;
   patchDims: Triple;
   bytesPerTile: number;
@@ -485,6 +496,10 @@ export interface PlanRequest {
   verify?: boolean;
   /** networks that assume B0 along the third axis: resample to a B0-aligned grid (default auto: above the threshold) */
   b0Align?: B0Align;
+  /** field -> chi networks, automatic plans: run only the mask's bounding box + 8 voxels as one patch when it fits (auto, default) or never (off) */
+  crop?: 'auto' | 'off';
+  /** voxels kept around the mask's bounding box before rounding out to the pooling grid (default 8) */
+  cropMargin?: number;
   /** how far the network looks: receptiveField()'s probe, or {radius} (derived from weights when given) */
   context?: { within: number[] } | { radius: number };
   /** a plan may read the network's reach from its ONNX graph */

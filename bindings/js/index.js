@@ -226,16 +226,18 @@ export class Tessera {
 
   /**
    * The plan of a run, from the C++ planner: patch edge, bytes per tile, tiles in flight, tile counts,
-   * estimated memory; or feasible=false with the planner's advice.
-   * geometry.dims are whole numbers >= 1; mask (optional) holds dims product values.
+   * estimated memory; or feasible=false with the planner's advice. An automatic plan may run the mask's bounding box
+   * as one patch (plan.crop; request crop: 'off' never does); give the field too for a network that reads it unmasked,
+   * so that the box holds every voxel where it is not zero (a run checks and refuses otherwise).
+   * geometry.dims are whole numbers >= 1; mask (optional) holds dims product values; field (optional) as many.
    */
   async plan(request) {
     const r = unwrapVolumes(request ?? {});
-    const { geometry, mask, model, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, quality, verify, b0Align } = r;
+    const { geometry, mask, field, model, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, quality, verify, b0Align, crop, cropMargin } = r;
     const context = contextOf(r);
     const { spec, calibration } = await this._costed(r);
     const speed = await this._speedOf(r);
-    return this._call('plan', { geometry, mask, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, quality, context, verify, calibration, b0Align, speed });
+    return this._call('plan', { geometry, mask, field, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, quality, context, verify, calibration, b0Align, crop, cropMargin, speed });
   }
 
   /**
@@ -351,7 +353,7 @@ export class Tessera {
   async invert(a) {
     const { signal, onProgress, ...args } = a ?? {};
     const keys = ['field', 'mask', 'geometry', 'model', 'spec', 'weights', 'tile', 'whole', 'workers', 'threadsPerWorker', 'plan',
-      'phase', 'magnitude', 'te', 'b0', 'erodeRadius', 'phaseSign', 'inputNames', 'quality', 'context', 'verify', 'b0Align', 'executionProviders', 'speed', 'measureSpeed'];
+      'phase', 'magnitude', 'te', 'b0', 'erodeRadius', 'phaseSign', 'inputNames', 'quality', 'context', 'verify', 'b0Align', 'crop', 'cropMargin', 'executionProviders', 'speed', 'measureSpeed'];
     const unknown = Object.keys(args).filter((k) => !keys.includes(k));
     if (unknown.length) throw new TesseraError(`invert: unknown option(s) ${unknown.join(', ')} (known: ${keys.join(', ')}, signal, onProgress)`, 'InvalidArgument');
     const unwrapped = unwrapVolumes(args);

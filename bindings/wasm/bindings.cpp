@@ -25,7 +25,12 @@ val patch_fit(val tile, val cost) { return guarded([&] { return val(wasm_patch_f
 // Current size of the module's wasm memory: it never shrinks, so this is also its high-water mark.
 double heap_bytes() { return static_cast<double>(__builtin_wasm_memory_size(0)) * 65536.0; }
 double max_patch_edge(double bpv) { return static_cast<double>(max_wasm_patch_edge(static_cast<uint64_t>(bpv))); }
-val plan(val geometry, val mask, val request) { return guarded([&] { return plan_to_val(geometry, mask, request); }); }
+val plan(val geometry, val mask, val request) {
+  return guarded([&] { return plan_to_val(geometry, mask, request, val::undefined()); });
+}
+val plan_for_field(val geometry, val mask, val request, val field) {
+  return guarded([&] { return plan_to_val(geometry, mask, request, field); });
+}
 std::shared_ptr<Volume> make_volume(val geometry, unsigned echoes) {
   return guarded([&] { return std::make_shared<Volume>(geometry, echoes); });
 }
@@ -88,6 +93,7 @@ EMSCRIPTEN_BINDINGS(tessera) {
   function("maxPatchEdge", &max_patch_edge);
   function("heapBytes", &heap_bytes);
   function("plan", &plan);
+  function("planForField", &plan_for_field);
   function("startInversion", &start_inversion);
   function("startFieldRun", &start_field_run);
   function("phantom", &phantom);

@@ -116,6 +116,14 @@ InversionRequest request_from(const val& v) {
     r.custom = custom_network_from(spec);
   }
   r.whole_volume = !v["whole"].isUndefined() && v["whole"].as<bool>();
+  const val crop = v["crop"];
+  if (!crop.isUndefined() && !crop.isNull()) {
+    if (!crop.isString() || (crop.as<std::string>() != "auto" && crop.as<std::string>() != "off")) {
+      throw Error(ErrorCode::InvalidArgument, "crop must be auto or off");
+    }
+    r.crop = crop.as<std::string>() == "auto";
+  }
+  r.crop_margin = static_cast<uint32_t>(option(v, "cropMargin", "cropMargin"));
   r.verify = !v["verify"].isUndefined() && !v["verify"].isNull() && v["verify"].as<bool>();
   const val tile = v["tile"];
   const uint32_t network_halo = r.model ? r.model->default_halo : defaults::kCustomNetworkHalo;
@@ -227,6 +235,15 @@ PlanChoice plan_choice_from(const val& p) {
   c.tiles_in_flight = count(p, "tilesInFlight", 0);
   c.tiles_total = count(p, "tilesTotal", 0);
   c.tiles_active = count(p, "tilesActive", 0);
+  const val crop = p["crop"];
+  if (!crop.isUndefined() && !crop.isNull()) {
+    c.crop.cropped = true;
+    c.crop.lo = triple<int64_t>(crop, "lo", {0, 0, 0});
+    c.crop.hi = triple<int64_t>(crop, "hi", {0, 0, 0});
+    c.crop.patch_lo = triple<int64_t>(crop, "patchLo", {0, 0, 0});
+    c.crop.patch_dims = triple<uint64_t>(crop, "patchDims", {0, 0, 0});
+    c.crop.margin = count(crop, "margin", 0);
+  }
   return c;
 }
 
@@ -237,7 +254,7 @@ val copy_out(std::span<const uint8_t> v) {
   return val(emscripten::typed_memory_view(v.size(), v.data())).call<val>("slice");
 }
 
-val plan_to_val(const val& geometry, const val& mask, const val& request) {
+val plan_to_val(const val& geometry, const val& mask, const val& request, const val& field) {
   InversionRequest r = request_from(request);
   r.geometry = geometry_from(geometry);
   const uint64_t n = r.geometry.voxel_count();
@@ -251,7 +268,16 @@ val plan_to_val(const val& geometry, const val& mask, const val& request) {
     }
     m = emscripten::convertJSArrayToNumberVector<uint8_t>(mask);
   }
-  const TilePlan plan = plan_inversion(r, m, Target::Wasm);
+  // The field matters to the plan only where a network reads it unmasked (its crop box holds the field's support).
+  std::vector<float> f;
+  if (!field.isUndefined() && !field.isNull() && r.crop && r.auto_tile && !r.whole_volume && !request_network(r).masked_input) {
+    if (field["length"].isUndefined() || field["length"].as<double>() != static_cast<double>(n)) {
+      throw Error(ErrorCode::InvalidArgument, "the field does not hold " + std::to_string(n) + " values (" +
+                                                  dims_text(r.geometry.dims) + "): field and mask must have the same dims");
+    }
+    f = emscripten::convertJSArrayToNumberVector<float>(field);
+  }
+  const TilePlan plan = plan_inversion(r, m, Target::Wasm, f);
   val p(plan);
   p.set("b0Align", val(plan.b0));
   p.set("warning", inversion_warning(r));
@@ -490,6 +516,13 @@ void register_value_types() {
       .field("summary", &B0Plan::summary)
       .field("warning", &B0Plan::warning);
 
+  Fields<CropBox>("CropBox")
+      .field("lo", &CropBox::lo)
+      .field("hi", &CropBox::hi)
+      .field("patchLo", &CropBox::patch_lo)
+      .field("patchDims", &CropBox::patch_dims)
+      .field("margin", &CropBox::margin);
+
   Fields<TilePlan>("TilePlan")
       .field("feasible", &TilePlan::feasible)
       .field("tile", &TilePlan::tile)
@@ -501,6 +534,7 @@ void register_value_types() {
       .field("fidelityWarning", &TilePlan::fidelity_warning)
       .field("message", &TilePlan::message)
       .field("wholeVolume", &TilePlan::whole_volume)
+      .field("crop", +[](const TilePlan& p) { return or_null(p.crop.cropped, p.crop); })
       .number<&TilePlan::patch_edge>("patchEdge")
       .field("patchDims", &TilePlan::patch_dims)
       .number<&TilePlan::bytes_per_tile>("bytesPerTile")

@@ -77,7 +77,7 @@ PlanChoice plan_choice_from(const val& plan);
 // The plan of request over a volume of this geometry and mask (a Uint8Array of 0/1, or undefined: every voxel), with
 // the off-design warning, the number of networks and whether the run goes in steps (FieldRun) or as an
 // InversionJob. Never allocates the volume's field.
-val plan_to_val(const val& geometry, const val& mask, const val& request);
+val plan_to_val(const val& geometry, const val& mask, const val& request, const val& field);
 
 // A copy of a C++ vector as a standalone JS typed array (not a heap view).
 val copy_out(std::span<const float> v);

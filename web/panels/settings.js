@@ -9,7 +9,7 @@
 import { $, clampInt, fmtBytes, rows, setData, clearData } from '../dom.js';
 import { DEMO } from '../demo.js';
 
-const TILE_SETTINGS = ['core', 'halo', 'auto', 'whole', 'workers', 'quality', 'verify', 'b0Align'];
+const TILE_SETTINGS = ['core', 'halo', 'auto', 'whole', 'workers', 'quality', 'verify', 'b0Align', 'crop'];
 
 export class SettingsPanel {
   /** @param {import('../page.js').Page} page */
@@ -128,12 +128,12 @@ export class SettingsPanel {
     $('fidelityWarning').hidden = !fw;
     $('fidelityWarning').textContent = fw ? `Fidelity: ${fw}.` : '';
     if (!wf.tiled) {
-      for (const id of ['core', 'halo', 'auto', 'whole', 'quality', 'verify', 'b0Align']) $(id).disabled = true; // the note above says why
+      for (const id of ['core', 'halo', 'auto', 'whole', 'quality', 'verify', 'b0Align', 'crop']) $(id).disabled = true; // the note above says why
     } else {
       $('whole').disabled = $('verify').disabled = $('b0Align').disabled = false;
       $('core').disabled = $('halo').disabled = $('auto').disabled = $('whole').checked;
       // The quality steers the auto-planner: with explicit tiles or the whole volume the plan only predicts.
-      $('quality').disabled = $('whole').checked || !$('auto').checked;
+      $('quality').disabled = $('crop').disabled = $('whole').checked || !$('auto').checked;
       $('quality').title = $('quality').disabled ? 'The quality target steers the auto-planner (Auto); the plan below predicts the fidelity of the tiles set here.' : (page.schema?.get('quality')?.help ?? '');
       if ($('auto').checked) {
         $('core').disabled = true;
@@ -163,6 +163,8 @@ export class SettingsPanel {
       tilesSkipped: plan.tilesSkipped,
       tilesInFlight: plan.tilesInFlight,
       wholeVolume: plan.wholeVolume,
+      cropped: plan.feasible ? !!plan.crop : undefined,
+      cropPatchDims: plan.crop?.patchDims,
       quality: req?.quality,
       estimatedSeconds: plan.estimatedSeconds,
       predictedR: f?.r,

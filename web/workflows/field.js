@@ -148,6 +148,9 @@ export const fieldWorkflow = {
       quality: $('quality').value,
       verify: $('verify').checked,
       b0Align: $('b0Align').value,
+      crop: $('crop').value,
+      // A network that reads its field unmasked: an automatic plan's crop box holds every voxel where it is not zero.
+      field: input?.field,
     };
     if (net.kind === 'custom') req.spec = net.spec;
     else req.model = net.id;
@@ -172,7 +175,10 @@ export const fieldWorkflow = {
     const onWhat = hasInput ? '' : ' (demo phantom geometry; no mask loaded yet, so every tile counts)';
     row('Estimate', estimateText(plan));
     row('Network reach', reachText(plan.context, this.reachSource(net)));
-    row('Patch', `${plan.patchDims?.join('×')} voxels${plan.wholeVolume ? ' (whole volume)' : ` (edge ${plan.patchEdge})`}`);
+    const whole = plan.crop
+      ? ` (the mask's bounding box + ${plan.crop.margin} voxels: x ${plan.crop.lo[0]}-${plan.crop.hi[0]}, y ${plan.crop.lo[1]}-${plan.crop.hi[1]}, z ${plan.crop.lo[2]}-${plan.crop.hi[2]}; the rest of the volume holds no input)`
+      : ' (whole volume)';
+    row('Patch', `${plan.patchDims?.join('×')} voxels${plan.wholeVolume ? whole : ` (edge ${plan.patchEdge})`}`);
     if (!plan.wholeVolume && plan.tile.stride < plan.tile.core) row('Stride', `${plan.tile.stride} (${plan.tile.blend} blend): the cores overlap and are blended`);
     row('Memory per tile', fmtBytes(plan.bytesPerTile));
     row('Tiles in flight', String(plan.tilesInFlight));

@@ -45,6 +45,8 @@ struct InversionRequest {
   PhaseSettings phase;
   // Networks that assume B0 along the third axis: resample to a B0-aligned grid (tessera/b0_align.h).
   B0AlignMode b0_align = B0AlignMode::Auto;
+  bool crop = true;  // automatic plans of field -> chi networks may run the input's support only (tessera/crop.h)
+  uint32_t crop_margin = kCropMargin;  // voxels kept around the support before the grid rounding
 };
 
 // The networks an inversion calls: 2 for NeXtQSM (BF, VJP), else 1.
@@ -56,7 +58,10 @@ uint32_t network_output_channels(const InversionRequest& request, uint32_t netwo
 // whole.
 // Phase networks (iQSM family) plan their whole-volume run over request.phase.te_s.size() echoes; an
 // explicit tile config for them is refused (Error InvalidArgument).
-TilePlan plan_inversion(const InversionRequest& request, std::span<const uint8_t> mask, Target target);
+// field, when given (a network that reads its field unmasked), widens an automatic plan's crop box to every voxel
+// where the network's input is not zero; without it the box holds the mask and the run checks the field.
+TilePlan plan_inversion(const InversionRequest& request, std::span<const uint8_t> mask, Target target,
+                        std::span<const float> field = {});
 
 // What a plan fixed for its run, as a caller hands the plan back (a plan is a value: made once, passed to the
 // run, obeyed).
@@ -68,6 +73,7 @@ struct PlanChoice {
   uint32_t tiles_in_flight = 1;
   uint64_t tiles_total = 0;
   uint64_t tiles_active = 0;
+  CropBox crop;  // a whole-volume plan cut to the input's support
 };
 
 // The plan a run obeys: the choice evaluated on this request's volume and mask (deterministic; no search).

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "tessera/b0_align.h"
+#include "tessera/crop.h"
 #include "tessera/driver.h"
 
 namespace tessera {
@@ -26,6 +27,7 @@ struct TilePlan {
   std::string fidelity_warning;     // the auto-planner found no config within the budget that meets the quality target
   std::string message;              // the refusal with advice, empty when feasible
   bool whole_volume = false;
+  CropBox crop;                     // a whole-volume plan cut to the input's support (crop.cropped); else the whole volume
   uint64_t patch_edge = 0;          // cubic patch edge (tiled), or the largest padded dim (whole)
   std::array<uint64_t, 3> patch_dims{0, 0, 0};
   uint64_t bytes_per_tile = 0;      // activations of one patch
@@ -52,8 +54,10 @@ TilePlan plan_tiled(const Geometry& geometry, std::span<const uint8_t> mask, con
                     TileConfig cfg, uint32_t workers, Target target = kBuildTarget,
                     const FidelityModel* fidelity = nullptr);
 
-// Plans a whole-volume run (padded to the divisor by the network's rule).
-// geometry is valid.
-TilePlan plan_whole(const Geometry& geometry, const FieldNetwork& network, Target target = kBuildTarget);
+// Plans a whole-volume run (padded to the divisor by the network's rule), or, given a crop box, the run of that box as
+// one patch (the rest of the volume's χ is 0).
+// geometry is valid; crop, when given, is crop_to_support's box for this geometry and network.
+TilePlan plan_whole(const Geometry& geometry, const FieldNetwork& network, Target target = kBuildTarget,
+                    const CropBox* crop = nullptr);
 
 }  // namespace tessera

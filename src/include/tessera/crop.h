@@ -1,0 +1,51 @@
+// The field of view a run can leave out: a field -> chi network's input is zero outside the mask's bounding box (a
+// network that reads its field masked, or a field that is zero there), so the empty voxels around the head need not
+// run. A crop is one patch on the whole-volume run's pooling grid; only the network's bias response to the left-out
+// zeros differs from the whole-volume run (bench/RESULTS.md §16 measures it).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+
+#include "tessera/driver.h"
+#include "tessera/geometry.h"
+
+namespace tessera {
+
+struct CropBox {
+  bool cropped = false;                       // smaller than the whole volume's padded shape
+  Dims3 lo{0, 0, 0}, hi{0, 0, 0};             // the voxels the run writes, [lo, hi), inside the volume
+  Dims3 patch_lo{0, 0, 0};                    // the patch's first voxel, on the whole-volume run's pooling grid (may be < 0)
+  std::array<uint64_t, 3> patch_dims{0, 0, 0};  // multiples of the divisor
+  uint32_t margin = 0;                        // voxels kept around the support on every side (before the grid rounding)
+
+  uint64_t patch_voxels() const { return patch_dims[0] * patch_dims[1] * patch_dims[2]; }
+};
+
+// Voxels kept around the mask's bounding box before rounding out to the pooling grid: the demo U-Net's crop differs
+// from its whole-volume run by NRMSE <= 0.015 from 4 voxels on (bench/RESULTS.md §16); 8 leaves room.
+inline constexpr uint32_t kCropMargin = 8;
+
+// The smallest box on the whole-volume run's pooling grid that holds every voxel where the network's input is not
+// zero (the mask's voxels; for a network that reads its field unmasked, also every voxel where field is given and its
+// normalised value is not 0) with margin voxels to spare on every side; cropped is false when that is the whole
+// padded volume.
+// geometry is valid; mask holds its voxel count of values, at least one set; field is empty or holds as many values.
+CropBox crop_to_support(const Geometry& geometry, std::span<const uint8_t> mask, const FieldNetwork& network,
+                        uint32_t margin = kCropMargin, std::span<const float> field = {});
+
+// Checks a crop box handed back by a caller (from a plan): on the pooling grid, inside the padded volume, holding
+// every mask voxel. Throws Error(InvalidArgument) saying to plan again.
+// geometry is valid; mask holds its voxel count of values.
+void validate_crop(const Geometry& geometry, std::span<const uint8_t> mask, const FieldNetwork& network, const CropBox& crop);
+
+// Voxels outside crop's [lo, hi) where the network's input is not zero (a network that reads its field unmasked).
+// field and mask hold geometry's voxel count of values.
+uint64_t input_voxels_outside(const Geometry& geometry, std::span<const float> field, std::span<const uint8_t> mask,
+                              const FieldNetwork& network, const CropBox& crop);
+
+// "x 24-136, y 8-160, z 16-128 (128×152×112 padded, 48% of the volume)": how plans and errors name a crop.
+std::string crop_text(const Geometry& geometry, const CropBox& crop);
+
+}  // namespace tessera
