@@ -18,3 +18,64 @@ export function readStandin(path) {
 
 /** The 1, 5 and 15 minute load averages, for the record of a run on a shared machine. */
 export const loadavg = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
+
+/**
+ * A request's run through Tessera's own plan, gather and scatter (the Embind FieldRun that invert() drives), with the
+ * network in onnxruntime-node: { chi, seconds (network only), plan }. request.spec stands in for a registry network at
+ * 1 B/voxel (specOf) so that no wasm budget stands in the way of a native run.
+ */
+export async function runNative(M, ortNode, session, geometry, field, mask, request) {
+  const volume = new M.Volume(geometry, 1);
+  volume.fieldView().set(field);
+  volume.maskView().set(mask);
+  const plan = M.planForField(geometry, mask, request, field);
+  if (!plan.feasible) throw new Error(plan.message);
+  const fr = M.startFieldRun(volume, request, plan);
+  let seconds = 0;
+  try {
+    for (let p; (p = fr.next()) !== null; ) {
+      const input = new Float32Array(p.input);
+      const t0 = performance.now();
+      const out = await session.run({ [session.inputNames[0]]: new ortNode.Tensor('float32', input, p.dims) });
+      seconds += (performance.now() - t0) / 1000;
+      fr.finish(p.job, out[session.outputNames[0]].data);
+    }
+    fr.report();
+    return { chi: fr.result(), seconds, plan };
+  } finally {
+    fr.delete();
+    volume.delete();
+  }
+}
+
+/** A registry network as a spec at 1 B/voxel: the same divisor, masking and normalisation, no wasm budget. */
+export function specOf(M, model) {
+  const m = M.model(model);
+  const n = m.normalization;
+  return { divisor: m.divisor, bytesPerVoxel: 1, maskedInput: m.maskedInput, inputMean: n.inputMean, inputStd: n.inputStd, outputMean: n.outputMean, outputStd: n.outputStd };
+}
+
+/** Pearson r and NRMSE = ‖x − ref‖ / ‖ref‖ of x against ref inside the mask. */
+export function agreement(x, ref, mask) {
+  let n = 0, sx = 0, sr = 0;
+  for (let i = 0; i < mask.length; i++) if (mask[i]) (n++, (sx += x[i]), (sr += ref[i]));
+  const mx = sx / n, mr = sr / n;
+  let xx = 0, rr = 0, xr = 0, e = 0, ee = 0;
+  for (let i = 0; i < mask.length; i++) {
+    if (!mask[i]) continue;
+    const dx = x[i] - mx, dr = ref[i] - mr;
+    xx += dx * dx, rr += dr * dr, xr += dx * dr, e += (x[i] - ref[i]) ** 2, ee += ref[i] * ref[i];
+  }
+  return { r: xr / Math.sqrt(xx * rr), nrmse: Math.sqrt(e / ee) };
+}
+
+/** onnxruntime-node from a directory it was installed in (not a repository dependency; see bench/native-ort.js). */
+export function requireOrtNode(dir, createRequire, path) {
+  try {
+    return createRequire(path.join(path.resolve(dir), 'package.json'))('onnxruntime-node');
+  } catch (e) {
+    console.error(`onnxruntime-node not found under ${dir} (${e.message.split('\n')[0]}): install it there:\n` +
+      `  mkdir -p ${dir} && cd ${dir} && npm init -y && npm install onnxruntime-node@1.30.0 --onnxruntime-node-install=skip`);
+    process.exit(2);
+  }
+}

@@ -22,7 +22,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { createTessera } from '../bindings/js/index.js';
 import { loadTesseraModule } from '../bindings/js/module.js';
-import { loadavg, readStandin } from './common.js';
+import { agreement, loadavg, readStandin, requireOrtNode, runNative, specOf } from './common.js';
 
 const { values: a } = parseArgs({
   options: {
@@ -34,60 +34,13 @@ const { values: a } = parseArgs({
     json: { type: 'string' },
   },
 });
-let ortNode;
-try {
-  ortNode = createRequire(path.join(path.resolve(a.ortnode), 'package.json'))('onnxruntime-node');
-} catch (e) {
-  console.error(`onnxruntime-node not found under ${a.ortnode} (${e.message.split('\n')[0]}): install it there (see the header)`);
-  process.exit(2);
-}
+const ortNode = requireOrtNode(a.ortnode, createRequire, path);
 const threads = Number(a.threads);
 const NETS = {
   demo: { model: 'demo-unet', weights: () => new Uint8Array(fs.readFileSync('web/models/demo-unet.onnx')) },
   xqsm: { model: 'xqsm', weights: () => readStandin(path.join(a.standins, 'xqsm-standin.onnx')) },
 };
 const M = await loadTesseraModule({ pthreadPoolSize: 2 });
-
-/** The whole volume through Tessera's own gather and scatter (FieldRun), the network in onnxruntime-node. */
-async function nativeWhole(session, geometry, field, mask, model) {
-  const volume = new M.Volume(geometry, 1);
-  volume.fieldView().set(field);
-  volume.maskView().set(mask);
-  // The registry network as a spec at 1 B/voxel: the same gather and normalisation, with no wasm budget in the way
-  // (the native run is not bound by the browser's heap).
-  const m = M.model(model);
-  const n = m.normalization;
-  const spec = { divisor: m.divisor, bytesPerVoxel: 1, maskedInput: m.maskedInput, inputMean: n.inputMean, inputStd: n.inputStd, outputMean: n.outputMean, outputStd: n.outputStd };
-  const request = { spec, whole: true };
-  const plan = M.plan(geometry, mask, request);
-  const fr = M.startFieldRun(volume, request, plan);
-  let seconds = 0;
-  for (let p; (p = fr.next()) !== null; ) {
-    const input = new Float32Array(p.input);
-    const t0 = performance.now();
-    const out = await session.run({ [session.inputNames[0]]: new ortNode.Tensor('float32', input, p.dims) });
-    seconds += (performance.now() - t0) / 1000;
-    fr.finish(p.job, out[session.outputNames[0]].data);
-  }
-  fr.report();
-  const chi = fr.result();
-  fr.delete();
-  volume.delete();
-  return { chi, seconds };
-}
-
-function agreement(x, ref, mask) {
-  let n = 0, sx = 0, sr = 0;
-  for (let i = 0; i < mask.length; i++) if (mask[i]) (n++, (sx += x[i]), (sr += ref[i]));
-  const mx = sx / n, mr = sr / n;
-  let xx = 0, rr = 0, xr = 0, e = 0, ee = 0;
-  for (let i = 0; i < mask.length; i++) {
-    if (!mask[i]) continue;
-    const dx = x[i] - mx, dr = ref[i] - mr;
-    xx += dx * dx, rr += dr * dr, xr += dx * dr, e += (x[i] - ref[i]) ** 2, ee += ref[i] * ref[i];
-  }
-  return { r: xr / Math.sqrt(xx * rr), nrmse: Math.sqrt(e / ee) };
-}
 
 console.log(`speed, node ${process.version}, ${os.cpus()[0].model} × ${os.cpus().length}, ${threads} threads everywhere; load ${loadavg()}`);
 console.log('| network | phantom | native whole s (Mvox/s) | Web whole s (Mvox/s) | Tessera default: plan | run s (wall s) | Mvox/s | ÷ native | ÷ Web whole | r / NRMSE vs whole | estimated s |');
@@ -102,7 +55,7 @@ for (const net of a.nets.split(',')) {
     const geometry = { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
     const nvox = dims[0] * dims[1] * dims[2];
     const { field, mask } = M.phantom(geometry, { seed: 1, threads: 2 });
-    const native = await nativeWhole(session, geometry, field, mask, model);
+    const native = await runNative(M, ortNode, session, geometry, field, mask, { spec: specOf(M, model), whole: true });
     const tessera = await createTessera({ workers: threads, hardwareThreads: threads, threadsPerWorker: 1 });
     let web = null;
     const wholePlan = await tessera.plan({ geometry, mask, model, whole: true });
@@ -117,7 +70,7 @@ for (const net of a.nets.split(',')) {
     await tessera.terminate();
     const p = report.plan;
     const g = agreement(chi, native.chi, mask);
-    const cfg = p.wholeVolume ? 'whole volume' : `core ${p.tile.core} halo ${p.tile.halo}${p.tile.stride < p.tile.core ? ` stride ${p.tile.stride} ${p.tile.blend}` : ''}, ${p.tilesActive} × ${p.patchEdge}³, ${p.workers ?? 1} × ${p.threadsPerWorker} threads`;
+    const cfg = p.wholeVolume ? (p.crop ? `mask box ${p.patchDims.join('×')} (${(100 * p.patchDims.reduce((x, y) => x * y) / nvox).toFixed(0)}% of the volume), 1 × ${p.threadsPerWorker} threads` : 'whole volume') : `core ${p.tile.core} halo ${p.tile.halo}${p.tile.stride < p.tile.core ? ` stride ${p.tile.stride} ${p.tile.blend}` : ''}, ${p.tilesActive} × ${p.patchEdge}³, ${p.workers ?? 1} × ${p.threadsPerWorker} threads`;
     const row = {
       net, dims, native: native.seconds, web, tessera: report.wallSeconds, wall, plan: cfg, estimated: p.estimatedSeconds,
       r: g.r, nrmse: g.nrmse, vsNative: native.seconds / report.wallSeconds, vsWeb: web ? web.seconds / report.wallSeconds : null,

@@ -222,7 +222,15 @@ TilePlan plan_unverified(const InversionRequest& r, std::span<const uint8_t> mas
   a.whole_when_fits = loop;
   // Field -> chi networks: the whole-volume candidate is the input's support (the mask's box + a margin) when that
   // is smaller than the volume; physics loops keep the whole volume (their dipole convolutions see its extent).
-  if (r.crop && (!r.model || r.model->kind == ModelKind::FieldToChi)) a.crop = crop_to_support(r.geometry, mask, net, r.crop_margin, field);
+  if (r.crop && (!r.model || r.model->kind == ModelKind::FieldToChi)) {
+    a.crop = crop_to_support(r.geometry, mask, net, r.crop_margin, field);
+    // Over the single-patch limit at the asked margin: the smallest margin measured faithful, when that box fits.
+    const uint32_t least = std::min(r.crop_margin, kMinCropMargin);
+    if (a.crop.cropped && least < r.crop_margin && !plan_whole(r.geometry, net, target, &a.crop).feasible) {
+      const CropBox tighter = crop_to_support(r.geometry, mask, net, least, field);
+      if (plan_whole(r.geometry, net, target, &tighter).feasible) a.crop = tighter;
+    }
+  }
   a.hardware_threads = std::max<uint32_t>(1, r.hardware_threads);
   a.fixed_core = r.fixed_core;
   a.fixed_workers = r.fixed_workers;

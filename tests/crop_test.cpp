@@ -184,3 +184,23 @@ TEST(Crop, ARunRefusesAFieldTheBoxWouldLeaveOutNamingTheFix) {
   IdentityRunner id;
   EXPECT_EQ(drive(run, id).tiles_run, 1u);
 }
+
+TEST(Crop, OverTheSinglePatchLimitAtTheAskedMarginTheLeastMarginIsTried) {
+  // 2.5 GB at 1000 B/voxel holds ~2.5 M voxels: the mask's box + 8 (rounded to 8) does not fit, + 4 does.
+  InversionRequest r;
+  r.geometry = geometry(200, 200, 160);
+  r.custom = masked_network(8);
+  r.custom.cost.bytes_per_voxel = 1000;
+  r.custom.context = dipole_context_profile(20);
+  r.auto_tile = true;
+  const std::vector<uint8_t> mask = box_mask(r.geometry, {40, 40, 40}, {164, 164, 156});  // 124×124×116
+  const CropBox at8 = crop_to_support(r.geometry, mask, r.custom, 8);
+  const CropBox at4 = crop_to_support(r.geometry, mask, r.custom, 4);
+  ASSERT_FALSE(plan_whole(r.geometry, r.custom, Target::Wasm, &at8).feasible);
+  ASSERT_TRUE(plan_whole(r.geometry, r.custom, Target::Wasm, &at4).feasible);
+  const TilePlan p = plan_inversion(r, mask, Target::Wasm);
+  ASSERT_TRUE(p.feasible) << p.message;
+  ASSERT_TRUE(p.whole_volume) << p.explanation;
+  EXPECT_EQ(p.crop.margin, 4u);
+  EXPECT_EQ(p.crop.patch_dims, at4.patch_dims);
+}
