@@ -281,8 +281,8 @@ static std::optional<AutoPlan> whole_volume_choice(const AutoPlanRequest& r) {
                 WASM_MAX_PATCH_ACTIVATION_BYTES / 1e9,
                 r.whole_when_fits ? "a tiled physics loop runs the whole algorithm per patch (off-design), so it runs whole when it fits"
                                   : ("is estimated no slower than a tiling that meets the " + target_text(r.quality)).c_str(),
-                r.crop.cropped ? "the whole-volume answer up to the network's response to the zeros left out (NRMSE <= 0.015 "
-                                 "measured for the demo U-Net)"
+                r.crop.cropped ? "the whole-volume answer up to the network's response to the zeros left out (at a 4-voxel margin "
+                                 "NRMSE <= 0.027 measured, bench/RESULTS.md §16)"
                                : "exact by definition",
                 threads, threads == 1 ? "" : "s");
   w.explanation = buf + estimate_text(w.estimated_seconds);

@@ -30,7 +30,7 @@ const std::array<OptionSpec, 24> kOptions{{
      "faithful|balanced|fast"},
     {"whole", "", 0, "false", 0, 1, false, false, "run the whole volume at once (when it fits the single-patch limit)"},
     {"crop", "", 0, "auto", 0, 0, false, false,
-     "field → χ networks, automatic plans: run the mask's bounding box + 8 voxels (on the pooling grid) as one patch "
+     "field → χ networks, automatic plans: run the mask's bounding box + cropMargin voxels (on the pooling grid) as one patch "
      "instead of the whole field of view when it fits (auto), or never (off); whole: true always runs the whole volume",
      "auto|off"},
     {"cropMargin", "voxels", kCropMargin, "", 0, 1024, false, true,

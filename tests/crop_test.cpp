@@ -193,6 +193,7 @@ TEST(Crop, OverTheSinglePatchLimitAtTheAskedMarginTheLeastMarginIsTried) {
   r.custom.cost.bytes_per_voxel = 1000;
   r.custom.context = dipole_context_profile(20);
   r.auto_tile = true;
+  r.crop_margin = 8;
   const std::vector<uint8_t> mask = box_mask(r.geometry, {40, 40, 40}, {164, 164, 156});  // 124×124×116
   const CropBox at8 = crop_to_support(r.geometry, mask, r.custom, 8);
   const CropBox at4 = crop_to_support(r.geometry, mask, r.custom, 4);

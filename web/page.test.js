@@ -450,9 +450,9 @@ test('the quality select changes the plan (fast: another, faster tiling than fai
   await planWith({ feasible: 'true', cropped: 'true' });
   const boxed = await readData('#planReadout');
   assert.equal(boxed.wholeVolume, true);
-  assert.match(await page.textContent('#planReadout'), new RegExp(`Patch\\s*${boxed.cropPatchDims.join('×')} voxels \\(the mask's bounding box \\+ 8 voxels: x \\d+-\\d+, y \\d+-\\d+, z \\d+-\\d+`));
+  assert.match(await page.textContent('#planReadout'), new RegExp(`Patch\\s*${boxed.cropPatchDims.join('×')} voxels \\(the mask's bounding box \\+ 4 voxels: x \\d+-\\d+, y \\d+-\\d+, z \\d+-\\d+`));
   assert.ok(boxed.cropPatchDims.reduce((x, y) => x * y) < 64 * 64 * 48, `box ${boxed.cropPatchDims} vs the 64×64×48 volume`);
-  assert.match(await page.textContent('#planExplain'), /the mask's bounding box \+ 8 voxels as one patch/);
+  assert.match(await page.textContent('#planExplain'), /the mask's bounding box \+ 4 voxels as one patch/);
   // The rest of this test is about tilings: crop off plans over the whole field of view.
   await page.selectOption('#crop', 'off');
   // With the .onnx the planner reads the network's reach from its graph.

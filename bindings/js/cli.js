@@ -105,7 +105,7 @@ Tiling (field networks; the phase networks always run on the whole volume)
   --cores N          cores the auto-planner may use for workers × threads (default: the cores this process may run
                      on); the same --cores gives the same plan on any machine
   --whole            run the whole volume at once (no tiling, no crop: the reference)
-  --crop C           auto (default): an automatic plan may run only the mask's bounding box + 8 voxels, on the
+  --crop C           auto (default): an automatic plan may run only the mask's bounding box + 4 voxels, on the
                      network's pooling grid, as one patch (the field of view around it holds only zeros of the
                      input; bench/RESULTS.md §16 measures the difference); off: always the whole field of view
   --verify           self-check: the largest box that runs whole, centred on the mask, is run whole and

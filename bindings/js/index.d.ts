@@ -496,9 +496,9 @@ export interface PlanRequest {
   verify?: boolean;
   /** networks that assume B0 along the third axis: resample to a B0-aligned grid (default auto: above the threshold) */
   b0Align?: B0Align;
-  /** field -> chi networks, automatic plans: run only the mask's bounding box + 8 voxels as one patch when it fits (auto, default) or never (off) */
+  /** field -> chi networks, automatic plans: run only the mask's bounding box + cropMargin (4) voxels as one patch when it fits (auto, default) or never (off) */
   crop?: 'auto' | 'off';
-  /** voxels kept around the mask's bounding box before rounding out to the pooling grid (default 8) */
+  /** voxels kept around the mask's bounding box before rounding out to the pooling grid (default 4) */
   cropMargin?: number;
   /** how far the network looks: receptiveField()'s probe, or {radius} (derived from weights when given) */
   context?: { within: number[] } | { radius: number };
