@@ -337,6 +337,8 @@ const ModelSpec kModels[] = {
         .citation = "Tessera demo network: a 1.4 M-parameter 3D U-Net trained on random synthetic susceptibility "
                     "patches (scripts/train_demo_net.md). A demonstration, not a clinical model",
         .notes = "demo only: r = 0.85 against the numerical phantom's truth; not for clinical use",
+        // The speed probe's fit (measureSpeed: 32³ 0.34 s, 64³ 1.96 s, 1 thread, node, quiet AMD EPYC; RESULTS §16).
+        .seconds_per_voxel = 7.1e-6,
         .receptive_radius = 51,
         .receptive_source = "the shipped graph (bindings/js/receptive-field.js; checked by receptive-field.test.js); "
                             "measured context from a probe of the shipped weights",
