@@ -55,19 +55,8 @@ export function specOf(M, model) {
   return { divisor: m.divisor, bytesPerVoxel: 1, maskedInput: m.maskedInput, inputMean: n.inputMean, inputStd: n.inputStd, outputMean: n.outputMean, outputStd: n.outputStd };
 }
 
-/** Pearson r and NRMSE = ‖x − ref‖ / ‖ref‖ of x against ref inside the mask. */
-export function agreement(x, ref, mask) {
-  let n = 0, sx = 0, sr = 0;
-  for (let i = 0; i < mask.length; i++) if (mask[i]) (n++, (sx += x[i]), (sr += ref[i]));
-  const mx = sx / n, mr = sr / n;
-  let xx = 0, rr = 0, xr = 0, e = 0, ee = 0;
-  for (let i = 0; i < mask.length; i++) {
-    if (!mask[i]) continue;
-    const dx = x[i] - mx, dr = ref[i] - mr;
-    xx += dx * dx, rr += dr * dr, xr += dx * dr, e += (x[i] - ref[i]) ** 2, ee += ref[i] * ref[i];
-  }
-  return { r: xr / Math.sqrt(xx * rr), nrmse: Math.sqrt(e / ee) };
-}
+// r and NRMSE inside the mask (browser-safe, so it lives with the Web half of bench/speed.js).
+export { agreement } from './speed-web.js';
 
 /** onnxruntime-node from a directory it was installed in (not a repository dependency; see bench/native-ort.js). */
 export function requireOrtNode(dir, createRequire, path) {

@@ -6,6 +6,9 @@
 // run (native: session.run of the padded volume; Tessera: report.wallSeconds, gather, workers and scatter included,
 // session creation not), and the wall time around invert() beside it.
 //
+// The Web half (bench/speed-web.js) runs in node and then in headless Chromium (playwright-core, /usr/bin/chromium, the
+// page served cross-origin isolated by scripts/serve.js) on the same inputs, against the same native reference.
+//
 // Networks: demo (web/models/demo-unet.onnx at its registry cost) and xqsm (the xQSM-shaped stand-in with random
 // weights, scripts/make_standins.js, at the registry's xQSM cost).
 //
@@ -13,8 +16,9 @@
 //   mkdir -p /tmp/ortnode && cd /tmp/ortnode && npm init -y && npm install onnxruntime-node@1.30.0 --onnxruntime-node-install=skip
 // Usage:
 //   node scripts/make_standins.js /tmp/standins --only xqsm        # once, for --nets xqsm
-//   node --no-experimental-fetch bench/speed.js [--nets demo,xqsm] [--dims 160,160,128/256,256,176] [--threads 2]
-//        [--ortnode /tmp/ortnode] [--standins /tmp/standins] [--json out.json]
+//   node bench/speed.js [--nets demo,xqsm] [--dims 160,160,128/256,256,176] [--threads 2] [--runtimes node,chromium]
+//        [--ortnode /tmp/ortnode] [--standins /tmp/standins] [--chromium /usr/bin/chromium] [--json out.json]
+// (Not with --no-experimental-fetch when Chromium runs: playwright-core needs the global Headers.)
 import { parseArgs } from 'node:util';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -22,7 +26,10 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { createTessera } from '../bindings/js/index.js';
 import { loadTesseraModule } from '../bindings/js/module.js';
-import { agreement, loadavg, readStandin, requireOrtNode, runNative, specOf } from './common.js';
+import { loadavg, readStandin, requireOrtNode, runNative, specOf } from './common.js';
+import { webSpeed } from './speed-web.js';
+import { launchChromium, benchPage } from '../scripts/chromium.js';
+import { startServer } from '../scripts/serve.js';
 
 const { values: a } = parseArgs({
   options: {
@@ -31,6 +38,8 @@ const { values: a } = parseArgs({
     threads: { type: 'string', default: '2' },
     ortnode: { type: 'string', default: '/tmp/ortnode' },
     standins: { type: 'string', default: '/tmp/standins' },
+    runtimes: { type: 'string', default: 'node,chromium' },
+    chromium: { type: 'string', default: '/usr/bin/chromium' },
     json: { type: 'string' },
   },
 });
@@ -42,10 +51,45 @@ const NETS = {
 };
 const M = await loadTesseraModule({ pthreadPoolSize: 2 });
 
+// The Chromium page: the same webSpeed, with createTessera from the served package and the case's files.
+const PAGE = `<!doctype html><meta charset="utf-8"><title>tessera speed</title>
+<script type="module">
+import { createTessera } from '/bindings/js/index.js';
+import { webSpeed } from '/bench/speed-web.js';
+const bytes = async (url) => new Uint8Array(await (await fetch(url)).arrayBuffer());
+window.__run = async (c) => {
+  if (!crossOriginIsolated) throw new Error('the page is not cross-origin isolated');
+  const f = (what) => bytes('/__speed/' + c.id + '.' + what);
+  const field = new Float32Array((await f('field')).buffer), reference = new Float32Array((await f('reference')).buffer);
+  const geometry = { dims: c.dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
+  return webSpeed({ createTessera, geometry, field, mask: await f('mask'), model: c.model, weights: await f('weights'), reference, threads: c.threads });
+};
+window.__ready = true;
+</script>`;
+const pageFile = path.join(os.tmpdir(), `tessera-speed-page-${process.pid}.html`);
+fs.writeFileSync(pageFile, PAGE);
+const overrides = { '/__speed.html': pageFile };
+
+const runtimes = a.runtimes.split(',');
+const HEAD = '| network | phantom | runtime | native whole s (Mvox/s) | Web whole s (Mvox/s) | Tessera default: plan | run s (wall s) | Mvox/s | ÷ native | ÷ Web whole | r / NRMSE vs whole | estimated s |';
 console.log(`speed, node ${process.version}, ${os.cpus()[0].model} × ${os.cpus().length}, ${threads} threads everywhere; load ${loadavg()}`);
-console.log('| network | phantom | native whole s (Mvox/s) | Web whole s (Mvox/s) | Tessera default: plan | run s (wall s) | Mvox/s | ÷ native | ÷ Web whole | r / NRMSE vs whole | estimated s |');
-console.log('|---|---|---|---|---|---|---|---|---|---|---|');
+console.log(HEAD);
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
 const rows = [];
+// Chromium runs after node, on the same inputs and reference, served from files (the page fetches them).
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-speed-'));
+const cases = [];
+
+function printRow(row) {
+  rows.push(row);
+  const { net, dims, runtime, native, web } = row;
+  const nvox = dims[0] * dims[1] * dims[2];
+  const mv = (s) => (nvox / s / 1e6).toFixed(3);
+  console.log(`| ${net} | ${dims.join('×')} | ${runtime} | ${native.toFixed(1)} (${mv(native)}) | ${web ? `${web.seconds.toFixed(1)} (${mv(web.seconds)})` : 'does not fit'} | ` +
+    `${row.plan} | ${row.tessera.toFixed(1)} (${row.wall.toFixed(1)}) | ${mv(row.tessera)} | ${(native / row.tessera).toFixed(2)} | ` +
+    `${web ? (web.seconds / row.tessera).toFixed(2) : '-'} | ${row.r.toFixed(4)} / ${row.nrmse.toFixed(3)} | ${row.estimated.toFixed(0)} |`);
+}
+
 for (const net of a.nets.split(',')) {
   const { model } = NETS[net];
   const weights = NETS[net].weights();
@@ -53,36 +97,41 @@ for (const net of a.nets.split(',')) {
   for (const d of a.dims.split('/')) {
     const dims = d.split(',').map(Number);
     const geometry = { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
-    const nvox = dims[0] * dims[1] * dims[2];
     const { field, mask } = M.phantom(geometry, { seed: 1, threads: 2 });
     const native = await runNative(M, ortNode, session, geometry, field, mask, { spec: specOf(M, model), whole: true });
-    const tessera = await createTessera({ workers: threads, hardwareThreads: threads, threadsPerWorker: 1 });
-    let web = null;
-    const wholePlan = await tessera.plan({ geometry, mask, model, whole: true });
-    if (wholePlan.feasible) {
-      const t0 = performance.now();
-      const { report } = await tessera.invert({ field, mask, geometry, model, weights, whole: true, threadsPerWorker: threads });
-      web = { seconds: report.wallSeconds, wall: (performance.now() - t0) / 1000 };
+    if (runtimes.includes('node')) {
+      const w = await webSpeed({ createTessera, geometry, field, mask, model, weights, reference: native.chi, threads });
+      printRow({ net, dims, runtime: 'node', native: native.seconds, ...w });
     }
-    const t0 = performance.now();
-    const { chi, report } = await tessera.invert({ field, mask, geometry, model, weights });
-    const wall = (performance.now() - t0) / 1000;
-    await tessera.terminate();
-    const p = report.plan;
-    const g = agreement(chi, native.chi, mask);
-    const cfg = p.wholeVolume ? (p.crop ? `mask box ${p.patchDims.join('×')} (${(100 * p.patchDims.reduce((x, y) => x * y) / nvox).toFixed(0)}% of the volume), 1 × ${p.threadsPerWorker} threads` : 'whole volume') : `core ${p.tile.core} halo ${p.tile.halo}${p.tile.stride < p.tile.core ? ` stride ${p.tile.stride} ${p.tile.blend}` : ''}, ${p.tilesActive} × ${p.patchEdge}³, ${p.workers ?? 1} × ${p.threadsPerWorker} threads`;
-    const row = {
-      net, dims, native: native.seconds, web, tessera: report.wallSeconds, wall, plan: cfg, estimated: p.estimatedSeconds,
-      r: g.r, nrmse: g.nrmse, vsNative: native.seconds / report.wallSeconds, vsWeb: web ? web.seconds / report.wallSeconds : null,
-    };
-    rows.push(row);
-    const mv = (s) => (nvox / s / 1e6).toFixed(3);
-    console.log(`| ${net} | ${dims.join('×')} | ${native.seconds.toFixed(1)} (${mv(native.seconds)}) | ${web ? `${web.seconds.toFixed(1)} (${mv(web.seconds)})` : 'does not fit'} | ` +
-      `${cfg} | ${report.wallSeconds.toFixed(1)} (${wall.toFixed(1)}) | ${mv(report.wallSeconds)} | ${row.vsNative.toFixed(2)} | ${row.vsWeb?.toFixed(2) ?? '-'} | ` +
-      `${g.r.toFixed(4)} / ${g.nrmse.toFixed(3)} | ${p.estimatedSeconds.toFixed(0)} |`);
+    if (runtimes.includes('chromium')) {
+      const id = `${net}-${dims.join('x')}`;
+      for (const [what, data] of [['field', field], ['mask', mask], ['reference', native.chi], ['weights', weights]]) {
+        fs.writeFileSync(path.join(tmp, `${id}.${what}`), data);
+        overrides[`/__speed/${id}.${what}`] = path.join(tmp, `${id}.${what}`);
+      }
+      cases.push({ id, net, model, dims, native: native.seconds });
+    }
   }
   await session.release();
 }
+
+if (cases.length) {
+  const srv = await startServer({ overrides });
+  const context = await launchChromium(path.join(tmp, 'profile'), a.chromium);
+  try {
+    const page = await benchPage(context);
+    await page.goto(`${srv.url}/__speed.html`);
+    await page.waitForFunction(() => window.__ready === true);
+    for (const c of cases) {
+      const w = await page.evaluate((x) => window.__run(x), { ...c, threads });
+      printRow({ ...c, runtime: 'chromium', ...w });
+    }
+  } finally {
+    await context.close();
+    await srv.close();
+  }
+}
+fs.rmSync(tmp, { recursive: true, force: true });
 console.log(`load at end ${loadavg()}`);
 if (a.json) fs.writeFileSync(a.json, JSON.stringify({ threads, rows }, null, 1));
 process.exit(0);

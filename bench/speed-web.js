@@ -1,0 +1,60 @@
+// The ONNX Runtime Web half of bench/speed.js, the same code in node and in Chromium (no node:* imports): plain ONNX
+// Runtime Web on the whole volume (invert({whole: true}), where it fits the single-patch limit) and Tessera's default
+// (quality faithful, the planner chooses), each in a fresh pool, with the fidelity of the default against a reference χ.
+
+/** Pearson r and NRMSE = ‖x − ref‖ / ‖ref‖ of x against ref inside the mask. */
+export function agreement(x, ref, mask) {
+  let n = 0, sx = 0, sr = 0;
+  for (let i = 0; i < mask.length; i++) if (mask[i]) (n++, (sx += x[i]), (sr += ref[i]));
+  const mx = sx / n, mr = sr / n;
+  let xx = 0, rr = 0, xr = 0, e = 0, ee = 0;
+  for (let i = 0; i < mask.length; i++) {
+    if (!mask[i]) continue;
+    const dx = x[i] - mx, dr = ref[i] - mr;
+    xx += dx * dx, rr += dr * dr, xr += dx * dr, e += (x[i] - ref[i]) ** 2, ee += ref[i] * ref[i];
+  }
+  return { r: xr / Math.sqrt(xx * rr), nrmse: Math.sqrt(e / ee) };
+}
+
+/** "mask box 128×144×112 (63% of the volume), 1 × 2 threads", "whole volume" or the tiling, as the tables say it. */
+export function planText(p, voxels) {
+  if (p.wholeVolume && p.crop) {
+    const share = (100 * p.patchDims.reduce((x, y) => x * y) / voxels).toFixed(0);
+    return `mask box ${p.patchDims.join('×')} (${share}% of the volume), 1 × ${p.threadsPerWorker} threads`;
+  }
+  if (p.wholeVolume) return 'whole volume';
+  const stride = p.tile.stride < p.tile.core ? ` stride ${p.tile.stride} ${p.tile.blend}` : '';
+  return `core ${p.tile.core} halo ${p.tile.halo}${stride}, ${p.tilesActive} × ${p.patchEdge}³, ${p.workers ?? 1} × ${p.threadsPerWorker} threads`;
+}
+
+/**
+ * Plain ONNX Runtime Web whole-volume (null when it does not fit) and Tessera's default on one volume.
+ * createTessera is bindings/js/index.js's; reference is the χ the default is compared with (the native whole run).
+ * @returns {Promise<{web: {seconds: number, wall: number} | null, tessera: number, wall: number, plan: string,
+ *   estimated: number, r: number, nrmse: number}>}
+ */
+export async function webSpeed({ createTessera, geometry, field, mask, model, weights, reference, threads }) {
+  const voxels = geometry.dims[0] * geometry.dims[1] * geometry.dims[2];
+  let web = null;
+  const plain = await createTessera({ workers: threads, hardwareThreads: threads, threadsPerWorker: 1 });
+  try {
+    if ((await plain.plan({ geometry, mask, model, whole: true })).feasible) {
+      const t0 = performance.now();
+      const { report } = await plain.invert({ field, mask, geometry, model, weights, whole: true, threadsPerWorker: threads });
+      web = { seconds: report.wallSeconds, wall: (performance.now() - t0) / 1000 };
+    }
+  } finally {
+    await plain.terminate();
+  }
+  const tessera = await createTessera({ workers: threads, hardwareThreads: threads, threadsPerWorker: 1 });
+  try {
+    const t0 = performance.now();
+    const { chi, report } = await tessera.invert({ field, mask, geometry, model, weights });
+    const wall = (performance.now() - t0) / 1000;
+    const p = report.plan;
+    const g = agreement(chi, reference, mask);
+    return { web, tessera: report.wallSeconds, wall, plan: planText(p, voxels), estimated: p.estimatedSeconds, r: g.r, nrmse: g.nrmse };
+  } finally {
+    await tessera.terminate();
+  }
+}
