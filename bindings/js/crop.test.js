@@ -1,0 +1,92 @@
+// The crop to the mask's support (src/crop.cpp) through the package API: an automatic plan runs the mask's bounding
+// box as one patch, its χ agrees with the whole-volume run, crop 'off' plans the whole field of view, and a field an
+// unmasked network would read outside the box is either planned for (plan() given the field) or refused by name.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { createTessera } from './index.js';
+import { unet, prng } from '../../tests/js/networks.js';
+
+let tessera;
+before(async () => {
+  tessera = await createTessera({ workers: 1, hardwareThreads: 2, threadsPerWorker: 2 });
+});
+after(async () => {
+  await tessera?.terminate();
+});
+
+/** A 80×72×64 volume whose field and mask fill a box well inside it (the head in a larger field of view). */
+function boxed(lo = [20, 18, 14], hi = [52, 50, 42]) {
+  const dims = [80, 72, 64];
+  const n = dims[0] * dims[1] * dims[2];
+  const rnd = prng(5);
+  const field = new Float32Array(n), mask = new Uint8Array(n);
+  for (let z = lo[2]; z < hi[2]; z++)
+    for (let y = lo[1]; y < hi[1]; y++)
+      for (let x = lo[0]; x < hi[0]; x++) {
+        const i = x + dims[0] * (y + dims[1] * z);
+        mask[i] = 1;
+        field[i] = (rnd() * 2 - 1) * 0.05;
+      }
+  return { geometry: { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] }, field, mask, n, lo, hi };
+}
+
+function agreement(x, ref, mask) {
+  let n = 0, sx = 0, sr = 0;
+  for (let i = 0; i < mask.length; i++) if (mask[i]) (n++, (sx += x[i]), (sr += ref[i]));
+  const mx = sx / n, mr = sr / n;
+  let xx = 0, rr = 0, xr = 0, e = 0, ee = 0;
+  for (let i = 0; i < mask.length; i++) {
+    if (!mask[i]) continue;
+    const dx = x[i] - mx, dr = ref[i] - mr;
+    xx += dx * dx, rr += dr * dr, xr += dx * dr, e += (x[i] - ref[i]) ** 2, ee += ref[i] * ref[i];
+  }
+  return { r: xr / Math.sqrt(xx * rr), nrmse: Math.sqrt(e / ee) };
+}
+
+test('demo U-Net: the automatic plan runs the mask box + 4 voxels as one patch, χ within NRMSE 0.05 of the whole volume, zero outside the mask', async () => {
+  const { geometry, field, mask, n, lo, hi } = boxed();
+  const weights = new Uint8Array(fs.readFileSync(new URL('../../web/models/demo-unet.onnx', import.meta.url)));
+  const plan = await tessera.plan({ geometry, mask, model: 'demo-unet' });
+  assert.equal(plan.feasible, true, plan.message);
+  assert.equal(plan.wholeVolume, true);
+  assert.ok(plan.crop, plan.explanation);
+  assert.match(plan.explanation, /the mask's bounding box \+ 4 voxels as one patch/);
+  for (let a = 0; a < 3; a++) {
+    assert.ok(plan.crop.lo[a] <= lo[a] - 4 && plan.crop.hi[a] >= hi[a] + 4, `axis ${a}: ${plan.crop.lo[a]}-${plan.crop.hi[a]}`);
+    assert.equal(plan.crop.patchLo[a] % 8, 0); // 80×72×64 needs no padding: the grid starts at 0
+    assert.equal(plan.crop.patchDims[a] % 8, 0);
+    assert.deepEqual(plan.patchDims, plan.crop.patchDims);
+  }
+  assert.ok(plan.patchDims.reduce((x, y) => x * y) < n / 3, `box ${plan.patchDims} of ${geometry.dims}`);
+  const cropped = await tessera.invert({ geometry, field, mask, model: 'demo-unet', weights, plan });
+  const whole = await tessera.invert({ geometry, field, mask, model: 'demo-unet', weights, whole: true });
+  assert.equal(whole.report.plan.crop, null);
+  assert.deepEqual(whole.report.plan.patchDims, geometry.dims);
+  const g = agreement(cropped.chi, whole.chi, mask);
+  assert.ok(g.r > 0.99 && g.nrmse < 0.05, `r ${g.r}, NRMSE ${g.nrmse}`);
+  for (let i = 0; i < n; i++) if (!mask[i]) assert.equal(cropped.chi[i], 0, `voxel ${i} outside the mask`);
+  // crop off: the whole field of view.
+  const off = await tessera.plan({ geometry, mask, model: 'demo-unet', crop: 'off' });
+  assert.equal(off.crop, null);
+  await assert.rejects(tessera.plan({ geometry, mask, model: 'demo-unet', crop: 'sometimes' }), /crop must be auto or off/);
+});
+
+test('an unmasked network: plan() without the field crops to the mask and the run refuses a field outside the box naming the fix; with the field the box holds it', async () => {
+  const { geometry, field, mask } = boxed();
+  const weights = unet({ base: 2, seed: 4 });
+  const spec = { divisor: 8, bytesPerVoxel: 1100, receptiveRadius: 20 };
+  field[2 + geometry.dims[0] * (30 + geometry.dims[1] * 30)] = 0.2; // outside the mask, far from it
+  const byMask = await tessera.plan({ geometry, mask, spec });
+  assert.ok(byMask.crop, byMask.explanation);
+  assert.ok(byMask.crop.lo[0] > 2);
+  await assert.rejects(tessera.invert({ geometry, field, mask, spec, weights, plan: byMask }), (e) => {
+    assert.equal(e.code, 'InvalidArgument');
+    assert.match(e.message, /not zero at 1 voxels outside the box the plan crops to .*crop: 'off'/);
+    return true;
+  });
+  const byField = await tessera.plan({ geometry, mask, field, spec });
+  assert.ok(byField.crop === null || byField.crop.lo[0] <= 2, JSON.stringify(byField.crop));
+  const run = await tessera.invert({ geometry, field, mask, spec, weights }); // planned here, with the field
+  assert.ok(run.report.plan.crop === null || run.report.plan.crop.lo[0] <= 2);
+});
