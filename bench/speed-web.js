@@ -31,7 +31,7 @@ export function planText(p, voxels) {
  * Plain ONNX Runtime Web whole-volume (null when it does not fit) and Tessera's default on one volume.
  * createTessera is bindings/js/index.js's; reference is the χ the default is compared with (the native whole run).
  * @returns {Promise<{web: {seconds: number, wall: number} | null, tessera: number, wall: number, plan: string,
- *   estimated: number, r: number, nrmse: number}>}
+ *   estimated: number, r: number, nrmse: number, memory: {workerHeapVsPlan: number, moduleHeapVsPlan: number}}>}
  */
 export async function webSpeed({ createTessera, geometry, field, mask, model, weights, reference, threads }) {
   const voxels = geometry.dims[0] * geometry.dims[1] * geometry.dims[2];
@@ -53,7 +53,9 @@ export async function webSpeed({ createTessera, geometry, field, mask, model, we
     const wall = (performance.now() - t0) / 1000;
     const p = report.plan;
     const g = agreement(chi, reference, mask);
-    return { web, tessera: report.wallSeconds, wall, plan: planText(p, voxels), estimated: p.estimatedSeconds, r: g.r, nrmse: g.nrmse };
+    // The run against its plan (1 = as planned; the runtime's own check).
+    const memory = { workerHeapVsPlan: report.memory?.workerHeapVsPlan, moduleHeapVsPlan: report.memory?.moduleHeapVsPlan };
+    return { web, tessera: report.wallSeconds, wall, plan: planText(p, voxels), estimated: p.estimatedSeconds, r: g.r, nrmse: g.nrmse, memory };
   } finally {
     await tessera.terminate();
   }

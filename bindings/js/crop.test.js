@@ -60,6 +60,9 @@ test('demo U-Net: the automatic plan runs the mask box + 4 voxels as one patch, 
   }
   assert.ok(plan.patchDims.reduce((x, y) => x * y) < n / 3, `box ${plan.patchDims} of ${geometry.dims}`);
   const cropped = await tessera.invert({ geometry, field, mask, model: 'demo-unet', weights, plan });
+  // The box's memory is planned like a whole volume of its size: the run stays within it.
+  assert.ok(cropped.report.memory.workerHeapVsPlan <= 1, `worker heap ${cropped.report.memory.workerHeapVsPlan}× the plan`);
+  assert.ok(cropped.report.memory.moduleHeapVsPlan <= 1, `module heap ${cropped.report.memory.moduleHeapVsPlan}× the plan`);
   const whole = await tessera.invert({ geometry, field, mask, model: 'demo-unet', weights, whole: true });
   assert.equal(whole.report.plan.crop, null);
   assert.deepEqual(whole.report.plan.patchDims, geometry.dims);
