@@ -14,15 +14,6 @@ using namespace tessera::test;
 
 namespace {
 
-// A box of mask voxels [lo, hi) in an otherwise empty volume.
-std::vector<uint8_t> box_mask(const Geometry& g, Dims3 lo, Dims3 hi) {
-  std::vector<uint8_t> m(g.voxel_count(), 0);
-  for (int64_t z = lo[2]; z < hi[2]; ++z)
-    for (int64_t y = lo[1]; y < hi[1]; ++y)
-      for (int64_t x = lo[0]; x < hi[0]; ++x) m[g.index(x, y, z)] = 1;
-  return m;
-}
-
 FieldNetwork masked_network(uint32_t divisor, PadRule rule = PadRule::SmallerHalfLow) {
   FieldNetwork n{TileCost{divisor, 100}, Normalization{}, rule};
   n.masked_input = true;

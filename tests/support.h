@@ -68,6 +68,15 @@ inline std::vector<uint8_t> ellipsoid_mask(const Geometry& g, double fill = 0.9)
   return m;
 }
 
+// A box mask [lo, hi) in an otherwise empty volume.
+inline std::vector<uint8_t> box_mask(const Geometry& g, Dims3 lo, Dims3 hi) {
+  std::vector<uint8_t> m(g.voxel_count(), 0);
+  for (int64_t z = lo[2]; z < hi[2]; ++z)
+    for (int64_t y = lo[1]; y < hi[1]; ++y)
+      for (int64_t x = lo[0]; x < hi[0]; ++x) m[g.index(x, y, z)] = 1;
+  return m;
+}
+
 // Returns its input unchanged.
 class IdentityRunner : public PatchRunner {
  public:

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { createTessera } from './index.js';
 import { unet, prng } from '../../tests/js/networks.js';
+import { agreement } from '../../bench/speed-web.js';
 
 let tessera;
 before(async () => {
@@ -29,19 +30,6 @@ function boxed(lo = [20, 18, 14], hi = [52, 50, 42]) {
         field[i] = (rnd() * 2 - 1) * 0.05;
       }
   return { geometry: { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] }, field, mask, n, lo, hi };
-}
-
-function agreement(x, ref, mask) {
-  let n = 0, sx = 0, sr = 0;
-  for (let i = 0; i < mask.length; i++) if (mask[i]) (n++, (sx += x[i]), (sr += ref[i]));
-  const mx = sx / n, mr = sr / n;
-  let xx = 0, rr = 0, xr = 0, e = 0, ee = 0;
-  for (let i = 0; i < mask.length; i++) {
-    if (!mask[i]) continue;
-    const dx = x[i] - mx, dr = ref[i] - mr;
-    xx += dx * dx, rr += dr * dr, xr += dx * dr, e += (x[i] - ref[i]) ** 2, ee += ref[i] * ref[i];
-  }
-  return { r: xr / Math.sqrt(xx * rr), nrmse: Math.sqrt(e / ee) };
 }
 
 test('demo U-Net: the automatic plan runs the mask box + 4 voxels as one patch, χ within NRMSE 0.05 of the whole volume, zero outside the mask', async () => {

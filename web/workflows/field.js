@@ -149,8 +149,9 @@ export const fieldWorkflow = {
       verify: $('verify').checked,
       b0Align: $('b0Align').value,
       crop: $('crop').value,
-      // A network that reads its field unmasked: an automatic plan's crop box holds every voxel where it is not zero.
-      field: input?.field,
+      // A network that reads its field unmasked: an automatic plan's crop box holds every voxel where it is not zero
+      // (a masked network's plan needs only the mask, so its field is not copied to the planner).
+      field: (net.model?.maskedInput ?? net.spec?.maskedInput) ? undefined : input?.field,
     };
     if (net.kind === 'custom') req.spec = net.spec;
     else req.model = net.id;
