@@ -117,7 +117,7 @@ TEST(PhaseNetworks, ErosionMatchesTheSphereDefinition) {
 
 TEST(PhaseNetworks, LayoutCropsToTheMaskAndPadsTo16) {
   const Geometry g = tessera::test::geometry(70, 60, 50);
-  const std::vector<uint8_t> m = test::box_mask(g, {20, 10, 5}, {41, 30, 45});
+  const std::vector<uint8_t> m = tessera::test::box_mask(g, {20, 10, 5}, {41, 30, 45});
   // iQSM: the whole volume, padded by the reference's rule (the smaller half before).
   const tessera::PhaseLayout a = tessera::phase_layout(iqsm(), g, m);
   EXPECT_EQ(a.crop_lo, (Dims3{0, 0, 0}));
@@ -154,7 +154,7 @@ TEST(PhaseNetworks, LayoutCropsToTheMaskAndPadsTo16) {
 
 TEST(PhaseNetworks, EveryInputReachesTheNetworkInTheReferenceLayout) {
   const Geometry g = tessera::test::geometry(21, 18, 12);
-  const std::vector<uint8_t> mask = test::box_mask(g, {3, 2, 1}, {19, 16, 11});
+  const std::vector<uint8_t> mask = tessera::test::box_mask(g, {3, 2, 1}, {19, 16, 11});
   std::vector<float> phase = tessera::test::random_field(g, 7);
   for (float& v : phase) v *= 3.14f;
   RecordingPhaseNet net;
@@ -212,7 +212,7 @@ TEST(PhaseNetworks, IqsmPlusGetsTheSwappedVolumeAndDirectionAndUndoesTheSwap) {
 
 TEST(PhaseNetworks, EchoesAreCombinedWithMagnitudeTimesTeSquaredWeights) {
   const Geometry g = tessera::test::geometry(16, 16, 16);
-  const std::vector<uint8_t> mask = test::box_mask(g, {2, 2, 2}, {14, 14, 14});
+  const std::vector<uint8_t> mask = tessera::test::box_mask(g, {2, 2, 2}, {14, 14, 14});
   const uint64_t n = g.voxel_count();
   const std::vector<double> te{0.005, 0.010, 0.020};
   std::vector<float> phase(3 * n, 0.0f), magnitude(3 * n);
@@ -246,7 +246,7 @@ TEST(PhaseNetworks, PlanRefusesAVolumeOverTheSinglePatchLimitWithAdvice) {
   EXPECT_NE(p.message.find("crop the field of view"), std::string::npos) << p.message;
   EXPECT_GT(p.bytes_per_tile, tessera::WASM_MAX_PATCH_ACTIVATION_BYTES);
   // iQSM+ crops to the mask: a head-sized mask in the same volume fits.
-  const std::vector<uint8_t> head = box_mask(big, {48, 40, 40}, {128, 136, 120});
+  const std::vector<uint8_t> head = tessera::test::box_mask(big, {48, 40, 40}, {128, 136, 120});
   const tessera::TilePlan q = tessera::plan_phase(iqsm_plus(), big, head, settings(), 2, tessera::Target::Wasm);
   EXPECT_TRUE(q.feasible) << q.message;
   EXPECT_EQ(q.tiles_total, 2u);
@@ -270,7 +270,7 @@ TEST(PhaseNetworks, PlanRefusesAVolumeOverTheSinglePatchLimitWithAdvice) {
 
 TEST(PhaseNetworks, BadInputIsRefusedByName) {
   const Geometry g = tessera::test::geometry(16, 16, 16);
-  const std::vector<uint8_t> mask = test::box_mask(g, {2, 2, 2}, {14, 14, 14});
+  const std::vector<uint8_t> mask = tessera::test::box_mask(g, {2, 2, 2}, {14, 14, 14});
   std::vector<float> phase(g.voxel_count(), 0.1f), out(g.voxel_count());
   RecordingPhaseNet net;
   const auto refused = [&](PhaseSettings s, std::span<const float> ph, std::span<const uint8_t> mk, const std::string& what,
@@ -293,7 +293,7 @@ TEST(PhaseNetworks, BadInputIsRefusedByName) {
   sign.phase_sign = 2;
   refused(sign, phase, mask, "+1 or -1");
   refused(settings({0.01, 0.02}), phase, mask, "one TE per echo");
-  const std::vector<uint8_t> thin = test::box_mask(g, {5, 5, 5}, {8, 8, 8});
+  const std::vector<uint8_t> thin = tessera::test::box_mask(g, {5, 5, 5}, {8, 8, 8});
   refused(settings(), phase, thin, "mask is empty");
   std::vector<float> nan_phase = phase;
   nan_phase[100] = std::nanf("");
@@ -306,7 +306,7 @@ TEST(PhaseNetworks, BadInputIsRefusedByName) {
 TEST(PhaseNetworks, InversionDispatchesPhaseNetworksAndWarnsOffDesign) {
   Geometry g = tessera::test::geometry(24, 24, 20);
   g.b0_dir = {0.0, 0.3, 0.95};
-  const std::vector<uint8_t> mask = test::box_mask(g, {3, 3, 3}, {21, 21, 17});
+  const std::vector<uint8_t> mask = tessera::test::box_mask(g, {3, 3, 3}, {21, 21, 17});
   std::vector<float> phase = tessera::test::random_field(g, 3);
   tessera::InversionRequest r;
   r.geometry = g;
