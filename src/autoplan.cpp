@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <tuple>
 
@@ -289,6 +290,60 @@ static std::optional<AutoPlan> whole_volume_choice(const AutoPlanRequest& r) {
   return w;
 }
 
+// The mask's box over the single-patch limit, run as slabs (plan_box_split): only the cut faces need context, so it
+// costs far fewer patch voxels than a cubic tiling at the same halo. The fastest split that meets the target: per
+// halo and axis the fewest pieces that fit (more pieces only add cut faces); none when the box fits as one patch, a
+// core or several workers are fixed, or nothing meets the target.
+static std::optional<AutoPlan> box_split_choice(const AutoPlanRequest& r, std::span<const uint8_t> mask,
+                                                const FidelityModel& model, const std::vector<uint32_t>& halos,
+                                                const std::function<bool(const FidelityPrediction&)>& meets) {
+  if (!r.crop.cropped || r.fixed_core || r.fixed_workers > 1) return std::nullopt;
+  if (plan_whole(r.geometry, r.network, r.target, &r.crop).feasible) return std::nullopt;
+  const uint32_t threads = r.fixed_threads ? r.fixed_threads : std::max<uint32_t>(1, r.hardware_threads);
+  std::optional<AutoPlan> best;
+  for (uint32_t h : halos) {
+    for (uint32_t axis = 0; axis < 3; ++axis) {
+      const int64_t extent = r.crop.hi[axis] - r.crop.lo[axis];
+      for (uint32_t n = 2; n <= 16 && n <= extent; ++n) {
+        CropBox c = r.crop;
+        c.split = BoxSplit{axis, n, h};
+        TilePlan p = plan_box_split(r.geometry, mask, r.network, c, 1, r.target, &model);
+        if (!p.feasible) continue;  // over the single-patch limit: more pieces
+        if (meets(p.fidelity)) {
+          const double voxels = static_cast<double>(p.patch_dims[0]) * p.patch_dims[1] * p.patch_dims[2];
+          const double seconds = r.speed.worker_start_seconds +
+                                 static_cast<double>(p.tiles_active) *
+                                     (r.speed.per_tile_seconds + voxels * r.speed.seconds_per_voxel / speedup(threads, r.speed));
+          if (!best || seconds < best->estimated_seconds) {
+            AutoPlan a;
+            a.tile = p.tile;
+            a.workers = 1;
+            a.threads_per_worker = threads;
+            a.estimated_seconds = seconds;
+            a.plan = std::move(p);
+            best = std::move(a);
+          }
+        }
+        break;  // the fewest pieces that fit: more add cut faces and voxels
+      }
+    }
+  }
+  if (!best) return std::nullopt;
+  const TilePlan& p = best->plan;
+  char buf[720];
+  std::snprintf(buf, sizeof buf,
+                "the mask's bounding box + %u voxels (%s) needs more than the %.1f GB single-patch limit as one patch, so "
+                "it runs in %s (patches %llu×%llu×%llu, %.2f GB each, %llu to run): only the cut faces need context; "
+                "1 worker × %u thread%s; %s (%s); ",
+                r.crop.margin, crop_text(r.geometry, r.crop).c_str(), WASM_MAX_PATCH_ACTIVATION_BYTES / 1e9,
+                split_text(p.crop.split).c_str(), static_cast<unsigned long long>(p.patch_dims[0]),
+                static_cast<unsigned long long>(p.patch_dims[1]), static_cast<unsigned long long>(p.patch_dims[2]),
+                p.bytes_per_tile / 1e9, static_cast<unsigned long long>(p.tiles_active), threads, threads == 1 ? "" : "s",
+                fidelity_text(p.fidelity).c_str(), target_text(r.quality).c_str());
+  best->explanation = buf + estimate_text(best->estimated_seconds);
+  return best;
+}
+
 AutoPlan plan_auto(const AutoPlanRequest& r, std::span<const uint8_t> mask) {
   validate_geometry(r.geometry);
   const bool assumed = r.network.context.within.empty();
@@ -398,6 +453,9 @@ AutoPlan plan_auto(const AutoPlanRequest& r, std::span<const uint8_t> mask) {
     best.estimated_seconds = first_good->pace.seconds;
   }
   if (whole && (!found || whole->estimated_seconds <= best.estimated_seconds)) return *whole;
+  // The mask's box as slabs, when it is faster than the tiling (or the tiling misses the target).
+  std::optional<AutoPlan> split = box_split_choice(r, mask, model, halos, meets);
+  if (split && (!found || split->estimated_seconds < best.estimated_seconds)) return *split;
   if (!found) {
     // Nothing meets the target within the budget: the most faithful feasible config (then the fastest of equals).
     const Candidate* most = nullptr;

@@ -56,20 +56,29 @@ uint64_t max_wasm_patch_edge(uint64_t bytes_per_voxel, uint64_t fixed_bytes) {
   return lo;
 }
 
-uint64_t tiles_within_wasm_budget(TileConfig cfg, TileCost cost) {
-  const uint64_t per_tile = tile_bytes(cfg, cost);
+namespace {
+uint64_t within_wasm_budget(uint64_t per_tile) {
   if (per_tile == 0) return kMax;
   return std::max<uint64_t>(1, WASM_TILE_ACTIVATION_BUDGET / per_tile);
 }
+uint32_t wasm_in_flight(uint64_t per_tile, uint32_t threads) {
+  return static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(threads, within_wasm_budget(per_tile))));
+}
+}  // namespace
+
+uint64_t tiles_within_wasm_budget(TileConfig cfg, TileCost cost) { return within_wasm_budget(tile_bytes(cfg, cost)); }
 
 uint32_t wasm_tiles_in_flight(TileConfig cfg, TileCost cost, uint32_t threads) {
-  const uint64_t budget = tiles_within_wasm_budget(cfg, cost);
-  return static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(threads, budget)));
+  return wasm_in_flight(tile_bytes(cfg, cost), threads);
 }
 
 uint32_t tile_concurrency(TileConfig cfg, TileCost cost, uint32_t pool, Target target) {
+  return patch_concurrency(tile_bytes(cfg, cost), pool, target);
+}
+
+uint32_t patch_concurrency(uint64_t bytes_per_tile, uint32_t pool, Target target) {
   if (target == Target::Native) return std::max<uint32_t>(1, pool);
-  return wasm_tiles_in_flight(cfg, cost, pool);
+  return wasm_in_flight(bytes_per_tile, pool);
 }
 
 uint64_t wasm_heap_growth_slack(uint64_t needed_bytes) { return std::min<uint64_t>(needed_bytes / 5, 96ull << 20); }

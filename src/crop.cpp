@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include "tessera/error.h"
 
@@ -20,6 +21,40 @@ int64_t grid_ceil(int64_t v, int64_t g0, int64_t d) { return grid_floor(v + d - 
 // Is the network's input at this voxel non-zero? The same arithmetic as gather_patch (tessera/tiling.h).
 bool input_nonzero(const FieldNetwork& n, float f) {
   return (f - static_cast<float>(n.norm.input_mean)) / static_cast<float>(n.norm.input_std) != 0.0f;
+}
+
+// One slab along the cut axis: its core [c0, c1) and its patch's first voxel p0.
+struct Slab {
+  int64_t c0 = 0, c1 = 0, p0 = 0;
+};
+
+// The slabs of crop.split and their common patch length along the cut axis (a multiple of the divisor).
+std::vector<Slab> slabs_of(const CropBox& c, uint32_t divisor, int64_t& length) {
+  const BoxSplit& s = c.split;
+  if (s.axis > 2) throw Error(ErrorCode::InvalidArgument, "a box split's axis is 0, 1 or 2, got " + std::to_string(s.axis));
+  const int a = static_cast<int>(s.axis);
+  const int64_t d = std::max<int64_t>(1, divisor);
+  const int64_t P0 = c.patch_lo[a], P1 = P0 + static_cast<int64_t>(c.patch_dims[a]);
+  const int64_t C0 = c.lo[a], C1 = c.hi[a], n = s.pieces, h = s.halo;
+  if (n < 2 || n > C1 - C0) {
+    throw Error(ErrorCode::InvalidArgument, "a box split cuts the box into 2 to " + std::to_string(C1 - C0) +
+                                                " pieces along its axis, got " + std::to_string(n) + ": plan again");
+  }
+  std::vector<Slab> out(static_cast<size_t>(n));
+  length = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    Slab& sl = out[static_cast<size_t>(i)];
+    sl.c0 = C0 + i * (C1 - C0) / n;
+    sl.c1 = C0 + (i + 1) * (C1 - C0) / n;
+    // The box's own faces keep its patch (the crop margin); a cut face gets the halo, rounded out to the grid.
+    const int64_t lo = i == 0 ? P0 : std::max(P0, grid_floor(sl.c0 - h, P0, d));
+    const int64_t hi = i == n - 1 ? P1 : std::min(P1, grid_ceil(sl.c1 + h, P0, d));
+    sl.p0 = lo;
+    length = std::max(length, hi - lo);
+  }
+  // One patch shape for every slab: each starts where it did, or earlier where it would pass the box's end.
+  for (Slab& sl : out) sl.p0 = std::min(sl.p0, P1 - length);
+  return out;
 }
 
 }  // namespace
@@ -76,6 +111,10 @@ void validate_crop(const Geometry& g, std::span<const uint8_t> mask, const Field
                                                   "volume or network; plan again");
     }
   }
+  if (c.split.pieces > 1) {
+    int64_t length = 0;
+    slabs_of(c, static_cast<uint32_t>(d), length);  // throws when the split does not fit the box
+  }
   for (int64_t z = 0; z < g.dims[2]; ++z) {
     for (int64_t y = 0; y < g.dims[1]; ++y) {
       const uint8_t* row = mask.data() + g.index(0, y, z);
@@ -107,6 +146,55 @@ uint64_t input_voxels_outside(const Geometry& g, std::span<const float> field, s
     }
   }
   return count;
+}
+
+
+std::array<uint64_t, 3> box_split_patch_dims(const CropBox& c, uint32_t divisor) {
+  int64_t length = 0;
+  slabs_of(c, divisor, length);
+  std::array<uint64_t, 3> dims = c.patch_dims;
+  dims[c.split.axis] = static_cast<uint64_t>(length);
+  return dims;
+}
+
+TileGrid box_split_grid(const Geometry& g, std::span<const uint8_t> mask, const CropBox& c, uint32_t divisor) {
+  validate_volume_sizes(g, g.voxel_count(), mask.size());
+  int64_t length = 0;
+  const std::vector<Slab> slabs = slabs_of(c, divisor, length);
+  const int a = static_cast<int>(c.split.axis);
+  TileGrid grid;
+  grid.config = TileConfig{static_cast<uint32_t>((c.hi[a] - c.lo[a] + c.split.pieces - 1) / c.split.pieces), c.split.halo};
+  std::array<uint64_t, 3> dims = c.patch_dims;
+  dims[a] = static_cast<uint64_t>(length);
+  grid.patch_edge = std::max({dims[0], dims[1], dims[2]});
+  grid.counts = {1, 1, 1};
+  grid.counts[a] = slabs.size();
+  for (size_t i = 0; i < slabs.size(); ++i) {
+    Tile t;
+    t.index = i;
+    t.core_lo = c.lo;
+    t.core_hi = c.hi;
+    t.patch_lo = c.patch_lo;
+    t.core_lo[a] = slabs[i].c0;
+    t.core_hi[a] = slabs[i].c1;
+    t.patch_lo[a] = slabs[i].p0;
+    bool any = false;
+    for (int64_t z = t.core_lo[2]; z < t.core_hi[2] && !any; ++z) {
+      for (int64_t y = t.core_lo[1]; y < t.core_hi[1] && !any; ++y) {
+        const uint8_t* row = mask.data() + g.index(0, y, z);
+        any = std::any_of(row + t.core_lo[0], row + t.core_hi[0], [](uint8_t m) { return m != 0; });
+      }
+    }
+    t.skipped = !any;
+    (t.skipped ? grid.skipped : grid.active) += 1;
+    grid.tiles.push_back(t);
+  }
+  return grid;
+}
+
+std::string split_text(const BoxSplit& s) {
+  static constexpr const char* kAxis[3] = {"x", "y", "z"};
+  return std::to_string(s.pieces) + " slabs along " + kAxis[std::min<uint32_t>(s.axis, 2)] + ", halo " + std::to_string(s.halo);
 }
 
 std::string crop_text(const Geometry& g, const CropBox& c) {

@@ -96,25 +96,54 @@ FidelityModel::FidelityModel(const Geometry& g, std::span<const uint8_t> mask, C
 
 FidelityPrediction FidelityModel::predict(const TileConfig& cfg, uint64_t patch_edge) const {
   validate_tile_config(cfg);
+  const int64_t core = cfg.core, step = cfg.step(), halo = cfg.halo, P = static_cast<int64_t>(patch_edge);
+  std::array<std::vector<Window>, 3> windows;
+  for (int a = 0; a < 3; ++a) {
+    const int64_t n = geometry_.dims[a];
+    const int64_t count = 1 + (std::max<int64_t>(0, n - core) + step - 1) / step;
+    for (int64_t k = 0; k < count; ++k) {
+      const int64_t c0 = k * step, p0 = c0 - halo;
+      windows[a].push_back(Window{c0, std::min(c0 + core, n), p0, p0 + P});
+    }
+  }
+  return predict_windows(windows, blend_profile(cfg.blend, cfg.core));
+}
+
+FidelityPrediction FidelityModel::predict_grid(const TileGrid& grid, const std::array<uint64_t, 3>& dims) const {
+  if (grid.config.overlapping()) throw Error(ErrorCode::InvalidArgument, "predict_grid takes a grid whose cores do not overlap");
+  std::array<std::vector<Window>, 3> windows;
+  uint64_t longest = 1;
+  for (const Tile& t : grid.tiles) {
+    if (t.skipped) continue;
+    for (int a = 0; a < 3; ++a) {
+      const Window w{t.core_lo[a], t.core_hi[a], t.patch_lo[a], t.patch_lo[a] + static_cast<int64_t>(dims[a])};
+      auto& list = windows[a];
+      if (std::none_of(list.begin(), list.end(), [&](const Window& v) { return v.c0 == w.c0 && v.c1 == w.c1 && v.p0 == w.p0; })) {
+        list.push_back(w);
+      }
+      longest = std::max<uint64_t>(longest, static_cast<uint64_t>(w.c1 - w.c0));
+    }
+  }
+  return predict_windows(windows, std::vector<double>(longest, 1.0));
+}
+
+FidelityPrediction FidelityModel::predict_windows(const std::array<std::vector<Window>, 3>& windows,
+                                                  const std::vector<double>& w) const {
   if (sample_.empty()) return FidelityPrediction{};
   const Geometry& g = geometry_;
   const std::vector<double>& G = beyond_;
-  const std::vector<double> w = blend_profile(cfg.blend, cfg.core);
-  const int64_t core = cfg.core, step = cfg.step(), halo = cfg.halo, P = static_cast<int64_t>(patch_edge);
   // Per axis, the blended deficit of every position: Σ_k w_k(x) · missing_k(x) / Σ_k w_k(x).
   std::array<std::vector<double>, 3> E;
   for (int a = 0; a < 3; ++a) {
     const int64_t n = g.dims[a];
     std::vector<double> num(static_cast<size_t>(n), 0.0), den(static_cast<size_t>(n), 0.0);
-    const int64_t windows = 1 + (std::max<int64_t>(0, n - core) + step - 1) / step;
-    for (int64_t k = 0; k < windows; ++k) {
-      const int64_t c0 = k * step, c1 = std::min(c0 + core, n);
-      const int64_t p0 = c0 - halo, p1 = p0 + P;  // the patch [p0, p1)
+    for (const Window& win : windows[a]) {
+      const int64_t c0 = std::max<int64_t>(0, win.c0), c1 = std::min(win.c1, n), p0 = win.p0, p1 = win.p1;
       for (int64_t x = c0; x < c1; ++x) {
         double miss = 0;
         if (p0 > lo_[a]) miss += std::max(0.0, g_at(G, x - p0) - g_at(G, x - lo_[a]));
         if (p1 < hi_[a]) miss += std::max(0.0, g_at(G, p1 - 1 - x) - g_at(G, hi_[a] - 1 - x));
-        const double wk = w[static_cast<size_t>(x - c0)];
+        const double wk = w[static_cast<size_t>(x - win.c0)];
         num[static_cast<size_t>(x)] += wk * miss;
         den[static_cast<size_t>(x)] += wk;
       }

@@ -72,6 +72,10 @@ TilePlan plan_of_choice(const InversionRequest& r, std::span<const uint8_t> mask
     const FieldNetwork net = request_network(r);
     validate_crop(r.geometry, mask, net, c.crop);
     p = plan_whole(r.geometry, net, target, &c.crop);
+  } else if (c.crop.cropped && c.crop.split.pieces > 1) {
+    const FieldNetwork net = request_network(r);
+    validate_crop(r.geometry, mask, net, c.crop);
+    p = plan_box_split(r.geometry, mask, net, c.crop, std::max<uint32_t>(1, c.workers), target);
   } else if (c.whole_volume || (r.model && r.model->kind == ModelKind::NativePatches)) {
     p = plan_whole(r.geometry, request_network(r), target);
   } else {

@@ -70,6 +70,58 @@ TilePlan plan_tiled(const Geometry& g, std::span<const uint8_t> mask, const Fiel
   return p;
 }
 
+TilePlan plan_box_split(const Geometry& g, std::span<const uint8_t> mask, const FieldNetwork& network, const CropBox& crop,
+                        uint32_t workers, Target target, const FidelityModel* fidelity) {
+  validate_geometry(g);
+  if (mask.size() != g.voxel_count()) validate_volume_sizes(g, g.voxel_count(), mask.size());
+  TilePlan p;
+  p.crop = crop;
+  p.workers = std::max<uint32_t>(1, workers);
+  if (!crop.cropped || crop.split.pieces < 2) {
+    p.message = "a box split needs a crop box cut into 2 or more pieces: plan again";
+    return p;
+  }
+  const uint32_t divisor = std::max<uint32_t>(1, network.cost.divisor);
+  try {
+    p.grid = box_split_grid(g, mask, crop, divisor);
+    p.patch_dims = box_split_patch_dims(crop, divisor);
+  } catch (const Error& e) {
+    p.message = e.what();
+    return p;
+  }
+  p.tile = p.grid.config;
+  p.patch_edge = p.grid.patch_edge;
+  const uint64_t voxels = saturating_mul(p.patch_dims[0], saturating_mul(p.patch_dims[1], p.patch_dims[2]));
+  p.bytes_per_tile = saturating_add(network.cost.fixed_bytes, saturating_mul(voxels, network.cost.bytes_per_voxel));
+  p.tiles_total = p.grid.tiles.size();
+  p.tiles_active = p.grid.active;
+  p.tiles_skipped = p.grid.skipped;
+  if (target == Target::Wasm && p.bytes_per_tile > WASM_MAX_PATCH_ACTIVATION_BYTES) {
+    p.message = "the mask's bounding box in " + split_text(crop.split) + ": each patch " + std::to_string(p.patch_dims[0]) + "×" +
+                std::to_string(p.patch_dims[1]) + "×" + std::to_string(p.patch_dims[2]) + " needs " + format_gb(p.bytes_per_tile) +
+                ", over the " + format_gb(WASM_MAX_PATCH_ACTIVATION_BYTES) + " single-patch limit: cut it into more pieces";
+    return p;
+  }
+  p.tiles_in_flight = patch_concurrency(p.bytes_per_tile, p.workers, target);
+  const uint32_t in_flight = static_cast<uint32_t>(std::min<uint64_t>(p.tiles_in_flight, std::max<uint64_t>(1, p.grid.active)));
+  p.activation_bytes = saturating_mul(p.bytes_per_tile, in_flight);
+  // Per slab in flight: the gathered input and the network's output, each held twice at the hand-over.
+  const uint64_t need = saturating_add(volume_bytes(g), saturating_mul(saturating_mul(voxels, 4 * 2 * 2), in_flight));
+  p.module_heap_bytes = saturating_add(need, wasm_heap_growth_slack(need));
+  p.peak_bytes = saturating_add(p.activation_bytes, p.module_heap_bytes);
+  p.feasible = true;
+  if (fidelity) {
+    p.fidelity = fidelity->predict_grid(p.grid, p.patch_dims);
+    p.context = fidelity->profile();
+    p.fidelity_known = true;
+  } else if (!network.context.within.empty()) {
+    p.fidelity = FidelityModel(g, mask, network.context).predict_grid(p.grid, p.patch_dims);
+    p.context = network.context;
+    p.fidelity_known = true;
+  }
+  return p;
+}
+
 TilePlan plan_whole(const Geometry& g, const FieldNetwork& network, Target target, const CropBox* crop) {
   validate_geometry(g);
   TilePlan p;

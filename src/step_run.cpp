@@ -50,7 +50,8 @@ StepRun::StepRun(const Geometry& g, std::span<const float> field, std::span<cons
                     "(plan({field, ...}) or invert without a plan) so the box holds them, or run with crop: 'off'");
   }
   const uint64_t e = plan_.patch_edge;
-  input_shape_ = TensorShape{1, plan_.whole_volume ? plan_.patch_dims : std::array<uint64_t, 3>{e, e, e}};
+  // A whole volume or a crop box (one patch, or its slabs) runs non-cubic patches.
+  input_shape_ = TensorShape{1, plan_.whole_volume || plan_.crop.cropped ? plan_.patch_dims : std::array<uint64_t, 3>{e, e, e}};
   output_shape_ = TensorShape{std::max<uint32_t>(1, output_channels), input_shape_.dims};
   started_.resize(active_.size());
   seconds_.assign(active_.size(), 0.0);

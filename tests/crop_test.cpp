@@ -196,3 +196,136 @@ TEST(Crop, OverTheSinglePatchLimitAtTheAskedMarginTheLeastMarginIsTried) {
   EXPECT_EQ(p.crop.margin, 4u);
   EXPECT_EQ(p.crop.patch_dims, at4.patch_dims);
 }
+
+TEST(Crop, TheBoxSplitIntoSlabsCoversItsCoresOnceWithTheHaloOnTheCutFacesOnThePoolingGrid) {
+  const Geometry g = geometry(90, 77, 64);
+  const std::vector<uint8_t> mask = box_mask(g, {11, 7, 9}, {80, 70, 50});
+  const FieldNetwork net = masked_network(8);
+  const WholeVolumeShape s = whole_volume_shape(g, net);
+  for (uint32_t axis = 0; axis < 3; ++axis) {
+    for (uint32_t pieces : {2u, 3u, 5u}) {
+      for (uint32_t halo : {0u, 6u, 13u}) {
+        CropBox c = crop_to_support(g, mask, net, 4);
+        c.split = BoxSplit{axis, pieces, halo};
+        const TileGrid grid = box_split_grid(g, mask, c, 8);
+        const std::array<uint64_t, 3> dims = box_split_patch_dims(c, 8);
+        ASSERT_EQ(grid.tiles.size(), pieces);
+        EXPECT_EQ(grid.active, pieces);
+        std::vector<uint8_t> covered(g.voxel_count(), 0);
+        for (const Tile& t : grid.tiles) {
+          for (int a = 0; a < 3; ++a) {
+            EXPECT_EQ((t.patch_lo[a] + s.pad_low[a]) % 8, 0) << "axis " << a;
+            EXPECT_EQ(dims[a] % 8, 0u);
+            // Inside the box's patch; on the other axes the box's patch itself.
+            EXPECT_GE(t.patch_lo[a], c.patch_lo[a]);
+            EXPECT_LE(t.patch_lo[a] + static_cast<int64_t>(dims[a]), c.patch_lo[a] + static_cast<int64_t>(c.patch_dims[a]));
+            if (a != static_cast<int>(axis)) {
+              EXPECT_EQ(t.patch_lo[a], c.patch_lo[a]);
+              EXPECT_EQ(dims[a], c.patch_dims[a]);
+            }
+          }
+          // The halo on a cut face: at least `halo` voxels of the box past the core, where the box has them.
+          const int64_t p0 = t.patch_lo[axis], p1 = p0 + static_cast<int64_t>(dims[axis]);
+          const int64_t box0 = c.patch_lo[axis], box1 = box0 + static_cast<int64_t>(c.patch_dims[axis]);
+          EXPECT_LE(p0, std::max(box0, t.core_lo[axis] - static_cast<int64_t>(halo)));
+          EXPECT_GE(p1, std::min(box1, t.core_hi[axis] + static_cast<int64_t>(halo)));
+          for (int64_t z = t.core_lo[2]; z < t.core_hi[2]; ++z)
+            for (int64_t y = t.core_lo[1]; y < t.core_hi[1]; ++y)
+              for (int64_t x = t.core_lo[0]; x < t.core_hi[0]; ++x) ++covered[g.index(x, y, z)];
+        }
+        // Every voxel of the box written exactly once, nothing outside it.
+        for (int64_t z = 0; z < g.dims[2]; ++z)
+          for (int64_t y = 0; y < g.dims[1]; ++y)
+            for (int64_t x = 0; x < g.dims[0]; ++x) {
+              const bool in = x >= c.lo[0] && x < c.hi[0] && y >= c.lo[1] && y < c.hi[1] && z >= c.lo[2] && z < c.hi[2];
+              ASSERT_EQ(covered[g.index(x, y, z)], in ? 1 : 0) << x << "," << y << "," << z;
+            }
+        EXPECT_NO_THROW(validate_crop(g, mask, net, c));
+      }
+    }
+  }
+  CropBox bad = crop_to_support(g, mask, net, 4);
+  bad.split = BoxSplit{3, 2, 4};
+  EXPECT_THROW(validate_crop(g, mask, net, bad), Error);
+  bad.split = BoxSplit{0, 1000, 4};
+  EXPECT_THROW(validate_crop(g, mask, net, bad), Error);
+}
+
+TEST(Crop, SlabsWithAHaloPastTheNetworksReachGiveTheOnePatchBoxRunOfALocalNetwork) {
+  // A local network (radius 2): slabs whose cut faces carry a halo of 2 or more see exactly what the one-patch box run
+  // sees around every voxel they write, so the result is the box run's bit for bit; with no halo it differs.
+  const Geometry g = geometry(61, 52, 40);
+  const std::vector<float> field = random_field(g, 5);
+  const std::vector<uint8_t> mask = box_mask(g, {10, 8, 6}, {51, 45, 35});
+  const FieldNetwork net = masked_network(4);
+  ReferenceConvRunner conv(2);
+  const CropBox c = crop_to_support(g, mask, net, 4);
+  std::vector<float> box(g.voxel_count());
+  {
+    StepRun run(g, field, mask, net, plan_whole(g, net, Target::Native, &c), 1, box);
+    drive(run, conv);
+  }
+  for (uint32_t axis = 0; axis < 3; ++axis) {
+    for (uint32_t halo : {0u, 2u}) {
+      CropBox split = c;
+      split.split = BoxSplit{axis, 3, halo};
+      const TilePlan plan = plan_box_split(g, mask, net, split, 2, Target::Native);
+      ASSERT_TRUE(plan.feasible) << plan.message;
+      EXPECT_FALSE(plan.whole_volume);
+      std::vector<float> out(g.voxel_count(), 7.0f);
+      StepRun run(g, field, mask, net, plan, 1, out);
+      EXPECT_EQ(run.input_shape().dims, plan.patch_dims);
+      EXPECT_EQ(drive(run, conv).tiles_run, 3u);
+      const bool same = std::memcmp(box.data(), out.data(), box.size() * sizeof(float)) == 0;
+      EXPECT_EQ(same, halo >= 2) << "axis " << axis << " halo " << halo;
+    }
+  }
+}
+
+TEST(Crop, ABoxOverTheSinglePatchLimitRunsAsSlabsWhenFasterThanTilesAndTheChoiceRoundTrips) {
+  // 2.5 GB at 1600 B/voxel holds ~1.56 M voxels: the mask's box (≈ 2.3 M) does not fit, two or three slabs do; a
+  // cubic tiling at the same halo would run far more voxels.
+  InversionRequest r;
+  r.geometry = geometry(200, 200, 160);
+  r.custom = masked_network(8);
+  r.custom.cost.bytes_per_voxel = 1600;
+  r.custom.context = dipole_context_profile(12);
+  r.auto_tile = true;
+  const std::vector<uint8_t> mask = box_mask(r.geometry, {40, 36, 20}, {164, 170, 150});
+  const CropBox box = crop_to_support(r.geometry, mask, r.custom, 4);
+  ASSERT_FALSE(plan_whole(r.geometry, r.custom, Target::Wasm, &box).feasible);
+  const TilePlan p = plan_inversion(r, mask, Target::Wasm);
+  ASSERT_TRUE(p.feasible) << p.message;
+  EXPECT_FALSE(p.whole_volume);
+  ASSERT_TRUE(p.crop.cropped) << p.explanation;
+  ASSERT_GE(p.crop.split.pieces, 2u) << p.explanation;
+  EXPECT_EQ(p.tiles_active, p.crop.split.pieces);
+  EXPECT_LE(p.bytes_per_tile, WASM_MAX_PATCH_ACTIVATION_BYTES);
+  EXPECT_NE(p.explanation.find("slabs along"), std::string::npos) << p.explanation;
+  EXPECT_TRUE(p.fidelity_known);
+  EXPECT_LE(p.fidelity.nrmse, fidelity_target(Quality::Faithful).max_nrmse);
+  // The slabs run fewer patch voxels than the tiling the planner would take with crop off.
+  r.crop = false;
+  const TilePlan tiled = plan_inversion(r, mask, Target::Wasm);
+  ASSERT_TRUE(tiled.feasible) << tiled.message;
+  const auto voxels = [](const TilePlan& q) { return q.tiles_active * q.patch_dims[0] * q.patch_dims[1] * q.patch_dims[2]; };
+  EXPECT_LT(voxels(p) * 2, voxels(tiled)) << tiled.explanation;
+  EXPECT_LT(p.estimated_seconds, tiled.estimated_seconds);
+  // Handed back: the same slabs; with another mask refused.
+  r.crop = true;
+  PlanChoice choice{false, p.tile, p.workers, p.threads_per_worker, p.tiles_in_flight, p.tiles_total, p.tiles_active, p.crop};
+  const TilePlan again = plan_of_choice(r, mask, choice, Target::Wasm);
+  EXPECT_EQ(again.patch_dims, p.patch_dims);
+  ASSERT_EQ(again.grid.tiles.size(), p.grid.tiles.size());
+  for (size_t i = 0; i < p.grid.tiles.size(); ++i) EXPECT_EQ(again.grid.tiles[i].patch_lo, p.grid.tiles[i].patch_lo);
+  const std::vector<uint8_t> other = box_mask(r.geometry, {2, 36, 20}, {164, 170, 150});
+  EXPECT_THROW(plan_of_choice(r, other, choice, Target::Wasm), Error);
+  // A split still over the limit is refused with the fix.
+  CropBox one = p.crop;
+  one.split.pieces = 2;
+  one.split.axis = 0;
+  r.custom.cost.bytes_per_voxel = 4000;
+  const TilePlan over = plan_box_split(r.geometry, mask, r.custom, one, 1, Target::Wasm);
+  EXPECT_FALSE(over.feasible);
+  EXPECT_NE(over.message.find("cut it into more pieces"), std::string::npos) << over.message;
+}

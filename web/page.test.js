@@ -364,6 +364,35 @@ test('Cancel stops a run at once and leaves the page ready', { skip }, async () 
   console.log(`# cancel settled the page in ${ms} ms at ${s.counts.done} tiles`);
 });
 
+test('Measure speed: the estimate uses this machine\'s speed, and the next run takes the measuring worker (no start-up of its own)', { skip, timeout: 300000 }, async () => {
+  await page.check('#auto'); // an automatic plan: the one with an estimate
+  await planWith({ feasible: true, estimateSource: 'registry' }); // the demo network's registry speed
+  const before = await readData('#planReadout');
+  assert.equal(await page.isDisabled('#measureSpeed'), false);
+  await page.click('#measureSpeed');
+  assert.equal(await page.isDisabled('#run'), true, 'Run waits while the speed is measured');
+  await page.waitForFunction(() => /Measured on this machine|not measured/.test(document.querySelector('#speedText').textContent), null, { timeout: 180000, polling: 200 });
+  assert.match(await page.textContent('#speedText'), /Measured on this machine in [\d.]+ s \(\d threads?: 32³ [\d.]+ s, 64³ [\d.]+ s\)/);
+  await planWith({ estimateSource: 'measured' });
+  const plan = await readData('#planReadout');
+  assert.match(await page.textContent('#planReadout'), /time from this machine’s measured speed/);
+  assert.equal(await page.isDisabled('#run'), false);
+  await page.click('#run');
+  await waitState(['done', 'error'], 240000);
+  assert.equal(await pageState(), 'done', await errorText());
+  const report = await readData('#report');
+  assert.equal(report.warmStart, true, 'the run took the measuring worker');
+  assert.ok(report.workerHeapVsPlan <= 1, `worker heap ${report.workerHeapVsPlan} of the plan`);
+  console.log(`# measured estimate ${plan.estimatedSeconds.toFixed(1)} s, run ${report.wallSeconds.toFixed(1)} s (${(plan.estimatedSeconds / report.wallSeconds).toFixed(2)}×; ${plan.tilesActive} tile(s), patch ${plan.patchEdge})`);
+  assert.ok(before.estimatedSeconds > 0);
+  // The measured speed is this page's only: a reload plans with the registry's again; the later tests expect explicit tiles.
+  await page.reload();
+  await page.waitForFunction(() => document.body.dataset.state === 'idle' && document.querySelector('#planReadout').dataset.feasible, null, { timeout: 60000 });
+  assert.equal((await readData('#planReadout')).estimateSource, 'registry');
+  await page.uncheck('#auto');
+  await planWith({ feasible: true, patchEdge: 48 });
+});
+
 test('a NIfTI pair loaded through the file inputs runs end to end with a custom network; χ downloads as NIfTI', { skip }, async () => {
   const { readNifti } = await import('../bindings/js/index.js');
   await page.check('input[name=units][value=hz]');

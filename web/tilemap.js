@@ -41,14 +41,16 @@ export class TileMap {
   /**
    * A plan's tiles over a volume: grid is plan.grid (null or no tiles: the volume without tiles, e.g. an
    * infeasible plan), dims the volume's, mask (Uint8Array or null) and background (Float32Array or null) the
-   * picture under the tiles.
+   * picture under the tiles; patchDims the plan's patch (x, y, z; default a cube of grid.patchEdge: a crop box's slabs
+   * are not cubes).
    * Preconditions: grid.tiles are in grid order (tile i has index i) and lie inside dims.
    */
-  setup({ grid, dims, mask = null, background = null }) {
+  setup({ grid, dims, mask = null, background = null, patchDims }) {
     this.dims = dims;
     this.tiles = grid?.tiles ?? [];
     this.counts3 = this.tiles.length ? grid.counts : [0, 0, 0];
-    this.patchEdge = grid?.patchEdge ?? 0;
+    const edge = grid?.patchEdge ?? 0;
+    this.patchDims = patchDims ?? [edge, edge, edge];
     this.state = Uint8Array.from(this.tiles, (t) => (t.skipped ? SKIP : Q));
     this.order = this.tiles.filter((t) => !t.skipped).map((t) => t.index);
     this.mask = mask;
@@ -155,7 +157,7 @@ export class TileMap {
       ctx.lineWidth = 1;
       ctx.strokeRect(r[0] + 0.5, r[1] + 0.5, r[2] - 1, r[3] - 1);
       if (s === RUN) {
-        const p = rect(t.patchLo[0], t.patchLo[1], t.patchLo[0] + this.patchEdge, t.patchLo[1] + this.patchEdge);
+        const p = rect(t.patchLo[0], t.patchLo[1], t.patchLo[0] + this.patchDims[0], t.patchLo[1] + this.patchDims[1]);
         if (p.some((v, j) => v !== r[j])) runningPatches.push(p);
       }
     }

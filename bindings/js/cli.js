@@ -758,6 +758,9 @@ function reachText(c) {
 }
 
 const boxText = (v) => `${v.lo.map((l, i) => `${l}-${v.hi[i]}`).join(' × ')}`;
+/** "2 slabs along y, halo 20": a crop box run as slabs (plan.crop.split). */
+const splitText = (s) => `${s.pieces} slabs along ${'xyz'[s.axis]}, halo ${s.halo}`;
+const isSplit = (plan) => !plan.wholeVolume && plan.crop?.split?.pieces > 1;
 
 /** Whose speed the time estimate used (plan.estimateSource), or '' when there is no estimate. */
 function speedText(plan) {
@@ -770,7 +773,9 @@ function planTable(plan, limits, { o, run, entry, spec, geometry, maskVoxels, ec
     ? plan.crop
       ? `the mask's bounding box as one patch (${boxText(plan.crop)}), chosen by the auto-planner: ${plan.explanation}${speedText(plan)}`
       : 'whole volume'
-    : plan.explanation
+    : isSplit(plan)
+      ? `the mask's bounding box (${boxText(plan.crop)}) in ${splitText(plan.crop.split)}, chosen by the auto-planner: ${plan.explanation}${speedText(plan)}`
+      : plan.explanation
       ? `tiled, chosen by the auto-planner: ${plan.explanation}${speedText(plan)}`
       : `tiled (core ${plan.tile?.core ?? run.tile?.core}, halo ${plan.tile?.halo ?? run.tile?.halo})`;
   const rows = [
@@ -1059,7 +1064,9 @@ async function cmdInvert(o, ctx) {
   const localField = entry?.quantity === 'local-field';
   const what = localField ? 'local field (ppm)' : 'χ (ppm)';
   for (const note of phaseInfo?.notes ?? []) progress.line(note);
-  const mode = plan.wholeVolume ? (plan.crop ? `the mask's bounding box (${boxText(plan.crop)})` : 'whole volume') : `${plan.tilesActive} of ${plan.tilesTotal} tiles`;
+  const mode = plan.wholeVolume
+    ? (plan.crop ? `the mask's bounding box (${boxText(plan.crop)})` : 'whole volume')
+    : isSplit(plan) ? `the mask's bounding box (${boxText(plan.crop)}) in ${splitText(plan.crop.split)}` : `${plan.tilesActive} of ${plan.tilesTotal} tiles`;
   const phaseText = phaseNet
     ? `, ${echoes} echo${echoes > 1 ? 'es' : ''} (TE ${run.phase.te.map((t) => fmt(t * 1000)).join(', ')} ms), B0 ${b0 ?? 3} T${b0 === undefined ? ' (default; --b0 to change)' : ''}`
     : '';

@@ -63,6 +63,35 @@ test('demo U-Net: the automatic plan runs the mask box + 4 voxels as one patch, 
   await assert.rejects(tessera.plan({ geometry, mask, model: 'demo-unet', crop: 'sometimes' }), /crop must be auto or off/);
 });
 
+test('a mask box over the single-patch limit runs as slabs with a halo on the cut faces only: χ within the faithful target of the whole volume, within its plan', async () => {
+  const { geometry, field, mask, n } = boxed();
+  const weights = new Uint8Array(fs.readFileSync(new URL('../../web/models/demo-unet.onnx', import.meta.url)));
+  const m = await tessera.model('demo-unet');
+  const z = m.normalization;
+  // The demo U-Net declared at 45 kB/voxel: its 40×40×40 box needs 2.9 GB, over the 2.5 GB single-patch limit.
+  const spec = { divisor: m.divisor, maskedInput: m.maskedInput, inputMean: z.inputMean, inputStd: z.inputStd, outputMean: z.outputMean,
+    outputStd: z.outputStd, bytesPerVoxel: 45000, receptiveRadius: 24 };
+  const plan = await tessera.plan({ geometry, mask, spec });
+  assert.equal(plan.feasible, true, plan.message);
+  assert.equal(plan.wholeVolume, false);
+  assert.ok(plan.crop && plan.crop.split.pieces >= 2, plan.explanation);
+  assert.match(plan.explanation, /slabs along [xyz], halo \d+/);
+  assert.equal(plan.tilesActive, plan.crop.split.pieces);
+  const axis = plan.crop.split.axis;
+  for (let a = 0; a < 3; a++) if (a !== axis) assert.equal(plan.patchDims[a], plan.crop.patchDims[a]);
+  assert.ok(plan.patchDims[axis] < plan.crop.patchDims[axis]);
+  assert.ok(plan.bytesPerTile <= (await tessera.limits()).maxPatchActivationBytes);
+  const slabs = await tessera.invert({ geometry, field, mask, spec, weights, plan });
+  assert.equal(slabs.report.tilesRun, plan.crop.split.pieces);
+  assert.ok(slabs.report.memory.workerHeapVsPlan <= 1 && slabs.report.memory.moduleHeapVsPlan <= 1, JSON.stringify(slabs.report.memory));
+  // The reference: the whole volume at the network's real cost (the declared one would not fit it).
+  const whole = await tessera.invert({ geometry, field, mask, spec: { ...spec, bytesPerVoxel: 1100 }, weights, whole: true });
+  const g = agreement(slabs.chi, whole.chi, mask);
+  assert.ok(g.nrmse <= plan.predictedFidelity.nrmse + 0.05 && g.nrmse < 0.1 && g.r > 0.99, `r ${g.r}, NRMSE ${g.nrmse} (predicted ${plan.predictedFidelity.nrmse})`);
+  for (let i = 0; i < n; i++) if (!mask[i]) assert.equal(slabs.chi[i], 0, `voxel ${i} outside the mask`);
+  console.log(`# slabs: ${plan.crop.split.pieces} along ${'xyz'[axis]}, halo ${plan.crop.split.halo}, patch ${plan.patchDims.join('×')}: r ${g.r.toFixed(5)}, NRMSE ${g.nrmse.toFixed(4)} (predicted ${plan.predictedFidelity.nrmse.toFixed(4)})`);
+});
+
 test('an unmasked network: plan() without the field crops to the mask and the run refuses a field outside the box naming the fix; with the field the box holds it', async () => {
   const { geometry, field, mask } = boxed();
   const weights = unet({ base: 2, seed: 4 });

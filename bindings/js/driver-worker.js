@@ -146,7 +146,8 @@ function requestOf(a) {
     phaseSign: a.phaseSign,
     quality: a.quality,
     context: a.context,
-    speed: a.speed,
+    // With the probe's worker still kept for this run (takeWarm), no worker start-up is waited for.
+    speed: a.speed && warm && a.warmKey === warm.key ? { ...a.speed, startSeconds: 0 } : a.speed,
     verify: !!a.verify,
     b0Align: a.b0Align,
     crop: a.crop,
@@ -154,8 +155,10 @@ function requestOf(a) {
   };
 }
 
-// The ONNX Runtime worker pools of a run: one per network file, k workers each.
-function startPools(weights, { k, threadsPerWorker, spec, inputNames, executionProviders }) {
+// The ONNX Runtime worker pools of a run: one per network file, k workers each (after the warm pool, if any, is given
+// back: the memory plan counts only the run's own workers).
+async function startPools(weights, { k, threadsPerWorker, spec, inputNames, executionProviders }) {
+  await dropWarm();
   const pools = weights.map(
     (model) =>
       new WorkerPool({
@@ -176,6 +179,45 @@ function startPools(weights, { k, threadsPerWorker, spec, inputNames, executionP
   );
   for (const p of pools) livePools.add(p);
   return pools;
+}
+
+// The one-worker pool of the last speed probe (measureSpeed), kept for the run that follows so that the probe runs
+// in the worker that will run the tiles (no second start-up): {key, pool, timer}. A run of the same weights (key: sha256
+// and threads, from index.js) with the same threads and execution providers takes it; any other run, calibration or
+// probe gives it back first, and so does warmIdleMs (default 5 min) without a run.
+let warm = null;
+
+function parkWarm(key, pool, eps) {
+  const timer = setTimeout(() => dropWarm(), options.warmIdleMs ?? 300000);
+  timer.unref?.();
+  warm = { key, pool, timer, eps };
+}
+
+function dropWarm() {
+  if (!warm) return Promise.resolve();
+  clearTimeout(warm.timer);
+  const { pool } = warm;
+  warm = null;
+  return stopPools([pool]);
+}
+
+// The warm pool, grown to k workers, when it can run these pools (one network file, the same key, threads and
+// execution providers, and a heap the probe's patches grew no further than the plan allows a tile, since a wasm heap
+// never shrinks); else null after giving it back.
+async function takeWarm(key, { weights, k, threadsPerWorker, inputNames, executionProviders, bytesPerTile }) {
+  const w = warm;
+  const eps = (x) => JSON.stringify(x ?? options.executionProviders ?? ['wasm']);
+  const s = w?.pool.stats();
+  const fits = w && key && w.key === key && weights.length === 1 && !inputNames && s.threadsPerWorker === threadsPerWorker &&
+    eps(w.eps) === eps(executionProviders) && s.heapHighWater <= bytesPerTile;
+  if (!fits) {
+    await dropWarm();
+    return null;
+  }
+  clearTimeout(w.timer);
+  warm = null;
+  w.pool.grow(k);
+  return w.pool;
 }
 
 async function stopPools(pools) {
@@ -203,7 +245,7 @@ async function verifyRun({ a, volume, request, plan, chi, spec, signal, onProgre
   try {
     const box = check.box();
     const boxRequest = { ...request, whole: true, tile: undefined };
-    pools = startPools([Array.isArray(a.weights) ? a.weights[0] : a.weights], { k: 1, threadsPerWorker: plan.threadsPerWorker || options.threadsPerWorker || 1, spec });
+    pools = await startPools([Array.isArray(a.weights) ? a.weights[0] : a.weights], { k: 1, threadsPerWorker: plan.threadsPerWorker || options.threadsPerWorker || 1, spec });
     await pools[0].ready();
     const progress = onProgress && ((p) => onProgress({ ...p, stage: 'verify' }));
     let boxChi;
@@ -244,8 +286,10 @@ const methods = {
   status: () => ({
     running: running.size,
     liveWorkers: [...livePools].reduce((n, p) => n + p.liveWorkers, 0),
+    warmWorkers: warm ? warm.pool.liveWorkers : 0, // kept by measureSpeed for the next run (counted in liveWorkers)
     moduleHeapBytes: M.heapBytes(),
   }),
+  release: () => dropWarm().then(() => undefined),
   model: (a) => call(() => M.model(a.id)),
   limits: () => call(() => M.limits()),
   schema: () => call(() => M.schema()),
@@ -275,6 +319,7 @@ const methods = {
     const controller = new AbortController();
     running.set(id, controller);
     try {
+      await dropWarm(); // its fresh workers measure the heap: no other worker holds memory meanwhile
       const threads = a.threadsPerWorker ?? options.threadsPerWorker ?? 1;
       const module = {
         calibrationEdges: (d, n) => call(() => M.calibrationEdges(d, n)),
@@ -351,11 +396,15 @@ const methods = {
     const controller = new AbortController();
     running.set(id, controller);
     let pools = [];
+    let warmStart = false; // the run's first worker is the speed probe's (measureSpeed), already started
     try {
       const threadsPerWorker = plan.threadsPerWorker || a.threadsPerWorker || options.threadsPerWorker || 1;
       const k = Math.max(1, plan.tilesInFlight);
-      pools = startPools(weights, { k, threadsPerWorker, spec, inputNames: a.inputNames, executionProviders: a.executionProviders });
+      const adopted = await takeWarm(a.warmKey, { weights, k, threadsPerWorker, inputNames: a.inputNames, executionProviders: a.executionProviders, bytesPerTile: plan.bytesPerTile });
+      if (adopted) livePools.add(adopted);
+      pools = adopted ? [adopted] : await startPools(weights, { k, threadsPerWorker, spec, inputNames: a.inputNames, executionProviders: a.executionProviders });
       await Promise.all(pools.map((p) => p.ready()));
+      warmStart = !!adopted;
       if (controller.signal.aborted) throw new DOMException('the inversion was cancelled', 'AbortError');
       // Every progress event says which execution provider runs each network.
       const executionProvider = pools.map((p) => p.executionProvider.provider);
@@ -387,6 +436,7 @@ const methods = {
         ...(check.warning && { warning: check.warning }),
       };
       report.pool = stats.map((s, i) => ({
+        warmStart,
         maxInFlight: s.maxInFlight,
         runs: s.runs,
         retries: s.retries,
@@ -445,7 +495,7 @@ const methods = {
     const started = performance.now();
     let pools = [];
     try {
-      pools = startPools([a.weights], { k: 1, threadsPerWorker: options.threadsPerWorker || 1, spec });
+      pools = await startPools([a.weights], { k: 1, threadsPerWorker: options.threadsPerWorker || 1, spec });
       await pools[0].ready();
       const out = [];
       for (const sign of [1, -1]) {
@@ -507,7 +557,7 @@ const methods = {
       }
     };
     try {
-      pools = startPools([a.weights], { k: 1, threadsPerWorker: threads, spec });
+      pools = await startPools([a.weights], { k: 1, threadsPerWorker: threads, spec });
       await pools[0].ready();
       const ready = (performance.now() - started) / 1000;
       const first = await runPatch(small); // the first run of a session is slower: part of a worker's start
@@ -522,7 +572,13 @@ const methods = {
         points.push({ edge, threads, seconds: best });
       }
       const startSeconds = ready + Math.max(0, first - points[0].seconds);
-      return { points, startSeconds, threads, seconds: (performance.now() - started) / 1000 };
+      // Kept for the run that follows (takeWarm), which then starts no worker of its own.
+      const seconds = (performance.now() - started) / 1000;
+      if (!a.warmKey || controller.signal.aborted) return { points, startSeconds, threads, seconds };
+      const [pool] = pools;
+      parkWarm(a.warmKey, pool, undefined);
+      pools = []; // not stopped below
+      return { points, startSeconds, threads, seconds, warmKey: a.warmKey, warmIdleSeconds: (options.warmIdleMs ?? 300000) / 1000, keptWorkers: pool.liveWorkers };
     } finally {
       running.delete(id);
       await stopPools(pools);

@@ -242,6 +242,9 @@ export interface CropBox {
   patchDims: Triple;
   /** voxels kept around the mask before rounding out to the grid */
   margin: number;
+  /** pieces > 1: the box is over the single-patch limit and runs as slabs cut along axis (0 x, 1 y, 2 z), each with
+   * halo voxels of context past its core on the cut faces (then wholeVolume is false and the grid holds the slabs) */
+  split: { axis: number; pieces: number; halo: number };
 }
 /** b0Align: resample to a B0-aligned grid above the threshold (auto), at any tilt (on), never (off). */
 export type B0Align = 'auto' | 'on' | 'off';
@@ -270,7 +273,7 @@ export interface Plan {
   /** the planner's refusal with advice; empty when feasible */
   message: string;
   wholeVolume: boolean;
-  /** a whole-volume plan cut to the mask's bounding box (+ margin, on the pooling grid); null: the whole volume */
+  /** a plan cut to the mask's bounding box (+ margin, on the pooling grid): one patch, or slabs (crop.split); null: the whole volume */
   crop: CropBox | null;
   patchEdge: number;
   patchDims: Triple;
@@ -432,7 +435,8 @@ export interface RunReport {
     /** present when a measured heap exceeded its plan: the ratio and the figure to declare */
     warning?: string;
   };
-  pool: { maxInFlight: number; runs: number; retries: number; recycles: number; inputBinding?: Record<string, string> }[];
+  /** warmStart: the run's first worker was the one measureSpeed kept (no start-up of its own) */
+  pool: { warmStart: boolean; maxInFlight: number; runs: number; retries: number; recycles: number; inputBinding?: Record<string, string> }[];
   /** the self-check, when the run was asked to verify (on the B0-aligned grid when the run was resampled) */
   verify?: VerificationReport;
   /** the plan's B0 decision (plan.b0Align) */
@@ -458,6 +462,8 @@ export interface RuntimeOptions {
   recycleHeapBytes?: number;
   /** the heap guard (default limits().workerHeapGuardBytes, 3.5 GB): a worker passing it fails its tile (MemoryCeiling) */
   workerHeapGuardBytes?: number;
+  /** how long measureSpeed's worker is kept for the next run of the same weights before it is given back (ms, default 300000) */
+  warmIdleMs?: number;
   /** cores the auto-planner may use (default: the machine's) */
   hardwareThreads?: number;
   /** URL of driver-worker.js (bundlers) */
@@ -496,7 +502,7 @@ export interface PlanRequest {
   verify?: boolean;
   /** networks that assume B0 along the third axis: resample to a B0-aligned grid (default auto: above the threshold) */
   b0Align?: B0Align;
-  /** field -> chi networks, automatic plans: run only the mask's bounding box + cropMargin (4) voxels as one patch when it fits (auto, default) or never (off) */
+  /** field -> chi networks, automatic plans: run only the mask's bounding box + cropMargin (4) voxels, as one patch when it fits, else as slabs when faster than tiles (auto, default), or never (off) */
   crop?: 'auto' | 'off';
   /** voxels kept around the mask's bounding box before rounding out to the pooling grid (default 4) */
   cropMargin?: number;
@@ -516,6 +522,12 @@ export interface SpeedMeasurement {
   startSeconds?: number;
   threads?: number;
   seconds?: number;
+  /** set when the probe's worker is kept for the next run of these weights (its sha256) */
+  warmKey?: string;
+  /** how long the kept worker waits for that run before it is given back (s) */
+  warmIdleSeconds?: number;
+  /** workers kept (1) */
+  keptWorkers?: number;
 }
 
 export interface InvertRequest extends PlanRequest {
@@ -542,6 +554,8 @@ export interface InvertRequest extends PlanRequest {
 export interface Status {
   running: number;
   liveWorkers: number;
+  /** workers measureSpeed kept for the next run (counted in liveWorkers) */
+  warmWorkers: number;
   moduleHeapBytes: number;
 }
 
@@ -614,6 +628,8 @@ export declare class Tessera {
     signal?: AbortSignal;
     onProgress?: (p: Progress) => void;
   }): Promise<SpeedMeasurement>;
+  /** gives back the worker measureSpeed kept for the next run, if any */
+  release(): Promise<void>;
   status(): Promise<Status>;
   terminate(): Promise<void>;
 }

@@ -91,6 +91,7 @@ export async function createTessera(o = {}) {
     watchdogMs: o.watchdogMs,
     recycleHeapBytes: o.recycleHeapBytes,
     workerHeapGuardBytes: o.workerHeapGuardBytes,
+    warmIdleMs: o.warmIdleMs,
     hardwareThreads: o.hardwareThreads,
     ortWorkerUrl: o.ortWorkerUrl === undefined ? undefined : String(o.ortWorkerUrl),
     executionProviders,
@@ -236,8 +237,9 @@ export class Tessera {
     const { geometry, mask, field, model, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, quality, verify, b0Align, crop, cropMargin } = r;
     const context = contextOf(r);
     const { spec, calibration } = await this._costed(r);
-    const speed = await this._speedOf(r);
-    return this._call('plan', { geometry, mask, field, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, quality, context, verify, calibration, b0Align, crop, cropMargin, speed });
+    const args = { geometry, mask, field, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, quality, context, verify, calibration, b0Align, crop, cropMargin };
+    const speed = await this._speedOf(r, async () => (await this._call('plan', args)).threadsPerWorker);
+    return this._call('plan', { ...args, speed, warmKey: await this._warmKeyOf(r.weights) });
   }
 
   /**
@@ -282,30 +284,57 @@ export class Tessera {
    * two edges (multiples of the divisor near 32 and 64) on `threads` ONNX Runtime threads. Pass the result as a
    * request's `speed` (or ask plan()/invert() for `measureSpeed: true`); the plan's estimateSource is then "measured".
    * Kept per (weights sha256, threads) for this runtime's lifetime: a second call returns the first measurement.
+   * The probe's worker is kept for the next run of the same weights and threads, which runs its tiles in it and so
+   * starts no worker of its own (report.pool[0].warmStart); any other run, a calibration, release() or warmIdleMs
+   * (createTessera, default 300000) without a run gives it back.
    * weights: ONNX bytes; model (registry id) or spec: the network's cost and normalisation.
-   * @returns {Promise<{points: {edge: number, threads: number, seconds: number}[], startSeconds: number, threads: number, seconds: number}>}
+   * @returns {Promise<{points: {edge: number, threads: number, seconds: number}[], startSeconds: number, threads: number, seconds: number, warmKey?: string, warmIdleSeconds?: number, keptWorkers?: number}>}
    */
   async measureSpeed({ weights, model, spec, threads = 1, repeats, signal, onProgress } = {}) {
     const w = Array.isArray(weights) ? weights[0] : weights;
     if (!w || !(w.byteLength > 0)) throw new TesseraError('measureSpeed needs the network\'s weights (ONNX bytes)', 'InvalidArgument');
     if (!Number.isInteger(threads) || threads < 1) throw new TesseraError(`measureSpeed: threads must be a whole number >= 1, got ${threads}`, 'InvalidArgument');
     const bytes = w instanceof Uint8Array ? w : new Uint8Array(w.buffer ?? w, w.byteOffset ?? 0, w.byteLength);
-    const key = `${await sha256Hex(bytes)}:${threads}`;
+    const sha = await this._sha(bytes);
+    const key = `${sha}:${threads}`;
     this._speeds ??= new Map();
     if (!this._speeds.has(key)) {
-      const measured = this._call('measureSpeed', { weights: bytes, model, spec, threads, repeats }, { signal, onProgress });
+      const measured = this._call('measureSpeed', { weights: bytes, model, spec, threads, repeats, warmKey: sha }, { signal, onProgress });
       this._speeds.set(key, measured);
       measured.catch(() => this._speeds.delete(key)); // a failed or cancelled probe is not kept
     }
     return this._speeds.get(key);
   }
 
-  /** The request's speed: its own, else measured when it asks (measureSpeed: true) and gives weights, else none. */
-  async _speedOf(r) {
+  /** Gives back the worker a speed probe kept for the next run (measureSpeed), if any. */
+  release() {
+    return this._call('release');
+  }
+
+  /** sha256 of weights bytes, once per buffer. */
+  async _sha(bytes) {
+    this._shas ??= new WeakMap();
+    if (!this._shas.has(bytes)) this._shas.set(bytes, sha256Hex(bytes));
+    return this._shas.get(bytes);
+  }
+
+  /** The key of a warm probe worker these weights could run in (one network file, once a speed was measured). */
+  async _warmKeyOf(weights) {
+    if (!this._speeds?.size || (Array.isArray(weights) && weights.length !== 1)) return undefined;
+    const w = firstWeights(weights);
+    return w instanceof Uint8Array ? this._sha(w) : undefined;
+  }
+
+  /**
+   * The request's speed: its own, else measured when it asks (measureSpeed: true) and gives weights, else none. The
+   * probe runs on the threads per worker the request gives, else on those its plan would use (plannedThreads()), so
+   * that the run can take the probe's worker.
+   */
+  async _speedOf(r, plannedThreads) {
     if (r.speed !== undefined) return r.speed;
     if (!r.measureSpeed) return undefined;
     if (!r.weights) throw new TesseraError('measureSpeed: true needs the network\'s weights (the probe runs them)', 'InvalidArgument');
-    const threads = Number.isInteger(r.threadsPerWorker) ? r.threadsPerWorker : 1;
+    const threads = Number.isInteger(r.threadsPerWorker) ? r.threadsPerWorker : (await plannedThreads()) || 1;
     return this.measureSpeed({ weights: r.weights, model: r.model, spec: r.spec, threads, signal: r.signal });
   }
 
@@ -365,8 +394,9 @@ export class Tessera {
     }
     const { spec, calibration } = await this._costed(unwrapped, unwrapped.plan);
     const { measureSpeed, ...rest } = unwrapped;
-    const speed = unwrapped.plan ? unwrapped.speed : await this._speedOf({ ...unwrapped, signal });
-    return this._call('invert', { ...rest, spec, calibration, speed }, { onProgress, signal });
+    const plannedThreads = async () => (await this.plan({ ...rest, spec: unwrapped.spec, speed: undefined })).threadsPerWorker;
+    const speed = unwrapped.plan ? unwrapped.speed : await this._speedOf({ ...unwrapped, signal }, plannedThreads);
+    return this._call('invert', { ...rest, spec, calibration, speed, warmKey: await this._warmKeyOf(rest.weights) }, { onProgress, signal });
   }
 
   /**

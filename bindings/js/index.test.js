@@ -570,18 +570,63 @@ test('measureSpeed: a probe of the network on this machine feeds the plan, which
   const base = { geometry, spec, quality: 'fast' };
   const plain = await tessera.plan(base);
   assert.equal(plain.estimateSource, 'default');
-  const measured = await tessera.plan({ ...base, weights, measureSpeed: true });
+  // measureSpeed: true probes on the request's threads per worker (else the plan's): here 1, the measurement above.
+  const measured = await tessera.plan({ ...base, weights, measureSpeed: true, threadsPerWorker: 1 });
   assert.equal(measured.estimateSource, 'measured');
-  assert.deepEqual(await tessera.plan({ ...base, weights, speed }), measured); // the kept measurement, not a new one
+  assert.deepEqual(await tessera.plan({ ...base, weights, speed, threadsPerWorker: 1 }), measured); // the kept measurement, not a new one
   // A made-up speed ten times the measured times gives a longer estimate for the same request.
   const slower = { points: speed.points.map((p) => ({ ...p, seconds: p.seconds * 10 })), startSeconds: speed.startSeconds };
   assert.ok((await tessera.plan({ ...base, speed: slower })).estimatedSeconds > measured.estimatedSeconds);
   // invert() asks for it too and runs the plan it made with the measured speed.
   const run = await tessera.invert({ ...base, field, weights, measureSpeed: true });
   assert.equal(run.report.plan.estimateSource, 'measured');
+  assert.equal((await tessera.status()).liveWorkers, 0, 'no worker left after the run');
 
   await rejectsWith(tessera.plan({ ...base, measureSpeed: true }), 'InvalidArgument', /needs the network's weights/);
   await rejectsWith(tessera.plan({ ...base, speed: { points: [{ edge: 32, threads: 1, seconds: 0.1 }] } }), 'InvalidArgument', /at least two sizes/);
   await rejectsWith(tessera.plan({ ...base, speed: { edge: 32 } }), 'InvalidArgument', /speed must be \{points/);
   await rejectsWith(tessera.measureSpeed({ weights, spec, threads: 0 }), 'InvalidArgument', /threads must be a whole number/);
+});
+
+test('measureSpeed keeps its worker for the next run of the same weights: the run starts none, the estimate counts no start', async () => {
+  const t = await createTessera({ workers: 1, threadsPerWorker: 1, hardwareThreads: 1 });
+  try {
+    const weights = unet({ base: 4, seed: 12 });
+    const other = unet({ base: 4, seed: 13 });
+    const spec = { divisor: 8, bytesPerVoxel: 1100 };
+    const { geometry, field } = volume([72, 64, 64], 6);
+    const auto = { geometry, spec, quality: 'fast' };
+    const base = { geometry, spec, whole: true };
+    const speed = await t.measureSpeed({ weights, spec, threads: 1 });
+    assert.equal(speed.keptWorkers, 1);
+    assert.deepEqual(await t.status().then((s) => [s.warmWorkers, s.liveWorkers]), [1, 1]);
+    // The estimate while the worker is kept leaves its start-up out; given back, it counts it again.
+    const kept = await t.plan({ ...auto, weights, speed });
+    await t.release();
+    assert.deepEqual(await t.status().then((s) => [s.warmWorkers, s.liveWorkers]), [0, 0]);
+    const cold = await t.plan({ ...auto, weights, speed });
+    assert.ok(Math.abs(cold.estimatedSeconds - kept.estimatedSeconds - speed.startSeconds) < 1e-6 * cold.estimatedSeconds + 1e-9,
+      `cold ${cold.estimatedSeconds} s = kept ${kept.estimatedSeconds} s + start ${speed.startSeconds} s`);
+
+    // A run of the same weights takes the worker (same threads); its χ is the one a fresh pool gives.
+    await t.measureSpeed({ weights, spec, threads: 2 }).then(() => t.release()); // another key: measured, then given back
+    t._speeds.clear(); // measure again so that a worker is kept
+    await t.measureSpeed({ weights, spec, threads: 1 });
+    const warmRun = await t.invert({ ...base, field, weights, threadsPerWorker: 1 });
+    assert.equal(warmRun.report.pool[0].warmStart, true);
+    assert.deepEqual(await t.status().then((s) => [s.warmWorkers, s.liveWorkers]), [0, 0]);
+    const coldRun = await t.invert({ ...base, field, weights, threadsPerWorker: 1 });
+    assert.equal(coldRun.report.pool[0].warmStart, false);
+    assert.deepEqual(warmRun.chi, coldRun.chi);
+    assert.ok(warmRun.report.memory.workerHeapVsPlan <= 1, `heap ${warmRun.report.memory.workerHeapVsPlan} of the plan`);
+
+    // A run of other weights gives the kept worker back and starts its own.
+    t._speeds.clear();
+    await t.measureSpeed({ weights, spec, threads: 1 });
+    const otherRun = await t.invert({ ...base, field, weights: other, threadsPerWorker: 1 });
+    assert.equal(otherRun.report.pool[0].warmStart, false);
+    assert.deepEqual(await t.status().then((s) => [s.warmWorkers, s.liveWorkers]), [0, 0]);
+  } finally {
+    await t.terminate();
+  }
 });

@@ -311,6 +311,16 @@ export class WorkerPool {
   }
 
   /**
+   * Let the pool hold up to k workers (a pool handed from a speed probe to the run that follows); ready() starts them.
+   * Preconditions: k is a whole number; a k at or under the current number of workers changes nothing.
+   * @param {number} k
+   */
+  grow(k) {
+    if (!Number.isInteger(k)) throw new RangeError(`WorkerPool: grow needs a whole number of workers (got ${k})`);
+    this._K = Math.max(this._K, k);
+  }
+
+  /**
    * End the pool: every pending run rejects (code 'PoolTerminated'), every worker is terminated.
    * After it, run() and ready() reject. Resolves when all workers have exited.
    * @returns {Promise<void>}

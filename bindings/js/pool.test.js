@@ -127,6 +127,23 @@ test('runs executing at once never exceed K (measured in the workers); least-pen
   await pool.terminate();
 });
 
+test('grow(): a ready one-worker pool takes a second worker, keeps the first (its session and runs) and runs two at once', async () => {
+  const pool = makePool({ model: unet(), workers: 1 });
+  await pool.ready();
+  const first = await pool.run(tile(1, [16, 16, 16]));
+  pool.grow(2);
+  pool.grow(1); // never fewer
+  await pool.ready();
+  const s0 = pool.stats();
+  assert.equal(s0.workers, 2);
+  assert.equal(s0.workersCreated, 2, 'one worker added, none replaced');
+  assert.ok(s0.perWorker.some((p) => p.worker === first.worker && p.runs === 1), 'the first worker kept its run');
+  await Promise.all(Array.from({ length: 6 }, (_, i) => pool.run(tile(10 + i, [24, 24, 24]))));
+  assert.equal(pool.stats().maxInFlight, 2);
+  assert.throws(() => pool.grow(1.5), /whole number/);
+  await pool.terminate();
+});
+
 test('heap high-water is reported > 0 per worker and grows with the tile', async () => {
   const pool = makePool({ model: unet(), workers: 2 });
   await pool.ready();

@@ -243,6 +243,10 @@ PlanChoice plan_choice_from(const val& p) {
     c.crop.patch_lo = triple<int64_t>(crop, "patchLo", {0, 0, 0});
     c.crop.patch_dims = triple<uint64_t>(crop, "patchDims", {0, 0, 0});
     c.crop.margin = count(crop, "margin", 0);
+    const val split = crop["split"];
+    if (!split.isUndefined() && !split.isNull()) {
+      c.crop.split = BoxSplit{count(split, "axis", 0), count(split, "pieces", 1), count(split, "halo", 0)};
+    }
   }
   return c;
 }
@@ -516,12 +520,18 @@ void register_value_types() {
       .field("summary", &B0Plan::summary)
       .field("warning", &B0Plan::warning);
 
+  Fields<BoxSplit>("BoxSplit")
+      .field("axis", &BoxSplit::axis)
+      .field("pieces", &BoxSplit::pieces)
+      .field("halo", &BoxSplit::halo);
+
   Fields<CropBox>("CropBox")
       .field("lo", &CropBox::lo)
       .field("hi", &CropBox::hi)
       .field("patchLo", &CropBox::patch_lo)
       .field("patchDims", &CropBox::patch_dims)
-      .field("margin", &CropBox::margin);
+      .field("margin", &CropBox::margin)
+      .field("split", &CropBox::split);
 
   Fields<TilePlan>("TilePlan")
       .field("feasible", &TilePlan::feasible)

@@ -1,7 +1,8 @@
 // The results panel: the input, the output (χ, or iQFM's local field) and, for the demo, the phantom truth in
 // NiiVue on one slice, with colormap and window; the run report; the output as .nii.gz. The report's numbers
 // are published as #report's data-* (tiles-run, tiles-skipped, tiles-total, wall-seconds, quantity, mask-voxels,
-// mean, std, finite, nonzero-outside, r, nrmse, worker-heap-vs-plan, memory-warning); the panels shown as .panels' data-shown; a run's self-check
+// mean, std, finite, nonzero-outside, r, nrmse, worker-heap-vs-plan, memory-warning, warm-start: the run took the worker Measure speed
+// kept); the panels shown as .panels' data-shown; a run's self-check
 // (report.verify: verified against predicted fidelity, the data-consistency residual) as #verifyReadout's data-*
 // (possible, exact, r, nrmse, max-abs, voxels, box-lo, box-hi, compare-lo, compare-hi, margin, data-consistency,
 // predicted-r, predicted-nrmse, seconds, message).
@@ -117,7 +118,8 @@ export class ResultsPanel {
     $('corr').textContent = st.r !== undefined ? `r vs truth = ${st.r.toFixed(3)}` : '';
     setData($('report'), {
       tilesRun: r.tilesRun, tilesSkipped: r.tilesSkipped, tilesTotal: r.tilesTotal, wallSeconds: r.wallSeconds,
-      quantity: result.quantity, workerHeapVsPlan: r.memory.workerHeapVsPlan, memoryWarning: !!r.memory.warning, ...st,
+      quantity: result.quantity, workerHeapVsPlan: r.memory.workerHeapVsPlan, memoryWarning: !!r.memory.warning,
+      warmStart: !!r.pool?.[0]?.warmStart, ...st,
     });
   }
 

@@ -27,10 +27,12 @@ export class RunPanel {
     const wf = page.workflow();
     const input = page.input;
     const problem = wf.problem(input);
-    $('run').disabled = !page.ready || running || !feasible || !input || !!problem;
+    const measuring = !!page.panels.settings.measuring; // the run would take the measuring worker: it waits
+    $('run').disabled = !page.ready || running || measuring || !feasible || !input || !!problem;
+    $('measureSpeed').disabled = !page.ready || running || measuring || !wf.tiled;
     $('run').title = !input ? wf.needInputText : problem || (!feasible ? wf.infeasibleText : '');
     // The demo runs the demo network with the tile settings: they must fit (whatever a whole-volume network's plan says).
-    $('demo').disabled = !page.ready || running || (wf.tiled && !feasible);
+    $('demo').disabled = !page.ready || running || measuring || (wf.tiled && !feasible);
     $('cancel').disabled = page.state !== 'running';
     $('download').disabled = running || !page.result;
     for (const id of ['workers', 'threads', 'maskFile', 'magFile', 'model', ...WORKFLOWS.map((w) => w.fileInput)]) $(id).disabled = running;
@@ -63,8 +65,8 @@ export class RunPanel {
   showPlan(plan, input) {
     const aligned = plan.b0Align?.resampled ? plan.b0Align.alignedDims : null;
     this.tileMap.setup(aligned
-      ? { grid: plan.grid, dims: aligned }
-      : { grid: plan.grid, dims: input.geometry.dims, mask: input.mask, background: input.display });
+      ? { grid: plan.grid, dims: aligned, patchDims: plan.patchDims }
+      : { grid: plan.grid, dims: input.geometry.dims, mask: input.mask, background: input.display, patchDims: plan.patchDims });
     this.renderTiles();
     // Tiles on a stride shorter than the core overlap: the legend says so (the map draws every core).
     const t = plan.feasible && !plan.wholeVolume ? plan.tile : null;

@@ -3,10 +3,10 @@
 // time beside the predicted fidelity, the network's reach, the fidelity warning when nothing within the budget
 // reaches the quality target. The plan is published as #planReadout's data-* attributes (feasible, core, halo,
 // stride, blend, patch-edge, tiles-total, tiles-active, tiles-skipped, tiles-in-flight, whole-volume, quality,
-// estimated-seconds, predicted-r, predicted-nrmse, predicted-deficit, fidelity-warning, context-radius,
+// estimated-seconds, estimate-source, crop-pieces, predicted-r, predicted-nrmse, predicted-deficit, fidelity-warning, context-radius,
 // context-radius90, context-radius99, context-measured, context-assumed, verify-possible, verify-lo, verify-hi,
 // b0-tilt, b0-resampled, b0-aligned-dims).
-import { $, clampInt, fmtBytes, rows, setData, clearData } from '../dom.js';
+import { $, clampInt, fmtBytes, fmtSeconds, rows, setData, clearData } from '../dom.js';
 import { DEMO } from '../demo.js';
 
 const TILE_SETTINGS = ['core', 'halo', 'auto', 'whole', 'workers', 'quality', 'verify', 'b0Align', 'crop'];
@@ -18,7 +18,52 @@ export class SettingsPanel {
     this.seq = 0;
     this.timer = 0; // a plan scheduled (the user is typing), or 0
     this.latest = null; // the latest update() while it runs, or null
+    this.speeds = new Map(); // this machine's measured speed, by network (measureSpeed())
+    this.measuring = null; // the AbortController of the speed measurement in progress, or null
     for (const id of TILE_SETTINGS) $(id).addEventListener('input', () => this.schedule());
+    $('measureSpeed').addEventListener('click', () => this.measureSpeed());
+  }
+
+  /** The key of a network's measured speed: its registry id, or the custom network's name (its file). */
+  static speedKey(net) {
+    return net.kind === 'custom' ? `custom:${net.name}` : net.id;
+  }
+
+  /**
+   * This machine's speed of the selected network: a few patches timed in the worker that its next run takes (the
+   * runtime keeps it, so the run starts no worker of its own); the estimate then uses it. Run waits while it runs.
+   */
+  async measureSpeed() {
+    const { page } = this;
+    const net = page.network();
+    if (!page.workflow().tiled || page.running || this.measuring) return;
+    const controller = new AbortController();
+    this.measuring = controller;
+    page.refresh();
+    const text = $('speedText');
+    text.textContent = 'loading the network…';
+    try {
+      const tessera = await page.runtime();
+      const weights = await page.panels.network.weights(net, controller.signal);
+      const { plan } = await this.current();
+      const threads = plan?.threadsPerWorker || this.runtimeOptions().threadsPerWorker;
+      const speed = await tessera.measureSpeed({
+        weights,
+        ...(net.kind === 'custom' ? { spec: net.spec } : { model: net.id }),
+        threads,
+        signal: controller.signal,
+        onProgress: (p) => (text.textContent = `measuring: patch ${p.done} of ${p.total}…`),
+      });
+      this.speeds.set(SettingsPanel.speedKey(net), speed);
+      const points = speed.points.map((p) => `${p.edge}³ ${fmtSeconds(p.seconds)}`).join(', ');
+      text.textContent = `Measured on this machine in ${fmtSeconds(speed.seconds)} (${threads} thread${threads > 1 ? 's' : ''}: ${points}); the next run of it takes the measuring worker`;
+      await this.update();
+    } catch (e) {
+      text.textContent = e?.name === 'AbortError' ? '' : `Speed not measured: ${page.friendly(e)}`;
+    } finally {
+      this.measuring = null;
+      page.refresh();
+    }
   }
 
   /** Workers and ONNX Runtime threads per worker for the runtime. */
@@ -55,7 +100,10 @@ export class SettingsPanel {
   request() {
     const { page } = this;
     const input = page.input;
-    return page.workflow().planRequest(page.network(), input, input?.geometry ?? DEMO.geometry, this.runtimeOptions());
+    const net = page.network();
+    const req = page.workflow().planRequest(net, input, input?.geometry ?? DEMO.geometry, this.runtimeOptions());
+    const speed = page.workflow().tiled ? this.speeds.get(SettingsPanel.speedKey(net)) : undefined;
+    return speed ? { ...req, speed } : req;
   }
 
   /** Asks the C++ planner for the current settings and shows its answer (the latest request wins). */
@@ -165,8 +213,10 @@ export class SettingsPanel {
       wholeVolume: plan.wholeVolume,
       cropped: plan.feasible ? !!plan.crop : undefined,
       cropPatchDims: plan.crop?.patchDims,
+      cropPieces: plan.feasible && plan.crop ? plan.crop.split.pieces : undefined,
       quality: req?.quality,
       estimatedSeconds: plan.estimatedSeconds,
+      estimateSource: plan.estimatedSeconds > 0 ? plan.estimateSource : undefined,
       predictedR: f?.r,
       predictedNrmse: f?.nrmse,
       predictedDeficit: f?.deficit,

@@ -179,7 +179,11 @@ export const fieldWorkflow = {
     const whole = plan.crop
       ? ` (the mask's bounding box + ${plan.crop.margin} voxels: x ${plan.crop.lo[0]}-${plan.crop.hi[0]}, y ${plan.crop.lo[1]}-${plan.crop.hi[1]}, z ${plan.crop.lo[2]}-${plan.crop.hi[2]}; the rest of the volume holds no input)`
       : ' (whole volume)';
-    row('Patch', `${plan.patchDims?.join('×')} voxels${plan.wholeVolume ? whole : ` (edge ${plan.patchEdge})`}`);
+    const split = plan.crop?.split;
+    const slabs = !plan.wholeVolume && split?.pieces > 1
+      ? ` (the mask's bounding box + ${plan.crop.margin} voxels in ${split.pieces} slabs along ${'xyz'[split.axis]}, halo ${split.halo} on the cut faces: it does not fit the single-patch limit at once)`
+      : null;
+    row('Patch', `${plan.patchDims?.join('×')} voxels${plan.wholeVolume ? whole : slabs ?? ` (edge ${plan.patchEdge})`}`);
     if (!plan.wholeVolume && plan.tile.stride < plan.tile.core) row('Stride', `${plan.tile.stride} (${plan.tile.blend} blend): the cores overlap and are blended`);
     row('Memory per tile', fmtBytes(plan.bytesPerTile));
     row('Tiles in flight', String(plan.tilesInFlight));

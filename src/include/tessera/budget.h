@@ -96,6 +96,9 @@ uint32_t wasm_tiles_in_flight(TileConfig cfg, TileCost cost, uint32_t threads);
 // Tiles in flight for a pool of the given size: native the pool, wasm min(pool, budget); at least 1.
 uint32_t tile_concurrency(TileConfig cfg, TileCost cost, uint32_t pool, Target target = kBuildTarget);
 
+// The same for patches of any shape, given the activation bytes of one (fixed bytes included).
+uint32_t patch_concurrency(uint64_t bytes_per_tile, uint32_t pool, Target target = kBuildTarget);
+
 // The verdict on one config against the single-patch limit, with advice when refused.
 struct PatchFit {
   bool fits = false;

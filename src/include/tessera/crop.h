@@ -7,11 +7,23 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "tessera/driver.h"
 #include "tessera/geometry.h"
+#include "tessera/tiling.h"
 
 namespace tessera {
+
+// A box over the single-patch limit runs as slabs: cut along one axis into `pieces` cores, each patch the box's extent
+// on the other axes (whose faces keep the crop margin) and at least `halo` voxels of context past its core on a cut
+// face, on the pooling grid. Only the cut faces lack context, so a box costs far fewer patch voxels than a cubic
+// tiling of the volume at the same halo (bench/RESULTS.md §18).
+struct BoxSplit {
+  uint32_t axis = 0;    // 0 x, 1 y, 2 z
+  uint32_t pieces = 1;  // 1: the box runs as one patch
+  uint32_t halo = 0;    // context past a core on its cut faces (voxels, before the grid rounding)
+};
 
 struct CropBox {
   bool cropped = false;                       // smaller than the whole volume's padded shape
@@ -19,6 +31,7 @@ struct CropBox {
   Dims3 patch_lo{0, 0, 0};                    // the patch's first voxel, on the whole-volume run's pooling grid (may be < 0)
   std::array<uint64_t, 3> patch_dims{0, 0, 0};  // multiples of the divisor
   uint32_t margin = 0;                        // voxels kept around the support on every side (before the grid rounding)
+  BoxSplit split;                             // pieces > 1: the box runs as slabs (box_split_grid)
 
   uint64_t patch_voxels() const { return patch_dims[0] * patch_dims[1] * patch_dims[2]; }
 };
@@ -47,6 +60,19 @@ void validate_crop(const Geometry& geometry, std::span<const uint8_t> mask, cons
 // field and mask hold geometry's voxel count of values.
 uint64_t input_voxels_outside(const Geometry& geometry, std::span<const float> field, std::span<const uint8_t> mask,
                               const FieldNetwork& network, const CropBox& crop);
+
+// The tiles of crop.split: one per piece (core: the box's voxels between two cuts; patch on the pooling grid, as far as
+// the box's patch on the other axes), every patch box_split_patch_dims; a tile whose core holds no mask voxel skipped.
+// geometry is valid; mask holds its voxel count of values; crop is on the grid of divisor (validate_crop);
+// 2 <= crop.split.pieces <= the box's core extent on crop.split.axis < 3.
+TileGrid box_split_grid(const Geometry& geometry, std::span<const uint8_t> mask, const CropBox& crop, uint32_t divisor);
+
+// The patch dims every slab of crop.split runs at (the box's, the cut axis shortened).
+// The preconditions of box_split_grid.
+std::array<uint64_t, 3> box_split_patch_dims(const CropBox& crop, uint32_t divisor);
+
+// "2 slabs along y, halo 20": how plans name a split.
+std::string split_text(const BoxSplit& split);
 
 // "x 24-136, y 8-160, z 16-128 (128×152×112 padded, 48% of the volume)": how plans and errors name a crop.
 std::string crop_text(const Geometry& geometry, const CropBox& crop);

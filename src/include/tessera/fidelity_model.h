@@ -15,6 +15,7 @@
 
 #include "tessera/budget.h"
 #include "tessera/geometry.h"
+#include "tessera/tiling.h"
 
 namespace tessera {
 
@@ -69,6 +70,11 @@ class FidelityModel {
   // config valid; patch_edge >= config.core + 2·config.halo.
   FidelityPrediction predict(const TileConfig& config, uint64_t patch_edge) const;
 
+  // The fidelity of a run of grid's active tiles, each with a patch of patch_dims at its patch_lo, written core only:
+  // a grid that is a product of per-axis windows (a cubic tiling, or box_split_grid's slabs).
+  // grid's cores do not overlap (not blended); every core lies inside its patch.
+  FidelityPrediction predict_grid(const TileGrid& grid, const std::array<uint64_t, 3>& patch_dims) const;
+
   const ContextProfile& profile() const { return profile_; }
   // The mask's extent [lo, hi) per axis (lo == hi == 0 for an empty mask).
   const std::array<int64_t, 3>& mask_lo() const { return lo_; }
@@ -81,6 +87,12 @@ class FidelityModel {
   std::vector<double> beyond_;             // fraction of the dependence beyond a plane at distance d + ½
   std::array<int64_t, 3> lo_{0, 0, 0}, hi_{0, 0, 0};  // the mask's extent
   std::vector<std::array<int32_t, 3>> sample_;        // mask voxels the mean runs over
+
+  // One window along an axis: a core [c0, c1) written with weight w(x - c0) (blend) from the patch [p0, p1).
+  struct Window {
+    int64_t c0, c1, p0, p1;
+  };
+  FidelityPrediction predict_windows(const std::array<std::vector<Window>, 3>& windows, const std::vector<double>& w) const;
 };
 
 // The prediction of a whole-volume run: exact by definition.

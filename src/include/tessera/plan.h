@@ -60,4 +60,12 @@ TilePlan plan_tiled(const Geometry& geometry, std::span<const uint8_t> mask, con
 TilePlan plan_whole(const Geometry& geometry, const FieldNetwork& network, Target target = kBuildTarget,
                     const CropBox* crop = nullptr);
 
+// Plans the run of a crop box as slabs (crop.split.pieces >= 2, box_split_grid): every slab one patch of
+// box_split_patch_dims, its core written only. Never throws for a split over the limits: feasible=false and message.
+// geometry is valid; mask holds its voxel count of values; crop is crop_to_support's box for them and network with a
+// split set; fidelity, when given, is the model of this geometry and mask.
+TilePlan plan_box_split(const Geometry& geometry, std::span<const uint8_t> mask, const FieldNetwork& network,
+                        const CropBox& crop, uint32_t workers, Target target = kBuildTarget,
+                        const FidelityModel* fidelity = nullptr);
+
 }  // namespace tessera
