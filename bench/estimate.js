@@ -27,7 +27,7 @@ const { values: a } = parseArgs({
 });
 const weights = new Uint8Array(fs.readFileSync(a.onnx));
 const hw = Number(a['hardware-threads']);
-const cfg = (p) => (p.wholeVolume ? (p.crop ? `mask box ${p.patchDims.join('×')}` : 'whole') : `core ${p.tile.core} halo ${p.tile.halo} stride ${p.tile.stride}, ${p.tilesActive} tiles, ${p.workers}×${p.threadsPerWorker}`);
+const cfg = (p) => (p.wholeVolume ? (p.crop ? `mask box ${p.patchDims.join('×')}` : 'whole') : p.crop ? `mask box in ${p.tilesActive} slabs of ${p.patchDims.join('×')}` : `core ${p.tile.core} halo ${p.tile.halo} stride ${p.tile.stride}, ${p.tilesActive} tiles, ${p.workers}×${p.threadsPerWorker}`);
 console.log(`estimate vs wall, node ${process.version}, ${os.cpus()[0].model} × ${os.cpus().length}, ${a.onnx} as '${a.model}', quality ${a.quality}, hardwareThreads ${hw}`);
 
 for (const d of a.dims) {

@@ -23,6 +23,10 @@ export function planText(p, voxels) {
     return `mask box ${p.patchDims.join('×')} (${share}% of the volume), 1 × ${p.threadsPerWorker} threads`;
   }
   if (p.wholeVolume) return 'whole volume';
+  if (p.crop?.split?.pieces > 1) {
+    const s = p.crop.split;
+    return `mask box in ${s.pieces} slabs along ${'xyz'[s.axis]} (halo ${s.halo}), ${p.tilesActive} × ${p.patchDims.join('×')}, 1 × ${p.threadsPerWorker} threads`;
+  }
   const stride = p.tile.stride < p.tile.core ? ` stride ${p.tile.stride} ${p.tile.blend}` : '';
   return `core ${p.tile.core} halo ${p.tile.halo}${stride}, ${p.tilesActive} × ${p.patchEdge}³, ${p.workers ?? 1} × ${p.threadsPerWorker} threads`;
 }
