@@ -40,6 +40,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import onnxProto from 'onnx-proto';
+import { prng } from '../tests/js/onnx-build.js';
 
 export const { onnx } = onnxProto;
 const DT = onnx.TensorProto.DataType;
@@ -187,17 +188,6 @@ function toTensorLayout(v, [nx, ny, nz]) {
   return out;
 }
 
-/** mulberry32, floats in [0, 1). */
-function prng(seed) {
-  let a = seed >>> 0 || 0x9e3779b9;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * A smooth random field in ppm inside an ellipsoid mask (zero outside), scaled like a local field (std ≈ 0.03 ppm,
