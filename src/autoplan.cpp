@@ -256,6 +256,12 @@ double estimate_tiled_seconds(uint64_t patch_edge, uint64_t active_tiles, uint32
   return s.worker_start_seconds + waves * per_tile;
 }
 
+// Estimated wall time of `patches` patches of `voxels` each run one after the other on one worker with `threads`.
+static double sequential_patches_seconds(uint64_t patches, double voxels, uint32_t threads, const ThroughputModel& s) {
+  return s.worker_start_seconds +
+         static_cast<double>(patches) * (s.per_tile_seconds + voxels * s.seconds_per_voxel / speedup(threads, s));
+}
+
 // The whole volume as the auto-planner's choice, when it fits and neither a core nor several workers are fixed.
 static std::optional<AutoPlan> whole_volume_choice(const AutoPlanRequest& r) {
   const TilePlan whole = plan_whole(r.geometry, r.network, r.target, r.crop.cropped ? &r.crop : nullptr);
@@ -266,8 +272,7 @@ static std::optional<AutoPlan> whole_volume_choice(const AutoPlanRequest& r) {
   w.whole_volume = true;
   w.workers = 1;
   w.threads_per_worker = threads;
-  w.estimated_seconds = r.speed.worker_start_seconds + r.speed.per_tile_seconds +
-                        voxels * r.speed.seconds_per_voxel / speedup(threads, r.speed);
+  w.estimated_seconds = sequential_patches_seconds(1, voxels, threads, r.speed);
   w.plan = whole;
   const std::string what = r.crop.cropped ? "the mask's bounding box + " + std::to_string(r.crop.margin) +
                                                 " voxels as one patch (" + crop_text(r.geometry, r.crop) +
@@ -311,9 +316,7 @@ static std::optional<AutoPlan> box_split_choice(const AutoPlanRequest& r, std::s
         if (!p.feasible) continue;  // over the single-patch limit: more pieces
         if (meets(p.fidelity)) {
           const double voxels = static_cast<double>(p.patch_dims[0]) * p.patch_dims[1] * p.patch_dims[2];
-          const double seconds = r.speed.worker_start_seconds +
-                                 static_cast<double>(p.tiles_active) *
-                                     (r.speed.per_tile_seconds + voxels * r.speed.seconds_per_voxel / speedup(threads, r.speed));
+          const double seconds = sequential_patches_seconds(p.tiles_active, voxels, threads, r.speed);
           if (!best || seconds < best->estimated_seconds) {
             AutoPlan a;
             a.tile = p.tile;

@@ -12,6 +12,24 @@ namespace {
 uint64_t volume_bytes(const Geometry& g) {
   return saturating_add(WASM_MODULE_BASELINE_BYTES, saturating_mul(g.voxel_count(), 4 + 1 + 4));
 }
+// The end of a feasible tiled plan: the module heap (need plus the heap's growth slack), the peak, and the fidelity
+// predicted by `predict` on the given model, else on one made from the network's context when it is known.
+template <class Predict>
+void finish_plan(TilePlan& p, const Geometry& g, std::span<const uint8_t> mask, const FieldNetwork& network,
+                 uint64_t need, const FidelityModel* fidelity, Predict predict) {
+  p.module_heap_bytes = saturating_add(need, wasm_heap_growth_slack(need));
+  p.peak_bytes = saturating_add(p.activation_bytes, p.module_heap_bytes);
+  p.feasible = true;
+  if (fidelity) {
+    p.fidelity = predict(*fidelity);
+    p.context = fidelity->profile();
+    p.fidelity_known = true;
+  } else if (!network.context.within.empty()) {
+    p.fidelity = predict(FidelityModel(g, mask, network.context));
+    p.context = network.context;
+    p.fidelity_known = true;
+  }
+}
 }  // namespace
 
 TilePlan plan_tiled(const Geometry& g, std::span<const uint8_t> mask, const FieldNetwork& network, TileConfig cfg,
@@ -55,18 +73,7 @@ TilePlan plan_tiled(const Geometry& g, std::span<const uint8_t> mask, const Fiel
   // Overlapping tiles also hold the blend accumulator (tessera/blend.h).
   const uint64_t need = saturating_add(saturating_add(volume_bytes(g), TileWriter::extra_bytes(g, cfg)),
                                        saturating_mul(saturating_mul(patch_io, 2), in_flight));
-  p.module_heap_bytes = saturating_add(need, wasm_heap_growth_slack(need));
-  p.peak_bytes = saturating_add(p.activation_bytes, p.module_heap_bytes);
-  p.feasible = true;
-  if (fidelity) {
-    p.fidelity = fidelity->predict(cfg, p.patch_edge);
-    p.context = fidelity->profile();
-    p.fidelity_known = true;
-  } else if (!network.context.within.empty()) {
-    p.fidelity = FidelityModel(g, mask, network.context).predict(cfg, p.patch_edge);
-    p.context = network.context;
-    p.fidelity_known = true;
-  }
+  finish_plan(p, g, mask, network, need, fidelity, [&](const FidelityModel& m) { return m.predict(cfg, p.patch_edge); });
   return p;
 }
 
@@ -107,18 +114,7 @@ TilePlan plan_box_split(const Geometry& g, std::span<const uint8_t> mask, const 
   p.activation_bytes = saturating_mul(p.bytes_per_tile, in_flight);
   // Per slab in flight: the gathered input and the network's output, each held twice at the hand-over.
   const uint64_t need = saturating_add(volume_bytes(g), saturating_mul(saturating_mul(voxels, 4 * 2 * 2), in_flight));
-  p.module_heap_bytes = saturating_add(need, wasm_heap_growth_slack(need));
-  p.peak_bytes = saturating_add(p.activation_bytes, p.module_heap_bytes);
-  p.feasible = true;
-  if (fidelity) {
-    p.fidelity = fidelity->predict_grid(p.grid, p.patch_dims);
-    p.context = fidelity->profile();
-    p.fidelity_known = true;
-  } else if (!network.context.within.empty()) {
-    p.fidelity = FidelityModel(g, mask, network.context).predict_grid(p.grid, p.patch_dims);
-    p.context = network.context;
-    p.fidelity_known = true;
-  }
+  finish_plan(p, g, mask, network, need, fidelity, [&](const FidelityModel& m) { return m.predict_grid(p.grid, p.patch_dims); });
   return p;
 }
 
