@@ -93,10 +93,10 @@ const ModelSpec kModels[] = {
         .licence = kUnstatedLicence,
         .citation = "Gao Y, Zhu X, Moffat BA, et al. xQSM: quantitative susceptibility mapping with octave "
                     "convolutional and noise-regularized neural networks. NMR Biomed. 2021;34:e4461",
-        // xQSM-shaped stand-in in Tessera on a quiet machine, 1-thread equivalent (Amdahl 0.815) of two runs at 2 threads:
-        // the 128×144×112 mask box 71.5 s (5.7e-5) and 31 tiles of 96³ 987 s (6.0e-5) (bench/RESULTS.md §16; the
-        // 3.94e-5 of 64³ tiles measured under load in §1 estimated the tiled run at 0.66× its time).
-        .seconds_per_voxel = 5.8e-5,
+        // xQSM-shaped stand-in in Tessera on a quiet machine, 1-thread equivalent (Amdahl 0.90, RESULTS §22) of two runs at
+        // 2 threads: the 128×144×112 mask box 71.5 s (6.3e-5) and 31 tiles of 96³ 987 s (6.5e-5) (bench/RESULTS.md §16;
+        // the 3.94e-5 of 64³ tiles measured under load in §1 estimated the tiled run at 0.66× its time).
+        .seconds_per_voxel = 6.3e-5,
         .receptive_radius = 65,
         .receptive_source = kStandinRadius,
     },

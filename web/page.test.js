@@ -385,10 +385,25 @@ test('Measure speed: the estimate uses this machine\'s speed, and the next run t
   assert.ok(report.workerHeapVsPlan <= 1, `worker heap ${report.workerHeapVsPlan} of the plan`);
   console.log(`# measured estimate ${plan.estimatedSeconds.toFixed(1)} s, run ${report.wallSeconds.toFixed(1)} s (${(plan.estimatedSeconds / report.wallSeconds).toFixed(2)}×; ${plan.tilesActive} tile(s), patch ${plan.patchEdge})`);
   assert.ok(before.estimatedSeconds > 0);
-  // The measured speed is this page's only: a reload plans with the registry's again; the later tests expect explicit tiles.
+  assert.match(await page.textContent('#speedText'), /kept for later visits/);
+  // The measured speed is kept for this machine and browser: a reload plans with it, without measuring again, and
+  // with the worker's start-up (the measuring worker went with the old page).
+  await page.reload();
+  await page.waitForFunction(() => document.body.dataset.state === 'idle' && document.querySelector('#planReadout').dataset.feasible, null, { timeout: 60000 });
+  await planWith({ estimateSource: 'measured' });
+  assert.match(await page.textContent('#speedText'), /Measured on this machine on \d{4}-\d\d-\d\d \d\d:\d\d UTC \(32³ [\d.]+ s, 64³ [\d.]+ s\), kept from an earlier visit/);
+  const kept = await readData('#planReadout');
+  assert.ok(kept.estimatedSeconds > plan.estimatedSeconds, `the kept speed's estimate (${kept.estimatedSeconds} s) adds the worker start-up to the warm one (${plan.estimatedSeconds} s)`);
+  // Another browser or machine does not use it: the entry is keyed by the user agent and the logical cores.
+  await page.evaluate(() => {
+    const all = JSON.parse(localStorage.getItem('tessera-qsm.speeds.v1'));
+    for (const e of Object.values(all)) e.machine = `another browser · ${e.machine}`;
+    localStorage.setItem('tessera-qsm.speeds.v1', JSON.stringify(all));
+  });
   await page.reload();
   await page.waitForFunction(() => document.body.dataset.state === 'idle' && document.querySelector('#planReadout').dataset.feasible, null, { timeout: 60000 });
   assert.equal((await readData('#planReadout')).estimateSource, 'registry');
+  assert.equal(await page.textContent('#speedText'), '');
   await page.uncheck('#auto');
   await page.fill('#core', '32'); // the browser restores the auto plan's values on a reload
   await page.fill('#halo', '8');

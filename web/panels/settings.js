@@ -11,6 +11,34 @@ import { DEMO } from '../demo.js';
 
 const TILE_SETTINGS = ['core', 'halo', 'auto', 'whole', 'workers', 'quality', 'verify', 'b0Align', 'crop'];
 
+// The speeds measured here are kept across visits (localStorage), for the registry's networks only: their weights are
+// fixed by sha256, while a custom network's file name says nothing of its weights. An entry measured in another
+// browser version or on another machine (user agent, logical cores) is not used.
+const SPEED_STORE = 'tessera-qsm.speeds.v1';
+const machineKey = () => `${navigator.userAgent} · ${navigator.hardwareConcurrency} logical cores`;
+
+/** The kept speeds of this machine and browser: Map network id → {speed, measuredAt}; empty when storage is off. */
+function keptSpeeds() {
+  try {
+    const all = JSON.parse(localStorage.getItem(SPEED_STORE) ?? '{}');
+    return new Map(Object.entries(all).filter(([, e]) => e?.machine === machineKey() && Array.isArray(e.speed?.points)).map(([id, e]) => [id, { ...e, kept: true }]));
+  } catch {
+    return new Map(); // storage off (a private window) or unreadable: the speed is measured again
+  }
+}
+
+/** Keeps a registry network's measured speed for later visits; false when this browser's storage refuses it. */
+function keepSpeed(id, { speed, measuredAt }) {
+  try {
+    const all = JSON.parse(localStorage.getItem(SPEED_STORE) ?? '{}');
+    all[id] = { speed, measuredAt, machine: machineKey() };
+    localStorage.setItem(SPEED_STORE, JSON.stringify(all));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export class SettingsPanel {
   /** @param {import('../page.js').Page} page */
   constructor(page) {
@@ -18,7 +46,7 @@ export class SettingsPanel {
     this.seq = 0;
     this.timer = 0; // a plan scheduled (the user is typing), or 0
     this.latest = null; // the latest update() while it runs, or null
-    this.speeds = new Map(); // this machine's measured speed, by network (measureSpeed())
+    this.speeds = keptSpeeds(); // this machine's measured speed, by network: {speed, measuredAt, kept, text}
     this.measuring = null; // the AbortController of the speed measurement in progress, or null
     for (const id of TILE_SETTINGS) $(id).addEventListener('input', () => this.schedule());
     $('measureSpeed').addEventListener('click', () => this.measureSpeed());
@@ -54,9 +82,13 @@ export class SettingsPanel {
         signal: controller.signal,
         onProgress: (p) => (text.textContent = `measuring: patch ${p.done} of ${p.total}…`),
       });
-      this.speeds.set(SettingsPanel.speedKey(net), speed);
+      const entry = { speed: { points: speed.points, startSeconds: speed.startSeconds, threads: speed.threads, seconds: speed.seconds }, measuredAt: new Date().toISOString() };
+      const key = SettingsPanel.speedKey(net);
+      const kept = net.kind !== 'custom' && keepSpeed(key, entry);
       const points = speed.points.map((p) => `${p.edge}³ ${fmtSeconds(p.seconds)}`).join(', ');
-      text.textContent = `Measured on this machine in ${fmtSeconds(speed.seconds)} (${threads} thread${threads > 1 ? 's' : ''}: ${points}); the next run of it takes the measuring worker`;
+      entry.text = `Measured on this machine in ${fmtSeconds(speed.seconds)} (${threads} thread${threads > 1 ? 's' : ''}: ${points}); the next run of it takes the measuring worker${kept ? '; kept for later visits' : ''}`;
+      this.speeds.set(key, entry);
+      text.textContent = entry.text;
       await this.update();
     } catch (e) {
       text.textContent = e?.name === 'AbortError' ? '' : `Speed not measured: ${page.friendly(e)}`;
@@ -102,8 +134,17 @@ export class SettingsPanel {
     const input = page.input;
     const net = page.network();
     const req = page.workflow().planRequest(net, input, input?.geometry ?? DEMO.geometry, this.runtimeOptions());
-    const speed = page.workflow().tiled ? this.speeds.get(SettingsPanel.speedKey(net)) : undefined;
+    const speed = page.workflow().tiled ? this.speeds.get(SettingsPanel.speedKey(net))?.speed : undefined;
     return speed ? { ...req, speed } : req;
+  }
+
+  /** What #speedText says of the selected network's speed: measured now, kept from a visit, or nothing yet. */
+  speedNote() {
+    const e = this.speeds.get(SettingsPanel.speedKey(this.page.network()));
+    if (!e) return '';
+    if (!e.kept) return e.text;
+    const points = e.speed.points.map((p) => `${p.edge}³ ${fmtSeconds(p.seconds)}`).join(', ');
+    return `Measured on this machine on ${e.measuredAt.slice(0, 16).replace('T', ' ')} UTC (${points}), kept from an earlier visit; Measure speed measures again`;
   }
 
   /** Asks the C++ planner for the current settings and shows its answer (the latest request wins). */
@@ -149,6 +190,7 @@ export class SettingsPanel {
       row('Memory cost', `${plan.cost.bytesPerVoxel} B/voxel assumed: choose the network's .onnx to calibrate it, or type its bytes per voxel`);
     }
     this.publish(plan, req);
+    if (!this.measuring) $('speedText').textContent = this.speedNote();
     const L = page.limits;
     const bars = $('memBars');
     bars.textContent = '';
