@@ -71,14 +71,17 @@ fs.writeFileSync(pageFile, PAGE);
 const overrides = { '/__speed.html': pageFile };
 
 const runtimes = a.runtimes.split(',');
-const HEAD = '| network | phantom | runtime | native whole s (Mvox/s) | Web whole s (Mvox/s) | Tessera default: plan | run s (wall s) | Mvox/s | ÷ native | ÷ Web whole | r / NRMSE vs whole | estimated s |';
+const HEAD = '| network | phantom | runtime | native whole s (Mvox/s) | Web whole s (Mvox/s) | Tessera default: plan | run s (wall s) | Mvox/s | ÷ native | ÷ Web whole | r / NRMSE vs whole | estimated s | worker / module heap ÷ plan |';
 console.log(`speed, node ${process.version}, ${os.cpus()[0].model} × ${os.cpus().length}, ${threads} threads everywhere; load ${loadavg()}`);
 console.log(HEAD);
-console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 const rows = [];
 // Chromium runs after node, on the same inputs and reference, served from files (the page fetches them).
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-speed-'));
 const cases = [];
+
+/** The run's heaps against its plan (≤ 1: within the plan), as the runtime reports them. */
+const heapVsPlan = (m) => [m?.workerHeapVsPlan, m?.moduleHeapVsPlan].map((x) => (Number.isFinite(x) ? x.toFixed(2) : '?')).join(' / ');
 
 function printRow(row) {
   rows.push(row);
@@ -87,7 +90,7 @@ function printRow(row) {
   const mv = (s) => (nvox / s / 1e6).toFixed(3);
   console.log(`| ${net} | ${dims.join('×')} | ${runtime} | ${native.toFixed(1)} (${mv(native)}) | ${web ? `${web.seconds.toFixed(1)} (${mv(web.seconds)})` : 'does not fit'} | ` +
     `${row.plan} | ${row.tessera.toFixed(1)} (${row.wall.toFixed(1)}) | ${mv(row.tessera)} | ${(native / row.tessera).toFixed(2)} | ` +
-    `${web ? (web.seconds / row.tessera).toFixed(2) : '-'} | ${row.r.toFixed(4)} / ${row.nrmse.toFixed(3)} | ${row.estimated.toFixed(0)} |`);
+    `${web ? (web.seconds / row.tessera).toFixed(2) : '-'} | ${row.r.toFixed(4)} / ${row.nrmse.toFixed(3)} | ${row.estimated.toFixed(0)} | ${heapVsPlan(row.memory)} |`);
 }
 
 for (const net of a.nets.split(',')) {

@@ -37,8 +37,8 @@ export function estimateText(plan) {
 /** Whose speed a time estimate used (plan.estimateSource). */
 const SPEED_SOURCES = {
   measured: 'time from this machine’s measured speed',
-  registry: 'time from the network’s registry speed (measured elsewhere)',
-  default: 'time from the planner’s default speed (not this network’s)',
+  registry: 'time from the network’s registry speed, measured on another machine (Measure speed times this one)',
+  default: 'time from the planner’s default speed, not this network’s (Measure speed times it here)',
 };
 
 /**
