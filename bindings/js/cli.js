@@ -108,6 +108,8 @@ Tiling (field networks; the phase networks always run on the whole volume)
   --crop C           auto (default): an automatic plan may run only the mask's bounding box + 4 voxels, on the
                      network's pooling grid, as one patch (the field of view around it holds only zeros of the
                      input; bench/RESULTS.md §16 measures the difference); off: always the whole field of view
+  --crop-margin N    voxels of context kept around the mask's bounding box before the grid rounding (default 4;
+                     fewer run fewer voxels at a measured fidelity cost, bench/RESULTS.md §23)
   --verify           self-check: the largest box that runs whole, centred on the mask, is run whole and
                      compared with the tiled χ inside it (r, NRMSE, max |Δ| in the log and the report), plus the
                      data-consistency residual ‖M(D∗χ − f)‖/‖M f‖ of the result
@@ -198,6 +200,7 @@ const RUN_OPTIONS = {
   probe: { type: 'boolean' },
   'b0-align': { type: 'string' },
   crop: { type: 'string' },
+  'crop-margin': { type: 'string' },
   'measure-speed': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 };
@@ -391,7 +394,11 @@ function runOptions(command, o) {
   const crop = o.crop?.toLowerCase();
   if (crop !== undefined && !CROPS.includes(crop)) throw usageError(`--crop must be ${CROPS.join(', ')}, got '${o.crop}'`);
   if (crop !== undefined && (phase || o.whole || core !== undefined)) throw usageError('--crop steers the auto-planner of the field networks: it takes no --whole, --core or --phase');
-  return { tile, whole: !!o.whole, workers, cores, b0, phase, quality, verify: !!o.verify, b0Align, crop, inputNames: inputNames(o['input-name']) };
+  const cropMargin = wholeNumber(o['crop-margin'], 'crop-margin', 0);
+  if (cropMargin !== undefined && (phase || o.whole || core !== undefined || crop === 'off')) {
+    throw usageError('--crop-margin sizes the auto-planner\'s crop to the mask: it takes no --whole, --core, --phase or --crop off');
+  }
+  return { tile, whole: !!o.whole, workers, cores, b0, phase, quality, verify: !!o.verify, b0Align, crop, cropMargin, inputNames: inputNames(o['input-name']) };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -992,7 +999,7 @@ async function cmdPlan(o, ctx) {
     if (uncosted(rawSpec)) await calibrateSpec(tessera, weights, spec, ctx);
     if (o.probe) context = await probeContext(o, entry, spec, weights, tessera, ctx);
   }
-  const request = { geometry, mask, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, quality: run.quality, verify: run.verify || undefined, b0Align: run.b0Align, crop: run.crop, weights, context, measureSpeed: o['measure-speed'] || undefined, ...phase };
+  const request = { geometry, mask, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, quality: run.quality, verify: run.verify || undefined, b0Align: run.b0Align, crop: run.crop, cropMargin: run.cropMargin, weights, context, measureSpeed: o['measure-speed'] || undefined, ...phase };
   const plan = await tessera.plan(defined(request));
   if (o.json) ctx.out(`${JSON.stringify(plan, null, 2)}\n`);
   else {
@@ -1043,7 +1050,7 @@ async function cmdInvert(o, ctx) {
   const phaseSettings = phaseNet ? { te: run.phase.te, b0, erodeRadius: run.phase.erodeRadius } : {};
   const request = defined({
     geometry, mask, field: phaseNet ? undefined : field, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, threadsPerWorker: threads,
-    quality: run.quality, verify: run.verify || undefined, b0Align: run.b0Align, crop: run.crop, ...phaseSettings,
+    quality: run.quality, verify: run.verify || undefined, b0Align: run.b0Align, crop: run.crop, cropMargin: run.cropMargin, ...phaseSettings,
   });
   // A spec without bytesPerVoxel: its (local) weights are read and the network calibrated before any plan.
   const early = uncosted(rawSpec) ? await loadNetworkWeights(o, entry, tessera, ctx) : null;

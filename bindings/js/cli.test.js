@@ -343,6 +343,42 @@ test('fuzz sample: 12 mutated NIfTI files (seeded) as --field or --mask of plan 
   console.log(`# exit codes of ${cases.length} CLI runs on mutated files: ${JSON.stringify(outcomes)}`);
 });
 
+test('--crop-margin sizes the automatic crop to the mask: the plan runs the box + that margin, χ equals the API\'s; a bad value or a fixed run is a usage error', async () => {
+  const args = ['--field', 'field.nii.gz', '--mask', 'mask.nii', '--spec', 'spec.json', '--weights', 'net.onnx'];
+  const plans = {};
+  for (const m of [0, 1]) {
+    const r = await run(['plan', ...args, '--crop-margin', String(m), '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    plans[m] = JSON.parse(r.stdout);
+  }
+  // The mask is a box MARGIN voxels inside each face; the spec's divisor is 1, so no grid rounding widens the crop.
+  const box = DIMS.map((d) => d - 2 * MARGIN);
+  for (const m of [0, 1]) {
+    assert.ok(plans[m].crop, `margin ${m}: the plan crops (${plans[m].explanation})`);
+    assert.deepEqual(plans[m].patchDims, box.map((d) => d + 2 * m), `margin ${m}`);
+  }
+  const out = await run(['invert', ...args, '--crop-margin', '1', '--out', 'chi-margin1.nii']);
+  assert.equal(out.code, 0, out.stderr);
+  const tessera = await createTessera({ workers: 1 });
+  try {
+    const { voxelMm, b0Dir } = readNifti(bytes(f('field.nii.gz')));
+    const api = await tessera.invert({ field, mask: Uint8Array.from(mask), geometry: { dims: DIMS, voxelMm, b0Dir }, spec: SPEC, weights: bytes(f('net.onnx')), cropMargin: 1 });
+    assert.deepEqual(readNifti(bytes(f('chi-margin1.nii'))).data, api.chi);
+  } finally {
+    await tessera.terminate();
+  }
+  for (const [extra, re] of [
+    [['--crop-margin', '-1'], /--crop-margin must be a whole number >= 0, got '-1'/],
+    [['--crop-margin', 'two'], /--crop-margin must be a whole number >= 0, got 'two'/],
+    [['--crop-margin', '2', '--whole'], /--crop-margin sizes the auto-planner's crop to the mask: it takes no --whole, --core, --phase or --crop off/],
+    [['--crop-margin', '2', '--crop', 'off'], /--crop-margin sizes .* --crop off/],
+  ]) {
+    const r = await run(['plan', ...args, ...extra]);
+    assert.equal(r.code, 2, `${extra.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, re);
+  }
+});
+
 test('usage errors exit 2 with a clear message; --help, models and the shebang work', async () => {
   const [unknown, noOut, wholeCore, badCore, noCmd, help, models] = await Promise.all([
     run(['invert', '--field', 'field.nii.gz', '--bogus']),
