@@ -267,11 +267,10 @@ test('plan prints the budget table; --json prints the plan', async () => {
 });
 
 test('plan --measure-speed times the network here and says the estimate uses it; without weights it is a usage error', async () => {
-  const [table, json, none] = await Promise.all([
-    run(['plan', '--field', 'field.nii.gz', '--mask', 'mask.nii', '--spec', 'spec.json', '--weights', 'net.onnx', '--measure-speed', '--quality', 'fast']),
-    run(['plan', '--field', 'field.nii.gz', '--mask', 'mask.nii', '--spec', 'spec.json', '--weights', 'net.onnx', '--measure-speed', '--quality', 'fast', '--json']),
-    run(['plan', '--field', 'field.nii.gz', '--mask', 'mask.nii', '--spec', 'spec.json', '--measure-speed']),
-  ]);
+  // One probe at a time: two probes side by side time each other's load.
+  const table = await run(['plan', '--field', 'field.nii.gz', '--mask', 'mask.nii', '--spec', 'spec.json', '--weights', 'net.onnx', '--measure-speed', '--quality', 'fast']);
+  const json = await run(['plan', '--field', 'field.nii.gz', '--mask', 'mask.nii', '--spec', 'spec.json', '--weights', 'net.onnx', '--measure-speed', '--quality', 'fast', '--json']);
+  const none = await run(['plan', '--field', 'field.nii.gz', '--mask', 'mask.nii', '--spec', 'spec.json', '--measure-speed']);
   assert.equal(table.code, 0, table.stderr);
   assert.match(table.stdout, /estimated \d+ s.*\(time from this machine's measured speed \(--measure-speed\)\)/);
   assert.equal(json.code, 0, json.stderr);

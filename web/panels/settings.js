@@ -21,7 +21,7 @@ const machineKey = () => `${navigator.userAgent} · ${navigator.hardwareConcurre
 function keptSpeeds() {
   try {
     const all = JSON.parse(localStorage.getItem(SPEED_STORE) ?? '{}');
-    return new Map(Object.entries(all).filter(([, e]) => e?.machine === machineKey() && Array.isArray(e.speed?.points)).map(([id, e]) => [id, { ...e, kept: true }]));
+    return new Map(Object.entries(all).filter(([, e]) => e?.machine === machineKey() && Array.isArray(e.speed?.points) && typeof e.measuredAt === 'string').map(([id, e]) => [id, { ...e, kept: true }]));
   } catch {
     return new Map(); // storage off (a private window) or unreadable: the speed is measured again
   }
@@ -38,6 +38,9 @@ function keepSpeed(id, { speed, measuredAt }) {
     return false;
   }
 }
+
+/** A probe's points as the page says them: "32³ 0.09 s, 64³ 0.59 s". */
+const pointsText = (points) => points.map((p) => `${p.edge}³ ${fmtSeconds(p.seconds)}`).join(', ');
 
 export class SettingsPanel {
   /** @param {import('../page.js').Page} page */
@@ -85,8 +88,7 @@ export class SettingsPanel {
       const entry = { speed: { points: speed.points, startSeconds: speed.startSeconds, threads: speed.threads, seconds: speed.seconds }, measuredAt: new Date().toISOString() };
       const key = SettingsPanel.speedKey(net);
       const kept = net.kind !== 'custom' && keepSpeed(key, entry);
-      const points = speed.points.map((p) => `${p.edge}³ ${fmtSeconds(p.seconds)}`).join(', ');
-      entry.text = `Measured on this machine in ${fmtSeconds(speed.seconds)} (${threads} thread${threads > 1 ? 's' : ''}: ${points}); the next run of it takes the measuring worker${kept ? '; kept for later visits' : ''}`;
+      entry.text = `Measured on this machine in ${fmtSeconds(speed.seconds)} (${threads} thread${threads > 1 ? 's' : ''}: ${pointsText(speed.points)}); the next run of it takes the measuring worker${kept ? '; kept for later visits' : ''}`;
       this.speeds.set(key, entry);
       text.textContent = entry.text;
       await this.update();
@@ -143,8 +145,7 @@ export class SettingsPanel {
     const e = this.speeds.get(SettingsPanel.speedKey(this.page.network()));
     if (!e) return '';
     if (!e.kept) return e.text;
-    const points = e.speed.points.map((p) => `${p.edge}³ ${fmtSeconds(p.seconds)}`).join(', ');
-    return `Measured on this machine on ${e.measuredAt.slice(0, 16).replace('T', ' ')} UTC (${points}), kept from an earlier visit; Measure speed measures again`;
+    return `Measured on this machine on ${e.measuredAt.slice(0, 16).replace('T', ' ')} UTC (${pointsText(e.speed.points)}), kept from an earlier visit; Measure speed measures again`;
   }
 
   /** Asks the C++ planner for the current settings and shows its answer (the latest request wins). */
