@@ -771,7 +771,7 @@ const isSplit = (plan) => !plan.wholeVolume && plan.crop?.split?.pieces > 1;
 
 /** Whose speed the time estimate used (plan.estimateSource), or '' when there is no estimate. */
 function speedText(plan) {
-  const from = { measured: 'this machine\'s measured speed (--measure-speed)', registry: 'the registry\'s speed for this network', default: 'the default speed (not this network\'s: --measure-speed measures it)' };
+  const from = { measured: 'this machine\'s measured speed (--measure-speed)', registry: 'the registry\'s speed for this network, measured on another machine: --measure-speed times this one', default: 'the default speed (not this network\'s: --measure-speed measures it)' };
   return plan.estimatedSeconds > 0 && from[plan.estimateSource] ? ` (time from ${from[plan.estimateSource]})` : '';
 }
 
