@@ -17,11 +17,14 @@ const TILE_SETTINGS = ['core', 'halo', 'auto', 'whole', 'workers', 'quality', 'v
 const SPEED_STORE = 'tessera-qsm.speeds.v1';
 const machineKey = () => `${navigator.userAgent} · ${navigator.hardwareConcurrency} logical cores`;
 
-/** The kept speeds of this machine and browser: Map network id → {speed, measuredAt}; empty when storage is off. */
+/** The store's entries, by network id ({} when empty). Throws when storage is off or the store unreadable. */
+const readStore = () => JSON.parse(localStorage.getItem(SPEED_STORE) ?? '{}');
+
+/** The kept speeds of this machine and browser: Map network id → {speed, measuredAt, earlier: true}; empty when storage is off. */
 function keptSpeeds() {
   try {
-    const all = JSON.parse(localStorage.getItem(SPEED_STORE) ?? '{}');
-    return new Map(Object.entries(all).filter(([, e]) => e?.machine === machineKey() && Array.isArray(e.speed?.points) && typeof e.measuredAt === 'string').map(([id, e]) => [id, { ...e, kept: true }]));
+    const ok = (e) => e?.machine === machineKey() && Array.isArray(e.speed?.points) && typeof e.measuredAt === 'string';
+    return new Map(Object.entries(readStore()).filter(([, e]) => ok(e)).map(([id, { speed, measuredAt }]) => [id, { speed, measuredAt, earlier: true }]));
   } catch {
     return new Map(); // storage off (a private window) or unreadable: the speed is measured again
   }
@@ -30,7 +33,7 @@ function keptSpeeds() {
 /** Keeps a registry network's measured speed for later visits; false when this browser's storage refuses it. */
 function keepSpeed(id, { speed, measuredAt }) {
   try {
-    const all = JSON.parse(localStorage.getItem(SPEED_STORE) ?? '{}');
+    const all = readStore();
     all[id] = { speed, measuredAt, machine: machineKey() };
     localStorage.setItem(SPEED_STORE, JSON.stringify(all));
     return true;
@@ -49,7 +52,7 @@ export class SettingsPanel {
     this.seq = 0;
     this.timer = 0; // a plan scheduled (the user is typing), or 0
     this.latest = null; // the latest update() while it runs, or null
-    this.speeds = keptSpeeds(); // this machine's measured speed, by network: {speed, measuredAt, kept, text}
+    this.speeds = keptSpeeds(); // this machine's measured speed, by network: {speed, measuredAt, earlier | stored}
     this.measuring = null; // the AbortController of the speed measurement in progress, or null
     for (const id of TILE_SETTINGS) $(id).addEventListener('input', () => this.schedule());
     $('measureSpeed').addEventListener('click', () => this.measureSpeed());
@@ -87,10 +90,9 @@ export class SettingsPanel {
       });
       const entry = { speed: { points: speed.points, startSeconds: speed.startSeconds, threads: speed.threads, seconds: speed.seconds }, measuredAt: new Date().toISOString() };
       const key = SettingsPanel.speedKey(net);
-      const kept = net.kind !== 'custom' && keepSpeed(key, entry);
-      entry.text = `Measured on this machine in ${fmtSeconds(speed.seconds)} (${threads} thread${threads > 1 ? 's' : ''}: ${pointsText(speed.points)}); the next run of it takes the measuring worker${kept ? '; kept for later visits' : ''}`;
+      entry.stored = net.kind !== 'custom' && keepSpeed(key, entry);
       this.speeds.set(key, entry);
-      text.textContent = entry.text;
+      text.textContent = this.speedNote();
       await this.update();
     } catch (e) {
       text.textContent = e?.name === 'AbortError' ? '' : `Speed not measured: ${page.friendly(e)}`;
@@ -144,8 +146,9 @@ export class SettingsPanel {
   speedNote() {
     const e = this.speeds.get(SettingsPanel.speedKey(this.page.network()));
     if (!e) return '';
-    if (!e.kept) return e.text;
-    return `Measured on this machine on ${e.measuredAt.slice(0, 16).replace('T', ' ')} UTC (${pointsText(e.speed.points)}), kept from an earlier visit; Measure speed measures again`;
+    if (e.earlier) return `Measured on this machine on ${e.measuredAt.slice(0, 16).replace('T', ' ')} UTC (${pointsText(e.speed.points)}), kept from an earlier visit; Measure speed measures again`;
+    const { seconds, threads, points } = e.speed;
+    return `Measured on this machine in ${fmtSeconds(seconds)} (${threads} thread${threads > 1 ? 's' : ''}: ${pointsText(points)}); the next run of it takes the measuring worker${e.stored ? '; kept for later visits' : ''}`;
   }
 
   /** Asks the C++ planner for the current settings and shows its answer (the latest request wins). */
