@@ -3,8 +3,10 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include "tessera/crop.h"
+#include "tessera/methods.h"
 #include "tessera/error.h"
 
 namespace tessera {
@@ -67,10 +69,33 @@ std::string number_text(double v) {
 
 }  // namespace
 
-std::span<const OptionSpec> request_options() { return kOptions; }
+namespace {
+
+// The run options, then the classical methods' parameters (tessera/methods.h): one schema.
+const std::vector<OptionSpec>& all_options() {
+  static const std::vector<OptionSpec> all = [] {
+    std::vector<OptionSpec> v(kOptions.begin(), kOptions.end());
+    static const std::string names = [] {
+      std::string s;
+      for (const MethodInfo& m : methods()) s += (s.empty() ? "" : "|") + std::string(m.name);
+      return s;
+    }();
+    v.push_back({"method", "", 0, "none: a network (model or spec) inverts", 0, 0, false, false,
+                 "a classical dipole inversion instead of a network; its parameters are the <method>.<param> options", names});
+    const std::span<const OptionSpec> m = method_options();
+    v.insert(v.end(), m.begin(), m.end());
+    return v;
+  }();
+  return all;
+}
+
+}  // namespace
+
+std::span<const OptionSpec> request_options() { return all_options(); }
+
 
 const OptionSpec& request_option(std::string_view name) {
-  for (const OptionSpec& o : kOptions) {
+  for (const OptionSpec& o : all_options()) {
     if (o.name == name) return o;
   }
   throw Error(ErrorCode::Internal, "no request option '" + std::string(name) + "'");

@@ -37,6 +37,8 @@ const usageError = (message) => new CliError(message, EXIT_USAGE, 'Usage');
 const INVERT_USAGE = `  tessera-qsm invert --field f.nii[.gz] --mask m.nii[.gz] (--model ID [--weights FILE|URL ...] | --spec net.json --weights FILE)
                      [--core N --halo N --workers N --threads N | --whole] [--cores N] [--b0 T --units hz|ppm|rad/s]
                      --out chi.nii[.gz] [--report r.json] [--quiet]
+  tessera-qsm invert --field f.nii[.gz] --mask m.nii[.gz] --method NAME [--param NAME=VALUE ...] [--magnitude mag.nii[.gz]]
+                     [--cores N] [--b0 T --units hz|ppm|rad/s] --out chi.nii[.gz] [--report r.json] [--quiet]
   tessera-qsm invert --phase p.nii[.gz] --te S[,S...] --mask m.nii[.gz] --model iqsm|iqfm|iqsm-plus [--weights FILE|URL]
                      [--b0 T] [--magnitude mag.nii[.gz]] [--erode N] [--phase-sign +1|-1]
                      [--phase-units rad|deg|scanner | --phase-scale S] [--input-name ROLE=NAME ...]
@@ -50,6 +52,7 @@ Usage:
 ${INVERT_USAGE}  tessera-qsm plan   (--field f.nii[.gz] | --phase p.nii[.gz] [--te S[,S...]]) [--mask m.nii[.gz]] (--model ID | --spec net.json)
                      [--core N --halo N --workers N | --whole] [--cores N] [--json]
   tessera-qsm models [--json]
+  tessera-qsm methods [--json]
   tessera-qsm receptive-field (--model ID | --spec net.json) [--weights FILE|URL] [--probe] [--json]
   tessera-qsm calibrate --weights FILE|URL [--spec net.json | --model ID] [--threads N] [--json]
   tessera-qsm <command> --help     tessera-qsm --version
@@ -80,6 +83,12 @@ Phase networks (with --phase)
                      (-π, π]); anything else, or integers stored without scl_slope, is refused with a hint
   --input-name R=N   the network's ONNX input name N for the role R (phase, mask, te, b0, b0_dir, border) when
                      the export's names are not recognised; repeat for several roles
+Classical method (instead of a network)
+  --method NAME      a dipole inversion in the C++ core, no weights (\`tessera-qsm methods\` lists them with their
+                     parameters, units, defaults and ranges)
+  --param N=V        a parameter of the method (repeatable), e.g. --param threshold=0.15; the rest keep their defaults
+  --magnitude FILE   with --field: the magnitude (MEDI's edge prior)
+  --cores N          threads of its loops and FFTs (default: the machine's)
 Network (one of)
   --model ID         a registry network (see \`tessera-qsm models\`); --weights defaults to its official URL(s),
                      NeXtQSM takes two; byte size and sha256 are checked against the registry
@@ -139,6 +148,14 @@ whole-volume run and the network's reach, the memory cost and where it came from
 calibrates a --spec that declares no bytesPerVoxel (without --weights its cost is marked assumed). --json prints the plan object instead of the table. With --phase (iqsm, iqfm,
 iqsm-plus) the echo count comes from the file (one network call per echo); --te is optional here.
 Options as for \`tessera-qsm invert --help\`.
+`,
+  methods: `tessera-qsm methods: the classical dipole inversions Tessera runs without a network
+
+Usage:
+  tessera-qsm methods [--json]
+
+Lists every method (invert --method NAME) with its parameters (--param NAME=VALUE): default, range and
+unit, and what each does, as the C++ core's request schema defines them. --json prints the same as JSON.
 `,
   models: `tessera-qsm models: the networks Tessera knows
 
@@ -211,6 +228,8 @@ const OPTIONS = {
     threads: { type: 'string' },
     units: { type: 'string' },
     magnitude: { type: 'string' },
+    method: { type: 'string' },
+    param: { type: 'string', multiple: true },
     'phase-sign': { type: 'string' },
     'phase-units': { type: 'string' },
     'phase-scale': { type: 'string' },
@@ -221,6 +240,7 @@ const OPTIONS = {
   },
   plan: { ...RUN_OPTIONS, weights: { type: 'string', multiple: true }, json: { type: 'boolean' } },
   models: { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+  methods: { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
   calibrate: {
     model: { type: 'string' },
     spec: { type: 'string' },
@@ -670,11 +690,11 @@ class Progress {
     this.open = true;
   }
   /** Tile progress from invert's onProgress: {done, total, tilesPerSecond, etaSeconds}. */
-  tiles(p) {
+  tiles(p, unit = 'tiles') {
     if (this.quiet || !(p.total > 0)) return;
-    const rate = p.tilesPerSecond > 0 ? `${p.tilesPerSecond.toFixed(p.tilesPerSecond < 10 ? 2 : 1)} tiles/s` : '- tiles/s';
+    const rate = p.tilesPerSecond > 0 ? `${p.tilesPerSecond.toFixed(p.tilesPerSecond < 10 ? 2 : 1)} ${unit}/s` : `- ${unit}/s`;
     const eta = p.done >= p.total ? `done in ${duration(p.elapsedSeconds)}` : `ETA ${duration(p.etaSeconds)}`;
-    const text = `${p.done}/${p.total} tiles  ${rate}  ${eta}`;
+    const text = `${p.stage ? `${p.stage}: ` : ''}${p.done}/${p.total} ${unit}  ${rate}  ${eta}`;
     if (this.tty) {
       const now = Date.now();
       if (p.done < p.total && now - this.lastDraw < 100) return;
@@ -815,6 +835,26 @@ function planTable(plan, limits, { o, run, entry, spec, geometry, maskVoxels, ec
 
 // ---------------------------------------------------------------------------------------------------
 // Commands
+
+/** `tessera-qsm methods`: the classical methods and their parameters, from the C++ schema. */
+async function cmdMethods(o, ctx) {
+  const tessera = await ctx.start({});
+  const schema = await tessera.schema();
+  const names = schema.find((x) => x.name === 'method').choices;
+  const list = names.map((m) => ({ method: m, params: schema.filter((x) => x.name.startsWith(`${m}.`)).map((x) => ({ ...x, name: x.name.slice(m.length + 1) })) }));
+  if (o.json) {
+    ctx.out(`${JSON.stringify(list, null, 2)}\n`);
+    return EXIT_OK;
+  }
+  const range = (x) => (x.choices.length ? x.choices.join('|') : `${x.minExclusive ? '(' : '['}${x.min}, ${x.max}]${x.unit ? ` ${x.unit}` : ''}`);
+  const lines = [];
+  for (const { method, params } of list) {
+    lines.push(`${method}`);
+    for (const x of params) lines.push(`  --param ${`${x.name}=${x.default}`.padEnd(28)} ${range(x).padEnd(22)} ${x.help}`);
+  }
+  ctx.out(`${lines.join('\n')}\n`);
+  return EXIT_OK;
+}
 
 async function cmdModels(o, ctx) {
   const tessera = await ctx.start({});
@@ -1009,7 +1049,65 @@ async function cmdPlan(o, ctx) {
   return plan.feasible ? EXIT_OK : EXIT_USAGE;
 }
 
+/** --param NAME=VALUE (repeatable) → {NAME: number | word}, checked by the C++ schema when the method plans. */
+function methodParams(list) {
+  const out = {};
+  for (const item of list ?? []) {
+    const m = /^\s*([A-Za-z][\w]*)\s*=\s*(\S+)\s*$/.exec(item);
+    if (!m) throw usageError(`--param takes NAME=VALUE (e.g. --param threshold=0.15), got '${item}'`);
+    if (m[1] in out) throw usageError(`--param gives ${m[1]} twice`);
+    out[m[1]] = Number.isFinite(Number(m[2])) ? Number(m[2]) : m[2];
+  }
+  return out;
+}
+
+/** Flags of the network runs that a classical method does not take. */
+const NETWORK_ONLY = ['model', 'spec', 'weights', 'core', 'halo', 'whole', 'workers', 'threads', 'quality', 'verify', 'probe', 'b0-align', 'crop', 'crop-margin', 'measure-speed', 'phase', 'te', 'erode', 'phase-sign', 'phase-units', 'phase-scale', 'input-name'];
+
+/** `invert --method M`: a classical dipole inversion in the C++ core (no network, no weights). */
+async function cmdInvertMethod(o, ctx) {
+  const t0 = performance.now();
+  const startedAt = new Date().toISOString();
+  const see = 'see `tessera-qsm invert --help`';
+  const given = NETWORK_ONLY.filter((k) => o[k] !== undefined && o[k] !== false);
+  if (given.length) throw usageError(`${given.map((k) => `--${k}`).join(', ')} ${given.length > 1 ? 'are' : 'is'} for the networks; --method ${o.method} takes --param NAME=VALUE; ${see}`);
+  if (o.field === undefined) throw usageError(`--method inverts a local field map: give --field (from phase: \`tessera-qsm pipeline\`); ${see}`);
+  if (o.mask === undefined) throw usageError(`--mask is required; ${see}`);
+  if (o.out === undefined) throw usageError(`--out is required; ${see}`);
+  if (!niftiName(o.out)) throw usageError(`--out must end with .nii or .nii.gz, got '${o.out}'`);
+  const b0 = positiveNumber(o.b0, 'b0');
+  const units = (o.units ?? 'ppm').toLowerCase();
+  if (!['ppm', 'hz', 'rad/s'].includes(units)) throw usageError(`--units must be ppm, hz or rad/s, got '${o.units}'`);
+  if (units !== 'ppm' && b0 === undefined) throw usageError(`--units ${units} needs --b0 (the field strength in tesla) to convert to ppm`);
+  const params = methodParams(o.param);
+  const cores = wholeNumber(o.cores, 'cores', 1);
+  checkWritable(o.out, 'out');
+  if (o.report !== undefined) checkWritable(o.report, 'report');
+  removeStalePartials(o.out);
+  const { signal, progress } = ctx;
+  const { like, field, magnitude, geometry, mask } = await readInputs(o, { needMask: true, units, b0, convert: true }, signal);
+  const tessera = await ctx.start({ hardwareThreads: cores });
+  const request = defined({ geometry, mask, field, magnitude, method: o.method, [o.method]: Object.keys(params).length ? params : undefined });
+  const plan = await tessera.plan(request);
+  if (!plan.feasible) throw new CliError(plan.message, EXIT_USAGE, 'BudgetExceeded');
+  progress.line(`${plan.title}: whole volume ${geometry.dims.join('×')}, at most ${plan.methodSteps} step${plan.methodSteps > 1 ? 's' : ''}, ${plan.threads} thread${plan.threads > 1 ? 's' : ''}, estimated peak ${size(plan.peakBytes)}`);
+  const { chi, report } = await tessera.invert({ ...request, plan, signal, onProgress: (p) => progress.tiles(p, 'steps') });
+  progress.close();
+  signal.throwIfAborted();
+  const bytes = await writeNifti(chi, like, { gzip: /\.gz$/i.test(o.out), description: `chi ppm, tessera-qsm ${o.method}`.slice(0, 79) });
+  const outputs = [{ file: o.out, bytes }];
+  if (o.report !== undefined) {
+    const full = { ...report, plan, command: ['tessera-qsm', ...ctx.args], cwd: process.cwd(), versions: versions(), startedAt, totalWallSeconds: (performance.now() - t0) / 1000, quantity: 'chi', method: o.method, params, inputs: { field: { path: o.field, dims: geometry.dims, voxelMm: geometry.voxelMm, b0Dir: geometry.b0Dir, units }, mask: { path: o.mask } }, output: o.out };
+    outputs.push({ file: o.report, bytes: `${JSON.stringify(full, null, 2)}\n` });
+  }
+  await writeAtomic(outputs, signal);
+  progress.line(`wrote ${o.out}: χ (ppm) by ${plan.title} (${report.methodStepsRun ?? plan.methodSteps} steps, ${duration(report.wallSeconds)})`);
+  return EXIT_OK;
+}
+
 async function cmdInvert(o, ctx) {
+  if (o.method !== undefined) return cmdInvertMethod(o, ctx);
+  if (o.param !== undefined) throw usageError('--param sets a classical method\'s parameter: it needs --method; see `tessera-qsm invert --help`');
   const t0 = performance.now();
   const startedAt = new Date().toISOString();
   const run = runOptions('invert', o);
@@ -1152,7 +1250,7 @@ async function cmdInvert(o, ctx) {
 // ---------------------------------------------------------------------------------------------------
 // Main
 
-const COMMANDS = { invert: cmdInvert, plan: cmdPlan, models: cmdModels, 'receptive-field': cmdReceptiveField, calibrate: cmdCalibrate };
+const COMMANDS = { invert: cmdInvert, plan: cmdPlan, models: cmdModels, methods: cmdMethods, 'receptive-field': cmdReceptiveField, calibrate: cmdCalibrate };
 
 async function main(args) {
   const controller = new AbortController();
@@ -1192,7 +1290,7 @@ async function main(args) {
       out(`tessera-qsm ${versions().tessera ?? 'unknown'}\n`);
       return EXIT_OK;
     }
-    if (!COMMANDS[command]) throw usageError(`unknown command '${command}' (commands: invert, plan, models, receptive-field, calibrate); see \`tessera-qsm --help\``);
+    if (!COMMANDS[command]) throw usageError(`unknown command '${command}' (commands: invert, plan, models, methods, receptive-field, calibrate); see \`tessera-qsm --help\``);
     if (rest.includes('--help') || rest.includes('-h')) {
       out(HELP[command]);
       return EXIT_OK;

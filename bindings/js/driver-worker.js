@@ -83,7 +83,7 @@ function planOf(a, request) {
   const n = voxels(a.geometry);
   const mask = n ? toMask(a.mask, n) : undefined;
   const plan = call(() => (a.field !== undefined && a.field !== null ? M.planForField(a.geometry, mask, request, a.field) : M.plan(a.geometry, mask, request)));
-  plan.cost = costOf(a);
+  if (request.method === undefined) plan.cost = costOf(a); // a method runs no network: no network cost
   return plan;
 }
 
@@ -130,7 +130,22 @@ function ceilingError(e, a, plan) {
   return new TesseraError(`${e.message}; the plan allowed ${GB(plan.bytesPerTile)} per tile: ${advice}`, 'MemoryCeiling');
 }
 
+/** The classical methods' names (the schema's method choices), read once from C++. */
+let methodNames = null;
+function methodsOf() {
+  methodNames ??= call(() => M.schema()).find((o) => o.name === 'method').choices;
+  return methodNames;
+}
+
+/** A method request: its name, every methods' parameter objects given (C++ refuses another method's), the threads. */
+function methodRequestOf(a) {
+  const r = { method: a.method, hardwareThreads: hardwareThreads(), magnitudeEchoes: a.magnitude ? 1 : 0 };
+  for (const m of methodsOf()) if (a[m] !== undefined) r[m] = a[m];
+  return r;
+}
+
 function requestOf(a) {
+  if (a.method !== undefined && a.method !== null) return methodRequestOf(a);
   const auto = isAuto(a.tile);
   return {
     model: a.model,
@@ -273,6 +288,36 @@ async function verifyRun({ a, volume, request, plan, chi, spec, signal, onProgre
   }
 }
 
+/**
+ * A classical method (method: 'tv', ...) on the step engine: no ONNX Runtime worker; the C++ run does one iteration per
+ * step and the loop lets a cancel in between. Returns {chi, report, quantity: 'chi'}.
+ */
+async function invertMethod(a, id, request) {
+  for (const k of ['weights', 'phase', 'te']) {
+    if (a[k] !== undefined && a[k] !== null) {
+      throw new TesseraError(`method ${a.method} inverts a local field: ${k} belongs to a network (model or spec) or to pipeline()`, 'InvalidArgument');
+    }
+  }
+  const plan = a.plan ?? planOf(a, request);
+  if (typeof plan !== 'object' || plan === null || plan.method === undefined) throw new TesseraError('plan must be the object plan() returned for this method request', 'InvalidArgument');
+  if (!plan.feasible) throw new TesseraError(plan.message, 'BudgetExceeded');
+  const volume = makeVolume(a.geometry, a.field, a.mask, { magnitude: a.magnitude });
+  const controller = new AbortController();
+  running.set(id, controller);
+  try {
+    const onProgress = (p) => port.post({ id, progress: { ...p, stage: a.method } });
+    const { chi, report } = await runSteps(M, { volume, request, plan, pool: null, signal: controller.signal, onProgress });
+    const moduleHeapBytes = M.heapBytes();
+    report.plan = plan;
+    report.method = plan.method;
+    report.memory = { moduleHeapBytes, estimatedPeakBytes: plan.peakBytes, moduleHeapVsPlan: moduleHeapBytes / plan.moduleHeapBytes };
+    return { value: { chi, report, quantity: 'chi' }, transfer: [chi.buffer] };
+  } finally {
+    running.delete(id);
+    volume.delete();
+  }
+}
+
 const methods = {
   async init(a) {
     options = a ?? {};
@@ -298,16 +343,6 @@ const methods = {
   phantom(a) {
     const p = call(() => M.phantom(a.geometry, { seed: a.seed ?? 1, noise: a.noise ?? 0 }));
     return { value: p, transfer: [p.chi.buffer, p.field.buffer, p.mask.buffer] };
-  },
-  // TKD (truncated k-space division): the classical reference inversion.
-  tkd(a) {
-    const volume = makeVolume(a.geometry, a.field, a.mask);
-    try {
-      const chi = call(() => M.tkd(volume, a.threshold ?? 0.19));
-      return { value: chi, transfer: [chi.buffer] };
-    } finally {
-      volume.delete();
-    }
   },
   plan: (a) => planOf(a, requestOf(a)),
   // The network's memory cost measured in fresh ONNX Runtime workers (calibrate.js; the fit in C++).
@@ -356,6 +391,7 @@ const methods = {
   },
   async invert(a, id) {
     const request = requestOf(a);
+    if (request.method !== undefined) return invertMethod(a, id, request);
     const weights = Array.isArray(a.weights) ? a.weights : [a.weights];
     const spec = a.model ? call(() => M.model(a.model)) : null;
     const phase = !!spec?.inputs.includes('phase'); // the registry says what a network takes

@@ -41,10 +41,23 @@ function progressEvent(s, started, running, startedTiles) {
   };
 }
 
+/** Resolves after the event loop has had a turn (messages such as a cancel get in), without a timer's clamp. */
+function breathe() {
+  return new Promise((resolve) => {
+    const { port1, port2 } = new MessageChannel();
+    port1.onmessage = () => {
+      port1.close();
+      resolve();
+    };
+    port2.postMessage(0);
+  });
+}
+
 /**
- * Runs a field -> chi network step by step under its plan.
+ * Runs a run step by step under its plan: a field -> chi network (patches on the pool) or a classical method (no
+ * patch: run.step() does one iteration, and the event loop gets a turn between two).
  * M is a loaded Tessera module; volume an M.Volume holding field and mask; plan the plan object of request
- * (plan.steps is true); pool a WorkerPool of the network with plan.tilesInFlight workers.
+ * (plan.steps is true); pool a WorkerPool of the network with plan.tilesInFlight workers (none for a method).
  * @returns {Promise<{chi: Float32Array, report: object}>}
  */
 export async function runSteps(M, { volume, request, plan, pool, onProgress, signal }) {
@@ -60,7 +73,7 @@ export async function runSteps(M, { volume, request, plan, pool, onProgress, sig
   const onAbort = () => {
     aborted = true;
     run.cancel();
-    pool.cancelAll();
+    pool?.cancelAll();
     poke();
   };
   signal?.addEventListener('abort', onAbort, { once: true });
@@ -91,6 +104,7 @@ export async function runSteps(M, { volume, request, plan, pool, onProgress, sig
         });
         pending.add(settled);
       }
+      const computed = !aborted && call(() => run.step());
       const s = run.state();
       maxInFlight = Math.max(maxInFlight, s.inFlight);
       if (onProgress && s.total > 0 && (s.done !== lastDone || handed)) {
@@ -99,6 +113,10 @@ export async function runSteps(M, { volume, request, plan, pool, onProgress, sig
       }
       if (aborted) throw abortError();
       if (s.finished) break;
+      if (computed) {
+        await breathe(); // a cancel, a status() or a patch coming back gets in between two steps
+        continue;
+      }
       await new Promise((resolve) => {
         wake = resolve;
         if (!pending.size) resolve(); // nothing out: the state changes only through next()

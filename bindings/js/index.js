@@ -234,6 +234,10 @@ export class Tessera {
    */
   async plan(request) {
     const r = unwrapVolumes(request ?? {});
+    if (r.method !== undefined && r.method !== null) {
+      const { geometry, mask, method, magnitude } = r;
+      return this._call('plan', { geometry, mask, method, magnitude: magnitude ? true : undefined, ...(await this._methodOptions(r)) });
+    }
     const { geometry, mask, field, model, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, quality, verify, b0Align, crop, cropMargin } = r;
     const context = contextOf(r);
     const { spec, calibration } = await this._costed(r);
@@ -381,6 +385,7 @@ export class Tessera {
    */
   async invert(a) {
     const { signal, onProgress, ...args } = a ?? {};
+    if (args.method !== undefined && args.method !== null) return this._invertMethod(args, { signal, onProgress });
     const keys = ['field', 'mask', 'geometry', 'model', 'spec', 'weights', 'tile', 'whole', 'workers', 'threadsPerWorker', 'plan',
       'phase', 'magnitude', 'te', 'b0', 'erodeRadius', 'phaseSign', 'inputNames', 'quality', 'context', 'verify', 'b0Align', 'crop', 'cropMargin', 'executionProviders', 'speed', 'measureSpeed'];
     const unknown = Object.keys(args).filter((k) => !keys.includes(k));
@@ -397,6 +402,30 @@ export class Tessera {
     const plannedThreads = async () => (await this.plan({ ...rest, spec: unwrapped.spec, speed: undefined })).threadsPerWorker;
     const speed = unwrapped.plan ? unwrapped.speed : await this._speedOf({ ...unwrapped, signal }, plannedThreads);
     return this._call('invert', { ...rest, spec, calibration, speed, warmKey: await this._warmKeyOf(rest.weights) }, { onProgress, signal });
+  }
+
+  /** The classical methods' names (the C++ schema's method choices), read once. */
+  async _methodNames() {
+    this._methods ??= this.schema().then((s) => s.find((o) => o.name === 'method').choices);
+    return this._methods;
+  }
+
+  /** The parameter objects of a method request ({tv: {...}}): every method's given, for C++ to check. */
+  async _methodOptions(r) {
+    const out = {};
+    for (const m of await this._methodNames()) if (r[m] !== undefined) out[m] = r[m];
+    return out;
+  }
+
+  /** invert({method, field, mask, ...}): a classical dipole inversion in the C++ core (no network, no weights). */
+  async _invertMethod(args, { signal, onProgress }) {
+    const names = await this._methodNames();
+    const keys = ['field', 'mask', 'magnitude', 'geometry', 'method', 'plan', ...names];
+    const unknown = Object.keys(args).filter((k) => !keys.includes(k));
+    if (unknown.length) throw new TesseraError(`invert: unknown option(s) ${unknown.join(', ')} for method ${args.method} (known: ${keys.join(', ')}, signal, onProgress)`, 'InvalidArgument');
+    const r = unwrapVolumes(args);
+    const { field, mask, magnitude, geometry, method, plan } = r;
+    return this._call('invert', { field, mask, magnitude, geometry, method, plan, ...(await this._methodOptions(r)) }, { onProgress, signal });
   }
 
   /**
@@ -449,9 +478,10 @@ export class Tessera {
     return this._call('b0Resample', { field, mask, geometry, interpolation, masked });
   }
 
-  /** TKD inversion (threshold 0.19 by default): the classical reference, masked. */
-  tkd({ field, mask, geometry, threshold }) {
-    return this._call('tkd', { field, mask, geometry, threshold });
+  /** TKD inversion (the schema's tkd.threshold by default): the classical reference, masked; χ only. */
+  async tkd({ field, mask, geometry, threshold }) {
+    const { chi } = await this.invert({ field, mask, geometry, method: 'tkd', ...(threshold === undefined ? {} : { tkd: { threshold } }) });
+    return chi;
   }
 
   /** Runs in progress, live ONNX Runtime workers, and the wasm module's heap bytes. */

@@ -41,12 +41,6 @@ std::unique_ptr<FieldRun> start_field_run(std::shared_ptr<Volume> volume, val re
   return guarded([&] { return std::make_unique<FieldRun>(volume, request, plan); });
 }
 val phantom(val geometry, val options) { return guarded([&] { return phantom_to_val(geometry, options); }); }
-val tkd_of(std::shared_ptr<Volume> volume, double threshold) {
-  return guarded([&] {
-    const std::vector<float> chi = tkd(volume->geo(), volume->field(), volume->mask(), static_cast<float>(threshold));
-    return copy_out(std::span<const float>(chi));
-  });
-}
 val compare(val geometry, val test, val reference, val mask, val options) {
   return guarded([&] { return compare_to_val(geometry, test, reference, mask, options); });
 }
@@ -63,6 +57,7 @@ val memory_check(val request, val plan, double worker_heap, double module_heap, 
 val job_report(InversionJob& j) { return guarded([&] { return j.report(); }); }
 val job_result(InversionJob& j) { return guarded([&] { return j.result_view(); }); }
 val run_next(FieldRun& r) { return guarded([&] { return r.next(); }); }
+bool run_step(FieldRun& r) { return guarded([&] { return r.step(); }); }
 void run_finish(FieldRun& r, double job, val output) { guarded([&] { r.finish(job, output); }); }
 void run_fail(FieldRun& r, double job, std::string message) { guarded([&] { r.fail(job, message); }); }
 val run_report(FieldRun& r) { return guarded([&] { return r.report(); }); }
@@ -97,7 +92,6 @@ EMSCRIPTEN_BINDINGS(tessera) {
   function("startInversion", &start_inversion);
   function("startFieldRun", &start_field_run);
   function("phantom", &phantom);
-  function("tkd", &tkd_of);
   function("compare", &compare);
   function("dataConsistency", &data_consistency);
   function("forwardField", &forward_of);
@@ -129,6 +123,7 @@ EMSCRIPTEN_BINDINGS(tessera) {
       .function("next", &run_next)
       .function("finish", &run_finish)
       .function("fail", &run_fail)
+      .function("step", &run_step)
       .function("cancel", &FieldRun::cancel)
       .function("state", &FieldRun::state)
       .function("report", &run_report)

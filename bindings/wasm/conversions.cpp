@@ -214,6 +214,77 @@ InversionRequest request_from(const val& v) {
   return r;
 }
 
+bool is_method_request(const val& v) {
+  const val m = v["method"];
+  return !m.isUndefined() && !m.isNull();
+}
+
+MethodRequest method_request_from(const val& v) {
+  const val name = v["method"];
+  if (!name.isString()) throw Error(ErrorCode::InvalidArgument, "method must be a method's name (" + std::string(request_option("method").choices) + ")");
+  const MethodInfo& info = method_info(name.as<std::string>());
+  for (const char* network : {"model", "spec"}) {
+    if (!v[network].isUndefined() && !v[network].isNull()) {
+      throw Error(ErrorCode::InvalidArgument, std::string("give a method or a network (") + network + "), not both");
+    }
+  }
+  MethodRequest r;
+  r.method = info.method;
+  r.threads = std::max<uint32_t>(1, count(v, "hardwareThreads", 1));
+  for (const MethodInfo& other : methods()) {
+    const val o = v[std::string(other.name)];
+    if (o.isUndefined() || o.isNull()) continue;
+    if (other.method != info.method) {
+      throw Error(ErrorCode::InvalidArgument, std::string(other.name) + " options were given but the method is " + std::string(info.name) +
+                                                  ": give the " + std::string(info.name) + " options (" + std::string(info.name) + ": {...}) or method: '" +
+                                                  std::string(other.name) + "'");
+    }
+    if (o.typeOf().as<std::string>() != "object") {
+      throw Error(ErrorCode::InvalidArgument, std::string(info.name) + " options must be an object ({param: value})");
+    }
+    const val keys = val::global("Object").call<val>("keys", o);
+    for (unsigned i = 0; i < keys["length"].as<unsigned>(); ++i) {
+      const std::string key = keys[i].as<std::string>();
+      const std::string option = std::string(info.name) + "." + key;
+      bool known = false;
+      std::string list;
+      for (const OptionSpec& spec : method_options()) {
+        if (spec.name.substr(0, info.name.size() + 1) != std::string(info.name) + ".") continue;
+        list += (list.empty() ? "" : ", ") + std::string(spec.name.substr(info.name.size() + 1));
+        known = known || spec.name == option;
+      }
+      if (!known) throw Error(ErrorCode::InvalidArgument, "unknown " + std::string(info.name) + " option '" + key + "' (known: " + list + ")");
+      const val value = o[key];
+      if (value.isString()) r.params.set_choice(option, value.as<std::string>());
+      else if (value.isNumber()) r.params.set(option, value.as<double>());
+      else throw Error(ErrorCode::InvalidArgument, option + " must be a number or one of its choices");
+    }
+  }
+  return r;
+}
+
+val method_plan_to_val(const Geometry& geometry, const MethodRequest& request, uint32_t magnitude_echoes) {
+  const MethodPlan plan = plan_method(request.method, geometry, request.params, request.threads, magnitude_echoes, Target::Wasm);
+  val p = val::object();  // not a TilePlan: a method's plan has no tiles
+  p.set("feasible", plan.feasible);
+  p.set("message", plan.message);
+  p.set("method", plan.method);
+  p.set("title", plan.title);
+  p.set("methodSteps", plan.steps);
+  p.set("threads", plan.threads);
+  p.set("inputBytes", static_cast<double>(plan.input_bytes));
+  p.set("workspaceBytes", static_cast<double>(plan.workspace_bytes));
+  p.set("moduleHeapBytes", static_cast<double>(plan.module_heap_bytes));
+  p.set("peakBytes", static_cast<double>(plan.peak_bytes));
+  p.set("largestVoxels", static_cast<double>(plan.largest_voxels));
+  p.set("wholeVolume", true);
+  p.set("steps", true);
+  p.set("networks", 0);
+  p.set("tilesInFlight", 0);
+  p.set("warning", std::string());
+  return p;
+}
+
 PlanChoice plan_choice_from(const val& p) {
   if (p.isUndefined() || p.isNull() || p.typeOf().as<std::string>() != "object") {
     throw Error(ErrorCode::InvalidArgument, "plan must be the object plan() returned");
@@ -259,6 +330,11 @@ val copy_out(std::span<const uint8_t> v) {
 }
 
 val plan_to_val(const val& geometry, const val& mask, const val& request, const val& field) {
+  if (is_method_request(request)) {
+    const MethodRequest m = method_request_from(request);
+    const val magnitude = request["magnitudeEchoes"];
+    return method_plan_to_val(geometry_from(geometry), m, magnitude.isNumber() ? magnitude.as<uint32_t>() : 0);
+  }
   InversionRequest r = request_from(request);
   r.geometry = geometry_from(geometry);
   const uint64_t n = r.geometry.voxel_count();

@@ -17,6 +17,7 @@
 #include "tessera/error.h"
 #include "tessera/geometry.h"
 #include "tessera/inversion.h"
+#include "tessera/methods.h"
 #include "tessera/plan.h"
 #include "tessera/registry.h"
 #include "tessera/verify.h"
@@ -51,6 +52,15 @@ TileConfig tile_from(const val& v);
 TileCost cost_from(const val& v);
 FieldNetwork custom_network_from(const val& v);
 InversionRequest request_from(const val& v);
+// Whether a request names a classical method (method: "tv") rather than a network.
+bool is_method_request(const val& v);
+// A method request: {method, <method>: {param: value}, hardwareThreads}; every parameter checked against the schema, a
+// parameter object of another method or a network (model, spec) beside it refused by name.
+MethodRequest method_request_from(const val& v);
+// The plan of a method request on a volume of this geometry (magnitude_echoes magnitude volumes beside it), as plan()
+// returns it: {feasible, message, method, title, methodSteps, threads, inputBytes, workspaceBytes, moduleHeapBytes,
+// peakBytes, largestVoxels, wholeVolume: true, steps: true, networks: 0, tilesInFlight: 0, warning: ""}.
+val method_plan_to_val(const Geometry& geometry, const MethodRequest& request, uint32_t magnitude_echoes);
 
 // Registers the structs Tessera reports as Embind value types: val(x) is then the object index.d.ts documents.
 // Called once, from EMSCRIPTEN_BINDINGS, before any val(x) of them.

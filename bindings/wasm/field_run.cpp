@@ -4,6 +4,7 @@
 
 
 #include "conversions.h"
+#include "internal/method_run.h"
 #include "internal/native_patch_run.h"
 #include "internal/step_run.h"
 #include "tessera/error.h"
@@ -11,6 +12,20 @@
 namespace tessera::js {
 
 FieldRun::FieldRun(std::shared_ptr<Volume> volume, const val& request, const val& plan) : volume_(std::move(volume)) {
+  if (is_method_request(request)) {
+    // A classical method: the plan handed back must be this method's on this volume.
+    const MethodRequest m = method_request_from(request);
+    const Volume& v = *volume_;
+    const val planned = method_plan_to_val(v.geo(), m, v.magnitude().empty() ? 0 : 1);
+    if (plan.isUndefined() || plan.isNull() || !plan["method"].isString() || plan["method"].as<std::string>() != planned["method"].as<std::string>() ||
+        plan["moduleHeapBytes"].as<double>() != planned["moduleHeapBytes"].as<double>()) {
+      throw Error(ErrorCode::InvalidArgument, "the plan was made for another method or volume: plan again");
+    }
+    if (!planned["feasible"].as<bool>()) throw Error(ErrorCode::BudgetExceeded, planned["message"].as<std::string>());
+    chi_.assign(v.voxel_count(), 0.0f);
+    run_ = std::make_unique<MethodRun>(start_method(m.method, v.geo(), v.field(), v.mask(), v.magnitude(), m.params, m.threads), chi_);
+    return;
+  }
   const PreparedRun p = prepare_run(*volume_, request, plan);
   if (!runs_in_steps(p.request)) {
     throw Error(ErrorCode::Internal, std::string(p.request.model->name) + " calls its network from inside an algorithm: run it as an InversionJob");
@@ -27,6 +42,8 @@ FieldRun::FieldRun(std::shared_ptr<Volume> volume, const val& request, const val
   }
 }
 
+
+bool FieldRun::step() { return run_->step(); }
 
 val FieldRun::next() {
   if (staging_.empty()) staging_.resize(run_->input_shape().size());

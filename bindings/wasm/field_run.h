@@ -1,6 +1,7 @@
 // A field -> chi run that JavaScript drives step by step: next() hands out a gathered patch while the plan allows
 // another in flight, finish() takes a network output. Nothing blocks, nothing polls. Tiled and whole-volume field -> chi
-// networks run a StepRun (internal/step_run.h), AutoQSM / QSMGAN their native patching (internal/native_patch_run.h).
+// networks run a StepRun (internal/step_run.h), AutoQSM / QSMGAN their native patching (internal/native_patch_run.h),
+// classical methods a MethodRun (internal/method_run.h): no patch, one iteration per step().
 #pragma once
 
 #include <emscripten/val.h>
@@ -29,6 +30,8 @@ class FieldRun {
   void finish(double job, const val& output);
   // Fails a patch from next() with the executor's message (the run fails with RunnerFailed naming the tile).
   void fail(double job, const std::string& message);
+  // One step of the run's own computation (a classical method's iteration); false when it has none to do now.
+  bool step();
   void cancel();
   // {finished, done, total, inFlight}
   val state() const;

@@ -36,13 +36,18 @@ class PatchSteps {
   // Fails a handed-out patch: no new patch starts; report() throws this error once none is out.
   // job came from next() and was neither finished nor failed.
   virtual void fail(uint64_t job, ErrorCode code, const std::string& message) = 0;
-  // Stops handing out patches; those out may still be finished.
+  // Does one step of the run's own computation (an iteration of a classical method) on the calling thread; false when
+  // it has none to do now. A driver calls it after handing out every patch next() gives, and lets its caller breathe
+  // (a cancel get in) between two steps. Runs that only hand out patches compute in next() and finish(): false.
+  virtual bool step() { return false; }
+  // Stops handing out patches (and steps); those out may still be finished.
   void cancel() { scheduler_.cancel(); }
 
   // No patch out and none will be handed out.
-  bool finished() const { return scheduler_.finished(); }
-  uint64_t done() const { return scheduler_.done(); }
-  uint64_t total() const { return scheduler_.total(); }
+  virtual bool finished() const { return scheduler_.finished(); }
+  // Work units (patches, or steps) done and planned.
+  virtual uint64_t done() const { return scheduler_.done(); }
+  virtual uint64_t total() const { return scheduler_.total(); }
   uint32_t in_flight() const { return scheduler_.in_flight(); }
 
   // The report of a finished run, its output written. Throws its first error (the patch named), or Error(Cancelled).
