@@ -1,0 +1,117 @@
+// The classical methods' registry, parameters, plan and step run (tessera/methods.h, internal/method_run.h).
+#include <cmath>
+#include <cstring>
+
+#include "internal/method_run.h"
+#include "support.h"
+#include "tessera/dipole.h"
+#include "tessera/fidelity.h"
+#include "tessera/methods.h"
+#include "tessera/phantom.h"
+
+namespace tessera {
+namespace {
+
+Geometry head(int64_t nx, int64_t ny, int64_t nz, double mm) {
+  Geometry g = test::geometry(nx, ny, nz);
+  g.voxel_mm = {mm, mm, mm};
+  return g;
+}
+
+TEST(Methods, EveryMethodIsNamedAndItsParametersAreInTheSchema) {
+  ASSERT_FALSE(methods().empty());
+  const auto& all = request_options();
+  auto find = [&](std::string_view name) {
+    return std::find_if(all.begin(), all.end(), [&](const OptionSpec& o) { return o.name == name; }) != all.end();
+  };
+  EXPECT_TRUE(find("method"));
+  std::string choices(request_option("method").choices);
+  for (const MethodInfo& m : methods()) {
+    EXPECT_NE(choices.find(std::string(m.name)), std::string::npos) << m.name;
+    EXPECT_EQ(&method_info(m.name), &m);
+  }
+  for (const OptionSpec& o : method_options()) {
+    EXPECT_TRUE(find(o.name)) << o.name;
+    const std::string prefix(o.name.substr(0, o.name.find('.')));
+    EXPECT_NO_THROW(method_info(prefix)) << o.name << " belongs to no method";
+    EXPECT_FALSE(o.help.empty()) << o.name;
+  }
+  const std::string message = test::error_of([] { method_info("nope"); }, ErrorCode::InvalidArgument);
+  EXPECT_NE(message.find("known: tkd"), std::string::npos) << message;
+}
+
+TEST(Methods, ParametersAreCheckedAgainstTheSchema) {
+  MethodParams p;
+  EXPECT_DOUBLE_EQ(p.get("tkd.threshold"), request_option("tkd.threshold").default_value);
+  p.set("tkd.threshold", 0.15);
+  EXPECT_DOUBLE_EQ(p.get("tkd.threshold"), 0.15);
+  const std::string message = test::error_of([&] { p.set("tkd.threshold", 0.9); }, ErrorCode::InvalidArgument);
+  EXPECT_NE(message.find("tkd.threshold must be in (0, 0.6666666667]"), std::string::npos) << message;
+}
+
+TEST(Methods, TkdThroughTheMethodRunEqualsTkdBitForBit) {
+  const Geometry g = head(48, 48, 40, 4.0);
+  const Phantom ph = make_phantom(g);
+  MethodParams p;
+  p.set("tkd.threshold", 0.2);
+  std::vector<float> chi(g.voxel_count(), 0.0f);
+  MethodRun run(start_method(Method::Tkd, g, ph.field, ph.mask, {}, p, 2), chi);
+  EXPECT_FALSE(run.next(std::span<float>{}).has_value());  // a method hands out no patch
+  EXPECT_FALSE(run.finished());
+  uint64_t steps = 0;
+  while (run.step()) ++steps;
+  EXPECT_EQ(steps, 1u);
+  EXPECT_TRUE(run.finished());
+  EXPECT_NO_THROW(run.report());
+  const std::vector<float> direct = tkd(g, ph.field, ph.mask, 0.2f, 1, 1);
+  ASSERT_EQ(direct.size(), chi.size());
+  EXPECT_EQ(std::memcmp(direct.data(), chi.data(), chi.size() * sizeof(float)), 0);
+  // And it is a susceptibility map: against the phantom's truth.
+  const Agreement a = compare_maps(g, chi, ph.chi, ph.mask);
+  EXPECT_GT(a.r, 0.8) << a.r;
+}
+
+TEST(Methods, ACancelledRunReportsCancelled) {
+  const Geometry g = head(32, 32, 32, 6.0);
+  const Phantom ph = make_phantom(g);
+  std::vector<float> chi(g.voxel_count(), 0.0f);
+  MethodRun run(start_method(Method::Tkd, g, ph.field, ph.mask, {}, MethodParams{}, 1), chi);
+  run.cancel();
+  EXPECT_FALSE(run.step());
+  EXPECT_TRUE(run.finished());
+  test::error_of([&] { run.report(); }, ErrorCode::Cancelled);
+}
+
+TEST(Methods, BadInputsAreRefusedUpFront) {
+  const Geometry g = head(16, 16, 16, 2.0);
+  std::vector<float> field(g.voxel_count(), 0.0f);
+  std::vector<uint8_t> empty(g.voxel_count(), 0);
+  std::string m = test::error_of([&] { start_method(Method::Tkd, g, field, empty, {}, MethodParams{}); }, ErrorCode::InvalidArgument);
+  EXPECT_NE(m.find("mask"), std::string::npos) << m;
+  std::vector<uint8_t> mask(g.voxel_count(), 1);
+  std::vector<float> short_magnitude(10, 1.0f);
+  m = test::error_of([&] { start_method(Method::Tkd, g, field, mask, short_magnitude, MethodParams{}); }, ErrorCode::InvalidArgument);
+  EXPECT_NE(m.find("magnitude holds 10 values"), std::string::npos) << m;
+  field[5] = std::nanf("");
+  test::error_of([&] { start_method(Method::Tkd, g, field, mask, {}, MethodParams{}); }, ErrorCode::NonFiniteInput);
+}
+
+TEST(Methods, APlanOverTheHeapIsRefusedWithTheLargestVolumeThatFits) {
+  const Geometry small = head(64, 64, 64, 1.0);
+  const MethodPlan ok = plan_method(Method::Tkd, small, MethodParams{}, 2, 0, Target::Wasm);
+  EXPECT_TRUE(ok.feasible) << ok.message;
+  EXPECT_GT(ok.workspace_bytes, small.voxel_count() * sizeof(float));
+  EXPECT_GE(ok.module_heap_bytes, ok.workspace_bytes + ok.input_bytes);
+  const Geometry huge = head(1024, 1024, 512, 1.0);
+  const MethodPlan refused = plan_method(Method::Tkd, huge, MethodParams{}, 2, 0, Target::Wasm);
+  EXPECT_FALSE(refused.feasible);
+  EXPECT_NE(refused.message.find("largest volume that fits"), std::string::npos) << refused.message;
+  EXPECT_LT(refused.largest_voxels, huge.voxel_count());
+  // The largest volume it names does fit.
+  const double s = std::cbrt(static_cast<double>(refused.largest_voxels) / static_cast<double>(huge.voxel_count())) * 0.99;
+  const Geometry fits = head(static_cast<int64_t>(1024 * s), static_cast<int64_t>(1024 * s), static_cast<int64_t>(512 * s), 1.0);
+  EXPECT_TRUE(plan_method(Method::Tkd, fits, MethodParams{}, 2, 0, Target::Wasm).feasible) << dims_text(fits.dims);
+}
+
+}  // namespace
+}  // namespace tessera
