@@ -1,0 +1,66 @@
+// Classical methods through the public API in node: the same C++ step engine as the networks, no ONNX Runtime.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createTessera } from './index.js';
+
+let tessera;
+let phantom;
+const geometry = { dims: [48, 48, 40], voxelMm: [4, 4, 4], b0Dir: [0, 0, 1] };
+before(async () => {
+  tessera = await createTessera({ workers: 1 });
+  phantom = await tessera.phantom({ geometry });
+});
+after(async () => {
+  await tessera?.terminate();
+});
+
+/** Pearson r inside the mask. */
+function r(a, b, mask) {
+  let n = 0, sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
+  for (let i = 0; i < a.length; i++) {
+    if (!mask[i]) continue;
+    n++; sa += a[i]; sb += b[i]; saa += a[i] * a[i]; sbb += b[i] * b[i]; sab += a[i] * b[i];
+  }
+  return (sab - (sa * sb) / n) / Math.sqrt((saa - (sa * sa) / n) * (sbb - (sb * sb) / n));
+}
+
+test('every method in the schema has its parameters listed and plans', async () => {
+  const schema = await tessera.schema();
+  const names = schema.find((o) => o.name === 'method').choices;
+  assert.ok(names.includes('tkd'));
+  for (const m of names) {
+    const plan = await tessera.plan({ geometry, mask: phantom.mask, method: m, magnitude: m === 'medi' ? phantom.field : undefined });
+    assert.equal(plan.feasible, true, `${m}: ${plan.message}`);
+    assert.equal(plan.method, m);
+    assert.ok(plan.methodSteps >= 1);
+    assert.ok(plan.moduleHeapBytes > plan.workspaceBytes);
+  }
+});
+
+test('invert({method: "tkd"}) is tkd(), with progress, and reaches the phantom truth', async () => {
+  const events = [];
+  const out = await tessera.invert({ field: phantom.field, mask: phantom.mask, geometry, method: 'tkd', tkd: { threshold: 0.2 }, onProgress: (p) => events.push(p) });
+  const direct = await tessera.tkd({ field: phantom.field, mask: phantom.mask, geometry, threshold: 0.2 });
+  assert.deepEqual(out.chi, direct);
+  assert.equal(out.quantity, 'chi');
+  assert.equal(out.report.method, 'tkd');
+  assert.ok(events.length >= 1 && events.at(-1).done === events.at(-1).total, JSON.stringify(events.at(-1)));
+  assert.ok(r(out.chi, phantom.chi, phantom.mask) > 0.8);
+  assert.ok(out.report.memory.moduleHeapVsPlan <= 1, `module heap ${out.report.memory.moduleHeapVsPlan} of its plan`);
+});
+
+test('a method request with a network option, a wrong parameter or another method\'s options is refused by name', async () => {
+  await assert.rejects(tessera.invert({ field: phantom.field, mask: phantom.mask, geometry, method: 'tkd', tile: 'auto' }), /unknown option\(s\) tile/);
+  await assert.rejects(tessera.invert({ field: phantom.field, mask: phantom.mask, geometry, method: 'tkd', tkd: { thresh: 0.2 } }), /unknown tkd option 'thresh' \(known: threshold\)/);
+  await assert.rejects(tessera.invert({ field: phantom.field, mask: phantom.mask, geometry, method: 'tkd', tkd: { threshold: 2 } }), /tkd.threshold must be in/);
+  await assert.rejects(tessera.invert({ field: phantom.field, mask: phantom.mask, geometry, method: 'nope' }), /unknown method 'nope'/);
+  await assert.rejects(tessera.invert({ field: phantom.field, mask: phantom.mask, geometry, method: 'tkd', model: 'xqsm' }), /unknown option\(s\) model/);
+  const empty = new Uint8Array(phantom.mask.length);
+  await assert.rejects(tessera.invert({ field: phantom.field, mask: empty, geometry, method: 'tkd' }), /mask/);
+});
+
+test('a volume over the heap is refused by the plan with the largest volume that fits', async () => {
+  const plan = await tessera.plan({ geometry: { dims: [1024, 1024, 600], voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] }, method: 'tkd' });
+  assert.equal(plan.feasible, false);
+  assert.match(plan.message, /largest volume that fits holds \d+ voxels/);
+});
