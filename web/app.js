@@ -8,6 +8,8 @@ import { DEMO } from './demo.js';
 import { createIoClient } from './io-client.js';
 import { fieldWorkflow } from './workflows/index.js';
 import { NetworkPanel } from './panels/network.js';
+import { MethodPanel } from './panels/method.js';
+import { methodWorkflow } from './workflows/method.js';
 import { InputsPanel } from './panels/inputs.js';
 import { SettingsPanel } from './panels/settings.js';
 import { RunPanel } from './panels/run.js';
@@ -18,21 +20,28 @@ const page = new Page();
 const io = createIoClient();
 page.panels = {
   network: new NetworkPanel(page),
+  method: new MethodPanel(page),
   inputs: new InputsPanel(page, io),
   settings: new SettingsPanel(page),
   run: new RunPanel(page),
   results: new ResultsPanel(page, io),
 };
-const { network, inputs, settings, run, results } = page.panels;
+const { network, method, inputs, settings, run, results } = page.panels;
+methodWorkflow.page = page;
 
-// A network change: the inputs, tile settings and output names follow its workflow; then a new plan.
-network.onChange = () => {
-  followDefaultHalo(network.selected().model, page.schema);
+// A change of inversion (network or classical method) or of network: the inputs, tile settings and output names
+// follow its workflow; then a new plan.
+const inversionChanged = () => {
   inputs.syncWorkflow();
   settings.syncWorkflow();
-  if (!page.result) results.setQuantity(network.quantity());
+  if (!page.result) results.setQuantity(page.quantity());
   page.schedulePlan();
 };
+network.onChange = () => {
+  followDefaultHalo(network.selected().model, page.schema);
+  inversionChanged();
+};
+method.onChange = inversionChanged;
 
 // The two slice sliders (tile map, results) show the same slice; the user's choice stops the map following.
 for (const id of ['tileSlice', 'slice']) {
@@ -42,7 +51,7 @@ for (const id of ['tileSlice', 'slice']) {
   });
 }
 
-/** The demo: the phantom as the field input, the demo network selected, then a run. */
+/** The demo: the phantom as the field input, the demo network selected (unless a classical method is chosen), then a run. */
 async function demo() {
   if (page.controller) return;
   page.showError(null);
@@ -87,6 +96,7 @@ async function main() {
     page.schema = applySchema(schema);
     watchHalo();
     network.fill(page.registry);
+    await method.fill(schema, tessera);
     await results.ready();
     page.started = true;
     network.changed();

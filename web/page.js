@@ -4,6 +4,7 @@
 import { createTessera } from '../bindings/js/index.js';
 import { $, setData } from './dom.js';
 import { workflowFor } from './workflows/index.js';
+import { methodWorkflow } from './workflows/method.js';
 
 /** States of the page: what <body data-state> says. */
 export const STATES = ['starting', 'idle', 'loading', 'running', 'done', 'cancelled', 'error'];
@@ -26,7 +27,7 @@ export class Page {
     this.result = null; // { chi, input, quantity, name, params, workflow } of the last run
     this.errorCount = 0;
     this.started = false; // the runtime, the registry and the viewer are up
-    /** Set by app.js: { network, inputs, settings, run, results }. */
+    /** Set by app.js: { network, method, inputs, settings, run, results }. */
     this.panels = null;
   }
 
@@ -35,9 +36,18 @@ export class Page {
     return this.panels.network.selected();
   }
 
-  /** The selected network's workflow (field → χ, or wrapped phase → χ), decided from the registry. */
+  /**
+   * The selected workflow: a classical method's when one is chosen (its input is the field → χ workflow's), else the
+   * selected network's (field → χ, or wrapped phase → χ), decided from the registry.
+   */
   workflow() {
+    if (this.panels?.method?.active()) return methodWorkflow;
     return workflowFor(this.network().model);
+  }
+
+  /** What the selected inversion outputs: 'chi', or 'local-field' (iQFM). */
+  quantity() {
+    return this.panels?.method?.active() ? 'chi' : this.panels.network.quantity();
   }
 
   /** The loaded input of the selected workflow, or null. */

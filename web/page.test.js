@@ -160,6 +160,17 @@ const readData = (selector) =>
     LISTS,
   );
 const pageState = () => T(() => document.body.dataset.state);
+/** The node API's request schema (tessera.schema()), read once. */
+let schemaOnce = null;
+const nodeSchema = () =>
+  (schemaOnce ??= import('../bindings/js/index.js').then(async ({ createTessera }) => {
+    const t = await createTessera({ workers: 1 });
+    try {
+      return await t.schema();
+    } finally {
+      await t.terminate();
+    }
+  }));
 const errorText = async () => ((await page.isHidden('#error')) ? '' : await page.textContent('#error'));
 /** The readout's estimate row says the plan's time and its predicted r and NRMSE (as rounded on the page). */
 function assertEstimate(text, plan) {
@@ -1131,6 +1142,158 @@ test('soak in Chromium: 50 mixed runs of the package in one page (2 networks, 3 
   await tab.evaluate(() => globalThis.soak.end());
   await tab.close();
   console.log(`# Chromium soak: ${JSON.stringify(tally)}, module heap ${(heaps.at(-1) / 2 ** 20).toFixed(0)} MiB flat, ${between} worker targets between runs`);
+});
+
+// The classical methods (the C++ schema's `method` list): the inversion choice, the parameters from the schema, the
+// demo with TKD (no download, χ bit-identical to the node API's), a refusal in the C++ core's words, Cancel.
+test('classical method: TKD from the schema (its threshold at the default, range, help); an out-of-range value refused in the C++ words with Run disabled', { skip }, async () => {
+  const schema = await nodeSchema();
+  const names = schema.find((o) => o.name === 'method').choices;
+  assert.ok(names.includes('tkd'));
+  assert.deepEqual(await page.$$eval('#inversion option', (o) => o.map((x) => x.value)), ['network', ...names], 'the schema’s list, after the network');
+  assert.match(await page.$eval('#inversion option[value=tkd]', (o) => o.textContent), /^TKD \(tkd\)$/, 'the plan’s title');
+  await page.selectOption('#inversion', 'tkd');
+  assert.equal(await page.isHidden('#networkBox'), true, 'the network panel gives way');
+  assert.equal(await page.isHidden('#tileControls'), true, 'no tiles, workers, quality or verify for a method');
+  const opt = schema.find((o) => o.name === 'tkd.threshold');
+  const input = '[data-option="tkd.threshold"]';
+  assert.equal(await page.inputValue(input), String(opt.default), 'the schema’s default');
+  assert.equal(await page.getAttribute(input, 'max'), String(opt.max));
+  assert.match(await page.$eval(input, (e) => e.closest('label').title), new RegExp(`^${opt.help.replace(/[()]/g, '\\$&')}`));
+  // every <method>.<param> option of the schema has its input
+  const params = await page.$$eval('#methodParams [data-option]', (e) => e.map((x) => x.dataset.option));
+  assert.deepEqual(params, schema.filter((o) => o.name.startsWith('tkd.')).map((o) => o.name));
+  await planWith({ feasible: true, method: 'tkd', methodTitle: 'TKD' });
+  const plan = await readData('#planReadout');
+  assert.ok(plan.methodSteps >= 1 && plan.threads >= 1 && plan.moduleHeapBytes > 0 && plan.moduleHeapBytes < plan.heapLimitBytes);
+  const readout = await page.textContent('#planReadout');
+  assert.match(readout, /Steps\s*\d+ steps?/);
+  assert.match(readout, /Module heap\s*\d+ MB of the [\d.]+ GB heap limit/);
+  // out of range: the C++ schema's message, next to the input and as the plan's advice; Run and the demo disabled
+  await page.fill(input, '0.9');
+  await page.waitForSelector('#methodMsg:not([hidden])', { timeout: 10000 });
+  const msg = await page.textContent('#methodMsg');
+  assert.match(msg, /^tkd\.threshold must be in \(0, 0\.66+7\], got 0\.9/);
+  assert.equal(await page.textContent('#planAdvice'), msg);
+  assert.equal(await page.getAttribute(input, 'aria-invalid'), 'true');
+  assert.equal((await readData('#planReadout')).feasible, false);
+  assert.equal(await page.isDisabled('#run'), true);
+  assert.equal(await page.isDisabled('#demo'), true);
+  await page.fill(input, '');
+  await page.waitForFunction(() => /Type a value for tkd\.threshold/.test(document.querySelector('#methodMsg').textContent), null, { timeout: 5000 });
+  assert.equal(await page.isDisabled('#demo'), true);
+  // a change of method (here: to the network and back) resets the defaults
+  await page.fill(input, '0.3');
+  await page.selectOption('#inversion', 'network');
+  assert.equal(await page.isHidden('#networkBox'), false);
+  await page.selectOption('#inversion', 'tkd');
+  assert.equal(await page.inputValue(input), String(opt.default));
+  await planWith({ feasible: true, method: 'tkd' });
+  assert.equal(await page.isHidden('#methodMsg'), true);
+  assert.equal(await page.isDisabled('#demo'), false);
+});
+
+test('classical method: the demo with TKD runs without a download; χ bit-identical to the node API’s invert({method: \'tkd\'}), r vs truth > 0.8', { skip }, async () => {
+  const { createTessera, readNifti } = await import('../bindings/js/index.js');
+  const requests = served.length;
+  await page.selectOption('#inversion', 'tkd');
+  await planWith({ feasible: true, method: 'tkd' });
+  await page.click('#demo');
+  await waitState(['done', 'error'], 60000);
+  assert.equal(await pageState(), 'done', await errorText());
+  assert.deepEqual(served.slice(requests).filter((l) => /\.onnx /.test(l)), [], 'no network downloaded');
+  const report = await readData('#report');
+  assert.equal(report.method, 'tkd');
+  assert.ok(report.finite && report.nonzeroOutside === 0);
+  assert.ok(report.r > 0.8, `r vs truth ${report.r}`);
+  assert.match(await page.textContent('#corr'), /r vs truth = 0\.\d{3}/);
+  const text = await page.textContent('#report');
+  assert.match(text, /Method\s*TKD \(tkd\): threshold [\d.]+; \d+ step\(s\), \d+ thread\(s\)/);
+  assert.match(text, /Memory\s*module heap \d+ MB after the run vs the plan's \d+ MB \([\d.]+× the plan\)/);
+  assert.match(await page.textContent('#progressText'), /^tkd: (\d+)\/\1 steps \(100%\)/);
+  assert.equal((await readData('#progress')).stage, 'tkd');
+  assert.deepEqual((await readData('#resultCard .panels')).shown, ['chi', 'field', 'truth']);
+  assert.deepEqual(await readData('#tileCounts'), { total: 1, queued: 0, running: 0, done: 1, skipped: 0 });
+  const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), page.click('#download')]);
+  const chi = readNifti(fs.readFileSync(await dl.path()));
+  assert.deepEqual(chi.dims, [128, 128, 96]);
+  assert.deepEqual(chi.voxelMm, [1.75, 1.75, 1.75]);
+  // The node API on the same phantom (the page's demo: seed 1, no noise) and the schema's default threshold.
+  const geometry = { dims: [128, 128, 96], voxelMm: [1.75, 1.75, 1.75], b0Dir: [0, 0, 1] };
+  const t = await createTessera({ workers: 1 });
+  let want, sum = 0;
+  try {
+    const p = await t.phantom({ geometry, seed: 1, noise: 0 });
+    for (let i = 0; i < p.field.length; i++) if (p.mask[i]) sum += p.field[i];
+    want = (await t.invert({ field: p.field, mask: p.mask, geometry, method: 'tkd' })).chi;
+  } finally {
+    await t.terminate();
+  }
+  assert.equal((await readData('#inputInfo')).sumInMask, sum, 'the page’s field is the node phantom’s');
+  const a = new Uint8Array(chi.data.buffer, chi.data.byteOffset, chi.data.byteLength);
+  const b = new Uint8Array(want.buffer, want.byteOffset, want.byteLength);
+  assert.equal(chi.data.length, want.length);
+  assert.ok(Buffer.compare(Buffer.from(a), Buffer.from(b)) === 0, 'χ bit-identical to the node API’s');
+  console.log(`# TKD demo: run ${report.wallSeconds.toFixed(2)} s, r ${report.r.toFixed(3)}, NRMSE ${(100 * report.nrmse).toFixed(1)} %, module heap ${report.moduleHeapVsPlan.toFixed(2)}× the plan`);
+  await page.locator('#resultCard').screenshot({ path: path.join(ARTIFACTS, 'tkd-demo.png') });
+});
+
+test('classical method: Cancel during a method run stops it; no result arrives, the page runs again', { skip, timeout: 120000 }, async () => {
+  const { writeNifti } = await import('../bindings/js/index.js');
+  // An iterative method when the schema lists one (cancelled between its steps), else TKD on a volume large enough
+  // to be caught running.
+  const probe = { dims: [128, 128, 96], voxelMm: [1.75, 1.75, 1.75], b0Dir: [0, 0, 1] };
+  const t = await (await import('../bindings/js/index.js')).createTessera({ workers: 1 });
+  let iterative = null;
+  try {
+    for (const m of (await t.schema()).find((o) => o.name === 'method').choices) {
+      const p = await t.plan({ geometry: probe, method: m }).catch(() => null);
+      if (p?.feasible && p.methodSteps >= 20 && (!iterative || p.methodSteps > iterative.steps)) iterative = { method: m, steps: p.methodSteps };
+    }
+  } finally {
+    await t.terminate();
+  }
+  await page.selectOption('#inversion', iterative?.method ?? 'tkd');
+  if (!iterative) {
+    const dims = [224, 224, 192];
+    const like = { dims, voxelMm: [1, 1, 1] };
+    const n = dims[0] * dims[1] * dims[2];
+    await page.check('input[name=units][value=ppm]');
+    await page.check('input[name=maskSource][value=file]');
+    const seq = (await readData('#inputInfo')).seq;
+    await page.setInputFiles('#maskFile', { name: 'big_mask.nii.gz', mimeType: 'application/gzip', buffer: Buffer.from(await writeNifti(new Float32Array(n).fill(1), like, { gzip: true })) });
+    await page.setInputFiles('#fieldFile', { name: 'big_field.nii.gz', mimeType: 'application/gzip', buffer: Buffer.from(await writeNifti(new Float32Array(n), like, { gzip: true })) });
+    await page.waitForFunction((s) => Number(document.querySelector('#inputInfo').dataset.seq) > s && document.body.dataset.state === 'idle' && document.querySelector('#inputInfo').dataset.dims === '224,224,192', seq, { timeout: 60000 });
+  }
+  await planWith({ feasible: true, method: iterative?.method ?? 'tkd' });
+  const errorsBefore = (await readData('#error')).count ?? 0;
+  await page.click('#run');
+  if (iterative) await page.waitForFunction(() => Number(document.querySelector('#progress').dataset.done ?? 0) >= 1, null, { timeout: 60000, polling: 20 });
+  else await waitState(['running'], 10000);
+  const t0 = Date.now();
+  await page.click('#cancel');
+  await waitState(['cancelled'], 2000);
+  const ms = Date.now() - t0;
+  assert.equal(await page.isDisabled('#cancel'), true);
+  await page.waitForTimeout(iterative ? 1500 : 3000); // long enough for the run to have ended by itself
+  assert.equal(await pageState(), 'cancelled');
+  assert.deepEqual(await readData('#report'), {}, 'no result arrives after a cancel');
+  assert.equal(await page.isDisabled('#download'), true);
+  assert.equal((await readData('#error')).count ?? 0, errorsBefore, 'no error shown');
+  assert.match(await page.textContent('#progressText'), /^cancelled at \d+\/\d+ steps/);
+  if (iterative) {
+    const p = await readData('#progress');
+    assert.ok(p.done < p.total, `stopped before the end: ${p.done}/${p.total}`);
+  }
+  assert.equal(await page.isDisabled('#run'), false);
+  console.log(`# method cancel (${iterative ? `${iterative.method}, ${iterative.steps} steps` : 'tkd on 224×224×192'}) settled the page in ${ms} ms`);
+  // The page runs again after the cancel.
+  await page.click('#run');
+  await waitState(['done', 'error'], 120000);
+  assert.equal(await pageState(), 'done', await errorText());
+  assert.equal((await readData('#report')).method, iterative?.method ?? 'tkd');
+  await page.selectOption('#inversion', 'network');
+  await page.waitForFunction(() => document.querySelector('#planReadout').dataset.method === undefined, null, { timeout: 15000 });
 });
 
 test('no console error and no request to another origin during the whole session', { skip }, () => {

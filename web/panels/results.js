@@ -2,7 +2,7 @@
 // NiiVue on one slice, with colormap and window; the run report; the output as .nii.gz. The report's numbers
 // are published as #report's data-* (tiles-run, tiles-skipped, tiles-total, wall-seconds, quantity, mask-voxels,
 // mean, std, finite, nonzero-outside, r, nrmse, worker-heap-vs-plan, memory-warning, warm-start: the run took the worker Measure speed
-// kept); the panels shown as .panels' data-shown; a run's self-check
+// kept; a classical method's run: method, module-heap-bytes, module-heap-vs-plan); the panels shown as .panels' data-shown; a run's self-check
 // (report.verify: verified against predicted fidelity, the data-consistency residual) as #verifyReadout's data-*
 // (possible, exact, r, nrmse, max-abs, voxels, box-lo, box-hi, compare-lo, compare-hi, margin, data-consistency,
 // predicted-r, predicted-nrmse, seconds, message).
@@ -105,6 +105,24 @@ export class ResultsPanel {
   report(r, seconds, st, result) {
     const row = rows($('report'));
     row('Wall time', `${fmtSeconds(r.wallSeconds)} (driver ${fmtSeconds(r.driverSeconds)}, page ${fmtSeconds(seconds)})`);
+    if (result.workflow.method) {
+      // A classical method: no tiles, workers or network; its rows say the method and its heap against its plan.
+      result.workflow.reportRows(r, result, row);
+      if (r.warning) row('Warning', r.warning);
+    } else this.networkRows(r, result, row);
+    row(`${result.quantity === 'local-field' ? 'Local field' : 'χ'} in the mask`, `mean ${st.mean.toFixed(4)} ppm, std ${st.std.toFixed(4)} ppm over ${st.maskVoxels.toLocaleString()} voxels`);
+    if (st.r !== undefined) row('Against the phantom truth', `r = ${st.r.toFixed(3)}, NRMSE = ${(100 * st.nrmse).toFixed(1)} %`);
+    $('corr').textContent = st.r !== undefined ? `r vs truth = ${st.r.toFixed(3)}` : '';
+    setData($('report'), {
+      tilesRun: r.tilesRun, tilesSkipped: r.tilesSkipped, tilesTotal: r.tilesTotal, wallSeconds: r.wallSeconds,
+      quantity: result.quantity, workerHeapVsPlan: r.memory.workerHeapVsPlan, memoryWarning: !!r.memory.warning,
+      warmStart: !!r.pool?.[0]?.warmStart, method: r.method, moduleHeapVsPlan: r.memory.moduleHeapVsPlan,
+      moduleHeapBytes: r.method ? r.memory.moduleHeapBytes : undefined, ...st,
+    });
+  }
+
+  /** A network run's rows: per tile, concurrency, execution provider, memory, warnings. */
+  networkRows(r, result, row) {
     const ts = [...r.tileSeconds].sort((a, b) => a - b);
     const perCall = ts.length ? `median ${fmtSeconds(ts[Math.floor(ts.length / 2)])}, max ${fmtSeconds(ts.at(-1))}` : '';
     result.workflow.reportRows(r, result, row, perCall);
@@ -113,14 +131,6 @@ export class ResultsPanel {
     row('Memory', `module heap ${fmtBytes(r.memory.moduleHeapBytes)}; ONNX Runtime worker heaps high-water ${r.memory.workerHeapHighWater.map(fmtBytes).join(', ') || '—'}; planner estimate ${fmtBytes(r.memory.estimatedPeakBytes)}`);
     if (r.memory.warning) row('Memory warning', r.memory.warning);
     if (r.warning) row('Warning', r.warning);
-    row(`${result.quantity === 'local-field' ? 'Local field' : 'χ'} in the mask`, `mean ${st.mean.toFixed(4)} ppm, std ${st.std.toFixed(4)} ppm over ${st.maskVoxels.toLocaleString()} voxels`);
-    if (st.r !== undefined) row('Against the phantom truth', `r = ${st.r.toFixed(3)}, NRMSE = ${(100 * st.nrmse).toFixed(1)} %`);
-    $('corr').textContent = st.r !== undefined ? `r vs truth = ${st.r.toFixed(3)}` : '';
-    setData($('report'), {
-      tilesRun: r.tilesRun, tilesSkipped: r.tilesSkipped, tilesTotal: r.tilesTotal, wallSeconds: r.wallSeconds,
-      quantity: result.quantity, workerHeapVsPlan: r.memory.workerHeapVsPlan, memoryWarning: !!r.memory.warning,
-      warmStart: !!r.pool?.[0]?.warmStart, ...st,
-    });
   }
 
   /** The run's self-check (report.verify, absent when not asked for) beside the plan's predicted fidelity. */

@@ -30,9 +30,10 @@ export class RunPanel {
     const measuring = !!page.panels.settings.measuring; // the run would take the measuring worker: it waits
     $('run').disabled = !page.ready || running || measuring || !feasible || !input || !!problem;
     $('measureSpeed').disabled = !page.ready || running || measuring || !wf.tiled;
-    $('run').title = !input ? wf.needInputText : problem || (!feasible ? wf.infeasibleText : '');
-    // The demo runs the demo network with the tile settings: they must fit (whatever a whole-volume network's plan says).
-    $('demo').disabled = !page.ready || running || measuring || (wf.tiled && !feasible);
+    $('run').title = !input ? wf.needInputText : problem || (!feasible ? (wf.method && page.plan?.message) || wf.infeasibleText : '');
+    // The demo runs the demo network with the tile settings, or the chosen method with its parameters: they must fit
+    // (whatever a whole-volume network's plan says).
+    $('demo').disabled = !page.ready || running || measuring || ((wf.tiled || wf.method) && (!feasible || !!problem));
     $('cancel').disabled = page.state !== 'running';
     $('download').disabled = running || !page.result;
     for (const id of ['workers', 'threads', 'maskFile', 'magFile', 'model', ...WORKFLOWS.map((w) => w.fileInput)]) $(id).disabled = running;
@@ -63,6 +64,16 @@ export class RunPanel {
    * a B0-aligned grid tiles that grid: its tiles are drawn on its dims, without the input's image under them.
    */
   showPlan(plan, input) {
+    if (plan.method) {
+      // A classical method runs on the whole volume: one tile, running until its last step.
+      const dims = input.geometry.dims;
+      const grid = { counts: [1, 1, 1], patchEdge: Math.max(...dims), tiles: [{ index: 0, coreLo: [0, 0, 0], coreHi: [...dims], patchLo: [0, 0, 0], skipped: false }] };
+      this.tileMap.setup({ grid, dims, mask: input.mask, background: input.display, patchDims: dims });
+      this.renderTiles();
+      $('tileStride').hidden = true;
+      clearData($('tileStride'));
+      return;
+    }
     const aligned = plan.b0Align?.resampled ? plan.b0Align.alignedDims : null;
     this.tileMap.setup(aligned
       ? { grid: plan.grid, dims: aligned, patchDims: plan.patchDims }
@@ -96,7 +107,9 @@ export class RunPanel {
     $('progressText').textContent = this.runWorkflow.progressText(p, pct, fmtSeconds(p.etaSeconds), this.runPlan);
     if (stage === 'verify') return; // the self-check's box is not one of the map's tiles: they stay done
     const map = this.tileMap;
-    if (p.runningTiles && p.startedTiles?.length) {
+    if (this.runWorkflow.method) {
+      map.setProgress(p.done >= p.total ? 1 : 0, p.done >= p.total ? 0 : 1); // the whole volume, one tile
+    } else if (p.runningTiles && p.startedTiles?.length) {
       map.setTiles(p.startedTiles, p.runningTiles); // exact: the runtime names the tiles
     } else {
       const active = map.order.length;
@@ -126,11 +139,11 @@ export class RunPanel {
     this.runWorkflow = wf;
     this.runPlan = null;
     this.progress = null;
-    results.clear(page.panels.network.quantity());
+    results.clear(page.quantity());
     clearData($('progress'));
     page.setState('running');
     $('progress').value = 0;
-    $('progressText').textContent = 'loading the network…';
+    $('progressText').textContent = wf.method ? 'planning…' : 'loading the network…';
     const body = (async () => {
       await previous;
       // The plan of the settings as they are now (a change may still be being planned): the run obeys it.
@@ -139,10 +152,12 @@ export class RunPanel {
       this.runPlan = plan;
       this.showPlan(plan, input);
       const tessera = await page.runtime();
-      const weights = await page.panels.network.weights(net, controller.signal);
+      // A classical method needs no weights.
+      const weights = wf.method ? undefined : await page.panels.network.weights(net, controller.signal);
       if (controller.signal.aborted) throw new DOMException('cancelled', 'AbortError');
       $('progressText').textContent = wf.startText(plan);
-      this.tileMap.setProgress(0, 0); // every tile queued until the runtime names the running ones
+      // Every tile queued until the runtime names the running ones (a method's one tile runs from the start).
+      this.tileMap.setProgress(0, wf.method ? 1 : 0);
       this.renderTiles();
       const t0 = performance.now();
       const onProgress = (p) => page.controller === controller && this.onProgress(p);
@@ -158,7 +173,7 @@ export class RunPanel {
       this.renderTiles();
       $('progress').max = 1;
       $('progress').value = 1;
-      page.result = { chi, input, quantity: quantity ?? 'chi', name: net.name, params, workflow: wf };
+      page.result = { chi, input, quantity: quantity ?? 'chi', name: wf.runName?.(net, plan) ?? net.name, params, workflow: wf };
       $('progressText').textContent = wf.doneText(report, fmtSeconds(report.wallSeconds));
       await results.show(page.result, report, seconds, plan);
       page.setState('done');
@@ -190,7 +205,7 @@ export class RunPanel {
     c.abort();
     this.tileMap.settle();
     this.renderTiles();
-    $('progressText').textContent = `cancelled at ${this.progress?.done ?? 0}/${this.progress?.total ?? '?'} tiles`;
+    $('progressText').textContent = `cancelled at ${this.progress?.done ?? 0}/${this.progress?.total ?? this.runPlan?.methodSteps ?? '?'} ${this.runWorkflow?.unit ?? 'tiles'}`;
     page.panels.network.hideProgress();
     page.setState('cancelled');
   }

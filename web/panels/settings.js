@@ -5,7 +5,9 @@
 // stride, blend, patch-edge, tiles-total, tiles-active, tiles-skipped, tiles-in-flight, whole-volume, quality,
 // estimated-seconds, estimate-source, crop-pieces, predicted-r, predicted-nrmse, predicted-deficit, fidelity-warning, context-radius,
 // context-radius90, context-radius99, context-measured, context-assumed, verify-possible, verify-lo, verify-hi,
-// b0-tilt, b0-resampled, b0-aligned-dims).
+// b0-tilt, b0-resampled, b0-aligned-dims; a classical method's plan: method, method-title, method-steps, threads,
+// module-heap-bytes, heap-limit-bytes, largest-voxels). With a method chosen, the tile settings are hidden: the
+// readout shows the method's plan.
 import { $, clampInt, fmtBytes, fmtSeconds, rows, setData, clearData } from '../dom.js';
 import { DEMO } from '../demo.js';
 
@@ -112,6 +114,8 @@ export class SettingsPanel {
     const wf = this.page.workflow();
     const net = this.page.network();
     if (!wf.tiled) for (const id of TILE_SETTINGS) $(id).disabled = true; // the next plan keeps them so
+    $('tileControls').hidden = !!wf.method; // a method has no tiles, workers or quality: its parameters are in card 2
+    $('tileTitle').textContent = wf.method ? '3 · Plan' : '3 · Tiles';
     $('tileNote').textContent = wf.tiled
       ? ''
       : `${net.name} runs on the whole volume at once (it cannot be tiled): the tile settings, the quality target and the self-check do not apply (the result is the whole-volume run itself); only the threads per worker do.`;
@@ -187,7 +191,7 @@ export class SettingsPanel {
     const wf = page.workflow();
     const row = rows($('planReadout'));
     wf.planRows(plan, page.network(), !!page.input, row);
-    if (plan.feasible) row('Estimated peak', `${fmtBytes(plan.peakBytes)} (activations ${fmtBytes(plan.activationBytes)} + module heap ${fmtBytes(plan.moduleHeapBytes)})`);
+    if (plan.feasible && !wf.method) row('Estimated peak', `${fmtBytes(plan.peakBytes)} (activations ${fmtBytes(plan.activationBytes)} + module heap ${fmtBytes(plan.moduleHeapBytes)})`);
     if (plan.cost?.source === 'calibrated') {
       row('Memory cost', `${fmtBytes(plan.cost.fixedBytes)} + ${plan.cost.bytesPerVoxel} B/voxel per worker, calibrated (${plan.cost.points.length} patches measured in ${plan.cost.seconds.toFixed(1)} s)`);
     } else if (plan.cost?.source === 'assumed') {
@@ -210,10 +214,15 @@ export class SettingsPanel {
         d.querySelector('.val').textContent = `${fmtBytes(value)} / ${fmtBytes(limit)}`;
         bars.append(d);
       };
-      bar(wf.barLabels[0], plan.activationBytes, L.tileActivationBudget);
-      bar(wf.barLabels[1], plan.bytesPerTile, L.maxPatchActivationBytes);
-      bar('Estimated peak vs heap ceiling', plan.peakBytes, L.heapCeilingBytes);
+      if (wf.memBars) {
+        for (const [label, value, limit] of wf.memBars(plan, L)) bar(label, value, limit);
+      } else {
+        bar(wf.barLabels[0], plan.activationBytes, L.tileActivationBudget);
+        bar(wf.barLabels[1], plan.bytesPerTile, L.maxPatchActivationBytes);
+        bar('Estimated peak vs heap ceiling', plan.peakBytes, L.heapCeilingBytes);
+      }
     }
+    if (wf.method) page.panels.method.showPlan(plan);
     $('planAdvice').hidden = plan.feasible;
     $('planAdvice').textContent = plan.feasible ? '' : plan.message;
     $('planWarning').hidden = !plan.warning;
@@ -280,6 +289,13 @@ export class SettingsPanel {
       b0Tilt: plan.b0Align?.tiltDegrees,
       b0Resampled: plan.b0Align?.resampled,
       b0AlignedDims: plan.b0Align?.alignedDims ?? undefined,
+      method: plan.method,
+      methodTitle: plan.title,
+      methodSteps: plan.methodSteps,
+      threads: plan.method ? plan.threads : undefined,
+      moduleHeapBytes: plan.method ? plan.moduleHeapBytes : undefined,
+      heapLimitBytes: plan.method ? this.page.workflow().memBars?.(plan, this.page.limits)[0][2] : undefined,
+      largestVoxels: plan.largestVoxels,
     });
   }
 }

@@ -81,6 +81,18 @@ export const fieldWorkflow = {
         'InvalidArgument',
       );
     }
+    // A magnitude image chosen goes with the input too: a classical method that weights with it (MEDI) takes it.
+    let magnitude;
+    let magNote = '';
+    if (files.magnitude) {
+      try {
+        const mag = await io('read', { bytes: await files.magnitude.arrayBuffer(), units: 'ppm' });
+        if (mag.dims.join() === img.dims.join()) magnitude = mag.data.map((v) => (Number.isFinite(v) ? v : 0));
+        else magNote = `${files.magnitude.name} is ${mag.dims.join('×')}, not the field's ${img.dims.join('×')}: not used as the magnitude`;
+      } catch (e) {
+        magNote = `${files.magnitude.name} not read as a magnitude image (${e.message})`;
+      }
+    }
     let fixed = 0;
     for (let i = 0; i < img.data.length; i++) {
       if (!m.mask[i] && !Number.isFinite(img.data[i])) {
@@ -92,6 +104,8 @@ export const fieldWorkflow = {
       units === 'hz' ? `converted from Hz at ${b0} T` : '',
       maskSource === 'magnitude' ? `mask from ${files.magnitude.name} at ${$('maskFraction').value} of its robust max` : '',
       fixed ? `${fixed} invalid voxels outside the mask set to 0` : '',
+      magnitude && maskSource === 'file' ? `magnitude ${files.magnitude.name} loaded` : '',
+      magNote,
     ];
     return this.input({
       source: 'files',
@@ -99,6 +113,7 @@ export const fieldWorkflow = {
       geometry: { dims: img.dims, voxelMm: img.voxelMm, b0Dir: img.b0Dir },
       field: img.data,
       mask: m.mask,
+      magnitude,
       like: img,
       note: notes.filter(Boolean).join('; '),
     });
