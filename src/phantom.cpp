@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <string>
 
+#include "internal/parallel.h"
 #include "tessera/dipole.h"
 #include "tessera/error.h"
 
@@ -115,6 +118,7 @@ struct Anatomy {
   std::vector<Ellipsoid> ellipsoids;  // painted in order, later ones win
   std::vector<Tube> veins;
   Ellipsoid calcification;
+  double scale = 1.0;  // the uniform shrink s applied to every length in mm
 };
 
 Anatomy build_anatomy(const Geometry& g, uint64_t seed) {
@@ -193,6 +197,7 @@ Anatomy build_anatomy(const Geometry& g, uint64_t seed) {
                                Vec3{}, phantom_chi::calcification};
   const double calc_r = std::max(2.0 * s, 0.75 * max_vox);
   an.calcification.r = {calc_r, calc_r, calc_r};
+  an.scale = s;
   return an;
 }
 
@@ -205,6 +210,194 @@ void check_options(const PhantomOptions& o) {
     throw Error(ErrorCode::InvalidArgument,
                 "make_phantom: pad_factor must be 1 to 4, got " + std::to_string(o.pad_factor));
   }
+}
+
+
+// ---- the head around the brain, and the scanner ----
+
+constexpr double kPi = 3.14159265358979323846;
+constexpr double kTwoPi = 6.28318530717958647692;
+
+// e^x from basic IEEE operations (reduction by ln 2 split in two exact parts, Taylor series, exact ldexp), so that
+// native and wasm agree bit for bit, unlike libm's exp. x <= 0.
+double det_exp(double x) {
+  if (x < -745.0) return 0.0;
+  const double k = std::nearbyint(x * 1.44269504088896340736);
+  const double r = (x - k * 6.93147180369123816490e-01) - k * 1.90821492927058770002e-10;  // |r| <= 0.35
+  double term = 1.0;
+  double sum = 1.0;
+  for (int i = 1; i <= 18; ++i) {  // 0.35^19 / 19! < 1e-25
+    term *= r / static_cast<double>(i);
+    sum += term;
+  }
+  return std::ldexp(sum, static_cast<int>(k));
+}
+
+// atan(t) for t in [0, 1] from basic operations: two half-angle steps atan(t) = 2 atan(t / (1 + sqrt(1 + t^2)))
+// bring t under tan(pi/16) = 0.199, then the alternating series.
+double det_atan_unit(double t) {
+  for (int i = 0; i < 2; ++i) t = t / (1.0 + std::sqrt(1.0 + t * t));
+  const double t2 = t * t;
+  double term = t;
+  double sum = 0.0;
+  for (int k = 1; k <= 29; k += 2) {  // 0.199^31 / 31 < 1e-23
+    sum += term / static_cast<double>(k);
+    term *= -t2;
+  }
+  return 4.0 * sum;
+}
+
+// atan2(y, x) in [-pi, pi] from basic operations; (0, 0) gives 0.
+double det_atan2(double y, double x) {
+  const double ax = std::fabs(x), ay = std::fabs(y);
+  if (ax == 0.0 && ay == 0.0) return 0.0;
+  double a = ay <= ax ? det_atan_unit(ay / ax) : 0.5 * kPi - det_atan_unit(ax / ay);
+  if (x < 0.0) a = kPi - a;
+  return y < 0.0 ? -a : a;
+}
+
+// phi - 2 pi k, the k that brings it nearest to 0, as a float in [-pi, pi].
+float wrap_phase(double phi) {
+  const double w = phi - kTwoPi * std::nearbyint(phi / kTwoPi);
+  constexpr float pi_f = static_cast<float>(kPi);
+  return std::clamp(static_cast<float>(w), -pi_f, pi_f);
+}
+
+// The head around the brain, as ellipsoidal layers at an offset d (mm) from the brain's semi-axes, and the air
+// cavities of the skull. Unscaled thicknesses in mm (multiplied by the anatomy's scale).
+constexpr double kCsfLayer = 1.5;  // brain surface to inner skull (CSF and meninges)
+constexpr double kSkull = 5.0;     // skull thickness (adult calvarium ~5-7 mm); the scalp fills up to kScalpSkull
+
+struct Head {
+  Vec3 brain_r;
+  double csf_d = 0.0;    // inner skull surface at offset csf_d
+  double skull_d = 0.0;  // outer skull surface
+  double head_d = 0.0;   // skin
+  std::vector<Ellipsoid> cavities;  // air where they meet the bone layer (sinuses, mastoid air cells)
+  std::vector<Tube> canals;         // air where they leave the CSF layer (ear canals, open to the outside)
+  double phi0[10] = {};             // receive phase: c0 + c1 u + c2 v + c3 w + c4 u^2 + c5 v^2 + c6 w^2 + c7 uv + c8 vw + c9 uw
+  Vec3 phase_norm;                  // u, v, w = position / this (the head's semi-axes)
+
+  // Inside the ellipsoid of semi-axes brain_r + d.
+  bool within(const Vec3& p, double d) const {
+    double q = 0.0;
+    for (int a = 0; a < 3; ++a) {
+      const double t = p[a] / (brain_r[a] + d);
+      q += t * t;
+    }
+    return q <= 1.0;
+  }
+  // The point of the offset-d ellipsoid in direction u from the centre.
+  Vec3 surface(const Vec3& u, double d) const {
+    double q = 0.0;
+    for (int a = 0; a < 3; ++a) {
+      const double t = u[a] / (brain_r[a] + d);
+      q += t * t;
+    }
+    const double f = 1.0 / std::sqrt(q);
+    return {u[0] * f, u[1] * f, u[2] * f};
+  }
+  // The tissue of a point outside the brain.
+  Tissue classify(const Vec3& p) const {
+    if (!within(p, head_d)) return Tissue::Air;
+    if (within(p, csf_d)) return Tissue::Csf;
+    for (const auto& c : canals) {
+      if (c.contains(p)) return Tissue::Air;
+    }
+    if (!within(p, skull_d)) return Tissue::SoftTissue;
+    for (const auto& c : cavities) {
+      if (c.contains(p)) return Tissue::Air;
+    }
+    return Tissue::Bone;
+  }
+  float offset(const Vec3& p) const {
+    const double u = p[0] / phase_norm[0], v = p[1] / phase_norm[1], w = p[2] / phase_norm[2];
+    const double* c = phi0;
+    return static_cast<float>(c[0] + c[1] * u + c[2] * v + c[3] * w + c[4] * u * u + c[5] * v * v + c[6] * w * w +
+                              c[7] * u * v + c[8] * v * w + c[9] * u * w);
+  }
+};
+
+Head build_head(const Geometry& g, const Anatomy& an, uint64_t seed, bool receive_phase) {
+  SplitMix64 rng{seed ^ 0x4EAD5CA1F0A11A1Bull};
+  const double s = an.scale;
+  const double max_vox = std::max({g.voxel_mm[0], g.voxel_mm[1], g.voxel_mm[2]});
+  Head h;
+  h.brain_r = an.brain.r;
+  h.head_d = kScalpSkull * s;
+  h.csf_d = kCsfLayer * s;
+  h.skull_d = std::min(h.csf_d + std::max(kSkull * s, 0.75 * max_vox), h.head_d);
+  const double bone_mid = 0.5 * (h.csf_d + h.skull_d);
+  auto cavity = [&](Vec3 u, Vec3 r) {
+    Ellipsoid e;
+    e.c = h.surface(u, bone_mid);
+    for (int a = 0; a < 3; ++a) {
+      e.c[a] += rng.uniform(-1.5, 1.5) * s;
+      e.r[a] = std::max(r[a] * s * rng.uniform(0.9, 1.1), 0.6 * max_vox);
+    }
+    e.chi = head_chi::air;
+    return e;
+  };
+  // Frontal sinus (anterior, above the orbits), sphenoid sinus (under the brain's centre), mastoid air cells
+  // (behind and below the ears): adult cavities of 2-3 cm, clipped to the skull layer (so thinner than real ones).
+  h.cavities.push_back(cavity({0.0, 1.0, -0.3}, {14.0, 8.0, 10.0}));
+  h.cavities.push_back(cavity({0.0, 0.3, -1.0}, {11.0, 10.0, 9.0}));
+  for (double side : {-1.0, 1.0}) h.cavities.push_back(cavity({side, -0.45, -0.45}, {8.0, 11.0, 10.0}));
+  // External ear canals: ~7 mm wide tubes from outside the head in to the inner skull, level with the temporal lobes.
+  const double canal_r = std::max(3.5 * s, 0.6 * max_vox);
+  for (double side : {-1.0, 1.0}) {
+    const Vec3 u{side, -0.05 + rng.uniform(-0.03, 0.03), -0.3 + rng.uniform(-0.03, 0.03)};
+    h.canals.push_back(Tube{h.surface(u, h.head_d + 10.0 * s), h.surface(u, h.csf_d), canal_r, head_chi::air});
+  }
+  for (int a = 0; a < 3; ++a) h.phase_norm[a] = h.brain_r[a] + h.head_d;
+  // Receive phase: a smooth quadratic of at most a few radians over the head (coil phase varies slowly in space).
+  const double range[10] = {1.0, 0.8, 0.8, 0.8, 0.4, 0.4, 0.4, 0.3, 0.3, 0.3};
+  for (int k = 0; k < 10; ++k) {
+    const double c = rng.uniform(-range[k], range[k]);
+    h.phi0[k] = receive_phase ? c : 0.0;
+  }
+  return h;
+}
+
+// Proton density: Tofts (ed.) 2003 Quantitative MRI of the Brain ch. 4 and Neeb et al. 2006 NeuroImage 31:1156
+// (water content: WM 0.69, cortical GM 0.80, deep GM 0.76-0.82, CSF 1). T2* at 3 T: Peters et al. 2007 Magn Reson
+// Imaging 25:748 (frontal WM 53 ms, cortical GM 66 ms; caudate and putamen shorter), iron-rich nuclei from R2* at
+// 3 T (Yao et al. 2009 NeuroImage 44:1259; GP ~45 1/s, SN ~40 1/s, RN ~35 1/s), venous blood (Blockley et al. 2008
+// MRM 60:1313, R2* ~50 1/s at 3 T; water 0.87), cortical bone (Techawiboonwong et al. 2008 Radiology 248:824,
+// ~20 % water by volume; UTE T2* ~0.4 ms, Reichert et al. 2005 Magn Reson Imaging 23:611), scalp as muscle-like soft
+// tissue (T2* ~30 ms; fat's chemical shift is not modelled), calcification a GRE signal void. Indexed by Tissue.
+constexpr TissueSignal kTissueSignal[kTissueCount] = {
+    {0.0, 1.0},      // Air
+    {0.2, 0.0004},   // Bone
+    {0.75, 0.030},   // SoftTissue
+    {1.0, 0.200},    // Csf
+    {0.69, 0.053},   // WhiteMatter
+    {0.80, 0.066},   // GreyMatter
+    {0.82, 0.041},   // Caudate
+    {0.82, 0.035},   // Putamen
+    {0.76, 0.022},   // GlobusPallidus
+    {0.76, 0.029},   // RedNucleus
+    {0.76, 0.025},   // SubstantiaNigra
+    {0.30, 0.005},   // Calcification
+    {0.87, 0.020},   // Vein
+};
+
+// The tissue of a brain voxel from its make_phantom_chi value (every compartment has its own value).
+Tissue brain_tissue(float chi) {
+  namespace c = phantom_chi;
+  if (chi == c::white_matter) return Tissue::WhiteMatter;
+  if (chi == c::grey_matter) return Tissue::GreyMatter;
+  if (chi == c::csf) return Tissue::Csf;
+  if (chi == c::caudate) return Tissue::Caudate;
+  if (chi == c::putamen) return Tissue::Putamen;
+  if (chi == c::globus_pallidus) return Tissue::GlobusPallidus;
+  if (chi == c::red_nucleus) return Tissue::RedNucleus;
+  if (chi == c::substantia_nigra) return Tissue::SubstantiaNigra;
+  if (chi == c::calcification) return Tissue::Calcification;
+  for (float v : c::vein_values) {
+    if (chi == v) return Tissue::Vein;
+  }
+  throw Error(ErrorCode::Internal, "make_acquisition: brain voxel with unlisted susceptibility " + std::to_string(chi));
 }
 
 }  // namespace
@@ -263,6 +456,147 @@ Phantom make_phantom(const Geometry& g, const PhantomOptions& options) {
     }
   }
   return ph;
+}
+
+TissueSignal tissue_signal(Tissue tissue) {
+  const int t = static_cast<int>(tissue);
+  if (t < 0 || t >= kTissueCount) {
+    throw Error(ErrorCode::InvalidArgument, "tissue_signal: tissue must be 0 to " + std::to_string(kTissueCount - 1) +
+                                                ", got " + std::to_string(t));
+  }
+  return kTissueSignal[t];
+}
+
+void validate(const AcquisitionOptions& o) {
+  if (o.te_s.empty() || o.te_s.size() > 64) {
+    throw Error(ErrorCode::InvalidArgument, "make_acquisition: te_s must hold 1 to 64 echo times (seconds), got " +
+                                                std::to_string(o.te_s.size()));
+  }
+  for (size_t e = 0; e < o.te_s.size(); ++e) {
+    const double te = o.te_s[e];
+    if (!(std::isfinite(te) && te > 0.0 && te <= 1.0)) {
+      throw Error(ErrorCode::InvalidArgument, "make_acquisition: te_s[" + std::to_string(e) +
+                                                  "] must be an echo time in seconds in (0, 1], got " +
+                                                  std::to_string(te) + " (4 ms is 0.004)");
+    }
+  }
+  if (!(std::isfinite(o.b0_tesla) && o.b0_tesla > 0.0 && o.b0_tesla <= 20.0)) {
+    throw Error(ErrorCode::InvalidArgument,
+                "make_acquisition: b0_tesla must be in (0, 20] tesla, got " + std::to_string(o.b0_tesla));
+  }
+  if (!(std::isfinite(o.snr) && o.snr >= 0.0)) {
+    throw Error(ErrorCode::InvalidArgument, "make_acquisition: snr must be finite and >= 0 (0 = no noise), got " +
+                                                std::to_string(o.snr));
+  }
+  if (o.pad_factor < 1 || o.pad_factor > 4) {
+    throw Error(ErrorCode::InvalidArgument,
+                "make_acquisition: pad_factor must be 1 to 4, got " + std::to_string(o.pad_factor));
+  }
+}
+
+uint64_t acquisition_workspace_bytes(const Geometry& g, const AcquisitionOptions& o) {
+  validate_geometry(g);
+  validate(o);
+  const uint64_t n = g.voxel_count();
+  const uint64_t echoes = o.te_s.size();
+  // chi, brain_chi, three fields, phase_offset (float); brain_mask, head_mask, tissue (uint8); magnitude and phase
+  // (float per echo); chi - air for the forward model; one forward model at a time.
+  return n * (6 * sizeof(float) + 3) + 2 * echoes * n * sizeof(float) + n * sizeof(float) +
+         dipole_workspace_bytes(g, o.pad_factor, o.threads);
+}
+
+PhantomAcquisition make_acquisition(const Geometry& g, const AcquisitionOptions& o) {
+  validate_geometry(g);
+  validate(o);
+  const uint64_t n64 = g.voxel_count();
+  const uint64_t echoes = o.te_s.size();
+  if (n64 * echoes > std::numeric_limits<size_t>::max() / sizeof(float)) {
+    throw Error(ErrorCode::InvalidArgument, "make_acquisition: " + std::to_string(echoes) + " echoes of " +
+                                                dims_text(g.dims) + " voxels do not fit in memory: use fewer echoes");
+  }
+  const size_t n = static_cast<size_t>(n64);
+  const Anatomy an = build_anatomy(g, o.seed);
+  const Head head = build_head(g, an, o.seed, o.receive_phase);
+  Phantom brain = make_phantom_chi(g, o.seed);
+
+  PhantomAcquisition acq;
+  acq.te_s = o.te_s;
+  acq.b0_tesla = o.b0_tesla;
+  acq.noise_sigma = o.snr > 0.0 ? 1.0 / o.snr : 0.0;
+  acq.chi.assign(n, 0.0f);
+  acq.head_mask.assign(n, 0);
+  acq.tissue.assign(n, 0);
+  acq.phase_offset.assign(n, 0.0f);
+  size_t idx = 0;
+  for (int64_t z = 0; z < g.dims[2]; ++z) {
+    const double pz = (static_cast<double>(z) - 0.5 * static_cast<double>(g.dims[2] - 1)) * g.voxel_mm[2];
+    for (int64_t y = 0; y < g.dims[1]; ++y) {
+      const double py = (static_cast<double>(y) - 0.5 * static_cast<double>(g.dims[1] - 1)) * g.voxel_mm[1];
+      for (int64_t x = 0; x < g.dims[0]; ++x, ++idx) {
+        const double px = (static_cast<double>(x) - 0.5 * static_cast<double>(g.dims[0] - 1)) * g.voxel_mm[0];
+        const Vec3 p{px, py, pz};
+        Tissue t;
+        float chi;
+        if (brain.mask[idx]) {
+          chi = brain.chi[idx];
+          t = brain_tissue(chi);
+        } else {
+          t = head.classify(p);
+          chi = t == Tissue::Air ? head_chi::air : t == Tissue::Bone ? head_chi::bone : head_chi::soft_tissue;
+        }
+        acq.chi[idx] = chi;
+        acq.tissue[idx] = static_cast<uint8_t>(t);
+        acq.head_mask[idx] = t == Tissue::Air ? 0 : 1;
+        acq.phase_offset[idx] = head.offset(p);
+      }
+    }
+  }
+
+  // The head in air: chi relative to air is 0 outside the head, so the zero padding continues the air.
+  {
+    std::vector<float> shifted(n);
+    parallel_for(n64, o.threads, [&](uint64_t b, uint64_t e) {
+      for (uint64_t i = b; i < e; ++i) shifted[i] = acq.chi[i] - head_chi::air;
+    });
+    acq.total_field = forward_field(g, shifted, o.pad_factor, o.threads);
+  }
+  acq.local_field = forward_field(g, brain.chi, o.pad_factor, o.threads);
+  acq.background_field.resize(n);
+  parallel_for(n64, o.threads, [&](uint64_t b, uint64_t e) {
+    for (uint64_t i = b; i < e; ++i) acq.background_field[i] = acq.total_field[i] - acq.local_field[i];
+  });
+  acq.brain_chi = std::move(brain.chi);
+  acq.brain_mask = std::move(brain.mask);
+
+  // Signal: per echo, fixed blocks, each block's noise from its own stream (the same bits for any thread count).
+  acq.magnitude.resize(n * echoes);
+  acq.phase.resize(n * echoes);
+  const double sigma = acq.noise_sigma;
+  for (uint64_t e = 0; e < echoes; ++e) {
+    const double te = o.te_s[e];
+    const double rad_per_ppm = kTwoPi * acquisition_defaults::kGammaBarMHzPerT * o.b0_tesla * te;
+    float* mag = acq.magnitude.data() + e * n64;
+    float* ph = acq.phase.data() + e * n64;
+    parallel_for(n64, o.threads, [&](uint64_t begin, uint64_t end) {
+      SplitMix64 stream_seed{o.seed ^ 0x5CA77E2ED0153ull ^ (e << 40) ^ (begin / kParallelBlock)};
+      Gaussian noise{SplitMix64{stream_seed.next()}};
+      for (uint64_t i = begin; i < end; ++i) {
+        const TissueSignal ts = kTissueSignal[acq.tissue[i]];
+        const double m = ts.m0 > 0.0 ? ts.m0 * det_exp(-te / ts.t2star_s) : 0.0;
+        double phi = static_cast<double>(acq.phase_offset[i]) + rad_per_ppm * static_cast<double>(acq.total_field[i]);
+        double mo = m;
+        if (sigma > 0.0) {
+          const double re = m + sigma * noise.next();  // noise in the signal's frame: circular, so equally valid
+          const double im = sigma * noise.next();
+          mo = std::sqrt(re * re + im * im);
+          phi += det_atan2(im, re);
+        }
+        mag[i] = static_cast<float>(mo);
+        ph[i] = wrap_phase(phi);
+      }
+    });
+  }
+  return acq;
 }
 
 }  // namespace tessera
