@@ -1,0 +1,391 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "support.h"
+#include "tessera/error.h"
+#include "tessera/phantom.h"
+
+namespace {
+
+using tessera::AcquisitionOptions;
+using tessera::Geometry;
+using tessera::PhantomAcquisition;
+using tessera::Tissue;
+
+constexpr double kPi = 3.14159265358979323846;
+
+Geometry head_geometry() {
+  Geometry g;
+  g.dims = {64, 64, 48};
+  g.voxel_mm = {3.0, 3.0, 3.0};
+  return g;
+}
+
+AcquisitionOptions options(uint64_t seed, double snr, unsigned threads = 1) {
+  AcquisitionOptions o;
+  o.seed = seed;
+  o.snr = snr;
+  o.threads = threads;
+  return o;
+}
+
+// The noiseless acquisition of seed 5, shared by the tests that only read it.
+const PhantomAcquisition& noiseless() {
+  static const PhantomAcquisition acq = tessera::make_acquisition(head_geometry(), options(5, 0.0));
+  return acq;
+}
+
+// The same scan with noise (snr 50), on 3 threads.
+const PhantomAcquisition& noisy() {
+  static const PhantomAcquisition acq = tessera::make_acquisition(head_geometry(), options(5, 50.0, 3));
+  return acq;
+}
+
+template <typename T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+// The mask eroded by a ball of radius r voxels (brute force; small volumes only).
+std::vector<uint8_t> erode(const Geometry& g, const std::vector<uint8_t>& m, int r) {
+  std::vector<uint8_t> out(m.size(), 0);
+  for (int64_t z = 0; z < g.dims[2]; ++z)
+    for (int64_t y = 0; y < g.dims[1]; ++y)
+      for (int64_t x = 0; x < g.dims[0]; ++x) {
+        if (!m[g.index(x, y, z)]) continue;
+        bool inside = true;
+        for (int dz = -r; dz <= r && inside; ++dz)
+          for (int dy = -r; dy <= r && inside; ++dy)
+            for (int dx = -r; dx <= r && inside; ++dx) {
+              if (dx * dx + dy * dy + dz * dz > r * r) continue;
+              const int64_t xx = x + dx, yy = y + dy, zz = z + dz;
+              if (xx < 0 || yy < 0 || zz < 0 || xx >= g.dims[0] || yy >= g.dims[1] || zz >= g.dims[2] ||
+                  !m[g.index(xx, yy, zz)]) {
+                inside = false;
+              }
+            }
+        out[g.index(x, y, z)] = inside ? 1 : 0;
+      }
+  return out;
+}
+
+// Angle between two phases, in [0, pi].
+double angle_between(double a, double b) { return std::fabs(std::remainder(a - b, 2.0 * kPi)); }
+
+TEST(Acquisition, HeadSusceptibilitiesAreTheCitedValues) {
+  // Schenck 1996 Med Phys 23:815: air +0.36 ppm, water -9.05 ppm (SI volume susceptibilities).
+  EXPECT_NEAR(tessera::head_chi::air, 0.36 - (-9.05), 1e-5);
+  // Skull bone about -2 ppm relative to water (Hopkins & Wehrli 1997; Buch et al. 2015).
+  EXPECT_NEAR(tessera::head_chi::bone, -2.0, 0.3);
+  EXPECT_EQ(tessera::head_chi::soft_tissue, 0.0f);
+
+  const Geometry g = head_geometry();
+  const auto& a = noiseless();
+  const auto brain = tessera::make_phantom_chi(g, 5);
+  ASSERT_TRUE(same_bits(a.brain_chi, brain.chi));
+  ASSERT_TRUE(same_bits(a.brain_mask, brain.mask));
+  uint64_t counts[tessera::kTissueCount] = {};
+  for (size_t i = 0; i < a.chi.size(); ++i) {
+    const auto t = static_cast<Tissue>(a.tissue[i]);
+    ++counts[a.tissue[i]];
+    if (a.brain_mask[i]) {
+      ASSERT_EQ(a.chi[i], a.brain_chi[i]);
+      ASSERT_GE(a.tissue[i], static_cast<uint8_t>(Tissue::Csf));
+    } else if (t == Tissue::Air) {
+      ASSERT_EQ(a.chi[i], tessera::head_chi::air);
+    } else if (t == Tissue::Bone) {
+      ASSERT_EQ(a.chi[i], tessera::head_chi::bone);
+    } else {
+      ASSERT_TRUE(t == Tissue::SoftTissue || t == Tissue::Csf) << static_cast<int>(t);
+      ASSERT_EQ(a.chi[i], tessera::head_chi::soft_tissue);
+    }
+    ASSERT_EQ(a.head_mask[i], t == Tissue::Air ? 0 : 1);
+  }
+  for (Tissue t : {Tissue::Air, Tissue::Bone, Tissue::SoftTissue, Tissue::Csf, Tissue::WhiteMatter}) {
+    EXPECT_GT(counts[static_cast<int>(t)], 0u) << static_cast<int>(t);
+  }
+  EXPECT_EQ(a.chi[0], tessera::head_chi::air);  // a corner of the field of view
+
+  // Along each ray from the centre (left, right, back, front, up): brain, then skull before the first air voxel.
+  const int64_t cx = g.dims[0] / 2, cy = g.dims[1] / 2, cz = g.dims[2] / 2;
+  const int64_t dirs[5][3] = {{-1, 0, 0}, {1, 0, 0}, {0, -1, 0}, {0, 1, 0}, {0, 0, 1}};
+  for (const auto& d : dirs) {
+    bool bone = false, air = false;
+    for (int64_t s = 0;; ++s) {
+      const int64_t x = cx + d[0] * s, y = cy + d[1] * s, z = cz + d[2] * s;
+      if (x < 0 || y < 0 || z < 0 || x >= g.dims[0] || y >= g.dims[1] || z >= g.dims[2]) break;
+      const auto t = static_cast<Tissue>(a.tissue[g.index(x, y, z)]);
+      if (t == Tissue::Bone) bone = true;
+      if (t == Tissue::Air) {
+        air = true;
+        break;
+      }
+    }
+    EXPECT_TRUE(bone && air) << "ray " << d[0] << " " << d[1] << " " << d[2];
+  }
+
+  // Air cavities: air within 6 mm of the brain exists (the sinuses, ear canals, mastoids), while the skin is
+  // 9 mm (scaled) away from the brain; outside the head there is no tissue within 6 mm of the border of the field.
+  uint64_t near_air = 0;
+  for (int64_t z = 0; z < g.dims[2]; ++z)
+    for (int64_t y = 0; y < g.dims[1]; ++y)
+      for (int64_t x = 0; x < g.dims[0]; ++x) {
+        if (a.tissue[g.index(x, y, z)] != static_cast<uint8_t>(Tissue::Air)) continue;
+        bool near = false;
+        for (int dz = -2; dz <= 2 && !near; ++dz)
+          for (int dy = -2; dy <= 2 && !near; ++dy)
+            for (int dx = -2; dx <= 2 && !near; ++dx) {
+              const int64_t xx = x + dx, yy = y + dy, zz = z + dz;
+              if (dx * dx + dy * dy + dz * dz > 4 || xx < 0 || yy < 0 || zz < 0 || xx >= g.dims[0] ||
+                  yy >= g.dims[1] || zz >= g.dims[2])
+                continue;
+              near = a.brain_mask[g.index(xx, yy, zz)] != 0;
+            }
+        near_air += near ? 1 : 0;
+      }
+  EXPECT_GT(near_air, 20u);
+}
+
+TEST(Acquisition, FieldsAddUpAndTheLocalFieldIsMakePhantoms) {
+  const Geometry g = head_geometry();
+  const auto& a = noiseless();
+  const size_t n = a.chi.size();
+  ASSERT_EQ(a.total_field.size(), n);
+  ASSERT_EQ(a.local_field.size(), n);
+  ASSERT_EQ(a.background_field.size(), n);
+  for (size_t i = 0; i < n; ++i) {
+    const double sum = static_cast<double>(a.local_field[i]) + static_cast<double>(a.background_field[i]);
+    const double scale = std::fabs(a.total_field[i]) + std::fabs(a.local_field[i]) + 1e-6;
+    ASSERT_LE(std::fabs(sum - a.total_field[i]), 2e-7 * scale) << i;
+  }
+  // make_phantom's field (no noise, the same padding) is the local field inside its mask, to the bit.
+  tessera::PhantomOptions po;
+  po.seed = 5;
+  const auto ph = tessera::make_phantom(g, po);
+  uint64_t outside_nonzero = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (ph.mask[i]) {
+      ASSERT_EQ(std::memcmp(&ph.field[i], &a.local_field[i], sizeof(float)), 0) << i;
+    } else if (a.local_field[i] != 0.0f) {
+      ++outside_nonzero;
+    }
+  }
+  EXPECT_GT(outside_nonzero, n / 2);  // defined everywhere, not masked
+
+  // The head is diamagnetic relative to air (chi' = -9.41 ppm): its dipole field in the air is negative just above
+  // and below the head along B0 (z) and positive beside it, each some ppm (a sphere: -2/3 and +1/3 of 9.41 at the
+  // surface, relative to the field inside).
+  const auto deep = erode(g, a.brain_mask, 5);
+  double inside = 0.0;
+  uint64_t count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (deep[i]) {
+      inside += a.total_field[i];
+      ++count;
+    }
+  }
+  ASSERT_GT(count, 1000u);
+  inside /= static_cast<double>(count);
+  auto first_air = [&](int dx, int dz) {
+    int64_t x = g.dims[0] / 2, z = g.dims[2] / 2;
+    while (a.tissue[g.index(x, g.dims[1] / 2, z)] != static_cast<uint8_t>(Tissue::Air)) {
+      x += dx;
+      z += dz;
+    }
+    return static_cast<double>(a.total_field[g.index(x, g.dims[1] / 2, z)]) - inside;
+  };
+  const double above = first_air(0, 1), beside = first_air(1, 0);
+  std::printf("total field at the air above the head %.2f ppm, beside it %.2f ppm (relative to the deep brain)\n",
+              above, beside);
+  EXPECT_LT(above, -2.0);
+  EXPECT_GT(beside, 1.0);
+}
+
+TEST(Acquisition, BackgroundLargeNearTheCavitiesAndSmoothDeepInTheBrain) {
+  const Geometry g = head_geometry();
+  const auto& a = noiseless();
+  const auto deep = erode(g, a.brain_mask, 5);  // 15 mm inside the brain
+  float lo = 1e9f, hi = -1e9f, brain_max = 0.0f, tissue_max = 0.0f;
+  for (size_t i = 0; i < a.chi.size(); ++i) {
+    const float b = a.background_field[i];
+    if (deep[i]) {
+      lo = std::min(lo, b);
+      hi = std::max(hi, b);
+    }
+    if (a.brain_mask[i]) brain_max = std::max(brain_max, std::fabs(b));
+    if (a.head_mask[i]) tissue_max = std::max(tissue_max, std::fabs(b));
+  }
+  std::printf("background: deep brain [%.3f, %.3f] ppm, max |bg| in the brain %.2f ppm, in the head's tissue %.2f ppm\n",
+              lo, hi, brain_max, tissue_max);
+  // Deep in the brain the background is nearly uniform (a uniform ellipsoid has a uniform field inside) ...
+  EXPECT_LT(hi - lo, 0.5f);
+  // ... the air-tissue interfaces next to the brain reach ppm (9.41 ppm air: of the order of 9.41/3).
+  EXPECT_GT(brain_max, 1.0f);
+  EXPECT_GT(tissue_max, 2.0f);
+  EXPECT_LT(tissue_max, 9.41f);
+}
+
+TEST(Acquisition, PhaseIsTheWrappedFieldAtEachEchoWithoutNoise) {
+  const Geometry g = head_geometry();
+  const auto& a = noiseless();
+  const size_t n = a.chi.size();
+  ASSERT_EQ(a.te_s.size(), 5u);
+  ASSERT_EQ(a.phase.size(), 5 * n);
+  ASSERT_EQ(a.magnitude.size(), 5 * n);
+  EXPECT_EQ(a.b0_tesla, 3.0);
+  EXPECT_EQ(a.noise_sigma, 0.0);
+  const double gamma_bar = 42.57747892e6;  // Hz/T, CODATA 2014
+  double worst = 0.0;
+  for (size_t e = 0; e < a.te_s.size(); ++e) {
+    for (size_t i = 0; i < n; ++i) {
+      const double want = a.phase_offset[i] + 2.0 * kPi * gamma_bar * a.b0_tesla * a.te_s[e] * a.total_field[i] * 1e-6;
+      const float got = a.phase[e * n + i];
+      ASSERT_LE(std::fabs(got), static_cast<float>(kPi));
+      worst = std::max(worst, angle_between(got, want));
+    }
+  }
+  EXPECT_LE(worst, 2e-6);
+  // The receive phase is smooth: a quadratic in x, y and z, so third differences along each axis vanish.
+  float spread = 0.0f;
+  for (size_t i = 1; i < n; ++i) spread = std::max(spread, std::fabs(a.phase_offset[i] - a.phase_offset[0]));
+  EXPECT_GT(spread, 0.1f);
+  const int64_t step[3] = {1, g.dims[0], g.dims[0] * g.dims[1]};
+  for (int axis = 0; axis < 3; ++axis) {
+    for (int64_t z = 0; z + (axis == 2 ? 3 : 0) < g.dims[2]; z += 5)
+      for (int64_t y = 0; y + (axis == 1 ? 3 : 0) < g.dims[1]; y += 5)
+        for (int64_t x = 0; x + (axis == 0 ? 3 : 0) < g.dims[0]; x += 5) {
+          const size_t i = g.index(x, y, z);
+          const double d3 = a.phase_offset[i + 3 * step[axis]] - 3.0 * a.phase_offset[i + 2 * step[axis]] +
+                            3.0 * a.phase_offset[i + step[axis]] - a.phase_offset[i];
+          ASSERT_LE(std::fabs(d3), 5e-6) << axis;
+        }
+  }
+}
+
+TEST(Acquisition, MagnitudeDecaysWithTheTissuesT2star) {
+  const auto& a = noiseless();
+  const size_t n = a.chi.size();
+  // Peters et al. 2007 Magn Reson Imaging 25:748, 3 T: frontal white matter 53 ms, cortical grey matter 66 ms.
+  EXPECT_NEAR(tessera::tissue_signal(Tissue::WhiteMatter).t2star_s, 0.053, 0.002);
+  EXPECT_NEAR(tessera::tissue_signal(Tissue::GreyMatter).t2star_s, 0.066, 0.002);
+  for (size_t i = 0; i < n; ++i) {
+    const auto sig = tessera::tissue_signal(static_cast<Tissue>(a.tissue[i]));
+    for (size_t e = 0; e < a.te_s.size(); ++e) {
+      const float m = a.magnitude[e * n + i];
+      const double want = sig.m0 * std::exp(-a.te_s[e] / sig.t2star_s);
+      ASSERT_NEAR(m, want, 1e-6 * want + 1e-30) << "tissue " << int(a.tissue[i]) << " echo " << e;
+    }
+    if (a.tissue[i] == static_cast<uint8_t>(Tissue::Air)) ASSERT_EQ(a.magnitude[i], 0.0f);
+    if (a.tissue[i] == static_cast<uint8_t>(Tissue::Bone)) ASSERT_LT(a.magnitude[i], 1e-4f);  // a signal void
+  }
+  // T2* from the first and last echo of a white and a grey matter voxel.
+  for (Tissue t : {Tissue::WhiteMatter, Tissue::GreyMatter}) {
+    const size_t i = std::find(a.tissue.begin(), a.tissue.end(), static_cast<uint8_t>(t)) - a.tissue.begin();
+    ASSERT_LT(i, n);
+    const size_t last = a.te_s.size() - 1;
+    const double t2 = (a.te_s[last] - a.te_s[0]) / std::log(double(a.magnitude[i]) / a.magnitude[last * n + i]);
+    EXPECT_NEAR(t2, tessera::tissue_signal(t).t2star_s, 1e-4) << int(t);
+  }
+}
+
+TEST(Acquisition, NoiseHasTheRequestedSigma) {
+  const auto& clean = noiseless();
+  const auto& a = noisy();
+  const size_t n = a.chi.size();
+  const double sigma = 1.0 / 50.0;
+  EXPECT_DOUBLE_EQ(a.noise_sigma, sigma);
+  ASSERT_TRUE(same_bits(a.total_field, clean.total_field));
+  // Air (no signal): the magnitude is Rayleigh: E[m^2] = 2 sigma^2, E[m] = sigma sqrt(pi/2).
+  double m1 = 0.0, m2 = 0.0;
+  uint64_t air = 0;
+  // White matter at the first echo: phase error sigma / m, magnitude mean m (SNR ~ 32 here).
+  double dphi2 = 0.0, dm = 0.0;
+  uint64_t wm = 0;
+  const double m_wm = clean.magnitude[std::find(clean.tissue.begin(), clean.tissue.end(),
+                                                static_cast<uint8_t>(Tissue::WhiteMatter)) -
+                                      clean.tissue.begin()];
+  for (size_t e = 0; e < a.te_s.size(); ++e) {
+    for (size_t i = 0; i < n; ++i) {
+      const size_t k = e * n + i;
+      if (a.tissue[i] == static_cast<uint8_t>(Tissue::Air)) {
+        m1 += a.magnitude[k];
+        m2 += double(a.magnitude[k]) * a.magnitude[k];
+        ++air;
+      }
+      if (e == 0 && a.tissue[i] == static_cast<uint8_t>(Tissue::WhiteMatter)) {
+        const double d = angle_between(a.phase[k], clean.phase[k]);
+        dphi2 += d * d;
+        dm += a.magnitude[k] - clean.magnitude[k];
+        ++wm;
+      }
+    }
+  }
+  ASSERT_GT(air, 100000u);
+  ASSERT_GT(wm, 10000u);
+  EXPECT_NEAR(m2 / air, 2.0 * sigma * sigma, 0.02 * 2.0 * sigma * sigma);
+  EXPECT_NEAR(m1 / air, sigma * std::sqrt(kPi / 2.0), 0.02 * sigma);
+  EXPECT_NEAR(std::sqrt(dphi2 / wm), sigma / m_wm, 0.05 * sigma / m_wm);
+  EXPECT_NEAR(dm / wm, 0.0, 0.05 * sigma);
+  for (float p : a.phase) ASSERT_LE(std::fabs(p), static_cast<float>(kPi));
+}
+
+TEST(Acquisition, SameSeedSameBitsForAnyThreadsAnotherSeedDiffers) {
+  const Geometry g = head_geometry();
+  const auto one = tessera::make_acquisition(g, options(5, 50.0, 1));
+  const auto& three = noisy();
+  EXPECT_TRUE(same_bits(one.chi, three.chi));
+  EXPECT_TRUE(same_bits(one.tissue, three.tissue));
+  EXPECT_TRUE(same_bits(one.total_field, three.total_field));
+  EXPECT_TRUE(same_bits(one.local_field, three.local_field));
+  EXPECT_TRUE(same_bits(one.background_field, three.background_field));
+  EXPECT_TRUE(same_bits(one.phase_offset, three.phase_offset));
+  EXPECT_TRUE(same_bits(one.magnitude, three.magnitude));
+  EXPECT_TRUE(same_bits(one.phase, three.phase));
+  auto o = options(6, 50.0, 1);
+  o.receive_phase = false;
+  const auto other = tessera::make_acquisition(g, o);
+  EXPECT_FALSE(same_bits(other.chi, one.chi));
+  EXPECT_FALSE(same_bits(other.magnitude, one.magnitude));
+  EXPECT_FALSE(same_bits(other.phase, one.phase));
+  for (float p : other.phase_offset) ASSERT_EQ(p, 0.0f);
+}
+
+TEST(Acquisition, RefusesBadOptionsByName) {
+  const Geometry g = head_geometry();
+  auto bad = [&](auto edit) {
+    AcquisitionOptions o;
+    edit(o);
+    return tessera::test::error_of([&] { tessera::make_acquisition(g, o); }, tessera::ErrorCode::InvalidArgument);
+  };
+  EXPECT_NE(bad([](auto& o) { o.te_s = {0.004, 8.0}; }).find("te_s[1]"), std::string::npos);
+  EXPECT_NE(bad([](auto& o) { o.te_s = {4.0}; }).find("seconds"), std::string::npos);
+  EXPECT_NE(bad([](auto& o) { o.te_s.clear(); }).find("te_s"), std::string::npos);
+  EXPECT_NE(bad([](auto& o) { o.te_s = {std::nan("")}; }).find("te_s[0]"), std::string::npos);
+  EXPECT_NE(bad([](auto& o) { o.b0_tesla = 0.0; }).find("b0_tesla"), std::string::npos);
+  EXPECT_NE(bad([](auto& o) { o.snr = -1.0; }).find("snr"), std::string::npos);
+  EXPECT_NE(bad([](auto& o) { o.snr = std::nan(""); }).find("snr"), std::string::npos);
+  EXPECT_NE(bad([](auto& o) { o.pad_factor = 5; }).find("pad_factor"), std::string::npos);
+  Geometry zero = g;
+  zero.dims[1] = 0;
+  EXPECT_THROW(tessera::make_acquisition(zero), tessera::Error);
+  EXPECT_THROW(tessera::tissue_signal(static_cast<Tissue>(200)), tessera::Error);
+}
+
+TEST(Acquisition, WorkspaceBoundCoversTheOutputs) {
+  const Geometry g = head_geometry();
+  const auto& a = noiseless();
+  const uint64_t outputs = (a.chi.size() + a.brain_chi.size() + a.total_field.size() + a.local_field.size() +
+                            a.background_field.size() + a.phase_offset.size() + a.magnitude.size() + a.phase.size()) *
+                               sizeof(float) +
+                           a.brain_mask.size() + a.head_mask.size() + a.tissue.size();
+  const uint64_t bound = tessera::acquisition_workspace_bytes(g, AcquisitionOptions{});
+  EXPECT_GE(bound, outputs);
+  EXPECT_LT(bound, outputs + 40u * g.voxel_count() * 8u);  // plus at most the padded forward model's work
+}
+
+}  // namespace
