@@ -303,6 +303,7 @@ TEST(Acquisition, NoiseHasTheRequestedSigma) {
   // Air (no signal): the magnitude is Rayleigh: E[m^2] = 2 sigma^2, E[m] = sigma sqrt(pi/2).
   double m1 = 0.0, m2 = 0.0;
   uint64_t air = 0;
+  uint64_t quadrant[4] = {};  // of the noise's phase (noisy - clean) in air: uniform on the circle
   // White matter at the first echo: phase error sigma / m, magnitude mean m (SNR ~ 32 here).
   double dphi2 = 0.0, dm = 0.0;
   uint64_t wm = 0;
@@ -316,6 +317,8 @@ TEST(Acquisition, NoiseHasTheRequestedSigma) {
         m1 += a.magnitude[k];
         m2 += double(a.magnitude[k]) * a.magnitude[k];
         ++air;
+        const double d = std::remainder(double(a.phase[k]) - clean.phase[k], 2.0 * kPi);  // in [-pi, pi]
+        ++quadrant[std::min(3, static_cast<int>((d + kPi) / (0.5 * kPi)))];
       }
       if (e == 0 && a.tissue[i] == static_cast<uint8_t>(Tissue::WhiteMatter)) {
         const double d = angle_between(a.phase[k], clean.phase[k]);
@@ -329,6 +332,7 @@ TEST(Acquisition, NoiseHasTheRequestedSigma) {
   ASSERT_GT(wm, 10000u);
   EXPECT_NEAR(m2 / air, 2.0 * sigma * sigma, 0.02 * 2.0 * sigma * sigma);
   EXPECT_NEAR(m1 / air, sigma * std::sqrt(kPi / 2.0), 0.02 * sigma);
+  for (uint64_t q : quadrant) EXPECT_NEAR(double(q) / air, 0.25, 0.01);
   EXPECT_NEAR(std::sqrt(dphi2 / wm), sigma / m_wm, 0.05 * sigma / m_wm);
   EXPECT_NEAR(dm / wm, 0.0, 0.05 * sigma);
   for (float p : a.phase) ASSERT_LE(std::fabs(p), static_cast<float>(kPi));
