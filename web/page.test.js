@@ -31,6 +31,13 @@
 // phase with a two-echo magnitude runs iQFM (the output and the download named local field); a phase in
 // degrees is refused with advice, then loads with Phase units “degrees”; a volume over the single-patch limit
 // gets the planner's refusal.
+// The classical methods (the C++ schema's `method` list): the Inversion select lists them with the plan's titles;
+// choosing TKD replaces the network panel and the tile settings with its parameters (the threshold at the schema's
+// default, range and help), the readout shows the method's plan (steps, threads, module heap vs the heap limit); an
+// out-of-range threshold is refused in the C++ core's words next to the input, Run and the demo disabled; the demo
+// with TKD downloads no network, its χ (downloaded as NIfTI) is bit-identical to the node API's invert({method:
+// 'tkd'}) on the same phantom, r vs truth > 0.8; Cancel during a method run (an iterative method when the schema lists
+// one, else TKD on 192×192×160) settles the page at once and no result arrives.
 // Screenshots: test-artifacts/*.png; with TESSERA_UPDATE_SCREENSHOT=1, web/screenshot.png (the README's) after the demo, with a real (trained)
 // network only. TESSERA_DEMO_NET=/path/net.onnx serves a candidate demo network in place of web/models/.
 // The test observes the page only through its DOM: text, <body data-state>, the data-* attributes the panels

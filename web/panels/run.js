@@ -36,7 +36,7 @@ export class RunPanel {
     $('demo').disabled = !page.ready || running || measuring || ((wf.tiled || wf.method) && (!feasible || !!problem));
     $('cancel').disabled = page.state !== 'running';
     $('download').disabled = running || !page.result;
-    for (const id of ['workers', 'threads', 'maskFile', 'magFile', 'model', ...WORKFLOWS.map((w) => w.fileInput)]) $(id).disabled = running;
+    for (const id of ['workers', 'threads', 'maskFile', 'magFile', 'model', 'inversion', ...WORKFLOWS.map((w) => w.fileInput)]) $(id).disabled = running;
     if (!wf.tiled) $('workers').disabled = true; // one network call at a time (echo after echo)
   }
 

@@ -179,6 +179,8 @@ export class SettingsPanel {
       plan = { feasible: false, message: page.friendly(e), warning: '' };
     }
     if (seq !== this.seq) return;
+    // The inversion changed meanwhile (a method's plan for a network, or back): the plan scheduled for it follows.
+    if (!!req.method !== !!page.workflow().method) return this.schedule();
     page.plan = plan;
     page.planRequest = req;
     this.render(plan, req);
