@@ -1179,6 +1179,8 @@ test('classical method: TKD from the schema (its threshold at the default, range
   assert.deepEqual(params, schema.filter((o) => o.name.startsWith('tkd.')).map((o) => o.name));
   await planWith({ feasible: true, method: 'tkd', methodTitle: 'TKD' });
   const plan = await readData('#planReadout');
+  await page.locator('#networkCard').screenshot({ path: path.join(ARTIFACTS, 'method-params.png') });
+  await page.locator('#tileCard').screenshot({ path: path.join(ARTIFACTS, 'method-plan.png') });
   assert.ok(plan.methodSteps >= 1 && plan.threads >= 1 && plan.moduleHeapBytes > 0 && plan.moduleHeapBytes < plan.heapLimitBytes);
   const readout = await page.textContent('#planReadout');
   assert.match(readout, /Steps\s*\d+ steps?/);
