@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -199,6 +200,13 @@ Anatomy build_anatomy(const Geometry& g, uint64_t seed) {
   an.calcification.r = {calc_r, calc_r, calc_r};
   an.scale = s;
   return an;
+}
+
+// A number for a message: "%g" (std::to_string prints 1e-9 as 0.000000).
+std::string text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
 }
 
 void check_options(const PhantomOptions& o) {
@@ -476,17 +484,17 @@ void validate(const AcquisitionOptions& o) {
     const double te = o.te_s[e];
     if (!(std::isfinite(te) && te > 0.0 && te <= 1.0)) {
       throw Error(ErrorCode::InvalidArgument, "make_acquisition: te_s[" + std::to_string(e) +
-                                                  "] must be an echo time in seconds in (0, 1], got " +
-                                                  std::to_string(te) + " (4 ms is 0.004)");
+                                                  "] must be an echo time in seconds in (0, 1], got " + text(te) +
+                                                  " (4 ms is 0.004)");
     }
   }
   if (!(std::isfinite(o.b0_tesla) && o.b0_tesla > 0.0 && o.b0_tesla <= 20.0)) {
     throw Error(ErrorCode::InvalidArgument,
-                "make_acquisition: b0_tesla must be in (0, 20] tesla, got " + std::to_string(o.b0_tesla));
+                "make_acquisition: b0_tesla must be in (0, 20] tesla, got " + text(o.b0_tesla));
   }
   if (!(std::isfinite(o.snr) && o.snr >= 0.0)) {
     throw Error(ErrorCode::InvalidArgument, "make_acquisition: snr must be finite and >= 0 (0 = no noise), got " +
-                                                std::to_string(o.snr));
+                                                text(o.snr));
   }
   if (o.pad_factor < 1 || o.pad_factor > 4) {
     throw Error(ErrorCode::InvalidArgument,

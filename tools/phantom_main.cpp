@@ -1,11 +1,21 @@
-// tessera_phantom: writes the numerical head phantom (tessera/phantom.h) as NIfTI-1 single files.
+// tessera_phantom: writes the numerical head phantom (tessera/phantom.h) as NIfTI-1 single files, and a
+// simulated multi-echo GRE scan of it (make_acquisition).
 //
-//   tessera_phantom --dims NX NY NZ [--voxel VX VY VZ] [--b0 BX BY BZ] [--seed S] [--noise SIGMA]
-//                   [--threads T] --field-out field.nii --chi-out chi.nii --mask-out mask.nii
+//   tessera_phantom --dims NX NY NZ [--voxel VX VY VZ] [--b0 BX BY BZ] [--seed S] [--noise SIGMA] [--threads T]
+//                   [--field-out field.nii] [--chi-out chi.nii] [--mask-out mask.nii]
+//                   [--te-ms T1,T2,...] [--b0-tesla B] [--snr SNR] [--no-receive-phase]
+//                   [--magnitude-out mag.nii] [--phase-out phase.nii] [--total-out total.nii]
+//                   [--local-out local.nii] [--background-out bg.nii] [--head-chi-out chi_head.nii]
+//                   [--head-mask-out head_mask.nii] [--tissue-out tissue.nii] [--phase-offset-out phi0.nii]
+//                   [--json-out scan.json]
 //
-// field and chi are float32 (ppm), mask uint8; 348-byte header + 4 zero extension bytes, vox_offset 352,
-// pixdim = voxel size (mm), qform and sform a plain scaling affine (code 1, scanner). Exit code 0 on
-// success, 2 on bad arguments, 1 on any other failure.
+// field / chi / mask: make_phantom (brain only; --noise adds Gaussian noise to the field inside the mask).
+// The others: make_acquisition (default TEs 4-20 ms, 3 T, no noise): magnitude and phase (radians) are 4D, one
+// volume per echo; fields in ppm; tissue uint8 (tessera::Tissue); the JSON sidecar holds the echo times in seconds
+// (BIDS EchoTime), MagneticFieldStrength (T) and the rest of the scan's settings.
+// Floats are float32, masks uint8; 348-byte header + 4 zero extension bytes, vox_offset 352, pixdim = voxel size
+// (mm), qform and sform a plain scaling affine (code 1, scanner). Exit code 0 on success, 2 on bad arguments, 1 on
+// any other failure.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -64,15 +74,17 @@ struct Nifti1Header {
 #pragma pack(pop)
 static_assert(sizeof(Nifti1Header) == 348, "NIfTI-1 header must be 348 bytes");
 
+// volumes > 1 writes a 4D image (dim[4] = volumes, one after the other).
 void write_nifti(const std::string& path, const tessera::Geometry& g, int16_t datatype, int16_t bitpix,
-                 const void* data, uint64_t bytes) {
+                 const void* data, uint64_t bytes, int volumes = 1) {
   Nifti1Header h;
   std::memset(&h, 0, sizeof(h));
   h.sizeof_hdr = 348;
   h.regular = 'r';
-  h.dim[0] = 3;
+  h.dim[0] = volumes > 1 ? 4 : 3;
   for (int a = 0; a < 3; ++a) h.dim[a + 1] = static_cast<int16_t>(g.dims[a]);
   for (int a = 4; a < 8; ++a) h.dim[a] = 1;
+  h.dim[4] = static_cast<int16_t>(volumes);
   h.datatype = datatype;
   h.bitpix = bitpix;
   h.pixdim[0] = 1.0f;  // qfac
@@ -101,7 +113,11 @@ void write_nifti(const std::string& path, const tessera::Geometry& g, int16_t da
 [[noreturn]] void usage(const std::string& problem) {
   std::cerr << "tessera_phantom: " << problem << "\n"
             << "usage: tessera_phantom --dims NX NY NZ [--voxel VX VY VZ] [--b0 BX BY BZ] [--seed S] [--noise SIGMA]\n"
-            << "                       [--threads T] --field-out field.nii --chi-out chi.nii --mask-out mask.nii\n";
+            << "                       [--threads T] [--field-out field.nii] [--chi-out chi.nii] [--mask-out mask.nii]\n"
+            << "                       [--te-ms T1,T2,...] [--b0-tesla B] [--snr SNR] [--no-receive-phase]\n"
+            << "                       [--magnitude-out F] [--phase-out F] [--total-out F] [--local-out F]\n"
+            << "                       [--background-out F] [--head-chi-out F] [--head-mask-out F] [--tissue-out F]\n"
+            << "                       [--phase-offset-out F] [--json-out scan.json]\n";
   std::exit(2);
 }
 
@@ -112,6 +128,41 @@ double number(const char* flag, const char* text) {
   return v;
 }
 
+// Comma-separated numbers ("4,8,12").
+std::vector<double> number_list(const char* flag, const std::string& text) {
+  std::vector<double> v;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    v.push_back(number(flag, item.c_str()));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return v;
+}
+
+void write_json(const std::string& path, const tessera::Geometry& g, const tessera::AcquisitionOptions& o,
+                const tessera::PhantomAcquisition& acq) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot open " + path + " for writing");
+  char buf[64];
+  auto num = [&](double v) {
+    std::snprintf(buf, sizeof(buf), "%.10g", v);
+    return std::string(buf);
+  };
+  out << "{\n  \"EchoTime\": [";
+  for (size_t e = 0; e < acq.te_s.size(); ++e) out << (e ? ", " : "") << num(acq.te_s[e]);
+  out << "],\n  \"MagneticFieldStrength\": " << num(acq.b0_tesla) << ",\n  \"B0Direction\": [" << num(g.b0_dir[0])
+      << ", " << num(g.b0_dir[1]) << ", " << num(g.b0_dir[2]) << "],\n  \"VoxelSizeMm\": [" << num(g.voxel_mm[0])
+      << ", " << num(g.voxel_mm[1]) << ", " << num(g.voxel_mm[2]) << "],\n  \"Seed\": " << o.seed
+      << ",\n  \"SNR\": " << num(o.snr) << ",\n  \"NoiseSigma\": " << num(acq.noise_sigma)
+      << ",\n  \"ReceivePhase\": " << (o.receive_phase ? "true" : "false")
+      << ",\n  \"GyromagneticRatioMHzPerT\": " << num(tessera::acquisition_defaults::kGammaBarMHzPerT)
+      << ",\n  \"PhaseUnits\": \"rad\",\n  \"FieldUnits\": \"ppm\"\n}\n";
+  if (!out) throw std::runtime_error("failed writing " + path);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -119,6 +170,9 @@ int main(int argc, char** argv) {
   tessera::PhantomOptions options;
   options.threads = 0;
   std::string field_out, chi_out, mask_out;
+  tessera::AcquisitionOptions acq_options;
+  std::string magnitude_out, phase_out, total_out, local_out, background_out, head_chi_out, head_mask_out, tissue_out,
+      phase_offset_out, json_out;
   bool have_dims = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -159,6 +213,37 @@ int main(int argc, char** argv) {
     } else if (a == "--mask-out") {
       need(1);
       mask_out = argv[++i];
+    } else if (a == "--te-ms") {
+      need(1);
+      acq_options.te_s.clear();
+      for (double ms : number_list("--te-ms", argv[i + 1])) {
+        if (!(ms > 0.0 && ms <= 1000.0)) usage(std::string("--te-ms values must be echo times in (0, 1000] ms, got ") + argv[i + 1]);
+        acq_options.te_s.push_back(ms * 1e-3);
+      }
+      ++i;
+    } else if (a == "--b0-tesla") {
+      need(1);
+      acq_options.b0_tesla = number("--b0-tesla", argv[++i]);
+    } else if (a == "--snr") {
+      need(1);
+      acq_options.snr = number("--snr", argv[++i]);
+    } else if (a == "--no-receive-phase") {
+      acq_options.receive_phase = false;
+    } else if (a == "--magnitude-out" || a == "--phase-out" || a == "--total-out" || a == "--local-out" ||
+               a == "--background-out" || a == "--head-chi-out" || a == "--head-mask-out" || a == "--tissue-out" ||
+               a == "--phase-offset-out" || a == "--json-out") {
+      need(1);
+      std::string& target = a == "--magnitude-out"    ? magnitude_out
+                            : a == "--phase-out"      ? phase_out
+                            : a == "--total-out"      ? total_out
+                            : a == "--local-out"      ? local_out
+                            : a == "--background-out" ? background_out
+                            : a == "--head-chi-out"   ? head_chi_out
+                            : a == "--head-mask-out"  ? head_mask_out
+                            : a == "--tissue-out"     ? tissue_out
+                            : a == "--phase-offset-out" ? phase_offset_out
+                                                        : json_out;
+      target = argv[++i];
     } else if (a == "--help" || a == "-h") {
       usage("help");
     } else {
@@ -166,12 +251,40 @@ int main(int argc, char** argv) {
     }
   }
   if (!have_dims) usage("--dims is required");
-  if (field_out.empty() && chi_out.empty() && mask_out.empty()) usage("give at least one of --field-out, --chi-out, --mask-out");
+  const bool brain = !(field_out.empty() && chi_out.empty() && mask_out.empty());
+  const bool scan = !(magnitude_out.empty() && phase_out.empty() && total_out.empty() && local_out.empty() &&
+                      background_out.empty() && head_chi_out.empty() && head_mask_out.empty() && tissue_out.empty() &&
+                      phase_offset_out.empty() && json_out.empty());
+  if (!brain && !scan) usage("give at least one output (--field-out, --chi-out, --mask-out, --magnitude-out, ...)");
   try {
-    const tessera::Phantom ph = tessera::make_phantom(g, options);
-    if (!field_out.empty()) write_nifti(field_out, g, 16, 32, ph.field.data(), ph.field.size() * sizeof(float));
-    if (!chi_out.empty()) write_nifti(chi_out, g, 16, 32, ph.chi.data(), ph.chi.size() * sizeof(float));
-    if (!mask_out.empty()) write_nifti(mask_out, g, 2, 8, ph.mask.data(), ph.mask.size());
+    if (brain) {
+      const tessera::Phantom ph = tessera::make_phantom(g, options);
+      if (!field_out.empty()) write_nifti(field_out, g, 16, 32, ph.field.data(), ph.field.size() * sizeof(float));
+      if (!chi_out.empty()) write_nifti(chi_out, g, 16, 32, ph.chi.data(), ph.chi.size() * sizeof(float));
+      if (!mask_out.empty()) write_nifti(mask_out, g, 2, 8, ph.mask.data(), ph.mask.size());
+    }
+    if (scan) {
+      acq_options.seed = options.seed;
+      acq_options.threads = options.threads;
+      const tessera::PhantomAcquisition acq = tessera::make_acquisition(g, acq_options);
+      const int echoes = static_cast<int>(acq.te_s.size());
+      auto floats = [&](const std::string& path, const std::vector<float>& v, int volumes = 1) {
+        if (!path.empty()) write_nifti(path, g, 16, 32, v.data(), v.size() * sizeof(float), volumes);
+      };
+      auto bytes = [&](const std::string& path, const std::vector<uint8_t>& v) {
+        if (!path.empty()) write_nifti(path, g, 2, 8, v.data(), v.size());
+      };
+      floats(magnitude_out, acq.magnitude, echoes);
+      floats(phase_out, acq.phase, echoes);
+      floats(total_out, acq.total_field);
+      floats(local_out, acq.local_field);
+      floats(background_out, acq.background_field);
+      floats(head_chi_out, acq.chi);
+      floats(phase_offset_out, acq.phase_offset);
+      bytes(head_mask_out, acq.head_mask);
+      bytes(tissue_out, acq.tissue);
+      if (!json_out.empty()) write_json(json_out, g, acq_options, acq);
+    }
   } catch (const tessera::Error& e) {
     std::cerr << "tessera_phantom: " << tessera::error_code_name(e.code()) << ": " << e.what() << "\n";
     return e.code() == tessera::ErrorCode::InvalidArgument ? 2 : 1;
