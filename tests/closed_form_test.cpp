@@ -166,7 +166,9 @@ TEST(ClosedForm, ResultsAreBitIdenticalForAnyThreadCount) {
   EXPECT_EQ(std::memcmp(a1.data(), a3.data(), a1.size() * sizeof(float)), 0);
   EXPECT_EQ(std::memcmp(b1.data(), b3.data(), b1.size() * sizeof(float)), 0);
   for (size_t i = 0; i < a1.size(); ++i) {
-    if (!ph.mask[i]) ASSERT_EQ(a1[i], 0.0f);
+    if (!ph.mask[i]) {
+      ASSERT_EQ(a1[i], 0.0f);
+    }
   }
 }
 

@@ -116,7 +116,9 @@ TEST(TvAdmm, StepsAreIterationsAndBitIdenticalForAnyThreadCount) {
   const std::vector<float> a = one.result(), b = three.result();
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
   for (size_t i = 0; i < a.size(); ++i) {
-    if (!ph.mask[i]) ASSERT_EQ(a[i], 0.0f);
+    if (!ph.mask[i]) {
+      ASSERT_EQ(a[i], 0.0f);
+    }
   }
   test::error_of([&] { one.step(); }, ErrorCode::InvalidArgument);
 }
