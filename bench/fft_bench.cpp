@@ -3,7 +3,8 @@
 // ("pocketfft-nd", one thread) and its real-to-complex r2c + c2r pair ("pocketfft-r2c", one thread: the half-work
 // lever for real volumes). Results and the decision: bench/FFT.md.
 // Prints one markdown row per (candidate, size, threads): median / min / max ms of `--reps` forward+inverse pairs,
-// then the accuracy table (max error against a separable double-precision DFT, and the round trip).
+// after the accuracy table (max error against a separable double-precision DFT, the round trip, and a hash of the
+// forward result's bits to compare targets).
 // Not built by CMake. From the repository root (the wasm output goes outside the repository: its package.json
 // says "type": "module" and the generated .js is CommonJS):
 //   native: g++ -std=c++20 -O3 -DNDEBUG -ffp-contract=off -Isrc/include -Isrc -isystem /usr/include/eigen3
@@ -200,6 +201,13 @@ std::vector<std::complex<double>> reference_dft(const std::vector<Complex>& v, c
   return a;
 }
 
+uint64_t fnv1a(const std::vector<Complex>& v) {
+  uint64_t h = 1469598103934665603ull;
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(v.data());
+  for (size_t i = 0; i < v.size() * sizeof(Complex); ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
 double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -259,8 +267,9 @@ int main(int argc, char** argv) {
   const auto cands = candidates();
 
   if (accuracy) {
-    std::printf("| target | candidate | size | max rel. error fwd | max rel. error inv | round trip max abs |\n");
-    std::printf("|---|---|---|---|---|---|\n");
+    std::printf("| target | candidate | size | max rel. error fwd | max rel. error inv | round trip max abs | "
+                "forward bits (FNV-1a) |\n");
+    std::printf("|---|---|---|---|---|---|---|\n");
     for (const Dims3& d : {Dims3{30, 28, 22}, Dims3{17, 19, 13}, Dims3{64, 48, 44}}) {
       const auto v = random_volume(d, 5);
       const auto fref = reference_dft(v, d, -1.0), iref = reference_dft(v, d, +1.0);
@@ -276,10 +285,12 @@ int main(int argc, char** argv) {
           ferr = std::max(ferr, std::abs(std::complex<double>(f[i]) - fref[i]));
           ierr = std::max(ierr, std::abs(std::complex<double>(g[i]) - iref[i] / double(v.size())));
         }
+        const uint64_t hash = fnv1a(f);  // the forward result's bits: equal natively and in wasm?
         c.one_way(f, d, true, 1);
         for (size_t i = 0; i < v.size(); ++i) rt = std::max(rt, double(std::abs(f[i] - v[i])));
-        std::printf("| %s | %s | %lldx%lldx%lld | %.2e | %.2e | %.2e |\n", target, c.name, (long long)d[0],
-                    (long long)d[1], (long long)d[2], ferr / fmax, ierr / (fmax / double(v.size())), rt);
+        std::printf("| %s | %s | %lldx%lldx%lld | %.2e | %.2e | %.2e | %016llx |\n", target, c.name, (long long)d[0],
+                    (long long)d[1], (long long)d[2], ferr / fmax, ierr / (fmax / double(v.size())), rt,
+                    (unsigned long long)hash);
       }
     }
     std::printf("\n");
