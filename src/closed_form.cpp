@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <string>
 
 #include "internal/parallel.h"
@@ -84,6 +85,11 @@ Dims3 inversion_padded_dims(const Dims3& dims, double pad_ratio, const char* wha
 
 KSpaceGrid::KSpaceGrid(const Geometry& g) : g_(g), b_(g.b0_dir) {
   validate_geometry(g);
+  if (g.voxel_count() > std::numeric_limits<size_t>::max() / sizeof(Complex)) {
+    throw Error(ErrorCode::InvalidArgument, "the padded volume " + dims_text(g.dims) +
+                                                " is too large for a complex buffer on this platform: lower pad_ratio or "
+                                                "crop the volume to the mask");
+  }
   const double norm = std::sqrt(b_[0] * b_[0] + b_[1] * b_[1] + b_[2] * b_[2]);
   for (auto& c : b_) c /= norm;
   std::vector<double>* k[3] = {&kx_, &ky_, &kz_};

@@ -1,5 +1,6 @@
 #include "tessera/rts.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>

@@ -103,7 +103,7 @@ uint64_t tikhonov_workspace_bytes(const Geometry& geometry, const TikhonovParams
 // L = Σ_axes (2 − 2cos(2πk_i/N_i)) / h_i² (the k-space form of ∇ᵀ∇ for periodic forward differences), per frequency.
 class KSpaceGrid {
  public:
-  // geometry valid.
+  // geometry valid, and voxel_count() complex values addressable (else Error InvalidArgument).
   explicit KSpaceGrid(const Geometry& geometry);
   const Geometry& geometry() const { return g_; }
   // D at frequency (x, y, z), rounded to float as dipole_kernel rounds it.
