@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <numbers>
 #include <string>
 
@@ -129,8 +130,13 @@ std::vector<float> unwrap_laplacian(const Geometry& g, std::span<const float> wr
   // Laplacian solves the Neumann problem on the array.
   Geometry m = g;
   for (int a = 0; a < 3; ++a) m.dims[a] = 2 * g.dims[a];
-  validate_geometry(m);
   const uint64_t mn = m.voxel_count();
+  if (mn > std::numeric_limits<size_t>::max() / sizeof(Complex)) {
+    throw Error(ErrorCode::InvalidArgument,
+                "unwrap_laplacian: the mirrored " + dims_text(m.dims) + " complex volume of the solve (" +
+                    std::to_string(mn * sizeof(Complex) >> 20) +
+                    " MiB) cannot be addressed on this platform; crop the volume to the mask or use region growing");
+  }
   const int64_t mx = m.dims[0], my = m.dims[1];
   std::vector<Complex> buffer(static_cast<size_t>(mn));
   auto mirror = [](int64_t i, int64_t size) { return i < size ? i : 2 * size - 1 - i; };
@@ -202,7 +208,6 @@ uint64_t unwrap_laplacian_workspace_bytes(const Geometry& g, unsigned threads) {
   validate_geometry(g);
   Geometry m = g;
   for (int a = 0; a < 3; ++a) m.dims[a] = 2 * g.dims[a];
-  validate_geometry(m);
   // the mirrored complex volume, the Laplacian (reused for u), FFT scratch; the result is allocated after the
   // mirrored volume is freed, so the peak is the larger of the two phases.
   const uint64_t solve = m.voxel_count() * sizeof(Complex) + g.voxel_count() * sizeof(float) +

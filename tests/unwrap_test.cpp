@@ -274,7 +274,8 @@ TEST(Unwrap, WorkspaceBytesCountTheBuffers) {
   // the mirrored complex volume alone is 8·N·8 bytes
   EXPECT_GE(tessera::unwrap_laplacian_workspace_bytes(g, 1), 64 * n + 4 * n);
   EXPECT_GE(tessera::unwrap_region_growing_workspace_bytes(g), 112 * n);
-  // wasm32-sized arithmetic: a 1024³ volume does not overflow
-  const Geometry big = tessera::test::geometry(1024, 1024, 1024);
-  EXPECT_GT(tessera::unwrap_laplacian_workspace_bytes(big, 1), uint64_t{64} << 30);
+  // 64-bit arithmetic on wasm32: a volume that wasm can address but whose workspace passes 4 GiB
+  const Geometry big = tessera::test::geometry(640, 640, 512);
+  EXPECT_GT(tessera::unwrap_laplacian_workspace_bytes(big, 1), 64 * big.voxel_count());
+  EXPECT_GT(tessera::unwrap_region_growing_workspace_bytes(big), uint64_t{4} << 30);
 }
