@@ -1,5 +1,7 @@
 #include "tessera/phase_networks.h"
 
+#include "internal/network_tasks.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -240,10 +242,8 @@ std::string phase_warning(const ModelSpec& m, const Geometry& g) {
   return w;
 }
 
-RunReport run_phase_network(const ModelSpec& m, const Geometry& g, std::span<const float> phase,
-                            std::span<const float> magnitude, std::span<const uint8_t> mask, const PhaseSettings& s,
-                            PatchRunner& net, const RunOptions& options, std::span<float> out) {
-  const auto t0 = Clock::now();
+NetworkTask phase_network_task(const ModelSpec& m, Geometry g, std::span<const float> phase, std::span<const float> magnitude,
+                               std::span<const uint8_t> mask, PhaseSettings s, Target target) {
   require_phase_model(m);
   validate_geometry(g);
   validate_settings(s);
@@ -258,7 +258,7 @@ RunReport run_phase_network(const ModelSpec& m, const Geometry& g, std::span<con
     throw Error(ErrorCode::InvalidArgument, "magnitude holds " + std::to_string(magnitude.size()) +
                                                 " values; it must match the phase (" + std::to_string(phase.size()) + ")");
   }
-  if (mask.size() != n || out.size() != n) validate_volume_sizes(g, out.size(), mask.size());
+  if (mask.size() != n) validate_volume_sizes(g, n, mask.size());
   for (uint32_t e = 0; e < echoes; ++e) validate_finite(g, phase.subspan(e * n, n));
   if (!magnitude.empty()) {
     for (uint32_t e = 0; e < echoes; ++e) validate_finite(g, magnitude.subspan(e * n, n));
@@ -266,7 +266,7 @@ RunReport run_phase_network(const ModelSpec& m, const Geometry& g, std::span<con
 
   const std::vector<uint8_t> eroded = erode_mask(g, mask, s.erode_radius);
   const PhaseLayout l = phase_layout(m, g, eroded);
-  const TilePlan plan = plan_layout(m, g, l, echoes, options.target);
+  const TilePlan plan = plan_layout(m, g, l, echoes, target);
   if (!plan.feasible) throw Error(ErrorCode::BudgetExceeded, plan.message);
   const CropMap map(g, l);
   const uint64_t cn = map.crop.voxel_count();
@@ -297,15 +297,7 @@ RunReport run_phase_network(const ModelSpec& m, const Geometry& g, std::span<con
   std::vector<double> num(cn, 0.0), den(cn, 0.0);
   std::vector<float> crop_phase(cn), input(shape.size()), result(cn);
   const Normalization sign{0.0, 1.0 / s.phase_sign, 1.0, 0.0};  // network input = phase · sign
-  RunReport report;
-  report.tiles_total = echoes;
-  report.concurrency = report.max_in_flight = 1;
-  report.patch_edge = plan.patch_edge;
-  report.bytes_per_tile = plan.bytes_per_tile;
-  if (options.progress) options.progress(0, echoes);
   for (uint32_t e = 0; e < echoes; ++e) {
-    if (options.cancel && options.cancel->load()) throw Error(ErrorCode::Cancelled, "cancelled");
-    const auto te0 = Clock::now();
     const std::span<const float> ph = phase.subspan(e * n, n);
     map.for_each([&](uint64_t c, uint64_t src) { crop_phase[c] = ph[src]; });
     gather_patch(map.crop, crop_phase, origin, l.padded, sign, input);
@@ -322,9 +314,9 @@ RunReport run_phase_network(const ModelSpec& m, const Geometry& g, std::span<con
         default: throw Error(ErrorCode::Internal, std::string("input role '") + r + "' is not an extra input of a phase network");
       }
     }
-    const std::vector<float> y =
-        run_checked(net, input, shape, TensorShape{1, l.padded}, "echo " + std::to_string(e + 1) + " (whole volume " +
-                                                                     dims_text(l.padded) + ")", extras);
+    NetworkCall call{0, shape, TensorShape{1, l.padded}, input, std::move(extras),
+                     "echo " + std::to_string(e + 1) + " (whole volume " + dims_text(l.padded) + ")"};
+    const std::vector<float> y = co_await std::move(call);
     scatter_core(map.crop, crop_mask, Dims3{0, 0, 0}, map.crop.dims, origin, l.padded, identity, y, result);
     const std::span<const float> mag = magnitude.empty() ? std::span<const float>{} : magnitude.subspan(e * n, n);
     map.for_each([&](uint64_t c, uint64_t src) {
@@ -332,14 +324,37 @@ RunReport run_phase_network(const ModelSpec& m, const Geometry& g, std::span<con
       num[c] += a * a * result[c];
       den[c] += a * a;
     });
-    report.tiles_run++;
-    report.tile_seconds.push_back(std::chrono::duration<double>(Clock::now() - te0).count());
-    if (options.progress) options.progress(e + 1, echoes);
   }
-  std::fill(out.begin(), out.end(), 0.0f);
+  std::vector<float> out(static_cast<size_t>(n), 0.0f);
   map.for_each([&](uint64_t c, uint64_t src) {
     out[src] = (crop_mask[c] && den[c] > 0) ? static_cast<float>(num[c] / den[c]) : 0.0f;
   });
+  co_return out;
+}
+
+RunReport run_phase_network(const ModelSpec& m, const Geometry& g, std::span<const float> phase,
+                            std::span<const float> magnitude, std::span<const uint8_t> mask, const PhaseSettings& s,
+                            PatchRunner& net, const RunOptions& options, std::span<float> out) {
+  const auto t0 = Clock::now();
+  if (out.size() != g.voxel_count()) validate_volume_sizes(g, out.size(), mask.size());
+  NetworkTask task = phase_network_task(m, g, phase, magnitude, mask, s, options.target);
+  RunReport report;
+  report.tiles_total = static_cast<uint64_t>(s.te_s.size());
+  report.concurrency = report.max_in_flight = 1;
+  if (options.progress) options.progress(0, report.tiles_total);
+  for (NetworkCall* c; (c = task.advance()) != nullptr;) {
+    if (options.cancel && options.cancel->load()) throw Error(ErrorCode::Cancelled, "cancelled");
+    const auto te0 = Clock::now();
+    task.answer(run_checked(net, c->input, c->shape, c->output_shape, c->where, c->extras));
+    report.tiles_run++;
+    report.tile_seconds.push_back(std::chrono::duration<double>(Clock::now() - te0).count());
+    if (options.progress) options.progress(report.tiles_run, report.tiles_total);
+  }
+  const std::vector<float> chi = task.take_result();
+  std::copy(chi.begin(), chi.end(), out.begin());
+  const TilePlan plan = plan_phase(m, g, mask, s, static_cast<uint32_t>(s.te_s.size()), options.target);
+  report.patch_edge = plan.patch_edge;
+  report.bytes_per_tile = plan.bytes_per_tile;
   report.wall_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return report;
 }

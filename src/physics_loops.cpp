@@ -8,6 +8,7 @@
 #include "tessera/dipole.h"
 #include "tessera/error.h"
 #include "tessera/registry.h"
+#include "internal/network_tasks.h"
 
 namespace tessera {
 
@@ -71,20 +72,27 @@ void validate_inputs(const Geometry& g, std::span<const float> field, std::span<
   validate_finite(g, field);
 }
 
-// Runs net on `channels` host-layout volumes of dims; returns the output channels in host layout.
-std::vector<std::vector<float>> run_network(PatchRunner& net, const std::vector<std::vector<float>>& inputs,
-                                            const Dims3& dims, uint32_t out_channels, const std::string& what) {
+// The network call on `channels` host-layout volumes of dims (network layout [1, C, X, Y, Z]).
+NetworkCall network_call(uint32_t network, const std::vector<std::vector<float>>& inputs, const Dims3& dims,
+                         uint32_t out_channels, std::string where) {
   const uint64_t spatial = count(dims);
-  TensorShape shape;
-  shape.channels = static_cast<uint32_t>(inputs.size());
-  for (int a = 0; a < 3; ++a) shape.dims[a] = static_cast<uint64_t>(dims[a]);
-  std::vector<float> tensor(static_cast<size_t>(shape.size()));
-  for (size_t c = 0; c < inputs.size(); ++c) {
-    host_to_network(dims, inputs[c], std::span<float>(tensor).subspan(c * spatial, spatial));
+  NetworkCall c;
+  c.network = network;
+  c.shape.channels = static_cast<uint32_t>(inputs.size());
+  for (int a = 0; a < 3; ++a) c.shape.dims[a] = static_cast<uint64_t>(dims[a]);
+  c.input.resize(static_cast<size_t>(c.shape.size()));
+  for (size_t ch = 0; ch < inputs.size(); ++ch) {
+    host_to_network(dims, inputs[ch], std::span<float>(c.input).subspan(ch * spatial, spatial));
   }
-  TensorShape out_shape = shape;
-  out_shape.channels = out_channels;
-  const std::vector<float> out = run_checked(net, tensor, shape, out_shape, what);
+  c.output_shape = c.shape;
+  c.output_shape.channels = out_channels;
+  c.where = std::move(where);
+  return c;
+}
+
+// A network output's channels back in host layout.
+std::vector<std::vector<float>> host_channels(const std::vector<float>& out, const Dims3& dims, uint32_t out_channels) {
+  const uint64_t spatial = count(dims);
   std::vector<std::vector<float>> result(out_channels, std::vector<float>(static_cast<size_t>(spatial)));
   for (uint32_t c = 0; c < out_channels; ++c) {
     network_to_host(dims, std::span<const float>(out).subspan(c * spatial, spatial), result[c]);
@@ -135,8 +143,7 @@ Dims3 pad_to_divisor(const Dims3& dims, int64_t divisor) {
   return out;
 }
 
-std::vector<float> lpcnn_invert(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask,
-                                PatchRunner& net, unsigned threads) {
+NetworkTask lpcnn_task(Geometry g, std::span<const float> field, std::span<const uint8_t> mask, unsigned threads) {
   using namespace lpcnn_constants;
   const int64_t divisor = model_spec("lpcnn").divisor;  // the registry's, which the planner tiles with
   validate_inputs(g, field, mask);
@@ -162,15 +169,14 @@ std::vector<float> lpcnn_invert(const Geometry& g, std::span<const float> field,
     }
     std::vector<std::vector<float>> in(1, std::vector<float>(n));
     for (size_t i = 0; i < n; ++i) in[0][i] = ((p[i] - mu_f) / sigma_f) * m[i];
-    auto out = run_network(net, in, d, 1, call_name("lpcnn", "", it + 1));
+    auto out = host_channels(co_await network_call(0, in, d, 1, call_name("lpcnn", "", it + 1)), d, 1);
     den = std::move(out[0]);
     for (size_t i = 0; i < n; ++i) den[i] = m[i] != 0.0f ? (den[i] * sigma_f + mu_f) * m[i] : 0.0f;  // +0 outside the mask
   }
-  return pad.crop(den);
+  co_return pad.crop(den);
 }
 
-std::vector<float> modl_qsm_invert(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask,
-                                   PatchRunner& net, unsigned threads) {
+NetworkTask modl_qsm_task(Geometry g, std::span<const float> field, std::span<const uint8_t> mask, unsigned threads) {
   using namespace modl_constants;
   // The network assumes even dims: odd axes get one zero plane on the high side (registry divisor 2).
   const int64_t divisor = model_spec("modl-qsm").divisor;
@@ -219,16 +225,15 @@ std::vector<float> modl_qsm_invert(const Geometry& g, std::span<const float> fie
     }
     for (int c = 0; c < 2; ++c)
       for (size_t i = 0; i < n; ++i) in[c][i] = ((in[c][i] - mean_f[c]) / std_f[c]) * m[i];
-    x = run_network(net, in, d, 2, call_name("modl-qsm", "", it + 1));
+    x = host_channels(co_await network_call(0, in, d, 2, call_name("modl-qsm", "", it + 1)), d, 2);
     for (int c = 0; c < 2; ++c)
       for (size_t i = 0; i < n; ++i) x[c][i] = (x[c][i] * m[i]) * std_f[c] + mean_f[c];
   }
   for (size_t i = 0; i < n; ++i) x[0][i] = m[i] != 0.0f ? x[0][i] * m[i] : 0.0f;  // +0 outside the mask
-  return pad.crop(x[0]);
+  co_return pad.crop(x[0]);
 }
 
-std::vector<float> nextqsm_invert(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask,
-                                  PatchRunner& bf_net, PatchRunner& vjp_net, unsigned threads) {
+NetworkTask nextqsm_task(Geometry g, std::span<const float> field, std::span<const uint8_t> mask, unsigned threads) {
   using namespace nextqsm_constants;
   const int64_t divisor = model_spec("nextqsm").divisor;
   validate_inputs(g, field, mask);
@@ -242,7 +247,7 @@ std::vector<float> nextqsm_invert(const Geometry& g, std::span<const float> fiel
 
   std::vector<std::vector<float>> in(1, pad.pad(field));
   for (size_t i = 0; i < n; ++i) in[0][i] *= m[i];
-  std::vector<float> bf = std::move(run_network(bf_net, in, d, 1, call_name("nextqsm", "BF", 1))[0]);
+  std::vector<float> bf = std::move(host_channels(co_await network_call(0, in, d, 1, call_name("nextqsm", "BF", 1)), d, 1)[0]);
   for (size_t i = 0; i < n; ++i) bf[i] *= m[i];
   double bf_norm2 = 0.0;
   for (float v : bf) bf_norm2 += static_cast<double>(v) * v;
@@ -263,14 +268,32 @@ std::vector<float> nextqsm_invert(const Geometry& g, std::span<const float> fiel
     const float scale = denom > 0.0 ? static_cast<float>(data_weight / denom) : 0.0f;
     if (denom > 0.0) g_d = apply_kernel(d, kernel, diff, threads);
     in[0] = x;
-    const std::vector<float> g_r = std::move(run_network(vjp_net, in, d, 1, call_name("nextqsm", "VJP", call++))[0]);
+    const std::vector<float> g_r = std::move(host_channels(co_await network_call(1, in, d, 1, call_name("nextqsm", "VJP", call++)), d, 1)[0]);
     const float lam = static_cast<float>(lambda);
     for (size_t i = 0; i < n; ++i) {
       const float gd = denom > 0.0 ? scale * g_d[i] : 0.0f;
       x[i] = m[i] != 0.0f ? (x[i] - lam * gd - g_r[i] * inv_n) * m[i] : 0.0f;  // +0 outside the mask
     }
   }
-  return pad.crop(x);
+  co_return pad.crop(x);
+}
+
+std::vector<float> lpcnn_invert(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask,
+                                PatchRunner& net, unsigned threads) {
+  PatchRunner* const runners[] = {&net};
+  return drive(lpcnn_task(g, field, mask, threads), runners);
+}
+
+std::vector<float> modl_qsm_invert(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask,
+                                   PatchRunner& net, unsigned threads) {
+  PatchRunner* const runners[] = {&net};
+  return drive(modl_qsm_task(g, field, mask, threads), runners);
+}
+
+std::vector<float> nextqsm_invert(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask,
+                                  PatchRunner& bf, PatchRunner& vjp, unsigned threads) {
+  PatchRunner* const runners[] = {&bf, &vjp};
+  return drive(nextqsm_task(g, field, mask, threads), runners);
 }
 
 }  // namespace tessera

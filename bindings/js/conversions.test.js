@@ -7,7 +7,7 @@ import { loadTesseraModule } from './module.js';
 
 let M;
 before(async () => {
-  M = await loadTesseraModule({ pthreadPoolSize: 3 }); // an InversionJob's driver thread
+  M = await loadTesseraModule({ pthreadPoolSize: 3 });
 });
 
 // ---- Shapes ----
@@ -89,17 +89,17 @@ const B0_PLAN = {
   tiltDegrees: N, assumesZ: B, resampled: B, mode: S, thresholdDegrees: N, warnDegrees: N, alignedDims: nullable(T3),
   extraModuleBytes: N, summary: S, warning: S,
 };
-const PLAN = { ...TILE_PLAN, b0Align: B0_PLAN, warning: S, networks: N, steps: B };
+const PLAN = { ...TILE_PLAN, b0Align: B0_PLAN, warning: S, networks: N };
 const PATCH_FIT = { fits: B, patchEdge: N, bytes: N, largestEdge: N, largestCore: N, message: S };
 const RUN_REPORT = {
   tilesTotal: N, tilesRun: N, tilesSkipped: N, concurrency: N, maxInFlight: N, patchEdge: N, bytesPerTile: N,
   driverSeconds: N, tileSeconds: arrayOf(N), warning: S,
 };
-const NETWORK_CALL = {
-  id: N, network: N, tile: N, dims: [N, N, N, N, N], input: new Typed(Float32Array),
+// A patch a run hands out (FieldRun.next()).
+const PATCH = {
+  job: N, tile: N, network: N, dims: [N, N, N, N, N], input: new Typed(Float32Array),
   extras: arrayOf({ role: S, dims: arrayOf(N), input: new Typed(Float32Array) }),
 };
-const JOB_STATE = { state: S, done: N, total: N, inFlight: N, requests: arrayOf(NETWORK_CALL) };
 const AGREEMENT = { voxels: N, r: N, nrmse: N, maxAbs: N, hfen: N };
 const VERIFICATION = { voxels: N, r: N, nrmse: N, maxAbs: N, compareLo: T3, compareHi: T3, margin: N };
 const OPTION = {
@@ -254,39 +254,35 @@ test('a run report from a field run, and the volume geometry', () => {
   }
 });
 
-test('an inversion job: its network calls (dims, heap views, the extra inputs of a phase network) and its report', async () => {
+test('a phase network on the step engine: its network calls (dims, heap views, the extra inputs) and its report', () => {
   const request = { model: 'iqsm', te: 0.02, b0: 3 };
   const plan = M.plan(geometry, mask, request);
   assert.equal(plan.feasible, true, plan.message);
-  assert.equal(plan.steps, false, 'the phase networks run on a driver thread');
   const volume = newVolume(geometry, field.map((f) => f * 40)); // a wrapped phase, rad
-  const job = M.startInversion(volume, request, plan);
+  const run = M.startFieldRun(volume, request, plan);
   try {
     const roles = M.model('iqsm').inputs;
     let calls = 0;
-    for (;;) {
-      const s = job.poll();
-      assertShape(s, JOB_STATE, 'poll');
-      for (const r of s.requests) {
-        calls++;
-        const [, channels, x, y, z] = r.dims;
-        assert.equal(r.input.length, channels * x * y * z);
-        assert.ok(r.extras.length > 0, 'iQSM takes more inputs than the phase');
-        for (const e of r.extras) {
-          assert.ok(roles.includes(e.role), `${e.role} is one of ${roles}`);
-          assert.equal(e.input.length, e.dims.reduce((p, d) => p * d, 1));
-        }
-        job.respond(r.id, new Float32Array(x * y * z)); // one output channel
+    for (let p; (p = run.next()) !== null; ) {
+      calls++;
+      assertShape(p, PATCH, 'patch');
+      assert.equal(p.network, 0);
+      const [, channels, x, y, z] = p.dims;
+      assert.equal(p.input.length, channels * x * y * z);
+      assert.ok(p.extras.length > 0, 'iQSM takes more inputs than the phase');
+      for (const e of p.extras) {
+        assert.ok(roles.includes(e.role), `${e.role} is one of ${roles}`);
+        assert.equal(e.input.length, e.dims.reduce((q, d) => q * d, 1));
       }
-      if (s.state !== 'running') break;
-      await new Promise((resolve) => setTimeout(resolve, s.requests.length ? 0 : 2));
+      assert.equal(run.next(), null, 'one call out at a time: the next echo waits for this output');
+      run.finish(p.job, new Float32Array(x * y * z)); // one output channel
     }
-    assert.ok(calls > 0);
-    const report = job.report();
-    assertShape(report, { ...RUN_REPORT, maxOpenRequests: N }, 'report');
-    assert.ok(report.maxOpenRequests >= 1);
+    assert.equal(calls, 1, 'one echo, one call');
+    assert.equal(run.state().finished, true);
+    const report = run.report();
+    assertShape(report, RUN_REPORT, 'report');
   } finally {
-    job.delete();
+    run.delete();
     volume.delete();
   }
 });

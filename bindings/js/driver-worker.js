@@ -1,10 +1,11 @@
-// The dedicated driver worker: holds the Tessera wasm module (whose C++ driver threads plan, gather
-// and scatter tiles) and the ONNX Runtime worker pools that run the networks. The page or the node
+// The dedicated driver worker: holds the Tessera wasm module (the C++ core plans, and its runs gather and scatter
+// patches and compute between network calls, step by step on this thread) and the ONNX Runtime worker pools that run
+// the networks. The page or the node
 // main thread talks to it through index.js; nothing heavy ever runs on the caller's thread.
 import { workerPort, hardwareConcurrency } from './platform.js';
 import { loadTesseraModule } from './module.js';
 import { WorkerPool } from './pool.js';
-import { runInversion, runSteps } from './driver.js';
+import { runSteps } from './driver.js';
 import { TesseraError, errorToMessage, callModule } from './errors.js';
 import { probeEdge, contextProfile } from './receptive-field.js';
 import { calibrateNetwork } from './calibrate.js';
@@ -265,7 +266,7 @@ async function verifyRun({ a, volume, request, plan, chi, spec, signal, onProgre
     const progress = onProgress && ((p) => onProgress({ ...p, stage: 'verify' }));
     let boxChi;
     try {
-      ({ chi: boxChi } = await runSteps(M, { volume: box, request: boxRequest, plan: v.plan, pool: pools[0], signal, onProgress: progress }));
+      ({ chi: boxChi } = await runSteps(M, { volume: box, request: boxRequest, plan: v.plan, pools, signal, onProgress: progress }));
     } finally {
       box.delete();
     }
@@ -306,7 +307,7 @@ async function invertMethod(a, id, request) {
   running.set(id, controller);
   try {
     const onProgress = (p) => port.post({ id, progress: { ...p, stage: a.method } });
-    const { chi, report } = await runSteps(M, { volume, request, plan, pool: null, signal: controller.signal, onProgress });
+    const { chi, report } = await runSteps(M, { volume, request, plan, signal: controller.signal, onProgress });
     const moduleHeapBytes = M.heapBytes();
     report.plan = plan;
     report.method = plan.method;
@@ -321,9 +322,9 @@ async function invertMethod(a, id, request) {
 const methods = {
   async init(a) {
     options = a ?? {};
-    const workers = Math.max(1, options.workers ?? 1, hardwareThreads());
-    // Driver thread + one thread per tile in flight (the auto-planner may use every core) + a spare.
-    M = await loadTesseraModule({ pthreadPoolSize: workers + 2, wasmBase: options.wasmBase });
+    // The C++ loops and FFTs of the classical methods and the physics loops run on this thread and up to
+    // hardwareThreads - 1 more; nothing else in the module starts a thread.
+    M = await loadTesseraModule({ pthreadPoolSize: Math.max(1, hardwareThreads() - 1), wasmBase: options.wasmBase });
     return { heapBytes: M.heapBytes() };
   },
   registry: () => call(() => M.registry()),
@@ -403,7 +404,7 @@ const methods = {
     }
     // One plan per run: the caller's (from plan(), handed back) or made here; the run obeys exactly it.
     const plan = a.plan ?? planOf(a, request);
-    if (typeof plan !== 'object' || plan === null || typeof plan.steps !== 'boolean' || typeof plan.networks !== 'number') {
+    if (typeof plan !== 'object' || plan === null || typeof plan.networks !== 'number') {
       throw new TesseraError('plan must be the object plan() returned for this request', 'InvalidArgument');
     }
     if (!plan.feasible) throw new TesseraError(plan.message, 'BudgetExceeded');
@@ -447,9 +448,7 @@ const methods = {
       const onProgress = (p) => port.post({ id, progress: { ...p, executionProvider } });
       let out;
       try {
-        out = plan.steps
-          ? await runSteps(M, { volume: runVolume, request, plan, pool: pools[0], signal: controller.signal, onProgress })
-          : await runInversion(M, { volume: runVolume, request, plan, pools, signal: controller.signal, onProgress });
+        out = await runSteps(M, { volume: runVolume, request, plan, pools, signal: controller.signal, onProgress });
       } catch (e) {
         throw e?.code === 'MemoryCeiling' ? ceilingError(e, a, plan) : e;
       }
@@ -540,7 +539,7 @@ const methods = {
         field[centre] += sign * epsilon;
         const volume = makeVolume(geometry, field, mask);
         try {
-          const { chi } = await runSteps(M, { volume, request, plan, pool: pools[0], signal: controller.signal });
+          const { chi } = await runSteps(M, { volume, request, plan, pools, signal: controller.signal });
           out.push(chi);
         } finally {
           volume.delete();
@@ -586,7 +585,7 @@ const methods = {
       const volume = makeVolume(geometry, field, mask);
       try {
         const t0 = performance.now();
-        await runSteps(M, { volume, request, plan, pool: pools[0], signal: controller.signal });
+        await runSteps(M, { volume, request, plan, pools, signal: controller.signal });
         return (performance.now() - t0) / 1000;
       } finally {
         volume.delete();

@@ -289,9 +289,8 @@ export interface Plan {
   warning: string;
   /** B0's tilt and whether the run goes through a B0-aligned grid */
   b0Align: PlannedB0Alignment;
+  /** network files the run needs (NeXtQSM: 2) */
   networks: number;
-  /** true: the run goes tile by tile through the step API (field -> chi networks); false: a C++ driver thread */
-  steps: boolean;
   /** the tiles the run goes through (a whole-volume plan: one tile covering the volume) */
   grid: PlanGrid;
   /** the network's memory cost the plan used: the registry's, a spec's declared or calibrated figure, or assumed */

@@ -3,7 +3,8 @@ import { isNode, nodeHost } from './platform.js';
 
 /**
  * Instantiate Tessera's wasm module.
- * pthreadPoolSize >= driver thread + tiles in flight (the pool is fixed when the module starts).
+ * pthreadPoolSize: the threads the C++ loops and FFTs may add to the calling one (fixed when the module starts; a
+ * thread the full pool refuses is simply not used).
  * wasmBase, when given, is the folder (URL or path) holding tessera.js/.wasm/.worker.js of this platform.
  * @param {{pthreadPoolSize?: number, wasmBase?: string|URL}} [o]
  */

@@ -4,7 +4,6 @@
 #include "b0_aligned.h"
 #include "conversions.h"
 #include "field_run.h"
-#include "inversion_job.h"
 #include "verification.h"
 #include "volume.h"
 #include "tessera/dipole.h"
@@ -34,9 +33,6 @@ val plan_for_field(val geometry, val mask, val request, val field) {
 std::shared_ptr<Volume> make_volume(val geometry, unsigned echoes) {
   return guarded([&] { return std::make_shared<Volume>(geometry, echoes); });
 }
-std::unique_ptr<InversionJob> start_inversion(std::shared_ptr<Volume> volume, val request, val plan) {
-  return guarded([&] { return std::make_unique<InversionJob>(volume, request, plan); });
-}
 std::unique_ptr<FieldRun> start_field_run(std::shared_ptr<Volume> volume, val request, val plan) {
   return guarded([&] { return std::make_unique<FieldRun>(volume, request, plan); });
 }
@@ -54,8 +50,6 @@ val fit_calibration(val points) { return guarded([&] { return calibration_fit_to
 val memory_check(val request, val plan, double worker_heap, double module_heap, double module_before, std::string network) {
   return guarded([&] { return memory_check_to_val(request, plan, worker_heap, module_heap, module_before, network); });
 }
-val job_report(InversionJob& j) { return guarded([&] { return j.report(); }); }
-val job_result(InversionJob& j) { return guarded([&] { return j.result_view(); }); }
 val run_next(FieldRun& r) { return guarded([&] { return r.next(); }); }
 bool run_step(FieldRun& r) { return guarded([&] { return r.step(); }); }
 void run_finish(FieldRun& r, double job, val output) { guarded([&] { r.finish(job, output); }); }
@@ -89,7 +83,6 @@ EMSCRIPTEN_BINDINGS(tessera) {
   function("heapBytes", &heap_bytes);
   function("plan", &plan);
   function("planForField", &plan_for_field);
-  function("startInversion", &start_inversion);
   function("startFieldRun", &start_field_run);
   function("phantom", &phantom);
   function("compare", &compare);
@@ -108,16 +101,6 @@ EMSCRIPTEN_BINDINGS(tessera) {
       .function("magnitudeView", &Volume::magnitude_view)
       .function("echoes", &Volume::echoes)
       .function("voxelCount", &Volume::voxel_count);
-
-  class_<InversionJob>("InversionJob")
-      .function("poll", &InversionJob::poll)
-      .function("respond", &InversionJob::respond)
-      .function("fail", &InversionJob::fail)
-      .function("cancel", &InversionJob::cancel)
-      .function("report", &job_report)
-      .function("resultView", &job_result)
-      .function("warning", &InversionJob::warning)
-      .function("networkCount", &InversionJob::network_count);
 
   class_<FieldRun>("FieldRun")
       .function("next", &run_next)

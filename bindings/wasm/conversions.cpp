@@ -278,7 +278,6 @@ val method_plan_to_val(const Geometry& geometry, const MethodRequest& request, u
   p.set("peakBytes", static_cast<double>(plan.peak_bytes));
   p.set("largestVoxels", static_cast<double>(plan.largest_voxels));
   p.set("wholeVolume", true);
-  p.set("steps", true);
   p.set("networks", 0);
   p.set("tilesInFlight", 0);
   p.set("warning", std::string());
@@ -362,7 +361,6 @@ val plan_to_val(const val& geometry, const val& mask, const val& request, const 
   p.set("b0Align", val(plan.b0));
   p.set("warning", inversion_warning(r));
   p.set("networks", network_count(r));
-  p.set("steps", runs_in_steps(r));
   return p;
 }
 
@@ -503,13 +501,6 @@ val or_null(bool present, const T& x) {
 }
 
 // dims [1, channels, x, y, z] of a network call's main input.
-val call_dims(const Bridge::Request& r) {
-  val out = val::array();
-  out.call<void>("push", 1);
-  out.call<void>("push", r.shape.channels);
-  for (uint64_t d : r.shape.dims) out.call<void>("push", static_cast<double>(d));
-  return out;
-}
 
 }  // namespace
 
@@ -675,8 +666,8 @@ void register_value_types() {
         return out;
       });
 
-  // A network call of an InversionJob. The inputs are views on the driver's buffers (the spans survive the copy
-  // val(x) converts), valid until the call is answered.
+  // A further named input of a patch (a phase network's mask, TE, B0 ...): a view on the run's buffer, valid until the
+  // patch is answered.
   Fields<NamedInput>("NamedInput")
       .field("role", &NamedInput::role)
       .field("dims", +[](const NamedInput& e) {
@@ -685,13 +676,6 @@ void register_value_types() {
         return out;
       })
       .field("input", +[](const NamedInput& e) { return val(emscripten::typed_memory_view(e.data.size(), e.data.data())); });
-  Fields<Bridge::Request>("NetworkCall")
-      .number<&Bridge::Request::id>("id")
-      .field("network", &Bridge::Request::network)
-      .number<&Bridge::Request::tile>("tile")
-      .field("dims", &call_dims)
-      .field("input", +[](const Bridge::Request& r) { return val(emscripten::typed_memory_view(r.input.size(), r.input.data())); })
-      .field("extras", +[](const Bridge::Request& r) { return array_of(r.extras); });
 
   Fields<Normalization>("Normalization")
       .field("inputMean", &Normalization::input_mean)

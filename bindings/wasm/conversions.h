@@ -11,7 +11,6 @@
 #include <type_traits>
 #include <vector>
 
-#include "internal/job.h"
 #include "tessera/b0_align.h"
 #include "tessera/budget.h"
 #include "tessera/error.h"
@@ -59,7 +58,7 @@ bool is_method_request(const val& v);
 MethodRequest method_request_from(const val& v);
 // The plan of a method request on a volume of this geometry (magnitude_echoes magnitude volumes beside it), as plan()
 // returns it: {feasible, message, method, title, methodSteps, threads, inputBytes, workspaceBytes, moduleHeapBytes,
-// peakBytes, largestVoxels, wholeVolume: true, steps: true, networks: 0, tilesInFlight: 0, warning: ""}.
+// peakBytes, largestVoxels, wholeVolume: true, networks: 0, tilesInFlight: 0, warning: ""}.
 val method_plan_to_val(const Geometry& geometry, const MethodRequest& request, uint32_t magnitude_echoes);
 
 // Registers the structs Tessera reports as Embind value types: val(x) is then the object index.d.ts documents.
@@ -85,8 +84,8 @@ val limits_to_val();
 PlanChoice plan_choice_from(const val& plan);
 
 // The plan of request over a volume of this geometry and mask (a Uint8Array of 0/1, or undefined: every voxel), with
-// the off-design warning, the number of networks and whether the run goes in steps (FieldRun) or as an
-// InversionJob. Never allocates the volume's field.
+// the off-design warning and the number of networks (a method request: method_plan_to_val's). Never allocates the
+// volume's field.
 val plan_to_val(const val& geometry, const val& mask, const val& request, const val& field);
 
 // A copy of a C++ vector as a standalone JS typed array (not a heap view).

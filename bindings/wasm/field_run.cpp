@@ -5,8 +5,7 @@
 
 #include "conversions.h"
 #include "internal/method_run.h"
-#include "internal/native_patch_run.h"
-#include "internal/step_run.h"
+#include "internal/runs.h"
 #include "tessera/error.h"
 
 namespace tessera::js {
@@ -27,39 +26,38 @@ FieldRun::FieldRun(std::shared_ptr<Volume> volume, const val& request, const val
     return;
   }
   const PreparedRun p = prepare_run(*volume_, request, plan);
-  if (!runs_in_steps(p.request)) {
-    throw Error(ErrorCode::Internal, std::string(p.request.model->name) + " calls its network from inside an algorithm: run it as an InversionJob");
-  }
   warning_ = p.warning;
   chi_.assign(volume_->voxel_count(), 0.0f);
   const Volume& v = *volume_;
-  if (p.request.model && p.request.model->kind == ModelKind::NativePatches) {
-    const auto model = p.request.model->algorithm == Algorithm::AutoQsm ? NativePatchRun::Model::AutoQsm : NativePatchRun::Model::Qsmgan;
-    run_ = std::make_unique<NativePatchRun>(v.geo(), v.field(), v.mask(), model, chi_, p.plan.tiles_in_flight, p.plan.bytes_per_tile);
-  } else {
-    run_ = std::make_unique<StepRun>(v.geo(), v.field(), v.mask(), request_network(p.request), p.plan,
-                                     network_output_channels(p.request, 0), chi_);
-  }
+  // The physics loops' FFTs run on the driver worker's thread (and the pool's threads it may use).
+  const val hardware = request["hardwareThreads"];
+  const unsigned threads = hardware.isNumber() ? std::max(1u, hardware.as<unsigned>()) : 1u;
+  run_ = start_run(p.request, p.plan, v.field(), v.mask(), v.magnitude(), chi_, threads);
 }
-
 
 bool FieldRun::step() { return run_->step(); }
 
 val FieldRun::next() {
-  if (staging_.empty()) staging_.resize(run_->input_shape().size());
+  if (staging_.size() != run_->input_shape().size()) staging_.resize(run_->input_shape().size());
   const auto patch = run_->next(staging_);
   if (!patch) return val::null();
-  // Not one struct: the patch's job and tile, the run's input shape and a view on this run's staging buffer.
+  // Not one struct: the patch's job, tile and network, its shape, a view on its input (the run's own buffer, or this
+  // run's staging buffer) and its further named inputs.
+  const bool owned = !patch->input.empty();
+  const TensorShape& shape = owned ? patch->shape : run_->input_shape();
   val o = val::object();
   o.set("job", static_cast<double>(patch->job));
   o.set("tile", static_cast<double>(patch->tile));
+  o.set("network", patch->network);
   val dims = val::array();
   dims.call<void>("push", 1);
-  dims.call<void>("push", 1);
-  for (uint64_t d : run_->input_shape().dims) dims.call<void>("push", static_cast<double>(d));
+  dims.call<void>("push", shape.channels);
+  for (uint64_t d : shape.dims) dims.call<void>("push", static_cast<double>(d));
   o.set("dims", dims);
-  // A view on the heap, valid until the next allocating call: the caller copies it at once (the pool does).
-  o.set("input", val(emscripten::typed_memory_view(staging_.size(), staging_.data())));
+  // Views on the heap, valid until the next allocating call: the caller copies them at once (the pool does).
+  o.set("input", owned ? val(emscripten::typed_memory_view(patch->input.size(), patch->input.data()))
+                       : val(emscripten::typed_memory_view(staging_.size(), staging_.data())));
+  o.set("extras", array_of(patch->extras));
   return o;
 }
 

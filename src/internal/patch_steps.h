@@ -20,6 +20,13 @@ class PatchSteps {
   struct Patch {
     uint64_t job = 0;   // what finish()/fail() take
     uint64_t tile = 0;  // the plan.grid tile it belongs to
+    uint32_t network = 0;  // which network runs it (NeXtQSM: 0 = BF, 1 = VJP)
+    // Runs that own their inputs (TaskRun) set these, valid until this job is finished or failed: the input in
+    // network layout, its shape and further named inputs. Empty input: next() gathered it into the caller's buffer,
+    // of input_shape().
+    std::span<const float> input;
+    TensorShape shape;
+    std::span<const NamedInput> extras;
   };
   virtual ~PatchSteps() = default;
 
