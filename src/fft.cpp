@@ -12,16 +12,12 @@
 
 #include "tessera/error.h"
 
-// pocketfft (Reinecke & Bell, BSD-3-Clause; the FFT of numpy and scipy) as shipped in Debian's python3-pythran:
+// pocketfft (Reinecke & Bell, BSD-3-Clause; the FFT of numpy and scipy; third_party/pocketfft, from Debian's python3-pythran):
 // header-only C++, any length (mixed radix 2, 3, 4, 5, 7, 8, 11, generic radix, Bluestein for large primes).
 // Its own threads are not used: the lines are shared out here, so that a full wasm pthread pool falls back.
 #define POCKETFFT_NO_MULTITHREADING
 #define POCKETFFT_CACHE_SIZE 0
-#if __has_include("/usr/lib/python3/dist-packages/pythran/pythonic/numpy/fft/pocketfft.hpp")
-#include "/usr/lib/python3/dist-packages/pythran/pythonic/numpy/fft/pocketfft.hpp"
-#else
-#error "src/fft.cpp needs pocketfft's header from Debian's python3-pythran: apt-get install -y python3-pythran"
-#endif
+#include "pocketfft/pocketfft_hdronly.hpp"
 
 namespace tessera {
 

@@ -1,6 +1,7 @@
-// 3D complex FFT (single precision) of x-fastest volumes of any size, on Eigen's FFT module
-// (kissfft backend: any length, not only powers of two). 1D transforms run along each axis;
-// the lines of an axis are shared between std::thread workers when that pays.
+// 3D complex FFT (single precision) of x-fastest volumes of any size, on pocketfft (any length: mixed radix and
+// Bluestein), four lines at a time in one SIMD vector (SSE natively, simd128 in wasm). 1D transforms run along each
+// axis; the lines of an axis are shared between std::thread workers when that pays (bench/FFT.md: chosen over Eigen's
+// kissfft by measurement).
 #pragma once
 
 #include <complex>
