@@ -55,49 +55,45 @@ void validate(const EchoFitParams& p) {
   }
 }
 
-EchoFit::EchoFit(const Geometry& g, std::span<const float> phase, std::span<const float> magnitude,
-                 std::span<const double> te_s, std::span<const uint8_t> mask, const EchoFitParams& params,
-                 unsigned threads)
-    : geometry_(g), phase_(phase), magnitude_(magnitude), te_(te_s.begin(), te_s.end()), mask_(mask),
-      params_(params), threads_(threads) {
+void validate_echo_data(const Geometry& g, std::span<const float> phase, std::span<const float> magnitude,
+                        std::span<const double> te_s) {
   validate_geometry(g);
-  validate(params);
-  n_ = g.voxel_count();
-  if (te_.empty()) {
+  const uint64_t n = g.voxel_count();
+  if (te_s.empty()) {
     throw Error(ErrorCode::InvalidArgument, "echo_fit: no echo times given; give one TE (seconds) per echo");
   }
-  echoes_ = static_cast<uint32_t>(te_.size());
-  const uint64_t want = static_cast<uint64_t>(echoes_) * n_;
+  const uint32_t echoes = static_cast<uint32_t>(te_s.size());
+  const uint64_t want = static_cast<uint64_t>(echoes) * n;
   if (phase.size() != want) {
-    if (phase.size() % n_ == 0) {
+    if (phase.size() % n == 0) {
       throw Error(ErrorCode::InvalidArgument,
-                  "echo_fit: the phase holds " + std::to_string(phase.size() / n_) + " echoes of the " +
-                      dims_text(g.dims) + " volume but " + std::to_string(echoes_) +
+                  "echo_fit: the phase holds " + std::to_string(phase.size() / n) + " echoes of the " +
+                      dims_text(g.dims) + " volume but " + std::to_string(echoes) +
                       " echo times were given; give one TE per echo");
     }
     throw Error(ErrorCode::InvalidArgument,
                 "echo_fit: the phase holds " + std::to_string(phase.size()) + " values, not a whole number of " +
-                    dims_text(g.dims) + " volumes (" + std::to_string(n_) + " voxels each)");
+                    dims_text(g.dims) + " volumes (" + std::to_string(n) + " voxels each)");
   }
-  for (uint32_t e = 0; e < echoes_; ++e) {
-    if (!(std::isfinite(te_[e]) && te_[e] > 0.0)) {
+  for (uint32_t e = 0; e < echoes; ++e) {
+    if (!(std::isfinite(te_s[e]) && te_s[e] > 0.0)) {
       throw Error(ErrorCode::InvalidArgument, "echo_fit: TE " + std::to_string(e + 1) + " is " +
-                                                  number_text(te_[e]) +
+                                                  number_text(te_s[e]) +
                                                   " s; echo times must be positive, in seconds");
     }
   }
-  for (uint32_t e = 0; e < echoes_; ++e) {
-    if (te_[e] > 1.0) {
+  for (uint32_t e = 0; e < echoes; ++e) {
+    if (te_s[e] > 1.0) {
       throw Error(ErrorCode::InvalidArgument, "echo_fit: TE " + std::to_string(e + 1) + " is " +
-                                                  number_text(te_[e]) + " (over 1 s): looks like milliseconds; " +
-                                                  "give TE in seconds (" + number_text(te_[e] / 1000.0) + ")");
+                                                  number_text(te_s[e]) + " (over 1 s): looks like milliseconds; " +
+                                                  "give TE in seconds (" + number_text(te_s[e] / 1000.0) + ")");
     }
   }
-  for (uint32_t e = 1; e < echoes_; ++e) {
-    if (!(te_[e] > te_[e - 1])) {
-      throw Error(ErrorCode::InvalidArgument, "echo_fit: TE " + std::to_string(e + 1) + " (" + number_text(te_[e]) +
+  for (uint32_t e = 1; e < echoes; ++e) {
+    if (!(te_s[e] > te_s[e - 1])) {
+      throw Error(ErrorCode::InvalidArgument, "echo_fit: TE " + std::to_string(e + 1) + " (" + number_text(te_s[e]) +
                                                   " s) is not after TE " + std::to_string(e) + " (" +
-                                                  number_text(te_[e - 1]) +
+                                                  number_text(te_s[e - 1]) +
                                                   " s); give the echoes in acquisition order, TE increasing");
     }
   }
@@ -105,7 +101,7 @@ EchoFit::EchoFit(const Geometry& g, std::span<const float> phase, std::span<cons
     if (magnitude.size() != want) {
       throw Error(ErrorCode::InvalidArgument,
                   "echo_fit: the magnitude holds " + std::to_string(magnitude.size()) + " values but the phase holds " +
-                      std::to_string(echoes_) + " echoes × " + std::to_string(n_) + " voxels = " +
+                      std::to_string(echoes) + " echoes × " + std::to_string(n) + " voxels = " +
                       std::to_string(want) + "; give a magnitude for every phase value, or none");
     }
     for (uint64_t i = 0; i < want; ++i) {
@@ -116,16 +112,30 @@ EchoFit::EchoFit(const Geometry& g, std::span<const float> phase, std::span<cons
       }
     }
   }
+  for (uint32_t e = 0; e < echoes; ++e) {
+    validate_wrapped_phase(phase.subspan(static_cast<size_t>(e * n), static_cast<size_t>(n)),
+                           "echo_fit: echo " + std::to_string(e + 1) + " phase");
+  }
+}
+
+EchoFit::EchoFit(const Geometry& g, std::span<const float> phase, std::span<const float> magnitude,
+                 std::span<const double> te_s, std::span<const uint8_t> mask, const EchoFitParams& params,
+                 unsigned threads)
+    : geometry_(g), phase_(phase), magnitude_(magnitude), te_(te_s.begin(), te_s.end()), mask_(mask),
+      params_(params), threads_(threads) {
+  validate_geometry(g);
+  validate(params);
+  n_ = g.voxel_count();
+  validate_echo_data(g, phase, magnitude, te_s);
+  echoes_ = static_cast<uint32_t>(te_.size());
+  const uint64_t want = static_cast<uint64_t>(echoes_) * n_;
+  (void)want;
   if (mask.size() != n_) {
     throw Error(ErrorCode::InvalidArgument, "echo_fit: mask holds " + std::to_string(mask.size()) +
                                                 " values but the volume " + dims_text(g.dims) + " has " +
                                                 std::to_string(n_) + " voxels");
   }
   validate_mask_not_empty(g, mask);
-  for (uint32_t e = 0; e < echoes_; ++e) {
-    validate_wrapped_phase(phase.subspan(static_cast<size_t>(e * n_), static_cast<size_t>(n_)),
-                           "echo_fit: echo " + std::to_string(e + 1) + " phase");
-  }
   for (const double t : te_) te_mean_ += t;
   te_mean_ /= static_cast<double>(echoes_);
   std::vector<uint64_t> sizes;
@@ -222,6 +232,13 @@ void EchoFit::add_echo(uint32_t e) {
     align(unwrapped, corrected);
   } else {
     align(unwrapped, {});
+  }
+  if (params_.keep_unwrapped) {
+    if (result_.unwrapped_rad.empty()) result_.unwrapped_rad.assign(static_cast<size_t>(echoes_ * n_), 0.0f);
+    float* out = result_.unwrapped_rad.data() + e * n_;
+    parallel_for(n_, threads_, [&](uint64_t begin, uint64_t end) {
+      for (uint64_t i = begin; i < end; ++i) out[i] = mask_[i] ? unwrapped[i] + theta0_[i] : 0.0f;
+    });
   }
   // the residual against the two-echo line, r = φ_e − (θ0 + ω0·TE) (intercept fit) or φ_e − θ0 − ω0·TE (through
   // the origin: the same r): small numbers, so float sums keep their precision

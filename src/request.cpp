@@ -7,6 +7,7 @@
 
 #include "tessera/crop.h"
 #include "tessera/methods.h"
+#include "tessera/pipeline.h"
 #include "tessera/error.h"
 
 namespace tessera {
@@ -84,6 +85,8 @@ const std::vector<OptionSpec>& all_options() {
                  "a classical dipole inversion instead of a network; its parameters are the <method>.<param> options", names});
     const std::span<const OptionSpec> m = method_options();
     v.insert(v.end(), m.begin(), m.end());
+    const std::span<const OptionSpec> stages = pipeline_options();
+    v.insert(v.end(), stages.begin(), stages.end());
     return v;
   }();
   return all;

@@ -42,15 +42,26 @@ inline constexpr bool kFitIntercept = true;
 struct EchoFitParams {
   Unwrapper unwrapper = echo_fit_defaults::kUnwrapper;
   bool fit_intercept = echo_fit_defaults::kFitIntercept;
+  bool keep_unwrapped = false;  // keep every echo's unwrapped phase (E·N more floats) in the result
 };
 
 // Throws Error(InvalidArgument) when unwrapper is not Laplacian or RegionGrowing.
 void validate(const EchoFitParams& params);
 
+// Checks multi-echo data before anything runs, one clear line each: TEs (one per echo, positive, increasing, in
+// seconds: a TE over 1 is refused as milliseconds with the value in seconds), the phase's size against the TEs, a
+// phase that is not wrapped radians (tessera/unwrap.h validate_wrapped_phase), a magnitude of another size or < 0.
+// Throws Error(InvalidArgument).
+void validate_echo_data(const Geometry& geometry, std::span<const float> phase, std::span<const float> magnitude,
+                        std::span<const double> te_s);
+
 struct EchoFitResult {
   std::vector<float> field_hz;      // the total field (off-resonance) in Hz, 0 outside the mask
   std::vector<float> offset_rad;    // the receive phase offset θ in [−π, π], 0 outside the mask
   std::vector<float> residual_rad;  // weighted RMS of the fit's phase residuals (rad); π where no echo has signal
+  // keep_unwrapped: each echo's phase unwrapped in space and aligned in time (rad, the offset included), E·N values,
+  // echo after echo, 0 outside the mask; else empty.
+  std::vector<float> unwrapped_rad;
 };
 
 // The field fit one step at a time: step 0 estimates the offset (E ≥ 2: the second echo's phase relative to the

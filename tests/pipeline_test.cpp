@@ -1,0 +1,176 @@
+// From a multi-echo scan to χ (tessera/pipeline.h), judged stage by stage against the phantom's truths.
+#include <cmath>
+#include <cstdio>
+
+#include "support.h"
+#include "tessera/fidelity.h"
+#include "tessera/phantom.h"
+#include "tessera/pipeline.h"
+
+namespace tessera {
+namespace {
+
+Geometry head(int64_t nx, int64_t ny, int64_t nz, double mm) {
+  Geometry g = test::geometry(nx, ny, nz);
+  g.voxel_mm = {mm, mm, mm};
+  return g;
+}
+
+// A small scan of the phantom head, shared by the tests (64×64×48 at 3 mm, 4 echoes).
+const PhantomAcquisition& scan(double snr) {
+  static const auto make = [](double s) {
+    AcquisitionOptions o;
+    o.te_s = {0.004, 0.008, 0.012, 0.016};
+    o.snr = s;
+    return make_acquisition(head(64, 64, 48, 3.0), o);
+  };
+  static const PhantomAcquisition clean = make(0), noisy = make(100);
+  return snr == 0 ? clean : noisy;
+}
+
+double demeaned_nrmse(const Geometry& g, std::span<const float> x, std::span<const float> truth, std::span<const uint8_t> mask) {
+  double sx = 0, st = 0, n = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (mask[i]) sx += x[i], st += truth[i], ++n;
+  }
+  double e = 0, t = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!mask[i]) continue;
+    const double d = (x[i] - sx / n) - (truth[i] - st / n);
+    e += d * d;
+    t += (truth[i] - st / n) * (truth[i] - st / n);
+  }
+  (void)g;
+  return std::sqrt(e / t);
+}
+
+PipelineResult run(const PhantomAcquisition& a, std::span<const uint8_t> mask, PipelineRequest r) {
+  r.te_s = a.te_s;
+  r.b0_tesla = a.b0_tesla;
+  Pipeline p(head(64, 64, 48, 3.0), a.phase, a.magnitude, mask, r);
+  uint32_t steps = 0;
+  while (!p.finished()) {
+    p.step();
+    ++steps;
+  }
+  EXPECT_EQ(steps, p.steps_done());
+  EXPECT_LE(steps, p.total_steps());
+  return p.take_result();
+}
+
+TEST(Pipeline, FromWrappedPhaseToChiEveryStageAgainstItsTruth) {
+  const Geometry g = head(64, 64, 48, 3.0);
+  const PhantomAcquisition& a = scan(0);
+  PipelineRequest r;
+  r.method = Method::Rts;
+  const PipelineResult out = run(a, a.brain_mask, r);
+  // The total field: exact up to the unresolvable constant (noiseless) where the fit is reliable, and the voxels left
+  // out are few (those next to air whose field cannot be unwrapped).
+  // Exact means within 0.01 ppm after removing the mean offset; a voxel whose first two echoes' difference was
+  // unwrapped wrong fits a consistent line and keeps a small residual: allow 1 in 1000.
+  uint64_t brain = 0, reliable = 0, exact = 0;
+  double offset = 0;
+  for (size_t i = 0; i < out.mask.size(); ++i) {
+    brain += out.mask[i] != 0;
+    if (out.fit_mask[i]) ++reliable, offset += out.total_ppm[i] - a.total_field[i];
+  }
+  offset /= static_cast<double>(reliable);
+  for (size_t i = 0; i < out.mask.size(); ++i) exact += out.fit_mask[i] && std::fabs(out.total_ppm[i] - a.total_field[i] - offset) < 0.01;
+  EXPECT_GT(static_cast<double>(exact), 0.999 * static_cast<double>(reliable)) << exact << " of " << reliable;
+  EXPECT_GT(static_cast<double>(reliable), 0.98 * static_cast<double>(brain)) << reliable << " of " << brain;
+  const double total = 1.0 - static_cast<double>(exact) / static_cast<double>(reliable);
+  // The local field on V-SHARP's eroded mask, against the true local field.
+  const double local = demeaned_nrmse(g, out.local_ppm, a.local_field, out.local_mask);
+  EXPECT_LT(local, 0.35) << local;
+  // χ against the truth on the same mask.
+  const Agreement chi = compare_maps(g, out.chi, a.brain_chi, out.local_mask);
+  EXPECT_GT(chi.r, 0.85) << chi.r;
+  std::printf("[ pipeline ] total field inexact at %.2g of reliable voxels, local NRMSE %.3f, chi r %.3f (RTS, noiseless)\n", total, local, chi.r);
+  // Every intermediate is there, of the volume's size.
+  EXPECT_EQ(out.unwrapped_rad.size(), a.phase.size());
+  EXPECT_EQ(out.field_hz.size(), g.voxel_count());
+  EXPECT_EQ(out.offset_rad.size(), g.voxel_count());
+  // The unwrapped phase is congruent with the wrapped input inside the mask.
+  for (size_t i = 0; i < a.phase.size(); ++i) {
+    if (!a.brain_mask[i % g.voxel_count()]) continue;
+    const double k = (out.unwrapped_rad[i] - a.phase[i]) / (2 * M_PI);
+    ASSERT_NEAR(k, std::round(k), 1e-3) << i;
+  }
+}
+
+TEST(Pipeline, NoisyScanWithAMaskFromTheMagnitude) {
+  const Geometry g = head(64, 64, 48, 3.0);
+  const PhantomAcquisition& a = scan(100);
+  PipelineRequest r;
+  r.method = Method::Tv;
+  r.method_params.set("tv.maxIterations", 60);
+  const PipelineResult out = run(a, {}, r);
+  // The mask made from the magnitude covers the brain (Dice against the truth).
+  double both = 0, sum = 0;
+  for (size_t i = 0; i < out.mask.size(); ++i) {
+    both += (out.mask[i] && a.brain_mask[i]);
+    sum += (out.mask[i] != 0) + (a.brain_mask[i] != 0);
+  }
+  const double dice = 2 * both / sum;
+  EXPECT_GT(dice, 0.8) << dice;
+  // χ against the truth where both masks hold.
+  std::vector<uint8_t> inside(out.mask.size());
+  for (size_t i = 0; i < inside.size(); ++i) inside[i] = out.local_mask[i] && a.brain_mask[i];
+  const Agreement chi = compare_maps(g, out.chi, a.brain_chi, inside);
+  EXPECT_GT(chi.r, 0.8) << chi.r;
+  std::printf("[ pipeline ] mask Dice %.3f, chi r %.3f (V-SHARP + TV, SNR 100, mask from magnitude)\n", dice, chi.r);
+}
+
+TEST(Pipeline, PdfKeepsTheMaskAndRemovesTheBackground) {
+  const Geometry g = head(64, 64, 48, 3.0);
+  const PhantomAcquisition& a = scan(0);
+  PipelineRequest r;
+  r.background = BackgroundRemoval::Pdf;
+  r.method = Method::Tkd;
+  const PipelineResult out = run(a, a.brain_mask, r);
+  EXPECT_EQ(out.local_mask, out.fit_mask);  // PDF erodes nothing
+  // Most of the background is gone: the local field is far closer to the true local field than the total field was.
+  const double before = demeaned_nrmse(g, out.total_ppm, a.local_field, out.local_mask);
+  const double after = demeaned_nrmse(g, out.local_ppm, a.local_field, out.local_mask);
+  EXPECT_LT(after, 0.2 * before) << before << " -> " << after;
+  const Agreement chi = compare_maps(g, out.chi, a.brain_chi, out.local_mask);
+  EXPECT_GT(chi.r, 0.7) << chi.r;
+  std::printf("[ pipeline ] PDF: total vs local NRMSE %.2f -> %.3f, chi r %.3f (TKD)\n", before, after, chi.r);
+}
+
+TEST(Pipeline, WithoutAMethodItEndsAtTheLocalField) {
+  const PhantomAcquisition& a = scan(0);
+  const PipelineResult out = run(a, a.brain_mask, PipelineRequest{});
+  EXPECT_TRUE(out.chi.empty());
+  EXPECT_FALSE(out.local_ppm.empty());
+}
+
+TEST(Pipeline, BadInputsGetOneClearLine) {
+  const Geometry g = head(64, 64, 48, 3.0);
+  const PhantomAcquisition& a = scan(0);
+  PipelineRequest r;
+  r.te_s = {0.004, 0.008, 0.012};  // one TE short
+  std::string m = test::error_of([&] { Pipeline(g, a.phase, a.magnitude, a.brain_mask, r); }, ErrorCode::InvalidArgument);
+  EXPECT_NE(m.find("4 echoes"), std::string::npos) << m;
+  r.te_s = {4, 8, 12, 16};  // milliseconds
+  m = test::error_of([&] { Pipeline(g, a.phase, a.magnitude, a.brain_mask, r); }, ErrorCode::InvalidArgument);
+  EXPECT_NE(m.find("milliseconds"), std::string::npos) << m;
+  r.te_s = a.te_s;
+  std::vector<float> unwrapped(a.phase.size());
+  for (size_t i = 0; i < unwrapped.size(); ++i) unwrapped[i] = a.phase[i] + 40.0f * static_cast<float>(i % 7);
+  m = test::error_of([&] { Pipeline(g, unwrapped, a.magnitude, a.brain_mask, r); }, ErrorCode::InvalidArgument);
+  EXPECT_NE(m.find("wrapped"), std::string::npos) << m;
+  const std::vector<float> short_magnitude(a.phase.size() / 2, 1.0f);
+  m = test::error_of([&] { Pipeline(g, a.phase, short_magnitude, a.brain_mask, r); }, ErrorCode::InvalidArgument);
+  EXPECT_NE(m.find("magnitude"), std::string::npos) << m;
+  m = test::error_of([&] { Pipeline(g, a.phase, {}, {}, r); }, ErrorCode::InvalidArgument);
+  EXPECT_NE(m.find("no mask and no magnitude"), std::string::npos) << m;
+  const std::vector<uint8_t> empty(g.voxel_count(), 0);
+  test::error_of([&] { Pipeline(g, a.phase, a.magnitude, empty, r); }, ErrorCode::InvalidArgument);
+  r.method = Method::Medi;
+  m = test::error_of([&] { Pipeline(g, a.phase, {}, a.brain_mask, r); }, ErrorCode::InvalidArgument);
+  EXPECT_NE(m.find("needs the magnitude"), std::string::npos) << m;
+}
+
+}  // namespace
+}  // namespace tessera
