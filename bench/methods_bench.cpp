@@ -191,7 +191,7 @@ int main(int argc, char** argv) {
               std::ofstream f(chi_dir + "/" + name + ".f32", std::ios::binary);
               f.write(reinterpret_cast<const char*>(chi.data()), static_cast<std::streamsize>(chi.size() * sizeof(float)));
             }
-            std::printf("| %s | %u | %.2f | %u | %.4f | %.3f | %.3f | %.3f | %.3f | %.0f |\n", name.c_str(), t,
+            std::printf("| %s | %u | %.3f | %u | %.4f | %.3f | %.3f | %.3f | %.3f | %.0f |\n", name.c_str(), t,
                         row.seconds, row.steps, row.demeaned.r, row.demeaned.nrmse, row.demeaned.hfen, row.raw.nrmse,
                         row.raw.hfen, row.plan_module_heap / 1e6);
           } else {
