@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "internal/method_run.h"
+#include "internal/compute_run.h"
 #include "support.h"
 #include "tessera/dipole.h"
 #include "tessera/fidelity.h"
@@ -56,7 +56,8 @@ TEST(Methods, TkdThroughTheMethodRunEqualsTkdBitForBit) {
   MethodParams p;
   p.set("tkd.threshold", 0.2);
   std::vector<float> chi(g.voxel_count(), 0.0f);
-  MethodRun run(start_method(Method::Tkd, g, ph.field, ph.mask, {}, p, 2), chi);
+  auto owned = method_run(start_method(Method::Tkd, g, ph.field, ph.mask, {}, p, 2), chi);
+  ComputeRun& run = *owned;
   EXPECT_FALSE(run.next(std::span<float>{}).has_value());  // a method hands out no patch
   EXPECT_FALSE(run.finished());
   uint64_t steps = 0;
@@ -88,7 +89,8 @@ TEST(Methods, EveryMethodRunsStepByStepAndReachesThePhantomTruth) {
   for (const MethodInfo& m : methods()) {
     SCOPED_TRACE(std::string(m.name));
     std::vector<float> chi(g.voxel_count(), 0.0f);
-    MethodRun run(start_method(m.method, g, ph.field, ph.mask, m.needs_magnitude ? std::span<const float>(magnitude) : std::span<const float>{}, p, 2), chi);
+    auto owned = method_run(start_method(m.method, g, ph.field, ph.mask, m.needs_magnitude ? std::span<const float>(magnitude) : std::span<const float>{}, p, 2), chi);
+  ComputeRun& run = *owned;
     EXPECT_EQ(run.total(), method_steps(m.method, p));
     uint64_t steps = 0;
     while (run.step()) ++steps;
@@ -118,7 +120,8 @@ TEST(Methods, ACancelledRunReportsCancelled) {
   const Geometry g = head(32, 32, 32, 6.0);
   const Phantom ph = make_phantom(g);
   std::vector<float> chi(g.voxel_count(), 0.0f);
-  MethodRun run(start_method(Method::Tkd, g, ph.field, ph.mask, {}, MethodParams{}, 1), chi);
+  auto owned = method_run(start_method(Method::Tkd, g, ph.field, ph.mask, {}, MethodParams{}, 1), chi);
+  ComputeRun& run = *owned;
   run.cancel();
   EXPECT_FALSE(run.step());
   EXPECT_TRUE(run.finished());

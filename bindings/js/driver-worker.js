@@ -319,6 +319,52 @@ async function invertMethod(a, id, request) {
   }
 }
 
+/** The request a pipeline sends to C++ (every schema option it names passes through; C++ checks them). */
+function pipelineRequestOf(a) {
+  const r = { pipeline: true, te: a.te, b0: a.b0, maskGiven: a.mask !== undefined && a.mask !== null, magnitudeEchoes: a.magnitude ? 1 : 0, hardwareThreads: hardwareThreads() };
+  for (const k of ['unwrap', 'background', 'vsharp', 'pdf', 'brainMask', 'fitResidualLimit', 'method']) if (a[k] !== undefined) r[k] = a[k];
+  for (const m of methodsOf()) if (a[m] !== undefined) r[m] = a[m];
+  return r;
+}
+
+/**
+ * From multi-echo phase to the local field (and χ with a method): the C++ pipeline on the step engine, every
+ * intermediate returned; with a network (model or spec) its inversion of the local field follows (invert()).
+ */
+async function runPipeline(a, id) {
+  if ((a.method !== undefined && a.method !== null) && (a.model !== undefined || a.spec !== undefined)) {
+    throw new TesseraError('give a method or a network (model or spec) for the inversion, not both', 'InvalidArgument');
+  }
+  if (!Array.isArray(a.te) && typeof a.te !== 'number') throw new TesseraError('pipeline needs te: the echo times in seconds, one per echo (e.g. [0.004, 0.008])', 'InvalidArgument');
+  const echoes = Array.isArray(a.te) ? Math.max(1, a.te.length) : 1;
+  const request = pipelineRequestOf(a);
+  const plan = planOf({ geometry: a.geometry, mask: a.mask }, request);
+  if (!plan.feasible) throw new TesseraError(plan.message, 'BudgetExceeded');
+  const volume = makeVolume(a.geometry, a.phase, a.mask, { echoes, magnitude: a.magnitude, what: 'phase' });
+  const controller = new AbortController();
+  running.set(id, controller);
+  let out;
+  try {
+    const onProgress = (p) => port.post({ id, progress: { ...p, stage: 'pipeline' } });
+    out = await runSteps(M, { volume, request, plan, signal: controller.signal, onProgress, collect: (run) => call(() => run.outputs()) });
+  } finally {
+    running.delete(id);
+    volume.delete();
+  }
+  const { outputs, ...report } = out.report;
+  report.plan = plan;
+  report.memory = { moduleHeapBytes: M.heapBytes(), estimatedPeakBytes: plan.peakBytes };
+  const value = { ...outputs, report };
+  if (a.model !== undefined || a.spec !== undefined) {
+    // The network inverts the local field on the mask it is defined on.
+    const network = await methods.invert({ ...a.network, model: a.model, spec: a.spec, weights: a.weights, geometry: a.geometry, field: outputs.localField, mask: outputs.localMask }, id);
+    value.chi = network.value.chi;
+    value.networkReport = network.value.report;
+  }
+  const transfer = Object.values(value).filter((v) => ArrayBuffer.isView(v)).map((v) => v.buffer);
+  return { value, transfer };
+}
+
 const methods = {
   async init(a) {
     options = a ?? {};
@@ -345,7 +391,13 @@ const methods = {
     const p = call(() => M.phantom(a.geometry, { seed: a.seed ?? 1, noise: a.noise ?? 0 }));
     return { value: p, transfer: [p.chi.buffer, p.field.buffer, p.mask.buffer] };
   },
-  plan: (a) => planOf(a, requestOf(a)),
+  plan: (a) => planOf(a, a.pipeline ? pipelineRequestOf(a) : requestOf(a)),
+  pipeline: (a, id) => runPipeline(a, id),
+  // The phantom head scanned: multi-echo phase and magnitude with the truths (χ, local, background and total fields).
+  phantomScan(a) {
+    const p = call(() => M.phantomScan(a.geometry, { seed: a.seed ?? 1, te: a.te, b0: a.b0, snr: a.snr ?? 0 }));
+    return { value: p, transfer: Object.values(p).filter((v) => ArrayBuffer.isView(v)).map((v) => v.buffer) };
+  },
   // The network's memory cost measured in fresh ONNX Runtime workers (calibrate.js; the fit in C++).
   async calibrate(a, id) {
     const entry = a.model ? call(() => M.model(a.model)) : null;

@@ -53,7 +53,7 @@ function breathe() {
  * plan object of request; pools WorkerPools of plan.tilesInFlight workers each (none for a method).
  * @returns {Promise<{chi: Float32Array, report: object}>}
  */
-export async function runSteps(M, { volume, request, plan, pools = [], onProgress, signal }) {
+export async function runSteps(M, { volume, request, plan, pools = [], onProgress, signal, collect }) {
   if (signal?.aborted) throw abortError();
   const started = performance.now();
   const run = call(() => M.startFieldRun(volume, request, plan));
@@ -127,6 +127,7 @@ export async function runSteps(M, { volume, request, plan, pools = [], onProgres
       throw aborted ? abortError() : runError(e, ceiling);
     }
     const chi = run.result();
+    if (collect) report.outputs = collect(run); // a pipeline's intermediates, read before the run is deleted
     report.wallSeconds = (performance.now() - started) / 1000;
     report.maxInFlightObserved = maxInFlight;
     return { chi, report };

@@ -4,7 +4,7 @@
 import { createWorker, hardwareConcurrency, isNode } from './platform.js';
 import { TesseraError, errorFromMessage } from './errors.js';
 import { loadModel, sha256Hex } from './model-loader.js';
-import { geometryOf } from './volume.js';
+import { geometryOf, makeVolume } from './volume.js';
 import { graphReceptiveField } from './receptive-field.js';
 import { checkPreference } from './execution-provider.js';
 
@@ -482,6 +482,46 @@ export class Tessera {
   async tkd({ field, mask, geometry, threshold }) {
     const { chi } = await this.invert({ field, mask, geometry, method: 'tkd', ...(threshold === undefined ? {} : { tkd: { threshold } }) });
     return chi;
+  }
+
+  /**
+   * From a scanner's multi-echo phase to χ, in the C++ core: echo combination with phase unwrapping (unwrap:
+   * 'region-growing' | 'laplacian'), a brain mask from the magnitude when no mask is given, Hz → ppm, background field
+   * removal (background: 'vsharp' | 'pdf'), then a classical method (method: 'rts', ...) or a network (model / spec and
+   * weights, as invert() takes them; network: further invert options). tessera.schema() lists every option.
+   * phase: wrapped radians, every echo (a 4D Volume, or a Float32Array echo after echo with geometry); te: seconds,
+   * one per echo; b0: tesla; magnitude (same size as phase), mask (optional).
+   * Every intermediate comes back as a Volume with the input's geometry: mask, unwrappedPhase (4D), offset, fieldHz,
+   * totalField, fitResidual, fitMask, localField, localMask, chi (null without a method or network).
+   * @returns {Promise<object>}
+   */
+  async pipeline(a) {
+    const { signal, onProgress, ...args } = a ?? {};
+    const names = await this._methodNames();
+    const keys = ['phase', 'magnitude', 'mask', 'geometry', 'te', 'b0', 'unwrap', 'background', 'vsharp', 'pdf', 'brainMask', 'fitResidualLimit', 'method', 'plan', 'model', 'spec', 'weights', 'network', ...names];
+    const unknown = Object.keys(args).filter((k) => !keys.includes(k));
+    if (unknown.length) throw new TesseraError(`pipeline: unknown option(s) ${unknown.join(', ')} (known: ${keys.join(', ')}, signal, onProgress)`, 'InvalidArgument');
+    const r = unwrapVolumes(args);
+    if (!r.geometry) throw new TesseraError('pipeline: give phase as a Volume (readNifti / readEchoes) or give geometry', 'InvalidArgument');
+    const out = await this._call('pipeline', r, { signal, onProgress });
+    const g = r.geometry;
+    const echoes = Array.isArray(r.te) ? r.te.length : 1;
+    const vol = (data, extra = {}) => (data ? makeVolume({ ...g, data, ...extra }) : null);
+    const result = { report: out.report };
+    for (const k of ['mask', 'offset', 'fieldHz', 'totalField', 'fitResidual', 'fitMask', 'localField', 'localMask', 'chi']) result[k] = vol(out[k]);
+    result.unwrappedPhase = vol(out.unwrappedPhase, { echoes });
+    if (out.networkReport) result.networkReport = out.networkReport;
+    return result;
+  }
+
+  /**
+   * The phantom head scanned as multi-echo gradient echo (C++ make_acquisition): the brain's χ truth and mask, the head
+   * mask, wrapped phase and magnitude of every echo (echo after echo), and the total, local and background fields (ppm).
+   * te: seconds (default 4, 8, 12, 16, 20 ms); b0: tesla (3); snr: water's signal over the noise (0: none).
+   * @returns {Promise<{chi: Float32Array, mask: Uint8Array, headMask: Uint8Array, phase: Float32Array, magnitude: Float32Array, totalField: Float32Array, localField: Float32Array, backgroundField: Float32Array, te: number[], b0: number}>}
+   */
+  phantomScan({ geometry, seed = 1, te, b0, snr = 0 }) {
+    return this._call('phantomScan', { geometry, seed, te, b0, snr });
   }
 
   /** Runs in progress, live ONNX Runtime workers, and the wasm module's heap bytes. */

@@ -52,6 +52,8 @@ val memory_check(val request, val plan, double worker_heap, double module_heap, 
 }
 val run_next(FieldRun& r) { return guarded([&] { return r.next(); }); }
 bool run_step(FieldRun& r) { return guarded([&] { return r.step(); }); }
+val run_outputs(const FieldRun& r) { return guarded([&] { return r.outputs(); }); }
+val phantom_scan(val geometry, val options) { return guarded([&] { return phantom_scan_to_val(geometry, options); }); }
 void run_finish(FieldRun& r, double job, val output) { guarded([&] { r.finish(job, output); }); }
 void run_fail(FieldRun& r, double job, std::string message) { guarded([&] { r.fail(job, message); }); }
 val run_report(FieldRun& r) { return guarded([&] { return r.report(); }); }
@@ -85,6 +87,7 @@ EMSCRIPTEN_BINDINGS(tessera) {
   function("planForField", &plan_for_field);
   function("startFieldRun", &start_field_run);
   function("phantom", &phantom);
+  function("phantomScan", &phantom_scan);
   function("compare", &compare);
   function("dataConsistency", &data_consistency);
   function("forwardField", &forward_of);
@@ -107,6 +110,7 @@ EMSCRIPTEN_BINDINGS(tessera) {
       .function("finish", &run_finish)
       .function("fail", &run_fail)
       .function("step", &run_step)
+      .function("outputs", &run_outputs)
       .function("cancel", &FieldRun::cancel)
       .function("state", &FieldRun::state)
       .function("report", &run_report)

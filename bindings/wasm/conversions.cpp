@@ -263,6 +263,139 @@ MethodRequest method_request_from(const val& v) {
   return r;
 }
 
+bool is_pipeline_request(const val& v) { return v["pipeline"].isTrue(); }
+
+namespace {
+
+// Reads the schema options named by options (numbers and choices) from v: "a.b" from v.a.b, "a" from v.a.
+template <class SetNumber, class SetChoice>
+void read_options(const val& v, std::span<const OptionSpec> options, SetNumber set_number, SetChoice set_choice) {
+  for (const OptionSpec& o : options) {
+    const std::string name(o.name);
+    const size_t dot = name.find('.');
+    val x = v;
+    if (dot != std::string::npos) {
+      x = v[name.substr(0, dot)];
+      if (x.isUndefined() || x.isNull()) continue;
+      x = x[name.substr(dot + 1)];
+    } else {
+      x = v[name];
+    }
+    if (x.isUndefined() || x.isNull()) continue;
+    if (x.isString()) set_choice(name, x.as<std::string>());
+    else if (x.isNumber()) set_number(name, x.as<double>());
+    else throw Error(ErrorCode::InvalidArgument, name + " must be a number or one of its choices");
+  }
+}
+
+}  // namespace
+
+PipelineRequest pipeline_request_from(const val& v) {
+  PipelineRequest r;
+  const val te = v["te"];
+  if (te.isNumber()) {
+    r.te_s = {te.as<double>()};
+  } else if (!te.isUndefined() && !te.isNull() && !te["length"].isUndefined()) {
+    for (unsigned i = 0; i < te["length"].as<unsigned>(); ++i) {
+      if (!te[i].isNumber()) throw Error(ErrorCode::InvalidArgument, "te must hold numbers (seconds, one per echo)");
+      r.te_s.push_back(te[i].as<double>());
+    }
+  } else {
+    throw Error(ErrorCode::InvalidArgument, "the pipeline needs te: the echo times in seconds, one per echo (e.g. [0.004, 0.008])");
+  }
+  r.b0_tesla = option(v, "b0", "b0");
+  read_options(v, pipeline_options(), [&](const std::string& n, double x) { set_pipeline_option(r, n, x); },
+               [&](const std::string& n, const std::string& c) { set_pipeline_choice(r, n, c); });
+  if (is_method_request(v)) {
+    const MethodRequest m = method_request_from(v);
+    r.method = m.method;
+    r.method_params = m.params;
+  }
+  r.threads = std::max<uint32_t>(1, count(v, "hardwareThreads", 1));
+  return r;
+}
+
+val pipeline_plan_to_val(const Geometry& g, const PipelineRequest& r, bool mask_given, bool magnitude) {
+  validate_geometry(g);
+  const uint64_t n = g.voxel_count();
+  const uint64_t echoes = std::max<uint64_t>(1, r.te_s.size());
+  // phase and magnitude (f32 per echo), the mask (u8), χ copied out (f32)
+  const uint64_t inputs = saturating_add(saturating_mul(n, echoes * sizeof(float) * (magnitude ? 2 : 1)), saturating_mul(n, 1 + sizeof(float)));
+  const uint64_t work = pipeline_workspace_bytes(g, r, mask_given);
+  const uint64_t need = saturating_add(saturating_add(WASM_MODULE_BASELINE_BYTES, inputs), work);
+  const uint64_t heap = saturating_add(need, wasm_heap_growth_slack(need));
+  const double per_voxel = static_cast<double>(heap - WASM_MODULE_BASELINE_BYTES) / static_cast<double>(n);
+  const uint64_t largest = static_cast<uint64_t>(static_cast<double>(WASM_COMPUTE_HEAP_LIMIT_BYTES - WASM_MODULE_BASELINE_BYTES) / per_voxel);
+  const bool feasible = heap <= WASM_COMPUTE_HEAP_LIMIT_BYTES;
+  val p = val::object();  // not a TilePlan: the pipeline has no tiles
+  p.set("feasible", feasible);
+  p.set("message", feasible ? std::string() : "the pipeline on " + dims_text(g.dims) + " with " + std::to_string(echoes) + " echoes needs " +
+                                                 format_gb(heap) + " of the module's heap, over the " + format_gb(WASM_COMPUTE_HEAP_LIMIT_BYTES) +
+                                                 " a browser heap can safely hold: the largest volume that fits holds " + std::to_string(largest) +
+                                                 " voxels; crop the volume around the head, or give fewer echoes");
+  p.set("pipeline", true);
+  val stages = val::array();
+  if (!mask_given) stages.call<void>("push", std::string("brain mask"));
+  stages.call<void>("push", std::string("echo fit"));
+  stages.call<void>("push", std::string(r.background == BackgroundRemoval::Vsharp ? "V-SHARP" : "PDF"));
+  if (r.method) stages.call<void>("push", std::string(method_info(*r.method).title));
+  p.set("stages", stages);
+  p.set("inputBytes", static_cast<double>(inputs));
+  p.set("workspaceBytes", static_cast<double>(work));
+  p.set("moduleHeapBytes", static_cast<double>(heap));
+  p.set("peakBytes", static_cast<double>(heap));
+  p.set("largestVoxels", static_cast<double>(largest));
+  p.set("threads", r.threads);
+  p.set("networks", 0);
+  p.set("tilesInFlight", 0);
+  p.set("warning", std::string());
+  return p;
+}
+
+val pipeline_result_to_val(const PipelineResult& r) {
+  val o = val::object();  // the intermediates, leaving as typed arrays
+  o.set("mask", copy_out(std::span<const uint8_t>(r.mask)));
+  o.set("unwrappedPhase", copy_out(std::span<const float>(r.unwrapped_rad)));
+  o.set("offset", copy_out(std::span<const float>(r.offset_rad)));
+  o.set("fieldHz", copy_out(std::span<const float>(r.field_hz)));
+  o.set("totalField", copy_out(std::span<const float>(r.total_ppm)));
+  o.set("fitResidual", copy_out(std::span<const float>(r.residual_rad)));
+  o.set("fitMask", copy_out(std::span<const uint8_t>(r.fit_mask)));
+  o.set("localField", copy_out(std::span<const float>(r.local_ppm)));
+  o.set("localMask", copy_out(std::span<const uint8_t>(r.local_mask)));
+  o.set("chi", r.chi.empty() ? val::null() : copy_out(std::span<const float>(r.chi)));
+  return o;
+}
+
+val phantom_scan_to_val(const val& geometry, const val& options) {
+  const Geometry g = geometry_from(geometry);
+  AcquisitionOptions o;
+  if (!options.isUndefined() && !options.isNull()) {
+    o.seed = static_cast<uint64_t>(number(options, "seed", 1));
+    o.b0_tesla = number(options, "b0", o.b0_tesla);
+    o.snr = number(options, "snr", 0.0);
+    const val te = options["te"];
+    if (!te.isUndefined() && !te.isNull()) {
+      o.te_s.clear();
+      for (unsigned i = 0; i < te["length"].as<unsigned>(); ++i) o.te_s.push_back(te[i].as<double>());
+    }
+    o.threads = count(options, "threads", 1);
+  }
+  const PhantomAcquisition a = make_acquisition(g, o);
+  val out = val::object();
+  out.set("chi", copy_out(std::span<const float>(a.brain_chi)));
+  out.set("mask", copy_out(std::span<const uint8_t>(a.brain_mask)));
+  out.set("headMask", copy_out(std::span<const uint8_t>(a.head_mask)));
+  out.set("phase", copy_out(std::span<const float>(a.phase)));
+  out.set("magnitude", copy_out(std::span<const float>(a.magnitude)));
+  out.set("totalField", copy_out(std::span<const float>(a.total_field)));
+  out.set("localField", copy_out(std::span<const float>(a.local_field)));
+  out.set("backgroundField", copy_out(std::span<const float>(a.background_field)));
+  out.set("te", val::array(a.te_s.begin(), a.te_s.end()));
+  out.set("b0", a.b0_tesla);
+  return out;
+}
+
 val method_plan_to_val(const Geometry& geometry, const MethodRequest& request, uint32_t magnitude_echoes) {
   const MethodPlan plan = plan_method(request.method, geometry, request.params, request.threads, magnitude_echoes, Target::Wasm);
   val p = val::object();  // not a TilePlan: a method's plan has no tiles
@@ -329,6 +462,10 @@ val copy_out(std::span<const uint8_t> v) {
 }
 
 val plan_to_val(const val& geometry, const val& mask, const val& request, const val& field) {
+  if (is_pipeline_request(request)) {
+    return pipeline_plan_to_val(geometry_from(geometry), pipeline_request_from(request), request["maskGiven"].isTrue(),
+                                request["magnitudeEchoes"].isNumber() && request["magnitudeEchoes"].as<double>() > 0);
+  }
   if (is_method_request(request)) {
     const MethodRequest m = method_request_from(request);
     const val magnitude = request["magnitudeEchoes"];

@@ -17,6 +17,7 @@
 #include "tessera/geometry.h"
 #include "tessera/inversion.h"
 #include "tessera/methods.h"
+#include "tessera/pipeline.h"
 #include "tessera/plan.h"
 #include "tessera/registry.h"
 #include "tessera/verify.h"
@@ -56,6 +57,21 @@ bool is_method_request(const val& v);
 // A method request: {method, <method>: {param: value}, hardwareThreads}; every parameter checked against the schema, a
 // parameter object of another method or a network (model, spec) beside it refused by name.
 MethodRequest method_request_from(const val& v);
+// Whether a request is a pipeline's (pipeline: true): from multi-echo phase to the local field or χ.
+bool is_pipeline_request(const val& v);
+// A pipeline request: {pipeline: true, te: [s], b0, unwrap, background, vsharp: {...}, pdf: {...}, brainMask: {...},
+// fitResidualLimit, method?, <method>: {...}, hardwareThreads}; every option checked against the schema.
+PipelineRequest pipeline_request_from(const val& v);
+// The plan of a pipeline on a volume of this geometry: {feasible, message, pipeline: true, stages, steps (planned),
+// inputBytes, workspaceBytes, moduleHeapBytes, peakBytes, largestVoxels, networks: 0, tilesInFlight: 0, warning}.
+val pipeline_plan_to_val(const Geometry& geometry, const PipelineRequest& request, bool mask_given, bool magnitude);
+// The phantom head scanned ({te, b0, snr, seed}): {chi (the brain's truth), mask, headMask, phase and magnitude (every
+// echo, echo after echo), totalField, localField, backgroundField (ppm), te, b0}.
+val phantom_scan_to_val(const val& geometry, const val& options);
+// The pipeline's intermediates as standalone typed arrays ({mask, unwrappedPhase, offset, fieldHz, totalField,
+// fitResidual, fitMask, localField, localMask, chi (null without a method)}).
+val pipeline_result_to_val(const PipelineResult& result);
+
 // The plan of a method request on a volume of this geometry (magnitude_echoes magnitude volumes beside it), as plan()
 // returns it: {feasible, message, method, title, methodSteps, threads, inputBytes, workspaceBytes, moduleHeapBytes,
 // peakBytes, largestVoxels, wholeVolume: true, networks: 0, tilesInFlight: 0, warning: ""}.

@@ -4,13 +4,33 @@
 
 
 #include "conversions.h"
-#include "internal/method_run.h"
+#include "internal/compute_run.h"
 #include "internal/runs.h"
 #include "tessera/error.h"
 
 namespace tessera::js {
 
 FieldRun::FieldRun(std::shared_ptr<Volume> volume, const val& request, const val& plan) : volume_(std::move(volume)) {
+  if (is_pipeline_request(request)) {
+    // From multi-echo phase: the volume holds every echo's phase and magnitude; its mask is used when maskGiven.
+    const PipelineRequest r = pipeline_request_from(request);
+    const Volume& v = *volume_;
+    const bool mask_given = request["maskGiven"].isTrue();
+    const val planned = pipeline_plan_to_val(v.geo(), r, mask_given, !v.magnitude().empty());
+    if (plan.isUndefined() || plan.isNull() || !plan["pipeline"].isTrue() ||
+        plan["moduleHeapBytes"].as<double>() != planned["moduleHeapBytes"].as<double>()) {
+      throw Error(ErrorCode::InvalidArgument, "the plan was made for another pipeline or volume: plan again");
+    }
+    if (!planned["feasible"].as<bool>()) throw Error(ErrorCode::BudgetExceeded, planned["message"].as<std::string>());
+    auto pipeline = std::make_unique<Pipeline>(v.geo(), v.field(), v.magnitude(), mask_given ? v.mask() : std::span<const uint8_t>{}, r);
+    pipeline_ = pipeline.get();
+    chi_.assign(v.voxel_count(), 0.0f);
+    run_ = std::make_unique<ComputeRun>(std::move(pipeline), [this] {
+      pipeline_result_ = pipeline_->take_result();
+      if (!pipeline_result_.chi.empty()) chi_ = pipeline_result_.chi;
+    });
+    return;
+  }
   if (is_method_request(request)) {
     // A classical method: the plan handed back must be this method's on this volume.
     const MethodRequest m = method_request_from(request);
@@ -22,7 +42,7 @@ FieldRun::FieldRun(std::shared_ptr<Volume> volume, const val& request, const val
     }
     if (!planned["feasible"].as<bool>()) throw Error(ErrorCode::BudgetExceeded, planned["message"].as<std::string>());
     chi_.assign(v.voxel_count(), 0.0f);
-    run_ = std::make_unique<MethodRun>(start_method(m.method, v.geo(), v.field(), v.mask(), v.magnitude(), m.params, m.threads), chi_);
+    run_ = method_run(start_method(m.method, v.geo(), v.field(), v.mask(), v.magnitude(), m.params, m.threads), chi_);
     return;
   }
   const PreparedRun p = prepare_run(*volume_, request, plan);
@@ -36,6 +56,11 @@ FieldRun::FieldRun(std::shared_ptr<Volume> volume, const val& request, const val
 }
 
 bool FieldRun::step() { return run_->step(); }
+
+val FieldRun::outputs() const {
+  if (!succeeded_ || !pipeline_) throw Error(ErrorCode::Internal, "no outputs: a pipeline's report() has not confirmed its success");
+  return pipeline_result_to_val(pipeline_result_);
+}
 
 val FieldRun::next() {
   if (staging_.size() != run_->input_shape().size()) staging_.resize(run_->input_shape().size());

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "internal/patch_steps.h"
+#include "tessera/pipeline.h"
 #include "volume.h"
 
 namespace tessera::js {
@@ -40,6 +41,8 @@ class FieldRun {
   // chi as a standalone Float32Array; only after a successful report().
   val result() const;
   std::string warning() const { return warning_; }
+  // A pipeline's intermediates (conversions.h pipeline_result_to_val); only after a successful report().
+  val outputs() const;
 
  private:
   std::shared_ptr<Volume> volume_;  // the run reads its field and mask
@@ -48,6 +51,8 @@ class FieldRun {
   std::string warning_;
   std::unique_ptr<PatchSteps> run_;  // a StepRun or a NativePatchRun
   bool succeeded_ = false;           // report() confirmed success
+  Pipeline* pipeline_ = nullptr;     // a pipeline run's computation (owned by run_)
+  PipelineResult pipeline_result_;
 };
 
 }  // namespace tessera::js
