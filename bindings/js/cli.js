@@ -53,6 +53,9 @@ ${INVERT_USAGE}  tessera-qsm plan   (--field f.nii[.gz] | --phase p.nii[.gz] [--
                      [--core N --halo N --workers N | --whole] [--cores N] [--json]
   tessera-qsm models [--json]
   tessera-qsm methods [--json]
+  tessera-qsm pipeline --phase p.nii[.gz] --te S,S,... [--magnitude mag.nii[.gz]] [--mask m.nii[.gz]] [--b0 T]
+                       (--method NAME [--param N=V ...] | --model ID [--weights FILE|URL]) [--option N=V ...]
+                       --out chi.nii[.gz] [--keep-intermediates DIR] [--report r.json] [--cores N] [--quiet]
   tessera-qsm receptive-field (--model ID | --spec net.json) [--weights FILE|URL] [--probe] [--json]
   tessera-qsm calibrate --weights FILE|URL [--spec net.json | --model ID] [--threads N] [--json]
   tessera-qsm <command> --help     tessera-qsm --version
@@ -149,6 +152,32 @@ calibrates a --spec that declares no bytesPerVoxel (without --weights its cost i
 iqsm-plus) the echo count comes from the file (one network call per echo); --te is optional here.
 Options as for \`tessera-qsm invert --help\`.
 `,
+  pipeline: `tessera-qsm pipeline: from a multi-echo scan's wrapped phase to susceptibility (χ, ppm)
+
+Usage:
+  tessera-qsm pipeline --phase p.nii[.gz] --te S,S,... [--magnitude mag.nii[.gz]] [--mask m.nii[.gz]] [--b0 T]
+                       (--method NAME [--param N=V ...] | --model ID [--weights FILE|URL]) [--option N=V ...]
+                       --out chi.nii[.gz] [--keep-intermediates DIR] [--report r.json] [--cores N] [--quiet]
+
+Stages, in the C++ core: a brain mask from the first echo's magnitude (when --mask is not given), the echo fit
+(each echo unwrapped, the receive-phase offset removed, a weighted line over TE: the total field in Hz and ppm),
+background field removal, and the inversion of the local field by a classical method or a registry network.
+  --phase FILE       wrapped phase, 4D with the echoes along the 4th dim (rad; --phase-units / --phase-scale as for
+                     invert)
+  --te S,S,...       echo times in seconds, one per echo (20 ms = 0.02)
+  --magnitude FILE   magnitude with the phase's dims and echoes (the fit's weights; the mask is made from it)
+  --mask FILE        brain mask (nonzero = inside); without it, one is made from the magnitude
+  --b0 T             field strength in tesla (default 3)
+  --method NAME      a classical inversion (\`tessera-qsm methods\`) with --param N=V, or
+  --model ID         a registry network (with --weights as for invert)
+  --option N=V       a pipeline option of the schema (repeatable): unwrap=region-growing|laplacian,
+                     background=vsharp|pdf, fitResidualLimit=1, vsharp.maxRadius=18, vsharp.minRadius=2,
+                     vsharp.threshold=0.05, pdf.maxIterations=30, pdf.padVoxels=40, brainMask.erosion=0,
+                     brainMask.threshold=otsu|robust
+  --keep-intermediates DIR   also write mask, total field (Hz, ppm), fit residual and mask, receive-phase offset,
+                     each echo's unwrapped phase, local field and local mask there (NIfTI, the input's header)
+  --cores N          threads of the C++ stages (default: the machine's)
+`,
   methods: `tessera-qsm methods: the classical dipole inversions Tessera runs without a network
 
 Usage:
@@ -241,6 +270,26 @@ const OPTIONS = {
   plan: { ...RUN_OPTIONS, weights: { type: 'string', multiple: true }, json: { type: 'boolean' } },
   models: { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
   methods: { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+  pipeline: {
+    phase: { type: 'string' },
+    magnitude: { type: 'string' },
+    mask: { type: 'string' },
+    te: { type: 'string' },
+    b0: { type: 'string' },
+    method: { type: 'string' },
+    param: { type: 'string', multiple: true },
+    model: { type: 'string' },
+    weights: { type: 'string', multiple: true },
+    option: { type: 'string', multiple: true },
+    'phase-units': { type: 'string' },
+    'phase-scale': { type: 'string' },
+    out: { type: 'string', short: 'o' },
+    'keep-intermediates': { type: 'string' },
+    report: { type: 'string' },
+    cores: { type: 'string' },
+    quiet: { type: 'boolean', short: 'q' },
+    help: { type: 'boolean', short: 'h' },
+  },
   calibrate: {
     model: { type: 'string' },
     spec: { type: 'string' },
@@ -1050,12 +1099,12 @@ async function cmdPlan(o, ctx) {
 }
 
 /** --param NAME=VALUE (repeatable) → {NAME: number | word}, checked by the C++ schema when the method plans. */
-function methodParams(list) {
+function methodParams(list, flag = '--param') {
   const out = {};
   for (const item of list ?? []) {
     const m = /^\s*([A-Za-z][\w]*)\s*=\s*(\S+)\s*$/.exec(item);
-    if (!m) throw usageError(`--param takes NAME=VALUE (e.g. --param threshold=0.15), got '${item}'`);
-    if (m[1] in out) throw usageError(`--param gives ${m[1]} twice`);
+    if (!m) throw usageError(`${flag} takes NAME=VALUE (e.g. ${flag === '--param' ? '--param threshold=0.15' : '--option background=pdf'}), got '${item}'`);
+    if (m[1] in out) throw usageError(`${flag} gives ${m[1]} twice`);
     out[m[1]] = Number.isFinite(Number(m[2])) ? Number(m[2]) : m[2];
   }
   return out;
@@ -1102,6 +1151,87 @@ async function cmdInvertMethod(o, ctx) {
   }
   await writeAtomic(outputs, signal);
   progress.line(`wrote ${o.out}: χ (ppm) by ${plan.title} (${report.methodStepsRun ?? plan.methodSteps} steps, ${duration(report.wallSeconds)})`);
+  return EXIT_OK;
+}
+
+/** --option name=value (repeatable) → the pipeline request's fields ({unwrap: 'pdf', vsharp: {maxRadius: 12}}). */
+function pipelineOptions(list) {
+  const out = {};
+  for (const [name, value] of Object.entries(methodParams(list?.map((x) => x.replace(/^([\w]+)\.([\w]+)=/, '$1__$2=')), '--option'))) {
+    const [group, key] = name.split('__');
+    if (key === undefined) out[group] = value;
+    else (out[group] ??= {})[key] = value;
+  }
+  return out;
+}
+
+/** `tessera-qsm pipeline`: wrapped multi-echo phase → mask → total field → local field → χ, in the C++ core. */
+async function cmdPipeline(o, ctx) {
+  const t0 = performance.now();
+  const startedAt = new Date().toISOString();
+  const see = 'see `tessera-qsm pipeline --help`';
+  if (o.phase === undefined) throw usageError(`--phase is required (the wrapped phase of every echo); ${see}`);
+  const te = echoTimes(o.te);
+  if (te === undefined) throw usageError('--te is required: the echo times in seconds, one per echo (e.g. --te 0.004,0.008,0.012)');
+  if (o.out === undefined) throw usageError(`--out is required; ${see}`);
+  if (!niftiName(o.out)) throw usageError(`--out must end with .nii or .nii.gz, got '${o.out}'`);
+  if ((o.method === undefined) === (o.model === undefined)) throw usageError(`give one inversion: --method NAME (classical) or --model ID (a network); ${see}`);
+  if (o.param !== undefined && o.method === undefined) throw usageError('--param sets a classical method\'s parameter: it needs --method');
+  if (o.weights !== undefined && o.model === undefined) throw usageError('--weights belongs to --model');
+  if (o.mask === undefined && o.magnitude === undefined) throw usageError('give --mask, or --magnitude to make the mask from');
+  const b0 = positiveNumber(o.b0, 'b0') ?? 3;
+  const cores = wholeNumber(o.cores, 'cores', 1);
+  const units = o['phase-units']?.toLowerCase();
+  if (units !== undefined && !['rad', 'deg', 'scanner'].includes(units)) throw usageError(`--phase-units must be rad, deg or scanner, got '${o['phase-units']}'`);
+  const scale = o['phase-scale'] === undefined ? undefined : Number(o['phase-scale']);
+  const params = methodParams(o.param);
+  const options = pipelineOptions(o.option);
+  const dir = o['keep-intermediates'];
+  checkWritable(o.out, 'out');
+  if (o.report !== undefined) checkWritable(o.report, 'report');
+  removeStalePartials(o.out);
+  const { signal, progress } = ctx;
+  const { like, phase, magnitude, geometry, mask, echoes, phaseInfo } = await readInputs(o, { needMask: false, b0, phase: { te, units, scale }, convert: true }, signal);
+  for (const note of phaseInfo?.notes ?? []) progress.line(note);
+  const tessera = await ctx.start({ hardwareThreads: cores });
+  let weights;
+  if (o.model !== undefined) {
+    const entry = await tessera.model(o.model);
+    ({ weights } = await loadNetworkWeights(o, entry, tessera, ctx));
+  }
+  const request = defined({
+    geometry, phase, magnitude, mask, te, b0, ...options, method: o.method, [o.method ?? '-']: o.method && Object.keys(params).length ? params : undefined, model: o.model, weights,
+  });
+  delete request['-'];
+  const plan = await tessera.plan({ ...request, pipeline: true, phase: undefined });
+  if (!plan.feasible) throw new CliError(plan.message, EXIT_USAGE, 'BudgetExceeded');
+  progress.line(`pipeline: ${geometry.dims.join('×')}, ${echoes} echoes (TE ${te.map((t) => fmt(t * 1000)).join(', ')} ms), B0 ${b0} T: ${plan.stages.join(' → ')}${o.model ? ` → ${o.model}` : ''}, estimated peak ${size(plan.peakBytes)}`);
+  const out = await tessera.pipeline({ ...request, signal, onProgress: (p) => progress.tiles(p, 'steps') });
+  progress.close();
+  signal.throwIfAborted();
+  const gzip = /\.gz$/i.test(o.out);
+  const outputs = [{ file: o.out, bytes: await writeNifti(out.chi.data, like, { gzip, description: `chi ppm, tessera-qsm pipeline ${o.method ?? o.model}`.slice(0, 79) }) }];
+  if (dir !== undefined) {
+    fs.mkdirSync(dir, { recursive: true });
+    const f32 = (v) => (v.data instanceof Float32Array ? v.data : Float32Array.from(v.data));
+    const write = async (name, data, description) => outputs.push({ file: path.join(dir, `${name}.nii.gz`), bytes: await writeNifti(data, like, { gzip: true, description }) });
+    await write('mask', f32(out.mask), 'brain mask');
+    await write('fit_mask', f32(out.fitMask), 'echo fit reliable (residual <= limit)');
+    await write('fit_residual', out.fitResidual.data, 'echo fit RMS phase residual rad');
+    await write('offset', out.offset.data, 'receive phase offset rad');
+    await write('total_field_hz', out.fieldHz.data, 'total field Hz');
+    await write('total_field_ppm', out.totalField.data, 'total field ppm');
+    await write('local_field_ppm', out.localField.data, 'local field ppm');
+    await write('local_mask', f32(out.localMask), 'local field mask');
+    const n = geometry.dims[0] * geometry.dims[1] * geometry.dims[2];
+    for (let e = 0; e < echoes; e++) await write(`unwrapped_phase_echo${e + 1}`, out.unwrappedPhase.data.subarray(e * n, (e + 1) * n), `unwrapped phase echo ${e + 1} rad`);
+  }
+  if (o.report !== undefined) {
+    const full = { ...out.report, networkReport: out.networkReport, command: ['tessera-qsm', ...ctx.args], cwd: process.cwd(), versions: versions(), startedAt, totalWallSeconds: (performance.now() - t0) / 1000, inputs: { phase: o.phase, magnitude: o.magnitude ?? null, mask: o.mask ?? null, te, b0, echoes }, options, inversion: o.method ? { method: o.method, params } : { model: o.model }, output: o.out, intermediates: dir ?? null };
+    outputs.push({ file: o.report, bytes: `${JSON.stringify(full, null, 2)}\n` });
+  }
+  await writeAtomic(outputs, signal);
+  progress.line(`wrote ${o.out}: χ (ppm)${dir !== undefined ? ` and the intermediates in ${dir}` : ''} (${duration((performance.now() - t0) / 1000)})`);
   return EXIT_OK;
 }
 
@@ -1250,7 +1380,7 @@ async function cmdInvert(o, ctx) {
 // ---------------------------------------------------------------------------------------------------
 // Main
 
-const COMMANDS = { invert: cmdInvert, plan: cmdPlan, models: cmdModels, methods: cmdMethods, 'receptive-field': cmdReceptiveField, calibrate: cmdCalibrate };
+const COMMANDS = { invert: cmdInvert, pipeline: cmdPipeline, plan: cmdPlan, models: cmdModels, methods: cmdMethods, 'receptive-field': cmdReceptiveField, calibrate: cmdCalibrate };
 
 async function main(args) {
   const controller = new AbortController();
@@ -1290,7 +1420,7 @@ async function main(args) {
       out(`tessera-qsm ${versions().tessera ?? 'unknown'}\n`);
       return EXIT_OK;
     }
-    if (!COMMANDS[command]) throw usageError(`unknown command '${command}' (commands: invert, plan, models, methods, receptive-field, calibrate); see \`tessera-qsm --help\``);
+    if (!COMMANDS[command]) throw usageError(`unknown command '${command}' (commands: invert, pipeline, plan, models, methods, receptive-field, calibrate); see \`tessera-qsm --help\``);
     if (rest.includes('--help') || rest.includes('-h')) {
       out(HELP[command]);
       return EXIT_OK;

@@ -234,6 +234,11 @@ export class Tessera {
    */
   async plan(request) {
     const r = unwrapVolumes(request ?? {});
+    if (r.pipeline) {
+      // A pipeline's plan (pipeline: true, with pipeline()'s options): its stages and memory.
+      const { geometry, mask, te, b0, magnitude, unwrap, background, vsharp, pdf, brainMask, fitResidualLimit, method } = r;
+      return this._call('plan', { pipeline: true, geometry, mask, te, b0, magnitude: magnitude ? true : undefined, unwrap, background, vsharp, pdf, brainMask, fitResidualLimit, method, ...(await this._methodOptions(r)) });
+    }
     if (r.method !== undefined && r.method !== null) {
       const { geometry, mask, method, magnitude } = r;
       return this._call('plan', { geometry, mask, method, magnitude: magnitude ? true : undefined, ...(await this._methodOptions(r)) });
