@@ -64,3 +64,21 @@ test('a volume over the heap is refused by the plan with the largest volume that
   assert.equal(plan.feasible, false);
   assert.match(plan.message, /largest volume that fits holds \d+ voxels/);
 });
+
+test('an iterative method is cancelled between two iterations; every method reaches the phantom truth', async () => {
+  const controller = new AbortController();
+  let seen = 0;
+  await assert.rejects(
+    tessera.invert({ field: phantom.field, mask: phantom.mask, geometry, method: 'tv', signal: controller.signal, onProgress: () => ++seen === 2 && controller.abort() }),
+    (e) => e.name === 'AbortError',
+  );
+  assert.equal(seen, 2, 'no progress after the cancel');
+  const short = { tv: { maxIterations: 30 }, rts: { maxIterations: 10 }, ilsqr: { maxIterations: 10 }, ndi: { maxIterations: 30 }, medi: { maxIterations: 2, cgMaxIterations: 10 } };
+  const magnitude = phantom.chi.map((c) => 1 - 2 * Math.abs(c)); // MEDI's edges: the compartments' contrast
+  const schema = await tessera.schema();
+  for (const method of schema.find((o) => o.name === 'method').choices) {
+    const out = await tessera.invert({ field: phantom.field, mask: phantom.mask, geometry, method, ...(short[method] && { [method]: short[method] }), magnitude: method === 'medi' ? magnitude : undefined });
+    const rr = r(out.chi, phantom.chi, phantom.mask);
+    assert.ok(rr > 0.85, `${method}: r ${rr}`);
+  }
+});

@@ -1,0 +1,143 @@
+// From a multi-echo scan to χ through the public API and the CLI in node: the C++ pipeline on the step engine,
+// judged against the phantom head's truths.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createTessera, readNifti, writeNifti } from './index.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '../..');
+let tessera;
+let scan;
+const geometry = { dims: [64, 64, 48], voxelMm: [3, 3, 3], b0Dir: [0, 0, 1] };
+const te = [0.004, 0.008, 0.012, 0.016];
+before(async () => {
+  tessera = await createTessera({ workers: 1 });
+  scan = await tessera.phantomScan({ geometry, te, snr: 100 });
+});
+after(async () => {
+  await tessera?.terminate();
+});
+
+/** Pearson r inside the mask. */
+function r(a, b, mask) {
+  let n = 0, sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
+  for (let i = 0; i < a.length; i++) {
+    if (!mask[i]) continue;
+    n++; sa += a[i]; sb += b[i]; saa += a[i] * a[i]; sbb += b[i] * b[i]; sab += a[i] * b[i];
+  }
+  return (sab - (sa * sb) / n) / Math.sqrt((saa - (sa * sa) / n) * (sbb - (sb * sb) / n));
+}
+
+test('pipeline: wrapped multi-echo phase → RTS χ, every intermediate a Volume with the input\'s geometry', async () => {
+  const events = [];
+  const out = await tessera.pipeline({ phase: scan.phase, magnitude: scan.magnitude, mask: scan.mask, geometry, te, b0: 3, method: 'rts', onProgress: (p) => events.push(p) });
+  for (const k of ['mask', 'offset', 'fieldHz', 'totalField', 'fitResidual', 'fitMask', 'localField', 'localMask', 'chi']) {
+    assert.deepEqual(out[k].dims, geometry.dims, k);
+    assert.deepEqual(out[k].voxelMm, geometry.voxelMm, k);
+  }
+  assert.equal(out.unwrappedPhase.echoes, te.length);
+  assert.deepEqual(out.report.plan.stages, ['echo fit', 'V-SHARP', 'RTS']);
+  assert.ok(events.length > 5 && events.at(-1).done === events.at(-1).total, JSON.stringify(events.at(-1)));
+  // The total field against the truth (up to the constant no echo fit recovers), where the fit is reliable.
+  const totalR = r(out.totalField.data, scan.totalField, out.fitMask.data);
+  const localR = r(out.localField.data, scan.localField, out.localMask.data);
+  assert.ok(totalR > 0.97, `total field r ${totalR}`); // SNR 100; noiseless it is exact (tests/pipeline_test.cpp)
+  assert.ok(localR > 0.9, `local field r ${localR}`);
+  const chiR = r(out.chi.data, scan.chi, out.localMask.data);
+  assert.ok(chiR > 0.85, `χ r ${chiR}`);
+  assert.equal(out.chi.data.every((v, i) => out.localMask.data[i] || v === 0), true, 'χ is 0 outside the local mask');
+});
+
+test('pipeline: no mask (made from the magnitude), and a network inverts the local field', async () => {
+  const made = await tessera.pipeline({ phase: scan.phase, magnitude: scan.magnitude, geometry, te, method: 'tkd' });
+  let both = 0, sum = 0;
+  for (let i = 0; i < scan.mask.length; i++) (both += made.mask.data[i] && scan.mask[i] ? 1 : 0), (sum += (made.mask.data[i] ? 1 : 0) + (scan.mask[i] ? 1 : 0));
+  assert.ok((2 * both) / sum > 0.9, `mask Dice ${(2 * both) / sum}`);
+  const weights = new Uint8Array(fs.readFileSync(path.join(root, 'web/models/demo-unet.onnx')));
+  const net = await tessera.pipeline({ phase: scan.phase, magnitude: scan.magnitude, mask: scan.mask, geometry, te, model: 'demo-unet', weights: [weights] });
+  assert.ok(net.networkReport.tilesRun >= 1);
+  assert.ok(r(net.chi.data, scan.chi, net.localMask.data) > 0.8);
+});
+
+test('pipeline: cancelled between two steps; bad inputs refused in one line each', async () => {
+  const controller = new AbortController();
+  let seen = 0;
+  await assert.rejects(
+    tessera.pipeline({ phase: scan.phase, magnitude: scan.magnitude, mask: scan.mask, geometry, te, method: 'tv', signal: controller.signal, onProgress: () => ++seen === 3 && controller.abort() }),
+    (e) => e.name === 'AbortError',
+  );
+  const base = { phase: scan.phase, mask: scan.mask, geometry, method: 'tkd' };
+  await assert.rejects(tessera.pipeline({ ...base, te: [4, 8, 12, 16] }), /looks like milliseconds; give TE in seconds \(0\.004\)/);
+  await assert.rejects(tessera.pipeline({ ...base, te: [0.004, 0.008] }), /4 echo\(es\).*te gives 2/);
+  const unwrapped = scan.phase.map((v, i) => v + 20 * (i % 5));
+  await assert.rejects(tessera.pipeline({ ...base, phase: unwrapped, te }), /wrapped/);
+  await assert.rejects(tessera.pipeline({ ...base, te, magnitude: new Float32Array(10) }), /magnitude holds 10 values/);
+  await assert.rejects(tessera.pipeline({ ...base, te, mask: new Uint8Array(scan.mask.length) }), /mask/);
+  await assert.rejects(tessera.pipeline({ ...base, te, tkd: { threshold: 3 } }), /tkd.threshold must be in/);
+  await assert.rejects(tessera.pipeline({ ...base, te, background: 'sharp' }), /background must be one of vsharp\|pdf/);
+  // The runtime is still usable.
+  const ok = await tessera.pipeline({ ...base, te, background: 'pdf', pdf: { maxIterations: 5, padVoxels: 8 } });
+  assert.deepEqual(ok.report.plan.stages, ['echo fit', 'PDF', 'TKD']);
+});
+
+test('tessera-qsm pipeline: the same χ as the API, intermediates written, bad TEs a usage error', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-pipeline-'));
+  try {
+    const n = scan.mask.length;
+    const like4 = { dims: [...geometry.dims, te.length], voxelMm: geometry.voxelMm };
+    // 4D NIfTIs written by the package (echoes along dim 4), as a scanner's converter would give them.
+    const write4d = async (data, file) => {
+      const bytes = await writeNifti4d(data, geometry, te.length);
+      fs.writeFileSync(path.join(dir, file), bytes);
+    };
+    await write4d(scan.phase, 'phase.nii');
+    await write4d(scan.magnitude, 'mag.nii');
+    fs.writeFileSync(path.join(dir, 'mask.nii'), await writeNifti(Float32Array.from(scan.mask), { dims: geometry.dims, voxelMm: geometry.voxelMm }));
+    assert.ok(like4);
+    const cli = (...args) => spawnSync(process.execPath, [path.join(here, 'cli.js'), 'pipeline', ...args], { cwd: dir, encoding: 'utf8', timeout: 240000 });
+    const run = cli('--phase', 'phase.nii', '--magnitude', 'mag.nii', '--mask', 'mask.nii', '--te', te.join(','), '--method', 'rts', '--out', 'chi.nii.gz', '--keep-intermediates', 'stages', '--quiet');
+    assert.equal(run.status, 0, run.stderr);
+    const chi = readNifti(new Uint8Array(fs.readFileSync(path.join(dir, 'chi.nii.gz')))).data;
+    const api = await tessera.pipeline({ phase: scan.phase, magnitude: scan.magnitude, mask: scan.mask, geometry, te, method: 'rts' });
+    assert.equal(chi.length, n);
+    assert.equal(chi.every((v, i) => Object.is(v, api.chi.data[i])), true, 'the CLI\'s χ is the API\'s');
+    for (const f of ['mask', 'fit_mask', 'total_field_hz', 'total_field_ppm', 'local_field_ppm', 'local_mask', 'offset', 'fit_residual', 'unwrapped_phase_echo4']) {
+      assert.ok(fs.existsSync(path.join(dir, 'stages', `${f}.nii.gz`)), f);
+    }
+    const local = readNifti(new Uint8Array(fs.readFileSync(path.join(dir, 'stages', 'local_field_ppm.nii.gz')))).data;
+    assert.equal(local.every((v, i) => Object.is(v, api.localField.data[i])), true);
+    const bad = cli('--phase', 'phase.nii', '--mask', 'mask.nii', '--te', '4,8,12,16', '--method', 'tkd', '--out', 'x.nii');
+    assert.equal(bad.status, 2, bad.stderr);
+    assert.match(bad.stderr, /give TE in seconds/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** A 4D float32 NIfTI-1 (echoes along dim 4) of x-fastest volumes, echo after echo. */
+async function writeNifti4d(data, g, echoes) {
+  const header = new ArrayBuffer(352);
+  const v = new DataView(header);
+  v.setInt32(0, 348, true);
+  const dims = [4, ...g.dims, echoes, 1, 1, 1];
+  dims.forEach((d, i) => v.setInt16(40 + 2 * i, d, true));
+  v.setInt16(70, 16, true);
+  v.setInt16(72, 32, true);
+  [1, ...g.voxelMm, 1, 0, 0, 0].forEach((p, i) => v.setFloat32(76 + 4 * i, p, true));
+  v.setFloat32(108, 352, true);
+  v.setFloat32(112, 1, true);
+  v.setInt16(254, 1, true); // sform: scanner
+  v.setFloat32(280, g.voxelMm[0], true);
+  v.setFloat32(300, g.voxelMm[1], true);
+  v.setFloat32(320, g.voxelMm[2], true);
+  new Uint8Array(header, 344, 4).set([0x6e, 0x2b, 0x31, 0]); // "n+1"
+  const out = new Uint8Array(352 + data.length * 4);
+  out.set(new Uint8Array(header));
+  out.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), 352);
+  return out;
+}
