@@ -550,6 +550,116 @@ export interface InvertRequest extends PlanRequest {
   onProgress?: (p: Progress) => void;
 }
 
+/** A classical method's name (the schema's `method` choices). */
+export type MethodName = 'tkd' | 'tsvd' | 'tikhonov' | 'tv' | 'rts' | 'ilsqr' | 'ndi' | 'medi';
+/** A method's parameters, by the schema's `<method>.<param>` names without the prefix (tessera.schema() lists them). */
+export type MethodParams = Record<string, number | string>;
+
+/** invert({method}): a classical dipole inversion in the C++ core, no network and no weights. */
+export interface MethodRequest {
+  method: MethodName;
+  /** local field (ppm), x-fastest, or a Volume */
+  field: Float32Array | Volume<VoxelArray>;
+  mask?: ArrayLike<number> | Volume<VoxelArray>;
+  /** MEDI: the magnitude (its edge prior) */
+  magnitude?: Float32Array | Volume<VoxelArray>;
+  geometry?: Geometry;
+  plan?: MethodPlan;
+  tkd?: MethodParams; tsvd?: MethodParams; tikhonov?: MethodParams; tv?: MethodParams; rts?: MethodParams;
+  ilsqr?: MethodParams; ndi?: MethodParams; medi?: MethodParams;
+  signal?: AbortSignal;
+  onProgress?: (p: Progress) => void;
+}
+
+/** plan() of a method request: its memory in the module's heap, or the refusal with the largest volume that fits. */
+export interface MethodPlan {
+  feasible: boolean;
+  message: string;
+  method: MethodName;
+  title: string;
+  /** steps planned (iterations; an upper bound) */
+  methodSteps: number;
+  threads: number;
+  inputBytes: number;
+  workspaceBytes: number;
+  moduleHeapBytes: number;
+  peakBytes: number;
+  largestVoxels: number;
+  wholeVolume: true;
+  networks: 0;
+  tilesInFlight: 0;
+  warning: string;
+}
+
+/** pipeline(): from a scanner's multi-echo phase to χ. */
+export interface PipelineRequest {
+  /** wrapped phase (rad), every echo (a 4D Volume, or x-fastest echo after echo with geometry) */
+  phase: Float32Array | Volume<VoxelArray>;
+  /** echo times in seconds, one per echo */
+  te: number[];
+  /** tesla (default 3) */
+  b0?: number;
+  /** same size as phase: the fit's weights; the brain mask is made from the first echo's when no mask is given */
+  magnitude?: Float32Array | Volume<VoxelArray>;
+  mask?: ArrayLike<number> | Volume<VoxelArray>;
+  geometry?: Geometry;
+  unwrap?: 'region-growing' | 'laplacian';
+  background?: 'vsharp' | 'pdf';
+  vsharp?: { maxRadius?: number; minRadius?: number; threshold?: number };
+  pdf?: { maxIterations?: number; padVoxels?: number };
+  brainMask?: { erosion?: number; threshold?: 'otsu' | 'robust' };
+  /** voxels whose echo fit leaves a larger RMS phase residual (rad) are left out of the background removal */
+  fitResidualLimit?: number;
+  /** the inversion: a classical method (with its parameters) ... */
+  method?: MethodName;
+  tkd?: MethodParams; tsvd?: MethodParams; tikhonov?: MethodParams; tv?: MethodParams; rts?: MethodParams;
+  ilsqr?: MethodParams; ndi?: MethodParams; medi?: MethodParams;
+  /** ... or a network on the local field, with its weights and further invert() options */
+  model?: string;
+  spec?: NetworkSpec;
+  weights?: Uint8Array | ArrayBuffer | (Uint8Array | ArrayBuffer)[];
+  network?: Partial<InvertRequest>;
+  signal?: AbortSignal;
+  onProgress?: (p: Progress) => void;
+}
+
+/** pipeline()'s result: every intermediate as a Volume with the input's geometry. */
+export interface PipelineResult {
+  mask: Volume<Uint8Array>;
+  /** every echo's unwrapped phase (rad) */
+  unwrappedPhase: Volume<Float32Array>;
+  /** the receive-phase offset removed (rad) */
+  offset: Volume<Float32Array>;
+  fieldHz: Volume<Float32Array>;
+  /** the total field (ppm) */
+  totalField: Volume<Float32Array>;
+  fitResidual: Volume<Float32Array>;
+  fitMask: Volume<Uint8Array>;
+  /** the local field (ppm) after background removal */
+  localField: Volume<Float32Array>;
+  /** where the local field and χ are defined (V-SHARP erodes the mask) */
+  localMask: Volume<Uint8Array>;
+  /** χ (ppm); null when neither a method nor a network was asked for */
+  chi: Volume<Float32Array> | null;
+  report: { plan: { feasible: boolean; stages: string[]; moduleHeapBytes: number; peakBytes: number }; wallSeconds: number; memory: { moduleHeapBytes: number; estimatedPeakBytes: number } };
+  /** the network's run report when a network inverted the local field */
+  networkReport?: RunReport;
+}
+
+/** phantomScan()'s result: the phantom head scanned as multi-echo gradient echo, with its truths. */
+export interface PhantomScan {
+  chi: Float32Array;
+  mask: Uint8Array;
+  headMask: Uint8Array;
+  phase: Float32Array;
+  magnitude: Float32Array;
+  totalField: Float32Array;
+  localField: Float32Array;
+  backgroundField: Float32Array;
+  te: number[];
+  b0: number;
+}
+
 export interface Status {
   running: number;
   liveWorkers: number;
@@ -570,6 +680,7 @@ export declare class Tessera {
   /** the request schema: every option with its unit, default and range (defined once, in C++) */
   schema(): Promise<RequestOption[]>;
   plan(request: PlanRequest): Promise<Plan>;
+  plan(request: Omit<MethodRequest, 'field'> & { field?: Float32Array | Volume<VoxelArray> }): Promise<MethodPlan>;
   loadWeights(
     id: string,
     options?: {
@@ -580,6 +691,9 @@ export declare class Tessera {
   ): Promise<Uint8Array[]>;
   /** chi holds the result; for iQFM (quantity 'local-field') it is the local field, also given as localField */
   invert(request: InvertRequest): Promise<{ chi: Float32Array; report: RunReport; quantity: 'chi' | 'local-field'; localField?: Float32Array }>;
+  invert(request: MethodRequest): Promise<{ chi: Float32Array; report: { method: MethodName; wallSeconds: number; plan: MethodPlan; memory: { moduleHeapBytes: number; estimatedPeakBytes: number; moduleHeapVsPlan: number } }; quantity: 'chi' }>;
+  pipeline(request: PipelineRequest): Promise<PipelineResult>;
+  phantomScan(request: { geometry: Geometry; seed?: number; te?: number[]; b0?: number; snr?: number }): Promise<PhantomScan>;
   phantom(request: { geometry: Geometry; seed?: number; noise?: number }): Promise<{ chi: Float32Array; field: Float32Array; mask: Uint8Array }>;
   tkd(request: { field: Float32Array; mask?: ArrayLike<number>; geometry: Geometry; threshold?: number }): Promise<Float32Array>;
   /** a field resampled to its B0-aligned grid and back (what b0Align does around the network) */

@@ -127,3 +127,14 @@ export async function executionProviders(weights: Uint8Array, field: Float32Arra
     await tessera.terminate();
   }
 }
+
+// Classical methods and the pipeline from phase.
+export async function classical(t: Awaited<ReturnType<typeof createTessera>>, field: Float32Array, mask: Uint8Array, phase: Float32Array, geometry: Geometry) {
+  const plan = await t.plan({ geometry, mask, method: 'tv', tv: { maxIterations: 100 } });
+  const out = await t.invert({ field, mask, geometry, method: 'tv', tv: { lambda: 2e-4 }, plan });
+  const r: number = out.report.memory.moduleHeapVsPlan;
+  const p = await t.pipeline({ phase, te: [0.004, 0.008], geometry, method: 'rts', background: 'pdf', pdf: { maxIterations: 20 } });
+  const chi = p.chi?.data;
+  const scan = await t.phantomScan({ geometry, te: [0.004, 0.008], snr: 100 });
+  return [r, chi, scan.localField] as const;
+}
