@@ -82,3 +82,38 @@ test('an iterative method is cancelled between two iterations; every method reac
     assert.ok(rr > 0.85, `${method}: r ${rr}`);
   }
 });
+
+test('tessera-qsm invert --method M for every method on a NIfTI pair; a bad parameter is refused by name', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const fs = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const { writeNifti, readNifti } = await import('./index.js');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-methods-'));
+  const cli = path.join(path.dirname(new URL(import.meta.url).pathname), 'cli.js');
+  try {
+    const like = { dims: geometry.dims, voxelMm: geometry.voxelMm };
+    fs.writeFileSync(path.join(dir, 'f.nii'), await writeNifti(phantom.field, like));
+    fs.writeFileSync(path.join(dir, 'm.nii'), await writeNifti(Float32Array.from(phantom.mask), like));
+    fs.writeFileSync(path.join(dir, 'mag.nii'), await writeNifti(phantom.chi.map((c) => 1 - 2 * Math.abs(c)), like));
+    const short = { tv: ['maxIterations=30'], rts: ['maxIterations=10'], ilsqr: ['maxIterations=10'], ndi: ['maxIterations=30'], medi: ['maxIterations=2', 'cgMaxIterations=10'] };
+    const schema = await tessera.schema();
+    for (const method of schema.find((o) => o.name === 'method').choices) {
+      const args = [cli, 'invert', '--field', 'f.nii', '--mask', 'm.nii', '--method', method, '--out', `${method}.nii.gz`, '--quiet'];
+      for (const p of short[method] ?? []) args.push('--param', p);
+      if (method === 'medi') args.push('--magnitude', 'mag.nii');
+      const run = spawnSync(process.execPath, args, { cwd: dir, encoding: 'utf8', timeout: 120000 });
+      assert.equal(run.status, 0, `${method}: ${run.stderr}`);
+      const chi = readNifti(new Uint8Array(fs.readFileSync(path.join(dir, `${method}.nii.gz`)))).data;
+      assert.ok(r(chi, phantom.chi, phantom.mask) > 0.85, method);
+    }
+    const bad = spawnSync(process.execPath, [cli, 'invert', '--field', 'f.nii', '--mask', 'm.nii', '--method', 'tv', '--param', 'lambda=5', '--out', 'x.nii'], { cwd: dir, encoding: 'utf8' });
+    assert.notEqual(bad.status, 0);
+    assert.match(bad.stderr, /tv\.lambda must be in \(0, 1\]/);
+    const noMag = spawnSync(process.execPath, [cli, 'invert', '--field', 'f.nii', '--mask', 'm.nii', '--method', 'medi', '--out', 'x.nii'], { cwd: dir, encoding: 'utf8' });
+    assert.notEqual(noMag.status, 0);
+    assert.match(noMag.stderr, /MEDI needs the magnitude/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
