@@ -15,9 +15,10 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const { readNifti } = await import(pathToFileURL(path.join(root, 'bindings/js/index.js')).href);
 
-class StackError extends Error {}
+export class StackError extends Error {}
 
-function read(file) {
+/** One echo's file: {file, u8 (decompressed bytes), h (header), affine}. */
+export function read(file) {
   let bytes;
   try {
     bytes = fs.readFileSync(file);

@@ -15,7 +15,11 @@
 //   mask          <prefix>_desc-brain_mask.nii[.gz] (the BIDS derivatives name), or <prefix>[_desc-<x>]_mask
 // Manifest (TSV, header row; paths relative to the manifest's folder): subject, mask, and one of field | phase;
 // optional session, magnitude, te (seconds, comma-separated, one per echo; else the phase's JSON sidecar), b0,
-// units (field: ppm | hz | rad/s), phase_units (rad | deg | scanner), model.
+// units (field: ppm | hz | rad/s), phase_units (rad | deg | scanner), model, method.
+// The classical pipeline (`tessera-qsm pipeline`: mask from the magnitude, echo fit with unwrapping, V-SHARP or PDF, a
+// classical method or a field network on the local field) instead of a phase network: config phase_pipeline
+// ({method, params, options} or {model}; a string is a method) takes every wrapped phase there, or a manifest phase
+// row's method column takes that row. Such a run needs no mask when it has a magnitude (the pipeline makes one).
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -25,7 +29,9 @@ export class CohortError extends Error {}
 
 const NIFTI = /\.nii(\.gz)?$/;
 const LABEL = /^[a-zA-Z0-9]+$/;
-const MANIFEST_COLUMNS = ['subject', 'session', 'field', 'phase', 'magnitude', 'mask', 'te', 'b0', 'units', 'phase_units', 'model'];
+const MANIFEST_COLUMNS = ['subject', 'session', 'field', 'phase', 'magnitude', 'mask', 'te', 'b0', 'units', 'phase_units', 'model', 'method'];
+// The pipeline's own options (tessera-qsm pipeline --option N=V), as the schema names them.
+const PIPELINE_OPTION = /^(unwrap|background|fitResidualLimit|(vsharp|pdf|brainMask)\.\w+)$/;
 const FIELD_UNITS = { ppm: 'ppm', hz: 'hz', 'rad/s': 'rad/s' };
 const PHASE_UNITS = ['rad', 'deg', 'scanner'];
 const MAX_TE_SECONDS = 1;
@@ -132,8 +138,9 @@ function anatFolders(root) {
 }
 
 /** The mask of a run (its stem, without echo/part/desc): prefer desc-brain; several others are ambiguous. */
-function findMask(masks, stem, what, dir) {
+function findMask(masks, stem, what, dir, optional = false) {
   const mine = masks.filter((m) => m.stem === stem);
+  if (!mine.length && optional) return null;
   if (!mine.length) {
     throw new CohortError(`${what}: no mask in ${dir}: add ${stem}_desc-brain_mask.nii.gz (nonzero inside the brain)`);
   }
@@ -192,7 +199,9 @@ export function fromBids(root, config) {
       const ents = kind === 'field' ? field[0].entities.filter(([k]) => k !== 'desc') : series.entities;
       const session = entity(ents, 'ses') ?? null;
       const rec = { path: path.join(rel, stemOf(ents)), subject, session, kind, source: what };
-      rec.mask = findMask(masks, stem, what, dir);
+      const piped = kind === 'phase' && config.phase_pipeline != null;
+      rec.mask = findMask(masks, stem, what, dir, piped);
+      if (piped) rec.pipeline = true;
       if (kind === 'field') {
         rec.field = field[0].file;
         const { meta, files } = sidecar(root, field[0].file);
@@ -217,6 +226,9 @@ export function fromBids(root, config) {
             throw new CohortError(`${what}: the magnitude must have every echo of the phase (phase echoes ${numbers.join(', ')}; magnitude echoes ${[...series.mag.keys()].sort((a, b) => a - b).join(', ')})`);
           }
           rec.magnitude = numbers.map((n) => series.mag.get(n));
+        }
+        if (rec.mask === null && !rec.magnitude) {
+          throw new CohortError(`${what}: no mask and no magnitude in ${dir}: the pipeline makes the brain mask from the magnitude: add ${stem}_echo-<n>_part-mag_MEGRE.nii.gz for every echo, or ${stem}_desc-brain_mask.nii.gz`);
         }
         rec.te = [];
         let b0;
@@ -303,9 +315,20 @@ export function fromManifest(file, config) {
       return p;
     };
     if ((row.field === undefined) === (row.phase === undefined)) throw new CohortError(`${what}: give exactly one of field (a local field map) or phase (wrapped phase)`);
-    if (row.mask === undefined) throw new CohortError(`${what}: the mask is empty: every run needs a brain mask`);
+    const piped = row.phase !== undefined && (row.method !== undefined || config.phase_pipeline != null);
+    if (row.mask === undefined && !(piped && row.magnitude !== undefined)) {
+      throw new CohortError(`${what}: the mask is empty: every run needs a brain mask${piped ? ' (the pipeline makes one from the magnitude: give the magnitude column)' : ''}`);
+    }
+    if (row.method !== undefined && row.field !== undefined) {
+      throw new CohortError(`${what}: method runs the pipeline (tessera-qsm pipeline) on a phase row; this row gives a local field (its network: the model column)`);
+    }
     const rel = path.join(`sub-${subject}`, ...(session ? [`ses-${session}`] : []), 'anat', id);
-    const rec = { path: rel, subject, session: session ?? null, kind: row.field !== undefined ? 'field' : 'phase', source: what, mask: file_('mask') };
+    const rec = { path: rel, subject, session: session ?? null, kind: row.field !== undefined ? 'field' : 'phase', source: what, mask: row.mask === undefined ? null : file_('mask') };
+    if (piped) rec.pipeline = true;
+    if (row.method !== undefined) {
+      if (row.model !== undefined) throw new CohortError(`${what}: give the pipeline's inversion as method (classical) or model (a field network), not both`);
+      rec.method = row.method;
+    }
     if (row.model !== undefined) rec.model = row.model;
     if (row.b0 !== undefined) rec.b0 = fieldStrength(Number(row.b0), what, "in the b0 column (as MagneticFieldStrength)");
     if (rec.kind === 'field') {
@@ -350,16 +373,149 @@ export function fromManifest(file, config) {
   return records;
 }
 
+/** A value of a schema option ({name, min, max, minExclusive, integer, choices}), checked; returns it as the CLI takes it. */
+function schemaValue(entry, value, what) {
+  if (entry.choices?.length) {
+    if (!entry.choices.includes(String(value))) throw new CohortError(`${what}: ${entry.name} '${value}' is not one of ${entry.choices.join(', ')}`);
+    return String(value);
+  }
+  const v = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : NaN;
+  const range = `${entry.minExclusive ? '(' : '['}${entry.min}, ${entry.max}]`;
+  if (!Number.isFinite(v) || v < entry.min || v > entry.max || (entry.minExclusive && v === entry.min) || (entry.integer && !Number.isInteger(v))) {
+    throw new CohortError(`${what}: ${entry.name} ${JSON.stringify(value)} is not ${entry.integer ? 'a whole number' : 'a number'} in ${range}${entry.unit ? ` ${entry.unit}` : ''}`);
+  }
+  return v;
+}
+
+/** {a: {b: 1}, 'c.d': 2} → {'a.b': 1, 'c.d': 2}. */
+function flatten(o, prefix = '') {
+  const out = {};
+  for (const [k, v] of Object.entries(o ?? {})) {
+    if (v !== null && typeof v === 'object' && !Array.isArray(v)) Object.assign(out, flatten(v, `${prefix}${k}.`));
+    else out[`${prefix}${k}`] = v;
+  }
+  return out;
+}
+
+/**
+ * config.phase_pipeline as {method, model, params: {name: value}, options: {name: value}} (flat names, as the CLI's
+ * --param / --option take them), checked against the schema; null when it is not set. A string is a method.
+ */
+export function pipelineConfig(config, schema) {
+  let p = config.phase_pipeline;
+  if (p === undefined || p === null) return null;
+  const what = 'config phase_pipeline';
+  if (typeof p === 'string') p = { method: p };
+  if (typeof p !== 'object' || Array.isArray(p)) throw new CohortError(`${what} must be a method name (rts) or {method: rts, params: {...}, options: {...}} or {model: <field network>}`);
+  const unknown = Object.keys(p).filter((k) => !['method', 'model', 'params', 'options'].includes(k));
+  if (unknown.length) throw new CohortError(`${what}: unknown key(s) ${unknown.join(', ')} (keys: method, model, params, options)`);
+  if ((p.method == null) === (p.model == null)) throw new CohortError(`${what}: give one inversion of the local field: method (classical: ${methodNames(schema).join(', ')}) or model (a field network)`);
+  if (p.params != null && (typeof p.params !== 'object' || Array.isArray(p.params))) throw new CohortError(`${what}.params must be a mapping (name: value)`);
+  if (p.options != null && (typeof p.options !== 'object' || Array.isArray(p.options))) throw new CohortError(`${what}.options must be a mapping (name: value), e.g. {background: pdf, vsharp.maxRadius: 12}`);
+  if (p.params != null && p.method == null) throw new CohortError(`${what}.params are a classical method's parameters: they need method`);
+  const byName = new Map(schema.map((e) => [e.name, e]));
+  const options = {};
+  for (const [k, v] of Object.entries(flatten(p.options))) {
+    const entry = byName.get(k);
+    if (!entry || !PIPELINE_OPTION.test(k)) {
+      throw new CohortError(`${what}.options: unknown option '${k}' (options: ${schema.filter((e) => PIPELINE_OPTION.test(e.name)).map((e) => e.name).join(', ')})`);
+    }
+    options[k] = schemaValue(entry, v, `${what}.options`);
+  }
+  const out = { options, params: {} };
+  if (p.model != null) out.model = String(p.model);
+  else {
+    out.method = checkMethod(String(p.method), schema, what);
+    out.params = methodParams(out.method, p.params, schema, `${what}.params`);
+  }
+  return out;
+}
+
+const methodNames = (schema) => schema.find((e) => e.name === 'method')?.choices ?? [];
+
+function checkMethod(method, schema, what) {
+  const names = methodNames(schema);
+  if (!names.includes(method)) throw new CohortError(`${what}: unknown method '${method}' (methods: ${names.join(', ')}; tessera-qsm methods)`);
+  return method;
+}
+
+function methodParams(method, params, schema, what) {
+  const out = {};
+  for (const [k, v] of Object.entries(flatten(params))) {
+    const entry = schema.find((e) => e.name === `${method}.${k}`);
+    if (!entry) {
+      const known = schema.filter((e) => e.name.startsWith(`${method}.`)).map((e) => e.name.slice(method.length + 1));
+      throw new CohortError(`${what}: ${method} has no parameter '${k}' (its parameters: ${known.join(', ') || 'none'})`);
+    }
+    out[k] = schemaValue(entry, v, what);
+  }
+  return out;
+}
+
 /**
  * Records + the networks they run, checked against the registry: each record gets its model, output suffix
  * (Chimap, or localfield for iQFM) and the weights it needs ([{file, source, bytes, sha256}]).
  * config.weights: {model: source | [sources] | {source, sha256} | [{source, sha256}]} overrides the registry's URLs.
+ * A pipeline record (rec.pipeline) gets rec.pipeline = {method, params, options} or {model, options}: a manifest row's
+ * method or model, else config phase_pipeline's (its params only for its own method); its model, a field network,
+ * joins the networks.
  */
-export function assignModels(records, registry, config, packageRoot) {
+export function assignModels(records, registry, config, packageRoot, schema = []) {
   const byId = new Map(registry.map((m) => [m.id, m]));
   const ids = registry.map((m) => m.id).join(', ');
   const models = {};
+  const fieldNets = () => registry.filter((x) => !x.inputs.includes('phase')).map((x) => x.id).join(', ');
+  const piped = records.some((r) => r.pipeline);
+  const base = piped ? pipelineConfig(config, schema) ?? { options: {}, params: {} } : null;
+  const addModel = (id, m) => {
+    if (models[id]) return;
+    let given = config.weights?.[id];
+    if (given !== undefined && !Array.isArray(given)) given = [given];
+    if (given !== undefined && given.length !== m.weights.length) {
+      throw new CohortError(`config weights.${id}: ${m.name} needs ${m.weights.length} weights file(s) (${m.weights.map((w) => w.file).join(', ')}), got ${given.length}`);
+    }
+    models[id] = {
+      id, name: m.name, quantity: m.quantity,
+      weights: m.weights.map((w, i) => {
+        const g = given?.[i];
+        const source = typeof g === 'object' && g !== null ? g.source : g;
+        const pinned = typeof g === 'object' && g !== null ? g.sha256 : undefined;
+        if (given && (typeof source !== 'string' || !source)) throw new CohortError(`config weights.${id}: entry ${i + 1} has no source (a file or URL)`);
+        if (pinned !== undefined && !/^[0-9a-fA-F]{64}$/.test(pinned)) throw new CohortError(`config weights.${id}: sha256 '${pinned}' is not 64 hex digits`);
+        const local = source && !/^[a-z]+:\/\//i.test(source) ? path.resolve(source) : undefined;
+        if (local && !fs.existsSync(local)) throw new CohortError(`config weights.${id}: ${source} does not exist (${local})`);
+        const fallback = w.bundled ? path.join(packageRoot, w.url) : w.url;
+        return { file: w.file, source: local ?? source ?? fallback, bytes: w.bytes || 0, sha256: (pinned ?? w.sha256 ?? '').toLowerCase() };
+      }),
+    };
+  };
   for (const rec of records) {
+    if (rec.pipeline) {
+      const p = { options: base.options };
+      if (rec.method !== undefined) {
+        p.method = checkMethod(rec.method, schema, `${rec.source}: method`);
+        p.params = p.method === base.method ? base.params : {};
+      } else if (rec.model !== undefined || base.model !== undefined) {
+        p.model = rec.model ?? base.model;
+      } else {
+        p.method = base.method;
+        p.params = base.params;
+      }
+      delete rec.method;
+      delete rec.model;
+      if (p.model !== undefined) {
+        const m = byId.get(p.model);
+        if (!m) throw new CohortError(`${rec.source}: unknown network '${p.model}' (networks: ${ids})`);
+        if (m.inputs.includes('phase')) {
+          throw new CohortError(`${rec.source}: ${p.model} takes a wrapped phase, but this run goes through the pipeline (config phase_pipeline / method column), which inverts the local field: give a field network (${fieldNets()}) or a method`);
+        }
+        rec.model = p.model;
+        addModel(p.model, m);
+      }
+      rec.pipeline = p;
+      rec.suffix = 'Chimap';
+      continue;
+    }
     const id = rec.model ?? (rec.kind === 'field' ? config.field_model ?? 'xqsm' : config.phase_model ?? 'iqsm');
     const m = byId.get(id);
     if (!m) throw new CohortError(`${rec.source}: unknown network '${id}' (networks: ${ids})`);
@@ -370,27 +526,7 @@ export function assignModels(records, registry, config, packageRoot) {
     }
     rec.model = id;
     rec.suffix = m.quantity === 'local-field' ? 'localfield' : 'Chimap';
-    if (!models[id]) {
-      let given = config.weights?.[id];
-      if (given !== undefined && !Array.isArray(given)) given = [given];
-      if (given !== undefined && given.length !== m.weights.length) {
-        throw new CohortError(`config weights.${id}: ${m.name} needs ${m.weights.length} weights file(s) (${m.weights.map((w) => w.file).join(', ')}), got ${given.length}`);
-      }
-      models[id] = {
-        id, name: m.name, quantity: m.quantity,
-        weights: m.weights.map((w, i) => {
-          const g = given?.[i];
-          const source = typeof g === 'object' && g !== null ? g.source : g;
-          const pinned = typeof g === 'object' && g !== null ? g.sha256 : undefined;
-          if (given && (typeof source !== 'string' || !source)) throw new CohortError(`config weights.${id}: entry ${i + 1} has no source (a file or URL)`);
-          if (pinned !== undefined && !/^[0-9a-fA-F]{64}$/.test(pinned)) throw new CohortError(`config weights.${id}: sha256 '${pinned}' is not 64 hex digits`);
-          const local = source && !/^[a-z]+:\/\//i.test(source) ? path.resolve(source) : undefined;
-          if (local && !fs.existsSync(local)) throw new CohortError(`config weights.${id}: ${source} does not exist (${local})`);
-          const fallback = w.bundled ? path.join(packageRoot, w.url) : w.url;
-          return { file: w.file, source: local ?? source ?? fallback, bytes: w.bytes || 0, sha256: (pinned ?? w.sha256 ?? '').toLowerCase() };
-        }),
-      };
-    }
+    addModel(id, m);
   }
   return models;
 }
@@ -407,12 +543,16 @@ export async function discover(config) {
   const { createTessera } = await import(pathToFileURL(path.join(packageRoot, 'bindings/js/index.js')).href);
   const tessera = await createTessera({ workers: 1 });
   let registry;
+  let schema;
   try {
     registry = await tessera.registry();
+    schema = await tessera.schema();
   } finally {
     await tessera.terminate();
   }
-  const models = assignModels(records, registry, config, packageRoot);
+  // A phase_pipeline in the config is checked even when no run takes it (a typo is refused, not ignored).
+  pipelineConfig(config, schema);
+  const models = assignModels(records, registry, config, packageRoot, schema);
   const version = JSON.parse(fs.readFileSync(path.join(packageRoot, 'package.json'), 'utf8')).version;
   return { version, records, models };
 }
