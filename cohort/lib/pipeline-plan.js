@@ -15,7 +15,7 @@ import zlib from 'node:zlib';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const { createTessera, readNifti, readMask } = await import(pathToFileURL(path.join(root, 'bindings/js/index.js')).href);
+const { createTessera, readEchoes, readMask } = await import(pathToFileURL(path.join(root, 'bindings/js/index.js')).href);
 
 const bytesOf = (file) => {
   const b = fs.readFileSync(file);
@@ -36,7 +36,7 @@ export function nest(options) {
 
 /** The plans of a pipeline run: {pipeline, network: null | the network's plan}. */
 export async function planPipeline({ phase, mask, magnitude, te, b0, request, cores }) {
-  const vol = readNifti(bytesOf(phase));
+  const vol = readEchoes(bytesOf(phase)); // 3D (one echo of a BIDS series) or 4D
   const geometry = { dims: vol.dims.slice(0, 3), voxelMm: vol.voxelMm.slice(0, 3), b0Dir: vol.b0Dir };
   const m = mask ? readMask(bytesOf(mask)).mask : undefined;
   const tessera = await createTessera({ workers: 1, hardwareThreads: cores });
