@@ -10,6 +10,8 @@ import { fieldWorkflow } from './workflows/index.js';
 import { NetworkPanel } from './panels/network.js';
 import { MethodPanel } from './panels/method.js';
 import { methodWorkflow } from './workflows/method.js';
+import { pipelineWorkflow, PIPELINE_DEMO } from './workflows/pipeline.js';
+import { PipelinePanel } from './panels/pipeline.js';
 import { InputsPanel } from './panels/inputs.js';
 import { SettingsPanel } from './panels/settings.js';
 import { RunPanel } from './panels/run.js';
@@ -21,6 +23,7 @@ const io = createIoClient();
 page.panels = {
   network: new NetworkPanel(page),
   method: new MethodPanel(page),
+  pipeline: new PipelinePanel(page),
   inputs: new InputsPanel(page, io),
   settings: new SettingsPanel(page),
   run: new RunPanel(page),
@@ -28,10 +31,12 @@ page.panels = {
 };
 const { network, method, inputs, settings, run, results } = page.panels;
 methodWorkflow.page = page;
+pipelineWorkflow.page = page;
 
 // A change of inversion (network or classical method) or of network: the inputs, tile settings and output names
 // follow its workflow; then a new plan.
 const inversionChanged = () => {
+  syncDemoText();
   inputs.syncWorkflow();
   settings.syncWorkflow();
   if (!page.result) results.setQuantity(page.quantity());
@@ -43,12 +48,64 @@ network.onChange = () => {
 };
 method.onChange = inversionChanged;
 
+/** The demo's words follow the workflow: From phase scans the phantom; otherwise the method panel's words. */
+function syncDemoText() {
+  if (!page.workflow().pipeline) return method.syncDemoText();
+  const m = method.active();
+  const g = PIPELINE_DEMO.geometry;
+  $('demoText').textContent =
+    `Numerical head phantom scanned (${g.dims.join('×')}, ${g.voxelMm[0]} mm, ${PIPELINE_DEMO.te.length} echoes, SNR ${PIPELINE_DEMO.snr}): ` +
+    `mask from the magnitude (eroded ${PIPELINE_DEMO.brainMask.erosion} mm), echo fit, V-SHARP, then ${m ? method.titles.get(m) : 'RTS'} — no download, no file needed.`;
+}
+
+// "Start from": the field → χ workflows, or From phase (the pipeline). From phase inverts with RTS unless a method or a
+// field → χ network is chosen.
+$('startFrom').addEventListener('change', () => {
+  if (page.workflow().pipeline && !method.active() && network.selected().model?.inputs?.includes('phase')) method.select(PIPELINE_DEMO.method);
+  else inversionChanged();
+});
+
 // The two slice sliders (tile map, results) show the same slice; the user's choice stops the map following.
 for (const id of ['tileSlice', 'slice']) {
   $(id).addEventListener('input', (e) => {
     run.tileMap.follow = false;
     page.syncSlice(Number(e.target.value));
   });
+}
+
+/**
+ * From phase's demo: the phantom head scanned (multi-echo phase and magnitude, SNR 100) as the input, no mask (the
+ * pipeline makes it from the magnitude, eroded as PIPELINE_DEMO says), RTS unless another method is chosen; then a run.
+ * r vs the phantom's χ truth is shown in the report.
+ */
+async function pipelineDemo() {
+  const tessera = await page.runtime();
+  const d = PIPELINE_DEMO;
+  if (!method.active()) method.select(d.method);
+  $('progressText').textContent = 'scanning the phantom…';
+  const scan = await tessera.phantomScan({ geometry: d.geometry, te: d.te, b0: d.b0, snr: d.snr, seed: d.seed });
+  $('te').value = d.te.join(', ');
+  $('b0').value = String(d.b0);
+  page.panels.pipeline.reset();
+  page.panels.pipeline.set({ 'brainMask.erosion': d.brainMask.erosion });
+  inputs.set(
+    pipelineWorkflow.input({
+      source: 'demo',
+      name: 'phantom-scan',
+      geometry: d.geometry,
+      phase: scan.phase,
+      echoes: d.te.length,
+      magnitude: scan.magnitude,
+      mask: null,
+      truth: scan.chi,
+      like: { dims: d.geometry.dims, voxelMm: d.geometry.voxelMm },
+      phaseRange: [-Math.PI, Math.PI],
+      note: `numerical head phantom scanned: ${d.te.length} echoes, SNR ${d.snr}, no mask (made from the magnitude)`,
+    }),
+  );
+  await settings.update();
+  page.setState('idle');
+  await run.run();
 }
 
 /** The demo: the phantom as the field input, the demo network selected (unless a classical method is chosen), then a run. */
@@ -58,6 +115,7 @@ async function demo() {
   page.setState('loading');
   $('progressText').textContent = 'making the phantom…';
   try {
+    if (page.workflow().pipeline) return await pipelineDemo();
     const tessera = await page.runtime();
     const p = await tessera.phantom({ geometry: DEMO.geometry, seed: DEMO.seed, noise: DEMO.noise });
     network.select('demo');
@@ -97,6 +155,7 @@ async function main() {
     watchHalo();
     network.fill(page.registry);
     await method.fill(schema, tessera);
+    page.panels.pipeline.fill(schema);
     await results.ready();
     page.started = true;
     network.changed();

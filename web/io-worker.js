@@ -11,6 +11,9 @@
 //   phase     {phase, magnitude?, mask?, maskSource: 'file'|'magnitude', fraction, units: 'rad'|'deg'|'scanner'|'unwrapped',
 //              names: {phase, magnitude?}, te?: number[] (s)}
 //             → {fixed, dims, voxelMm, b0Dir, b0DirSource, like, echoes, phase, range, nonFinite, magnitude, magEchoes, mask, notes}
+//   pipeline  {phases: [bytes, ...] (one 4D file, or one 3D file per echo), magnitude?, mask?, units, names}
+//             → {dims, voxelMm, b0Dir, like, echoes, phase, range, magnitude, mask (null: none given), fixed, notes}
+//             (From phase: the mask is optional, the pipeline makes it from the magnitude; 3D files are stacked as echoes)
 //   load      (new) the whole input of a run, field or phase, through loadInputs:
 //             {field | phase, mask?, magnitude?, maskSource, fraction, units (field: 'ppm'|'hz'|'rad/s'), b0, te? (s),
 //              phaseUnits, names: {field|phase, mask?, magnitude?}}
@@ -20,7 +23,7 @@
 // as milliseconds (the CLI's rule); a 3D magnitude with a multi-echo phase is accepted only to threshold the mask
 // (with a mask file it is refused instead of silently ignored); a phase refusal's error carries the refusal's
 // numbers (code, min, max, ...) besides the page's message.
-import { readNiftiAsync, thresholdMask, writeNifti, maskFromValues } from '../bindings/js/nifti.js';
+import { readNiftiAsync, readEchoesAsync, thresholdMask, writeNifti, maskFromValues } from '../bindings/js/nifti.js';
 import { loadInputs, InputError } from '../bindings/js/inputs.js';
 import { phrasePhaseRefusal, PhaseRefusal } from '../bindings/js/phase-units.js';
 
@@ -66,6 +69,24 @@ const ops = {
       notes: r.phaseInfo.notes,
     };
   },
+  async pipeline({ phases, magnitude, mask, units, names }) {
+    const phase = phases.length === 1 ? phases[0] : await stackEchoes(phases, names);
+    const r = await load({ phase, magnitude, mask }, { phaseUnits: units === 'rad' ? undefined : units, maskFrom: 'file', needMask: false }, names);
+    const { data, ...like } = r.phase;
+    return {
+      fixed: r.fixed,
+      dims: r.geometry.dims,
+      voxelMm: r.geometry.voxelMm,
+      b0Dir: r.geometry.b0Dir,
+      like,
+      echoes: r.echoes,
+      phase: data,
+      range: r.phaseInfo.range,
+      magnitude: r.magnitude?.data ?? null,
+      mask: r.mask?.data ?? null,
+      notes: r.phaseInfo.notes,
+    };
+  },
   async load({ field, phase, mask, magnitude, maskSource, fraction, units, b0, te, phaseUnits, names = {} }) {
     const r = await load(
       { field, phase, magnitude, mask: maskSource === 'magnitude' ? undefined : mask },
@@ -87,6 +108,39 @@ const ops = {
     };
   },
 };
+
+/**
+ * Several 3D phase files (one per echo, in echo order) as one 4D NIfTI (float32, the first file's header with dim[0] = 4
+ * and dim[4] = echoes), for the one loader. Each file must be 3D with the first one's dims.
+ */
+async function stackEchoes(files, names) {
+  const vols = [];
+  for (const [i, bytes] of files.entries()) {
+    let v;
+    try {
+      v = await readEchoesAsync(bytes);
+    } catch (e) {
+      throw new Error(`Phase file ${i + 1}: ${e.message}`);
+    }
+    if (v.echoes !== 1) throw new Error(`Phase file ${i + 1} holds ${v.echoes} echoes: give one 4D file, or one 3D file per echo.`);
+    if (vols.length && v.dims.join() !== vols[0].dims.join()) {
+      throw new Error(`Phase file ${i + 1} is ${v.dims.join('×')} but file 1 is ${vols[0].dims.join('×')}: the echoes must have the same dimensions.`);
+    }
+    vols.push(v);
+  }
+  const n = vols[0].data.length;
+  const first = await writeNifti(vols[0].data, vols[0]);
+  const out = new Uint8Array(352 + 4 * n * vols.length);
+  out.set(first.subarray(0, 352));
+  const f32 = new Float32Array(out.buffer, 352, n * vols.length);
+  vols.forEach((v, i) => f32.set(v.data, i * n));
+  const dv = new DataView(out.buffer);
+  const little = dv.getInt32(0, true) === 348;
+  dv.setInt16(40, 4, little);
+  dv.setInt16(48, vols.length, little);
+  if (!little) for (let i = 0; i < n * vols.length; i++) dv.setFloat32(352 + 4 * i, f32[i], false);
+  return out;
+}
 
 /** loadInputs, its refusals in the page's words. */
 async function load(files, options, names = {}) {

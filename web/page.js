@@ -5,6 +5,7 @@ import { createTessera } from '../bindings/js/index.js';
 import { $, setData } from './dom.js';
 import { workflowFor } from './workflows/index.js';
 import { methodWorkflow } from './workflows/method.js';
+import { pipelineWorkflow } from './workflows/pipeline.js';
 
 /** States of the page: what <body data-state> says. */
 export const STATES = ['starting', 'idle', 'loading', 'running', 'done', 'cancelled', 'error'];
@@ -17,9 +18,9 @@ export class Page {
     this.tessera = null;
     this.starting = null; // the runtime being created
     // The loaded input per workflow ('field' | 'phase'); `input` is the selected workflow's.
-    this.inputs = { field: null, phase: null };
+    this.inputs = { field: null, phase: null, pipeline: null };
     this.inputSeq = 0; // counts loaded inputs (published as #inputInfo data-seq)
-    this.files = { field: null, mask: null, magnitude: null, phase: null };
+    this.files = { field: null, mask: null, magnitude: null, phase: null, pipeline: null }; // pipeline: File[] (the phase's files)
     this.plan = null;
     this.planRequest = null; // the request this.plan was made for (a run sends it, with the plan)
     this.controller = null; // the running inversion's AbortController
@@ -27,7 +28,7 @@ export class Page {
     this.result = null; // { chi, input, quantity, name, params, workflow } of the last run
     this.errorCount = 0;
     this.started = false; // the runtime, the registry and the viewer are up
-    /** Set by app.js: { network, method, inputs, settings, run, results }. */
+    /** Set by app.js: { network, method, pipeline, inputs, settings, run, results }. */
     this.panels = null;
   }
 
@@ -41,12 +42,14 @@ export class Page {
    * selected network's (field → χ, or wrapped phase → χ), decided from the registry.
    */
   workflow() {
+    if ($('startFrom')?.value === 'pipeline') return pipelineWorkflow;
     if (this.panels?.method?.active()) return methodWorkflow;
     return workflowFor(this.network().model);
   }
 
   /** What the selected inversion outputs: 'chi', or 'local-field' (iQFM). */
   quantity() {
+    if (this.workflow().pipeline) return 'chi';
     return this.panels?.method?.active() ? 'chi' : this.panels.network.quantity();
   }
 

@@ -1318,6 +1318,186 @@ test('classical method: Cancel during a method run stops it; no result arrives, 
   await page.waitForFunction(() => document.querySelector('#planReadout').dataset.method === undefined, null, { timeout: 15000 });
 });
 
+// From phase (the pipeline): the demo with RTS (χ r vs truth, bit-identical to the node API's pipeline()), a 4D phase +
+// magnitude through the file inputs (the local field downloaded, equal to node's), TEs that do not match refused, Cancel.
+const PIPE_DEMO = { geometry: { dims: [128, 128, 96], voxelMm: [1.5, 1.5, 1.5], b0Dir: [0, 0, 1] }, te: [0.004, 0.008, 0.012, 0.016], b0: 3, snr: 100 };
+const bytesOf = (a) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+/** How two volumes differ, in words (the voxels that differ and the largest |Δ|). */
+const diffText = (a, b) => {
+  let k = 0, m = 0;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) (k++, (m = Math.max(m, Math.abs(a[i] - b[i]))));
+  return `${k} of ${a.length} voxels differ, max |Δ| ${m}`;
+};
+/** Selects "From phase" and waits for its plan (the pipeline's stages in the readout). */
+async function startFromPhase() {
+  await page.selectOption('#startFrom', 'pipeline');
+  await page.waitForFunction(() => document.querySelector('#planReadout').dataset.pipeline === 'true', null, { timeout: 20000, polling: 50 });
+}
+
+test('From phase: the demo (phantom scan, mask from the magnitude, V-SHARP, RTS) runs to completion; χ r vs truth > 0.8 and bit-identical to the node API’s pipeline(); every intermediate shown and named', { skip, timeout: 180000 }, async () => {
+  const { createTessera } = await import('../bindings/js/index.js');
+  // The node API on the same scan and options, made while the page makes its own.
+  const node = (async () => {
+    const t = await createTessera({ workers: 1 });
+    try {
+      const d = PIPE_DEMO;
+      const scan = await t.phantomScan({ geometry: d.geometry, te: d.te, b0: d.b0, snr: d.snr, seed: 1 });
+      const schema = await t.schema();
+      const out = await t.pipeline({ phase: scan.phase, magnitude: scan.magnitude, geometry: d.geometry, te: d.te, b0: d.b0, method: 'rts', brainMask: { erosion: 3 } });
+      return { out, schema };
+    } finally {
+      await t.terminate();
+    }
+  })();
+  node.catch(() => {});
+  await page.selectOption('#inversion', 'network');
+  await startFromPhase();
+  assert.equal(await page.isHidden('#pipePhaseFileLabel'), false);
+  assert.equal(await page.isHidden('#phaseFileLabel'), true);
+  assert.equal(await page.isHidden('#maskSourceBox'), true, 'mask and magnitude are both optional');
+  assert.equal(await page.isHidden('#tileControls'), true);
+  const { schema, out: want } = await node;
+  // the pipeline's options are the schema's, at its defaults
+  const options = await page.$$eval('#pipelineParams [data-option]', (e) => e.map((x) => [x.dataset.option, x.value]));
+  const names = options.map(([n]) => n);
+  for (const n of ['unwrap', 'background', 'fitResidualLimit', 'vsharp.maxRadius', 'pdf.maxIterations', 'brainMask.threshold', 'brainMask.erosion']) assert.ok(names.includes(n), n);
+  for (const [n, v] of options) {
+    const o = schema.find((x) => x.name === n);
+    assert.equal(v, String(o.default), n);
+  }
+  const requests = served.length;
+  await page.click('#demo');
+  await waitState(['running'], 60000);
+  await page.waitForFunction(() => /step \d+\/\d+/.test(document.querySelector('#progressText').textContent), null, { timeout: 60000, polling: 50 });
+  const mid = await page.textContent('#progressText');
+  assert.match(mid, /^(brain mask|echo fit \((offset|echo \d of 4)\)|V-SHARP → RTS): step \d+\/\d+ \(\d+%\)/);
+  await waitState(['done', 'error'], 150000);
+  assert.equal(await pageState(), 'done', await errorText());
+  assert.deepEqual(served.slice(requests).filter((l) => /\.onnx /.test(l)), [], 'no network downloaded');
+  // the plan readout: the stages and memory
+  const plan = await readData('#planReadout');
+  assert.equal(plan.stages, 'brain mask|echo fit|V-SHARP|RTS');
+  assert.ok(plan.moduleHeapBytes > 0 && plan.moduleHeapBytes < plan.heapLimitBytes);
+  assert.match(await page.textContent('#planReadout'), /Stages\s*brain mask → echo fit → V-SHARP → RTS/);
+  const report = await readData('#report');
+  assert.equal(report.pipeline, true);
+  assert.ok(report.finite, 'χ finite');
+  assert.ok(report.r > 0.8, `r vs truth ${report.r}`);
+  const count = (m) => m.reduce((a, v) => a + (v ? 1 : 0), 0);
+  assert.equal(report.brainMaskVoxels, count(want.mask.data));
+  assert.equal(report.localMaskVoxels, count(want.localMask.data));
+  const text = await page.textContent('#report');
+  assert.match(text, /Brain mask\s*[\d,]+ voxels \(made from the magnitude: otsu threshold, eroded 3 mm\)/);
+  assert.match(text, /Echo fit\s*region-growing unwrapping; fit mask [\d,]+ voxels/);
+  assert.match(text, /Background removal\s*V-SHARP: local mask [\d,]+ voxels/);
+  assert.match(text, /Inversion\s*RTS \(rts\)/);
+  assert.match(text, /Wall time/);
+  // every intermediate in the viewer's choice; χ downloads bit-identical to node's
+  assert.deepEqual(await page.$$eval('#output option', (o) => o.map((x) => x.value)), ['chi', 'localField', 'totalField', 'unwrappedPhase', 'mask', 'fitMask', 'localMask']);
+  assert.equal((await readData('#output')).shown, 'chi');
+  const { readNifti } = await import('../bindings/js/index.js');
+  const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), page.click('#download')]);
+  assert.equal(dl.suggestedFilename(), 'phantom-scan_chi.nii.gz');
+  const chi = readNifti(fs.readFileSync(await dl.path()));
+  assert.deepEqual(chi.dims, PIPE_DEMO.geometry.dims);
+  assert.ok(bytesOf(chi.data).equals(bytesOf(want.chi.data)), `χ bit-identical to the node API’s pipeline(): ${diffText(chi.data, want.chi.data)}`);
+  await page.selectOption('#output', 'unwrappedPhase');
+  await page.waitForFunction(() => document.querySelector('#output').dataset.shown === 'unwrappedPhase', null, { timeout: 10000 });
+  assert.equal(await page.textContent('#capChi'), 'Unwrapped phase, echo 1 (rad)');
+  await page.locator('#resultCard').screenshot({ path: path.join(ARTIFACTS, 'pipeline-demo.png') });
+  await page.locator('#inputCard').screenshot({ path: path.join(ARTIFACTS, 'pipeline-input.png') });
+  console.log(`# From phase demo: run ${report.wallSeconds.toFixed(2)} s, r ${report.r.toFixed(3)}, mask ${report.brainMaskVoxels}, local mask ${report.localMaskVoxels}`);
+});
+
+test('From phase: Cancel mid-pipeline stops it; no result arrives', { skip, timeout: 120000 }, async () => {
+  await startFromPhase();
+  const errorsBefore = (await readData('#error')).count ?? 0;
+  await page.click('#demo');
+  // past the scan, two steps of the pipeline done (the progress of the run itself: the last run's was cleared)
+  await page.waitForFunction(() => document.body.dataset.state === 'running' && /step \d+/.test(document.querySelector('#progressText').textContent) && Number(document.querySelector('#progress').dataset.done ?? 0) >= 2, null, { timeout: 90000, polling: 20 });
+  await page.click('#cancel');
+  await waitState(['cancelled'], 2000);
+  await page.waitForTimeout(1500);
+  assert.equal(await pageState(), 'cancelled');
+  assert.deepEqual(await readData('#report'), {}, 'no result arrives after a cancel');
+  assert.equal(await page.isDisabled('#download'), true);
+  assert.equal((await readData('#error')).count ?? 0, errorsBefore, 'no error shown');
+  assert.match(await page.textContent('#progressText'), /^cancelled at \d+\/\d+ steps/);
+  const p = await readData('#progress');
+  assert.ok(p.done < p.total, `stopped before the end: ${p.done}/${p.total}`);
+});
+
+test('From phase: a 4D phase NIfTI + magnitude through the file inputs runs end to end, the local field downloads (equal to node’s); TEs that do not match the echoes are refused in words', { skip, timeout: 150000 }, async () => {
+  const { createTessera, writeNifti, readNifti } = await import('../bindings/js/index.js');
+  const geometry = { dims: [96, 96, 72], voxelMm: [2, 2, 2], b0Dir: [0, 0, 1] };
+  const te = [0.005, 0.01, 0.015];
+  const n = 96 * 96 * 72;
+  const like = { dims: geometry.dims, voxelMm: geometry.voxelMm };
+  const t = await createTessera({ workers: 1 });
+  let scan, want;
+  try {
+    scan = await t.phantomScan({ geometry, te, b0: 3, snr: 100, seed: 2 });
+    want = await t.pipeline({ phase: scan.phase, magnitude: scan.magnitude, geometry, te, b0: 3, method: 'tkd' });
+  } finally {
+    await t.terminate();
+  }
+  /** A 4D NIfTI (echoes along dim 4) from writeNifti's 3D output: dim[0] = 4, dim[4] = echoes, the volumes after. */
+  const nifti4d = async (data, echoes) => {
+    const one = await writeNifti(data.subarray(0, n), like);
+    const out = new Uint8Array(352 + 4 * n * echoes);
+    out.set(one.subarray(0, 352));
+    out.set(new Uint8Array(data.buffer, data.byteOffset, 4 * n * echoes), 352);
+    const dv = new DataView(out.buffer);
+    dv.setInt16(40, 4, true);
+    dv.setInt16(48, echoes, true);
+    return Buffer.from(out);
+  };
+  await startFromPhase();
+  await page.selectOption('#inversion', 'tkd');
+  await page.fill('#te', '0.005, 0.01');
+  await page.fill('#b0', '3');
+  const seq = (await readData('#inputInfo')).seq;
+  await page.setInputFiles('#maskFile', []);
+  await page.setInputFiles('#magFile', { name: 'scan_mag.nii', mimeType: 'application/octet-stream', buffer: await nifti4d(scan.magnitude, 3) });
+  await page.setInputFiles('#pipePhaseFile', { name: 'scan_phase.nii', mimeType: 'application/octet-stream', buffer: await nifti4d(scan.phase, 3) });
+  await page.waitForFunction((s) => Number(document.querySelector('#inputInfo').dataset.seq) > s && document.body.dataset.state === 'idle', seq, { timeout: 60000 });
+  const info = await readData('#inputInfo');
+  assert.equal(info.kind, 'pipeline');
+  assert.equal(info.echoes, 3);
+  assert.equal(info.maskGiven, false);
+  // two TEs for three echoes: refused in words next to TE, Run disabled
+  await page.waitForSelector('#phaseMsg:not([hidden])', { timeout: 10000 });
+  assert.match(await page.textContent('#phaseMsg'), /The phase holds 3 echoes but 2 echo times were given: give one TE per echo/);
+  assert.equal(await page.isDisabled('#run'), true);
+  // milliseconds: refused too
+  await page.fill('#te', '5, 10, 15');
+  await page.waitForFunction(() => /milliseconds/.test(document.querySelector('#phaseMsg').textContent), null, { timeout: 5000 });
+  assert.equal(await page.isDisabled('#run'), true);
+  await page.fill('#te', te.join(', '));
+  await page.waitForSelector('#phaseMsg', { state: 'hidden', timeout: 5000 });
+  await page.waitForFunction(() => document.querySelector('#planReadout').dataset.stages === 'brain mask|echo fit|V-SHARP|TKD' && !document.querySelector('#run').disabled, null, { timeout: 20000 });
+  await page.click('#run');
+  await waitState(['done', 'error'], 120000);
+  assert.equal(await pageState(), 'done', await errorText());
+  await page.selectOption('#output', 'localField');
+  await page.waitForFunction(() => document.querySelector('#output').dataset.shown === 'localField', null, { timeout: 10000 });
+  const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), page.click('#download')]);
+  assert.equal(dl.suggestedFilename(), 'scan_phase_localfield.nii.gz');
+  const lf = readNifti(fs.readFileSync(await dl.path()));
+  assert.deepEqual(lf.dims, geometry.dims);
+  assert.deepEqual(lf.voxelMm, geometry.voxelMm);
+  assert.ok(bytesOf(lf.data).equals(bytesOf(want.localField.data)), `the local field equals the node API’s: ${diffText(lf.data, want.localField.data)}`);
+  // a magnitude of other dims: the loader's refusal in words, no input
+  await page.setInputFiles('#magFile', { name: 'small_mag.nii.gz', mimeType: 'application/gzip', buffer: Buffer.from(await writeNifti(new Float32Array(8 * 8 * 8), { dims: [8, 8, 8], voxelMm: [1, 1, 1] }, { gzip: true })) });
+  await page.waitForFunction(() => !document.querySelector('#error').hidden, null, { timeout: 20000 });
+  assert.match(await errorText(), /The phase is 96×96×72 but the magnitude small_mag\.nii\.gz is 8×8×8: they must have the same dimensions/);
+  assert.equal(await page.isDisabled('#run'), true);
+  await page.setInputFiles('#magFile', []);
+  await page.setInputFiles('#pipePhaseFile', []);
+  await page.selectOption('#startFrom', 'field');
+  await page.selectOption('#inversion', 'network');
+});
+
 test('no console error and no request to another origin during the whole session', { skip }, () => {
   assert.deepEqual(consoleErrors, []);
   assert.deepEqual(foreignRequests, []);

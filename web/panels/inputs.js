@@ -22,7 +22,8 @@ export class InputsPanel {
     const { page } = this;
     const file = (id, slot, clear = false) =>
       $(id).addEventListener('change', (e) => {
-        page.files[slot] = e.target.files[0] ?? null;
+        // A multiple input (From phase: one 3D file per echo) keeps every file chosen, in the order given.
+        page.files[slot] = e.target.multiple ? (e.target.files.length ? [...e.target.files] : null) : e.target.files[0] ?? null;
         if (clear && !page.files[slot]) {
           page.inputs[slot] = null; // the main file removed: no input of that workflow any more
           if (page.workflow().kind === slot) this.show(null);
@@ -58,7 +59,7 @@ export class InputsPanel {
    */
   syncWorkflow() {
     const wf = this.page.workflow();
-    for (const el of document.querySelectorAll('[data-workflow]')) el.hidden = el.dataset.workflow !== wf.kind;
+    for (const el of document.querySelectorAll('[data-workflow]')) el.hidden = !el.dataset.workflow.split(' ').includes(wf.kind);
     $('dropMain').textContent = wf.mainName;
     $(wf.b0Slot).append($('b0'));
     this.syncMask();
@@ -75,8 +76,16 @@ export class InputsPanel {
 
   /** The mask inputs for the mask source (a mask file, or a magnitude image to threshold). */
   syncMask() {
+    const wf = this.page.workflow();
+    if (wf.pipeline) {
+      // From phase: a mask file and a magnitude, both optional (the pipeline makes the mask from the magnitude).
+      $('maskFileLabel').hidden = $('magFileLabel').hidden = false;
+      $('fractionBox').hidden = true;
+      $('magText').textContent = wf.magnitudeLabel().text;
+      return;
+    }
     const src = checkedValue('maskSource');
-    const mag = this.page.workflow().magnitudeLabel(src);
+    const mag = wf.magnitudeLabel(src);
     $('maskFileLabel').hidden = src !== 'file';
     $('magFileLabel').hidden = !mag.shown;
     $('fractionBox').hidden = src !== 'magnitude';
@@ -98,6 +107,7 @@ export class InputsPanel {
   /** Files dropped on the page: .onnx → custom network; names with mask/brain/roi → mask, mag → magnitude. */
   take(list) {
     const { page } = this;
+    let phases = null;
     for (const file of list) {
       const n = file.name.toLowerCase();
       if (/\.onnx$/.test(n)) {
@@ -114,6 +124,10 @@ export class InputsPanel {
       } else if (/mag/.test(n)) {
         page.files.magnitude = file;
         if (page.workflow().magnitudeMakesMask(page.files)) setRadio('maskSource', 'magnitude');
+      } else if (page.workflow().pipeline) {
+        // From phase: every other file dropped at once is an echo of the phase (in the order dropped).
+        (phases ??= []).push(file);
+        page.files.pipeline = [...phases];
       } else page.files[page.workflow().kind] = file;
     }
     this.syncMask();
@@ -136,7 +150,8 @@ export class InputsPanel {
       page.setState('idle');
     } catch (e) {
       if (seq !== this.loads) return;
-      this.pending(wf, `${page.files[wf.kind].name}: not loaded (see the message above).`);
+      const main = page.files[wf.kind];
+      this.pending(wf, `${Array.isArray(main) ? main.map((f) => f.name).join(', ') : main.name}: not loaded (see the message above).`);
       page.setState('idle');
       page.showError(e);
     }
@@ -185,7 +200,7 @@ export class InputsPanel {
     const extra = this.page.workflow().describe(input, this.page.network());
     let text =
       `${input.name}: ${nx}×${ny}×${nz} voxels of ${v.map((x) => +x.toFixed(3)).join('×')} mm, ${extra.counts}` +
-      `B0 direction [${b.map((x) => +x.toFixed(3)).join(', ')}], ${input.maskVoxels.toLocaleString()} mask voxels`;
+      `B0 direction [${b.map((x) => +x.toFixed(3)).join(', ')}], ${input.mask ? `${input.maskVoxels.toLocaleString()} mask voxels` : 'no mask'}`;
     const notes = [...(input.note ? [input.note] : []), ...extra.notes];
     if (notes.length) text += ` — ${notes.join('; ')}`;
     $('inputInfo').textContent = text;

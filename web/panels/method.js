@@ -101,10 +101,16 @@ export class MethodPanel {
     $('methodInfo').textContent = m
       ? `${this.titles.get(m)} inverts the local field in the C++ core on the whole volume, step by step (progress and Cancel between steps): no network and no download. Its parameters and their ranges are the C++ schema's.`
       : '';
+    this.syncDemoText();
+    this.showProblem(null);
+  }
+
+  /** The demo's words for the chosen inversion (the field → χ demo; From phase words its own). */
+  syncDemoText() {
+    const m = this.active();
     $('demoText').textContent = m
       ? `Numerical head phantom (128×128×96, 1.75 mm) inverted with ${this.titles.get(m)} — no download, no file needed.`
       : 'Numerical head phantom (128×128×96, 1.75 mm) inverted with the bundled demo U-Net — no download, no file needed.';
-    this.showProblem(null);
   }
 
   /** One input per parameter of the method, from the schema, at its default. */

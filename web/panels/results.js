@@ -10,6 +10,7 @@ import { $, fmtBytes, fmtSeconds, rows, setData, clearData } from '../dom.js';
 import { verifiedRows, verifiedData } from '../fidelity.js';
 import { robustRange } from '../tilemap.js';
 import { Viewer } from '../viewer.js';
+import { OUTPUTS, countMask } from '../workflows/pipeline.js';
 
 /** One network file's execution provider, in words: what ran, and why each preferred one did not. */
 function epText(ep) {
@@ -31,6 +32,62 @@ export class ResultsPanel {
     const display = () => this.viewer.setChiDisplay($('cmap').value, Number($('winMin').value), Number($('winMax').value));
     for (const id of ['cmap', 'winMin', 'winMax']) $(id).addEventListener('input', display);
     for (const id of ['winMin', 'winMax']) $(id).addEventListener('input', () => (this.windowSet = true));
+    // From phase: which intermediate the χ panel shows (and Download writes).
+    $('output').addEventListener('change', () => this.showOutput().catch((e) => page.showError(e)));
+  }
+
+  /**
+   * The intermediate chosen in #output of a From phase result: { key, label, file, kind, data (3D: echo 1 of the
+   * unwrapped phase) }, or null for other results.
+   */
+  selectedOutput(result = this.page.result) {
+    const outs = result?.outputs;
+    if (!outs) return null;
+    const o = OUTPUTS.find((x) => x.key === $('output').value) ?? OUTPUTS[0];
+    const v = outs[o.key];
+    if (!v) return null;
+    const n = v.dims[0] * v.dims[1] * v.dims[2];
+    const data = o.firstEcho ? v.data.subarray(0, n) : v.data instanceof Float32Array ? v.data : Float32Array.from(v.data);
+    return { ...o, data };
+  }
+
+  /** Lists a From phase result's intermediates in #output (χ first); hides the choice for other results. */
+  listOutputs(result) {
+    const sel = $('output');
+    const outs = result.outputs;
+    $('outputLabel').hidden = !outs;
+    sel.textContent = '';
+    if (!outs) return;
+    for (const o of OUTPUTS) {
+      if (!outs[o.key]) continue;
+      const opt = document.createElement('option');
+      opt.value = o.key;
+      opt.textContent = o.label;
+      sel.append(opt);
+    }
+    sel.value = outs.chi ? 'chi' : 'localField';
+  }
+
+  /** Shows the chosen intermediate in the χ panel (its own window: χ's, a field's robust range, a mask's 0-1). */
+  async showOutput() {
+    const res = this.page.result;
+    const o = this.selectedOutput(res);
+    if (!o) return;
+    const mask = res.outputs.mask.data;
+    let win;
+    if (o.kind === 'chi') win = [Number($('winMin').value), Number($('winMax').value)];
+    else if (o.kind === 'mask') win = [0, 1];
+    else {
+      const [a, z] = robustRange(o.data, mask);
+      const w = Math.max(Math.abs(a), Math.abs(z)) || 1;
+      win = [-w, w];
+    }
+    $('capChi').textContent = o.label;
+    document.querySelector('#download .qty').textContent = o.label.replace(/ \(.*\)$/, '').replace(/^./, (c) => c.toLowerCase());
+    await this.viewer.show({ field: res.input.display, chi: o.data, truth: res.input.truth }, res.input.like, { field: res.input.range, chi: win }, o.kind === 'chi' ? $('cmap').value || 'gray' : 'gray');
+    this.page.syncSlice(Number($('slice').value));
+    setData($('output'), { shown: o.key, window: win });
+    setData(document.querySelector('#resultCard .panels'), { shown: [...this.viewer.loaded].sort() });
   }
 
   /** Waits for NiiVue and lists its colormaps. */
@@ -59,6 +116,8 @@ export class ResultsPanel {
     rows($('verifyReadout'));
     clearData($('verifyReadout'));
     $('verifyBox').hidden = true;
+    $('outputLabel').hidden = true;
+    clearData($('output'));
     $('corr').textContent = '';
     this.setQuantity(quantity);
   }
@@ -85,18 +144,24 @@ export class ResultsPanel {
   async show(result, report, seconds, plan) {
     const { chi, input } = result;
     this.setQuantity(result.quantity);
-    const st = stats(chi, input);
+    this.listOutputs(result);
+    // From phase: χ is judged on the local mask (background removal's), with the phantom's truth in the demo.
+    const st = stats(chi, result.outputs ? { mask: result.outputs.localMask.data, truth: input.truth } : input);
     this.report(report, seconds, st, result);
     this.verified(report.verify, plan);
     if (!this.windowSet) {
       // A symmetric χ window from the data (the truth in the demo), once; the user's window is kept after.
-      const [a, z] = robustRange(input.truth ?? chi, input.mask);
+      const [a, z] = robustRange(input.truth ?? chi, result.outputs?.localMask.data ?? input.mask);
       const w = Math.max(Math.abs(a), Math.abs(z)) || 0.1;
       $('winMin').value = String(-+w.toPrecision(2));
       $('winMax').value = String(+w.toPrecision(2));
     }
     const win = [Number($('winMin').value), Number($('winMax').value)];
     $('capField').textContent = result.workflow.fieldCaption(input);
+    if (result.outputs) {
+      await this.showOutput();
+      return;
+    }
     await this.viewer.show({ field: input.display, chi, truth: input.truth }, input.like, { field: input.range, chi: win }, $('cmap').value || 'gray');
     this.page.syncSlice(Number($('slice').value));
     setData(document.querySelector('#resultCard .panels'), { shown: [...this.viewer.loaded].sort() });
@@ -105,7 +170,7 @@ export class ResultsPanel {
   report(r, seconds, st, result) {
     const row = rows($('report'));
     row('Wall time', `${fmtSeconds(r.wallSeconds)} (driver ${fmtSeconds(r.driverSeconds)}, page ${fmtSeconds(seconds)})`);
-    if (result.workflow.method) {
+    if (result.workflow.method || result.workflow.pipeline) {
       // A classical method: no tiles, workers or network; its rows say the method and its heap against its plan.
       result.workflow.reportRows(r, result, row);
       if (r.warning) row('Warning', r.warning);
@@ -117,8 +182,15 @@ export class ResultsPanel {
       tilesRun: r.tilesRun, tilesSkipped: r.tilesSkipped, tilesTotal: r.tilesTotal, wallSeconds: r.wallSeconds,
       quantity: result.quantity, workerHeapVsPlan: r.memory.workerHeapVsPlan, memoryWarning: !!r.memory.warning,
       warmStart: !!r.pool?.[0]?.warmStart, method: r.method, moduleHeapVsPlan: r.memory.moduleHeapVsPlan,
-      moduleHeapBytes: r.method ? r.memory.moduleHeapBytes : undefined, ...st,
+      moduleHeapBytes: r.method || result.outputs ? r.memory.moduleHeapBytes : undefined, ...st,
     });
+    if (result.outputs) {
+      const o = result.outputs;
+      setData($('report'), {
+        pipeline: true, stages: r.plan?.stages?.join('|'), brainMaskVoxels: countMask(o.mask.data), fitMaskVoxels: countMask(o.fitMask.data),
+        localMaskVoxels: countMask(o.localMask.data), echoes: o.unwrappedPhase?.echoes,
+      });
+    }
   }
 
   /** A network run's rows: per tile, concurrency, execution provider, memory, warnings. */
@@ -150,10 +222,16 @@ export class ResultsPanel {
     if (!res) return;
     const lf = res.quantity === 'local-field';
     const { data, ...like } = res.input.like; // the header only: the voxels stay here
-    const bytes = await this.io('write', { data: res.chi.slice(), like, gzip: true, description: lf ? `Tessera ${res.name} local field (ppm)` : undefined });
+    const o = this.selectedOutput(res); // From phase: the intermediate shown
+    const bytes = await this.io('write', {
+      data: o ? Float32Array.from(o.data) : res.chi.slice(),
+      like,
+      gzip: true,
+      description: o ? `Tessera From phase: ${o.label}` : lf ? `Tessera ${res.name} local field (ppm)` : undefined,
+    });
     const a = document.createElement('a');
     a.href = URL.createObjectURL(new Blob([bytes], { type: 'application/gzip' }));
-    a.download = `${res.input.name.replace(/\.nii(\.gz)?$/i, '')}_${lf ? 'localfield' : 'chi'}.nii.gz`;
+    a.download = `${res.input.name.replace(/ \(\+\d+\)$/, '').replace(/\.nii(\.gz)?$/i, '')}_${o ? o.file : lf ? 'localfield' : 'chi'}.nii.gz`;
     document.body.append(a);
     a.click();
     a.remove();

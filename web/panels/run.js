@@ -30,13 +30,14 @@ export class RunPanel {
     const measuring = !!page.panels.settings.measuring; // the run would take the measuring worker: it waits
     $('run').disabled = !page.ready || running || measuring || !feasible || !input || !!problem;
     $('measureSpeed').disabled = !page.ready || running || measuring || !wf.tiled;
-    $('run').title = !input ? wf.needInputText : problem || (!feasible ? (wf.method && page.plan?.message) || wf.infeasibleText : '');
+    $('run').title = !input ? wf.needInputText : problem || (!feasible ? ((wf.method || wf.pipeline) && page.plan?.message) || wf.infeasibleText : '');
     // The demo runs the demo network with the tile settings, or the chosen method with its parameters: they must fit
     // (whatever a whole-volume network's plan says).
-    $('demo').disabled = !page.ready || running || measuring || ((wf.tiled || wf.method) && (!feasible || !!problem));
+    // From phase's demo sets its own scan, TEs and options: it needs only the runtime.
+    $('demo').disabled = !page.ready || running || measuring || (!wf.pipeline && (wf.tiled || wf.method) && (!feasible || !!problem));
     $('cancel').disabled = page.state !== 'running';
     $('download').disabled = running || !page.result;
-    for (const id of ['workers', 'threads', 'maskFile', 'magFile', 'model', 'inversion', ...WORKFLOWS.map((w) => w.fileInput)]) $(id).disabled = running;
+    for (const id of ['workers', 'threads', 'maskFile', 'magFile', 'model', 'inversion', 'startFrom', ...WORKFLOWS.map((w) => w.fileInput)]) $(id).disabled = running;
     if (!wf.tiled) $('workers').disabled = true; // one network call at a time (echo after echo)
   }
 
@@ -64,8 +65,8 @@ export class RunPanel {
    * a B0-aligned grid tiles that grid: its tiles are drawn on its dims, without the input's image under them.
    */
   showPlan(plan, input) {
-    if (plan.method) {
-      // A classical method runs on the whole volume: one tile, running until its last step.
+    if (plan.method || plan.pipeline) {
+      // A classical method (or the From phase pipeline) runs on the whole volume: one tile, running until its last step.
       const dims = input.geometry.dims;
       const grid = { counts: [1, 1, 1], patchEdge: Math.max(...dims), tiles: [{ index: 0, coreLo: [0, 0, 0], coreHi: [...dims], patchLo: [0, 0, 0], skipped: false }] };
       this.tileMap.setup({ grid, dims, mask: input.mask, background: input.display, patchDims: dims });
@@ -107,7 +108,7 @@ export class RunPanel {
     $('progressText').textContent = this.runWorkflow.progressText(p, pct, fmtSeconds(p.etaSeconds), this.runPlan);
     if (stage === 'verify') return; // the self-check's box is not one of the map's tiles: they stay done
     const map = this.tileMap;
-    if (this.runWorkflow.method) {
+    if (this.runWorkflow.method || this.runWorkflow.pipeline) {
       map.setProgress(p.done >= p.total ? 1 : 0, p.done >= p.total ? 0 : 1); // the whole volume, one tile
     } else if (p.runningTiles && p.startedTiles?.length) {
       map.setTiles(p.startedTiles, p.runningTiles); // exact: the runtime names the tiles
@@ -143,7 +144,9 @@ export class RunPanel {
     clearData($('progress'));
     page.setState('running');
     $('progress').value = 0;
-    $('progressText').textContent = wf.method ? 'planning…' : 'loading the network…';
+    // A classical method needs no weights; From phase needs them only when a network inverts.
+    const needsWeights = wf.needsWeights ? wf.needsWeights() : !wf.method;
+    $('progressText').textContent = needsWeights ? 'loading the network…' : 'planning…';
     const body = (async () => {
       await previous;
       // The plan of the settings as they are now (a change may still be being planned): the run obeys it.
@@ -153,27 +156,31 @@ export class RunPanel {
       this.showPlan(plan, input);
       const tessera = await page.runtime();
       // A classical method needs no weights.
-      const weights = wf.method ? undefined : await page.panels.network.weights(net, controller.signal);
+      const weights = needsWeights ? await page.panels.network.weights(net, controller.signal) : undefined;
       if (controller.signal.aborted) throw new DOMException('cancelled', 'AbortError');
       $('progressText').textContent = wf.startText(plan);
       // Every tile queued until the runtime names the running ones (a method's one tile runs from the start).
-      this.tileMap.setProgress(0, wf.method ? 1 : 0);
+      this.tileMap.setProgress(0, wf.method || wf.pipeline ? 1 : 0);
       this.renderTiles();
       const t0 = performance.now();
       const onProgress = (p) => page.controller === controller && this.onProgress(p);
-      const out = await tessera.invert(wf.invertRequest(req, input, params, weights, { signal: controller.signal, onProgress }, plan));
+      const controls = { signal: controller.signal, onProgress };
+      // A workflow that runs something else than invert() (From phase: pipeline()) says so with execute().
+      const out = wf.execute
+        ? await wf.execute(tessera, req, input, params, weights, controls, plan)
+        : await tessera.invert(wf.invertRequest(req, input, params, weights, controls, plan));
       return { ...out, plan, seconds: (performance.now() - t0) / 1000 };
     })();
     page.settling = body.catch(() => {});
     try {
-      const { chi, report, quantity, plan, seconds } = await body;
+      const { chi, report, quantity, plan, seconds, outputs, stageSeconds } = await body;
       if (controller.signal.aborted) return;
       this.tileMap.setProgress(this.tileMap.order.length, 0);
       if (this.tileMap.follow) this.tileMap.setSlice(Math.floor(input.geometry.dims[2] / 2));
       this.renderTiles();
       $('progress').max = 1;
       $('progress').value = 1;
-      page.result = { chi, input, quantity: quantity ?? 'chi', name: wf.runName?.(net, plan) ?? net.name, params, workflow: wf };
+      page.result = { chi, input, quantity: quantity ?? 'chi', name: wf.runName?.(net, plan) ?? net.name, params, workflow: wf, outputs, stageSeconds, networkReport: outputs?.networkReport };
       $('progressText').textContent = wf.doneText(report, fmtSeconds(report.wallSeconds));
       await results.show(page.result, report, seconds, plan);
       page.setState('done');

@@ -114,10 +114,12 @@ export class SettingsPanel {
     const wf = this.page.workflow();
     const net = this.page.network();
     if (!wf.tiled) for (const id of TILE_SETTINGS) $(id).disabled = true; // the next plan keeps them so
-    $('tileControls').hidden = !!wf.method; // a method has no tiles, workers or quality: its parameters are in card 2
-    $('tileTitle').textContent = wf.method ? '3 · Plan' : '3 · Tiles';
+    $('tileControls').hidden = !!wf.method || !!wf.pipeline; // a method has no tiles, workers or quality: its parameters are in card 2
+    $('tileTitle').textContent = wf.method || wf.pipeline ? '3 · Plan' : '3 · Tiles';
     $('tileNote').textContent = wf.tiled
       ? ''
+      : wf.pipeline
+      ? `From phase runs the C++ pipeline on the whole volume, stage by stage (progress and Cancel between steps)${this.page.panels.method.active() ? '' : `; ${net.name} then inverts the local field with the auto-planner's tiles`}.`
       : `${net.name} runs on the whole volume at once (it cannot be tiled): the tile settings, the quality target and the self-check do not apply (the result is the whole-volume run itself); only the threads per worker do.`;
   }
 
@@ -141,7 +143,8 @@ export class SettingsPanel {
     const { page } = this;
     const input = page.input;
     const net = page.network();
-    const req = page.workflow().planRequest(net, input, input?.geometry ?? DEMO.geometry, this.runtimeOptions());
+    const wf = page.workflow();
+    const req = wf.planRequest(net, input, input?.geometry ?? wf.demoGeometry ?? DEMO.geometry, this.runtimeOptions());
     const speed = page.workflow().tiled ? this.speeds.get(SettingsPanel.speedKey(net))?.speed : undefined;
     return speed ? { ...req, speed } : req;
   }
@@ -180,7 +183,8 @@ export class SettingsPanel {
     }
     if (seq !== this.seq) return;
     // The inversion changed meanwhile (a method's plan for a network, or back): the plan scheduled for it follows.
-    if (!!req.method !== !!page.workflow().method) return this.schedule();
+    const kindOf = (x) => (x.pipeline ? 'pipeline' : x.method ? 'method' : 'network');
+    if (kindOf(req) !== kindOf(page.workflow())) return this.schedule();
     page.plan = plan;
     page.planRequest = req;
     this.render(plan, req);
@@ -193,7 +197,7 @@ export class SettingsPanel {
     const wf = page.workflow();
     const row = rows($('planReadout'));
     wf.planRows(plan, page.network(), !!page.input, row);
-    if (plan.feasible && !wf.method) row('Estimated peak', `${fmtBytes(plan.peakBytes)} (activations ${fmtBytes(plan.activationBytes)} + module heap ${fmtBytes(plan.moduleHeapBytes)})`);
+    if (plan.feasible && !wf.method && !wf.pipeline) row('Estimated peak', `${fmtBytes(plan.peakBytes)} (activations ${fmtBytes(plan.activationBytes)} + module heap ${fmtBytes(plan.moduleHeapBytes)})`);
     if (plan.cost?.source === 'calibrated') {
       row('Memory cost', `${fmtBytes(plan.cost.fixedBytes)} + ${plan.cost.bytesPerVoxel} B/voxel per worker, calibrated (${plan.cost.points.length} patches measured in ${plan.cost.seconds.toFixed(1)} s)`);
     } else if (plan.cost?.source === 'assumed') {
@@ -224,7 +228,8 @@ export class SettingsPanel {
         bar('Estimated peak vs heap ceiling', plan.peakBytes, L.heapCeilingBytes);
       }
     }
-    if (wf.method) page.panels.method.showPlan(plan);
+    if (wf.method || (wf.pipeline && page.panels.method.active())) page.panels.method.showPlan(plan);
+    if (wf.pipeline) page.panels.pipeline.showPlan(plan);
     $('planAdvice').hidden = plan.feasible;
     $('planAdvice').textContent = plan.feasible ? '' : plan.message;
     $('planWarning').hidden = !plan.warning;
@@ -294,9 +299,12 @@ export class SettingsPanel {
       method: plan.method,
       methodTitle: plan.title,
       methodSteps: plan.methodSteps,
-      threads: plan.method ? plan.threads : undefined,
-      moduleHeapBytes: plan.method ? plan.moduleHeapBytes : undefined,
-      heapLimitBytes: plan.method ? this.page.workflow().memBars?.(plan, this.page.limits)[0][2] : undefined,
+      threads: plan.method || plan.pipeline ? plan.threads : undefined,
+      moduleHeapBytes: plan.method || plan.pipeline ? plan.moduleHeapBytes : undefined,
+      heapLimitBytes: plan.method || plan.pipeline ? this.page.workflow().memBars?.(plan, this.page.limits)[0][2] : undefined,
+      pipeline: plan.pipeline,
+      stages: plan.stages?.join('|'),
+      workspaceBytes: plan.pipeline ? plan.workspaceBytes : undefined,
       largestVoxels: plan.largestVoxels,
     });
   }

@@ -3,11 +3,12 @@
 // registry's field → χ networks, the demo, a custom .onnx) takes a local field map.
 import { fieldWorkflow } from './field.js';
 import { phaseWorkflow } from './phase.js';
+import { pipelineWorkflow } from './pipeline.js';
 
-export { fieldWorkflow, phaseWorkflow };
+export { fieldWorkflow, phaseWorkflow, pipelineWorkflow };
 
-/** Every workflow the page offers. */
-export const WORKFLOWS = [fieldWorkflow, phaseWorkflow];
+/** Every workflow the page offers (From phase, the pipeline, is chosen with the page's "Start from"). */
+export const WORKFLOWS = [fieldWorkflow, phaseWorkflow, pipelineWorkflow];
 
 /**
  * The workflow of a network.

@@ -19,6 +19,6 @@ test('the phase networks take wrapped phase, every other network (and a custom o
   } finally {
     await t.terminate();
   }
-  assert.deepEqual(WORKFLOWS.map((w) => w.kind), ['field', 'phase']);
+  assert.deepEqual(WORKFLOWS.map((w) => w.kind), ['field', 'phase', 'pipeline']);
   for (const w of WORKFLOWS) assert.equal(typeof w.fileInput, 'string');
 });
