@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "internal/parallel.h"
 #include "tessera/error.h"
 
 // pocketfft (Reinecke & Bell, BSD-3-Clause; the FFT of numpy and scipy; third_party/pocketfft, from Debian's python3-pythran):
@@ -58,38 +59,6 @@ unsigned resolve_threads(const Dims3& dims, unsigned threads) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   const uint64_t by_size = std::max<uint64_t>(1, voxels(dims) / kVoxelsPerThread);
   return static_cast<unsigned>(std::min<uint64_t>(threads, by_size));
-}
-
-// Runs work() on up to `count` threads, the calling thread included; threads the platform refuses are simply not
-// used. Rethrows the first exception of any worker.
-template <typename Work>
-void run_parallel(unsigned count, Work&& work) {
-  if (count <= 1) {
-    work();
-    return;
-  }
-  std::exception_ptr failure;
-  std::mutex failure_mutex;
-  auto guarded = [&]() {
-    try {
-      work();
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(failure_mutex);
-      if (!failure) failure = std::current_exception();
-    }
-  };
-  std::vector<std::thread> started;
-  started.reserve(count - 1);
-  for (unsigned t = 1; t < count; ++t) {
-    try {
-      started.emplace_back(guarded);
-    } catch (const std::system_error&) {
-      break;  // wasm pthread pool exhausted (PTHREAD_POOL_SIZE_STRICT=2) or no more OS threads
-    }
-  }
-  guarded();
-  for (auto& t : started) t.join();
-  if (failure) std::rethrow_exception(failure);
 }
 
 // Copies `count` (<= kLanes) lines of n values, line j at src + j * line_step, element k at + k * step, into the
@@ -182,7 +151,7 @@ void transform_axis(Complex* base, const Dims3& dims, int axis, bool inverse, fl
     }
   };
   const unsigned useful = static_cast<unsigned>(std::min<uint64_t>(threads, items));
-  run_parallel(useful, work);
+  run_on_threads(useful, work);
 }
 
 void fft3d(std::span<Complex> data, const Dims3& dims, bool inverse, unsigned threads, const char* what) {

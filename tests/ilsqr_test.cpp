@@ -16,31 +16,9 @@ namespace {
 
 using tessera::ErrorCode;
 using tessera::Geometry;
+using tessera::test::demeaned_nrmse;
+using tessera::test::head;
 using tessera::IlsqrParams;
-
-Geometry head(int64_t nx, int64_t ny, int64_t nz, double mm) {
-  Geometry g = tessera::test::geometry(nx, ny, nz);
-  g.voxel_mm = {mm, mm, mm};
-  return g;
-}
-
-// ‖(a − mean a) − (b − mean b)‖ / ‖b − mean b‖ inside the mask: the dipole field has no mean (D(0) = 0), so χ is
-// compared after removing each map's mean in the mask.
-double demeaned_nrmse(const std::vector<float>& a, const std::vector<float>& b, const std::vector<uint8_t>& m) {
-  double ma = 0, mb = 0, n = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (m[i]) { ma += a[i]; mb += b[i]; n += 1; }
-  ma /= n;
-  mb /= n;
-  double e = 0, r = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (m[i]) {
-      const double d = (a[i] - ma) - (b[i] - mb);
-      e += d * d;
-      r += (b[i] - mb) * (b[i] - mb);
-    }
-  return std::sqrt(e / r);
-}
 
 }  // namespace
 

@@ -13,11 +13,7 @@
 namespace tessera {
 namespace {
 
-Geometry head(int64_t nx, int64_t ny, int64_t nz, double mm) {
-  Geometry g = test::geometry(nx, ny, nz);
-  g.voxel_mm = {mm, mm, mm};
-  return g;
-}
+using test::head;
 
 TEST(Methods, EveryMethodIsNamedAndItsParametersAreInTheSchema) {
   ASSERT_FALSE(methods().empty());

@@ -10,11 +10,7 @@
 namespace tessera {
 namespace {
 
-Geometry head(int64_t nx, int64_t ny, int64_t nz, double mm) {
-  Geometry g = test::geometry(nx, ny, nz);
-  g.voxel_mm = {mm, mm, mm};
-  return g;
-}
+using test::head;
 
 // A small scan of the phantom head, shared by the tests (64×64×48 at 3 mm, 4 echoes).
 const PhantomAcquisition& scan(double snr) {
@@ -26,22 +22,6 @@ const PhantomAcquisition& scan(double snr) {
   };
   static const PhantomAcquisition clean = make(0), noisy = make(100);
   return snr == 0 ? clean : noisy;
-}
-
-double demeaned_nrmse(const Geometry& g, std::span<const float> x, std::span<const float> truth, std::span<const uint8_t> mask) {
-  double sx = 0, st = 0, n = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (mask[i]) sx += x[i], st += truth[i], ++n;
-  }
-  double e = 0, t = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (!mask[i]) continue;
-    const double d = (x[i] - sx / n) - (truth[i] - st / n);
-    e += d * d;
-    t += (truth[i] - st / n) * (truth[i] - st / n);
-  }
-  (void)g;
-  return std::sqrt(e / t);
 }
 
 PipelineResult run(const PhantomAcquisition& a, std::span<const uint8_t> mask, PipelineRequest r) {
@@ -80,7 +60,7 @@ TEST(Pipeline, FromWrappedPhaseToChiEveryStageAgainstItsTruth) {
   EXPECT_GT(static_cast<double>(reliable), 0.98 * static_cast<double>(brain)) << reliable << " of " << brain;
   const double total = 1.0 - static_cast<double>(exact) / static_cast<double>(reliable);
   // The local field on V-SHARP's eroded mask, against the true local field.
-  const double local = demeaned_nrmse(g, out.local_ppm, a.local_field, out.local_mask);
+  const double local = test::demeaned_nrmse(out.local_ppm, a.local_field, out.local_mask);
   EXPECT_LT(local, 0.35) << local;
   // χ against the truth on the same mask.
   const Agreement chi = compare_maps(g, out.chi, a.brain_chi, out.local_mask);
@@ -130,8 +110,8 @@ TEST(Pipeline, PdfKeepsTheMaskAndRemovesTheBackground) {
   const PipelineResult out = run(a, a.brain_mask, r);
   EXPECT_EQ(out.local_mask, out.fit_mask);  // PDF erodes nothing
   // Most of the background is gone: the local field is far closer to the true local field than the total field was.
-  const double before = demeaned_nrmse(g, out.total_ppm, a.local_field, out.local_mask);
-  const double after = demeaned_nrmse(g, out.local_ppm, a.local_field, out.local_mask);
+  const double before = test::demeaned_nrmse(out.total_ppm, a.local_field, out.local_mask);
+  const double after = test::demeaned_nrmse(out.local_ppm, a.local_field, out.local_mask);
   EXPECT_LT(after, 0.2 * before) << before << " -> " << after;
   const Agreement chi = compare_maps(g, out.chi, a.brain_chi, out.local_mask);
   EXPECT_GT(chi.r, 0.7) << chi.r;

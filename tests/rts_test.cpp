@@ -14,22 +14,10 @@
 namespace tessera {
 namespace {
 
-Geometry head() {
-  Geometry g = test::geometry(64, 64, 48);
-  g.voxel_mm = {3.0, 3.0, 3.0};
-  return g;
-}
+using test::demeaned;
 
-// The map minus its mean inside the mask (D(0) = 0: the mean is not recovered).
-std::vector<float> demeaned(std::vector<float> v, std::span<const uint8_t> mask) {
-  double s = 0.0;
-  uint64_t n = 0;
-  for (size_t i = 0; i < v.size(); ++i)
-    if (mask[i]) s += v[i], ++n;
-  for (size_t i = 0; i < v.size(); ++i)
-    if (mask[i]) v[i] -= static_cast<float>(s / static_cast<double>(n));
-  return v;
-}
+// The phantom head of these tests: 64×64×48 at 3 mm.
+Geometry head() { return test::head(64, 64, 48, 3.0); }
 
 Geometry small() {
   Geometry g = test::geometry(32, 32, 32);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -42,6 +43,42 @@ inline Geometry geometry(int64_t nx, int64_t ny, int64_t nz) {
   Geometry g;
   g.dims = {nx, ny, nz};
   return g;
+}
+
+// A volume of nx×ny×nz isotropic voxels of mm millimetres (the phantom head fits any).
+inline Geometry head(int64_t nx, int64_t ny, int64_t nz, double mm) {
+  Geometry g = geometry(nx, ny, nz);
+  g.voxel_mm = {mm, mm, mm};
+  return g;
+}
+
+// The map minus its mean inside the mask: the dipole field has no mean (D(0) = 0), so χ is compared after removing
+// each map's mean in the mask.
+inline std::vector<float> demeaned(std::vector<float> v, std::span<const uint8_t> mask) {
+  double s = 0.0;
+  uint64_t n = 0;
+  for (size_t i = 0; i < v.size(); ++i)
+    if (mask[i]) s += v[i], ++n;
+  for (size_t i = 0; i < v.size(); ++i)
+    if (mask[i]) v[i] -= static_cast<float>(s / static_cast<double>(n));
+  return v;
+}
+
+// ‖(a − mean a) − (b − mean b)‖ / ‖b − mean b‖ inside the mask.
+inline double demeaned_nrmse(std::span<const float> a, std::span<const float> b, std::span<const uint8_t> m) {
+  double ma = 0, mb = 0, n = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (m[i]) ma += a[i], mb += b[i], n += 1;
+  ma /= n;
+  mb /= n;
+  double e = 0, r = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (m[i]) {
+      const double d = (a[i] - ma) - (b[i] - mb);
+      e += d * d;
+      r += (b[i] - mb) * (b[i] - mb);
+    }
+  return std::sqrt(e / r);
 }
 
 inline std::vector<float> random_field(const Geometry& g, uint64_t seed) {

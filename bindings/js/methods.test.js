@@ -1,6 +1,7 @@
 // Classical methods through the public API in node: the same C++ step engine as the networks, no ONNX Runtime.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { agreement } from '../../bench/speed-web.js';
 import { createTessera } from './index.js';
 
 let tessera;
@@ -14,15 +15,8 @@ after(async () => {
   await tessera?.terminate();
 });
 
-/** Pearson r inside the mask. */
-function r(a, b, mask) {
-  let n = 0, sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
-  for (let i = 0; i < a.length; i++) {
-    if (!mask[i]) continue;
-    n++; sa += a[i]; sb += b[i]; saa += a[i] * a[i]; sbb += b[i] * b[i]; sab += a[i] * b[i];
-  }
-  return (sab - (sa * sb) / n) / Math.sqrt((saa - (sa * sa) / n) * (sbb - (sb * sb) / n));
-}
+/** Pearson r inside the mask (bench/speed-web.js's agreement, the one the benchmarks use). */
+const r = (a, b, mask) => agreement(a, b, mask).r;
 
 test('every method in the schema has its parameters listed and plans', async () => {
   const schema = await tessera.schema();

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { agreement } from '../../bench/speed-web.js';
 import { createTessera, readNifti, writeNifti } from './index.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -23,15 +24,8 @@ after(async () => {
   await tessera?.terminate();
 });
 
-/** Pearson r inside the mask. */
-function r(a, b, mask) {
-  let n = 0, sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
-  for (let i = 0; i < a.length; i++) {
-    if (!mask[i]) continue;
-    n++; sa += a[i]; sb += b[i]; saa += a[i] * a[i]; sbb += b[i] * b[i]; sab += a[i] * b[i];
-  }
-  return (sab - (sa * sb) / n) / Math.sqrt((saa - (sa * sa) / n) * (sbb - (sb * sb) / n));
-}
+/** Pearson r inside the mask (bench/speed-web.js's agreement, the one the benchmarks use). */
+const r = (a, b, mask) => agreement(a, b, mask).r;
 
 test('pipeline: wrapped multi-echo phase → RTS χ, every intermediate a Volume with the input\'s geometry', async () => {
   const events = [];
