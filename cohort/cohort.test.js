@@ -14,7 +14,7 @@ import zlib from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import { createTessera, readNifti, readEchoes, writeNifti } from '../bindings/js/index.js';
 import { lotNet } from '../tests/js/phase-networks.js';
-import { discover, CohortError } from './lib/subjects.js';
+import { discover, pipelineConfig, CohortError } from './lib/subjects.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SNAKEFILE = path.join(ROOT, 'cohort', 'Snakefile');
@@ -464,4 +464,220 @@ test('stack-echoes keeps the stored values byte for byte and refuses echoes of d
   assert.equal(bad.code, 1);
   assert.match(bad.stderr, /^error: the echoes .*sub-03_echo-1_part-phase_MEGRE\.nii\.gz and .*sub-02_ses-a_localfield\.nii\.gz differ in dims 56×48×48 vs 48×48×40.*: they must be one acquisition/);
   assert.ok(!fs.existsSync(p('bad.nii')));
+});
+
+/** Pearson r of x and y over the voxels where m is nonzero (both demeaned there). */
+function pearson(x, y, m) {
+  let n = 0;
+  let sx = 0;
+  let sy = 0;
+  for (let i = 0; i < x.length; i++) if (m[i]) (n += 1), (sx += x[i]), (sy += y[i]);
+  let c = 0;
+  let vx = 0;
+  let vy = 0;
+  for (let i = 0; i < x.length; i++) {
+    if (!m[i]) continue;
+    const a = x[i] - sx / n;
+    const b = y[i] - sy / n;
+    c += a * b;
+    vx += a * a;
+    vy += b * b;
+  }
+  return c / Math.sqrt(vx * vy);
+}
+
+/** A 4D NIfTI-1 (echoes along dim 4) as one 3D file per echo: the header with dim[0] = 3, dim[4] = 1, then that echo's bytes. */
+function splitEchoes(file4d) {
+  const b = gunzip(file4d);
+  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  assert.equal(dv.getInt32(0, true), 348, `${file4d}: a little-endian NIfTI-1 is expected`);
+  const offset = Math.round(dv.getFloat32(108, true));
+  const [nx, ny, nz, echoes] = [42, 44, 46, 48].map((o) => dv.getInt16(o, true));
+  const bytes = nx * ny * nz * (dv.getInt16(72, true) / 8);
+  return Array.from({ length: echoes }, (_, e) => {
+    const h = Buffer.from(b.subarray(0, offset));
+    h.writeInt16LE(3, 40);
+    h.writeInt16LE(1, 48);
+    return zlib.gzipSync(Buffer.concat([h, b.subarray(offset + e * bytes, offset + (e + 1) * bytes)]));
+  });
+}
+
+test('phase_pipeline: BIDS phase + magnitude echoes (mask optional) through tessera-qsm pipeline: χ bit-identical to direct runs, r > 0.8 against the phantom, intermediates kept, mem_mb from the pipeline plan; the manifest method column; a phase echo without TE refused before anything runs', { timeout: 120000 }, async () => {
+  const t0 = Date.now();
+  const d = p('pipeline');
+  const q = (...a) => path.join(d, ...a);
+  fs.mkdirSync(q('scan'), { recursive: true });
+  // The phantom scan (multi-echo wrapped phase, magnitude, the χ truth and brain mask), from C++.
+  const phantom = path.join(ROOT, 'build', 'native', 'tessera_phantom');
+  assert.ok(fs.existsSync(phantom), `${phantom} is missing: scripts/build.sh native`);
+  const scanArgs = ['--dims', '48', '48', '36', '--voxel', '4', '4', '4', '--te-ms', '4,8,12', '--snr', '100'];
+  const files = { phase: q('scan', 'phase.nii'), magnitude: q('scan', 'mag.nii'), chi: q('scan', 'chi.nii'), mask: q('scan', 'mask.nii'), json: q('scan', 'scan.json') };
+  const ph = exec(phantom, [...scanArgs, '--phase-out', files.phase, '--magnitude-out', files.magnitude, '--chi-out', files.chi, '--mask-out', files.mask, '--json-out', files.json]);
+  assert.equal(ph.code, 0, ph.log);
+  const scan = JSON.parse(fs.readFileSync(files.json, 'utf8'));
+  assert.deepEqual(scan.EchoTime, [0.004, 0.008, 0.012]);
+  const truth = readNifti(new Uint8Array(gunzip(files.chi))).data;
+
+  // BIDS: sub-01 without a mask (the pipeline makes it from the magnitude), sub-02 with the phantom's brain mask.
+  // Sidecars: EchoTime per echo, MagneticFieldStrength at the top (BIDS inheritance).
+  const tree = q('bids');
+  const phases = splitEchoes(files.phase);
+  const mags = splitEchoes(files.magnitude);
+  for (const sub of ['01', '02']) {
+    const anat = path.join(tree, `sub-${sub}`, 'anat');
+    phases.forEach((b, e) => {
+      put(path.join(anat, `sub-${sub}_echo-${e + 1}_part-phase_MEGRE.nii.gz`), b);
+      put(path.join(anat, `sub-${sub}_echo-${e + 1}_part-mag_MEGRE.nii.gz`), mags[e]);
+      put(path.join(anat, `sub-${sub}_echo-${e + 1}_part-phase_MEGRE.json`), JSON.stringify({ EchoTime: scan.EchoTime[e] }));
+    });
+  }
+  put(path.join(tree, 'MEGRE.json'), JSON.stringify({ MagneticFieldStrength: scan.MagneticFieldStrength }));
+  fs.copyFileSync(files.mask, path.join(tree, 'sub-02', 'anat', 'sub-02_desc-brain_mask.nii'));
+  // TV with a stronger λ than the default (the 4 mm phantom is coarse), V-SHARP radii up to 4 voxels (16 mm).
+  const pipeline = { method: 'tv', params: { lambda: 0.0005 }, options: { 'vsharp.maxRadius': 4 } };
+  const flags = ['--te', scan.EchoTime.join(','), '--b0', String(scan.MagneticFieldStrength), '--magnitude', files.magnitude, '--option', 'vsharp.maxRadius=4', '--cores', String(CORES)];
+  // The direct runs (each under python's getrusage for its max RSS), all at once.
+  fs.mkdirSync(q('ref'), { recursive: true });
+  const py = 'import resource,subprocess,sys\nr=subprocess.run(sys.argv[1:])\nprint(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\nsys.exit(r.returncode)';
+  const direct = (name, extra) =>
+    new Promise((resolve, reject) => {
+      const out = q('ref', `${name}.nii.gz`);
+      const child = spawn('python3', ['-c', py, process.execPath, CLI, 'pipeline', '--phase', files.phase, ...flags, ...extra, '--out', out, '--quiet'], { cwd: dir });
+      let log = '';
+      child.stdout.on('data', (b) => (log += b));
+      child.stderr.on('data', (b) => (log += b));
+      child.on('error', reject);
+      child.on('close', (code) => (code === 0 ? resolve({ chi: gunzip(out), rss: Number(log.trim().split('\n').at(-1)) * 1024 }) : reject(new Error(`${name}: exit ${code}\n${log}`))));
+    });
+  const demo = path.join(ROOT, 'web', 'models', 'demo-unet.onnx');
+  const [ref01, ref02, ref11, ref13] = await Promise.all([
+    direct('sub-01', ['--method', 'tv', '--param', 'lambda=0.0005']),
+    direct('sub-02', ['--method', 'tv', '--param', 'lambda=0.0005', '--mask', files.mask]),
+    direct('sub-11', ['--method', 'rts']),
+    direct('sub-13', ['--model', 'demo-unet', '--weights', demo]),
+  ]);
+  const refs2 = { 'sub-01': ref01, 'sub-02': ref02 };
+
+  const out = q('deriv');
+  const config = [`bids=${tree}`, `output=${out}`, `phase_pipeline=${JSON.stringify(pipeline)}`, 'keep_intermediates=true', `cores_per_job=${CORES}`];
+  const r = snakemake(config);
+  assert.equal(r.code, 0, r.log);
+  const ran = jobs(r.log);
+  assert.deepEqual(ran.filter((j) => ['invert', 'plan', 'weights'].includes(j.rule)), []);
+  assert.equal(ran.filter((j) => j.rule === 'stack_echoes').length, 4); // phase and magnitude of each subject
+  const rs = [];
+  const stages = ['desc-brain_mask', 'desc-echofit_mask', 'desc-echofit_residual', 'desc-echofit_phaseoffset', 'desc-echofit_fieldmap', 'desc-echofit_totalfield', 'desc-unwrapped_phase', 'desc-vsharp_localfield', 'desc-vsharp_mask'];
+  for (const sub of ['sub-01', 'sub-02']) {
+    const stem = path.join(out, sub, 'anat', sub);
+    // χ: the direct `tessera-qsm pipeline` run's, bit for bit (header and data).
+    assert.ok(gunzip(`${stem}_Chimap.nii.gz`).equals(refs2[sub].chi), `${sub}: χ differs from the direct tessera-qsm pipeline run`);
+    // Against the phantom's truth where χ is defined (the pipeline's local mask, kept as an intermediate).
+    const chi = readNifti(new Uint8Array(gunzip(`${stem}_Chimap.nii.gz`))).data;
+    const local = readNifti(new Uint8Array(gunzip(`${stem}_desc-vsharp_mask.nii.gz`))).data;
+    const rr = pearson(chi, truth, local);
+    assert.ok(rr > 0.8, `${sub}: χ r ${rr.toFixed(3)} against the phantom's truth`);
+    rs.push(`${sub} r ${rr.toFixed(3)}`);
+    // The report: the run's inputs from the sidecars, its inversion, its plan = the job's plan, the intermediates.
+    const report = JSON.parse(fs.readFileSync(`${stem}_Chimap.json`, 'utf8'));
+    assert.deepEqual(report.inputs.te, scan.EchoTime);
+    assert.equal(report.inputs.b0, scan.MagneticFieldStrength);
+    assert.equal(report.inputs.echoes, 3);
+    assert.equal(report.inputs.mask === null, sub === 'sub-01');
+    assert.deepEqual(report.inversion, { method: 'tv', params: { lambda: 0.0005 } });
+    assert.deepEqual(report.options, { vsharp: { maxRadius: 4 } });
+    assert.deepEqual(Object.values(report.intermediates), stages.map((s) => `${sub}_${s}.nii.gz`));
+    const plan = JSON.parse(fs.readFileSync(path.join(out, '.tessera', `${sub}/anat/${sub}_pipeline-plan.json`), 'utf8'));
+    assert.deepEqual(report.plan, plan.pipeline, `${sub}: the run's plan is not the declared one`);
+    assert.deepEqual(plan.pipeline.stages, [...(sub === 'sub-01' ? ['brain mask'] : []), 'echo fit', 'V-SHARP', 'TV-ADMM']);
+    assert.equal(plan.network, null);
+    // Declared: threads = cores_per_job, mem_mb = the plan's peak + node (mem_base_mb); the direct run fits it.
+    const job = ran.find((j) => j.rule === 'pipeline' && j.path === `${sub}/anat/${sub}`);
+    assert.ok(job, `no pipeline job for ${sub}`);
+    assert.equal(job.threads, CORES);
+    assert.equal(job.mem_mb, Math.ceil(plan.pipeline.peakBytes / 1e6) + 128);
+    assert.ok(refs2[sub].rss <= job.mem_mb * 2 ** 20, `${sub}: the run's RSS ${refs2[sub].rss} B exceeds the declared ${job.mem_mb} MB`);
+    // Intermediates: the echoes' unwrapped phases stacked (4D), the given mask kept as the brain mask.
+    const unwrapped = readEchoes(new Uint8Array(gunzip(`${stem}_desc-unwrapped_phase.nii.gz`)));
+    assert.equal(unwrapped.echoes, 3);
+    const brain = readNifti(new Uint8Array(gunzip(`${stem}_desc-brain_mask.nii.gz`))).data;
+    if (sub === 'sub-02') {
+      const given = readNifti(new Uint8Array(gunzip(files.mask))).data;
+      assert.ok(brain.every((v, i) => (v !== 0) === (given[i] !== 0)));
+    }
+    assert.ok(local.every((v, i) => !v || brain[i]), `${sub}: the local mask leaves the brain mask`);
+  }
+  const visible = walk(out).filter((f) => !f.split(path.sep).some((c) => c.startsWith('.'))).sort();
+  assert.deepEqual(visible, ['dataset_description.json', ...['sub-01', 'sub-02'].flatMap((s) => [`Chimap.json`, `Chimap.nii.gz`, ...stages.map((x) => `${x}.nii.gz`)].map((x) => `${s}/anat/${s}_${x}`))].sort());
+  assert.deepEqual(walk(out).filter((f) => /partial|MEGRE|_stages/.test(f)), []);
+  assert.match(JSON.parse(fs.readFileSync(path.join(out, 'dataset_description.json'), 'utf8')).GeneratedBy[0].Description, /tessera-qsm pipeline.*methods: tv/);
+
+  // The manifest: a phase row's method column (rts, the config's options), a row without one (the config's tv; a
+  // mask given), a row with a field network (the pipeline's --model), beside a local-field row (invert).
+  const rel = (f) => path.relative(dir, f);
+  const te = scan.EchoTime.join(',');
+  const rows = [
+    ['subject', 'phase', 'magnitude', 'field', 'mask', 'te', 'b0', 'method', 'model'],
+    ['11', rel(files.phase), rel(files.magnitude), '', '', te, '3', 'rts', ''],
+    ['12', rel(files.phase), rel(files.magnitude), '', rel(files.mask), te, '3', '', ''],
+    ['13', rel(files.phase), rel(files.magnitude), '', '', te, '3', '', 'demo-unet'],
+    ['14', '', '', rel(path.join(bids, 'sub-01', 'anat', 'sub-01_localfield.nii.gz')), rel(path.join(bids, 'sub-01', 'anat', 'sub-01_desc-brain_mask.nii.gz')), '', '', '', 'demo-unet'],
+  ];
+  fs.writeFileSync(p('pipeline.tsv'), `${rows.map((x) => x.join('\t')).join('\n')}\n`);
+  const refs3 = {
+    11: ref11.chi,
+    12: ref02.chi,
+    13: ref13.chi,
+    14: refs['sub-01/anat/sub-01'],
+  };
+  const outM = q('deriv-manifest');
+  const m = snakemake([`manifest=${p('pipeline.tsv')}`, `output=${outM}`, `phase_pipeline=${JSON.stringify(pipeline)}`, `cores_per_job=${CORES}`]);
+  assert.equal(m.code, 0, m.log);
+  for (const [sub, ref] of Object.entries(refs3)) {
+    assert.ok(gunzip(path.join(outM, `sub-${sub}`, 'anat', `sub-${sub}_Chimap.nii.gz`)).equals(ref), `sub-${sub}: χ differs from its direct run`);
+  }
+  const mj = jobs(m.log);
+  assert.deepEqual(mj.filter((j) => j.rule === 'pipeline').map((j) => j.path).sort(), ['sub-11/anat/sub-11', 'sub-12/anat/sub-12', 'sub-13/anat/sub-13']);
+  assert.deepEqual(mj.filter((j) => j.rule === 'invert').map((j) => j.path), ['sub-14/anat/sub-14']);
+  assert.equal(JSON.parse(fs.readFileSync(path.join(outM, 'sub-11', 'anat', 'sub-11_Chimap.json'), 'utf8')).inversion.method, 'rts');
+  // The network's memory is on top of the pipeline's: its plan (no mask given: the whole volume) and its worker.
+  const netPlan = JSON.parse(fs.readFileSync(path.join(outM, '.tessera', 'sub-13/anat/sub-13_pipeline-plan.json'), 'utf8'));
+  assert.equal(mj.find((j) => j.path === 'sub-13/anat/sub-13' && j.rule === 'pipeline').mem_mb, Math.ceil(netPlan.pipeline.peakBytes / 1e6) + 128 + Math.ceil(netPlan.network.peakBytes / 1e6) + 256 * netPlan.network.tilesInFlight);
+
+  // Refused by name before anything runs: a phase echo without its EchoTime, no mask and no magnitude, a wrong
+  // phase_pipeline.
+  fs.rmSync(path.join(tree, 'sub-02', 'anat', 'sub-02_echo-2_part-phase_MEGRE.json'));
+  const refusedOut = q('deriv-refused');
+  const bad = snakemake([`bids=${tree}`, `output=${refusedOut}`, `phase_pipeline=${JSON.stringify(pipeline)}`]);
+  assert.equal(bad.code, 1, bad.log);
+  assert.match(bad.log, /sub-02\/anat\/sub-02: the phase sub-02_echo-2_part-phase_MEGRE\.nii\.gz has no EchoTime in a JSON sidecar \(MEGRE\.json\): add "EchoTime" in seconds to sub-02_echo-2_part-phase_MEGRE\.json/);
+  assert.doesNotMatch(bad.log, /Traceback|rule pipeline/);
+  assert.deepEqual(walk(refusedOut).filter((f) => !f.startsWith('.snakemake')), []);
+  put(path.join(tree, 'sub-02', 'anat', 'sub-02_echo-2_part-phase_MEGRE.json'), JSON.stringify({ EchoTime: scan.EchoTime[1] }));
+  const refused = async (config, pattern) => {
+    await assert.rejects(discover(config), (e) => {
+      assert.ok(e instanceof CohortError, e.stack);
+      assert.match(e.message, pattern);
+      return true;
+    });
+  };
+  for (let e = 1; e <= 3; e++) fs.renameSync(path.join(tree, 'sub-01', 'anat', `sub-01_echo-${e}_part-mag_MEGRE.nii.gz`), q(`mag-${e}.nii.gz`));
+  await refused({ bids: tree, phase_pipeline: pipeline }, /sub-01\/anat\/sub-01: no mask and no magnitude in .*: the pipeline makes the brain mask from the magnitude: add sub-01_echo-<n>_part-mag_MEGRE\.nii\.gz for every echo, or sub-01_desc-brain_mask\.nii\.gz/);
+  for (let e = 1; e <= 3; e++) fs.renameSync(q(`mag-${e}.nii.gz`), path.join(tree, 'sub-01', 'anat', `sub-01_echo-${e}_part-mag_MEGRE.nii.gz`));
+  await refused({ bids: tree, phase_pipeline: { model: 'iqsm' } }, /sub-01: iqsm takes a wrapped phase, but this run goes through the pipeline .*: give a field network \(.*demo-unet.*\) or a method/);
+  // The config itself (discover checks it first, against the schema; here directly, one schema for all).
+  const tessera = await createTessera({ workers: 1 });
+  const schema = await tessera.schema();
+  await tessera.terminate();
+  const wrong = (phase_pipeline, pattern) => assert.throws(() => pipelineConfig({ phase_pipeline }, schema), (e) => e instanceof CohortError && pattern.test(e.message));
+  wrong('qsmx', /config phase_pipeline: unknown method 'qsmx' \(methods: tkd, .*rts/);
+  wrong({ method: 'tv', params: { lamda: 1e-3 } }, /config phase_pipeline\.params: tv has no parameter 'lamda' \(its parameters: lambda, /);
+  wrong({ method: 'tv', params: { lambda: 5 } }, /config phase_pipeline\.params: tv\.lambda 5 is not a number in \(0, 1\]/);
+  wrong({ method: 'rts', options: { background: 'sharp' } }, /config phase_pipeline\.options: background 'sharp' is not one of vsharp, pdf/);
+  wrong({ method: 'rts', options: { vsharp: { radius: 4 } } }, /config phase_pipeline\.options: unknown option 'vsharp\.radius' \(options: .*vsharp\.maxRadius/);
+  wrong({ method: 'rts', model: 'xqsm' }, /config phase_pipeline: give one inversion of the local field: method .* or model/);
+  wrong({ model: 'xqsm', params: { delta: 0.1 } }, /config phase_pipeline\.params are a classical method's parameters: they need method/);
+  assert.deepEqual(pipelineConfig({ phase_pipeline: { method: 'rts', params: { delta: '0.1' }, options: { vsharp: { maxRadius: 4 }, unwrap: 'laplacian' } } }, schema), {
+    method: 'rts', params: { delta: 0.1 }, options: { 'vsharp.maxRadius': 4, unwrap: 'laplacian' },
+  });
+  console.log(`# phase_pipeline: χ against the phantom's truth in the local mask: ${rs.join(', ')}; ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 });
