@@ -3,7 +3,9 @@
 // tests/js/phase-networks.js). Every χ is compared bit for bit with a single-subject `tessera-qsm invert` of the
 // same inputs; the declared threads / mem_mb with `tessera-qsm plan --json`; a run killed mid-way (SIGKILL to
 // snakemake and its jobs) is resumed; a re-run redoes only what is missing; the TSV-manifest route gives the
-// same χ; bad inputs are refused by name before anything runs.
+// same χ; bad inputs are refused by name before anything runs. phase_pipeline: the phantom scan of C++
+// (tessera_phantom) as BIDS echoes through `tessera-qsm pipeline` (TV), bit for bit against direct runs and r > 0.8
+// against its χ truth, with the intermediates kept; the manifest's method / model columns.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
