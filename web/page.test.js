@@ -1394,7 +1394,7 @@ test('From phase: the demo (phantom scan, mask from the magnitude, V-SHARP, RTS)
   assert.match(text, /Wall time/);
   // every intermediate in the viewer's choice; χ downloads bit-identical to node's
   assert.deepEqual(await page.$$eval('#output option', (o) => o.map((x) => x.value)), ['chi', 'localField', 'totalField', 'unwrappedPhase', 'mask', 'fitMask', 'localMask']);
-  assert.equal((await readData('#output')).shown, 'chi');
+  assert.equal((await readData('#output')).selected, 'chi');
   const { readNifti } = await import('../bindings/js/index.js');
   const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), page.click('#download')]);
   assert.equal(dl.suggestedFilename(), 'phantom-scan_chi.nii.gz');
@@ -1402,7 +1402,7 @@ test('From phase: the demo (phantom scan, mask from the magnitude, V-SHARP, RTS)
   assert.deepEqual(chi.dims, PIPE_DEMO.geometry.dims);
   assert.ok(bytesOf(chi.data).equals(bytesOf(want.chi.data)), `χ bit-identical to the node API’s pipeline(): ${diffText(chi.data, want.chi.data)}`);
   await page.selectOption('#output', 'unwrappedPhase');
-  await page.waitForFunction(() => document.querySelector('#output').dataset.shown === 'unwrappedPhase', null, { timeout: 10000 });
+  await page.waitForFunction(() => document.querySelector('#output').dataset.selected === 'unwrappedPhase', null, { timeout: 10000 });
   assert.equal(await page.textContent('#capChi'), 'Unwrapped phase, echo 1 (rad)');
   await page.locator('#resultCard').screenshot({ path: path.join(ARTIFACTS, 'pipeline-demo.png') });
   await page.locator('#inputCard').screenshot({ path: path.join(ARTIFACTS, 'pipeline-input.png') });
@@ -1454,6 +1454,7 @@ test('From phase: a 4D phase NIfTI + magnitude through the file inputs runs end 
   };
   await startFromPhase();
   await page.selectOption('#inversion', 'tkd');
+  await page.fill('[data-option="brainMask.erosion"]', '0'); // the schema's default (the demo left 3 mm)
   await page.fill('#te', '0.005, 0.01');
   await page.fill('#b0', '3');
   const seq = (await readData('#inputInfo')).seq;
@@ -1480,7 +1481,7 @@ test('From phase: a 4D phase NIfTI + magnitude through the file inputs runs end 
   await waitState(['done', 'error'], 120000);
   assert.equal(await pageState(), 'done', await errorText());
   await page.selectOption('#output', 'localField');
-  await page.waitForFunction(() => document.querySelector('#output').dataset.shown === 'localField', null, { timeout: 10000 });
+  await page.waitForFunction(() => document.querySelector('#output').dataset.selected === 'localField', null, { timeout: 10000 });
   const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), page.click('#download')]);
   assert.equal(dl.suggestedFilename(), 'scan_phase_localfield.nii.gz');
   const lf = readNifti(fs.readFileSync(await dl.path()));

@@ -86,7 +86,7 @@ export class ResultsPanel {
     document.querySelector('#download .qty').textContent = o.label.replace(/ \(.*\)$/, '').replace(/^./, (c) => c.toLowerCase());
     await this.viewer.show({ field: res.input.display, chi: o.data, truth: res.input.truth }, res.input.like, { field: res.input.range, chi: win }, o.kind === 'chi' ? $('cmap').value || 'gray' : 'gray');
     this.page.syncSlice(Number($('slice').value));
-    setData($('output'), { shown: o.key, window: win });
+    setData($('output'), { selected: o.key, window: win });
     setData(document.querySelector('#resultCard .panels'), { shown: [...this.viewer.loaded].sort() });
   }
 
