@@ -38,6 +38,12 @@
 // with TKD downloads no network, its χ (downloaded as NIfTI) is bit-identical to the node API's invert({method:
 // 'tkd'}) on the same phantom, r vs truth > 0.8; Cancel during a method run (an iterative method when the schema lists
 // one, else TKD on 192×192×160) settles the page at once and no result arrives.
+// From phase (the pipeline, tessera.pipeline()): the options are the schema's at their defaults; the demo (phantom scan,
+// 128×128×96 at 1.5 mm, 4 echoes, SNR 100, mask from the magnitude eroded 3 mm, V-SHARP, RTS) shows the stage while it
+// runs, the plan's stages, each stage's figures, r vs truth > 0.8, and its χ is bit-identical to the node API's
+// pipeline() on the same scan; every intermediate can be shown; Cancel mid-pipeline stops it; a 4D phase + 4D magnitude
+// (writeNifti + dims) through the file inputs runs with TKD and its local field downloads bit-identical to node's;
+// TEs that do not match the echoes (or in ms) are refused in words with Run disabled; a magnitude of other dims too.
 // Screenshots: test-artifacts/*.png; with TESSERA_UPDATE_SCREENSHOT=1, web/screenshot.png (the README's) after the demo, with a real (trained)
 // network only. TESSERA_DEMO_NET=/path/net.onnx serves a candidate demo network in place of web/models/.
 // The test observes the page only through its DOM: text, <body data-state>, the data-* attributes the panels
