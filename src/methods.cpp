@@ -351,7 +351,10 @@ MethodPlan plan_method(Method method, const Geometry& g, const MethodParams& par
   const double per_voxel = static_cast<double>(p.module_heap_bytes - WASM_MODULE_BASELINE_BYTES) / static_cast<double>(n);
   p.largest_voxels = static_cast<uint64_t>(static_cast<double>(WASM_COMPUTE_HEAP_LIMIT_BYTES - WASM_MODULE_BASELINE_BYTES) / per_voxel);
   p.feasible = target == Target::Native || p.module_heap_bytes <= WASM_COMPUTE_HEAP_LIMIT_BYTES;
-  if (!p.feasible) {
+  if (info.needs_magnitude && magnitude_echoes == 0) {
+    p.feasible = false;
+    p.message = p.title + " needs the magnitude image (its edge prior comes from it): give magnitude, or choose another method";
+  } else if (!p.feasible) {
     const double scale = std::cbrt(static_cast<double>(p.largest_voxels) / static_cast<double>(n));
     Dims3 fit{};
     for (int a = 0; a < 3; ++a) fit[a] = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(g.dims[a]) * scale));

@@ -106,6 +106,10 @@ TEST(Methods, EveryMethodRunsStepByStepAndReachesThePhantomTruth) {
 
 TEST(Methods, MediWithoutAMagnitudeIsRefusedSayingSo) {
   const Geometry g = head(16, 16, 16, 2.0);
+  const MethodPlan plan = plan_method(Method::Medi, g, MethodParams{}, 1, 0, Target::Wasm);
+  EXPECT_FALSE(plan.feasible);
+  EXPECT_NE(plan.message.find("needs the magnitude"), std::string::npos) << plan.message;
+  EXPECT_TRUE(plan_method(Method::Medi, g, MethodParams{}, 1, 1, Target::Wasm).feasible);
   std::vector<float> field(g.voxel_count(), 0.0f);
   std::vector<uint8_t> mask(g.voxel_count(), 1);
   const std::string m = test::error_of([&] { start_method(Method::Medi, g, field, mask, {}, MethodParams{}); }, ErrorCode::InvalidArgument);
