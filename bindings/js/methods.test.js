@@ -62,11 +62,13 @@ test('a volume over the heap is refused by the plan with the largest volume that
 test('an iterative method is cancelled between two iterations; every method reaches the phantom truth', async () => {
   const controller = new AbortController();
   let seen = 0;
+  let total = 0;
   await assert.rejects(
-    tessera.invert({ field: phantom.field, mask: phantom.mask, geometry, method: 'tv', signal: controller.signal, onProgress: () => ++seen === 2 && controller.abort() }),
+    tessera.invert({ field: phantom.field, mask: phantom.mask, geometry, method: 'tv', signal: controller.signal, onProgress: (p) => ((total = p.total), ++seen === 2 && controller.abort()) }),
     (e) => e.name === 'AbortError',
   );
-  assert.equal(seen, 2, 'no progress after the cancel');
+  // The cancel crosses to the driver worker while it may finish the step it is in: at most one more.
+  assert.ok(seen <= 3 && seen < total, `stopped after ${seen} of ${total} steps`);
   const short = { tv: { maxIterations: 30 }, rts: { maxIterations: 10 }, ilsqr: { maxIterations: 10 }, ndi: { maxIterations: 30 }, medi: { maxIterations: 2, cgMaxIterations: 10 } };
   const magnitude = phantom.chi.map((c) => 1 - 2 * Math.abs(c)); // MEDI's edges: the compartments' contrast
   const schema = await tessera.schema();
