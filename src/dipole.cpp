@@ -169,7 +169,7 @@ std::vector<float> tkd(const Geometry& g, std::span<const float> field, std::spa
   validate_volume_sizes(g, field.size(), mask.size());
   if (!(threshold > 0.0f && threshold <= 2.0f / 3.0f)) {
     throw Error(ErrorCode::InvalidArgument,
-                "tkd: threshold must be in (0, 2/3] (0.19 is customary), got " + std::to_string(threshold));
+                "tkd: threshold must be in (0, 2/3] (" + std::to_string(kTkdThreshold) + " is customary), got " + std::to_string(threshold));
   }
   const Geometry p = padded_geometry(g, pad_factor);
   validate_geometry(p);

@@ -19,7 +19,7 @@ namespace {
 constexpr double kLaplacianLow = 60.0, kLaplacianHigh = 99.9;
 // FastQSM (Eq. 8-14): k-space weights |D|^0.001 scaled between their 1st and 30th percentiles, a 3 mm spherical mean,
 // and TKD at 1/8 for the linear scaling (QSM.m values, QSM.rs ilsqr.rs fastqsm_step).
-constexpr double kFastExponent = 0.001, kFastLow = 1.0, kFastHigh = 30.0, kSphereMm = 3.0, kTkdThreshold = 1.0 / 8.0;
+constexpr double kFastExponent = 0.001, kFastLow = 1.0, kFastHigh = 30.0, kSphereMm = 3.0, kFastTkdThreshold = 1.0 / 8.0;
 // Gradient weights of the streak estimate (Eq. 15): from |∇x_FastQSM|, 1 below the 50th percentile, 0 above the 70th.
 constexpr double kGradientLow = 50.0, kGradientHigh = 70.0;
 
@@ -212,7 +212,7 @@ void Ilsqr::fast_qsm_and_start_streaks() {
   parallel_for(n, th, [&](uint64_t b, uint64_t e) {
     for (uint64_t i = b; i < e; ++i) {
       const float d = kernel_[i];
-      const float t = static_cast<float>(kTkdThreshold);
+      const float t = static_cast<float>(kFastTkdThreshold);
       const float inv = d == 0.0f ? 0.0f : std::fabs(d) >= t ? 1.0f / d : (d > 0.0f ? 1.0f : -1.0f) / t;
       buf_[i] = f[i] * inv;
     }

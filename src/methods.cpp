@@ -20,7 +20,7 @@ namespace {
 
 // Methods in the order they are listed; each one's parameters follow in kOptions.
 const MethodInfo kMethods[] = {
-    {Method::Tkd, "tkd", "TKD", false, "Shmueli et al. 2009 MRM; Wharton et al. 2010 MRM (threshold 0.19)"},
+    {Method::Tkd, "tkd", "TKD", false, "Shmueli et al. 2009 MRM; Wharton et al. 2010 MRM (the threshold)"},
     {Method::Tsvd, "tsvd", "TSVD", false, "Wharton et al. 2010 MRM; threshold as QSM.jl tsvd"},
     {Method::Tikhonov, "tikhonov", "Tikhonov", false, "Bilgic et al. 2014 MRM (closed form); defaults as QSM.jl tikh"},
     {Method::Tv, "tv", "TV-ADMM", false, "Bilgic et al. 2014 MRM; Milovic et al. 2018 MRM (FANSI); defaults as QSM.rs"},
@@ -35,8 +35,8 @@ constexpr double kBig = 1e10;
 // {name, unit, default, default text, min, max, min exclusive, integer, help, choices}: the defaults are the methods'
 // own constants (their headers cite where each comes from).
 const OptionSpec kOptions[] = {
-    {"tkd.threshold", "", 0.19, "", 0, 2.0 / 3.0, true, false,
-     "k-space values with |D| below this are truncated to ±threshold (Wharton et al. 2010: 0.19)"},
+    {"tkd.threshold", "", static_cast<double>(kTkdThreshold), "", 0, 2.0 / 3.0, true, false,
+     "k-space values with |D| below this are truncated to ±threshold (Wharton et al. 2010)"},
     {"tsvd.threshold", "", tsvd_defaults::kThreshold, "", 0, 2.0 / 3.0, true, false,
      "k-space values with |D| below this are set to 0 (QSM.jl: 0.15)"},
     {"tsvd.padRatio", "", padding_defaults::kPadRatio, "", 1, padding_defaults::kMaxPadRatio, false, false,
@@ -330,6 +330,18 @@ uint64_t method_workspace_bytes(Method method, const Geometry& g, const MethodPa
   throw Error(ErrorCode::Internal, "method '" + std::string(method_info(method).name) + "' has no memory model");
 }
 
+HeapFit fit_heap(const Geometry& g, uint64_t input_bytes, uint64_t workspace_bytes, Target target) {
+  validate_geometry(g);
+  HeapFit f;
+  const uint64_t need = saturating_add(saturating_add(WASM_MODULE_BASELINE_BYTES, input_bytes), workspace_bytes);
+  f.module_heap_bytes = saturating_add(need, wasm_heap_growth_slack(need));
+  // The largest volume of this shape that fits: memory grows linearly with the voxel count.
+  const double per_voxel = static_cast<double>(f.module_heap_bytes - WASM_MODULE_BASELINE_BYTES) / static_cast<double>(g.voxel_count());
+  f.largest_voxels = static_cast<uint64_t>(static_cast<double>(WASM_COMPUTE_HEAP_LIMIT_BYTES - WASM_MODULE_BASELINE_BYTES) / per_voxel);
+  f.fits = target == Target::Native || f.module_heap_bytes <= WASM_COMPUTE_HEAP_LIMIT_BYTES;
+  return f;
+}
+
 MethodPlan plan_method(Method method, const Geometry& g, const MethodParams& params, unsigned threads, uint32_t magnitude_echoes,
                        Target target) {
   validate_geometry(g);
@@ -344,13 +356,10 @@ MethodPlan plan_method(Method method, const Geometry& g, const MethodParams& par
   const uint64_t per_voxel_inputs = 2 * sizeof(float) + sizeof(uint8_t) + uint64_t{magnitude_echoes} * sizeof(float);
   p.input_bytes = saturating_mul(n, per_voxel_inputs);
   p.workspace_bytes = method_workspace_bytes(method, g, params, p.threads);
-  const uint64_t need = saturating_add(saturating_add(WASM_MODULE_BASELINE_BYTES, p.input_bytes), p.workspace_bytes);
-  p.module_heap_bytes = saturating_add(need, wasm_heap_growth_slack(need));
-  p.peak_bytes = p.module_heap_bytes;
-  // The largest volume of this shape that fits: memory grows linearly with the voxel count.
-  const double per_voxel = static_cast<double>(p.module_heap_bytes - WASM_MODULE_BASELINE_BYTES) / static_cast<double>(n);
-  p.largest_voxels = static_cast<uint64_t>(static_cast<double>(WASM_COMPUTE_HEAP_LIMIT_BYTES - WASM_MODULE_BASELINE_BYTES) / per_voxel);
-  p.feasible = target == Target::Native || p.module_heap_bytes <= WASM_COMPUTE_HEAP_LIMIT_BYTES;
+  const HeapFit fit = fit_heap(g, p.input_bytes, p.workspace_bytes, target);
+  p.module_heap_bytes = p.peak_bytes = fit.module_heap_bytes;
+  p.largest_voxels = fit.largest_voxels;
+  p.feasible = fit.fits;
   if (info.needs_magnitude && magnitude_echoes == 0) {
     p.feasible = false;
     p.message = p.title + " needs the magnitude image (its edge prior comes from it): give magnitude, or choose another method";

@@ -231,4 +231,28 @@ uint64_t pipeline_workspace_bytes(const Geometry& g, const PipelineRequest& r, b
   return saturating_add(kept, stage);
 }
 
+PipelinePlan plan_pipeline(const Geometry& g, const PipelineRequest& r, bool mask_given, bool magnitude, Target target) {
+  validate_geometry(g);
+  const uint64_t n = g.voxel_count();
+  const uint64_t echoes = std::max<uint64_t>(1, r.te_s.size());
+  PipelinePlan p;
+  if (!mask_given) p.stages.push_back("brain mask");
+  p.stages.push_back("echo fit");
+  p.stages.push_back(r.background == BackgroundRemoval::Vsharp ? "V-SHARP" : "PDF");
+  if (r.method) p.stages.push_back(std::string(method_info(*r.method).title));
+  p.input_bytes = saturating_add(saturating_mul(n, echoes * sizeof(float) * (magnitude ? 2 : 1)), saturating_mul(n, 1 + sizeof(float)));
+  p.workspace_bytes = pipeline_workspace_bytes(g, r, mask_given);
+  const HeapFit fit = fit_heap(g, p.input_bytes, p.workspace_bytes, target);
+  p.module_heap_bytes = fit.module_heap_bytes;
+  p.largest_voxels = fit.largest_voxels;
+  p.feasible = fit.fits;
+  if (!p.feasible) {
+    p.message = "the pipeline on " + dims_text(g.dims) + " with " + std::to_string(echoes) + " echoes needs " +
+                format_gb(p.module_heap_bytes) + " of the module's heap, over the " + format_gb(WASM_COMPUTE_HEAP_LIMIT_BYTES) +
+                " a browser heap can safely hold: the largest volume that fits holds " + std::to_string(p.largest_voxels) +
+                " voxels; crop the volume around the head, or give fewer echoes";
+  }
+  return p;
+}
+
 }  // namespace tessera

@@ -62,6 +62,47 @@ export function applySchema(schema) {
 }
 
 /**
+ * A labelled input for one schema option field ({name, label, kind: 'select' | number, choices, step, min, max,
+ * placeholder, value, unit, range, help}, what method.js's methodParams / pipeline's pipelineParams make): a select for a
+ * worded option, a number input otherwise; f.el is set to the input, onInput runs on every edit.
+ * inputClass, when given, is the number input's class.
+ */
+export function optionLabel(f, onInput, inputClass) {
+  const label = document.createElement('label');
+  label.title = `${f.help}${f.unit ? ` (${f.unit})` : ''}${f.range ? `; range ${f.range}` : ''}`;
+  let el;
+  if (f.kind === 'select') {
+    el = document.createElement('select');
+    for (const c of f.choices) {
+      const o = document.createElement('option');
+      o.value = o.textContent = c;
+      el.append(o);
+    }
+  } else {
+    el = document.createElement('input');
+    el.type = 'number';
+    el.step = f.step;
+    if (inputClass) el.className = inputClass;
+    if (f.min !== '') el.min = f.min;
+    if (f.max !== '') el.max = f.max;
+    if (f.placeholder) el.placeholder = f.placeholder;
+  }
+  el.value = f.value;
+  el.dataset.option = f.name;
+  el.addEventListener('input', onInput);
+  f.el = el;
+  const after = [f.unit, f.range && `in ${f.range}`].filter(Boolean).join(' ');
+  label.append(`${f.label} `, el);
+  if (after) {
+    const s = document.createElement('span');
+    s.className = 'muted small';
+    s.textContent = ` ${after}`;
+    label.append(s);
+  }
+  return label;
+}
+
+/**
  * Sets the halo to the network's default unless the user has typed one.
  * model is a registry entry or undefined (a custom network: the schema's tile.halo default value).
  */

@@ -170,10 +170,9 @@ background field removal, and the inversion of the local field by a classical me
   --b0 T             field strength in tesla (default 3)
   --method NAME      a classical inversion (\`tessera-qsm methods\`) with --param N=V, or
   --model ID         a registry network (with --weights as for invert)
-  --option N=V       a pipeline option of the schema (repeatable): unwrap=region-growing|laplacian,
-                     background=vsharp|pdf, fitResidualLimit=1, vsharp.maxRadius=18, vsharp.minRadius=2,
-                     vsharp.threshold=0.05, pdf.maxIterations=30, pdf.padVoxels=40, brainMask.erosion=0,
-                     brainMask.threshold=otsu|robust
+  --option N=V       a pipeline option of the schema (repeatable), e.g. --option background=pdf or
+                     --option vsharp.maxRadius=12: unwrap, background, fitResidualLimit, vsharp.*, pdf.*,
+                     brainMask.* (their defaults, units and ranges: tessera.schema(); wrong ones are refused by name)
   --keep-intermediates DIR   also write mask, total field (Hz, ppm), fit residual and mask, receive-phase offset,
                      each echo's unwrapped phase, local field and local mask there (NIfTI, the input's header)
   --cores N          threads of the C++ stages (default: the machine's)

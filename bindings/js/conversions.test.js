@@ -115,7 +115,7 @@ const MODEL = {
   measuredContext: nullable(arrayOf(N)),
 };
 const GEOMETRY = { dims: T3, voxelMm: T3, b0Dir: T3 };
-const LIMITS = { tileActivationBudget: N, maxPatchActivationBytes: N, heapCeilingBytes: N, workerHeapGuardBytes: N };
+const LIMITS = { tileActivationBudget: N, maxPatchActivationBytes: N, heapCeilingBytes: N, workerHeapGuardBytes: N, computeHeapLimitBytes: N };
 
 // ---- Data ----
 const geometry = { dims: [20, 18, 16], voxelMm: [1, 1.5, 2], b0Dir: [0, 0.1, 1] };

@@ -319,12 +319,10 @@ async function invertMethod(a, id, request) {
   }
 }
 
-/** The request a pipeline sends to C++ (every schema option it names passes through; C++ checks them). */
+/** The request a pipeline sends to C++: its options pass through as given (C++ reads and checks them), the volumes stay. */
 function pipelineRequestOf(a) {
-  const r = { pipeline: true, te: a.te, b0: a.b0, maskGiven: a.mask !== undefined && a.mask !== null, magnitudeEchoes: a.magnitude ? 1 : 0, hardwareThreads: hardwareThreads() };
-  for (const k of ['unwrap', 'background', 'vsharp', 'pdf', 'brainMask', 'fitResidualLimit', 'method']) if (a[k] !== undefined) r[k] = a[k];
-  for (const m of methodsOf()) if (a[m] !== undefined) r[m] = a[m];
-  return r;
+  const { phase, magnitude, mask, geometry, weights, model, spec, network, plan, ...options } = a;
+  return { ...options, pipeline: true, maskGiven: mask !== undefined && mask !== null, magnitudeEchoes: magnitude ? 1 : 0, hardwareThreads: hardwareThreads() };
 }
 
 /**

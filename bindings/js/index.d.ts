@@ -156,6 +156,8 @@ export interface Limits {
   heapCeilingBytes: number;
   /** an ONNX Runtime worker whose heap would pass this fails its tile (MemoryCeiling) instead of stalling near the ceiling */
   workerHeapGuardBytes: number;
+  /** a classical method's or the pipeline's module heap over this is refused by its plan */
+  computeHeapLimitBytes: number;
 }
 
 /** One calibration measurement: a fresh worker ran one patch of edge³. */

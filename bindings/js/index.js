@@ -235,9 +235,10 @@ export class Tessera {
   async plan(request) {
     const r = unwrapVolumes(request ?? {});
     if (r.pipeline) {
-      // A pipeline's plan (pipeline: true, with pipeline()'s options): its stages and memory.
-      const { geometry, mask, te, b0, magnitude, unwrap, background, vsharp, pdf, brainMask, fitResidualLimit, method } = r;
-      return this._call('plan', { pipeline: true, geometry, mask, te, b0, magnitude: magnitude ? true : undefined, unwrap, background, vsharp, pdf, brainMask, fitResidualLimit, method, ...(await this._methodOptions(r)) });
+      // A pipeline's plan (pipeline: true, with pipeline()'s options): its stages and memory. The phase and magnitude
+      // stay here (the plan needs to know only whether a magnitude is given).
+      const { phase, magnitude, signal, onProgress, ...options } = r;
+      return this._call('plan', { ...options, magnitude: magnitude ? true : undefined });
     }
     if (r.method !== undefined && r.method !== null) {
       const { geometry, mask, method, magnitude } = r;

@@ -316,35 +316,19 @@ PipelineRequest pipeline_request_from(const val& v) {
 }
 
 val pipeline_plan_to_val(const Geometry& g, const PipelineRequest& r, bool mask_given, bool magnitude) {
-  validate_geometry(g);
-  const uint64_t n = g.voxel_count();
-  const uint64_t echoes = std::max<uint64_t>(1, r.te_s.size());
-  // phase and magnitude (f32 per echo), the mask (u8), χ copied out (f32)
-  const uint64_t inputs = saturating_add(saturating_mul(n, echoes * sizeof(float) * (magnitude ? 2 : 1)), saturating_mul(n, 1 + sizeof(float)));
-  const uint64_t work = pipeline_workspace_bytes(g, r, mask_given);
-  const uint64_t need = saturating_add(saturating_add(WASM_MODULE_BASELINE_BYTES, inputs), work);
-  const uint64_t heap = saturating_add(need, wasm_heap_growth_slack(need));
-  const double per_voxel = static_cast<double>(heap - WASM_MODULE_BASELINE_BYTES) / static_cast<double>(n);
-  const uint64_t largest = static_cast<uint64_t>(static_cast<double>(WASM_COMPUTE_HEAP_LIMIT_BYTES - WASM_MODULE_BASELINE_BYTES) / per_voxel);
-  const bool feasible = heap <= WASM_COMPUTE_HEAP_LIMIT_BYTES;
+  const PipelinePlan plan = plan_pipeline(g, r, mask_given, magnitude, Target::Wasm);
   val p = val::object();  // not a TilePlan: the pipeline has no tiles
-  p.set("feasible", feasible);
-  p.set("message", feasible ? std::string() : "the pipeline on " + dims_text(g.dims) + " with " + std::to_string(echoes) + " echoes needs " +
-                                                 format_gb(heap) + " of the module's heap, over the " + format_gb(WASM_COMPUTE_HEAP_LIMIT_BYTES) +
-                                                 " a browser heap can safely hold: the largest volume that fits holds " + std::to_string(largest) +
-                                                 " voxels; crop the volume around the head, or give fewer echoes");
+  p.set("feasible", plan.feasible);
+  p.set("message", plan.message);
   p.set("pipeline", true);
   val stages = val::array();
-  if (!mask_given) stages.call<void>("push", std::string("brain mask"));
-  stages.call<void>("push", std::string("echo fit"));
-  stages.call<void>("push", std::string(r.background == BackgroundRemoval::Vsharp ? "V-SHARP" : "PDF"));
-  if (r.method) stages.call<void>("push", std::string(method_info(*r.method).title));
+  for (const std::string& stage : plan.stages) stages.call<void>("push", stage);
   p.set("stages", stages);
-  p.set("inputBytes", static_cast<double>(inputs));
-  p.set("workspaceBytes", static_cast<double>(work));
-  p.set("moduleHeapBytes", static_cast<double>(heap));
-  p.set("peakBytes", static_cast<double>(heap));
-  p.set("largestVoxels", static_cast<double>(largest));
+  p.set("inputBytes", static_cast<double>(plan.input_bytes));
+  p.set("workspaceBytes", static_cast<double>(plan.workspace_bytes));
+  p.set("moduleHeapBytes", static_cast<double>(plan.module_heap_bytes));
+  p.set("peakBytes", static_cast<double>(plan.module_heap_bytes));
+  p.set("largestVoxels", static_cast<double>(plan.largest_voxels));
   p.set("threads", r.threads);
   p.set("networks", 0);
   p.set("tilesInFlight", 0);
@@ -875,6 +859,7 @@ val limits_to_val() {
   o.set("maxPatchActivationBytes", static_cast<double>(WASM_MAX_PATCH_ACTIVATION_BYTES));
   o.set("heapCeilingBytes", static_cast<double>(WASM_HEAP_CEILING_BYTES));
   o.set("workerHeapGuardBytes", static_cast<double>(WASM_WORKER_HEAP_GUARD_BYTES));
+  o.set("computeHeapLimitBytes", static_cast<double>(WASM_COMPUTE_HEAP_LIMIT_BYTES));
   return o;
 }
 

@@ -92,7 +92,8 @@ val array_of(const Range& items) {
   return out;
 }
 
-// {tileActivationBudget, maxPatchActivationBytes, heapCeilingBytes}: the module's memory limits.
+// {tileActivationBudget, maxPatchActivationBytes, heapCeilingBytes, workerHeapGuardBytes, computeHeapLimitBytes}: the
+// module's memory limits.
 val limits_to_val();
 
 // The choice a plan object (from plan()) fixed, to hand back to a run (read by hand like the requests above: a

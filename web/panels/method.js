@@ -5,6 +5,7 @@
 // in its words next to the inputs (the plan's message), the input marked aria-invalid, and Run stays disabled.
 // Published: #inversion's value ('network' or the method), #methodParams' data-method, each input's data-option.
 import { $ } from '../dom.js';
+import { optionLabel } from '../schema.js';
 import { methodNames, methodParams, readParam } from '../workflows/method.js';
 
 /** A small volume to ask the planner each method's title with. */
@@ -120,39 +121,7 @@ export class MethodPanel {
     this.built = method;
     this.fields = methodParams(this.page.schema ?? [], method);
     box.dataset.method = method;
-    for (const f of this.fields) {
-      const label = document.createElement('label');
-      label.title = `${f.help}${f.unit ? ` (${f.unit})` : ''}${f.range ? `; range ${f.range}` : ''}`;
-      let el;
-      if (f.kind === 'select') {
-        el = document.createElement('select');
-        for (const c of f.choices) {
-          const o = document.createElement('option');
-          o.value = o.textContent = c;
-          el.append(o);
-        }
-      } else {
-        el = document.createElement('input');
-        el.type = 'number';
-        el.step = f.step;
-        if (f.min !== '') el.min = f.min;
-        if (f.max !== '') el.max = f.max;
-        if (f.placeholder) el.placeholder = f.placeholder;
-      }
-      el.value = f.value;
-      el.dataset.option = f.name;
-      el.addEventListener('input', () => this.edited());
-      f.el = el;
-      const after = [f.unit, f.range && `in ${f.range}`].filter(Boolean).join(' ');
-      label.append(`${f.label} `, el);
-      if (after) {
-        const s = document.createElement('span');
-        s.className = 'muted small';
-        s.textContent = after;
-        label.append(s);
-      }
-      box.append(label);
-    }
+    for (const f of this.fields) box.append(optionLabel(f, () => this.edited()));
     if (!this.fields.length) box.textContent = 'This method has no parameters.';
   }
 

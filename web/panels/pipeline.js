@@ -4,6 +4,7 @@
 // a number is said here; the C++ plan refuses the rest in its own words (shown here and as the plan's advice).
 // Published: each input's data-option; #pipelineParams' data-background.
 import { $ } from '../dom.js';
+import { optionLabel } from '../schema.js';
 import { GROUPS, pipelineParams, readPipelineParams } from '../workflows/pipeline.js';
 
 export class PipelinePanel {
@@ -29,40 +30,7 @@ export class PipelinePanel {
       fs.append(legend);
       groups.set(g.group, fs);
     }
-    for (const f of this.fields) {
-      const label = document.createElement('label');
-      label.title = `${f.help}${f.unit ? ` (${f.unit})` : ''}${f.range ? `; range ${f.range}` : ''}`;
-      let el;
-      if (f.kind === 'select') {
-        el = document.createElement('select');
-        for (const c of f.choices) {
-          const o = document.createElement('option');
-          o.value = o.textContent = c;
-          el.append(o);
-        }
-      } else {
-        el = document.createElement('input');
-        el.type = 'number';
-        el.step = f.step;
-        el.className = 'short';
-        if (f.min !== '') el.min = f.min;
-        if (f.max !== '') el.max = f.max;
-        if (f.placeholder) el.placeholder = f.placeholder;
-      }
-      el.value = f.value;
-      el.dataset.option = f.name;
-      el.addEventListener('input', () => this.edited());
-      f.el = el;
-      const after = [f.unit, f.range && `in ${f.range}`].filter(Boolean).join(' ');
-      label.append(`${f.label} `, el);
-      if (after) {
-        const s = document.createElement('span');
-        s.className = 'muted small';
-        s.textContent = ` ${after}`;
-        label.append(s);
-      }
-      groups.get(f.group).append(label);
-    }
+    for (const f of this.fields) groups.get(f.group).append(optionLabel(f, () => this.edited(), 'short'));
     for (const g of GROUPS) if (groups.get(g.group).children.length > 1) box.append(groups.get(g.group));
     this.sync();
   }

@@ -80,11 +80,9 @@ export function readParam(p, text) {
   return { value: v };
 }
 
-/** The heap limit a method's plan is held to: the limit's figure from limits() (see methodHeapLimit's note). */
+/** The heap limit a method's (and the pipeline's) plan is held to: limits().computeHeapLimitBytes, the C++ core's. */
 export function methodHeapLimit(limits) {
-  // limits() names no classical-method heap limit; the C++ core holds a method to WASM_COMPUTE_HEAP_LIMIT_BYTES
-  // (methods.h), today the same 3.5 GB as the ONNX Runtime worker's heap guard, which limits() does list.
-  return limits?.computeHeapLimitBytes ?? limits?.workerHeapGuardBytes ?? limits?.heapCeilingBytes;
+  return limits?.computeHeapLimitBytes;
 }
 
 export const methodWorkflow = {

@@ -54,6 +54,9 @@ inline constexpr uint64_t WASM_HEAP_CEILING_BYTES = 4ull << 30;
 // network's cost is under-declared by 40 % or more.
 inline constexpr uint64_t WASM_WORKER_HEAP_GUARD_BYTES = 3'500'000'000ull;
 
+// A computation of the C++ core (a classical method, the pipeline) whose module heap would pass this is refused up
+// front: near the 4 GiB ceiling growth stalls instead of failing (the same margin as the worker heap guard).
+inline constexpr uint64_t WASM_COMPUTE_HEAP_LIMIT_BYTES = WASM_WORKER_HEAP_GUARD_BYTES;
 // The C++ module's own heap before any volume: Emscripten's initial memory (stacks, runtime, statics).
 inline constexpr uint64_t WASM_MODULE_BASELINE_BYTES = 16ull << 20;
 

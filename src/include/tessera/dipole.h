@@ -12,6 +12,9 @@
 
 namespace tessera {
 
+// TKD's customary truncation of |D| (Wharton et al. 2010 MRM).
+inline constexpr float kTkdThreshold = 0.19f;
+
 enum class DipoleConvention {
   // LPCNN / MoDL-QSM / forward model: k from fftfreq(n, voxel) (DC at index 0), b = unit B0 direction,
   // D = 1/3 - (k.b)^2/|k|^2, D(0) = 0.
@@ -56,10 +59,10 @@ uint64_t dipole_workspace_bytes(const Geometry& geometry, int pad_factor, unsign
 // TKD: chi = real(ifft(fft(field) / D_t)) . mask with D_t = D where |D| >= threshold, sign(D)*threshold elsewhere
 // (Standard kernel); at D = 0 (the zero frequency, and the magic-angle cone) the inverse is 0: the mean is not recovered.
 // geometry valid; field.size() == mask.size() == geometry.voxel_count() (else Error InvalidArgument).
-// threshold in (0, 2/3] (else Error InvalidArgument); 0.19 is customary.
+// threshold in (0, 2/3] (else Error InvalidArgument); kTkdThreshold is customary.
 // pad_factor in [1, 4]: zero padding of the field as in forward_field (else Error InvalidArgument).
 // threads: FFT threads; 0 = hardware concurrency.
 std::vector<float> tkd(const Geometry& geometry, std::span<const float> field, std::span<const uint8_t> mask,
-                       float threshold = 0.19f, int pad_factor = 1, unsigned threads = 1);
+                       float threshold = kTkdThreshold, int pad_factor = 1, unsigned threads = 1);
 
 }  // namespace tessera

@@ -105,12 +105,19 @@ struct MethodPlan {
   std::string message;             // the refusal with advice; empty when feasible
 };
 
+// The module heap a computation of the C++ core needs on a volume: its inputs and workspace on the baseline, with
+// Emscripten's growth slack; whether that fits the wasm limit and the most voxels a volume of this shape may hold.
+struct HeapFit {
+  uint64_t module_heap_bytes = 0;
+  uint64_t largest_voxels = 0;
+  bool fits = false;  // natively always
+};
+// geometry valid.
+HeapFit fit_heap(const Geometry& geometry, uint64_t input_bytes, uint64_t workspace_bytes, Target target);
+
 // Plans method on a volume of geometry (magnitude_echoes volumes of magnitude kept beside it).
 // geometry valid.
 MethodPlan plan_method(Method method, const Geometry& geometry, const MethodParams& params, unsigned threads,
                        uint32_t magnitude_echoes = 0, Target target = kBuildTarget);
-
-// A computation's heap in wasm may not pass this: near the 4 GiB ceiling growth stalls instead of failing.
-inline constexpr uint64_t WASM_COMPUTE_HEAP_LIMIT_BYTES = 3'500'000'000ull;
 
 }  // namespace tessera

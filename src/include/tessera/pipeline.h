@@ -98,6 +98,21 @@ class Pipeline : public Iterative {
   bool finished_ = false;
 };
 
+// The plan of a pipeline: its stages, memory against the wasm heap limit, or the refusal with the largest volume.
+struct PipelinePlan {
+  bool feasible = false;
+  std::vector<std::string> stages;  // "brain mask" (no mask given), "echo fit", "V-SHARP" | "PDF", the method's title
+  uint64_t input_bytes = 0;         // phase and magnitude of every echo, the mask, χ copied out
+  uint64_t workspace_bytes = 0;
+  uint64_t module_heap_bytes = 0;
+  uint64_t largest_voxels = 0;
+  std::string message;              // the refusal with advice; empty when feasible
+};
+
+// geometry valid; request's parameters valid.
+PipelinePlan plan_pipeline(const Geometry& geometry, const PipelineRequest& request, bool mask_given, bool magnitude,
+                           Target target = kBuildTarget);
+
 // Heap bytes the pipeline holds at its peak beyond its inputs: the intermediates kept and the largest stage's workspace.
 // geometry valid; request's parameters valid.
 uint64_t pipeline_workspace_bytes(const Geometry& geometry, const PipelineRequest& request, bool mask_given);
