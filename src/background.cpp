@@ -310,20 +310,23 @@ VSharp::VSharp(const Geometry& g, std::span<const float> field, std::span<const 
   s.threads = threads;
   s.radii = vsharp_radii_mm(g.voxel_mm, params);
   s.box = mask_box(g, mask);
+  const std::vector<double> d = outside_distance2(g, mask, s.box, threads);
+  double deepest = 0.0;
+  for (double v : d) deepest = std::max(deepest, v);
+  // Radii whose sphere fits around no voxel would filter nothing: the largest used is the largest that fits somewhere
+  // (so the default works on a small head at coarse voxels).
+  const auto fits = std::find_if(s.radii.begin(), s.radii.end(), [&](double r) { return deepest > r * r; });
+  if (fits == s.radii.end()) {
+    invalid("vsharp: the smallest radius " + num(s.radii.back()) + " mm (min_radius_voxels " +
+            num(params.min_radius_voxels) + ") erodes the mask to nothing: its deepest voxel lies " +
+            num(std::sqrt(deepest)) + " mm inside; lower min_radius_voxels or give a larger mask");
+  }
+  s.radii.erase(s.radii.begin(), fits);
   s.padded = vsharp_padded(s.box.ext, g.voxel_mm, s.radii.front());
   {
     Geometry pg = g;
     pg.dims = s.padded;
     validate_geometry(pg);
-  }
-  const std::vector<double> d = outside_distance2(g, mask, s.box, threads);
-  double deepest = 0.0;
-  for (double v : d) deepest = std::max(deepest, v);
-  const double r0 = s.radii.front();
-  if (!(deepest > r0 * r0)) {
-    invalid("vsharp: the largest radius " + num(r0) + " mm (max_radius_voxels " + num(params.max_radius_voxels) +
-            ") erodes the mask to nothing: radii below " + num(std::sqrt(deepest)) + " mm (" +
-            num(std::sqrt(deepest) / min_edge(g.voxel_mm)) + " voxels) leave voxels; lower max_radius_voxels");
   }
   const Dims3 e{s.box.ext[0] + 2, s.box.ext[1] + 2, s.box.ext[2] + 2};
   s.assign.assign(static_cast<size_t>(count(s.padded)), kUnassigned);

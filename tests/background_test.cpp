@@ -288,19 +288,21 @@ TEST(Background, RefusesBadInputsByName) {
             std::string::npos);
   EXPECT_NE(test::error_of([&] { Pdf(s.g, s.total, empty); }, ErrorCode::InvalidArgument).find("pdf: the mask holds no voxel"),
             std::string::npos);
-  // a radius that erodes the mask to nothing: named, with the largest that leaves voxels. A 9×7×5 box at 1 mm: its
-  // deepest voxels lie 3 mm from the nearest outside voxel (along z).
+  // A 9×7×5 box at 1 mm: its deepest voxels lie 3 mm from the nearest outside voxel (along z). A smallest radius that
+  // erodes it to nothing is named, with the depth; the default largest radius (18 voxels) fits nowhere there, and the
+  // radii that fit no voxel are dropped: V-SHARP runs from the largest that fits (2 mm).
   const Geometry bg = test::geometry(24, 24, 24);
   const std::vector<uint8_t> box = test::box_mask(bg, {5, 5, 5}, {14, 12, 10});
   const std::vector<float> zero(bg.voxel_count(), 0.0f);
   VSharpParams big;
-  big.max_radius_voxels = 3.0;
-  big.min_radius_voxels = 1.0;
+  big.min_radius_voxels = 3.0;
   EXPECT_EQ(test::error_of([&] { VSharp(bg, zero, box, big); }, ErrorCode::InvalidArgument),
-            "vsharp: the largest radius 3 mm (max_radius_voxels 3) erodes the mask to nothing: radii below 3 mm "
-            "(3 voxels) leave voxels; lower max_radius_voxels");
-  big.max_radius_voxels = 2.9;
+            "vsharp: the smallest radius 3 mm (min_radius_voxels 3) erodes the mask to nothing: its deepest voxel lies "
+            "3 mm inside; lower min_radius_voxels or give a larger mask");
+  big.min_radius_voxels = 1.0;
   VSharp fits(bg, zero, box, big);
+  EXPECT_EQ(fits.radii_mm(), (std::vector<double>{2.0, 1.0}));
+  EXPECT_EQ(fits.total_steps(), 3u);
   run_to_end(fits);
   const LocalField line = fits.take_result();
   uint64_t left = 0;

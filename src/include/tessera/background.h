@@ -72,14 +72,14 @@ std::vector<uint8_t> erode_mask(const Geometry& geometry, std::span<const uint8_
 
 // V-SHARP (Wu et al. 2012 MRM; SHARP: Schweser et al. 2011 NeuroImage). Each voxel takes the high-passed field
 // f − S_r∗f of the largest radius r whose sphere around it lies inside the mask; the assembled field is deconvolved by
-// 1 − S of the largest kernel (TSVD: frequencies with |1 − S| < threshold set to 0). The result is defined on the mask
-// eroded by the smallest radius (returned). The volume is cut to the mask's box and zero padded by the largest radius.
-// One step per radius, then one for the deconvolution.
+// 1 − S of the largest kernel used (TSVD: frequencies with |1 − S| < threshold set to 0). The result is defined on the
+// mask eroded by the smallest radius (returned). Radii whose sphere fits around no voxel are dropped. The volume is cut
+// to the mask's box and zero padded by the largest radius used. One step per radius used, then one for the deconvolution.
 class VSharp : public Iterative {
  public:
   // Validates everything (one clear line each) and plans the radii.
   // geometry valid; field.size() == mask.size() == voxel_count; field finite inside the mask; the mask holds a voxel;
-  // the largest radius leaves voxels (else Error InvalidArgument naming the radius and the largest that leaves voxels).
+  // the smallest radius leaves voxels (else Error InvalidArgument naming it and how deep the mask is).
   // field and mask outlive the computation. threads: FFT and loop threads (0 = hardware); the result does not depend on it.
   VSharp(const Geometry& geometry, std::span<const float> field, std::span<const uint8_t> mask,
          const VSharpParams& params = {}, unsigned threads = 1);
@@ -91,7 +91,7 @@ class VSharp : public Iterative {
   void step() override;
   std::string name() const override;
 
-  // The radii in mm, largest first.
+  // The radii in mm used, largest first.
   const std::vector<double>& radii_mm() const;
   // The local field on the eroded mask; finished() is true (else Error Internal). Moves it out (call once).
   LocalField take_result();
