@@ -2,10 +2,13 @@
 // background, vsharp.*, pdf.*, brainMask.*) at its default, with its unit, range and help; the background's
 // parameters follow the background chosen, the brain mask's show only when no mask file is loaded. A value that is not
 // a number is said here; the C++ plan refuses the rest in its own words (shown here and as the plan's advice).
-// Published: each input's data-option; #pipelineParams' data-background.
-import { $ } from '../dom.js';
+// Also the DICOM folder input (DicomInput): a folder chosen or dropped is converted in the page (web/dicom.js) and
+// becomes the phase, magnitude, TE and B0. Published: each input's data-option; #pipelineParams' data-background;
+// #dicomText's data-state (converting | done | cancelled | error) and the conversion's series, echoes, te, b0.
+import { $, setData, clearData } from '../dom.js';
 import { optionLabel } from '../schema.js';
-import { GROUPS, pipelineParams, readPipelineParams } from '../workflows/pipeline.js';
+import { GROUPS, pipelineParams, readPipelineParams, pipelineWorkflow } from '../workflows/pipeline.js';
+import { convertDicom, sortSeries, folderName, dropEntries, entryFiles } from '../dicom.js';
 
 export class PipelinePanel {
   /** @param {import('../page.js').Page} page */
@@ -13,6 +16,7 @@ export class PipelinePanel {
     this.page = page;
     this.fields = [];
     this.maskGiven = false;
+    this.dicom = new DicomInput(page);
   }
 
   /** Builds the inputs from the schema (once the runtime is up). */
@@ -96,5 +100,115 @@ export class PipelinePanel {
       if (bad) f.el.setAttribute('aria-invalid', 'true');
       else f.el.removeAttribute('aria-invalid');
     }
+  }
+}
+
+/** What each stage of a conversion is called while it runs. */
+const STAGE_WORDS = {
+  starting: () => 'starting dcm2niix (WebAssembly)…',
+  converting: (n) => `dcm2niix: converting ${n} files…`,
+  reading: () => 'reading the converted series…',
+};
+
+/**
+ * The From phase DICOM folder: #dicomDir (a webkitdirectory input), a folder dropped on #dicomBox or on the drop zone,
+ * converted with progress and a Cancel (the converter's worker is terminated); the outputs sorted into phase and
+ * magnitude fill TE and B0, and the input is loaded through the workflow (pipelineWorkflow.loadDicom).
+ */
+class DicomInput {
+  /** @param {import('../page.js').Page} page */
+  constructor(page) {
+    this.page = page;
+    this.controller = null; // the conversion running
+    $('dicomDir').addEventListener('change', (e) => {
+      const files = [...e.target.files];
+      e.target.value = ''; // the same folder chosen again converts again
+      if (files.length) this.convert(files);
+    });
+    $('dicomCancel').addEventListener('click', () => this.controller?.abort());
+    const box = $('dicomBox');
+    box.addEventListener('dragover', (e) => {
+      e.preventDefault();
+      e.stopPropagation();
+    });
+    box.addEventListener('drop', (e) => this.dropped(e));
+    // A folder dropped anywhere on the drop zone in From phase is a DICOM folder (NIfTI files are dropped as files).
+    $('drop').addEventListener('drop', (e) => this.page.workflow().pipeline && this.dropped(e, true), true);
+    // No new folder while a run or a load is on.
+    new MutationObserver(() => ($('dicomDir').disabled = this.page.running)).observe(document.body, { attributes: true, attributeFilter: ['data-state'] });
+  }
+
+  /** A drop: the folder's files (every level) are converted; onlyFolders leaves a drop of plain files to the drop zone. */
+  dropped(e, onlyFolders = false) {
+    const d = dropEntries(e.dataTransfer);
+    if (onlyFolders && !d.folder) return;
+    e.preventDefault();
+    e.stopImmediatePropagation();
+    $('drop').classList.remove('over');
+    if (this.page.running) return;
+    entryFiles(d).then((files) => this.convert(files), (err) => this.page.showError(err));
+  }
+
+  /** Shows the conversion's state: data-state and facts on #dicomText, its words, the progress bar and Cancel. */
+  status(state, text, facts = {}) {
+    const el = $('dicomText');
+    el.textContent = text;
+    clearData(el);
+    setData(el, { state, ...facts });
+    $('dicomProgress').hidden = $('dicomCancel').hidden = state !== 'converting';
+  }
+
+  /**
+   * Converts the files, sorts the outputs, fills TE and B0, and loads the input; a refusal is shown in the error box
+   * and the From phase input is cleared (never run on an older one); a cancel leaves the input as it was.
+   * Precondition: files is a non-empty File[] (webkitRelativePath or _webkitRelativePath set for a folder).
+   */
+  async convert(files) {
+    const { page } = this;
+    if (this.controller || page.running) return;
+    const controller = (this.controller = new AbortController());
+    const folder = folderName(files);
+    const t0 = performance.now();
+    const seconds = () => ((performance.now() - t0) / 1000).toFixed(1);
+    let stage = 'starting';
+    const tick = () => this.status('converting', `${STAGE_WORDS[stage](files.length)} ${seconds()} s`, { files: files.length, stage });
+    tick();
+    const timer = setInterval(tick, 250);
+    page.showError(null);
+    page.setState('loading');
+    let sorted;
+    try {
+      const outputs = await convertDicom(files, { signal: controller.signal, onProgress: (p) => ((stage = p.stage), tick()) });
+      sorted = sortSeries(outputs);
+    } catch (e) {
+      page.setState('idle');
+      if (e?.name === 'AbortError') {
+        this.status('cancelled', `conversion cancelled after ${seconds()} s`);
+        return;
+      }
+      this.status('error', `${folder ?? 'the DICOM files'}: not converted (see the message above)`);
+      page.files.pipeline = page.files.dicom = null;
+      page.panels.inputs.pending(pipelineWorkflow, `${folder ?? 'The DICOM files'}: not loaded (see the message above).`);
+      page.showError(e);
+      return;
+    } finally {
+      clearInterval(timer);
+      this.controller = null;
+    }
+    const { te, b0, phaseSeries: ps, magnitudeSeries: ms } = sorted;
+    $('te').value = te ? te.map((t) => +t.toPrecision(6)).join(', ') : '';
+    if (b0) $('b0').value = String(b0);
+    const series = (s) => `series ${s.number}${s.description ? ` “${s.description}”` : ''}`;
+    this.status(
+      'done',
+      `converted in ${seconds()} s: phase ${series(ps)} (${ps.echoes} echo${ps.echoes > 1 ? 'es' : ''})${ms ? `, magnitude ${series(ms)}` : ', no magnitude'}` +
+        `${te ? `, TE ${$('te').value} s` : ''}${b0 ? `, B0 ${b0} T` : ''}`,
+      { files: files.length, phaseSeries: ps.number, magnitudeSeries: ms?.number ?? null, echoes: ps.echoes, te: te ?? null, b0 },
+    );
+    const phaseFiles = sorted.phase.map((o) => o.nii);
+    page.files.dicom = { ...sorted, folder, files: files.length, phaseFiles };
+    page.files.pipeline = phaseFiles;
+    page.setState('idle');
+    await page.panels.inputs.load();
   }
 }

@@ -1,5 +1,5 @@
-// The "From phase" workflow: a scanner's multi-echo wrapped phase (one 4D NIfTI, or one 3D file per echo), an optional
-// magnitude (every echo) and an optional mask in, with TE (s, one per echo) and B0; the C++ pipeline
+// The "From phase" workflow: a scanner's multi-echo wrapped phase (one 4D NIfTI, one 3D file per echo, or a DICOM folder
+// converted in the page: web/dicom.js), an optional magnitude (every echo) and an optional mask in, with TE (s, one per echo) and B0; the C++ pipeline
 // (tessera.pipeline()) makes the brain mask from the magnitude when no mask is given, fits the echoes with phase
 // unwrapping (Hz → ppm), removes the background field (V-SHARP or PDF) and inverts the local field with a classical
 // method (the Inversion select) or a network (the network panel). Every intermediate comes back and can be shown and
@@ -8,6 +8,7 @@
 import { $, fmtBytes } from '../dom.js';
 import { checkAcquisition } from './phase.js';
 import { methodHeapLimit, methodParams, readParam } from './method.js';
+import { loadDicom } from '../dicom.js';
 
 const PI = Math.PI;
 
@@ -113,7 +114,7 @@ export const pipelineWorkflow = {
   b0Slot: 'b0PhaseSlot',
   b0Reloads: false,
   noInputText:
-    'No phase loaded: choose the wrapped phase (one 4D NIfTI, or one 3D file per echo in echo order), its magnitude (every echo; it makes the mask when none is given) and/or a mask, and type the echo times.',
+    'No phase loaded: choose a DICOM folder (phase and magnitude series), or the wrapped phase (one 4D NIfTI, or one 3D file per echo in echo order), its magnitude (every echo; it makes the mask when none is given) and/or a mask, and type the echo times.',
   needInputText: 'Load a multi-echo wrapped phase (and a magnitude or a mask), or try the demo',
   infeasibleText: 'The pipeline cannot run: see the advice',
   errorWords: {
@@ -178,6 +179,7 @@ export const pipelineWorkflow = {
    * Preconditions: files.pipeline is an array of File; io is the I/O worker client.
    */
   async load(io, files) {
+    if (files.dicom && files.dicom.phaseFiles === files.pipeline) return this.loadDicom(io, files);
     const phases = files.pipeline;
     const phaseBytes = await Promise.all(phases.map((f) => f.arrayBuffer()));
     const bytes = {
@@ -197,6 +199,38 @@ export const pipelineWorkflow = {
       phase: r.phase,
       echoes: r.echoes,
       magnitude: r.magnitude ?? undefined,
+      mask: r.mask ?? null,
+      like: r.like,
+      phaseRange: r.range,
+      note: notes.join('; '),
+    });
+  },
+
+  /**
+   * The input from a converted DICOM folder (web/dicom.js loadDicom): its phase and magnitude series, the mask file when
+   * one is chosen (a NIfTI magnitude only when the folder has no magnitude series). The Phase units select follows the
+   * units the phase was read in (scanner integers for Siemens' -4096…4094).
+   * Preconditions: files.dicom is the panel's conversion ({ ...sortSeries(), folder, files, phaseFiles }).
+   */
+  async loadDicom(io, files) {
+    const d = files.dicom;
+    const { r, magnitude, units } = await loadDicom(io, files, $('phaseUnits').value);
+    $('phaseUnits').value = units;
+    const s = d.phaseSeries, m = d.magnitudeSeries;
+    const notes = [
+      `DICOM ${d.folder ? `folder “${d.folder}”` : 'files'} (${d.files} files) converted in this page by dcm2niix: phase series ${s.number}` +
+        `${m ? `, magnitude series ${m.number}` : ''}, ${s.echoes} echo${s.echoes > 1 ? 'es' : ''}; TE and B0 from the DICOM headers`,
+      ...d.notes.filter((n) => !/^no magnitude series/.test(n) || !(files.mask || r.magnitude)),
+      ...r.notes,
+    ];
+    if (r.fixed) notes.push(`${r.fixed} invalid voxels outside the mask set to 0`);
+    return this.input({
+      source: 'dicom',
+      name: d.folder ?? `DICOM series ${s.number}`,
+      geometry: { dims: r.dims, voxelMm: r.voxelMm, b0Dir: r.b0Dir },
+      phase: r.phase,
+      echoes: r.echoes,
+      magnitude: magnitude ?? r.magnitude ?? undefined,
       mask: r.mask ?? null,
       like: r.like,
       phaseRange: r.range,
