@@ -103,6 +103,7 @@ export async function convertDicom(files, { signal, onProgress = () => {} } = {}
       outputs.push({ name, nii, sidecar: json ? JSON.parse(await json.text()) : {} });
     }
     if (!outputs.length) throw noDicom(list);
+    if (signal?.aborted) throw cancelled(); // cancelled while the outputs were read
     return outputs;
   } finally {
     signal?.removeEventListener('abort', stop);

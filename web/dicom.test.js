@@ -11,7 +11,7 @@
 //     itself (no DICOM, no quantisation), and the same r vs the phantom's truth as that χ's;
 //   - the refusals through the input (no DICOM, no phase series, echo counts that disagree, dims that disagree), each
 //     with its message, Run disabled; a folder dropped (a drop event) converts; Cancel during dcm2niix terminates its
-//     worker and keeps the input.
+//     worker and keeps the input. Screenshot of the loaded input card: test-artifacts/dicom-input.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -21,6 +21,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { sortSeries, DicomError } from './dicom.js';
 
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CHROMIUM = '/usr/bin/chromium';
 const skip = fs.existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: install it with scripts/bootstrap.sh --browser (apt-get install chromium)`;
 
@@ -235,6 +236,8 @@ function browserSuite() {
     assert.deepEqual(info.phaseRange, [lo, hi], 'the phase as dcm2niix scaled it: RescaleSlope 2, RescaleIntercept −4096');
     assert.match(await page.textContent('#inputInfo'), /DICOM folder “phantom” \(\d+ files\) converted in this page by dcm2niix: phase series 3, magnitude series 2, 3 echoes/);
     assert.match(await page.textContent('#inputInfo'), /phase from scanner integers/);
+    fs.mkdirSync(path.join(ROOT, 'test-artifacts'), { recursive: true });
+    await page.locator('#inputCard').screenshot({ path: path.join(ROOT, 'test-artifacts', 'dicom-input.png') });
 
     // The same conversion through the module in the page: the data, compared voxel by voxel with what was written.
     await page.evaluate(() => {
