@@ -21,10 +21,11 @@ const EXIT_WORDS = {
 /** dcm2niix's exit code for "no valid DICOM files found". */
 const EXIT_NO_DICOM = 2;
 
-/** A DICOM folder refused: code (NoFiles, NoDicom, ConverterFailed, NoPhase, SeveralPhase, SeveralMagnitude,
- * EchoRepeated, EchoesMismatch, TeMismatch, DimsMismatch, NotOneVolume) and the message in words. */
+/** A DICOM folder refused: a code and the message in words. */
 export class DicomError extends Error {
   /**
+   * Precondition: code is NoFiles, NoDicom, ConverterFailed, NoPhase, SeveralPhase, SeveralMagnitude, EchoRepeated,
+   * EchoesMismatch, TeMismatch, DimsMismatch or NotOneVolume.
    * Precondition: message names the problem and the fix.
    * @param {string} code
    * @param {string} message
