@@ -9,6 +9,7 @@ import { runSteps } from './driver.js';
 import { TesseraError, errorToMessage, callModule } from './errors.js';
 import { probeEdge, contextProfile } from './receptive-field.js';
 import { calibrateNetwork } from './calibrate.js';
+import { NETWORK_OPTIONS } from './request.js';
 
 const port = workerPort();
 let M = null;
@@ -145,29 +146,25 @@ function methodRequestOf(a) {
   return r;
 }
 
+/**
+ * The request a network run sends to C++: the schema's network options as given (request.js NETWORK_OPTIONS; C++
+ * checks them), the network, its reach and speed, and the threads this runtime may use.
+ */
 function requestOf(a) {
   if (a.method !== undefined && a.method !== null) return methodRequestOf(a);
   const auto = isAuto(a.tile);
+  const r = Object.fromEntries(NETWORK_OPTIONS.map((k) => [k, a[k]]));
   return {
+    ...r,
     model: a.model,
-    spec: a.spec,
     whole: !!a.whole,
-    tile: a.tile,
     workers: auto ? a.workers : a.workers ?? options.workers ?? 1,
     threadsPerWorker: auto ? a.threadsPerWorker : undefined,
     hardwareThreads: hardwareThreads(),
-    te: a.te,
-    b0: a.b0,
-    erodeRadius: a.erodeRadius,
-    phaseSign: a.phaseSign,
-    quality: a.quality,
     context: a.context,
     // With the probe's worker still kept for this run (takeWarm), no worker start-up is waited for.
     speed: a.speed && warm && a.warmKey === warm.key ? { ...a.speed, startSeconds: 0 } : a.speed,
     verify: !!a.verify,
-    b0Align: a.b0Align,
-    crop: a.crop,
-    cropMargin: a.cropMargin,
   };
 }
 

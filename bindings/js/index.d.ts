@@ -79,7 +79,7 @@ export interface VerificationReport {
 export interface TileConfig {
   core: number;
   halo: number;
-  /** cores start every stride voxels (default: the core, no overlap); shorter, overlapping cores are blended */
+  /** cores start every stride voxels; shorter than the core, overlapping cores are blended (default: the core) */
   stride?: number;
   /** how overlapping cores combine (default crop: equal weights) */
   blend?: Blend;
@@ -94,7 +94,7 @@ export interface NetworkSpec {
   fixedBytes?: number;
   /** the network takes the field multiplied by the mask */
   maskedInput?: boolean;
-  /** an output voxel depends on inputs within this many voxels (default: from the weights' ONNX graph) */
+  /** an output voxel depends on inputs within this many voxels (default: derived from the ONNX graph) */
   receptiveRadius?: number;
   inputMean?: number;
   inputStd?: number;
@@ -503,7 +503,7 @@ export interface PlanRequest {
   verify?: boolean;
   /** networks that assume B0 along the third axis: resample to a B0-aligned grid (default auto: above the threshold) */
   b0Align?: B0Align;
-  /** field -> chi networks, automatic plans: run only the mask's bounding box + cropMargin (4) voxels, as one patch when it fits, else as slabs when faster than tiles (auto, default), or never (off) */
+  /** field -> chi networks, automatic plans: run only the mask's bounding box + cropMargin voxels, as one patch when it fits, else as slabs when faster than tiles (auto), or never (off) (default auto) */
   crop?: 'auto' | 'off';
   /** voxels kept around the mask's bounding box before rounding out to the pooling grid (default 4) */
   cropMargin?: number;
@@ -557,8 +557,23 @@ export type MethodName = 'tkd' | 'tsvd' | 'tikhonov' | 'tv' | 'rts' | 'ilsqr' | 
 /** A method's parameters, by the schema's `<method>.<param>` names without the prefix (tessera.schema() lists them). */
 export type MethodParams = Record<string, number | string>;
 
+/**
+ * Each classical method's parameters under its name, as the schema's `<method>.<param>` options (tessera.schema():
+ * their units, defaults and ranges; `tessera-qsm methods` lists them). C++ refuses another method's.
+ */
+export interface MethodOptions {
+  tkd?: { threshold?: number };
+  tsvd?: { threshold?: number; padRatio?: number };
+  tikhonov?: { lambda?: number; regularizer?: 'identity' | 'gradient'; padRatio?: number };
+  tv?: { lambda?: number; rho?: number; tolerance?: number; maxIterations?: number; norm?: 'anisotropic' | 'isotropic'; padRatio?: number };
+  rts?: { delta?: number; mu?: number; rho?: number; tolerance?: number; maxIterations?: number; lsmrIterations?: number; padRatio?: number };
+  ilsqr?: { tolerance?: number; maxIterations?: number; coneThreshold?: number };
+  ndi?: { tau?: number; lambda?: number; maxIterations?: number; tolerance?: number; phaseScale?: number };
+  medi?: { lambda?: number; edgeFraction?: number; maxIterations?: number; tolerance?: number; cgMaxIterations?: number; cgTolerance?: number; phaseScale?: number };
+}
+
 /** invert({method}): a classical dipole inversion in the C++ core, no network and no weights. */
-export interface MethodRequest {
+export interface MethodRequest extends MethodOptions {
   method: MethodName;
   /** local field (ppm), x-fastest, or a Volume */
   field: Float32Array | Volume<VoxelArray>;
@@ -567,8 +582,6 @@ export interface MethodRequest {
   magnitude?: Float32Array | Volume<VoxelArray>;
   geometry?: Geometry;
   plan?: MethodPlan;
-  tkd?: MethodParams; tsvd?: MethodParams; tikhonov?: MethodParams; tv?: MethodParams; rts?: MethodParams;
-  ilsqr?: MethodParams; ndi?: MethodParams; medi?: MethodParams;
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
 }
@@ -594,7 +607,7 @@ export interface MethodPlan {
 }
 
 /** pipeline(): from a scanner's multi-echo phase to χ. */
-export interface PipelineRequest {
+export interface PipelineRequest extends MethodOptions {
   /** wrapped phase (rad), every echo (a 4D Volume, or x-fastest echo after echo with geometry) */
   phase: Float32Array | Volume<VoxelArray>;
   /** echo times in seconds, one per echo */
@@ -612,17 +625,41 @@ export interface PipelineRequest {
   brainMask?: { erosion?: number; threshold?: 'otsu' | 'robust' };
   /** voxels whose echo fit leaves a larger RMS phase residual (rad) are left out of the background removal */
   fitResidualLimit?: number;
-  /** the inversion: a classical method (with its parameters) ... */
+  /** the inversion: a classical method (with its parameters under its name) ... */
   method?: MethodName;
-  tkd?: MethodParams; tsvd?: MethodParams; tikhonov?: MethodParams; tv?: MethodParams; rts?: MethodParams;
-  ilsqr?: MethodParams; ndi?: MethodParams; medi?: MethodParams;
   /** ... or a network on the local field, with its weights and further invert() options */
   model?: string;
   spec?: NetworkSpec;
   weights?: Uint8Array | ArrayBuffer | (Uint8Array | ArrayBuffer)[];
   network?: Partial<InvertRequest>;
+  /** the plan() of this request, handed back */
+  plan?: PipelinePlan;
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
+}
+
+/** plan() of a pipeline: pipeline()'s request with pipeline: true; no phase needed, magnitude: true says one is given. */
+export interface PipelinePlanRequest extends Omit<PipelineRequest, 'phase' | 'magnitude'> {
+  pipeline: true;
+  phase?: Float32Array | Volume<VoxelArray>;
+  magnitude?: Float32Array | Volume<VoxelArray> | boolean;
+}
+
+/** plan() of a pipeline request: its stages and the module heap they need, or the refusal. */
+export interface PipelinePlan {
+  feasible: boolean;
+  message: string;
+  pipeline: true;
+  stages: string[];
+  inputBytes: number;
+  workspaceBytes: number;
+  moduleHeapBytes: number;
+  peakBytes: number;
+  largestVoxels: number;
+  threads: number;
+  networks: 0;
+  tilesInFlight: 0;
+  warning: string;
 }
 
 /** pipeline()'s result: every intermediate as a Volume with the input's geometry. */
@@ -683,6 +720,7 @@ export declare class Tessera {
   schema(): Promise<RequestOption[]>;
   plan(request: PlanRequest): Promise<Plan>;
   plan(request: Omit<MethodRequest, 'field'> & { field?: Float32Array | Volume<VoxelArray> }): Promise<MethodPlan>;
+  plan(request: PipelinePlanRequest): Promise<PipelinePlan>;
   loadWeights(
     id: string,
     options?: {

@@ -7,6 +7,7 @@ import { loadModel, sha256Hex } from './model-loader.js';
 import { geometryOf, makeVolume } from './volume.js';
 import { graphReceptiveField } from './receptive-field.js';
 import { checkPreference } from './execution-provider.js';
+import { NETWORK_KEYS, methodKeys, pipelineKeys, methodNamesOf, unknownKeysMessage } from './request.js';
 
 export { TesseraError, loadModel, sha256Hex };
 export { graphReceptiveField, contextProfile } from './receptive-field.js';
@@ -233,6 +234,7 @@ export class Tessera {
    * geometry.dims are whole numbers >= 1; mask (optional) holds dims product values; field (optional) as many.
    */
   async plan(request) {
+    await this._checkKeys(request ?? {}, 'plan');
     const r = unwrapVolumes(request ?? {});
     if (r.pipeline) {
       // A pipeline's plan (pipeline: true, with pipeline()'s options): its stages and memory. The phase and magnitude
@@ -390,12 +392,9 @@ export class Tessera {
    * @returns {Promise<{chi: Float32Array, report: object, quantity: 'chi'|'local-field', localField?: Float32Array}>}
    */
   async invert(a) {
+    await this._checkKeys(a ?? {}, 'invert');
     const { signal, onProgress, ...args } = a ?? {};
     if (args.method !== undefined && args.method !== null) return this._invertMethod(args, { signal, onProgress });
-    const keys = ['field', 'mask', 'geometry', 'model', 'spec', 'weights', 'tile', 'whole', 'workers', 'threadsPerWorker', 'plan',
-      'phase', 'magnitude', 'te', 'b0', 'erodeRadius', 'phaseSign', 'inputNames', 'quality', 'context', 'verify', 'b0Align', 'crop', 'cropMargin', 'executionProviders', 'speed', 'measureSpeed'];
-    const unknown = Object.keys(args).filter((k) => !keys.includes(k));
-    if (unknown.length) throw new TesseraError(`invert: unknown option(s) ${unknown.join(', ')} (known: ${keys.join(', ')}, signal, onProgress)`, 'InvalidArgument');
     const unwrapped = unwrapVolumes(args);
     unwrapped.context = contextOf(unwrapped);
     try {
@@ -412,8 +411,22 @@ export class Tessera {
 
   /** The classical methods' names (the C++ schema's method choices), read once. */
   async _methodNames() {
-    this._methods ??= this.schema().then((s) => s.find((o) => o.name === 'method').choices);
+    this._methods ??= this.schema().then(methodNamesOf);
     return this._methods;
+  }
+
+  /**
+   * Refuses a request's unknown keys (TesseraError InvalidArgument naming them and the known ones), by its kind:
+   * a pipeline's (pipeline: true, or what = 'pipeline'), a method's (method given) or a network's (request.js).
+   * what: the call, for the message.
+   */
+  async _checkKeys(request, what) {
+    const method = request.method !== undefined && request.method !== null;
+    const known = what === 'pipeline' || (what === 'plan' && request.pipeline)
+      ? pipelineKeys(await this._methodNames())
+      : method ? methodKeys(await this._methodNames()) : NETWORK_KEYS;
+    const message = unknownKeysMessage(request, known, method && what !== 'pipeline' && !request.pipeline ? `${what} (method ${request.method})` : what);
+    if (message) throw new TesseraError(message, 'InvalidArgument');
   }
 
   /** The parameter objects of a method request ({tv: {...}}): every method's given, for C++ to check. */
@@ -425,10 +438,6 @@ export class Tessera {
 
   /** invert({method, field, mask, ...}): a classical dipole inversion in the C++ core (no network, no weights). */
   async _invertMethod(args, { signal, onProgress }) {
-    const names = await this._methodNames();
-    const keys = ['field', 'mask', 'magnitude', 'geometry', 'method', 'plan', ...names];
-    const unknown = Object.keys(args).filter((k) => !keys.includes(k));
-    if (unknown.length) throw new TesseraError(`invert: unknown option(s) ${unknown.join(', ')} for method ${args.method} (known: ${keys.join(', ')}, signal, onProgress)`, 'InvalidArgument');
     const r = unwrapVolumes(args);
     const { field, mask, magnitude, geometry, method, plan } = r;
     return this._call('invert', { field, mask, magnitude, geometry, method, plan, ...(await this._methodOptions(r)) }, { onProgress, signal });
@@ -502,11 +511,8 @@ export class Tessera {
    * @returns {Promise<object>}
    */
   async pipeline(a) {
+    await this._checkKeys(a ?? {}, 'pipeline');
     const { signal, onProgress, ...args } = a ?? {};
-    const names = await this._methodNames();
-    const keys = ['phase', 'magnitude', 'mask', 'geometry', 'te', 'b0', 'unwrap', 'background', 'vsharp', 'pdf', 'brainMask', 'fitResidualLimit', 'method', 'plan', 'model', 'spec', 'weights', 'network', ...names];
-    const unknown = Object.keys(args).filter((k) => !keys.includes(k));
-    if (unknown.length) throw new TesseraError(`pipeline: unknown option(s) ${unknown.join(', ')} (known: ${keys.join(', ')}, signal, onProgress)`, 'InvalidArgument');
     const r = unwrapVolumes(args);
     if (!r.geometry) throw new TesseraError('pipeline: give phase as a Volume (readNifti / readEchoes) or give geometry', 'InvalidArgument');
     const out = await this._call('pipeline', r, { signal, onProgress });

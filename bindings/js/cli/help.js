@@ -1,0 +1,272 @@
+// The command line's help. The request's flags are described from the C++ schema (tessera.schema(): help, unit,
+// range, choices, default); the CLI's own flags and the commands' prose are written here.
+import { PIPELINE_OPTIONS } from '../request.js';
+import { requestFlags, isSwitch, PHASE_OPTIONS } from './flags.js';
+import { UNBOUNDED, LIST_OPTIONS, fmt } from './values.js';
+
+// The forms of `invert`, shown in the main help and in `invert --help`.
+const INVERT_USAGE = `  tessera-qsm invert --field f.nii[.gz] --mask m.nii[.gz] (--model ID [--weights FILE|URL ...] | --spec net.json --weights FILE)
+                     [--core N --halo N [--stride N --blend B] --workers N --threads N | --whole] [--cores N] [--b0 T --units hz|ppm|rad/s]
+                     --out chi.nii[.gz] [--report r.json] [--quiet]
+  tessera-qsm invert --field f.nii[.gz] --mask m.nii[.gz] --method NAME [--param NAME=VALUE ...] [--magnitude mag.nii[.gz]]
+                     [--cores N] [--b0 T --units hz|ppm|rad/s] --out chi.nii[.gz] [--report r.json] [--quiet]
+  tessera-qsm invert --phase p.nii[.gz] --te S[,S...] --mask m.nii[.gz] --model iqsm|iqfm|iqsm-plus [--weights FILE|URL]
+                     [--b0 T] [--magnitude mag.nii[.gz]] [--erode N] [--phase-sign +1|-1]
+                     [--phase-units rad|deg|scanner | --phase-scale S] [--input-name ROLE=NAME ...]
+                     --out chi.nii[.gz] [--report r.json] [--quiet]
+`;
+
+const PIPELINE_USAGE = `  tessera-qsm pipeline --phase p.nii[.gz] --te S,S,... [--magnitude mag.nii[.gz]] [--mask m.nii[.gz]] [--b0 T]
+                       (--method NAME [--param N=V ...] | --model ID [--weights FILE|URL]) [--option N=V ...]
+                       --out chi.nii[.gz] [--keep-intermediates DIR] [--report r.json] [--cores N] [--quiet]
+`;
+
+/** The help of the commands without request flags, and the main help (none reads the schema). */
+export const STATIC_HELP = {
+  main: `tessera-qsm: memory-bounded, overlap-tiled deep-learning QSM inversion
+
+Usage:
+${INVERT_USAGE}  tessera-qsm plan   (--field f.nii[.gz] | --phase p.nii[.gz] [--te S[,S...]]) [--mask m.nii[.gz]] (--model ID | --spec net.json)
+                     [--core N --halo N --workers N | --whole] [--cores N] [--json]
+  tessera-qsm models [--json]
+  tessera-qsm methods [--json]
+${PIPELINE_USAGE}  tessera-qsm receptive-field (--model ID | --spec net.json) [--weights FILE|URL] [--probe] [--json]
+  tessera-qsm calibrate --weights FILE|URL [--spec net.json | --model ID] [--threads N] [--json]
+  tessera-qsm <command> --help     tessera-qsm --version
+
+Exit codes: 0 success, 1 error (runtime, input files, weights), 2 usage error or a run the memory
+planner refuses, 130 cancelled (Ctrl-C).
+`,
+  plan: `tessera-qsm plan: the memory budget of a run, from the C++ planner
+
+Usage:
+  tessera-qsm plan (--field f.nii[.gz] | --phase p.nii[.gz] [--te S[,S...]] [--erode N] [--b0 T])
+                   [--mask m.nii[.gz]] (--model ID | --spec net.json) [--core N --halo N --workers N | --whole] [--cores N] [--json]
+
+Prints the patch edge, MB per tile, tiles in flight, tiles total/active/skipped (skipped: no mask voxel
+in the core), activation and peak memory against the runtime's limits, the predicted fidelity against the
+whole-volume run and the network's reach, the memory cost and where it came from, or the planner's refusal and advice
+(exit code 2). --weights FILE lets the planner read the network's reach from its graph (--probe: measure it) and
+calibrates a --spec that declares no bytesPerVoxel (without --weights its cost is marked assumed). --json prints the plan object instead of the table. With --phase (iqsm, iqfm,
+iqsm-plus) the echo count comes from the file (one network call per echo); --te is optional here.
+Options as for \`tessera-qsm invert --help\`.
+`,
+  methods: `tessera-qsm methods: the classical dipole inversions Tessera runs without a network
+
+Usage:
+  tessera-qsm methods [--json]
+
+Lists every method (invert --method NAME) with its parameters (--param NAME=VALUE): default, range and
+unit, and what each does, as the C++ core's request schema defines them. --json prints the same as JSON.
+`,
+  models: `tessera-qsm models: the networks Tessera knows
+
+Usage:
+  tessera-qsm models [--json]
+
+Lists id, kind, inputs (field, or the phase networks' input roles), divisor, reach (the theoretical
+receptive radius in voxels), memory per worker (fixed part + bytes per patch voxel, provisional or
+measured), weights and licence.
+--json prints the full registry entries (URLs, sha256, citation, normalisation, inputs).
+`,
+  'receptive-field': `tessera-qsm receptive-field: how far a network looks
+
+Usage:
+  tessera-qsm receptive-field (--model ID | --spec net.json) [--weights FILE|URL] [--probe] [--json]
+
+Prints the theoretical receptive radius per axis, derived from the ONNX graph (convolutions, poolings,
+transposed convolutions, resizes; global operations and operations it cannot follow are named). --probe
+also measures it: the network runs twice on a phantom field patch with the centre voxel raised and lowered,
+and the response is summed by distance (the radius holding 90 % and 99 % of it, and the profile).
+--weights defaults to the registry's official file(s) for --model; --spec needs --weights FILE.
+--json prints {graph, probe} (the probe's within[] is the profile plan and invert take as context).
+`,
+  calibrate: `tessera-qsm calibrate: measure a network's memory cost in ONNX Runtime Web
+
+Usage:
+  tessera-qsm calibrate --weights FILE|URL [--spec net.json | --model ID] [--threads N] [--json]
+
+For a few small patch edges (multiples of the network's divisor from 16³; more while the heap does not grow),
+a fresh ONNX Runtime worker creates its session and runs one patch; its wasm heap is read after the session
+and after the patch. The C++ core fits heap = fixed + bytes per voxel · edge³ and makes it safe: the steepest
+slope the growth-stepped heaps allow, +20 % (a heap commits up to 20 % more than it holds), with every measured
+heap under the line. Prints the points, the fit and the figures to declare in a --spec ("fixedBytes",
+"bytesPerVoxel"); a --spec without bytesPerVoxel is calibrated this way by plan and invert. --spec or --model
+give the divisor (default 1); --threads the ONNX Runtime threads (default 1, as invert's).
+--json prints {fixedBytes, bytesPerVoxel, points, seconds, fit}.
+`,
+};
+
+/** Whether a command's help describes request flags (and so needs the schema). */
+export const helpNeedsSchema = (topic) => topic === 'invert' || topic === 'pipeline';
+
+const WIDTH = 118;
+const COLUMN = 21;
+
+/** "  --flag VALUE      text", the text wrapped at WIDTH and continued under the text's column. */
+function line(head, text) {
+  const words = text.split(' ');
+  const rows = [];
+  let row = `  ${head}`.padEnd(COLUMN - 1);
+  let first = true;
+  if (row.length >= COLUMN) {
+    rows.push(row.trimEnd());
+    row = ' '.repeat(COLUMN - 1);
+  }
+  for (const w of words) {
+    if (!first && row.length + 1 + w.length > WIDTH) {
+      rows.push(row);
+      row = ' '.repeat(COLUMN - 1);
+    }
+    row += ` ${w}`;
+    first = false;
+  }
+  rows.push(row);
+  return `${rows.join('\n')}\n`;
+}
+
+/** A schema option's value as the help names it: its choices, N (whole), its one-letter unit, or X; a list repeats it. */
+function metavar(option) {
+  if (isSwitch(option)) return '';
+  const one = option.choices.length ? option.choices.join('|') : option.integer ? 'N' : option.unit.length === 1 ? option.unit.toUpperCase() : 'X';
+  return LIST_OPTIONS.includes(option.name) ? `${one}[,${one}...]` : one;
+}
+
+/** A schema option's range and unit in words: "a whole number in [1, 4096] voxels", "in (0, 30] T", or ''. */
+export function rangeText(option) {
+  if (option.choices.length || isSwitch(option)) return '';
+  const low = option.min > -UNBOUNDED ? option.min : null;
+  const high = option.max < UNBOUNDED ? option.max : null;
+  const unit = option.unit ? ` ${option.unit}` : '';
+  const kind = option.integer ? 'a whole number ' : '';
+  if (low !== null && high !== null) return `${kind}in ${option.minExclusive ? '(' : '['}${fmt(low)}, ${fmt(high)}]${unit}`;
+  if (low !== null) return `${kind}${option.minExclusive ? '>' : '≥'} ${fmt(low)}${unit}`;
+  return `${kind || 'a number '}`.trim() + unit;
+}
+
+/** A schema option's default in words: the number, the rule ("auto", "the core (no overlap)"), or '' for a switch. */
+export function defaultText(option) {
+  if (isSwitch(option)) return '';
+  return typeof option.default === 'number' ? fmt(option.default) : option.default;
+}
+
+/** A schema option's help line for its flag: its help, then its range and default. */
+function optionLine(flag, option) {
+  const facts = [rangeText(option), defaultText(option) && `default ${defaultText(option)}`].filter(Boolean);
+  return line(`--${flag} ${metavar(option)}`.trim(), `${option.help}${facts.length ? ` (${facts.join('; ')})` : ''}`);
+}
+
+/** The invert help's section of each request flag's option; the rest are planning options (Tiling). */
+const SECTION_OF = { b0: 'input', method: 'method', b0Align: 'network', ...Object.fromEntries(PHASE_OPTIONS.map((k) => [k, 'phase'])) };
+
+/** The request flags of a command's section, as help lines. */
+function section(command, schema, name) {
+  return requestFlags(command, schema)
+    .filter(({ option }) => (SECTION_OF[option.name] ?? 'tiling') === name)
+    .map(({ flag, option }) => optionLine(flag, option))
+    .join('');
+}
+
+/** The spec keys and their numeric defaults: "divisor (1), bytesPerVoxel, …" (the schema's spec.* options). */
+function specKeys(schema) {
+  return schema
+    .filter((o) => o.name.startsWith('spec.'))
+    .map((o) => `${o.name.slice(5)}${typeof o.default === 'number' ? ` (${fmt(o.default)})` : ''}`)
+    .join(', ');
+}
+
+function invertHelp(schema) {
+  const s = (name) => section('invert', schema, name);
+  return `tessera-qsm invert: invert a local field map (or a wrapped phase) to susceptibility (χ, ppm)
+
+Usage:
+${INVERT_USAGE}
+Input (one of --field or --phase)
+  --field FILE       field map (NIfTI-1/2, .nii or .nii.gz); dims, voxel size and B0 direction come from its header
+  --units U          field units: ppm (default), hz or rad/s; hz and rad/s need --b0
+  --phase FILE       wrapped phase in rad for the phase networks (iqsm, iqfm, iqsm-plus): 3D, or 4D with the
+                     echoes along the 4th dim; dims, voxel size and B0 direction come from its header
+  --mask FILE        mask with the input's dims (nonzero = inside)
+${s('input')}Phase networks (with --phase)
+${s('phase')}  --magnitude FILE   magnitude with the phase's dims and echoes: echoes are combined with (magnitude·TE)² weights
+  --phase-units U    rad (default), deg, or scanner: integers whose stored range (e.g. Siemens -4096..4095)
+                     spans 2π (the span rounded up to a power of two; any offset is re-wrapped)
+  --phase-scale S    radians per stored unit (after the header's scl_slope/scl_inter), e.g. 0.000767 = π/4096
+                     After the conversion the phase must lie in [-π, π] (a phase in [0, 2π] is re-wrapped to
+                     (-π, π]); anything else, or integers stored without scl_slope, is refused with a hint
+  --input-name R=N   the network's ONNX input name N for the role R (phase, mask, te, b0, b0_dir, border) when
+                     the export's names are not recognised; repeat for several roles
+Classical method (instead of a network)
+${s('method')}  --param N=V        a parameter of the method (repeatable), e.g. --param threshold=0.15; the rest keep their
+                     defaults (\`tessera-qsm methods\` lists them with their units, defaults and ranges)
+  --magnitude FILE   with --field: the magnitude (MEDI's edge prior)
+  --cores N          threads of its loops and FFTs (default: the machine's)
+Network (one of)
+  --model ID         a registry network (see \`tessera-qsm models\`); --weights defaults to its official URL(s),
+                     NeXtQSM takes two; byte size and sha256 are checked against the registry
+${line('--spec FILE', `a network not in the registry: JSON object with any of ${specKeys(schema)}; network input = (field - inputMean) / inputStd, χ = outputStd · output + outputMean; needs --weights FILE. Without bytesPerVoxel the network's memory cost is calibrated first (a few seconds; see \`tessera-qsm calibrate --help\`)`)}  --weights SRC      ONNX file or URL (repeat for a model with several networks)
+${s('network')}Tiling (field networks; the phase networks always run on the whole volume)
+  Without --core the auto-planner chooses core, halo, stride, blend, workers and threads (a halo given alone is
+  kept); --stride and --blend shape a tiling with --core.
+${s('tiling')}  --cores N          cores the auto-planner may use for workers × threads (default: the cores this process may run
+                     on); the same --cores gives the same plan on any machine
+  --verify           self-check: the largest box that runs whole, centred on the mask, is run whole and
+                     compared with the tiled χ inside it (r, NRMSE, max |Δ| in the log and the report), plus the
+                     data-consistency residual ‖M(D∗χ − f)‖/‖M f‖ of the result
+  --probe            measure how far the network looks (two runs of a phantom patch) and plan with that
+                     instead of the reach its ONNX graph allows
+  --measure-speed    time a few patches of the network on this machine first and estimate the run's time with
+                     that speed instead of the registry's or the default (needs the weights)
+Output
+  --out FILE         χ in ppm (iqfm: the local field in ppm) as float32 NIfTI with the input's 3D header and
+                     affine (.gz: gzipped)
+  --report FILE      run report as JSON (tiles, timings, memory, plan, command line, versions)
+  --quiet            no progress on stderr
+
+Progress goes to stderr: a bar on a terminal, one line per 10% otherwise. Ctrl-C cancels the run
+(exit 130) without writing any output.
+`;
+}
+
+/** The pipeline's stage options (--option NAME=VALUE), one line each, from the schema. */
+function stageOptions(schema) {
+  return schema
+    .filter((o) => PIPELINE_OPTIONS.includes(o.name.split('.')[0]))
+    .map((o) => {
+      const facts = [o.choices.length ? o.choices.join('|') : rangeText(o), `default ${defaultText(o)}`].filter(Boolean);
+      return line(`    ${o.name}`, `${o.help} (${facts.join('; ')})`);
+    })
+    .join('');
+}
+
+function pipelineHelp(schema) {
+  const flags = requestFlags('pipeline', schema).map(({ flag, option }) => optionLine(flag, option)).join('');
+  return `tessera-qsm pipeline: from a multi-echo scan's wrapped phase to susceptibility (χ, ppm)
+
+Usage:
+${PIPELINE_USAGE}
+Stages, in the C++ core: a brain mask from the first echo's magnitude (when --mask is not given), the echo fit
+(each echo unwrapped, the receive-phase offset removed, a weighted line over TE: the total field in Hz and ppm),
+background field removal, and the inversion of the local field by a classical method or a registry network.
+  --phase FILE       wrapped phase, 4D with the echoes along the 4th dim (rad; --phase-units / --phase-scale as for
+                     invert)
+  --magnitude FILE   magnitude with the phase's dims and echoes (the fit's weights; the mask is made from it)
+  --mask FILE        brain mask (nonzero = inside); without it, one is made from the magnitude
+${flags}  --param N=V        a parameter of the --method (repeatable; \`tessera-qsm methods\` lists them)
+  --model ID         a registry network (with --weights as for invert)
+  --option N=V       a stage option (repeatable), e.g. --option background=pdf or --option vsharp.maxRadius=12:
+${stageOptions(schema)}  --keep-intermediates DIR   also write mask, total field (Hz, ppm), fit residual and mask, receive-phase offset,
+                     each echo's unwrapped phase, local field and local mask there (NIfTI, the input's header)
+  --cores N          threads of the C++ stages (default: the machine's)
+`;
+}
+
+/**
+ * A command's help text (or the main help's).
+ * schema: tessera.schema(), needed where helpNeedsSchema(topic).
+ */
+export function helpText(topic, schema) {
+  if (topic === 'invert') return invertHelp(schema);
+  if (topic === 'pipeline') return pipelineHelp(schema);
+  return STATIC_HELP[topic];
+}

@@ -1,0 +1,74 @@
+// The command line's network: the input it takes, its weights (registry or --spec), its reach (--probe) and its
+// memory cost (a spec without bytesPerVoxel is calibrated).
+import path from 'node:path';
+import { loadModel, sha256Hex } from '../index.js';
+import { usageError } from './errors.js';
+import { size } from './format.js';
+
+/** Drops the keys whose value is undefined. */
+export const defined = (obj) => Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined));
+
+/**
+ * The input flag matches the network: --phase for the phase networks (registry inputs name 'phase'),
+ * --field for the rest. Returns whether the network is a phase network.
+ */
+export async function checkInputKind(o, entry, run, tessera) {
+  const phaseNet = !!entry?.inputs?.includes('phase');
+  if (o.phase !== undefined && !phaseNet) {
+    const ids = (await tessera.registry()).filter((m) => m.inputs?.includes('phase')).map((m) => m.id);
+    throw usageError(`--phase is the input of the phase networks (${ids.join(', ')}); ${entry.id} (${entry.kind}) inverts a local field map: give --field`);
+  }
+  if (o.field !== undefined && phaseNet) {
+    throw usageError(`${entry.name} (${entry.id}) reconstructs from the wrapped phase: give --phase p.nii --te S[,S...] instead of --field`);
+  }
+  if (phaseNet && run.inputNames) {
+    const unknown = Object.keys(run.inputNames).filter((r) => !entry.inputs.includes(r));
+    if (unknown.length) throw usageError(`--input-name: ${entry.name} has no input role ${unknown.map((r) => `'${r}'`).join(', ')} (roles: ${entry.inputs.join(', ')})`);
+  }
+  return phaseNet;
+}
+
+/**
+ * The network's weights: a registry network's from --weights or its official URL(s) (size and sha256 checked), a
+ * --spec network's from its one --weights. Returns {weights, weightsInfo}.
+ */
+export async function loadNetworkWeights(o, entry, tessera, ctx) {
+  const { signal, progress } = ctx;
+  const weightSources = o.weights ?? [];
+  const onBytes = (p) => progress.bytes(p);
+  if (entry) {
+    const sources = weightSources.length ? weightSources : undefined;
+    (sources ?? entry.weights.map((w) => w.url)).forEach((src, i) => progress.line(`weights ${entry.weights[i].file}: ${src}`));
+    const weights = await tessera.loadWeights(entry.id, { sources, signal, onProgress: onBytes });
+    signal.throwIfAborted();
+    const weightsInfo = entry.weights.map((w, i) => ({ source: sources?.[i] ?? w.url, file: w.file, bytes: weights[i].byteLength, sha256: w.sha256 || null, verified: !!w.sha256 }));
+    return { weights, weightsInfo };
+  }
+  if (weightSources.length !== 1) throw usageError(`--spec needs exactly one --weights FILE (the ONNX network), got ${weightSources.length}`);
+  const bytes = await loadModel(weightSources[0], { signal, onProgress: (p) => onBytes({ ...p, file: path.basename(weightSources[0]) }) });
+  signal.throwIfAborted();
+  return { weights: bytes, weightsInfo: [{ source: weightSources[0], bytes: bytes.byteLength, sha256: await sha256Hex(bytes), verified: false }] };
+}
+
+/** --probe: the network's measured context (two runs of a phantom patch), logged; the plan takes it. */
+export async function probeContext(o, entry, spec, weights, tessera, ctx) {
+  if (entry && !entry.tileable) throw usageError(`--probe measures a field network's reach; ${entry.id} is ${entry.kind}`);
+  ctx.progress.line('probe: running the network twice on a phantom patch to measure how far it looks');
+  const rf = await tessera.receptiveField({ weights, model: entry?.id, spec, probe: true, signal: ctx.signal });
+  ctx.progress.line(`probe: ${rf.probe.edge}³ patch, ${rf.probe.seconds.toFixed(1)} s: 90 % of the response within ${rf.probe.radius90} voxels, 99 % within ${rf.probe.radius99} (graph: ±${rf.graph.radiusMax})`);
+  return rf.probe;
+}
+
+/** A spec read from a file that declares no bytesPerVoxel: its cost is calibrated before planning. */
+export function uncosted(rawSpec) {
+  return rawSpec !== undefined && rawSpec.bytesPerVoxel === undefined;
+}
+
+/** Calibrates a spec network (tessera.calibrate, remembered for these weights: plan and invert use it), logged. */
+export async function calibrateSpec(tessera, weights, spec, ctx) {
+  ctx.progress.line('calibrate: the spec declares no bytesPerVoxel: measuring the network\'s memory in ONNX Runtime workers');
+  const c = await tessera.calibrate({ weights, spec });
+  ctx.signal.throwIfAborted();
+  ctx.progress.line(`calibrate: ${size(c.fixedBytes)} + ${c.bytesPerVoxel} B/voxel per worker (${c.points.length} patches ${c.points.map((p) => p.edge).join(', ')}³, ${c.seconds.toFixed(1)} s)`);
+  return c;
+}

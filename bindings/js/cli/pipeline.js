@@ -1,0 +1,100 @@
+// `tessera-qsm pipeline`: a multi-echo scan's wrapped phase to χ through the C++ core's stages (brain mask, echo fit,
+// background removal) and a classical method or a registry network.
+import fs from 'node:fs';
+import path from 'node:path';
+import { writeNifti } from '../index.js';
+import { PIPELINE_OPTIONS } from '../request.js';
+import { CliError, EXIT_OK, EXIT_USAGE, usageError } from './errors.js';
+import { niftiName, checkWritable, removeStalePartials, writeAtomic } from './files.js';
+import { schemaDefault } from './flags.js';
+import { size, duration, versions } from './format.js';
+import { loadNetworkWeights, defined } from './network.js';
+import { readInputs } from './read-inputs.js';
+import { wholeNumber, keyValues, fmt } from './values.js';
+
+/**
+ * --option NAME=VALUE (repeatable) → the pipeline request's fields ({background: 'pdf', vsharp: {maxRadius: 12}}).
+ * NAME is one of the schema's stage options (request.js PIPELINE_OPTIONS; C++ checks the values); schema: tessera.schema().
+ */
+export function stageOptions(list, schema) {
+  const known = schema.filter((x) => PIPELINE_OPTIONS.includes(x.name.split('.')[0])).map((x) => x.name);
+  const out = {};
+  for (const [name, value] of Object.entries(keyValues(list, '--option'))) {
+    if (!known.includes(name)) throw usageError(`--option ${name} is not a pipeline option (options: ${known.join(', ')}; see \`tessera-qsm pipeline --help\`)`);
+    const [group, key] = name.split('.');
+    if (key === undefined) out[group] = value;
+    else (out[group] ??= {})[key] = value;
+  }
+  return out;
+}
+
+/** `tessera-qsm pipeline`: wrapped multi-echo phase → mask → total field → local field → χ, in the C++ core. */
+export async function cmdPipeline(o, ctx) {
+  const t0 = performance.now();
+  const startedAt = new Date().toISOString();
+  const see = 'see `tessera-qsm pipeline --help`';
+  if (o.phase === undefined) throw usageError(`--phase is required (the wrapped phase of every echo); ${see}`);
+  const te = ctx.values.get('te');
+  const method = ctx.values.get('method');
+  if (te === undefined) throw usageError('--te is required: the echo times in seconds, one per echo (e.g. --te 0.004,0.008,0.012)');
+  if (o.out === undefined) throw usageError(`--out is required; ${see}`);
+  if (!niftiName(o.out)) throw usageError(`--out must end with .nii or .nii.gz, got '${o.out}'`);
+  if ((o.method === undefined) === (o.model === undefined)) throw usageError(`give one inversion: --method NAME (classical) or --model ID (a network); ${see}`);
+  if (o.param !== undefined && o.method === undefined) throw usageError('--param sets a classical method\'s parameter: it needs --method');
+  if (o.weights !== undefined && o.model === undefined) throw usageError('--weights belongs to --model');
+  if (o.mask === undefined && o.magnitude === undefined) throw usageError('give --mask, or --magnitude to make the mask from');
+  const b0 = ctx.values.get('b0') ?? schemaDefault(ctx.schema, 'b0');
+  const cores = wholeNumber(o.cores, 'cores', 1);
+  const units = o['phase-units']?.toLowerCase();
+  if (units !== undefined && !['rad', 'deg', 'scanner'].includes(units)) throw usageError(`--phase-units must be rad, deg or scanner, got '${o['phase-units']}'`);
+  const scale = o['phase-scale'] === undefined ? undefined : Number(o['phase-scale']);
+  const params = keyValues(o.param);
+  const options = stageOptions(o.option, ctx.schema);
+  const dir = o['keep-intermediates'];
+  checkWritable(o.out, 'out');
+  if (o.report !== undefined) checkWritable(o.report, 'report');
+  removeStalePartials(o.out);
+  const { signal, progress } = ctx;
+  const { like, phase, magnitude, geometry, mask, echoes, phaseInfo } = await readInputs(o, { needMask: false, b0, phase: { te, units, scale }, convert: true }, signal);
+  for (const note of phaseInfo?.notes ?? []) progress.line(note);
+  const tessera = await ctx.start({ hardwareThreads: cores });
+  let weights;
+  if (o.model !== undefined) {
+    const entry = await tessera.model(o.model);
+    ({ weights } = await loadNetworkWeights(o, entry, tessera, ctx));
+  }
+  const request = defined({
+    geometry, phase, magnitude, mask, te, b0, ...options, method, [method ?? '-']: method && Object.keys(params).length ? params : undefined, model: o.model, weights,
+  });
+  delete request['-'];
+  const plan = await tessera.plan({ ...request, pipeline: true, phase: undefined });
+  if (!plan.feasible) throw new CliError(plan.message, EXIT_USAGE, 'BudgetExceeded');
+  progress.line(`pipeline: ${geometry.dims.join('×')}, ${echoes} echoes (TE ${te.map((t) => fmt(t * 1000)).join(', ')} ms), B0 ${b0} T: ${plan.stages.join(' → ')}${o.model ? ` → ${o.model}` : ''}, estimated peak ${size(plan.peakBytes)}`);
+  const out = await tessera.pipeline({ ...request, signal, onProgress: (p) => progress.tiles(p, 'steps') });
+  progress.close();
+  signal.throwIfAborted();
+  const gzip = /\.gz$/i.test(o.out);
+  const outputs = [{ file: o.out, bytes: await writeNifti(out.chi.data, like, { gzip, description: `chi ppm, tessera-qsm pipeline ${method ?? o.model}`.slice(0, 79) }) }];
+  if (dir !== undefined) {
+    fs.mkdirSync(dir, { recursive: true });
+    const f32 = (v) => (v.data instanceof Float32Array ? v.data : Float32Array.from(v.data));
+    const write = async (name, data, description) => outputs.push({ file: path.join(dir, `${name}.nii.gz`), bytes: await writeNifti(data, like, { gzip: true, description }) });
+    await write('mask', f32(out.mask), 'brain mask');
+    await write('fit_mask', f32(out.fitMask), 'echo fit reliable (residual <= limit)');
+    await write('fit_residual', out.fitResidual.data, 'echo fit RMS phase residual rad');
+    await write('offset', out.offset.data, 'receive phase offset rad');
+    await write('total_field_hz', out.fieldHz.data, 'total field Hz');
+    await write('total_field_ppm', out.totalField.data, 'total field ppm');
+    await write('local_field_ppm', out.localField.data, 'local field ppm');
+    await write('local_mask', f32(out.localMask), 'local field mask');
+    const n = geometry.dims[0] * geometry.dims[1] * geometry.dims[2];
+    for (let e = 0; e < echoes; e++) await write(`unwrapped_phase_echo${e + 1}`, out.unwrappedPhase.data.subarray(e * n, (e + 1) * n), `unwrapped phase echo ${e + 1} rad`);
+  }
+  if (o.report !== undefined) {
+    const full = { ...out.report, networkReport: out.networkReport, command: ['tessera-qsm', ...ctx.args], cwd: process.cwd(), versions: versions(), startedAt, totalWallSeconds: (performance.now() - t0) / 1000, inputs: { phase: o.phase, magnitude: o.magnitude ?? null, mask: o.mask ?? null, te, b0, echoes }, options, inversion: method ? { method, params } : { model: o.model }, output: o.out, intermediates: dir ?? null };
+    outputs.push({ file: o.report, bytes: `${JSON.stringify(full, null, 2)}\n` });
+  }
+  await writeAtomic(outputs, signal);
+  progress.line(`wrote ${o.out}: χ (ppm)${dir !== undefined ? ` and the intermediates in ${dir}` : ''} (${duration((performance.now() - t0) / 1000)})`);
+  return EXIT_OK;
+}
