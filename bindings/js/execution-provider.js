@@ -1,26 +1,35 @@
 // Which ONNX Runtime Web execution provider (EP) runs a network: the caller's preference list, what the platform
 // offers and what the network's graph needs. Pure functions: the pool asks them once per network, before any
 // worker starts; the worker then creates its session with the chosen EP and falls back to wasm if that fails.
+// For WebGPU the graph is first rewritten where that lets it run there (prepareModel, webgpu-graph.js).
 //
 // What ONNX Runtime Web 1.30.0 cannot run, from its own files (node_modules/onnxruntime-web, found with the
-// `search` tool first at https://app.unpkg.com/onnxruntime-web@1.24.3/files/docs/webgpu-operators.md):
-//  WebGPU (JSEP kernels, lib/wasm/jsep/webgpu/ops/*.ts; docs/webgpu-operators.md):
-//   - ConvTranspose over 3 spatial axes: docs "ConvTranspose3d is not supported"; conv-transpose.ts validateInputs
-//     throws 'currently only support 2-dimensional conv' for 5-D inputs. The kernel is registered for every rank, so
-//     the session is created and the RUN fails: this must be caught here, not by the worker's fallback.
-//   - MaxPool / AveragePool over 3 spatial axes: pool.ts throws 'Pooling with kernelShape.length > 2 is not supported
-//     for NHWC format', and NHWC is the layout the WebGPU EP asks for (com.ms.internal.nhwc kernels in the docs
-//     table); ceil_mode ≠ 0 throws in both pool kernels ('ceil_mode kernel execution ... is not yet implemented').
+// `search` tool first at https://app.unpkg.com/onnxruntime-web@1.24.3/files/docs/webgpu-operators.md) and measured
+// in Chromium on a SwiftShader WebGPU adapter (web/webgpu.test.js). WebGPU comes in two builds: ort.all.min.mjs /
+// ort.min.mjs (JSEP: the kernels of lib/wasm/jsep/webgpu/ops/*.ts; the pool's default GPU build) and
+// ort.webgpu.min.mjs (the C++ WebGPU EP); the rules are what either refuses, so a network passes for both.
+//  WebGPU (docs/webgpu-operators.md):
+//   - ConvTranspose over 3 spatial axes: docs "ConvTranspose3d is not supported"; JSEP conv-transpose.ts throws
+//     'currently only support 2-dimensional conv', the C++ EP 'Only Conv2d or Conv1d are supported'. The kernel is
+//     registered for every rank, so the session is created and the RUN fails: this must be caught here, not by the
+//     worker's fallback.
+//   - MaxPool / AveragePool over 3 spatial axes: JSEP pool.ts throws 'Pooling with kernelShape.length > 2 is not
+//     supported for NHWC format', and NHWC is the layout JSEP asks for (com.ms.internal.nhwc kernels in the docs
+//     table); ceil_mode ≠ 0 throws in both JSEP pool kernels ('ceil_mode kernel execution ... is not yet implemented').
+//   - Conv over 3 spatial axes with pads not all equal: JSEP 3rd-party/conv3d_naive_webgpu.ts throws 'Unsupported
+//     padding parameter' (one pad for all six sides); with group ≠ 1 it ignores the groups (wrong values, measured)
+//     and the C++ EP throws 'Conv3D does not support grouped convolution'.
 //   - Resize in cubic mode on a volume: resize.ts 'Cubic mode only supports input dims 2 and 4'.
-//   - Conv over 3 spatial axes: the docs table still says "conv3d is not supported", but conv.ts in 1.30.0 sends
-//     5-D inputs to a naive 3D shader (3rd-party/conv3d_naive_webgpu): allowed here; its speed is unmeasured (no GPU
-//     on the machines that built this).
+//   - Conv over 3 spatial axes otherwise: the docs table still says "conv3d is not supported", but conv.ts in 1.30.0
+//     sends 5-D inputs to a naive 3D shader (3rd-party/conv3d_naive_webgpu): allowed here (exact in Chromium); its
+//     speed is unmeasured (no GPU on the machines that built this).
 //  WebNN (docs/webnn-operators.md): Conv and ConvTranspose "Only supports 3-D or 4-D input" (1D/2D), AveragePool /
 //   MaxPool "Only supports 4-D input, 2-D 'kernel_shape'", Resize "Only supports 4-D input": a volumetric network's
 //   convolutions would all go back to the CPU, so WebNN is skipped for them.
 //  wasm runs every operator: it is always the last resort.
 // ONNX Runtime Web reaches WebGPU / WebNN only in browsers (navigator.gpu / navigator.ml); node has neither.
 import { readOnnxGraph } from './receptive-field.js';
+import { rewriteForWebGpu } from './webgpu-graph.js';
 
 /** The execution providers Tessera can ask ONNX Runtime Web for, fastest first. */
 export const EXECUTION_PROVIDERS = Object.freeze(['webgpu', 'webnn', 'wasm']);
@@ -38,7 +47,8 @@ function spatialRank(n, graph) {
 
 /**
  * The operators of an ONNX network that decide where it can run: [{op, rank (spatial axes, null when unknown),
- * mode (Resize), ceilMode (pools), count}], one entry per distinct combination. Reads the graph, never the weights.
+ * mode (Resize), ceilMode (pools), unequalPads (3D Conv whose pads are not all equal, only when true), group (3D Conv,
+ * only when ≠ 1), count}], one entry per distinct combination. Reads the graph, never the weights.
  * Precondition: bytes hold an ONNX model (else an Error naming what is wrong).
  * @param {Uint8Array|ArrayBuffer|object} bytesOrGraph ONNX bytes, or a graph readOnnxGraph returned
  */
@@ -50,6 +60,11 @@ export function graphOperators(bytesOrGraph) {
     if (KERNELED.has(n.op)) e.rank = spatialRank(n, graph);
     if (n.op === 'Resize' || n.op === 'Upsample') e.mode = n.attrs.mode?.s ?? 'nearest';
     if (n.op === 'MaxPool' || n.op === 'AveragePool') e.ceilMode = Number(n.attrs.ceil_mode?.i ?? 0);
+    if (n.op === 'Conv' && e.rank === 3) {
+      const pads = n.attrs.pads?.ints ?? [];
+      if (pads.some((p) => p !== pads[0])) e.unequalPads = true;
+      if (Number(n.attrs.group?.i ?? 1) !== 1) e.group = Number(n.attrs.group.i);
+    }
     const key = JSON.stringify(e);
     const have = seen.get(key);
     if (have) have.count++;
@@ -79,6 +94,8 @@ export function unsupportedOperators(provider, ops) {
     if (provider === 'webgpu') {
       if (o.op === 'ConvTranspose' && o.rank === 3) why.push(`3D ConvTranspose (${plural(o)}): not supported by ONNX Runtime Web 1.30.0's WebGPU EP`);
       else if ((o.op === 'MaxPool' || o.op === 'AveragePool') && o.rank === 3) why.push(`3D ${o.op} (${plural(o)}): not supported in the NHWC layout of ONNX Runtime Web 1.30.0's WebGPU EP`);
+      else if (o.op === 'Conv' && o.rank === 3 && o.unequalPads) why.push(`3D Conv with unequal pads (${plural(o)}): ONNX Runtime Web 1.30.0's JSEP WebGPU conv3d takes one pad for all sides`);
+      else if (o.op === 'Conv' && o.rank === 3 && o.group) why.push(`grouped 3D Conv (${plural(o)}): not supported by ONNX Runtime Web 1.30.0's WebGPU EP`);
       else if ((o.op === 'MaxPool' || o.op === 'AveragePool') && o.ceilMode) why.push(`${o.op} with ceil_mode (${plural(o)}): not implemented by ONNX Runtime Web 1.30.0's WebGPU EP`);
       else if ((o.op === 'Resize' || o.op === 'Upsample') && o.mode === 'cubic' && vol) why.push(`cubic ${o.op} of a volume (${plural(o)}): ONNX Runtime Web 1.30.0's WebGPU EP supports it on 2-D and 4-D inputs only`);
     } else if (provider === 'webnn') {
@@ -146,4 +163,34 @@ export function selectExecutionProvider({ preference, platform, ops }) {
     return { provider: p, requested, skipped };
   }
   return { provider: 'wasm', requested, skipped };
+}
+
+/**
+ * The model bytes a pool's workers load and the provider they run on: selectExecutionProvider on the graph, and where
+ * that passes WebGPU over for operators only, the graph rewritten for it (rewriteForWebGpu) when the rewritten graph
+ * lets WebGPU run. Returns {bytes (the model, or its rewrite), selection: selectExecutionProvider's result, plus
+ * graphRewrite: [{op, node, as}] when the bytes are the rewrite}. An unreadable graph applies no operator rule (the
+ * workers' sessions then say what is wrong with the file).
+ * Precondition: platform is {node, webgpu, webnn} as platformProviders returns it (a bad preference: checkPreference's
+ * TypeError).
+ * @param {{model: Uint8Array|ArrayBuffer, preference: string[], platform: {node: boolean, webgpu: boolean, webnn: boolean}}} a
+ */
+export function prepareModel({ model, preference, platform }) {
+  const bytes = model instanceof Uint8Array ? model : new Uint8Array(model);
+  const opsOf = (b) => {
+    try {
+      return graphOperators(b);
+    } catch {
+      return null;
+    }
+  };
+  const ops = checkPreference(preference).some((p) => p !== 'wasm') ? opsOf(bytes) : null;
+  const selection = selectExecutionProvider({ preference, platform, ops });
+  const gpu = selection.skipped.find((s) => s.provider === 'webgpu');
+  if (!ops || !platform.webgpu || !gpu || unsupportedOperators('webgpu', ops).length === 0) return { bytes, selection };
+  const rewrite = rewriteForWebGpu(bytes);
+  if (!rewrite.rewritten.length) return { bytes, selection };
+  const after = selectExecutionProvider({ preference, platform, ops: graphOperators(rewrite.bytes) });
+  if (after.provider !== 'webgpu') return { bytes, selection };
+  return { bytes: rewrite.bytes, selection: { ...after, graphRewrite: rewrite.rewritten } };
 }

@@ -9,13 +9,15 @@ import {
   unsupportedOperators,
   platformProviders,
   checkPreference,
+  prepareModel,
 } from './execution-provider.js';
+import { rewriteForWebGpu } from './webgpu-graph.js';
 import { WorkerPool } from './pool.js';
 import { createTessera, TesseraError } from './index.js';
 import { convStack, convStackReference, unet, randomArray } from '../../tests/js/networks.js';
-import { onnx, tensor, valueInfo, node, attrInts } from '../../tests/js/onnx-build.js';
+import { onnx, tensor, valueInfo, node, attrInts, attrInt } from '../../tests/js/onnx-build.js';
 import { xqsmStandin } from '../../scripts/standins.js';
-import { lpcnnStandin } from '../../scripts/standins-loops.js';
+import { lpcnnStandin, nextqsmStandin } from '../../scripts/standins-loops.js';
 import { readFileSync } from 'node:fs';
 
 const GPU = { node: false, webgpu: true, webnn: false };
@@ -121,6 +123,64 @@ test('WebGPU rules beyond ConvTranspose: 3D pools, ceil_mode pools, cubic resize
   assert.equal(unsupportedOperators('wasm', graphOperators(unet())).length, 0);
 });
 
+test('WebGPU rules for 3D Conv: unequal pads (JSEP conv3d) and groups are refused, equal pads pass', () => {
+  const pads = (p) => graphOperators(oneOp('Conv', 3, [attrInts('pads', p)]));
+  assert.deepEqual(pads([1, 1, 1, 1, 1, 1]), [{ op: 'Conv', rank: 3, count: 1 }]);
+  assert.deepEqual(unsupportedOperators('webgpu', pads([1, 1, 1, 1, 1, 1])), []);
+  assert.match(unsupportedOperators('webgpu', pads([0, 0, 0, 1, 1, 1])).join(), /3D Conv with unequal pads \(1 node\): .*one pad for all sides/);
+  assert.match(unsupportedOperators('webgpu', pads([1, 1, 0, 1, 1, 0])).join(), /unequal pads/);
+  assert.deepEqual(unsupportedOperators('webgpu', graphOperators(oneOp('Conv', 2, [attrInts('pads', [0, 0, 1, 1])]))), []);
+  assert.match(unsupportedOperators('webgpu', graphOperators(oneOp('Conv', 3, [attrInt('group', 2)]))).join(), /grouped 3D Conv \(1 node\)/);
+  // the NeXtQSM stand-ins' strided convolutions ('SAME' on even sizes: pads 0 before, 1 after)
+  assert.match(unsupportedOperators('webgpu', graphOperators(nextqsmStandin({ levels: 3, base: 2, maxFilters: 4 }))).join(), /3D Conv with unequal pads \(2 nodes\)/);
+});
+
+test('prepareModel: a U-Net is rewritten for WebGPU where the platform offers it; otherwise the bytes are the same', () => {
+  const demo = new Uint8Array(readFileSync(new URL('../../web/models/demo-unet.onnx', import.meta.url)));
+  const gpu = prepareModel({ model: demo, preference: PREF, platform: GPU });
+  assert.equal(gpu.selection.provider, 'webgpu');
+  assert.deepEqual(gpu.selection.skipped, []);
+  const rw = rewriteForWebGpu(demo);
+  assert.deepEqual(gpu.selection.graphRewrite, rw.rewritten);
+  assert.deepEqual(gpu.bytes, rw.bytes);
+  assert.deepEqual(unsupportedOperators('webgpu', graphOperators(gpu.bytes)), []);
+  for (const [preference, platform] of [[PREF, NODE], [PREF, BARE], [['wasm', 'webgpu'], GPU], [['webnn', 'wasm'], NN]]) {
+    const p = prepareModel({ model: demo, preference, platform });
+    assert.equal(p.bytes, demo, JSON.stringify({ preference, platform }));
+    assert.equal(p.selection.provider, 'wasm');
+    assert.equal(p.selection.graphRewrite, undefined);
+  }
+  // an ArrayBuffer model works the same
+  assert.equal(prepareModel({ model: demo.slice().buffer, preference: PREF, platform: GPU }).selection.provider, 'webgpu');
+  // a conv-only network needs no rewrite: WebGPU, the same bytes
+  const lp = lpcnnStandin({ channels: 2, blocks: 1 });
+  assert.equal(prepareModel({ model: lp, preference: PREF, platform: GPU }).bytes, lp);
+  // unreadable bytes: no operator rule, the workers' sessions will say what is wrong
+  const junk = new Uint8Array([1, 2, 3]);
+  assert.deepEqual(prepareModel({ model: junk, preference: PREF, platform: GPU }), { bytes: junk, selection: { provider: 'webgpu', requested: PREF, skipped: [] } });
+  assert.throws(() => prepareModel({ model: demo, preference: 'webgpu', platform: GPU }), /non-empty array/);
+});
+
+test('prepareModel: a graph the rewrite cannot fully clear keeps its bytes and the reasons', () => {
+  // a 3D ConvTranspose (rewritable) before a cubic Resize of the volume (not): WebGPU stays refused
+  const graph = onnx.GraphProto.create({
+    name: 'blocked',
+    node: [
+      node('ConvTranspose', ['input', 'w'], ['up'], [attrInts('kernel_shape', [2, 2, 2]), attrInts('strides', [2, 2, 2])]),
+      node('Resize', ['up', '', 'scales'], ['output'], [onnx.AttributeProto.create({ name: 'mode', type: onnx.AttributeProto.AttributeType.STRING, s: new TextEncoder().encode('cubic') })]),
+    ],
+    initializer: [tensor('w', [1, 1, 2, 2, 2], new Float32Array(8).fill(0.5)), tensor('scales', [5], [1, 1, 0.5, 0.5, 0.5])],
+    input: [valueInfo('input', [1, 1, 'X', 'Y', 'Z'])],
+    output: [valueInfo('output', [1, 1, 'X', 'Y', 'Z'])],
+  });
+  const bytes = onnx.ModelProto.encode(onnx.ModelProto.create({ irVersion: 8, opsetImport: [{ domain: '', version: 17 }], graph })).finish();
+  const p = prepareModel({ model: bytes, preference: PREF, platform: GPU });
+  assert.equal(p.bytes, bytes);
+  assert.equal(p.selection.provider, 'wasm');
+  assert.match(p.selection.skipped[0].reason, /3D ConvTranspose .*cubic Resize of a volume/);
+  assert.equal(p.selection.graphRewrite, undefined);
+});
+
 test('an unknown graph (ops null) applies no operator rule; a bad preference is refused by name', () => {
   assert.equal(selectExecutionProvider({ preference: PREF, platform: GPU, ops: null }).provider, 'webgpu');
   assert.throws(() => checkPreference(['cuda', 'wasm']), /unknown execution provider "cuda" \(known: 'webgpu', 'webnn', 'wasm'\)/);
@@ -183,6 +243,29 @@ test('a forced EP whose session fails falls back to wasm, says why, and computes
   const input = randomArray(dims[0] * dims[1] * dims[2], 77);
   const r = await pool.run({ id: 0, input, dims: [1, 1, ...dims] });
   assert.ok(maxAbsDiff(r.output, convStackReference(input, dims, CONV)) < 1e-5);
+});
+
+test('pool with WebGPU offered and a 3D U-Net: the rewritten graph is what the workers load; its output is the original\'s', async () => {
+  // node has no WebGPU: the workers' webgpu session fails and they run the rewritten graph on wasm, which is the check
+  const model = unet({ base: 4, seed: 8 });
+  const dims = [16, 8, 24];
+  const input = randomArray(dims[0] * dims[1] * dims[2], 31);
+  const gpu = new WorkerPool({ model, workers: 1, threadsPerWorker: 1, executionProviders: PREF, platform: GPU });
+  const plain = new WorkerPool({ model, workers: 1, threadsPerWorker: 1, executionProviders: ['wasm'] });
+  pools.add(gpu);
+  pools.add(plain);
+  await Promise.all([gpu.ready(), plain.ready()]);
+  const ep = gpu.executionProvider;
+  assert.equal(ep.selected, 'webgpu');
+  assert.deepEqual(ep.skipped, []);
+  assert.deepEqual(ep.graphRewrite.map((r) => r.op), ['MaxPool', 'MaxPool', 'MaxPool', 'ConvTranspose', 'ConvTranspose', 'ConvTranspose']);
+  assert.equal(ep.provider, 'wasm');
+  assert.match(ep.fallback, /^the webgpu session could not be created/);
+  assert.equal(plain.executionProvider.graphRewrite, undefined);
+  const [a, b] = await Promise.all([gpu.run({ id: 0, input, dims: [1, 1, ...dims] }), plain.run({ id: 0, input, dims: [1, 1, ...dims] })]);
+  const scale = b.output.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+  assert.ok(scale > 0);
+  assert.ok(maxAbsDiff(a.output, b.output) <= 2 ** -16 * Math.max(1, scale)); // webgpu-graph.test.js's bound
 });
 
 test('runtime in node with executionProviders [webgpu, wasm]: the run completes on wasm; report and progress say why', async () => {

@@ -11,7 +11,7 @@
 //  - output: the worker TRANSFERS the output buffer (postMessage transfer list): zero copy.
 //  - model: copied once into a SharedArrayBuffer shared by all workers (else cloned per worker).
 import { createWorker, canShareMemory, isNode, nodeHost } from './platform.js';
-import { selectExecutionProvider, platformProviders, graphOperators } from './execution-provider.js';
+import { platformProviders, prepareModel } from './execution-provider.js';
 
 const DEFAULT_WATCHDOG_MS = 10 * 60 * 1000;
 const SLOT_CAPACITY = 256;
@@ -158,20 +158,13 @@ export class WorkerPool {
     this._inputNames = o.inputNames;
     this._outputName = o.outputName;
     this._ortGpuModuleUrl = o.ortGpuModuleUrl;
-    // The execution provider, chosen once from the graph (weights skipped); an unreadable graph applies no operator
-    // rule (the workers' sessions then say what is wrong with the file).
-    let ops = null;
-    if (o.executionProviders?.some?.((p) => p !== 'wasm')) {
-      try {
-        ops = graphOperators(model instanceof ArrayBuffer ? new Uint8Array(model) : model);
-      } catch {
-        ops = null;
-      }
-    }
-    this._ep = selectExecutionProvider({ preference: o.executionProviders ?? ['wasm'], platform: o.platform ?? platformProviders(), ops });
+    // The execution provider, chosen once from the graph (weights skipped); for WebGPU the graph rewritten for it
+    // where that lets it run there (execution-provider.js prepareModel).
+    const prepared = prepareModel({ model, preference: o.executionProviders ?? ['wasm'], platform: o.platform ?? platformProviders() });
+    this._ep = prepared.selection;
     this.inputBinding = null; // role → input name, as the first ready worker bound them (multi-input networks)
     this._shared = canShareMemory();
-    const bytes = model instanceof Uint8Array ? model : new Uint8Array(model);
+    const bytes = prepared.bytes;
     if (this._shared) {
       this._model = new Uint8Array(new SharedArrayBuffer(bytes.byteLength));
       this._model.set(bytes);
@@ -354,6 +347,7 @@ export class WorkerPool {
       provider: ran.length ? ran.join('+') : null,
       skipped: this._ep.skipped.map((s) => ({ ...s })),
       fallback: workers.find((p) => p.fallback)?.fallback,
+      ...(this._ep.graphRewrite && { graphRewrite: this._ep.graphRewrite.map((r) => ({ ...r })) }),
     };
   }
 
