@@ -771,3 +771,48 @@ test('a run whose heap exceeds its plan prints a warning with the figure to decl
   assert.match(m.warning, new RegExp(`${m.workerHeapVsPlan.toFixed(2)}× the .* planned per tile .*--spec bytesPerVoxel ${m.measuredBytesPerVoxel}\\)`));
   assert.ok(fs.existsSync(f('chi-low.nii')), 'the run itself succeeded');
 });
+
+test('the request flags come from the schema: --stride and --blend reach the plan, the help and the refusals give the schema\'s help, range and choices', async () => {
+  const tessera = await createTessera({ workers: 1 });
+  let schema;
+  try {
+    schema = await tessera.schema();
+  } finally {
+    await tessera.terminate();
+  }
+  const option = (name) => schema.find((o) => o.name === name);
+  const base = ['plan', '--field', 'field.nii.gz', '--mask', 'mask.nii', '--spec', 'spec.json', '--json'];
+  const tooBig = option('tile.core').max + 1;
+  const [overlap, threads, help, bigCore, badBlend, strideAlone, badStage] = await Promise.all([
+    run([...base, '--core', '8', '--halo', '1', '--stride', '6', '--blend', 'cosine']),
+    run([...base, '--threads', '2']),
+    run(['invert', '--help']),
+    run([...base, '--core', String(tooBig)]),
+    run([...base, '--core', '8', '--blend', 'median']),
+    run([...base, '--stride', '6']),
+    run(['pipeline', '--phase', 'nope.nii', '--te', '0.004,0.008', '--method', 'tkd', '--mask', 'mask.nii', '--option', 'vsharp.radius=3', '--out', 'x.nii']),
+  ]);
+  assert.equal(overlap.code, 0, overlap.stderr);
+  const plan = JSON.parse(overlap.stdout);
+  assert.deepEqual([plan.tile.stride, plan.tile.blend, plan.grid.stride, plan.grid.blend], [6, 'cosine', 6, 'cosine']);
+  assert.equal(threads.code, 0, threads.stderr);
+  assert.equal(JSON.parse(threads.stdout).threadsPerWorker, 2, 'plan takes --threads as invert does (the auto-planner keeps it)');
+  assert.equal(help.code, 0, help.stderr);
+  const text = help.stdout.replace(/\n {21}/g, ' ');
+  for (const [flag, name] of [['stride', 'tile.stride'], ['blend', 'tile.blend'], ['crop-margin', 'cropMargin'], ['threads', 'threadsPerWorker']]) {
+    const o = option(name);
+    const entry = text.split('\n').find((l) => l.startsWith(`  --${flag} `));
+    assert.ok(entry?.includes(o.help), `--${flag}: ${entry}`);
+    assert.ok(entry.includes(`default ${o.default}`), `--${flag} default: ${entry}`);
+    if (o.choices.length) assert.ok(entry.startsWith(`  --${flag} ${o.choices.join('|')}`), entry);
+    else assert.ok(entry.includes(`[${o.min}, ${o.max}]`), `--${flag} range: ${entry}`);
+  }
+  assert.equal(bigCore.code, 2);
+  assert.match(bigCore.stderr, new RegExp(`^error: --core must be a whole number <= ${option('tile.core').max}, got '${tooBig}'\\n$`));
+  assert.equal(badBlend.code, 2);
+  assert.equal(badBlend.stderr, `error: --blend must be ${option('tile.blend').choices.join(', ')}, got 'median'\n`);
+  assert.equal(strideAlone.code, 2);
+  assert.match(strideAlone.stderr, /^error: --stride and --blend shape a tiling of a given --core/);
+  assert.equal(badStage.code, 2);
+  assert.match(badStage.stderr, /^error: --option vsharp\.radius is not a pipeline option \(options: unwrap, .*vsharp\.maxRadius/);
+});

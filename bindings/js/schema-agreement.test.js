@@ -263,20 +263,25 @@ test('index.d.ts: each request interface has exactly the keys of its request in 
 
 test('index.d.ts: every schema option has its field, with the schema\'s choices as its type and the schema\'s default in its doc comment', () => {
   for (const o of schema) {
-    const fields = REQUEST_TYPES[kindOf(o)]();
     const [a, b] = o.name.split('.');
-    assert.ok(fields.has(a), `index.d.ts: the ${kindOf(o)} request has no field ${a} (schema option ${o.name})`);
-    const field = b === undefined ? fields.get(a) : nestedFields(fields.get(a).type).get(b);
-    assert.ok(field, `index.d.ts: ${a}'s type has no field ${b} (schema option ${o.name})`);
-    if (o.choices.length) {
-      const literals = members(field.type).filter((p) => /^'.*'$/.test(p)).map((p) => p.slice(1, -1));
-      assert.deepEqual(literals.sort(), [...o.choices].sort(), `index.d.ts ${o.name}: the type's words vs the schema's choices`);
-    }
-    // "(default 3)", "(default auto: …)", "(default: the core)": the words up to a ':', ';', ',' or ')'.
-    const said = /\bdefault:? ([^:;,)]+)/.exec(field.doc)?.[1].trim();
-    const schemaSays = String(defaultText(o));
-    if (said !== undefined) {
-      assert.ok(typeof o.default === 'number' ? said === schemaSays : schemaSays.startsWith(said), `index.d.ts ${o.name}: the doc comment says default ${said}, the schema ${schemaSays}`);
+    // Every kind of request that takes the option (te and b0: network and pipeline requests; a method's: both too).
+    const kinds = Object.keys(REQUEST_TYPES).filter((kind) => KEYS[kind]().includes(a));
+    assert.ok(kinds.includes(kindOf(o)), o.name);
+    for (const kind of kinds) {
+      const fields = REQUEST_TYPES[kind]();
+      assert.ok(fields.has(a), `index.d.ts: the ${kind} request has no field ${a} (schema option ${o.name})`);
+      const field = b === undefined ? fields.get(a) : nestedFields(fields.get(a).type).get(b);
+      assert.ok(field, `index.d.ts: the ${kind} request's ${a} has no field ${b} (schema option ${o.name})`);
+      if (o.choices.length) {
+        const literals = members(field.type).filter((p) => /^'.*'$/.test(p)).map((p) => p.slice(1, -1));
+        assert.deepEqual(literals.sort(), [...o.choices].sort(), `index.d.ts ${o.name}: the type's words vs the schema's choices`);
+      }
+      // "(default 3)", "(default auto: …)", "(default: the core)": the words up to a ':', ';', ',' or ')'.
+      const said = /\bdefault:? ([^:;,)]+)/.exec(field.doc)?.[1].trim();
+      const schemaSays = String(defaultText(o));
+      if (said !== undefined) {
+        assert.ok(typeof o.default === 'number' ? said === schemaSays : schemaSays.startsWith(said), `index.d.ts ${kind} ${o.name}: the doc comment says default ${said}, the schema ${schemaSays}`);
+      }
     }
   }
 });
