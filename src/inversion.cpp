@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "internal/runs.h"
+#include "internal/threaded_driver.h"
 #include "tessera/autoplan.h"
 #include "tessera/dipole.h"
 #include "tessera/error.h"
@@ -27,18 +29,6 @@ void refuse_tiling(const InversionRequest& r) {
 }
 
 uint32_t echo_count(const InversionRequest& r) { return static_cast<uint32_t>(std::max<size_t>(1, r.phase.te_s.size())); }
-
-// A physics loop on one volume (whole, or one patch).
-std::vector<float> physics_loop(const ModelSpec& m, const Geometry& g, std::span<const float> field,
-                                std::span<const uint8_t> mask, std::span<PatchRunner* const> nets) {
-  switch (m.algorithm) {
-    case Algorithm::Lpcnn: return lpcnn_invert(g, field, mask, *nets[0]);
-    case Algorithm::ModlQsm: return modl_qsm_invert(g, field, mask, *nets[0]);
-    case Algorithm::NextQsm: return nextqsm_invert(g, field, mask, *nets[0], *nets[1]);
-    default: break;
-  }
-  throw Error(ErrorCode::Internal, "no physics loop for model '" + std::string(m.id) + "'");
-}
 
 }  // namespace
 
@@ -311,37 +301,18 @@ RunReport run_inversion(const InversionRequest& r, std::span<const float> field,
                           : tiled_field_inversion(r.geometry, field, mask, net, r.tile, *networks[0], options, chi);
   }
 
-  if (kind == ModelKind::PhysicsLoop && !r.whole_volume) {
-    const ModelSpec& m = *r.model;
-    auto algorithm = [&](const Geometry& pg, std::span<const float> f, std::span<const uint8_t> mk) {
-      return physics_loop(m, pg, f, mk, networks);
-    };
-    return tiled_volume_algorithm(r.geometry, field, mask, r.tile, net.cost, algorithm, options, chi);
-  }
-
-  // Whole-volume physics loops and native patching: one C++ call over the whole volume.
-  const TilePlan plan = plan_whole(r.geometry, net, options.target);
-  if (!plan.feasible) throw Error(ErrorCode::BudgetExceeded, plan.message);
+  // Physics loops (whole, or the whole loop per tile) and native patching: the step engine's run, driven by threads.
   validate_geometry(r.geometry);
   validate_volume_sizes(r.geometry, field.size(), mask.size());
-  if (options.progress) options.progress(0, 1);
-  std::vector<float> out;
-  if (kind == ModelKind::PhysicsLoop) {
-    out = physics_loop(*r.model, r.geometry, field, mask, networks);
-  } else if (r.model->algorithm == Algorithm::AutoQsm) {
-    out = autoqsm_invert(r.geometry, field, mask, *networks[0]);
-  } else {
-    out = qsmgan_invert(r.geometry, field, mask, *networks[0]);
-  }
-  if (out.size() != chi.size()) throw Error(ErrorCode::Internal, "inversion returned the wrong size");
-  std::copy(out.begin(), out.end(), chi.begin());
-  if (options.progress) options.progress(1, 1);
-  RunReport report;
-  report.tiles_total = report.tiles_run = 1;
-  report.concurrency = report.max_in_flight = 1;
-  report.patch_edge = plan.patch_edge;
-  report.bytes_per_tile = plan.bytes_per_tile;
-  return report;
+  if (chi.size() != r.geometry.voxel_count()) throw Error(ErrorCode::InvalidArgument, "chi must hold the volume's voxel count");
+  validate_finite(r.geometry, field);
+  const bool whole = r.whole_volume || kind == ModelKind::NativePatches;
+  if (!whole) validate_tile_config(r.tile);
+  const TilePlan plan = whole ? plan_whole(r.geometry, net, options.target)
+                              : plan_tiled(r.geometry, mask, net, r.tile, options.threads, options.target);
+  if (!plan.feasible) throw Error(ErrorCode::BudgetExceeded, plan.message);
+  const std::unique_ptr<PatchSteps> run = start_run(r, plan, field, mask, {}, chi, options.threads);
+  return drive_threaded(*run, networks, options);
 }
 
 }  // namespace tessera

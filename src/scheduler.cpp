@@ -24,7 +24,6 @@ void TileScheduler::complete(uint64_t job) {
     --in_flight_;
     ++done_;
   }
-  changed_.notify_all();
 }
 
 void TileScheduler::fail(uint64_t job, std::exception_ptr error) {
@@ -37,28 +36,16 @@ void TileScheduler::fail(uint64_t job, std::exception_ptr error) {
       failed_job_ = job;
     }
   }
-  changed_.notify_all();
 }
 
 void TileScheduler::cancel() {
-  {
-    std::lock_guard lock(mutex_);
-    cancelled_ = true;
-  }
-  changed_.notify_all();
+  std::lock_guard lock(mutex_);
+  cancelled_ = true;
 }
 
 bool TileScheduler::finished() const {
   std::lock_guard lock(mutex_);
   return in_flight_ == 0 && (cancelled_ || error_ || next_ >= total_);
-}
-
-uint64_t TileScheduler::wait_for_progress(uint64_t seen, std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mutex_);
-  changed_.wait_for(lock, timeout, [&] {
-    return done_ != seen || (in_flight_ == 0 && (cancelled_ || error_ || next_ >= total_));
-  });
-  return done_;
 }
 
 uint64_t TileScheduler::done() const {

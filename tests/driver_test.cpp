@@ -11,6 +11,10 @@
 
 #include "support.h"
 #include "tessera/error.h"
+#include "tessera/inversion.h"
+#include "tessera/physics_loops.h"
+#include "tessera/registry.h"
+#include "tessera/tiling.h"
 
 using namespace tessera;
 using namespace tessera::test;
@@ -29,6 +33,28 @@ RunOptions threads(uint32_t n) {
 }
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// out = scale · in; safe on several threads at once.
+class ScaledRunner : public PatchRunner {
+ public:
+  explicit ScaledRunner(float scale) : scale_(scale) {}
+  std::vector<float> run(std::span<const float> input, const TensorShape&) override {
+    std::vector<float> out(input.begin(), input.end());
+    for (float& v : out) v *= scale_;
+    return out;
+  }
+
+ private:
+  float scale_;
+};
+
+// One value short.
+class WrongLengthRunner : public PatchRunner {
+ public:
+  std::vector<float> run(std::span<const float> input, const TensorShape&) override {
+    return std::vector<float>(input.size() - 1, 0.0f);
+  }
+};
 
 }  // namespace
 
@@ -284,43 +310,45 @@ TEST(Driver, NativeDefaultIsRefusedUpFrontForWasm) {
   EXPECT_EQ(net.calls.load(), 0);
 }
 
-TEST(Driver, TiledVolumeAlgorithmSeesHaloAndWritesCores) {
+TEST(Driver, TiledPhysicsLoopIsTheWholeLoopPerTileStitched) {
+  // The reference: every active tile's patch (core + halo, host layout) through the loop on its own (lpcnn_invert),
+  // its core written back at mask voxels, one tile after the other.
   const Geometry g = geometry(21, 18, 12);
   const std::vector<float> field = random_field(g, 12);
   const std::vector<uint8_t> mask = ellipsoid_mask(g);
-  // A local algorithm of radius 1 in host layout: mean of the 3×3×3 neighbourhood (zeros outside).
-  auto box_mean = [](const Geometry& pg, std::span<const float> f, std::span<const uint8_t>) {
-    std::vector<float> out(f.size());
-    for (int64_t z = 0; z < pg.dims[2]; ++z)
-      for (int64_t y = 0; y < pg.dims[1]; ++y)
-        for (int64_t x = 0; x < pg.dims[0]; ++x) {
-          float acc = 0.0f;
-          for (int dz = -1; dz <= 1; ++dz)
-            for (int dy = -1; dy <= 1; ++dy)
-              for (int dx = -1; dx <= 1; ++dx) {
-                const int64_t a = x + dx, b = y + dy, c = z + dz;
-                acc += (a < 0 || b < 0 || c < 0 || a >= pg.dims[0] || b >= pg.dims[1] || c >= pg.dims[2])
-                           ? 0.0f
-                           : f[pg.index(a, b, c)];
-              }
-          out[pg.index(x, y, z)] = acc / 27.0f;
-        }
-    return out;
-  };
-  std::vector<float> whole_out = box_mean(g, field, mask);
-  std::vector<float> tiled(g.voxel_count());
-  const RunReport r =
-      tiled_volume_algorithm(g, field, mask, {5, 1}, TileCost{1, 1100}, box_mean, threads(3), tiled);
-  for (uint64_t i = 0; i < g.voxel_count(); ++i) ASSERT_EQ(tiled[i], mask[i] ? whole_out[i] : 0.0f) << i;
-  EXPECT_EQ(r.tiles_run + r.tiles_skipped, r.tiles_total);
+  const ModelSpec& lpcnn = *find_model("lpcnn");
+  const TileConfig cfg{6, 2};
+  ScaledRunner net(0.5f);
+  // The grid a tiled run plans: patches on the whole volume's padding grid (plan_tiled).
+  const TileGrid grid =
+      make_tile_grid(g, mask, cfg, lpcnn.tile_cost().divisor, whole_volume_shape(g, field_network(lpcnn)).pad_low);
+  const uint64_t edge = grid.patch_edge;
+  Geometry pg = g;
+  pg.dims = {static_cast<int64_t>(edge), static_cast<int64_t>(edge), static_cast<int64_t>(edge)};
+  std::vector<float> expected(g.voxel_count(), 0.0f);
+  for (const Tile* t : active_tiles(grid)) {
+    std::vector<float> f(edge * edge * edge);
+    std::vector<uint8_t> m(edge * edge * edge);
+    gather_host_patch(g, field, mask, t->patch_lo, edge, f, m);
+    scatter_host_core(g, mask, *t, edge, lpcnn_invert(pg, f, m, net), expected);
+  }
 
-  auto wrong = [](const Geometry&, std::span<const float> f, std::span<const uint8_t>) {
-    return std::vector<float>(f.size() - 1);
-  };
-  const std::string m = error_of(
-      [&] { tiled_volume_algorithm(g, field, mask, {5, 1}, TileCost{1, 1100}, wrong, threads(1), tiled); },
-      ErrorCode::RunnerFailed);
-  EXPECT_TRUE(contains(m, "expected 343 (7³)")) << m;
+  InversionRequest r;
+  r.geometry = g;
+  r.model = &lpcnn;
+  r.tile = cfg;
+  std::vector<float> chi(g.voxel_count(), 7.0f);
+  PatchRunner* nets[] = {&net};
+  const RunReport report = run_inversion(r, field, mask, nets, threads(3), chi);
+  EXPECT_EQ(std::memcmp(chi.data(), expected.data(), chi.size() * sizeof(float)), 0);
+  EXPECT_EQ(report.tiles_run, grid.active);
+  EXPECT_EQ(report.tiles_run + report.tiles_skipped, report.tiles_total);
+  EXPECT_GT(grid.active, 3u);
+
+  WrongLengthRunner wrong;
+  PatchRunner* bad[] = {&wrong};
+  const std::string m = error_of([&] { run_inversion(r, field, mask, bad, threads(1), chi); }, ErrorCode::RunnerFailed);
+  EXPECT_TRUE(contains(m, "returned")) << m;
 }
 
 TEST(Driver, WholeVolumePadsByTheModelRuleAndCrops) {

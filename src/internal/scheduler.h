@@ -3,8 +3,6 @@
 // step API (bindings) both drive tiles through it.
 #pragma once
 
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <mutex>
@@ -28,8 +26,6 @@ class TileScheduler {
 
   // No job in flight and nothing more will start.
   bool finished() const;
-  // Blocks until done() differs from seen, the run finished, or the timeout passed; returns done().
-  uint64_t wait_for_progress(uint64_t seen, std::chrono::milliseconds timeout);
 
   uint64_t total() const { return total_; }
   uint32_t concurrency() const { return concurrency_; }
@@ -42,7 +38,6 @@ class TileScheduler {
 
  private:
   mutable std::mutex mutex_;
-  std::condition_variable changed_;
   const uint64_t total_;
   const uint32_t concurrency_;
   uint64_t next_ = 0;

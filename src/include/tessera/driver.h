@@ -51,33 +51,13 @@ struct RunReport {
   std::vector<double> tile_seconds;  // per tile run, in job order
 };
 
-// Runs work(job) for jobs 0..total-1 on up to `concurrency` threads; a freed slot starts the next job
-// at once. Progress (0,total) first, then (done,total) for every completion in order, from the calling
-// thread. The first error stops new jobs and is rethrown once those in flight finish; the cancel flag
-// stops it promptly (Error Cancelled).
-// work is safe to call from several threads at once.
-RunReport tiled_scatter(uint64_t total, uint32_t concurrency, const std::function<void(uint64_t)>& work,
-                        const RunOptions& options);
-
-// Field -> chi, tile by tile: gathers each patch with its halo, runs the network, writes the core back
-// at mask voxels; chi is zero outside the mask.
+// Field -> chi, tile by tile (the step engine's StepRun driven by threads): gathers each patch with its halo, runs the
+// network, writes the core back at mask voxels; chi is zero outside the mask.
 // field, mask and chi hold geometry.voxel_count() values; field is finite; cfg.core >= 1.
 // Wasm target: a patch over the 2.5 GB limit is refused up front with advice (Error BudgetExceeded).
 RunReport tiled_field_inversion(const Geometry& geometry, std::span<const float> field, std::span<const uint8_t> mask,
                                 const FieldNetwork& network, TileConfig cfg, PatchRunner& runner,
                                 const RunOptions& options, std::span<float> chi);
-
-// A whole volume -> volume algorithm run on one cubic host-layout (x-fastest) patch: it gets the patch
-// geometry (edge³, the volume's voxel size and B0), field and mask, and returns edge³ values.
-using VolumeAlgorithm =
-    std::function<std::vector<float>(const Geometry& patch, std::span<const float> field, std::span<const uint8_t> mask)>;
-
-// Runs a whole algorithm per tile (field and mask patches with halo) and writes each core back at
-// mask voxels.
-// field, mask and out hold geometry.voxel_count() values; the algorithm is thread-safe.
-RunReport tiled_volume_algorithm(const Geometry& geometry, std::span<const float> field, std::span<const uint8_t> mask,
-                                 TileConfig cfg, TileCost cost, const VolumeAlgorithm& algorithm,
-                                 const RunOptions& options, std::span<float> out);
 
 // Padded network dims of a whole-volume run and the low-side padding, by the network's rule.
 struct WholeVolumeShape {

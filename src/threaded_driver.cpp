@@ -1,0 +1,146 @@
+#include "internal/threaded_driver.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "tessera/error.h"
+
+namespace tessera {
+
+namespace {
+
+// A patch handed to a network thread, and what came back.
+struct Call {
+  PatchSteps::Patch patch;
+  std::vector<float> gathered;  // the input when the run gathered it into our buffer
+  std::vector<float> output;
+  std::optional<Error> error;
+};
+
+}  // namespace
+
+RunReport drive_threaded(PatchSteps& run, std::span<PatchRunner* const> runners, const RunOptions& options) {
+  std::mutex mutex;
+  std::condition_variable to_run, ran;
+  std::deque<Call*> queue;  // handed out, waiting for a thread
+  std::deque<Call*> back;   // answered, waiting for the run
+  bool stop = false;
+
+  auto network_thread = [&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    for (;;) {
+      to_run.wait(lock, [&] { return stop || !queue.empty(); });
+      if (queue.empty()) return;
+      Call* c = queue.front();
+      queue.pop_front();
+      lock.unlock();
+      {
+        const TileScope scope(static_cast<int64_t>(c->patch.tile));
+        const std::span<const float> input = c->patch.input.empty() ? std::span<const float>(c->gathered) : c->patch.input;
+        const TensorShape& shape = c->patch.input.empty() ? run.input_shape() : c->patch.shape;
+        PatchRunner& net = *runners[c->patch.network];
+        try {
+          c->output = c->patch.extras.empty() ? net.run(input, shape) : net.run_named(input, shape, c->patch.extras);
+        } catch (const Error& e) {
+          c->error = e;
+        } catch (const std::exception& e) {
+          c->error = Error(ErrorCode::RunnerFailed, std::string("the network failed: ") + e.what());
+        }
+      }
+      lock.lock();
+      back.push_back(c);
+      ran.notify_one();
+    }
+  };
+
+  const uint32_t wanted = std::max<uint32_t>(1, options.threads);
+  std::vector<std::thread> threads;
+  std::vector<std::unique_ptr<Call>> out;  // calls handed out and not yet taken back
+  auto finish_threads = [&] {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stop = true;
+    }
+    to_run.notify_all();
+    for (std::thread& t : threads) t.join();
+  };
+  auto cancel_requested = [&] { return options.cancel && options.cancel->load(std::memory_order_relaxed); };
+
+  try {
+    for (uint32_t i = 0; i < wanted; ++i) {
+      try {
+        threads.emplace_back(network_thread);
+      } catch (const std::system_error&) {
+        if (threads.empty()) throw Error(ErrorCode::Internal, "no thread could be started to run the networks");
+        break;
+      }
+    }
+    uint64_t reported = 0;
+    bool first = true;
+    std::vector<float> buffer(run.input_shape().size());
+    for (;;) {
+      if (cancel_requested()) run.cancel();
+      // What came back goes into the run first: it frees slots and lets tasks go on.
+      std::deque<Call*> answered;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        answered.swap(back);
+      }
+      for (Call* c : answered) {
+        if (c->error) {
+          run.fail(c->patch.job, c->error->code(), c->error->what());
+        } else {
+          run.finish(c->patch.job, c->output);
+        }
+        std::erase_if(out, [&](const std::unique_ptr<Call>& p) { return p.get() == c; });
+      }
+      bool handed = false;
+      for (std::optional<PatchSteps::Patch> p; (p = run.next(buffer));) {
+        if (p->network >= runners.size()) {
+          throw Error(ErrorCode::InvalidArgument, "this run calls network " + std::to_string(p->network + 1) + " but " +
+                                                      std::to_string(runners.size()) + " network(s) were given");
+        }
+        auto c = std::make_unique<Call>();
+        c->patch = *p;
+        if (p->input.empty()) {
+          c->gathered.swap(buffer);
+          buffer.assign(run.input_shape().size(), 0.0f);
+        }
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          queue.push_back(c.get());
+        }
+        out.push_back(std::move(c));
+        to_run.notify_one();
+        handed = true;
+      }
+      const bool computed = !cancel_requested() && run.step();
+      if (options.progress && first) options.progress(0, run.total());
+      first = false;
+      while (options.progress && reported < run.done()) options.progress(++reported, run.total());
+      if (run.finished()) break;
+      if (computed || handed) continue;
+      if (out.empty()) throw Error(ErrorCode::Internal, "the run hands out no patch, has none out and is not finished");
+      // Nothing to hand out or compute: wait for an answer. A cancel takes effect then: the patches out finish first
+      // in any case (a network call cannot be stopped), and none is handed out in between.
+      std::unique_lock<std::mutex> lock(mutex);
+      ran.wait(lock, [&] { return !back.empty(); });
+    }
+  } catch (...) {
+    // A progress callback or a bad patch threw: no new patch; let the threads finish what they hold, then pass it on.
+    run.cancel();
+    finish_threads();
+    throw;
+  }
+  finish_threads();
+  return run.report();
+}
+
+}  // namespace tessera
