@@ -45,7 +45,7 @@ constexpr std::string_view kMeasuredNextqsm =
     "transposed convolution's column buffer), 1.39-1.45 GB together at 64³; 128³ fails in the VJP net (ORT size "
     "overflow); budgeted as 498 MiB (both sessions) + 4420 B/voxel, so patches stay at 64³ (bench/CALIBRATION.md)";
 constexpr std::string_view kDefaultCost =
-    "provisional: no measurement; the reference engine's budgeting figure of 1100 B/voxel";
+    "provisional: no measurement; budgeted at the reference engine's figure (bytes per voxel)";
 
 constexpr std::string_view kUnstatedLicence =
     "not stated in models.md: check the upstream repository before redistribution";
@@ -227,7 +227,7 @@ const ModelSpec kModels[] = {
         .name = "AutoQSM",
         .kind = ModelKind::NativePatches,
         .divisor = 1,
-        .bytes_per_voxel = 1100,
+        .bytes_per_voxel = kReferenceBytesPerVoxel,
         .cost_source = kDefaultCost,
         .input = "total field (ppm); fixed 64³ in, central 32³ out, stride 24, 8-voxel linear blend, "
                  "edge-replicate padding",
@@ -244,7 +244,7 @@ const ModelSpec kModels[] = {
         .name = "QSMGAN",
         .kind = ModelKind::NativePatches,
         .divisor = 1,
-        .bytes_per_voxel = 1100,
+        .bytes_per_voxel = kReferenceBytesPerVoxel,
         .cost_source = kDefaultCost,
         .input = "local field (ppm) · -100; 64³ in, 48³ out at stride 48",
         .output = "chi (ppm) = atanh(clip(output, ±0.999999)) / 10",

@@ -3,8 +3,10 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <vector>
 
+#include "tessera/autoplan.h"
 #include "tessera/crop.h"
 #include "tessera/methods.h"
 #include "tessera/pipeline.h"
@@ -20,7 +22,7 @@ const std::array<OptionSpec, 24> kOptions{{
     {"tile", "", 0, "auto", 0, 0, false, false,
      "{core, halo} in voxels, or \"auto\": the planner chooses core, workers and threads per worker"},
     {"tile.core", "voxels", 0, "auto", 1, 4096, false, true, "output core edge of a tile"},
-    {"tile.halo", "voxels", defaults::kCustomNetworkHalo, "the network's default halo (4 for a custom network)", 0, 1024, false, true,
+    {"tile.halo", "voxels", defaults::kCustomNetworkHalo, "(quote_constants)", 0, 1024, false, true,
      "context added on every side of a core"},
     {"tile.stride", "voxels", 0, "the core (no overlap)", 0, 4096, false, true,
      "cores start every stride voxels; shorter than the core, overlapping cores are blended"},
@@ -28,8 +30,7 @@ const std::array<OptionSpec, 24> kOptions{{
      "how overlapping cores combine: crop (equal weights), linear, cosine (Hann) or gaussian (σ = core/8)",
      "crop|linear|cosine|gaussian"},
     {"quality", "", 0, "faithful", 0, 0, false, false,
-     "the auto-planner's fidelity target against the whole-volume run: faithful (r ≥ 0.99, NRMSE ≤ 0.10), balanced "
-     "(r ≥ 0.97, NRMSE ≤ 0.20) or fast (no target)",
+     "(quote_constants)",
      "faithful|balanced|fast"},
     {"whole", "", 0, "false", 0, 1, false, false, "run the whole volume at once (when it fits the single-patch limit)"},
     {"crop", "", 0, "auto", 0, 0, false, false,
@@ -42,7 +43,7 @@ const std::array<OptionSpec, 24> kOptions{{
     {"threadsPerWorker", "", defaults::kThreadsPerWorker, "", 1, 64, false, true, "ONNX Runtime intra-op threads of each worker"},
     {"spec.divisor", "voxels", defaults::kDivisor, "", 1, 1024, false, true, "patch edges are multiples of this (the network's poolings)"},
     {"spec.bytesPerVoxel", "bytes", static_cast<double>(defaults::kBytesPerVoxel),
-     "calibrated from the weights (without weights: 1100, the reference engine's figure)", 1, kHuge, false, true,
+     "(quote_constants)", 1, kHuge, false, true,
      "ONNX Runtime heap bytes per patch voxel; left out, the network is calibrated (calibrate()) with fixedBytes"},
     {"spec.fixedBytes", "bytes", 0, "", 0, kHuge, false, true, "bytes per worker whatever the patch (runtime, weights)"},
     {"spec.receptiveRadius", "voxels", 0, "derived from the ONNX graph", 1, 4096, false, true,
@@ -57,8 +58,7 @@ const std::array<OptionSpec, 24> kOptions{{
     {"erodeRadius", "voxels", defaults::kErodeRadius, "", 0, 255, false, true, "mask erosion before a phase network (the reference's 3)"},
     {"phaseSign", "", defaults::kPhaseSign, "", -1, 1, false, true, "+1 or -1: multiplies the phase (the reference negates it)"},
     {"b0Align", "", 0, "auto", 0, 0, false, false,
-     "networks that assume B0 along the third axis (field → χ): resample the field to a B0-aligned grid and χ back when "
-     "B0 is more than 12° off it (auto), at any tilt (on), or never (off); a warning above 2.5°",
+     "(quote_constants)",
      "auto|on|off"},
 }};
 
@@ -73,9 +73,42 @@ std::string number_text(double v) {
 namespace {
 
 // The run options, then the classical methods' parameters (tessera/methods.h): one schema.
+// A number as the texts quote it (up to 6 significant digits, no trailing zeros).
+std::string quoted(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+// The texts that quote a constant, made from it (kOptions holds a placeholder for each).
+void quote_constants(std::vector<OptionSpec>& v) {
+  static const std::string quality = [] {
+    const FidelityTarget f = fidelity_target(Quality::Faithful), b = fidelity_target(Quality::Balanced);
+    return "the auto-planner's fidelity target against the whole-volume run: faithful (r ≥ " + quoted(f.min_r) +
+           ", NRMSE ≤ " + quoted(f.max_nrmse) + "), balanced (r ≥ " + quoted(b.min_r) + ", NRMSE ≤ " +
+           quoted(b.max_nrmse) + ") or fast (no target)";
+  }();
+  static const std::string b0_align =
+      "networks that assume B0 along the third axis (field → χ): resample the field to a B0-aligned grid and χ back when "
+      "B0 is more than " + quoted(defaults::kB0AlignThresholdDegrees) + "° off it (auto), at any tilt (on), or never "
+      "(off); a warning above " + quoted(defaults::kB0WarnDegrees) + "°";
+  static const std::string halo = "the network's default halo (" + quoted(defaults::kCustomNetworkHalo) +
+                                  " for a custom network)";
+  static const std::string bytes = "calibrated from the weights (without weights: " +
+                                   quoted(static_cast<double>(defaults::kBytesPerVoxel)) +
+                                   ", the reference engine's figure)";
+  for (OptionSpec& o : v) {
+    if (o.name == "quality") o.help = quality;
+    if (o.name == "b0Align") o.help = b0_align;
+    if (o.name == "tile.halo") o.default_text = halo;
+    if (o.name == "spec.bytesPerVoxel") o.default_text = bytes;
+  }
+}
+
 const std::vector<OptionSpec>& all_options() {
   static const std::vector<OptionSpec> all = [] {
     std::vector<OptionSpec> v(kOptions.begin(), kOptions.end());
+    quote_constants(v);
     static const std::string names = [] {
       std::string s;
       for (const MethodInfo& m : methods()) s += (s.empty() ? "" : "|") + std::string(m.name);

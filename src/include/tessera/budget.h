@@ -34,11 +34,15 @@ const char* blend_name(Blend blend);
 // Throws Error(InvalidArgument) naming the known blends.
 Blend blend_from_name(std::string_view name);
 
+// The reference engine's budgeting figure: ONNX Runtime heap bytes per patch voxel of an xQSM-sized U-Net (a network
+// declared without its own figure is budgeted at this until it is calibrated).
+inline constexpr uint64_t kReferenceBytesPerVoxel = 1100;
+
 // What one network costs: patch edges must be multiples of divisor; the memory one worker running a
 // patch holds is fixed_bytes (runtime + weights + what session creation keeps) + bytes_per_voxel · edge³.
 struct TileCost {
   uint32_t divisor = 1;
-  uint64_t bytes_per_voxel = 1100;  // the reference engine's budgeting figure (= defaults::kBytesPerVoxel)
+  uint64_t bytes_per_voxel = kReferenceBytesPerVoxel;
   uint64_t fixed_bytes = 0;         // per worker, whatever the patch
 };
 

@@ -71,7 +71,7 @@ struct ModelSpec {
   ModelKind kind = ModelKind::FieldToChi;
   uint32_t divisor = 1;
   uint32_t default_halo = 4;        // the halo the auto-planner uses unless the user sets one
-  uint64_t bytes_per_voxel = 1100;  // tile cost: bytes per patch voxel
+  uint64_t bytes_per_voxel = kReferenceBytesPerVoxel;  // tile cost: bytes per patch voxel
   uint64_t fixed_bytes = 0;         // tile cost: bytes per worker whatever the patch (runtime, weights)
   bool cost_provisional = true;     // true until measured in ONNX Runtime Web
   bool masked_input = false;        // the network takes the field multiplied by the mask

@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "tessera/budget.h"
+
 namespace tessera {
 
 struct OptionSpec {
@@ -38,7 +40,7 @@ double checked_option(std::string_view name, double value);
 namespace defaults {
 inline constexpr uint32_t kCustomNetworkHalo = 4;  // a custom network (a spec, not a registry entry)
 inline constexpr uint32_t kDivisor = 1;
-inline constexpr uint64_t kBytesPerVoxel = 1100;  // the reference engine's budgeting figure
+inline constexpr uint64_t kBytesPerVoxel = kReferenceBytesPerVoxel;
 inline constexpr uint32_t kThreadsPerWorker = 1;
 inline constexpr double kB0Tesla = 3.0;
 inline constexpr uint32_t kErodeRadius = 3;  // the iQSM reference's
