@@ -1,5 +1,5 @@
 // What plan() costs JavaScript as the grid grows: the module's plan() call (the C++ plan and its conversion to a JS
-// object by the Embind value types of bindings/wasm/conversions.cpp, most of it the grid's tiles) and the size of the
+// object by the Embind value types of bindings/wasm/value_types.cpp, most of it the grid's tiles) and the size of the
 // object. A custom network without a receptive radius, an explicit tile and no mask keep the planner's own work small
 // (no fidelity prediction, no mask scan), so the figures are mostly the conversion. Run it against two builds of the
 // module (--wasm-base) to compare conversions; both print the same object sizes when the shapes agree.

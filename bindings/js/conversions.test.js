@@ -1,4 +1,4 @@
-// The objects the wasm module hands to JavaScript (bindings/wasm/conversions.cpp), pinned field by field: names, their
+// The objects the wasm module hands to JavaScript (bindings/wasm/conversions.h), pinned field by field: names, their
 // order, Number types (never a BigInt: the module is built with WASM_BIGINT=0) and null where a member is absent. The
 // API, the CLI (report.json, plan --json), the page and index.d.ts depend on these shapes.
 import { test, before } from 'node:test';

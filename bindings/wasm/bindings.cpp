@@ -1,4 +1,4 @@
-// Embind registrations only: every conversion lives in conversions.cpp.
+// Embind registrations only: every conversion lives behind conversions.h.
 #include <emscripten/bind.h>
 
 #include "b0_aligned.h"

@@ -1,0 +1,142 @@
+// Plans, results and limits as the JavaScript objects plan(), invert() and pipeline() return.
+#include "conversions.h"
+
+#include <emscripten/bind.h>
+#include <emscripten/val.h>
+
+#include <cmath>
+
+#include "tessera/calibration.h"
+#include "tessera/dipole.h"
+#include "tessera/fidelity.h"
+#include "tessera/phantom.h"
+#include "tessera/request.h"
+#include "tessera/verify.h"
+#include "val_fields.h"
+
+namespace tessera::js {
+
+val pipeline_plan_to_val(const Geometry& g, const PipelineRequest& r, bool mask_given, bool magnitude) {
+  const PipelinePlan plan = plan_pipeline(g, r, mask_given, magnitude, Target::Wasm);
+  val p = val::object();  // not a TilePlan: the pipeline has no tiles
+  p.set("feasible", plan.feasible);
+  p.set("message", plan.message);
+  p.set("pipeline", true);
+  val stages = val::array();
+  for (const std::string& stage : plan.stages) stages.call<void>("push", stage);
+  p.set("stages", stages);
+  p.set("inputBytes", static_cast<double>(plan.input_bytes));
+  p.set("workspaceBytes", static_cast<double>(plan.workspace_bytes));
+  p.set("moduleHeapBytes", static_cast<double>(plan.module_heap_bytes));
+  p.set("peakBytes", static_cast<double>(plan.module_heap_bytes));
+  p.set("largestVoxels", static_cast<double>(plan.largest_voxels));
+  p.set("threads", r.threads);
+  p.set("networks", 0);
+  p.set("tilesInFlight", 0);
+  p.set("warning", std::string());
+  return p;
+}
+
+val pipeline_result_to_val(const PipelineResult& r) {
+  val o = val::object();  // the intermediates, leaving as typed arrays
+  o.set("mask", copy_out(std::span<const uint8_t>(r.mask)));
+  o.set("unwrappedPhase", copy_out(std::span<const float>(r.unwrapped_rad)));
+  o.set("offset", copy_out(std::span<const float>(r.offset_rad)));
+  o.set("fieldHz", copy_out(std::span<const float>(r.field_hz)));
+  o.set("totalField", copy_out(std::span<const float>(r.total_ppm)));
+  o.set("fitResidual", copy_out(std::span<const float>(r.residual_rad)));
+  o.set("fitMask", copy_out(std::span<const uint8_t>(r.fit_mask)));
+  o.set("localField", copy_out(std::span<const float>(r.local_ppm)));
+  o.set("localMask", copy_out(std::span<const uint8_t>(r.local_mask)));
+  o.set("chi", r.chi.empty() ? val::null() : copy_out(std::span<const float>(r.chi)));
+  return o;
+}
+
+val method_plan_to_val(const Geometry& geometry, const MethodRequest& request, uint32_t magnitude_echoes) {
+  const MethodPlan plan = plan_method(request.method, geometry, request.params, request.threads, magnitude_echoes, Target::Wasm);
+  val p = val::object();  // not a TilePlan: a method's plan has no tiles
+  p.set("feasible", plan.feasible);
+  p.set("message", plan.message);
+  p.set("method", plan.method);
+  p.set("title", plan.title);
+  p.set("methodSteps", plan.steps);
+  p.set("threads", plan.threads);
+  p.set("inputBytes", static_cast<double>(plan.input_bytes));
+  p.set("workspaceBytes", static_cast<double>(plan.workspace_bytes));
+  p.set("moduleHeapBytes", static_cast<double>(plan.module_heap_bytes));
+  p.set("peakBytes", static_cast<double>(plan.peak_bytes));
+  p.set("largestVoxels", static_cast<double>(plan.largest_voxels));
+  p.set("wholeVolume", true);
+  p.set("networks", 0);
+  p.set("tilesInFlight", 0);
+  p.set("warning", std::string());
+  return p;
+}
+
+val copy_out(std::span<const float> v) {
+  return val(emscripten::typed_memory_view(v.size(), v.data())).call<val>("slice");
+}
+val copy_out(std::span<const uint8_t> v) {
+  return val(emscripten::typed_memory_view(v.size(), v.data())).call<val>("slice");
+}
+
+val plan_to_val(const val& geometry, const val& mask, const val& request, const val& field) {
+  if (is_pipeline_request(request)) {
+    return pipeline_plan_to_val(geometry_from(geometry), pipeline_request_from(request), request["maskGiven"].isTrue(),
+                                request["magnitudeEchoes"].isNumber() && request["magnitudeEchoes"].as<double>() > 0);
+  }
+  if (is_method_request(request)) {
+    const MethodRequest m = method_request_from(request);
+    const val magnitude = request["magnitudeEchoes"];
+    return method_plan_to_val(geometry_from(geometry), m, magnitude.isNumber() ? magnitude.as<uint32_t>() : 0);
+  }
+  InversionRequest r = request_from(request);
+  r.geometry = geometry_from(geometry);
+  const uint64_t n = r.geometry.voxel_count();
+  std::vector<uint8_t> m;
+  if (mask.isUndefined() || mask.isNull()) {
+    m.assign(n, 1);
+  } else {
+    if (mask["length"].isUndefined() || mask["length"].as<double>() != static_cast<double>(n)) {
+      throw Error(ErrorCode::InvalidArgument, "the mask does not hold " + std::to_string(n) + " values (" +
+                                                  dims_text(r.geometry.dims) + "): field and mask must have the same dims");
+    }
+    m = emscripten::convertJSArrayToNumberVector<uint8_t>(mask);
+  }
+  // The field matters to the plan only where a network reads it unmasked (its crop box holds the field's support).
+  std::vector<float> f;
+  if (!field.isUndefined() && !field.isNull() && r.crop && r.auto_tile && !r.whole_volume && !request_network(r).masked_input) {
+    if (field["length"].isUndefined() || field["length"].as<double>() != static_cast<double>(n)) {
+      throw Error(ErrorCode::InvalidArgument, "the field does not hold " + std::to_string(n) + " values (" +
+                                                  dims_text(r.geometry.dims) + "): field and mask must have the same dims");
+    }
+    f = emscripten::convertJSArrayToNumberVector<float>(field);
+  }
+  const TilePlan plan = plan_inversion(r, m, Target::Wasm, f);
+  val p(plan);
+  p.set("b0Align", val(plan.b0));
+  p.set("warning", inversion_warning(r));
+  p.set("networks", network_count(r));
+  return p;
+}
+
+val limits_to_val() {
+  val o = val::object();  // named constants, not a struct
+  o.set("tileActivationBudget", static_cast<double>(WASM_TILE_ACTIVATION_BUDGET));
+  o.set("maxPatchActivationBytes", static_cast<double>(WASM_MAX_PATCH_ACTIVATION_BYTES));
+  o.set("heapCeilingBytes", static_cast<double>(WASM_HEAP_CEILING_BYTES));
+  o.set("workerHeapGuardBytes", static_cast<double>(WASM_WORKER_HEAP_GUARD_BYTES));
+  o.set("computeHeapLimitBytes", static_cast<double>(WASM_COMPUTE_HEAP_LIMIT_BYTES));
+  return o;
+}
+
+val verification_to_val(const Agreement& a, const VerifyRegion& region) {
+  val o(a);
+  o.delete_(std::string("hfen"));  // the self-check computes none
+  o.set("compareLo", val(region.compare_lo));
+  o.set("compareHi", val(region.compare_hi));
+  o.set("margin", region.margin);
+  return o;
+}
+
+}  // namespace tessera::js

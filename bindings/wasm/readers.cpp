@@ -1,0 +1,318 @@
+// Readers of what JavaScript sends: geometry, requests (network, method, pipeline) and a plan handed back.
+#include "conversions.h"
+
+#include <emscripten/bind.h>
+#include <emscripten/val.h>
+
+#include <cmath>
+
+#include "tessera/calibration.h"
+#include "tessera/dipole.h"
+#include "tessera/fidelity.h"
+#include "tessera/phantom.h"
+#include "tessera/request.h"
+#include "tessera/verify.h"
+#include "val_fields.h"
+
+namespace tessera::js {
+
+Geometry geometry_from(const val& v) {
+  if (v.isUndefined() || v.isNull()) throw Error(ErrorCode::InvalidArgument, "geometry is required: {dims, voxelMm, b0Dir}");
+  Geometry g;
+  g.dims = triple<int64_t>(v, "dims", {0, 0, 0});
+  g.voxel_mm = triple<double>(v, "voxelMm", {1.0, 1.0, 1.0});
+  g.b0_dir = triple<double>(v, "b0Dir", {0.0, 0.0, 1.0});
+  validate_geometry(g);
+  return g;
+}
+
+// A number option of obj under key, or the schema's default for `option`; checked against the schema's range.
+double option(const val& obj, const char* key, std::string_view option) {
+  const OptionSpec& o = request_option(option);
+  const double d = number(obj, key, o.default_value);
+  return checked_option(option, d);
+}
+
+// tile.stride (0 or absent: the core) and tile.blend ("crop" when absent) into cfg.
+void overlap_from(const val& tile, TileConfig& cfg) {
+  cfg.stride = static_cast<uint32_t>(option(tile, "stride", "tile.stride"));
+  const val b = tile["blend"];
+  if (b.isUndefined() || b.isNull()) return;
+  if (!b.isString()) throw Error(ErrorCode::InvalidArgument, "tile.blend must be crop, linear, cosine or gaussian");
+  cfg.blend = blend_from_name(b.as<std::string>());
+}
+
+TileConfig tile_from(const val& v) {
+  if (v.isUndefined() || v.isNull()) throw Error(ErrorCode::InvalidArgument, "tile is required: {core, halo}");
+  TileConfig cfg{static_cast<uint32_t>(option(v, "core", "tile.core")), static_cast<uint32_t>(option(v, "halo", "tile.halo"))};
+  overlap_from(v, cfg);
+  return cfg;
+}
+
+TileCost cost_from(const val& v) {
+  return TileCost{static_cast<uint32_t>(option(v, "divisor", "spec.divisor")),
+                  static_cast<uint64_t>(option(v, "bytesPerVoxel", "spec.bytesPerVoxel")),
+                  static_cast<uint64_t>(option(v, "fixedBytes", "spec.fixedBytes"))};
+}
+
+FieldNetwork custom_network_from(const val& v) {
+  FieldNetwork n;
+  n.cost = cost_from(v);
+  n.norm.input_mean = option(v, "inputMean", "spec.inputMean");
+  n.norm.input_std = option(v, "inputStd", "spec.inputStd");
+  n.norm.output_scale = option(v, "outputStd", "spec.outputStd");
+  n.norm.output_offset = option(v, "outputMean", "spec.outputMean");
+  n.masked_input = !v["maskedInput"].isUndefined() && v["maskedInput"].as<bool>();
+  return n;
+}
+
+InversionRequest request_from(const val& v) {
+  InversionRequest r;
+  const val model = v["model"];
+  if (!model.isUndefined() && !model.isNull()) {
+    r.model = &model_spec(model.as<std::string>());
+  } else {
+    const val spec = v["spec"];
+    if (spec.isUndefined() || spec.isNull()) {
+      throw Error(ErrorCode::InvalidArgument, "give a registry model id (model) or a custom network spec (spec)");
+    }
+    r.custom = custom_network_from(spec);
+  }
+  r.whole_volume = !v["whole"].isUndefined() && v["whole"].as<bool>();
+  const val crop = v["crop"];
+  if (!crop.isUndefined() && !crop.isNull()) {
+    if (!crop.isString() || (crop.as<std::string>() != "auto" && crop.as<std::string>() != "off")) {
+      throw Error(ErrorCode::InvalidArgument, "crop must be auto or off");
+    }
+    r.crop = crop.as<std::string>() == "auto";
+  }
+  r.crop_margin = static_cast<uint32_t>(option(v, "cropMargin", "cropMargin"));
+  r.verify = !v["verify"].isUndefined() && !v["verify"].isNull() && v["verify"].as<bool>();
+  const val tile = v["tile"];
+  const uint32_t network_halo = r.model ? r.model->default_halo : defaults::kCustomNetworkHalo;
+  // tile: {core, halo} | "auto" | {core: "auto", halo?} | absent (the schema's default: "auto").
+  const bool absent = tile.isUndefined() || tile.isNull();
+  const bool auto_all = absent || (tile.isString() && tile.as<std::string>() == "auto");
+  const bool auto_core = !absent && !tile.isString() && tile["core"].isString() && tile["core"].as<std::string>() == "auto";
+  if (tile.isString() && !auto_all) throw Error(ErrorCode::InvalidArgument, "tile must be {core, halo} or \"auto\"");
+  if (auto_all || auto_core) {
+    r.auto_tile = true;
+    r.halo_override = auto_core && !tile["halo"].isUndefined() ? static_cast<uint32_t>(option(tile, "halo", "tile.halo")) : 0;
+    const val w = v["workers"];
+    r.fixed_workers = (w.isUndefined() || w.isNull() || w.isString()) ? 0 : static_cast<uint32_t>(option(v, "workers", "workers"));
+    const val t = v["threadsPerWorker"];
+    r.fixed_threads =
+        (t.isUndefined() || t.isNull() || t.isString()) ? 0 : static_cast<uint32_t>(option(v, "threadsPerWorker", "threadsPerWorker"));
+    r.hardware_threads = std::max<uint32_t>(1, count(v, "hardwareThreads", 2));
+    const val q = v["quality"];
+    if (!q.isUndefined() && !q.isNull()) {
+      if (!q.isString()) throw Error(ErrorCode::InvalidArgument, "quality must be faithful, balanced or fast");
+      r.quality = quality_from_name(q.as<std::string>());
+    }
+  } else {
+    r.tile.core = static_cast<uint32_t>(option(tile, "core", "tile.core"));
+    r.tile.halo = tile["halo"].isUndefined() ? network_halo : static_cast<uint32_t>(option(tile, "halo", "tile.halo"));
+    overlap_from(tile, r.tile);
+    r.tile_given = true;
+  }
+  r.workers = v["workers"].isNumber() ? static_cast<uint32_t>(option(v, "workers", "workers")) : 1;
+  // How far the network looks: context {within: [...]} (a probe's measured profile) or {radius} (the weights' graph),
+  // else spec.receptiveRadius (a custom network's declaration), else the registry's.
+  const val spec = v["spec"];
+  if (!r.model && !spec["receptiveRadius"].isUndefined() && !spec["receptiveRadius"].isNull()) {
+    r.receptive_radius = static_cast<uint32_t>(option(spec, "receptiveRadius", "spec.receptiveRadius"));
+  }
+  const val context = v["context"];
+  if (!context.isUndefined() && !context.isNull()) {
+    const val within = context["within"];
+    if (!within.isUndefined() && !within.isNull()) {
+      if (within["length"].isUndefined()) throw Error(ErrorCode::InvalidArgument, "context.within must be an array (the probe's profile)");
+      r.measured_context = measured_context_profile(emscripten::convertJSArrayToNumberVector<double>(within));
+    } else if (!context["radius"].isUndefined()) {
+      if (!r.receptive_radius) r.receptive_radius = static_cast<uint32_t>(option(context, "radius", "spec.receptiveRadius"));
+    } else {
+      throw Error(ErrorCode::InvalidArgument, "context must be {within: [...]} (receptiveField's probe) or {radius} (its graph)");
+    }
+  }
+  // Phase networks: te (seconds; a number or one per echo), b0 (tesla), erodeRadius (voxels), phaseSign.
+  const val te = v["te"];
+  if (te.isNumber()) {
+    r.phase.te_s = {number(v, "te", 0.0)};
+  } else if (!te.isUndefined() && !te.isNull()) {
+    if (te["length"].isUndefined()) throw Error(ErrorCode::InvalidArgument, "te must be a number of seconds or one per echo");
+    for (unsigned i = 0; i < te["length"].as<unsigned>(); ++i) {
+      if (!te[i].isNumber()) throw Error(ErrorCode::InvalidArgument, "te must hold numbers (seconds)");
+      r.phase.te_s.push_back(te[i].as<double>());
+    }
+  }
+  r.phase.b0_tesla = option(v, "b0", "b0");
+  r.phase.erode_radius = static_cast<uint32_t>(option(v, "erodeRadius", "erodeRadius"));
+  r.phase.phase_sign = option(v, "phaseSign", "phaseSign");
+  const val b0_align = v["b0Align"];
+  if (!b0_align.isUndefined() && !b0_align.isNull()) {
+    if (!b0_align.isString()) throw Error(ErrorCode::InvalidArgument, "b0Align must be auto, on or off");
+    r.b0_align = b0_align_mode_from_name(b0_align.as<std::string>());
+  }
+  // speed: {points: [{edge, threads, seconds}], startSeconds?}: this machine's measured patch times (measureSpeed()).
+  const val speed = v["speed"];
+  if (!speed.isUndefined() && !speed.isNull()) {
+    const val points = speed["points"];
+    if (points.isUndefined() || points.isNull() || points["length"].isUndefined()) {
+      throw Error(ErrorCode::InvalidArgument, "speed must be {points: [{edge, threads, seconds}], startSeconds} (what measureSpeed() returns)");
+    }
+    for (unsigned i = 0; i < points["length"].as<unsigned>(); ++i) {
+      const val p = points[i];
+      if (!p["edge"].isNumber() || !p["threads"].isNumber() || !p["seconds"].isNumber()) {
+        throw Error(ErrorCode::InvalidArgument, "speed.points[" + std::to_string(i) + "] must be {edge, threads, seconds} numbers");
+      }
+      const double edge = p["edge"].as<double>(), threads = p["threads"].as<double>();
+      if (!(edge >= 1 && edge <= 4096 && edge == std::floor(edge)) || !(threads >= 1 && threads <= 1024 && threads == std::floor(threads))) {
+        throw Error(ErrorCode::InvalidArgument, "speed.points[" + std::to_string(i) + "]: edge (voxels) and threads must be whole numbers >= 1");
+      }
+      r.measured_speed.push_back(SpeedPoint{static_cast<uint64_t>(edge), static_cast<uint32_t>(threads), p["seconds"].as<double>()});
+    }
+    const val start = speed["startSeconds"];
+    if (start.isNumber()) r.measured_start_seconds = std::max(0.0, start.as<double>());
+  }
+  return r;
+}
+
+bool is_method_request(const val& v) {
+  const val m = v["method"];
+  return !m.isUndefined() && !m.isNull();
+}
+
+MethodRequest method_request_from(const val& v) {
+  const val name = v["method"];
+  if (!name.isString()) throw Error(ErrorCode::InvalidArgument, "method must be a method's name (" + std::string(request_option("method").choices) + ")");
+  const MethodInfo& info = method_info(name.as<std::string>());
+  for (const char* network : {"model", "spec"}) {
+    if (!v[network].isUndefined() && !v[network].isNull()) {
+      throw Error(ErrorCode::InvalidArgument, std::string("give a method or a network (") + network + "), not both");
+    }
+  }
+  MethodRequest r;
+  r.method = info.method;
+  r.threads = std::max<uint32_t>(1, count(v, "hardwareThreads", 1));
+  for (const MethodInfo& other : methods()) {
+    const val o = v[std::string(other.name)];
+    if (o.isUndefined() || o.isNull()) continue;
+    if (other.method != info.method) {
+      throw Error(ErrorCode::InvalidArgument, std::string(other.name) + " options were given but the method is " + std::string(info.name) +
+                                                  ": give the " + std::string(info.name) + " options (" + std::string(info.name) + ": {...}) or method: '" +
+                                                  std::string(other.name) + "'");
+    }
+    if (o.typeOf().as<std::string>() != "object") {
+      throw Error(ErrorCode::InvalidArgument, std::string(info.name) + " options must be an object ({param: value})");
+    }
+    const val keys = val::global("Object").call<val>("keys", o);
+    for (unsigned i = 0; i < keys["length"].as<unsigned>(); ++i) {
+      const std::string key = keys[i].as<std::string>();
+      const std::string option = std::string(info.name) + "." + key;
+      bool known = false;
+      std::string list;
+      for (const OptionSpec& spec : method_options()) {
+        if (spec.name.substr(0, info.name.size() + 1) != std::string(info.name) + ".") continue;
+        list += (list.empty() ? "" : ", ") + std::string(spec.name.substr(info.name.size() + 1));
+        known = known || spec.name == option;
+      }
+      if (!known) throw Error(ErrorCode::InvalidArgument, "unknown " + std::string(info.name) + " option '" + key + "' (known: " + list + ")");
+      const val value = o[key];
+      if (value.isString()) r.params.set_choice(option, value.as<std::string>());
+      else if (value.isNumber()) r.params.set(option, value.as<double>());
+      else throw Error(ErrorCode::InvalidArgument, option + " must be a number or one of its choices");
+    }
+  }
+  return r;
+}
+
+bool is_pipeline_request(const val& v) { return v["pipeline"].isTrue(); }
+
+namespace {
+
+// Reads the schema options named by options (numbers and choices) from v: "a.b" from v.a.b, "a" from v.a.
+template <class SetNumber, class SetChoice>
+void read_options(const val& v, std::span<const OptionSpec> options, SetNumber set_number, SetChoice set_choice) {
+  for (const OptionSpec& o : options) {
+    const std::string name(o.name);
+    const size_t dot = name.find('.');
+    val x = v;
+    if (dot != std::string::npos) {
+      x = v[name.substr(0, dot)];
+      if (x.isUndefined() || x.isNull()) continue;
+      x = x[name.substr(dot + 1)];
+    } else {
+      x = v[name];
+    }
+    if (x.isUndefined() || x.isNull()) continue;
+    if (x.isString()) set_choice(name, x.as<std::string>());
+    else if (x.isNumber()) set_number(name, x.as<double>());
+    else throw Error(ErrorCode::InvalidArgument, name + " must be a number or one of its choices");
+  }
+}
+
+}  // namespace
+
+PipelineRequest pipeline_request_from(const val& v) {
+  PipelineRequest r;
+  const val te = v["te"];
+  if (te.isNumber()) {
+    r.te_s = {te.as<double>()};
+  } else if (!te.isUndefined() && !te.isNull() && !te["length"].isUndefined()) {
+    for (unsigned i = 0; i < te["length"].as<unsigned>(); ++i) {
+      if (!te[i].isNumber()) throw Error(ErrorCode::InvalidArgument, "te must hold numbers (seconds, one per echo)");
+      r.te_s.push_back(te[i].as<double>());
+    }
+  } else {
+    throw Error(ErrorCode::InvalidArgument, "the pipeline needs te: the echo times in seconds, one per echo (e.g. [0.004, 0.008])");
+  }
+  r.b0_tesla = option(v, "b0", "b0");
+  read_options(v, pipeline_options(), [&](const std::string& n, double x) { set_pipeline_option(r, n, x); },
+               [&](const std::string& n, const std::string& c) { set_pipeline_choice(r, n, c); });
+  if (is_method_request(v)) {
+    const MethodRequest m = method_request_from(v);
+    r.method = m.method;
+    r.method_params = m.params;
+  }
+  r.threads = std::max<uint32_t>(1, count(v, "hardwareThreads", 1));
+  return r;
+}
+
+PlanChoice plan_choice_from(const val& p) {
+  if (p.isUndefined() || p.isNull() || p.typeOf().as<std::string>() != "object") {
+    throw Error(ErrorCode::InvalidArgument, "plan must be the object plan() returned");
+  }
+  if (!p["feasible"].isTrue()) {
+    const val m = p["message"];
+    throw Error(ErrorCode::BudgetExceeded, m.isString() && !m.as<std::string>().empty() ? m.as<std::string>()
+                                                                                       : std::string("the plan is not feasible"));
+  }
+  PlanChoice c;
+  c.whole_volume = p["wholeVolume"].isTrue();
+  const val tile = p["tile"];
+  if (tile.isUndefined() || tile.isNull()) throw Error(ErrorCode::InvalidArgument, "plan.tile is missing: pass the object plan() returned");
+  c.tile = TileConfig{count(tile, "core", 0), count(tile, "halo", 0)};
+  c.tile.stride = count(tile, "stride", 0);
+  if (tile["blend"].isString()) c.tile.blend = blend_from_name(tile["blend"].as<std::string>());
+  c.workers = count(p, "workers", 1);
+  c.threads_per_worker = count(p, "threadsPerWorker", 0);
+  c.tiles_in_flight = count(p, "tilesInFlight", 0);
+  c.tiles_total = count(p, "tilesTotal", 0);
+  c.tiles_active = count(p, "tilesActive", 0);
+  const val crop = p["crop"];
+  if (!crop.isUndefined() && !crop.isNull()) {
+    c.crop.cropped = true;
+    c.crop.lo = triple<int64_t>(crop, "lo", {0, 0, 0});
+    c.crop.hi = triple<int64_t>(crop, "hi", {0, 0, 0});
+    c.crop.patch_lo = triple<int64_t>(crop, "patchLo", {0, 0, 0});
+    c.crop.patch_dims = triple<uint64_t>(crop, "patchDims", {0, 0, 0});
+    c.crop.margin = count(crop, "margin", 0);
+    const val split = crop["split"];
+    if (!split.isUndefined() && !split.isNull()) {
+      c.crop.split = BoxSplit{count(split, "axis", 0), count(split, "pieces", 1), count(split, "halo", 0)};
+    }
+  }
+  return c;
+}
+
+}  // namespace tessera::js
