@@ -90,7 +90,15 @@ const plural = (o) => `${o.count} node${o.count === 1 ? '' : 's'}`;
 export function unsupportedOperators(provider, ops) {
   const why = [];
   const vol = volumetric(ops);
+  // WebNN's rules look at the operator and its rank only: entries that differ in pads or groups are counted together
+  const byRank = new Map();
   for (const o of ops) {
+    const k = `${o.op}/${o.rank}/${o.mode}/${o.ceilMode}`;
+    const have = byRank.get(k);
+    if (have) have.count += o.count;
+    else byRank.set(k, { ...o });
+  }
+  for (const o of provider === 'webnn' ? byRank.values() : ops) {
     if (provider === 'webgpu') {
       if (o.op === 'ConvTranspose' && o.rank === 3) why.push(`3D ConvTranspose (${plural(o)}): not supported by ONNX Runtime Web 1.30.0's WebGPU EP`);
       else if ((o.op === 'MaxPool' || o.op === 'AveragePool') && o.rank === 3) why.push(`3D ${o.op} (${plural(o)}): not supported in the NHWC layout of ONNX Runtime Web 1.30.0's WebGPU EP`);

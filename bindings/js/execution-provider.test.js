@@ -132,7 +132,12 @@ test('WebGPU rules for 3D Conv: unequal pads (JSEP conv3d) and groups are refuse
   assert.deepEqual(unsupportedOperators('webgpu', graphOperators(oneOp('Conv', 2, [attrInts('pads', [0, 0, 1, 1])]))), []);
   assert.match(unsupportedOperators('webgpu', graphOperators(oneOp('Conv', 3, [attrInt('group', 2)]))).join(), /grouped 3D Conv \(1 node\)/);
   // the NeXtQSM stand-ins' strided convolutions ('SAME' on even sizes: pads 0 before, 1 after)
-  assert.match(unsupportedOperators('webgpu', graphOperators(nextqsmStandin({ levels: 3, base: 2, maxFilters: 4 }))).join(), /3D Conv with unequal pads \(2 nodes\)/);
+  const next = graphOperators(nextqsmStandin({ levels: 3, base: 2, maxFilters: 4 }));
+  assert.match(unsupportedOperators('webgpu', next).join(), /3D Conv with unequal pads \(2 nodes\)/);
+  // WebNN refuses every 3D Conv alike: one line, all of them counted (equal-pad and unequal-pad entries together)
+  const conv = unsupportedOperators('webnn', next).filter((l) => /^3D Conv /.test(l));
+  const total = next.filter((o) => o.op === 'Conv').reduce((a, o) => a + o.count, 0);
+  assert.deepEqual(conv.map((l) => /\((\d+) nodes\)/.exec(l)[1]), [String(total)]);
 });
 
 test('prepareModel: a U-Net is rewritten for WebGPU where the platform offers it; otherwise the bytes are the same', () => {

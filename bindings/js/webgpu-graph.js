@@ -1,22 +1,26 @@
 // WebGPU-ready graphs: rewrites, in the ONNX bytes, the volumetric operators ONNX Runtime Web 1.30.0's WebGPU
 // execution providers refuse into operators they run, with the same result to float rounding.
 //
-// What refuses what (measured in Chromium on a SwiftShader WebGPU adapter, web/webgpu.test.js; sources in
-// node_modules/onnxruntime-web 1.30.0, docs/webgpu-operators.md and lib/wasm/jsep/webgpu/ops/*.ts). There are two
-// WebGPU builds: ort.all.min.mjs / ort.min.mjs run the JSEP kernels (the TypeScript ones), ort.webgpu.min.mjs runs
-// the C++ WebGPU EP (ort-wasm-simd-threaded.asyncify.wasm). Both register the kernels, so sessions are created and
-// the RUN fails:
+// What refuses what (sources in node_modules/onnxruntime-web 1.30.0: docs/webgpu-operators.md and
+// lib/wasm/jsep/webgpu/ops/*.ts; measured in Chromium on its SwiftShader WebGPU adapter, web/webgpu.test.js). Two
+// WebGPU builds: ort.all.min.mjs / ort.min.mjs run the JSEP kernels (the TypeScript ones), ort.webgpu.min.mjs the C++
+// WebGPU EP (ort-wasm-simd-threaded.asyncify.wasm). Both register the kernels, so sessions are created and the RUN
+// fails:
 //   - ConvTranspose over 3 spatial axes: JSEP conv-transpose.ts 'currently only support 2-dimensional conv'; C++ EP
 //     'Only Conv2d or Conv1d are supported'. Docs table: "ConvTranspose3d is not supported".
 //   - MaxPool / AveragePool over 3 spatial axes: JSEP pool.ts 'Pooling with kernelShape.length > 2 is not supported
 //     for NHWC format' (the layout JSEP asks for); the C++ EP runs them.
 //   - Conv over 3 spatial axes with pads that are not all equal: JSEP 3rd-party/conv3d_naive_webgpu.ts
-//     'Unsupported padding parameter' (it takes one pad for all six sides); the C++ EP runs them.
-// What the rewrite uses instead, every one run by both builds (docs table rows and the Chromium test): Conv over 3 axes
-// with equal pads (JSEP conv.ts sends 5-D inputs to conv3d_naive_webgpu.ts; the docs' "conv3d is not supported" is
-// out of date), Slice, Unsqueeze, Reshape and Shape ("no GPU kernel": views and shape arithmetic, which ORT
-// places on the CPU with the int64 Div / Mul / Concat / Gather that feed a Reshape, fallback_cpu_capability.cc),
-// Transpose (any rank: transpose.ts permFunctionBody), ReduceMax / ReduceMean (any rank and axes: reduce.ts).
+//     'Unsupported padding parameter' (one pad for all six sides); the C++ EP runs them.
+// What the rewrite uses instead, every one run by both builds (docs table rows; exact in the Chromium test): Conv over
+// 3 axes with equal pads (JSEP conv.ts sends 5-D inputs to conv3d_naive_webgpu.ts; the docs' "conv3d is not
+// supported" is out of date), Slice, Unsqueeze, Reshape and Shape ("no GPU kernel": views and shape arithmetic, which
+// ORT places on the CPU with the int64 Div / Mul / Add / Concat / Gather that feed a Reshape or a Slice,
+// fallback_cpu_capability.cc), Transpose (any rank: transpose.ts permFunctionBody), ReduceMax / ReduceMean (any rank
+// and axes: reduce.ts).
+// Two traps found in Chromium and avoided: a zero Pad before a Conv is folded back into unequal Conv pads by ORT's
+// PadFusion (level 1), so no Pad node is ever emitted; and in JSEP a Slice with implicit axes and computed ends after
+// a Conv (which the NHWC layout transform wraps in Transposes) gave wrong values, so every Slice names its axes.
 //
 //   ConvTranspose (3 axes, group 1, dilations 1, explicit pads, output_padding < stride, no output_shape):
 //     the polyphase form. Along an axis with kernel k and stride s, output o' = q·s + r of the uncropped transposed
@@ -24,8 +28,8 @@
 //     sub-kernel w[(M−1−m)·s + r] (zero where that index ≥ k). One Conv computes all s1·s2·s3 phases as output
 //     channels (weights rearranged here, at load time: [Cout·S, Cin, M1, M2, M3], bias repeated per phase), then
 //     depth-to-space (Unsqueeze, Reshape to [N, Cout, s1, s2, s3, Q1, Q2, Q3], Transpose to [N, Cout, Q1, s1, …],
-//     Reshape to [N, Cout, Q1·s1, …] with the shape from Shape × [1, 0, s1, s2, s3]), and a Slice where pads or
-//     output_padding leave a crop that whole padded rows of the Conv do not absorb. Stride 1 is one Conv.
+//     Reshape to [N, Cout, Q1·s1, …] with the shape from Shape × [1, 0, s1, s2, s3]), and a Slice where pads,
+//     output_padding or the Conv's one pad leave rows to crop. Stride 1 needs no depth-to-space.
 //   MaxPool / AveragePool (3 axes, kernel = strides, no pads, dilations 1, ceil_mode 0, one output): Slice to a
 //     multiple of the kernel (the pool's floor), Reshape to [N, C, D/k1, k1, H/k2, k2, W/k3, k3], ReduceMax or
 //     ReduceMean over the window axes (3, 5, 7).
@@ -182,11 +186,10 @@ function parseAttribute(b, span) {
 }
 
 function parseNode(b, rec) {
-  const n = { inputs: [], outputs: [], name: '', op: '', domain: '', attrs: {}, fields: new Reader(b, ...rec.value).fields(), rec };
+  const n = { inputs: [], outputs: [], name: '', op: '', domain: '', attrs: {} };
   const r = new Reader(b);
-  for (const f of n.fields) {
+  for (const f of new Reader(b, ...rec.value).fields()) {
     if (f.wire !== 2) continue;
-    r.p = f.value[0];
     if (f.field === 1) n.inputs.push(r.string(f.value));
     else if (f.field === 2) n.outputs.push(r.string(f.value));
     else if (f.field === 3) n.name = r.string(f.value);
@@ -308,14 +311,13 @@ function onnxOpset(b, modelFields) {
 
 /** The rewrite of one graph: node emitters share the name space, the new initializers and the opset's node forms. */
 class Rewrite {
-  constructor(b, opset, names, inits) {
+  constructor(b, opset, names, prefix) {
     this.b = b;
     this.opset = opset;
-    this.names = names;
-    this.inits = inits; // name → parsed initializer
+    this.names = names; // every name in the graph: fresh ones avoid them
+    this.prefix = prefix;
     this.nodes = []; // Writers of the nodes replacing the current one
     this.newInits = []; // Writers
-    this.prefix = '';
   }
   fresh(what) {
     let name = `${this.prefix}/${what}`;
@@ -562,9 +564,7 @@ export function rewriteForWebGpu(modelBytes) {
   const rewritten = [];
   const unsupported = [];
   const replaced = new Map(); // record → Rewrite
-  let index = 0;
   for (const [rec, n] of nodes) {
-    index++;
     if (!REWRITTEN_OPS.has(n.op) || (n.domain && n.domain !== 'ai.onnx') || spatialRank(n, inits) !== 3) continue;
     const label = n.name || n.outputs[0];
     const pads = n.attrs.pads?.ints ?? [];
@@ -585,8 +585,7 @@ export function rewriteForWebGpu(modelBytes) {
       unsupported.push({ op: n.op, node: label, reason });
       continue;
     }
-    const r = new Rewrite(b, opset, names, inits);
-    r.prefix = `webgpu/${label || `node${index}`}`;
+    const r = new Rewrite(b, opset, names, `webgpu/${label}`);
     let as;
     if (n.op === 'ConvTranspose') {
       as = rewriteConvTranspose(r, n, w, biasBytes);
