@@ -395,6 +395,8 @@ export interface ExecutionProviderReport {
   skipped: { provider: ExecutionProvider; reason: string }[];
   /** why a worker's session fell back to wasm from the selected provider */
   fallback?: string;
+  /** the graph was rewritten for WebGPU (webgpu-graph.js): each rewritten node and what replaced it */
+  graphRewrite?: { op: string; node: string; as: string }[];
 }
 
 /** calibrate()'s progress: one event per measured patch. */
