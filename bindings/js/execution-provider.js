@@ -28,22 +28,13 @@
 //   convolutions would all go back to the CPU, so WebNN is skipped for them.
 //  wasm runs every operator: it is always the last resort.
 // ONNX Runtime Web reaches WebGPU / WebNN only in browsers (navigator.gpu / navigator.ml); node has neither.
-import { readOnnxGraph } from './receptive-field.js';
+import { readOnnxGraph, spatialRank } from './onnx-graph.js';
 import { rewriteForWebGpu } from './webgpu-graph.js';
 
 /** The execution providers Tessera can ask ONNX Runtime Web for, fastest first. */
 export const EXECUTION_PROVIDERS = Object.freeze(['webgpu', 'webnn', 'wasm']);
 
 const KERNELED = new Set(['Conv', 'ConvTranspose', 'MaxPool', 'AveragePool', 'LpPool']);
-
-/** Spatial axes of a conv/pool node: kernel_shape, else its constant weight's dims minus 2; null when unknown. */
-function spatialRank(n, graph) {
-  const k = n.attrs.kernel_shape?.ints;
-  if (k?.length) return k.length;
-  const w = graph.initializers.get(n.inputs[1]);
-  if ((n.op === 'Conv' || n.op === 'ConvTranspose') && w && w.dims.length >= 3) return w.dims.length - 2;
-  return null;
-}
 
 /**
  * The operators of an ONNX network that decide where it can run: [{op, rank (spatial axes, null when unknown),
@@ -57,7 +48,7 @@ export function graphOperators(bytesOrGraph) {
   const seen = new Map();
   for (const n of graph.nodes) {
     const e = { op: n.domain && n.domain !== 'ai.onnx' ? `${n.domain}.${n.op}` : n.op, rank: null };
-    if (KERNELED.has(n.op)) e.rank = spatialRank(n, graph);
+    if (KERNELED.has(n.op)) e.rank = spatialRank(n, graph.initializers);
     if (n.op === 'Resize' || n.op === 'Upsample') e.mode = n.attrs.mode?.s ?? 'nearest';
     if (n.op === 'MaxPool' || n.op === 'AveragePool') e.ceilMode = Number(n.attrs.ceil_mode?.i ?? 0);
     if (n.op === 'Conv' && e.rank === 3) {

@@ -1,7 +1,7 @@
 // How far a network looks: its theoretical receptive field, derived from the ONNX graph, and the measured one, from a
 // probe of the network (the response of its output to a perturbation of one input voxel, by distance).
 //
-// The graph is read straight from the ONNX bytes (protobuf wire format; the weights are skipped, never decoded), so a
+// The graph is read straight from the ONNX bytes (onnx-graph.js: the weights are skipped, never decoded), so a
 // 400 MB file costs no copy. Each spatial axis of every tensor carries how one of its voxels maps onto the network
 // input: voxel i depends on input voxels [start + jump·i, start + jump·i + width]. Convolutions and poolings widen it
 // by (kernel − 1)·dilation·jump and multiply the jump by the stride; transposed convolutions and resizes divide it;
@@ -9,133 +9,9 @@
 // that mix the whole extent (global pooling, instance/layer normalisation over space, reductions) make the field
 // global; operations it cannot follow (reshapes over space, custom domains) are named.
 
-// ---------------------------------------------------------------------------------------------------
-// Protobuf wire format: just what an ONNX graph needs.
+import { readOnnxGraph } from './onnx-graph.js';
 
-class Reader {
-  constructor(bytes, start = 0, end = bytes.length) {
-    this.b = bytes;
-    this.p = start;
-    this.end = end;
-  }
-  more() {
-    return this.p < this.end;
-  }
-  varint() {
-    let result = 0;
-    let scale = 1;
-    for (let shift = 0; shift < 70; shift += 7) {
-      if (this.p >= this.end) throw new Error('truncated varint');
-      const byte = this.b[this.p++];
-      result += (byte & 0x7f) * scale;
-      if (byte < 0x80) return result;
-      scale *= 128;
-    }
-    throw new Error('varint too long');
-  }
-  /** A signed 64-bit varint as a Number (two's complement for negatives). */
-  int64() {
-    const v = this.varint();
-    return v >= 2 ** 63 ? v - 2 ** 64 : v;
-  }
-  tag() {
-    const t = this.varint();
-    return { field: Math.floor(t / 8), wire: t % 8 };
-  }
-  /** A length-delimited field as [start, end) of the buffer. */
-  span() {
-    const n = this.varint();
-    const s = this.p;
-    if (s + n > this.end) throw new Error('truncated field');
-    this.p += n;
-    return [s, s + n];
-  }
-  skip(wire) {
-    if (wire === 0) this.varint();
-    else if (wire === 1) this.p += 8;
-    else if (wire === 2) this.span();
-    else if (wire === 5) this.p += 4;
-    else throw new Error(`unsupported wire type ${wire}`);
-    if (this.p > this.end) throw new Error('truncated field');
-  }
-  string([s, e]) {
-    return new TextDecoder().decode(this.b.subarray(s, e));
-  }
-  sub([s, e]) {
-    return new Reader(this.b, s, e);
-  }
-  float32() {
-    const v = new DataView(this.b.buffer, this.b.byteOffset + this.p, 4).getFloat32(0, true);
-    this.p += 4;
-    return v;
-  }
-}
-
-/** Reads a repeated int64 field occurrence (packed or not) into out. */
-function readInts(r, wire, out) {
-  if (wire === 2) {
-    const s = r.sub(r.span());
-    while (s.more()) out.push(s.int64());
-  } else out.push(r.int64());
-}
-
-/** Reads a repeated float field occurrence (packed or not) into out. */
-function readFloats(r, wire, out) {
-  if (wire === 2) {
-    const s = r.sub(r.span());
-    while (s.more()) out.push(s.float32());
-  } else if (wire === 5) out.push(r.float32());
-  else r.skip(wire);
-}
-
-function parseAttribute(r) {
-  const a = { name: '', ints: [], floats: [], i: undefined, f: undefined, s: undefined };
-  while (r.more()) {
-    const { field, wire } = r.tag();
-    if (field === 1 && wire === 2) a.name = r.string(r.span());
-    else if (field === 2 && wire === 5) a.f = r.float32();
-    else if (field === 3 && wire === 0) a.i = r.int64();
-    else if (field === 4 && wire === 2) a.s = r.string(r.span());
-    else if (field === 7) readFloats(r, wire, a.floats);
-    else if (field === 8) readInts(r, wire, a.ints);
-    else r.skip(wire);
-  }
-  return a;
-}
-
-function parseNode(r) {
-  const n = { inputs: [], outputs: [], op: '', domain: '', attrs: {} };
-  while (r.more()) {
-    const { field, wire } = r.tag();
-    if (field === 1 && wire === 2) n.inputs.push(r.string(r.span()));
-    else if (field === 2 && wire === 2) n.outputs.push(r.string(r.span()));
-    else if (field === 4 && wire === 2) n.op = r.string(r.span());
-    else if (field === 7 && wire === 2) n.domain = r.string(r.span());
-    else if (field === 5 && wire === 2) {
-      const a = parseAttribute(r.sub(r.span()));
-      n.attrs[a.name] = a;
-    } else r.skip(wire);
-  }
-  return n;
-}
-
-/** TensorProto: name, dims and (for small int64/float tensors such as Resize scales) the values. */
-function parseTensor(r) {
-  const t = { name: '', dims: [], dataType: 0, floats: [], ints: [], raw: null };
-  while (r.more()) {
-    const { field, wire } = r.tag();
-    if (field === 1) readInts(r, wire, t.dims);
-    else if (field === 2 && wire === 0) t.dataType = r.varint();
-    else if (field === 8 && wire === 2) t.name = r.string(r.span());
-    else if (field === 4) readFloats(r, wire, t.floats);
-    else if (field === 7) readInts(r, wire, t.ints);
-    else if (field === 9 && wire === 2) {
-      const [s, e] = r.span();
-      if (e - s <= 64) t.raw = r.b.subarray(s, e); // only small tensors (scales, pads) are ever read
-    } else r.skip(wire);
-  }
-  return t;
-}
+export { readOnnxGraph }; // the graph reader this module follows (onnx-graph.js)
 
 /** The values of a small constant tensor (float or int64), or null. */
 function tensorValues(t) {
@@ -148,46 +24,6 @@ function tensorValues(t) {
     if (t.dataType === 7) return Array.from({ length: t.raw.byteLength / 8 }, (_, i) => Number(v.getBigInt64(8 * i, true)));
   }
   return null;
-}
-
-function valueInfoName(r) {
-  while (r.more()) {
-    const { field, wire } = r.tag();
-    if (field === 1 && wire === 2) return r.string(r.span());
-    r.skip(wire);
-  }
-  return '';
-}
-
-/**
- * The graph of ONNX model bytes: {nodes, initializers: Map name → {dims, values}, inputs (names that are not
- * initializers), outputs}. Throws an Error naming what is wrong when the bytes are not an ONNX model.
- */
-export function readOnnxGraph(bytes) {
-  const b = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
-  const m = new Reader(b);
-  let graph = null;
-  while (m.more()) {
-    const { field, wire } = m.tag();
-    if (field === 7 && wire === 2) graph = m.sub(m.span());
-    else m.skip(wire);
-  }
-  if (!graph) throw new Error('not an ONNX model: no graph in the file');
-  const nodes = [];
-  const initializers = new Map();
-  const inputs = [];
-  const outputs = [];
-  while (graph.more()) {
-    const { field, wire } = graph.tag();
-    if (field === 1 && wire === 2) nodes.push(parseNode(graph.sub(graph.span())));
-    else if (field === 5 && wire === 2) {
-      const t = parseTensor(graph.sub(graph.span()));
-      initializers.set(t.name, t);
-    } else if (field === 11 && wire === 2) inputs.push(valueInfoName(graph.sub(graph.span())));
-    else if (field === 12 && wire === 2) outputs.push(valueInfoName(graph.sub(graph.span())));
-    else graph.skip(wire);
-  }
-  return { nodes, initializers, inputs: inputs.filter((n) => !initializers.has(n)), outputs };
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -42,72 +42,9 @@
 // initializers, value_info, metadata, unknown fields) is copied as it is; only the rewritten ConvTranspose weights and
 // biases are new data, and an initializer no node reads any more is dropped.
 
-// ------------------------------------------------------------------------------------------- protobuf wire format
+import { Reader, parseNode, parseTensor, valueInfoName, modelFields, spatialRank } from './onnx-graph.js';
 
-class Reader {
-  constructor(bytes, start = 0, end = bytes.length) {
-    this.b = bytes;
-    this.p = start;
-    this.end = end;
-  }
-  more() {
-    return this.p < this.end;
-  }
-  varint() {
-    let result = 0;
-    let scale = 1;
-    for (let shift = 0; shift < 70; shift += 7) {
-      if (this.p >= this.end) throw new Error('not an ONNX model: truncated varint');
-      const byte = this.b[this.p++];
-      result += (byte & 0x7f) * scale;
-      if (byte < 0x80) return result;
-      scale *= 128;
-    }
-    throw new Error('not an ONNX model: varint too long');
-  }
-  int64() {
-    const v = this.varint();
-    return v >= 2 ** 63 ? v - 2 ** 64 : v;
-  }
-  tag() {
-    const t = this.varint();
-    return { field: Math.floor(t / 8), wire: t % 8 };
-  }
-  span() {
-    const n = this.varint();
-    const s = this.p;
-    if (s + n > this.end) throw new Error('not an ONNX model: truncated field');
-    this.p += n;
-    return [s, s + n];
-  }
-  skip(wire) {
-    if (wire === 0) this.varint();
-    else if (wire === 1) this.p += 8;
-    else if (wire === 2) this.span();
-    else if (wire === 5) this.p += 4;
-    else throw new Error(`not an ONNX model: unsupported wire type ${wire}`);
-    if (this.p > this.end) throw new Error('not an ONNX model: truncated field');
-  }
-  string([s, e]) {
-    return new TextDecoder().decode(this.b.subarray(s, e));
-  }
-  sub([s, e]) {
-    return new Reader(this.b, s, e);
-  }
-  /** Every field as {field, wire, start (of the tag), end, value: [start, end) of a length-delimited payload}. */
-  fields() {
-    const out = [];
-    while (this.more()) {
-      const start = this.p;
-      const { field, wire } = this.tag();
-      let value = null;
-      if (wire === 2) value = this.span();
-      else this.skip(wire);
-      out.push({ field, wire, start, end: this.p, value });
-    }
-    return out;
-  }
-}
+// ----------------------------------------------------------------------------- protobuf wire format (reading: onnx-graph.js)
 
 /** A protobuf message being written: a list of byte chunks (large payloads are referenced, not copied, until finish). */
 class Writer {
@@ -168,82 +105,13 @@ const FLOAT = 1;
 const INT64 = 7;
 const ELEMENT_BYTES = { 1: 4, 10: 2, 11: 8, 16: 2 }; // float, float16, double, bfloat16
 
-function parseAttribute(b, span) {
-  const a = { name: '', ints: [], i: undefined, s: undefined, span };
-  const r = new Reader(b, ...span);
-  while (r.more()) {
-    const { field, wire } = r.tag();
-    if (field === 1 && wire === 2) a.name = r.string(r.span());
-    else if (field === 3 && wire === 0) a.i = r.int64();
-    else if (field === 4 && wire === 2) a.s = r.string(r.span());
-    else if (field === 8 && wire === 2) {
-      const s = r.sub(r.span());
-      while (s.more()) a.ints.push(s.int64());
-    } else if (field === 8 && wire === 0) a.ints.push(r.int64());
-    else r.skip(wire);
-  }
-  return a;
-}
-
-function parseNode(b, rec) {
-  const n = { inputs: [], outputs: [], name: '', op: '', domain: '', attrs: {} };
-  const r = new Reader(b);
-  for (const f of new Reader(b, ...rec.value).fields()) {
-    if (f.wire !== 2) continue;
-    if (f.field === 1) n.inputs.push(r.string(f.value));
-    else if (f.field === 2) n.outputs.push(r.string(f.value));
-    else if (f.field === 3) n.name = r.string(f.value);
-    else if (f.field === 4) n.op = r.string(f.value);
-    else if (f.field === 7) n.domain = r.string(f.value);
-    else if (f.field === 5) {
-      const a = parseAttribute(b, f.value);
-      n.attrs[a.name] = a;
-    }
-  }
-  return n;
-}
-
-/** TensorProto: name, dims, dataType, raw (payload span), floats (float_data), external (stored outside the file). */
-function parseTensor(b, rec) {
-  const t = { name: '', dims: [], dataType: 0, raw: null, floats: [], external: false, rec };
-  const r = new Reader(b, ...rec.value);
-  while (r.more()) {
-    const { field, wire } = r.tag();
-    if (field === 1 && wire === 2) {
-      const s = r.sub(r.span());
-      while (s.more()) t.dims.push(s.int64());
-    } else if (field === 1 && wire === 0) t.dims.push(r.int64());
-    else if (field === 2 && wire === 0) t.dataType = r.varint();
-    else if (field === 8 && wire === 2) t.name = r.string(r.span());
-    else if (field === 9 && wire === 2) t.raw = r.span();
-    else if (field === 4 && wire === 2) {
-      const [s, e] = r.span();
-      const v = new DataView(b.buffer, b.byteOffset + s, e - s);
-      for (let o = 0; o < e - s; o += 4) t.floats.push(v.getFloat32(o, true));
-    } else if (field === 4 && wire === 5) {
-      t.floats.push(new DataView(b.buffer, b.byteOffset + r.p, 4).getFloat32(0, true));
-      r.p += 4;
-    } else if (field === 13) {
-      t.external = true;
-      r.skip(wire);
-    } else if (field === 14 && wire === 0) t.external ||= r.varint() === 1;
-    else r.skip(wire);
-  }
-  return t;
-}
-
 /** The element bytes of a constant tensor (raw_data, or float_data re-encoded), or null where neither holds them. */
 function tensorBytes(b, t) {
   if (t.external || !ELEMENT_BYTES[t.dataType]) return null;
   const n = t.dims.reduce((a, d) => a * d, 1);
-  if (t.raw) return t.raw[1] - t.raw[0] === n * ELEMENT_BYTES[t.dataType] ? b.subarray(...t.raw) : null;
+  if (t.data) return t.data[1] - t.data[0] === n * ELEMENT_BYTES[t.dataType] ? b.subarray(...t.data) : null;
   if (t.dataType === FLOAT && t.floats.length === n) return new Uint8Array(Float32Array.from(t.floats).buffer);
   return null;
-}
-
-function valueInfoName(b, span) {
-  for (const f of new Reader(b, ...span).fields()) if (f.field === 1 && f.wire === 2) return new Reader(b).string(f.value);
-  return '';
 }
 
 // ------------------------------------------------------------------------------------------------ graph building
@@ -291,9 +159,9 @@ const INT64_MAX = 2n ** 63n - 1n;
 // -------------------------------------------------------------------------------------------------------- rewrite
 
 /** The ai.onnx opset a model imports, or null. */
-function onnxOpset(b, modelFields) {
+function onnxOpset(b, fields) {
   let version = null;
-  for (const f of modelFields) {
+  for (const f of fields) {
     if (f.field !== 8 || f.wire !== 2) continue;
     let domain = '';
     let v = null;
@@ -511,14 +379,6 @@ function rewritePool(r, n) {
   return `Slice + Reshape [N, C, D/${k[0]}, ${k[0]}, H/${k[1]}, ${k[1]}, W/${k[2]}, ${k[2]}] + ${op}`;
 }
 
-/** Spatial axes of a Conv / ConvTranspose / pool node: kernel_shape, else its weight's dims minus 2; null if unknown. */
-function spatialRank(n, inits) {
-  const k = n.attrs.kernel_shape?.ints;
-  if (k?.length) return k.length;
-  const w = inits.get(n.inputs[1]);
-  return (n.op === 'Conv' || n.op === 'ConvTranspose') && w && w.dims.length >= 3 ? w.dims.length - 2 : null;
-}
-
 const REWRITTEN_OPS = new Set(['ConvTranspose', 'MaxPool', 'AveragePool', 'Conv']);
 
 /**
@@ -531,10 +391,8 @@ const REWRITTEN_OPS = new Set(['ConvTranspose', 'MaxPool', 'AveragePool', 'Conv'
  */
 export function rewriteForWebGpu(modelBytes) {
   const b = modelBytes instanceof Uint8Array ? modelBytes : new Uint8Array(modelBytes);
-  const modelFields = new Reader(b).fields();
-  const graphField = modelFields.find((f) => f.field === 7 && f.wire === 2);
-  if (!graphField) throw new Error('not an ONNX model: no graph in the file');
-  const opset = onnxOpset(b, modelFields);
+  const { fields, graph: graphField } = modelFields(b);
+  const opset = onnxOpset(b, fields);
   const records = new Reader(b, ...graphField.value).fields();
 
   const names = new Set();
@@ -545,13 +403,13 @@ export function rewriteForWebGpu(modelBytes) {
   for (const rec of records) {
     if (rec.wire !== 2) continue;
     if (rec.field === 1) {
-      const n = parseNode(b, rec);
+      const n = parseNode(b, rec.value);
       nodes.set(rec, n);
       for (const t of [...n.inputs, ...n.outputs]) names.add(t);
       for (const t of n.inputs) reads.set(t, (reads.get(t) ?? 0) + 1);
       names.add(n.name);
     } else if (rec.field === 5) {
-      const t = parseTensor(b, rec);
+      const t = parseTensor(b, rec.value);
       inits.set(t.name, t);
       names.add(t.name);
     } else if (rec.field === 11 || rec.field === 12 || rec.field === 13) {
@@ -609,14 +467,14 @@ export function rewriteForWebGpu(modelBytes) {
       continue;
     }
     if (rec.field === 5 && rec.wire === 2) {
-      const t = inits.get(parseTensor(b, rec).name);
+      const t = inits.get(parseTensor(b, rec.value).name);
       if (!reads.get(t.name) && !interfaceNames.has(t.name)) continue;
     }
     graph.raw(b.subarray(rec.start, rec.end));
   }
   for (const w of added) graph.message(5, w);
   const model = new Writer();
-  for (const f of modelFields) {
+  for (const f of fields) {
     if (f === graphField) model.message(7, graph);
     else model.raw(b.subarray(f.start, f.end));
   }
