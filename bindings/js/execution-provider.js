@@ -193,3 +193,26 @@ export function prepareModel({ model, preference, platform }) {
   if (after.provider !== 'webgpu') return { bytes, selection };
   return { bytes: rewrite.bytes, selection: { ...after, graphRewrite: rewrite.rewritten } };
 }
+
+/**
+ * Which execution provider runs a network, as a pool reports it: {requested (the preference), selected (what the
+ * graph and the platform allowed), provider (what the workers' sessions run on; 'a+b' if they differ; null before any
+ * is ready), skipped: [{provider, reason}] (passed over before selection), fallback (why a worker's session fell back
+ * to wasm, else undefined), graphRewrite (when the workers load the graph rewritten for WebGPU)}.
+ * Precondition: selection is prepareModel's selection.
+ * Precondition: workers are the pool's worker records ({executionProvider: null before ready, fallback}).
+ * @param {object} selection
+ * @param {{executionProvider: string|null, fallback?: string}[]} workers
+ */
+export function providerReport(selection, workers) {
+  const ready = workers.filter((p) => p.executionProvider);
+  const ran = [...new Set(ready.map((p) => p.executionProvider))];
+  return {
+    requested: [...selection.requested],
+    selected: selection.provider,
+    provider: ran.length ? ran.join('+') : null,
+    skipped: selection.skipped.map((s) => ({ ...s })),
+    fallback: ready.find((p) => p.fallback)?.fallback,
+    ...(selection.graphRewrite && { graphRewrite: selection.graphRewrite.map((r) => ({ ...r })) }),
+  };
+}

@@ -10,82 +10,9 @@
 //    input tensor on it directly. Elsewhere it is a plain ArrayBuffer sent by structured clone.
 //  - output: the worker TRANSFERS the output buffer (postMessage transfer list): zero copy.
 //  - model: copied once into a SharedArrayBuffer shared by all workers (else cloned per worker).
-import { createWorker, canShareMemory, isNode, nodeHost } from './platform.js';
-import { platformProviders, prepareModel } from './execution-provider.js';
+import { OrtWorkers, poolError } from './pool-workers.js';
 
 const DEFAULT_WATCHDOG_MS = 10 * 60 * 1000;
-const SLOT_CAPACITY = 256;
-
-const ORT_WASM = 'ort-wasm-simd-threaded.wasm';
-const compiledCache = new Map(); // wasm URL → Promise<WebAssembly.Module|null>, shared by all pools here
-
-/**
- * Where the ORT wasm binary that the workers' ORT build will load lives, or null when unknown (then each worker
- * compiles its own). Only the plain threaded build (ort.wasm*.mjs / node's default) is precompiled; without an
- * ortModuleUrl a browser worker imports ONNX Runtime as the bundler resolved it, whose wasm URL only it knows.
- */
-async function ortWasmUrl(ortModuleUrl, wasmPaths) {
-  if (typeof wasmPaths === 'object' && wasmPaths?.wasm) return String(wasmPaths.wasm?.href ?? wasmPaths.wasm);
-  if (isNode && (ortModuleUrl === undefined || ortModuleUrl === 'onnxruntime-web')) return (await nodeHost()).ortDistFile(ORT_WASM);
-  if (ortModuleUrl === undefined) return null;
-  if (!/\/ort\.wasm(\.min)?\.mjs$|\/ort\.node\.min\.mjs$/.test(String(ortModuleUrl))) return null;
-  if (typeof wasmPaths === 'string') return new URL(ORT_WASM, new URL(wasmPaths, HERE)).href;
-  return new URL(ORT_WASM, new URL(ortModuleUrl, HERE)).href;
-}
-
-function compileOrtWasm(url) {
-  if (!url) return Promise.resolve(null);
-  let p = compiledCache.get(url);
-  if (!p) {
-    p = (async () => {
-      if (isNode && url.startsWith('file:')) return WebAssembly.compile(await (await nodeHost()).readFileBytes(url));
-      return WebAssembly.compileStreaming(fetch(url, { credentials: 'same-origin' }));
-    })().catch(() => null); // workers then compile ORT's wasm themselves
-    compiledCache.set(url, p);
-  }
-  return p;
-}
-
-// This module's URL, for relative URLs in options. Never `new URL(expression, import.meta.url)`: webpack warns
-// about each such expression (the literal form is what bundlers rewrite, and would copy as an asset).
-const HERE = import.meta.url;
-
-/** A sibling file of this module as a URL (node's workers). */
-function sibling(file) {
-  return new URL(file, HERE);
-}
-
-/**
- * Where a worker finds onnxruntime-web when no ortModuleUrl is given: undefined (its own `import('#ort')`) under
- * node and in bundles; on a page that serves this package unbundled (the repository's pages and benchmarks, or
- * node_modules served as is), whose workers cannot resolve the bare name, the ort.wasm.min.mjs that answers beside
- * the package (the repository's node_modules, or npm's hoisted layout).
- */
-async function defaultOrtModuleUrl() {
-  if (isNode || HERE.startsWith('file:') || !HERE.endsWith('/bindings/js/pool.js')) return undefined;
-  for (const rel of ['../../node_modules/onnxruntime-web/dist/ort.wasm.min.mjs', '../../../onnxruntime-web/dist/ort.wasm.min.mjs']) {
-    const url = new URL(rel, HERE).href;
-    try {
-      if ((await fetch(url, { method: 'HEAD' })).ok) return url;
-    } catch {
-      // try the next layout
-    }
-  }
-  return undefined;
-}
-
-/** onnxruntime-web's all-backends build beside an ort.wasm*.mjs URL (an unbundled page), else undefined. */
-function gpuBuildBeside(ortModuleUrl) {
-  const url = ortModuleUrl === undefined ? '' : String(ortModuleUrl);
-  return /\/ort\.wasm(\.min)?\.mjs$/.test(url) ? url.replace(/ort\.wasm(\.min)?\.mjs$/, 'ort.all.min.mjs') : undefined;
-}
-
-function poolError(message, code, extra = {}) {
-  const e = new Error(message, extra.cause !== undefined ? { cause: extra.cause } : undefined);
-  e.code = code;
-  Object.assign(e, extra);
-  return e;
-}
 
 function abortError(message) {
   return new DOMException(message, 'AbortError');
@@ -94,8 +21,9 @@ function abortError(message) {
 /**
  * A pool of ONNX Runtime Web workers running network calls (tiles) with least-pending dispatch,
  * fault recovery (one retry on a fresh worker), a per-tile watchdog, cancellation and heap recycling.
+ * The workers themselves (start, ready, death, retirement, recycle(), grow()): pool-workers.js.
  */
-export class WorkerPool {
+export class WorkerPool extends OrtWorkers {
   /**
    * Create the pool (no worker starts until ready() or run()).
    * Preconditions: `model` holds ONNX bytes; workers >= 1; threadsPerWorker >= 1 (> 1 needs
@@ -115,15 +43,11 @@ export class WorkerPool {
    * @param {string} [o.ortModuleUrl] module specifier/URL of onnxruntime-web for the workers (default: the worker's
    *   own `import('#ort')`, i.e. onnxruntime-web as node or the bundler resolves it; on a page serving the package
    *   unbundled, whose workers see no import map: the page's import map entry (createTessera passes it), else
-   *   ort.wasm.min.mjs beside the package, see defaultOrtModuleUrl)
+   *   ort.wasm.min.mjs beside the package, ort-location.js)
    * @param {string|URL} [o.workerUrl] URL of a replacement ort-worker.js (default: ort-worker.js next to this file)
-   * @param {boolean} [o.shareCompiledWasm=true] compile ORT's wasm once here and hand the WebAssembly.Module to
-   *   every worker (falls back to per-worker compilation when the ORT build is not the plain threaded one)
-   * @param {string} [o.inputName] network input (default: the first)
    * @param {string[]} [o.inputRoles] multi-input networks (iQSM family): the roles of the inputs in the reference
    *   order, the first being run()'s `input`; each worker binds them to the network's input names (input-binding.js)
    * @param {Object<string,string>} [o.inputNames] explicit role → network input name bindings (override the matching)
-   * @param {string} [o.outputName] network output (default: the first)
    * @param {string[]} [o.executionProviders=['wasm']] preferred ONNX Runtime execution providers ('webgpu', 'webnn',
    *   'wasm'), first first; the pool runs the first that the platform offers and the network's graph allows
    *   (execution-provider.js), wasm when none; a worker whose session fails on it falls back to wasm
@@ -134,88 +58,14 @@ export class WorkerPool {
    *   else ortModuleUrl / the worker's own import)
    */
   constructor(o = {}) {
-    const { model } = o;
-    if (!(model instanceof Uint8Array) && !(model instanceof ArrayBuffer) && !(globalThis.SharedArrayBuffer && model instanceof SharedArrayBuffer))
-      throw new TypeError('WorkerPool: model must be a Uint8Array or ArrayBuffer of ONNX bytes');
-    const K = o.workers ?? 1;
-    const T = o.threadsPerWorker ?? 1;
-    if (!Number.isInteger(K) || K < 1) throw new RangeError(`WorkerPool: workers must be an integer >= 1 (got ${K})`);
-    if (!Number.isInteger(T) || T < 1) throw new RangeError(`WorkerPool: threadsPerWorker must be an integer >= 1 (got ${T})`);
-    this._K = K;
-    this._T = T;
-    this._watchdogMs = o.watchdogMs ?? DEFAULT_WATCHDOG_MS;
+    const watchdogMs = o.watchdogMs ?? DEFAULT_WATCHDOG_MS;
+    super({ ...o, startTimeoutMs: o.startTimeoutMs ?? Math.max(watchdogMs, 120000) });
+    this._watchdogMs = watchdogMs;
     this._recycleHeapBytes = o.recycleHeapBytes ?? Infinity;
-    this._heapGuardBytes = o.heapGuardBytes ?? Infinity;
-    this._startTimeoutMs = o.startTimeoutMs ?? Math.max(this._watchdogMs, 120000);
-    this._wasmPaths = o.ortWasmPaths;
-    this._ortModuleUrl = o.ortModuleUrl;
-    this._workerUrl = o.workerUrl ? new URL(o.workerUrl, HERE) : null;
-    this._shareWasm = o.shareCompiledWasm ?? true;
-    this._ortUrl = null; // Promise<string|undefined>: ortModuleUrl or defaultOrtModuleUrl(), made on the first spawn
-    this._wasmModule = null; // Promise<WebAssembly.Module|null>, made on the first spawn
-    this._inputName = o.inputName;
-    this._inputRoles = o.inputRoles;
-    this._inputNames = o.inputNames;
-    this._outputName = o.outputName;
-    this._ortGpuModuleUrl = o.ortGpuModuleUrl;
-    // The execution provider, chosen once from the graph (weights skipped); for WebGPU the graph rewritten for it
-    // where that lets it run there (execution-provider.js prepareModel).
-    const prepared = prepareModel({ model, preference: o.executionProviders ?? ['wasm'], platform: o.platform ?? platformProviders() });
-    this._ep = prepared.selection;
-    this.inputBinding = null; // role → input name, as the first ready worker bound them (multi-input networks)
-    this._shared = canShareMemory();
-    const bytes = prepared.bytes;
-    if (this._shared) {
-      this._model = new Uint8Array(new SharedArrayBuffer(bytes.byteLength));
-      this._model.set(bytes);
-      this._slots = new Int32Array(new SharedArrayBuffer(4 * (1 + SLOT_CAPACITY)));
-    } else {
-      this._model = bytes.slice();
-      this._slots = null;
-    }
-    this._handles = []; // live workers that count towards K: state 'starting' | 'idle' | 'busy'
-    this._closing = new Set(); // terminated, exit not yet observed
     this._queue = [];
-    this._serial = 0;
     this._seq = 0;
-    this._terminated = false;
-    this._fatal = null;
-    this._readyWaiters = [];
     this._inFlightMsg = 0;
     this._maxInFlightMsg = 0;
-    this._perWorker = new Map();
-    this._s = {
-      runs: 0,
-      retries: 0,
-      recycles: 0,
-      stalls: 0,
-      crashes: 0,
-      runErrors: 0,
-      ooms: 0,
-      ceilings: 0,
-      cancelled: 0,
-      workersCreated: 0,
-      workersExited: 0,
-      heapHighWater: 0,
-    };
-  }
-
-  /**
-   * Start the missing workers (up to K) and wait until each has its session.
-   * Rejects with code 'ModelLoadFailed' ("the network could not be loaded: ...") when ORT refuses the model,
-   * 'WorkerStartFailed' when a worker dies while starting, 'PoolTerminated' after terminate().
-   * @returns {Promise<void>}
-   */
-  ready() {
-    if (this._terminated) return Promise.reject(this._terminatedError('ready'));
-    if (this._fatal) return Promise.reject(this._fatal);
-    this._spawnUpToK();
-    const starting = this._handles.filter((h) => h.state === 'starting');
-    if (starting.length === 0) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      this._readyWaiters.push({ resolve, reject });
-      this._checkReady();
-    });
   }
 
   /**
@@ -284,36 +134,6 @@ export class WorkerPool {
   }
 
   /**
-   * Give back the workers' never-shrinking wasm heaps: idle workers are terminated now, busy ones as soon as
-   * their tile is done; replacements start lazily (next run/ready) unless `respawn` is true.
-   * Resolves when the idle ones have exited (and, with respawn, the replacements are ready).
-   * @param {{respawn?: boolean}} [opts]
-   * @returns {Promise<void>}
-   */
-  async recycle({ respawn = false } = {}) {
-    const exits = [];
-    for (const h of [...this._handles]) {
-      if (h.state === 'busy') h.recycleAfter = true;
-      else if (h.state === 'idle') {
-        this._s.recycles++;
-        exits.push(this._retire(h, 'recycled'));
-      }
-    }
-    await Promise.all(exits);
-    if (respawn) await this.ready();
-  }
-
-  /**
-   * Let the pool hold up to k workers (a pool handed from a speed probe to the run that follows); ready() starts them.
-   * Preconditions: k is a whole number; a k at or under the current number of workers changes nothing.
-   * @param {number} k
-   */
-  grow(k) {
-    if (!Number.isInteger(k)) throw new RangeError(`WorkerPool: grow needs a whole number of workers (got ${k})`);
-    this._K = Math.max(this._K, k);
-  }
-
-  /**
    * End the pool: every pending run rejects (code 'PoolTerminated'), every worker is terminated.
    * After it, run() and ready() reject. Resolves when all workers have exited.
    * @returns {Promise<void>}
@@ -330,30 +150,6 @@ export class WorkerPool {
       for (const w of this._readyWaiters.splice(0)) w.reject(err);
     }
     await Promise.all([...this._closing].map((h) => h.w.terminate()));
-  }
-
-  /**
-   * Which ONNX Runtime execution provider runs the network: {requested (the preference), selected (what the graph
-   * and the platform allowed), provider (what the workers' sessions run on; 'a+b' if they differ; null before any
-   * is ready), skipped: [{provider, reason}] (passed over before selection), fallback (why a worker's session
-   * fell back to wasm, else undefined)}.
-   */
-  get executionProvider() {
-    const workers = [...this._perWorker.values()].filter((p) => p.executionProvider);
-    const ran = [...new Set(workers.map((p) => p.executionProvider))];
-    return {
-      requested: [...this._ep.requested],
-      selected: this._ep.provider,
-      provider: ran.length ? ran.join('+') : null,
-      skipped: this._ep.skipped.map((s) => ({ ...s })),
-      fallback: workers.find((p) => p.fallback)?.fallback,
-      ...(this._ep.graphRewrite && { graphRewrite: this._ep.graphRewrite.map((r) => ({ ...r })) }),
-    };
-  }
-
-  /** Number of worker threads started and not yet exited (including ones being terminated). */
-  get liveWorkers() {
-    return this._handles.length + this._closing.size;
   }
 
   /**
@@ -381,104 +177,9 @@ export class WorkerPool {
 
   // ---------------------------------------------------------------- internals
 
-  _terminatedError(what) {
-    return poolError(`WorkerPool: ${what} — the pool has been terminated`, 'PoolTerminated');
-  }
-
-  _spawnUpToK() {
-    while (!this._terminated && !this._fatal && this._handles.length < this._K) this._spawn();
-  }
-
-  _spawn() {
-    const serial = ++this._serial;
-    const name = `tessera-ort-${serial}`;
-    // Browsers: the literal form, so that bundlers bundle ort-worker.js (and ONNX Runtime Web with it).
-    const w = this._workerUrl
-      ? createWorker(this._workerUrl, { name })
-      : isNode
-        ? createWorker(sibling('ort-worker.js'), { name })
-        : createWorker(new Worker(new URL('./ort-worker.js', import.meta.url), { type: 'module', name: 'tessera-ort' }));
-    const h = { serial, w, state: 'starting', job: null, runs: 0, recycleAfter: false, slotIndex: serial % SLOT_CAPACITY };
-    this._handles.push(h);
-    this._s.workersCreated++;
-    this._perWorker.set(serial, { worker: serial, state: 'starting', runs: 0, heapBytes: 0, heapHighWater: 0, endedBy: null, sharedWasm: false, executionProvider: null, fallback: undefined });
-    h.startTimer = setTimeout(() => {
-      if (h.state !== 'starting') return;
-      const secs = this._startTimeoutMs / 1000;
-      this._fail(poolError(`a worker could not start: no session after ${secs} s (start watchdog)`, 'WorkerStartFailed'), h);
-    }, this._startTimeoutMs);
-    w.onMessage((m) => this._onMessage(h, m));
-    w.onError((e) => this._onDeath(h, `the worker failed: ${e.message}`));
-    w.onExit((code) => {
-      if (this._closing.delete(h)) {
-        this._s.workersExited++;
-        return;
-      }
-      this._s.workersExited++;
-      this._onDeath(h, `the worker exited (code ${code})`);
-    });
-    if (this._slots) Atomics.store(this._slots, 1 + h.slotIndex, 0);
-    if (!this._wasmModule) {
-      this._ortUrl = this._ortModuleUrl !== undefined ? Promise.resolve(this._ortModuleUrl) : defaultOrtModuleUrl();
-      this._wasmModule = this._shareWasm && this._ep.provider === 'wasm'
-        ? this._ortUrl.then((url) => ortWasmUrl(url, this._wasmPaths)).then(compileOrtWasm, () => null)
-        : Promise.resolve(null);
-    }
-    Promise.all([this._wasmModule, this._ortUrl]).then(([wasmModule, ortModuleUrl]) => {
-      if (h.state !== 'starting') return; // terminated meanwhile
-      w.postMessage({
-        type: 'init',
-        model: this._model,
-        ortModuleUrl,
-        wasmPaths: this._wasmPaths,
-        wasmModule: wasmModule ?? undefined,
-        numThreads: this._T,
-        heapGuardBytes: Number.isFinite(this._heapGuardBytes) ? this._heapGuardBytes : undefined,
-        executionProvider: this._ep.provider,
-        ortGpuModuleUrl: this._ep.provider === 'wasm' ? undefined : this._ortGpuModuleUrl ?? gpuBuildBeside(ortModuleUrl),
-        inputName: this._inputName,
-        inputRoles: this._inputRoles,
-        inputNames: this._inputNames,
-        outputName: this._outputName,
-        slots: this._slots?.buffer,
-        slotIndex: h.slotIndex,
-      });
-    });
-    return h;
-  }
-
-  _noteHeap(h, bytes) {
-    const p = this._perWorker.get(h.serial);
-    if (!p || typeof bytes !== 'number') return;
-    p.heapBytes = bytes;
-    if (bytes > p.heapHighWater) p.heapHighWater = bytes;
-    if (bytes > this._s.heapHighWater) this._s.heapHighWater = bytes;
-  }
-
-  _setState(h, state) {
-    if (state !== 'starting') clearTimeout(h.startTimer);
-    h.state = state;
-    const p = this._perWorker.get(h.serial);
-    if (p) p.state = state;
-  }
-
-  _onMessage(h, m) {
-    if (h.state === 'closing' || h.state === 'dead') return;
+  /** A worker's message about its tile ('start' | 'heap' | 'result' | 'error'); others are ignored. */
+  _onTileMessage(h, m) {
     switch (m?.type) {
-      case 'ready':
-        this._noteHeap(h, m.heapBytes);
-        if (m.binding) this.inputBinding = m.binding;
-        Object.assign(this._perWorker.get(h.serial), { sharedWasm: !!m.sharedWasm, executionProvider: m.executionProvider ?? 'wasm', fallback: m.fallback });
-        this._setState(h, 'idle');
-        this._checkReady();
-        this._pump();
-        break;
-      case 'init-error': {
-        const oom = m.oom ? ' (out of memory)' : '';
-        if (m.phase === 'runtime') this._fail(poolError(`a worker could not start: ${m.message}`, 'WorkerStartFailed'), h);
-        else this._fail(poolError(`the network could not be loaded: ${m.message}${oom}`, 'ModelLoadFailed'), h);
-        break;
-      }
       case 'start': {
         const job = h.job;
         if (job && job.seq === m.seq && !job.started) {
@@ -536,18 +237,18 @@ export class WorkerPool {
     }
   }
 
-  _onDeath(h, cause) {
-    if (h.state === 'closing' || h.state === 'dead') return;
-    this._s.crashes++;
-    if (h.state === 'starting') {
-      this._fail(poolError(`a worker could not start: ${cause}`, 'WorkerStartFailed'), h);
-      return;
-    }
+  /** A started worker died: its tile, if any, is retried on a fresh worker (or fails). */
+  _workerDied(h, cause) {
     const job = h.job;
     if (job) this._detach(h, job);
     this._retire(h, 'died');
     if (job) this._fault(job, `${cause} on worker ${h.serial}`);
     else this._pump();
+  }
+
+  /** A fatal start failure: every queued tile fails with it. */
+  _failQueued(err) {
+    for (const job of [...this._queue]) this._settle(job, err);
   }
 
   /** Unlink a job from its worker: stop the watchdog, close the in-flight interval. */
@@ -609,46 +310,6 @@ export class WorkerPool {
       ),
     );
     this._pump();
-  }
-
-  /** Fatal start failure: reject the waiters and every queued tile with `err`; the pool refuses new runs. */
-  _fail(err, h) {
-    if (!this._fatal) this._fatal = err;
-    for (const w of this._readyWaiters.splice(0)) w.reject(this._fatal);
-    for (const job of [...this._queue]) this._settle(job, this._fatal);
-    if (h) this._retire(h, 'init failed');
-  }
-
-  _checkReady() {
-    if (this._readyWaiters.length === 0) return;
-    if (this._fatal) {
-      for (const w of this._readyWaiters.splice(0)) w.reject(this._fatal);
-      return;
-    }
-    if (this._handles.some((h) => h.state === 'starting')) return;
-    for (const w of this._readyWaiters.splice(0)) w.resolve();
-  }
-
-  /** Terminate a worker and forget it (it no longer counts towards K). Resolves on its exit. */
-  _retire(h, why) {
-    if (h.state === 'closing' || h.state === 'dead') return h.w.terminate();
-    const i = this._handles.indexOf(h);
-    if (i >= 0) this._handles.splice(i, 1);
-    this._setState(h, 'closing');
-    const p = this._perWorker.get(h.serial);
-    if (p) p.endedBy = why;
-    if (this._slots) Atomics.store(this._slots, 1 + h.slotIndex, 0);
-    if (h.w.exited) {
-      this._setState(h, 'dead');
-      return Promise.resolve();
-    }
-    this._closing.add(h);
-    const done = h.w.terminate().then(() => {
-      this._closing.delete(h);
-      this._setState(h, 'dead');
-    });
-    this._checkReady();
-    return done;
   }
 
   _abortJob(job, message) {
