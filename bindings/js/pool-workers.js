@@ -31,6 +31,11 @@ export function poolError(message, code, extra = {}) {
   return e;
 }
 
+/** A heap size in words: GB from 1e9 bytes, else MB. */
+export function heapText(bytes) {
+  return bytes >= 1e9 ? `${(bytes / 1e9).toFixed(2)} GB` : `${(bytes / 1e6).toFixed(1)} MB`;
+}
+
 export class OrtWorkers {
   /**
    * The workers' settings, none started. Preconditions and options: WorkerPool's constructor (pool.js).

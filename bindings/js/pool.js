@@ -10,7 +10,7 @@
 //    input tensor on it directly. Elsewhere it is a plain ArrayBuffer sent by structured clone.
 //  - output: the worker TRANSFERS the output buffer (postMessage transfer list): zero copy.
 //  - model: copied once into a SharedArrayBuffer shared by all workers (else cloned per worker).
-import { OrtWorkers, poolError } from './pool-workers.js';
+import { OrtWorkers, poolError, heapText } from './pool-workers.js';
 
 const DEFAULT_WATCHDOG_MS = 10 * 60 * 1000;
 
@@ -296,14 +296,13 @@ export class WorkerPool extends OrtWorkers {
    */
   _ceiling(h, job, m) {
     this._s.ceilings++;
-    const GB = (b) => (b >= 1e9 ? `${(b / 1e9).toFixed(2)} GB` : `${(b / 1e6).toFixed(1)} MB`);
-    const what = m.requestedBytes > m.heapBytes ? `asked to grow its heap from ${GB(m.heapBytes)} to ${GB(m.requestedBytes)}` : `reached a heap of ${GB(m.heapBytes)}`;
+    const what = m.requestedBytes > m.heapBytes ? `asked to grow its heap from ${heapText(m.heapBytes)} to ${heapText(m.requestedBytes)}` : `reached a heap of ${heapText(m.heapBytes)}`;
     this._detach(h, job);
     this._retire(h, 'heap guard');
     this._settle(
       job,
       poolError(
-        `tile ${job.id} stopped: ONNX Runtime worker ${h.serial} ${what}, past the ${GB(this._heapGuardBytes)} heap guard below the ` +
+        `tile ${job.id} stopped: ONNX Runtime worker ${h.serial} ${what}, past the ${heapText(this._heapGuardBytes)} heap guard below the ` +
           '4 GiB wasm heap ceiling (near it a run stalls instead of failing)',
         'MemoryCeiling',
         { tile: job.id, heapBytes: m.heapBytes, requestedBytes: m.requestedBytes, guardBytes: this._heapGuardBytes },

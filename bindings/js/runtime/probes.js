@@ -1,0 +1,159 @@
+// The probes of a network: whole runs of phantom patches on a one-worker pool. Two purposes share it: the measured
+// context (receptiveField({probe: true}): the centre voxel raised and lowered, the response by distance) and this
+// machine's speed (measureSpeed(): patches at two edges timed; its pool is kept for the next run, sessions.js).
+import { runSteps } from '../driver.js';
+import { TesseraError } from '../errors.js';
+import { probeEdge, contextProfile } from '../receptive-field.js';
+import { rt, call, postProgress } from './context.js';
+import { makeVolume, planOf, requestOf } from './requests.js';
+import { startPools, stopPools, keepSession, sessionIdleMs } from './sessions.js';
+
+/** What each probe says in its errors. */
+const CONTEXT = {
+  subject: 'the probe',
+  verb: 'probe',
+  notTiled: (name) => `${name} is not a field → χ network: it has no receptive field to probe`,
+  tooLarge: (edge, why) => `the probe patch (${edge}³) does not fit: ${why}`,
+};
+const SPEED = {
+  subject: 'the speed probe',
+  verb: 'measure its speed',
+  notTiled: (name) => `${name} is not tiled: its speed is not measured by patches`,
+  tooLarge: (edge, why) => `the speed probe's ${edge}³ patch does not fit: ${why}`,
+};
+
+/**
+ * The probed network: {entry (the registry's, or null for a spec), divisor, largestEdge (the largest cube the
+ * single-patch limit allows; C++ fills an undeclared cost from the schema)}.
+ */
+function probedNetwork(a, purpose) {
+  const entry = a.model ? call(() => rt.M.model(a.model)) : null;
+  if (entry && !entry.tileable) throw new TesseraError(purpose.notTiled(entry.name), 'InvalidArgument');
+  const cost = entry ? { divisor: entry.divisor, bytesPerVoxel: entry.bytesPerVoxel, fixedBytes: entry.fixedBytes } : a.spec;
+  if (!cost) throw new TesseraError(`give a registry model id (model) or a custom network spec (spec) to ${purpose.verb}`, 'InvalidArgument');
+  const divisor = cost.divisor ?? 1;
+  const fit = call(() => rt.M.patchFit({ core: 1, halo: 0 }, { divisor, bytesPerVoxel: cost.bytesPerVoxel, fixedBytes: cost.fixedBytes }));
+  return { entry, divisor, largestEdge: fit.largestEdge };
+}
+
+/** A phantom patch of edge³ (1 mm, B0 along z, all in the mask) and the network's whole-volume plan of it. */
+function phantomPatch(a, edge, purpose) {
+  const geometry = { dims: [edge, edge, edge], voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
+  const field = call(() => rt.M.phantom(geometry, { seed: 1, noise: 0 })).field;
+  const mask = new Uint8Array(field.length).fill(1);
+  const request = { ...requestOf({ model: a.model, spec: a.spec, whole: true }), tile: undefined };
+  const plan = planOf({ geometry, mask }, request);
+  if (!plan.feasible) throw new TesseraError(purpose.tooLarge(edge, plan.message), 'BudgetExceeded');
+  return { edge, geometry, field, mask, request, plan };
+}
+
+/**
+ * Runs body({run, pool, started, signal}) with a ready one-worker pool of a.weights, registered under id for cancel;
+ * run(patch, field) runs the network whole on the patch with that field and resolves {chi, report}. The pool is given
+ * back at the end unless body returns keep: true (it then belongs to the session cache).
+ */
+async function onProbePool(a, id, { entry, threads, purpose }, body) {
+  const controller = new AbortController();
+  rt.running.set(id, controller);
+  const started = performance.now();
+  let pools = [];
+  try {
+    pools = await startPools([a.weights], { k: 1, threadsPerWorker: threads, spec: entry });
+    await pools[0].ready();
+    const run = async (patch, field) => {
+      if (controller.signal.aborted) throw new DOMException(`${purpose.subject} was cancelled`, 'AbortError');
+      const volume = makeVolume(patch.geometry, field, patch.mask);
+      try {
+        return await runSteps(rt.M, { volume, request: patch.request, plan: patch.plan, pools, signal: controller.signal });
+      } finally {
+        volume.delete();
+      }
+    };
+    const { value, keep } = await body({ run, pool: pools[0], started, signal: controller.signal });
+    if (keep) pools = []; // kept: not stopped below
+    return value;
+  } finally {
+    rt.running.delete(id);
+    await stopPools(pools);
+  }
+}
+
+/**
+ * The measured context of a network (receptiveField({probe: true})): two whole runs of a phantom field patch with the
+ * centre voxel raised and lowered by epsilon ppm; the response by distance. a.graph: graphReceptiveField's result.
+ */
+export async function probeContext(a, id) {
+  const net = probedNetwork(a, CONTEXT);
+  const reach = a.graph.global ? 64 : Math.max(1, a.graph.radiusMax);
+  const edge = probeEdge(reach, net.divisor, Math.min(net.largestEdge, a.maxEdge ?? 160));
+  const epsilon = a.epsilon ?? 0.1;
+  const patch = phantomPatch(a, edge, CONTEXT);
+  const c = edge >> 1;
+  const centre = c + edge * (c + edge * c);
+  return onProbePool(a, id, { entry: net.entry, threads: rt.options.threadsPerWorker || 1, purpose: CONTEXT }, async ({ run, started }) => {
+    const out = [];
+    for (const sign of [1, -1]) {
+      const field = patch.field.slice();
+      field[centre] += sign * epsilon;
+      out.push((await run(patch, field)).chi);
+      postProgress(id, { done: out.length, total: 2, stage: 'probe' });
+    }
+    // χ is x-fastest: the network layout of the reversed dims.
+    const profile = contextProfile(out[0], out[1], [edge, edge, edge], [c, c, c]);
+    return { value: { graph: a.graph, probe: { ...profile, edge, epsilon, seconds: (performance.now() - started) / 1000 } } };
+  });
+}
+
+/**
+ * This machine's speed of a network (measureSpeed()): a one-worker pool runs whole phantom patches at two edges
+ * (multiples of the divisor near 32 and 64), after one untimed warm-up patch; each edge's fastest of `repeats` runs
+ * is its point. The fit of the points to the planner's model is C++'s (a request's speed). With a.warmKey (the
+ * weights' sha256) the pool is kept for the run that follows (sessions.js).
+ */
+export async function measureSpeed(a, id) {
+  const net = probedNetwork(a, SPEED);
+  const { divisor } = net;
+  const up = (e) => Math.ceil(e / divisor) * divisor;
+  const small = up(32);
+  const large = Math.min(Math.max(up(64), small + divisor), Math.floor(net.largestEdge / divisor) * divisor);
+  if (!(large > small)) throw new TesseraError(`the speed probe needs patches of ${small}³ and larger, but the single-patch limit allows ${net.largestEdge}³`, 'BudgetExceeded');
+  const threads = a.threads ?? 1;
+  const repeats = Math.max(1, a.repeats ?? 2);
+  const patches = [small, large].map((edge) => phantomPatch(a, edge, SPEED));
+  return onProbePool(a, id, { entry: net.entry, threads, purpose: SPEED }, async ({ run, pool, started, signal }) => {
+    const time = async (patch) => {
+      const t0 = performance.now();
+      await run(patch, patch.field);
+      return (performance.now() - t0) / 1000;
+    };
+    const ready = (performance.now() - started) / 1000;
+    const first = await time(patches[0]); // the first run of a session is slower: part of a worker's start
+    const best = [Infinity, Infinity];
+    let done = 0;
+    let total = 2 * repeats;
+    const round = async (n) => {
+      for (let e = 0; e < 2; e++) {
+        for (let i = 0; i < n; i++) {
+          best[e] = Math.min(best[e], await time(patches[e]));
+          postProgress(id, { done: ++done, total, stage: 'speed' });
+        }
+      }
+    };
+    await round(repeats);
+    // A busy moment can make the larger patch look no slower (a small network's patches take milliseconds): up to
+    // three more runs of each edge before the fit refuses the points as too noisy.
+    for (let extra = 0; extra < 3 && !(best[1] > best[0]); extra++) {
+      total += 2;
+      await round(1);
+    }
+    const points = patches.map((p, e) => ({ edge: p.edge, threads, seconds: best[e] }));
+    const startSeconds = ready + Math.max(0, first - points[0].seconds);
+    const seconds = (performance.now() - started) / 1000;
+    if (!a.warmKey || signal.aborted) return { value: { points, startSeconds, threads, seconds } };
+    await keepSession(a.warmKey, pool); // the run that follows starts no worker of its own
+    return {
+      value: { points, startSeconds, threads, seconds, warmKey: a.warmKey, warmIdleSeconds: sessionIdleMs() / 1000, keptWorkers: pool.liveWorkers },
+      keep: true,
+    };
+  });
+}

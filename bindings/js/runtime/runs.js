@@ -1,0 +1,205 @@
+// The runs: a network's inversion of a field or of wrapped phase (invert), a classical method's (method), and the
+// pipeline from multi-echo phase to the local field (and χ). Each runs on the C++ step engine (driver.js), cancelled
+// by its request id; a network's tiles run in ONNX Runtime worker pools (sessions.js) and report what they used
+// against the plan.
+import { runSteps } from '../driver.js';
+import { TesseraError } from '../errors.js';
+import { heapText } from '../pool-workers.js';
+import { rt, call, postProgress } from './context.js';
+import { makeVolume, echoesOf, planOf, costOf, requestOf, pipelineRequestOf } from './requests.js';
+import { startPools, stopPools, takeSession } from './sessions.js';
+import { verifyRun } from './verify.js';
+
+/** A MemoryCeiling error of a run, with what the plan allowed and what to do. */
+function ceilingError(e, a, plan) {
+  const advice = a.model
+    ? `the registry's cost for ${a.model} is too low for these weights: calibrate them (tessera-qsm calibrate --model ${a.model} --weights FILE) and run smaller patches (a smaller core) meanwhile`
+    : 'the network needs more memory than its spec declares: leave bytesPerVoxel out of the spec to have it calibrated (tessera-qsm calibrate --weights net.onnx), or run smaller patches (a smaller core)';
+  return new TesseraError(`${e.message}; the plan allowed ${heapText(plan.bytesPerTile)} per tile: ${advice}`, 'MemoryCeiling');
+}
+
+/**
+ * A classical method (method: 'tv', ...) on the step engine: no ONNX Runtime worker; the C++ run does one iteration per
+ * step and the loop lets a cancel in between. Returns {chi, report, quantity: 'chi'}.
+ */
+async function invertMethod(a, id, request) {
+  for (const k of ['weights', 'phase', 'te']) {
+    if (a[k] !== undefined && a[k] !== null) {
+      throw new TesseraError(`method ${a.method} inverts a local field: ${k} belongs to a network (model or spec) or to pipeline()`, 'InvalidArgument');
+    }
+  }
+  const plan = a.plan ?? planOf(a, request);
+  if (typeof plan !== 'object' || plan === null || plan.method === undefined) throw new TesseraError('plan must be the object plan() returned for this method request', 'InvalidArgument');
+  if (!plan.feasible) throw new TesseraError(plan.message, 'BudgetExceeded');
+  const volume = makeVolume(a.geometry, a.field, a.mask, { magnitude: a.magnitude });
+  const controller = new AbortController();
+  rt.running.set(id, controller);
+  try {
+    const onProgress = (p) => postProgress(id, { ...p, stage: a.method });
+    const { chi, report } = await runSteps(rt.M, { volume, request, plan, signal: controller.signal, onProgress });
+    const moduleHeapBytes = rt.M.heapBytes();
+    report.plan = plan;
+    report.method = plan.method;
+    report.memory = { moduleHeapBytes, estimatedPeakBytes: plan.peakBytes, moduleHeapVsPlan: moduleHeapBytes / plan.moduleHeapBytes };
+    return { value: { chi, report, quantity: 'chi' }, transfer: [chi.buffer] };
+  } finally {
+    rt.running.delete(id);
+    volume.delete();
+  }
+}
+
+/**
+ * From multi-echo phase to the local field (and χ with a method): the C++ pipeline on the step engine, every
+ * intermediate returned; with a network (model or spec) its inversion of the local field follows (invert()).
+ */
+export async function runPipeline(a, id) {
+  if ((a.method !== undefined && a.method !== null) && (a.model !== undefined || a.spec !== undefined)) {
+    throw new TesseraError('give a method or a network (model or spec) for the inversion, not both', 'InvalidArgument');
+  }
+  if (!Array.isArray(a.te) && typeof a.te !== 'number') throw new TesseraError('pipeline needs te: the echo times in seconds, one per echo (e.g. [0.004, 0.008])', 'InvalidArgument');
+  const echoes = echoesOf(a);
+  const request = pipelineRequestOf(a);
+  const plan = planOf({ geometry: a.geometry, mask: a.mask }, request);
+  if (!plan.feasible) throw new TesseraError(plan.message, 'BudgetExceeded');
+  const volume = makeVolume(a.geometry, a.phase, a.mask, { echoes, magnitude: a.magnitude, what: 'phase' });
+  const controller = new AbortController();
+  rt.running.set(id, controller);
+  let out;
+  try {
+    const onProgress = (p) => postProgress(id, { ...p, stage: 'pipeline' });
+    out = await runSteps(rt.M, { volume, request, plan, signal: controller.signal, onProgress, collect: (run) => call(() => run.outputs()) });
+  } finally {
+    rt.running.delete(id);
+    volume.delete();
+  }
+  const { outputs, ...report } = out.report;
+  report.plan = plan;
+  report.memory = { moduleHeapBytes: rt.M.heapBytes(), estimatedPeakBytes: plan.peakBytes };
+  const value = { ...outputs, report };
+  if (a.model !== undefined || a.spec !== undefined) {
+    // The network inverts the local field on the mask it is defined on.
+    const network = await invert({ ...a.network, model: a.model, spec: a.spec, weights: a.weights, geometry: a.geometry, field: outputs.localField, mask: outputs.localMask }, id);
+    value.chi = network.value.chi;
+    value.networkReport = network.value.report;
+  }
+  const transfer = Object.values(value).filter((v) => ArrayBuffer.isView(v)).map((v) => v.buffer);
+  return { value, transfer };
+}
+
+/**
+ * invert(): a network (model or spec) on a field or on wrapped phase, or a classical method (invertMethod), under the
+ * request's plan (handed back from plan() or made here). Returns {value: {chi, report, quantity}, transfer}.
+ */
+export async function invert(a, id) {
+  const request = requestOf(a);
+  if (request.method !== undefined) return invertMethod(a, id, request);
+  const weights = Array.isArray(a.weights) ? a.weights : [a.weights];
+  const spec = a.model ? call(() => rt.M.model(a.model)) : null;
+  const phase = !!spec?.inputs.includes('phase'); // the registry says what a network takes
+  if (phase && a.field !== undefined) {
+    throw new TesseraError(`${spec.name} reconstructs from wrapped phase: give phase (rad), te (s) and b0 (T), not a field map`, 'InvalidArgument');
+  }
+  if (!phase && (a.phase !== undefined || a.magnitude !== undefined)) {
+    throw new TesseraError('phase and magnitude are inputs of the phase networks (iqsm, iqfm, iqsm-plus); give this model a field', 'InvalidArgument');
+  }
+  // One plan per run: the caller's (from plan(), handed back) or made here; the run obeys exactly it.
+  const plan = a.plan ?? planOf(a, request);
+  if (typeof plan !== 'object' || plan === null || typeof plan.networks !== 'number') {
+    throw new TesseraError('plan must be the object plan() returned for this request', 'InvalidArgument');
+  }
+  if (!plan.feasible) throw new TesseraError(plan.message, 'BudgetExceeded');
+  if (weights.length !== plan.networks || weights.some((w) => !w || !w.byteLength)) {
+    throw new TesseraError(`this model needs ${plan.networks} network file(s) (weights), got ${weights.filter(Boolean).length}`, 'InvalidArgument');
+  }
+  const moduleHeapBefore = rt.M.heapBytes(); // the module heap never shrinks: what this run added is judged
+  const volume = phase
+    ? makeVolume(a.geometry, a.phase, a.mask, { echoes: echoesOf(a), magnitude: a.magnitude, what: 'phase' })
+    : makeVolume(a.geometry, a.field, a.mask);
+  // B0 off the third axis for a network that assumes it along it (plan.b0Align.resampled): the run goes through the
+  // B0-aligned grid the plan was made on (C++ resamples the field there, and χ back below).
+  let aligned = null;
+  let runVolume = volume;
+  if (plan.b0Align?.resampled) {
+    try {
+      aligned = call(() => rt.M.alignB0(volume, request));
+      runVolume = aligned.volume();
+    } catch (e) {
+      aligned?.delete();
+      volume.delete();
+      throw e;
+    }
+  }
+  // Registered once the volume exists: a refusal before this point leaves no run behind.
+  const controller = new AbortController();
+  rt.running.set(id, controller);
+  let pools = [];
+  let warmStart = false; // the run's first worker is a kept session's (the speed probe's), already started
+  try {
+    const threadsPerWorker = plan.threadsPerWorker || a.threadsPerWorker || rt.options.threadsPerWorker || 1;
+    const k = Math.max(1, plan.tilesInFlight);
+    const adopted = await takeSession(a.warmKey, { weights, k, threadsPerWorker, inputNames: a.inputNames, executionProviders: a.executionProviders, bytesPerTile: plan.bytesPerTile });
+    pools = adopted ? [adopted] : await startPools(weights, { k, threadsPerWorker, spec, inputNames: a.inputNames, executionProviders: a.executionProviders });
+    await Promise.all(pools.map((p) => p.ready()));
+    warmStart = !!adopted;
+    if (controller.signal.aborted) throw new DOMException('the inversion was cancelled', 'AbortError');
+    // Every progress event says which execution provider runs each network.
+    const executionProvider = pools.map((p) => p.executionProvider.provider);
+    const onProgress = (p) => postProgress(id, { ...p, executionProvider });
+    let out;
+    try {
+      out = await runSteps(rt.M, { volume: runVolume, request, plan, pools, signal: controller.signal, onProgress });
+    } catch (e) {
+      throw e?.code === 'MemoryCeiling' ? ceilingError(e, a, plan) : e;
+    }
+    const { report } = out;
+    const runChi = out.chi; // on the grid the run went through (the B0-aligned one when resampled)
+    const stats = pools.map((p) => p.stats());
+    report.plan = plan;
+    const workerHeapHighWater = stats.flatMap((s) => s.perWorker.map((w) => w.heapHighWater));
+    const moduleHeapBytes = rt.M.heapBytes();
+    // The real run against the plan (C++: ratios, 1 = exact, above 1 the plan was too low; the figure to declare).
+    const check = call(() => rt.M.memoryCheck(request, plan, Math.max(0, ...workerHeapHighWater), moduleHeapBytes, moduleHeapBefore, a.model ?? 'the spec'));
+    report.memory = {
+      moduleHeapBytes,
+      workerHeapHighWater,
+      estimatedPeakBytes: plan.peakBytes,
+      workerHeapVsPlan: check.workerHeapVsPlan,
+      moduleHeapVsPlan: check.moduleHeapVsPlan,
+      measuredBytesPerVoxel: check.measuredBytesPerVoxel,
+      cost: plan.cost ?? costOf(a),
+      ...(check.warning && { warning: check.warning }),
+    };
+    report.pool = stats.map((s, i) => ({
+      warmStart,
+      maxInFlight: s.maxInFlight,
+      runs: s.runs,
+      retries: s.retries,
+      recycles: s.recycles,
+      inputBinding: pools[i].inputBinding ?? undefined,
+    }));
+    // Per network file: the EP that ran, the preference, and why each preferred EP was skipped or fell back.
+    report.executionProvider = pools.map((p) => p.executionProvider);
+    if (a.verify) {
+      await stopPools(pools); // the tiles' heaps go back before the check's box runs
+      report.verify = await verifyRun({ a, volume: runVolume, request, plan, chi: runChi, spec, signal: controller.signal, onProgress });
+    }
+    const chi = aligned ? call(() => aligned.restore(runChi)) : runChi;
+    report.b0Align = plan.b0Align ?? null;
+    // The run went through the aligned grid, where B0 is along z: the B0 warning is the plan's.
+    const b0Warning = plan.b0Align?.warning;
+    if (b0Warning && !report.warning?.includes(b0Warning)) report.warning = report.warning ? `${report.warning}; ${b0Warning}` : b0Warning;
+    // What the output is: chi, or for iQFM the local field (both ppm).
+    const quantity = spec?.quantity ?? 'chi';
+    const value = { chi, report, quantity };
+    if (quantity === 'local-field') value.localField = chi;
+    return { value, transfer: [chi.buffer] };
+  } finally {
+    rt.running.delete(id);
+    if (aligned) {
+      runVolume.delete();
+      aligned.delete();
+    }
+    volume.delete();
+    await stopPools(pools); // at the end of every run
+  }
+}
