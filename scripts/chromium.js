@@ -23,3 +23,31 @@ export async function benchPage(context) {
   });
   return page;
 }
+
+/** Whether node's fetch globals are missing (`node --no-experimental-fetch`): playwright-core needs them at import. */
+export const NO_FETCH_GLOBALS = typeof globalThis.Headers === 'undefined' || typeof globalThis.Request === 'undefined';
+
+/**
+ * Registers one test that runs the test file at fileUrl again in a child node with the fetch globals and reports the
+ * child's result (its output echoed, a failure if it failed or passed fewer than minPassed tests).
+ * Call it only when NO_FETCH_GLOBALS; name, skip and timeout are the test's.
+ */
+export async function testInChildWithFetchGlobals(fileUrl, name, { skip = false, timeout = 600000, minPassed = 1 } = {}) {
+  const [{ test }, { default: assert }, { spawn }, { fileURLToPath }] = await Promise.all([
+    import('node:test'), import('node:assert/strict'), import('node:child_process'), import('node:url'),
+  ]);
+  test(name, { skip, timeout }, async () => {
+    const env = { ...process.env };
+    delete env.NODE_TEST_CONTEXT; // else the child believes it is the runner's own child and runs nothing
+    const root = fileURLToPath(new URL('../', import.meta.url));
+    const child = spawn(process.execPath, ['--test', '--test-force-exit', '--test-reporter=spec', fileURLToPath(fileUrl)], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    const code = await new Promise((r) => child.on('close', r));
+    for (const line of out.split('\n')) if (line.trim()) console.log(line);
+    assert.equal(code, 0, `${name}: the child's tests failed (see above)`);
+    const passed = Number(/pass (\d+)/.exec(out)?.[1] ?? 0);
+    assert.ok(passed >= minPassed, `${name}: the child ran ${passed} tests, expected at least ${minPassed}`);
+  });
+}

@@ -17,8 +17,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { NO_FETCH_GLOBALS, testInChildWithFetchGlobals } from '../scripts/chromium.js';
 import { sortSeries, DicomError } from './dicom.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -106,20 +106,9 @@ test('sortSeries: each refusal names the problem and the fix', () => {
 // In Chromium
 
 // playwright-core needs node's fetch globals at import: without them (node --no-experimental-fetch) this file runs
-// itself again in a child node and reports the child's result as one test (as web/page.test.js does).
-const NO_FETCH_GLOBALS = typeof globalThis.Headers === 'undefined' || typeof globalThis.Request === 'undefined';
+// itself again in a child node and reports the child's result as one test (scripts/chromium.js).
 if (NO_FETCH_GLOBALS) {
-  test('DICOM browser tests, in a child node with the fetch globals playwright-core needs', { skip, timeout: 600000 }, async () => {
-    const env = { ...process.env };
-    delete env.NODE_TEST_CONTEXT;
-    const child = spawn(process.execPath, ['--test', '--test-force-exit', '--test-reporter=spec', fileURLToPath(import.meta.url)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let text = '';
-    child.stdout.on('data', (d) => (text += d));
-    child.stderr.on('data', (d) => (text += d));
-    const code = await new Promise((r) => child.on('close', r));
-    for (const line of text.split('\n')) if (line.trim()) console.log(line);
-    assert.equal(code, 0, 'the DICOM browser tests failed (see above)');
-  });
+  await testInChildWithFetchGlobals(import.meta.url, 'DICOM browser tests, in a child node with the fetch globals playwright-core needs', { skip });
 } else browserSuite();
 
 function browserSuite() {

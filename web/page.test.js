@@ -57,10 +57,9 @@ import os from 'node:os';
 import path from 'node:path';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { startServer } from '../scripts/serve.js';
-import { launchChromium } from '../scripts/chromium.js';
+import { launchChromium, NO_FETCH_GLOBALS, testInChildWithFetchGlobals } from '../scripts/chromium.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CHROMIUM = '/usr/bin/chromium';
@@ -71,25 +70,10 @@ const REAL_NET = fs.existsSync(DEMO_NET);
 const R_MIN = 0.5; // r(χ, truth) inside the mask, demo phantom, real demo network (TKD reaches ≈0.85+)
 const skip = fs.existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: install it with scripts/bootstrap.sh --browser (apt-get install chromium)`;
 
-// playwright-core needs node's fetch globals (Headers, Request) at import; `node --no-experimental-fetch`
-// (scripts/test.sh runs every suite with it, for the wasm loader) removes them. Then this file runs
-// itself again in a child node without that flag and reports the child's result as one test.
-const NO_FETCH_GLOBALS = typeof globalThis.Headers === 'undefined' || typeof globalThis.Request === 'undefined';
+// playwright-core needs node's fetch globals (Headers, Request) at import; `node --no-experimental-fetch` removes them:
+// then this file runs itself again in a child node without that flag and reports the child's result as one test.
 if (NO_FETCH_GLOBALS) {
-  test('browser suite, in a child node with the fetch globals playwright-core needs', { skip, timeout: 600000 }, async () => {
-    const self = fileURLToPath(import.meta.url);
-    const env = { ...process.env };
-    delete env.NODE_TEST_CONTEXT; // else the child believes it is the runner's own child and runs nothing
-    const child = spawn(process.execPath, ['--test', '--test-force-exit', '--test-reporter=spec', self], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    const code = await new Promise((r) => child.on('close', r));
-    for (const line of out.split("\n")) if (line.trim()) console.log(line);
-    assert.equal(code, 0, 'the browser suite failed (see above)');
-    const passed = Number(/pass (\d+)/.exec(out)?.[1] ?? 0);
-    assert.ok(passed >= 10, `the browser suite ran ${passed} tests`);
-  });
+  await testInChildWithFetchGlobals(import.meta.url, 'browser suite, in a child node with the fetch globals playwright-core needs', { skip, minPassed: 10 });
 } else suite();
 
 function suite() {

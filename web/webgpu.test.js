@@ -18,9 +18,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { spawn } from 'node:child_process';
 import { startServer } from '../scripts/serve.js';
-import { CHROMIUM_ARGS } from '../scripts/chromium.js';
+import { CHROMIUM_ARGS, NO_FETCH_GLOBALS, testInChildWithFetchGlobals } from '../scripts/chromium.js';
 import { rewriteForWebGpu } from '../bindings/js/webgpu-graph.js';
 import { STANDINS } from '../scripts/standins.js';
 import { IR2QSM_STANDINS } from '../scripts/standins-ir2qsm.js';
@@ -37,21 +36,10 @@ const BOUND = 2 ** -11;
 const PAGE = '/webgpu-test.html';
 const noBrowser = fs.existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: install it with scripts/bootstrap.sh --browser (apt-get install chromium)`;
 
-// playwright-core needs node's fetch globals at import; `node --no-experimental-fetch` (scripts/test.sh) removes
-// them: then this file runs itself again in a child node without that flag (as web/page.test.js does).
-const NO_FETCH_GLOBALS = typeof globalThis.Headers === 'undefined' || typeof globalThis.Request === 'undefined';
+// playwright-core needs node's fetch globals at import; `node --no-experimental-fetch` removes them: then this file
+// runs itself again in a child node without that flag (scripts/chromium.js).
 if (NO_FETCH_GLOBALS) {
-  test('WebGPU suite, in a child node with the fetch globals playwright-core needs', { skip: noBrowser, timeout: 900000 }, async () => {
-    const env = { ...process.env };
-    delete env.NODE_TEST_CONTEXT;
-    const child = spawn(process.execPath, ['--test', '--test-force-exit', '--test-reporter=spec', fileURLToPath(import.meta.url)], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    const code = await new Promise((r) => child.on('close', r));
-    for (const line of out.split('\n')) if (line.trim()) console.log(line);
-    assert.equal(code, 0, 'the WebGPU suite failed (see above)');
-  });
+  await testInChildWithFetchGlobals(import.meta.url, 'WebGPU suite, in a child node with the fetch globals playwright-core needs', { skip: noBrowser, timeout: 900000 });
 } else suite();
 
 /** The networks: [{id, bytes (original), inputs: {name: dims}}], small builds (see the header). */
