@@ -11,7 +11,6 @@
 
 import { readOnnxGraph } from './onnx-graph.js';
 
-export { readOnnxGraph }; // the graph reader this module follows (onnx-graph.js)
 
 /** The values of a small constant tensor (float or int64), or null. */
 function tensorValues(t) {

@@ -3,7 +3,8 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { graphReceptiveField, readOnnxGraph, contextProfile, probeEdge } from './receptive-field.js';
+import { graphReceptiveField, contextProfile, probeEdge } from './receptive-field.js';
+import { readOnnxGraph } from './onnx-graph.js';
 import { convStack, unet, convStackReference, randomArray } from '../../tests/js/networks.js';
 import { onnx, tensor, valueInfo, attrInts, attrInt, node } from '../../tests/js/onnx-build.js';
 

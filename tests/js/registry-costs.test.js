@@ -2,7 +2,7 @@
 // bench/calibrate.js and bench/calibrate-browser.js recorded in bench/calibration.json for a network's stand-in lies
 // under that network's budget line (fixed bytes per worker + bytes per patch voxel · edge³), read from the registry
 // through the module. NeXtQSM runs two networks per tile (one ONNX Runtime pool per weights file,
-// bindings/js/driver-worker.js startPools), so its line must cover the BF and the VJP heaps together.
+// bindings/js/runtime/sessions.js startPools), so its line must cover the BF and the VJP heaps together.
 // Run: node --test --test-force-exit tests/js/registry-costs.test.js   (needs the wasm module: scripts/build.sh wasm)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
