@@ -391,9 +391,6 @@ function gzipStream(u8) {
   return throughStream(new CompressionStream('gzip'), u8);
 }
 
-/** For the tests: the stream-based gzip paths. */
-export const _streams = { gzip: gzipStream, gunzip: gunzipStream };
-
 function notNifti(why) {
   return new Error(`not a NIfTI file: ${why}`);
 }
