@@ -1,0 +1,59 @@
+// Whether a change kept every χ: the same runs through the current wasm module (dist/wasm) and a baseline module
+// (another commit's dist/wasm/node, e.g. copied aside before a rebuild), byte for byte: every classical method at its
+// defaults on the phantom's field, the demo network (the default plan, a tiled plan, the whole volume), and the
+// pipeline from the phantom scan's wrapped phase (RTS; every intermediate). Prints one line per output and exits 1 when
+// any differs.
+//
+// Usage: node bench/same-chi.js --baseline DIR [--dims 96,96,64] [--voxel 2,2,2] [--threads 2]
+//   DIR: a folder holding tessera.js, tessera.wasm and tessera.worker.js (node flavour).
+import { createTessera } from '../bindings/js/index.js';
+
+const args = Object.fromEntries(process.argv.slice(2).reduce((a, x, i, all) => (x.startsWith('--') ? [...a, [x.slice(2), all[i + 1]]] : a), []));
+if (!args.baseline) {
+  console.error('usage: node bench/same-chi.js --baseline DIR [--dims 96,96,64] [--voxel 2,2,2] [--threads 2]');
+  process.exit(2);
+}
+const dims = (args.dims ?? '96,96,64').split(',').map(Number);
+const voxelMm = (args.voxel ?? '2,2,2').split(',').map(Number);
+const threads = Number(args.threads ?? 2);
+const geometry = { dims, voxelMm, b0Dir: [0, 0, 1] };
+const te = [0.004, 0.008, 0.012, 0.016];
+
+/** Every output of the runs, in order: [[name, Float32Array | Uint8Array]]. */
+async function outputs(wasmBase) {
+  const t = await createTessera({ hardwareThreads: threads, ...(wasmBase ? { wasmBase } : {}) });
+  try {
+    const out = [];
+    const ph = await t.phantom({ geometry });
+    const methods = (await t.schema()).find((o) => o.name === 'method').choices;
+    for (const method of methods) {
+      const magnitude = method === 'medi' ? { magnitude: ph.chi.map((v) => 1 + Math.abs(v)) } : {};
+      out.push([method, (await t.invert({ field: ph.field, mask: ph.mask, geometry, method, ...magnitude })).chi]);
+    }
+    const [weights] = await t.loadWeights('demo-unet');
+    const net = { field: ph.field, mask: ph.mask, geometry, model: 'demo-unet', weights: [weights] };
+    out.push(['demo-unet default plan', (await t.invert(net)).chi]);
+    out.push(['demo-unet tile 32/8', (await t.invert({ ...net, tile: { core: 32, halo: 8 } })).chi]);
+    out.push(['demo-unet whole', (await t.invert({ ...net, whole: true })).chi]);
+    const scan = await t.phantomScan({ geometry, te, snr: 100 });
+    const p = await t.pipeline({ phase: scan.phase, magnitude: scan.magnitude, geometry, te, b0: 3, method: 'rts' });
+    for (const [k, v] of Object.entries(p)) if (v?.data) out.push([`pipeline ${k}`, v.data]);
+    return out;
+  } finally {
+    await t.terminate();
+  }
+}
+
+const now = await outputs(null);
+const base = await outputs(args.baseline);
+let differ = 0;
+for (let i = 0; i < now.length; i++) {
+  const [name, a] = now[i], b = base[i]?.[1];
+  const same = b && a.length === b.length && Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+  let maxAbs = 0;
+  if (b && !same) for (let j = 0; j < Math.min(a.length, b.length); j++) maxAbs = Math.max(maxAbs, Math.abs(a[j] - b[j]));
+  if (!same) differ++;
+  console.log(`${same ? 'same   ' : 'DIFFERS'} ${name}${same ? '' : ` (max |Δ| ${maxAbs.toExponential(2)})`}`);
+}
+console.log(`${now.length - differ} of ${now.length} outputs byte-identical to the baseline (${dims.join('×')} at ${voxelMm.join('×')} mm, ${threads} threads)`);
+process.exit(differ ? 1 : 0);
