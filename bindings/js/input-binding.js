@@ -1,5 +1,5 @@
 // Binding a multi-input network's inputs (the iQSM family: phase, mask, te, b0, border, b0_dir) to the names
-// an ONNX export gave them. models.md records the inputs and their order but not the exported names, so each
+// an ONNX export gave them. The published networks document their inputs and order but not the exported names, so each
 // role is found by: the caller's explicit name, then a name equal to the role, then one name matching the role's
 // pattern (e.g. 'wphs' → phase, 'TEs' → te, 'z_prjs' → b0_dir), and only when no name says anything, the
 // reference order. Anything ambiguous is an error that names the inputs and how to bind them.

@@ -53,7 +53,7 @@ inline constexpr uint64_t WASM_MAX_PATCH_ACTIVATION_BYTES = 2'500'000'000ull;
 // The 32-bit wasm heap ceiling (4 GiB).
 inline constexpr uint64_t WASM_HEAP_CEILING_BYTES = 4ull << 30;
 // An ONNX Runtime worker whose heap would pass this fails its tile (MemoryCeiling) instead of growing on: near
-// the ceiling a run stalls (the run reached 4.15 GB). 3.5 GB leaves 795 MB (8 of Emscripten's 96 MiB growth
+// the ceiling a run stalls (one measured here reached 4.15 GB and never returned). 3.5 GB leaves 795 MB (8 of Emscripten's 96 MiB growth
 // steps) below 4 GiB, and is 1.4× the single-patch limit: a plan within its limits reaches it only when the
 // network's cost is under-declared by 40 % or more.
 inline constexpr uint64_t WASM_WORKER_HEAP_GUARD_BYTES = 3'500'000'000ull;
