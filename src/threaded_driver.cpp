@@ -33,6 +33,20 @@ RunReport drive_threaded(PatchSteps& run, std::span<PatchRunner* const> runners,
   std::deque<Call*> back;   // answered, waiting for the run
   bool stop = false;
 
+  // Runs c's network (on a network thread, or inline when the run has one thread).
+  auto run_call = [&](Call* c) {
+    const TileScope scope(static_cast<int64_t>(c->patch.tile));
+    const std::span<const float> input = c->patch.input.empty() ? std::span<const float>(c->gathered) : c->patch.input;
+    const TensorShape& shape = c->patch.input.empty() ? run.input_shape() : c->patch.shape;
+    PatchRunner& net = *runners[c->patch.network];
+    try {
+      c->output = c->patch.extras.empty() ? net.run(input, shape) : net.run_named(input, shape, c->patch.extras);
+    } catch (const Error& e) {
+      c->error = e;
+    } catch (const std::exception& e) {
+      c->error = Error(ErrorCode::RunnerFailed, std::string("the network failed: ") + e.what());
+    }
+  };
   auto network_thread = [&] {
     std::unique_lock<std::mutex> lock(mutex);
     for (;;) {
@@ -41,26 +55,15 @@ RunReport drive_threaded(PatchSteps& run, std::span<PatchRunner* const> runners,
       Call* c = queue.front();
       queue.pop_front();
       lock.unlock();
-      {
-        const TileScope scope(static_cast<int64_t>(c->patch.tile));
-        const std::span<const float> input = c->patch.input.empty() ? std::span<const float>(c->gathered) : c->patch.input;
-        const TensorShape& shape = c->patch.input.empty() ? run.input_shape() : c->patch.shape;
-        PatchRunner& net = *runners[c->patch.network];
-        try {
-          c->output = c->patch.extras.empty() ? net.run(input, shape) : net.run_named(input, shape, c->patch.extras);
-        } catch (const Error& e) {
-          c->error = e;
-        } catch (const std::exception& e) {
-          c->error = Error(ErrorCode::RunnerFailed, std::string("the network failed: ") + e.what());
-        }
-      }
+      run_call(c);
       lock.lock();
       back.push_back(c);
       ran.notify_one();
     }
   };
 
-  const uint32_t wanted = std::max<uint32_t>(1, options.threads);
+  // One thread: the networks run inline, between hand-outs (no hand-over to a thread and back).
+  const uint32_t wanted = options.threads > 1 ? options.threads : 0;
   std::vector<std::thread> threads;
   std::vector<std::unique_ptr<Call>> out;  // calls handed out and not yet taken back
   auto finish_threads = [&] {
@@ -78,13 +81,14 @@ RunReport drive_threaded(PatchSteps& run, std::span<PatchRunner* const> runners,
       try {
         threads.emplace_back(network_thread);
       } catch (const std::system_error&) {
-        if (threads.empty()) throw Error(ErrorCode::Internal, "no thread could be started to run the networks");
-        break;
+        break;  // fewer threads (none: inline)
       }
     }
     uint64_t reported = 0;
     bool first = true;
-    std::vector<float> buffer(run.input_shape().size());
+    const size_t input_size = run.input_shape().size();
+    std::vector<float> buffer(input_size);
+    std::vector<std::vector<float>> spare;  // gathered inputs of calls taken back, for the next patches
     for (;;) {
       if (cancel_requested()) run.cancel();
       // What came back goes into the run first: it frees slots and lets tasks go on.
@@ -99,6 +103,7 @@ RunReport drive_threaded(PatchSteps& run, std::span<PatchRunner* const> runners,
         } else {
           run.finish(c->patch.job, c->output);
         }
+        if (c->gathered.size() == input_size) spare.push_back(std::move(c->gathered));
         std::erase_if(out, [&](const std::unique_ptr<Call>& p) { return p.get() == c; });
       }
       bool handed = false;
@@ -110,16 +115,28 @@ RunReport drive_threaded(PatchSteps& run, std::span<PatchRunner* const> runners,
         auto c = std::make_unique<Call>();
         c->patch = *p;
         if (p->input.empty()) {
-          c->gathered.swap(buffer);
-          buffer.assign(run.input_shape().size(), 0.0f);
+          c->gathered.swap(buffer);  // next() writes every value of the buffer it is given
+          if (spare.empty()) {
+            buffer.resize(input_size);
+          } else {
+            buffer = std::move(spare.back());
+            spare.pop_back();
+          }
+        }
+        Call* call = c.get();
+        out.push_back(std::move(c));
+        handed = true;
+        if (threads.empty()) {
+          run_call(call);
+          std::lock_guard<std::mutex> lock(mutex);
+          back.push_back(call);
+          continue;
         }
         {
           std::lock_guard<std::mutex> lock(mutex);
-          queue.push_back(c.get());
+          queue.push_back(call);
         }
-        out.push_back(std::move(c));
         to_run.notify_one();
-        handed = true;
       }
       const bool computed = !cancel_requested() && run.step();
       if (options.progress && first) options.progress(0, run.total());
