@@ -31,10 +31,7 @@ export function poolError(message, code, extra = {}) {
   return e;
 }
 
-/** A heap size in words: GB from 1e9 bytes, else MB. */
-export function heapText(bytes) {
-  return bytes >= 1e9 ? `${(bytes / 1e9).toFixed(2)} GB` : `${(bytes / 1e6).toFixed(1)} MB`;
-}
+export { bytesText as heapText } from './bytes.js';
 
 export class OrtWorkers {
   /**

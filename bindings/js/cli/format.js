@@ -3,10 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const GB = (b) => `${(b / 1e9).toFixed(2)} GB`;
-/** Bytes in GB from 1 GB up, else in MB. */
-export const size = (b) => (b >= 1e9 ? GB(b) : `${(b / 1e6).toFixed(1)} MB`);
-export const MB = (b) => `${(b / 1e6).toFixed(1)} MB`;
+import { gbText as GB, bytesText as size, mbText as MB } from '../bytes.js';
+
+export { GB, size, MB };
 export const pct = (a, b) => `${Math.round((100 * a) / b)}%`;
 
 export function duration(s) {
