@@ -267,7 +267,8 @@ test('an infeasible tile setting is refused with the planner\'s advice and Run d
   await page.selectOption('#model', 'xqsm');
   await page.fill('#core', '128');
   await page.fill('#halo', '8');
-  await page.waitForSelector('#planAdvice:not([hidden])', { timeout: 10000 });
+  // The advice of the settings as filled (core 128 with the old halo may be shown first, for a moment).
+  await page.waitForFunction(() => !document.querySelector('#planAdvice').hidden && /at halo 8/.test(document.querySelector('#planAdvice').textContent), null, { timeout: 10000 });
   assert.match(await page.textContent('#planAdvice'), /largest core that fits is 112/);
   assert.equal(await page.isDisabled('#run'), true);
   assert.equal(await page.isDisabled('#demo'), true);

@@ -109,15 +109,19 @@ export async function cmdInvert(o, ctx) {
     geometry, mask, field: phaseNet ? undefined : field, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, threadsPerWorker: threads,
     quality: run.quality, verify: run.verify || undefined, b0Align: run.b0Align, crop: run.crop, cropMargin: run.cropMargin, ...phaseSettings,
   });
-  // A spec without bytesPerVoxel: its (local) weights are read and the network calibrated before any plan.
-  const early = uncosted(rawSpec) ? await loadNetworkWeights(o, entry, tessera, ctx) : null;
-  if (early) await calibrateSpec(tessera, early.weights, spec, ctx);
-  // Refused before anything is downloaded.
-  const gate = await tessera.plan(early ? { ...request, weights: early.weights } : request);
-  if (!gate.feasible) throw new CliError(gate.message, EXIT_USAGE, 'BudgetExceeded');
-  signal.throwIfAborted();
+  // Weights given as local files are read first (nothing to download), so the run is planned once, with them; a spec
+  // without bytesPerVoxel is then calibrated before that plan.
+  const local = weightSources.length > 0 && weightSources.every((src) => !/^https?:\/\//i.test(src));
+  const early = local || uncosted(rawSpec) ? await loadNetworkWeights(o, entry, tessera, ctx) : null;
+  if (early && uncosted(rawSpec)) await calibrateSpec(tessera, early.weights, spec, ctx);
+  if (!early) {
+    // Weights still to download: a refused run is refused before anything is downloaded.
+    const gate = await tessera.plan(request);
+    if (!gate.feasible) throw new CliError(gate.message, EXIT_USAGE, 'BudgetExceeded');
+    signal.throwIfAborted();
+  }
 
-  // Weights: after the plan, so a refused run downloads nothing.
+  // Weights to download: after the gate plan above, so a refused run downloads nothing.
   const { weights, weightsInfo } = early ?? (await loadNetworkWeights(o, entry, tessera, ctx));
   // The run's plan: with the reach the weights' graph gives (or the probe measures), handed to the run as it is.
   const context = o.probe ? await probeContext(o, entry, spec, weights, tessera, ctx) : undefined;
