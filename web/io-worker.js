@@ -27,6 +27,24 @@ import { readNiftiAsync, readEchoesAsync, thresholdMask, writeNifti, maskFromVal
 import { loadInputs, InputError } from '../bindings/js/inputs.js';
 import { phrasePhaseRefusal, PhaseRefusal } from '../bindings/js/phase-units.js';
 
+/** What the page keeps of a loaded phase (the package's load()): geometry, header, echoes, data, units' notes. */
+function phaseResult(r) {
+  const { data, ...like } = r.phase;
+  return {
+    fixed: r.fixed,
+    dims: r.geometry.dims,
+    voxelMm: r.geometry.voxelMm,
+    b0Dir: r.geometry.b0Dir,
+    like,
+    echoes: r.echoes,
+    phase: data,
+    range: r.phaseInfo.range,
+    magnitude: r.magnitude?.data ?? null,
+    mask: r.mask?.data ?? null,
+    notes: r.phaseInfo.notes,
+  };
+}
+
 const ops = {
   async read({ bytes, units, b0 }) {
     const r = await load({ field: bytes }, { units: units ?? 'ppm', b0, needMask: false }, { field: 'The field map' });
@@ -50,42 +68,18 @@ const ops = {
       { phaseUnits: units === 'rad' ? undefined : units, maskFrom: maskSource, fraction, te },
       names,
     );
-    const { data, ...like } = r.phase;
     return {
-      fixed: r.fixed,
-      dims: r.geometry.dims,
-      voxelMm: r.geometry.voxelMm,
-      b0Dir: r.geometry.b0Dir,
+      ...phaseResult(r),
       b0DirSource: r.phase.b0DirSource,
-      like,
-      echoes: r.echoes,
-      phase: data,
-      range: r.phaseInfo.range,
       nonFinite: r.phaseInfo.nonFinite,
       // A 3D magnitude with several echoes makes the mask only (the echo weights would be TE² alone anyway).
-      magnitude: r.magnitude?.data ?? null,
       magEchoes: r.magnitudeEchoes,
-      mask: r.mask.data,
-      notes: r.phaseInfo.notes,
     };
   },
   async pipeline({ phases, magnitude, mask, units, names }) {
     const phase = phases.length === 1 ? phases[0] : await stackEchoes(phases, names);
     const r = await load({ phase, magnitude, mask }, { phaseUnits: units === 'rad' ? undefined : units, maskFrom: 'file', needMask: false }, names);
-    const { data, ...like } = r.phase;
-    return {
-      fixed: r.fixed,
-      dims: r.geometry.dims,
-      voxelMm: r.geometry.voxelMm,
-      b0Dir: r.geometry.b0Dir,
-      like,
-      echoes: r.echoes,
-      phase: data,
-      range: r.phaseInfo.range,
-      magnitude: r.magnitude?.data ?? null,
-      mask: r.mask?.data ?? null,
-      notes: r.phaseInfo.notes,
-    };
+    return phaseResult(r);
   },
   async load({ field, phase, mask, magnitude, maskSource, fraction, units, b0, te, phaseUnits, names = {} }) {
     const r = await load(

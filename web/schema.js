@@ -117,3 +117,17 @@ export function followDefaultHalo(model, byName) {
 export function watchHalo() {
   $('halo').addEventListener('input', () => ($('halo').dataset.userSet = '1'));
 }
+
+/**
+ * Shows text in el next to schema-option inputs (null hides it) and marks the input it names invalid.
+ * fields are optionLabel's {name, el}.
+ */
+export function showOptionProblem(el, fields, text) {
+  el.hidden = !text;
+  el.textContent = text || '';
+  for (const f of fields) {
+    const bad = !!text && (text.startsWith(f.name) || text.includes(` ${f.name} `) || text.includes(`${f.name}:`));
+    if (bad) f.el.setAttribute('aria-invalid', 'true');
+    else f.el.removeAttribute('aria-invalid');
+  }
+}

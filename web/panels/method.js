@@ -5,7 +5,7 @@
 // in its words next to the inputs (the plan's message), the input marked aria-invalid, and Run stays disabled.
 // Published: #inversion's value ('network' or the method), #methodParams' data-method, each input's data-option.
 import { $ } from '../dom.js';
-import { optionLabel } from '../schema.js';
+import { optionLabel, showOptionProblem } from '../schema.js';
 import { methodNames, methodParams, readParam } from '../workflows/method.js';
 
 /** A small volume to ask the planner each method's title with. */
@@ -140,13 +140,6 @@ export class MethodPanel {
 
   /** Shows `text` next to the inputs (null hides it); the input it names is marked invalid. */
   showProblem(text) {
-    const el = $('methodMsg');
-    el.hidden = !text;
-    el.textContent = text || '';
-    for (const f of this.fields) {
-      const bad = !!text && (text.startsWith(f.name) || text.includes(` ${f.name} `) || text.includes(`${f.name}:`));
-      if (bad) f.el.setAttribute('aria-invalid', 'true');
-      else f.el.removeAttribute('aria-invalid');
-    }
+    showOptionProblem($('methodMsg'), this.fields, text);
   }
 }

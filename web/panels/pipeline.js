@@ -6,7 +6,7 @@
 // becomes the phase, magnitude, TE and B0. Published: each input's data-option; #pipelineParams' data-background;
 // #dicomText's data-state (converting | done | cancelled | error) and the conversion's series, echoes, te, b0.
 import { $, setData, clearData } from '../dom.js';
-import { optionLabel } from '../schema.js';
+import { optionLabel, showOptionProblem } from '../schema.js';
 import { GROUPS, pipelineParams, readPipelineParams, pipelineWorkflow } from '../workflows/pipeline.js';
 import { convertDicom, sortSeries, folderName, dropEntries, entryFiles } from '../dicom.js';
 
@@ -92,14 +92,7 @@ export class PipelinePanel {
   }
 
   showProblem(text) {
-    const el = $('pipelineMsg');
-    el.hidden = !text;
-    el.textContent = text || '';
-    for (const f of this.fields) {
-      const bad = !!text && (text.startsWith(f.name) || text.includes(` ${f.name} `) || text.includes(`${f.name}:`));
-      if (bad) f.el.setAttribute('aria-invalid', 'true');
-      else f.el.removeAttribute('aria-invalid');
-    }
+    showOptionProblem($('pipelineMsg'), this.fields, text);
   }
 }
 

@@ -54,6 +54,13 @@ export function checkAcquisition(form, echoes) {
   return { te, b0, erodeRadius: erode, phaseSign: Number(form.sign) < 0 ? -1 : 1, echoes, problem };
 }
 
+/** Shows problem next to TE and B0; before an input is loaded only when a TE has been typed. */
+export function showAcquisitionProblem(problem, input) {
+  const show = !!problem && (!!input || $('te').value.trim() !== '');
+  $('phaseMsg').hidden = !show;
+  $('phaseMsg').textContent = show ? problem : '';
+}
+
 export const phaseWorkflow = {
   kind: 'phase',
   /** Whole volume only: no tile setting applies (only the threads per worker). */
@@ -113,10 +120,7 @@ export const phaseWorkflow = {
 
   /** Shows the problem next to the inputs; before a phase is loaded only a TE that is wrong in itself. */
   syncParams(input) {
-    const problem = this.problem(input);
-    const show = !!problem && (!!input || $('te').value.trim() !== '');
-    $('phaseMsg').hidden = !show;
-    $('phaseMsg').textContent = show ? problem : '';
+    showAcquisitionProblem(this.problem(input), input);
   },
 
   /**

@@ -6,7 +6,7 @@
 // downloaded (OUTPUTS). The pipeline's options (unwrap, background and its parameters, the brain mask's) are the C++
 // schema's: this file keeps no copy of their defaults or ranges. Same shape as field.js / phase.js / method.js.
 import { $, fmtBytes } from '../dom.js';
-import { checkAcquisition } from './phase.js';
+import { checkAcquisition, showAcquisitionProblem } from './phase.js';
 import { methodHeapLimit, methodParams, readParam } from './method.js';
 import { loadDicom } from '../dicom.js';
 
@@ -167,10 +167,7 @@ export const pipelineWorkflow = {
 
   /** The problem next to TE and B0 (the pipeline's options show theirs in their own box). */
   syncParams(input) {
-    const problem = this.problem(input);
-    const show = !!problem && (!!input || $('te').value.trim() !== '');
-    $('phaseMsg').hidden = !show;
-    $('phaseMsg').textContent = show ? problem : '';
+    showAcquisitionProblem(this.problem(input), input);
   },
 
   /**
