@@ -1004,6 +1004,18 @@ async function until(f, ms = 10000) {
   }
   return v;
 }
+/** The worker-target count once it has held still for 1.5 s (a cancelled run elsewhere may still be closing workers). */
+async function settledWorkerTargets(ms = 20000) {
+  const end = Date.now() + ms;
+  let last = await workerTargets();
+  let since = Date.now();
+  while (Date.now() < end && Date.now() - since < 1500) {
+    await new Promise((r) => setTimeout(r, 100));
+    const now = await workerTargets();
+    if (now !== last) [last, since] = [now, Date.now()];
+  }
+  return last;
+}
 /** A new tab of the app, idle (its own runtime started). */
 async function appTab() {
   const tab = await ctx.newPage();
@@ -1033,7 +1045,7 @@ before(async () => {
 
 test('reload mid-run: every worker of the old page closes (none orphaned), and the reloaded page plans and runs', { skip }, async () => {
   const tab = await appTab();
-  const idle = await workerTargets(); // the main page's and this tab's app workers
+  const idle = await settledWorkerTargets(); // the main page's and this tab's app workers
   await startLongRun(tab);
   const old = tab.workers();
   assert.ok(old.some((w) => w.url().endsWith('/ort-worker.js')), 'ONNX Runtime workers run in the old page');
@@ -1069,7 +1081,7 @@ test('reload mid-run: every worker of the old page closes (none orphaned), and t
 });
 
 test('tab closed mid-run: all its workers close, the browser keeps only the other tabs\'', { skip }, async () => {
-  const others = await workerTargets();
+  const others = await settledWorkerTargets();
   const tab = await appTab();
   await startLongRun(tab);
   const mine = tab.workers();
