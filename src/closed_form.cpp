@@ -40,7 +40,7 @@ std::vector<float> kspace_divide(const Geometry& g, std::span<const float> field
   p.dims = inversion_padded_dims(g.dims, pad_ratio, what);
   const KSpaceGrid grid(p);
   std::vector<Complex> c(static_cast<size_t>(p.voxel_count()));
-  pad_into(g, p.dims, field, c);
+  pad_into(g, p.dims, field, c, threads);
   fft3d_forward(c, p.dims, threads);
   parallel_for(p.voxel_count(), threads, [&](uint64_t begin, uint64_t end) {
     grid.for_range(begin, end, [&](uint64_t i, int64_t x, int64_t y, int64_t z) {
@@ -49,7 +49,7 @@ std::vector<float> kspace_divide(const Geometry& g, std::span<const float> field
   });
   fft3d_inverse(c, p.dims, threads);
   std::vector<float> chi(static_cast<size_t>(g.voxel_count()));
-  crop_masked(g, p.dims, c, mask, chi);
+  crop_masked(g, p.dims, c, mask, chi, threads);
   return chi;
 }
 
@@ -108,26 +108,25 @@ KSpaceGrid::KSpaceGrid(const Geometry& g) : g_(g), b_(g.b0_dir) {
   }
 }
 
-void pad_into(const Geometry& g, const Dims3& pd, std::span<const float> v, std::span<Complex> out) {
-  std::fill(out.begin(), out.end(), Complex(0.0f, 0.0f));
-  const uint64_t px = static_cast<uint64_t>(pd[0]), py = static_cast<uint64_t>(pd[1]);
-  for (int64_t z = 0; z < g.dims[2]; ++z)
-    for (int64_t y = 0; y < g.dims[1]; ++y) {
-      const float* src = v.data() + g.index(0, y, z);
-      Complex* dst = out.data() + (static_cast<uint64_t>(y) + py * static_cast<uint64_t>(z)) * px;
-      for (int64_t x = 0; x < g.dims[0]; ++x) dst[x] = Complex(src[x], 0.0f);
-    }
+void pad_into(const Geometry& g, const Dims3& pd, std::span<const float> v, std::span<Complex> out, unsigned threads) {
+  const uint64_t n = static_cast<uint64_t>(pd[0]) * static_cast<uint64_t>(pd[1]) * static_cast<uint64_t>(pd[2]);
+  parallel_for(n, threads, [&](uint64_t begin, uint64_t end) {
+    for_voxel_range(pd, begin, end, [&](uint64_t i, int64_t x, int64_t y, int64_t z) {
+      const bool inside = x < g.dims[0] && y < g.dims[1] && z < g.dims[2];
+      out[i] = Complex(inside ? v[g.index(x, y, z)] : 0.0f, 0.0f);
+    });
+  });
 }
 
 void crop_masked(const Geometry& g, const Dims3& pd, std::span<const Complex> in, std::span<const uint8_t> mask,
-                 std::span<float> out) {
+                 std::span<float> out, unsigned threads) {
   const uint64_t px = static_cast<uint64_t>(pd[0]), py = static_cast<uint64_t>(pd[1]);
-  for (int64_t z = 0; z < g.dims[2]; ++z)
-    for (int64_t y = 0; y < g.dims[1]; ++y) {
-      const Complex* src = in.data() + (static_cast<uint64_t>(y) + py * static_cast<uint64_t>(z)) * px;
-      const uint64_t o = g.index(0, y, z);
-      for (int64_t x = 0; x < g.dims[0]; ++x) out[o + x] = mask[o + x] ? src[x].real() : 0.0f;
-    }
+  parallel_for(g.voxel_count(), threads, [&](uint64_t begin, uint64_t end) {
+    for_voxel_range(g.dims, begin, end, [&](uint64_t i, int64_t x, int64_t y, int64_t z) {
+      const uint64_t p = static_cast<uint64_t>(x) + px * (static_cast<uint64_t>(y) + py * static_cast<uint64_t>(z));
+      out[i] = mask[i] ? in[p].real() : 0.0f;
+    });
+  });
 }
 
 void validate_inversion_inputs(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask) {

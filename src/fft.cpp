@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
+#include <cstdlib>
 #include <exception>
 #include <limits>
 #include <mutex>
@@ -16,9 +18,61 @@
 // pocketfft (Reinecke & Bell, BSD-3-Clause; the FFT of numpy and scipy; third_party/pocketfft, from Debian's python3-pythran):
 // header-only C++, any length (mixed radix 2, 3, 4, 5, 7, 8, 11, generic radix, Bluestein for large primes).
 // Its own threads are not used: the lines are shared out here, so that a full wasm pthread pool falls back.
+// It is compiled inside tessera::fft_impl (its standard headers first), so its allocation hook below cannot meet
+// another copy of pocketfft linked into the same program.
 #define POCKETFFT_NO_MULTITHREADING
 #define POCKETFFT_CACHE_SIZE 0
+#include <array>
+#include <cmath>
+#include <complex>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+
+namespace tessera::fft_impl {
+
+// One scratch block per thread, reused while the thread is in an axis pass.
+struct ScratchBlock {
+  void* data = nullptr;
+  size_t bytes = 0;
+  bool in_use = false;
+};
+// The calling thread's block during an axis pass (null outside one).
+inline thread_local ScratchBlock* current_scratch = nullptr;
+
+// pocketfft allocates a line of scratch on every exec (cfftp::pass_all). In wasm, malloc (emmalloc) has one lock
+// for all threads, so two threads transforming lines fought over it line after line (the 3D FFT gained 1.45x from
+// a second thread in wasm against 1.9x natively). Its allocations are routed here (unqualified lookup inside
+// pocketfft::detail finds these first): in an axis pass, the thread's block; outside one, aligned_alloc / free.
+namespace pocketfft::detail {
+inline void* aligned_alloc(size_t alignment, size_t bytes) {
+  ScratchBlock* b = current_scratch;
+  if (!b || b->in_use) return std::aligned_alloc(alignment, bytes);
+  if (b->bytes < bytes) {
+    std::free(b->data);
+    b->bytes = 0;
+    b->data = std::aligned_alloc(alignment, bytes);
+    if (!b->data) return nullptr;
+    b->bytes = bytes;
+  }
+  b->in_use = true;
+  return b->data;
+}
+// (without SSE, wasm's case, pocketfft allocates with malloc)
+inline void* malloc(size_t bytes) { return aligned_alloc(alignof(std::max_align_t), bytes); }
+inline void free(void* p) {
+  ScratchBlock* b = current_scratch;
+  if (b && p && p == b->data) {
+    b->in_use = false;
+    return;
+  }
+  std::free(p);
+}
+}  // namespace pocketfft::detail
+
 #include "pocketfft/pocketfft_hdronly.hpp"
+
+}  // namespace tessera::fft_impl
 
 namespace tessera {
 
@@ -29,8 +83,8 @@ namespace {
 // (scalar code without -msimd128).
 using Lanes = float __attribute__((vector_size(16)));
 constexpr uint64_t kLanes = 4;
-using LaneComplex = pocketfft::detail::cmplx<Lanes>;
-using Plan = pocketfft::detail::pocketfft_c<float>;
+using LaneComplex = fft_impl::pocketfft::detail::cmplx<Lanes>;
+using Plan = fft_impl::pocketfft::detail::pocketfft_c<float>;
 
 // Lines of a strided axis gathered per item: 16 consecutive complex floats are two 64-byte cache lines.
 constexpr uint64_t kStridedBatch = 16;
@@ -120,6 +174,15 @@ void transform_axis(Complex* base, const Dims3& dims, int axis, bool inverse, fl
 
   auto work = [&]() {
     std::vector<LaneComplex> lines(static_cast<size_t>(((batch + kLanes - 1) / kLanes) * n));
+    fft_impl::ScratchBlock scratch;  // pocketfft's exec scratch, reused line after line
+    struct Scope {
+      fft_impl::ScratchBlock* b;
+      explicit Scope(fft_impl::ScratchBlock* block) : b(block) { fft_impl::current_scratch = block; }
+      ~Scope() {
+        fft_impl::current_scratch = nullptr;
+        std::free(b->data);
+      }
+    } scope(&scratch);
     for (;;) {
       const uint64_t first = next.fetch_add(chunk);
       if (first >= items) break;
@@ -181,7 +244,7 @@ void fft3d(std::span<Complex> data, const Dims3& dims, bool inverse, unsigned th
 // (n2) and an FFTPACK plan of n2 = good_size(2n - 1) in the plan; a_k and its ping-pong line (2 n2) per exec.
 // Per thread: the gathered lines (kStridedBatch) and one exec's scratch, in lane-complex values.
 uint64_t axis_bytes(uint64_t n, uint64_t t) {
-  using pocketfft::detail::util;
+  using fft_impl::pocketfft::detail::util;
   bool bluestein = false;
   uint64_t n2 = 0;
   const uint64_t p = n < 50 ? 0 : util::largest_prime_factor(static_cast<size_t>(n));

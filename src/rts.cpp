@@ -82,7 +82,7 @@ Rts::Rts(const Geometry& g, std::span<const float> field, std::span<const uint8_
   hbar_.assign(sn, C(0.0f, 0.0f));
   xk_.assign(sn, C(0.0f, 0.0f));
   // LSMR start: β u = b = F(f), α v = Aᴴu, h = v, h̄ = 0, x = 0
-  pad_into(g_, p_.dims, field, u_);
+  pad_into(g_, p_.dims, field, u_, threads_);
   fft3d_forward(u_, p_.dims, threads_);
   const double beta = std::sqrt(block_sum(n, threads_, [&](uint64_t b, uint64_t e) {
     double s = 0.0;

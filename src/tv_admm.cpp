@@ -155,7 +155,7 @@ TvAdmm::TvAdmm(const Geometry& g, std::span<const float> field, std::span<const 
     u_[a].assign(static_cast<size_t>(n), 0.0f);
     v_[a].assign(static_cast<size_t>(n), 0.0f);
   }
-  pad_into(g_, p_.dims, field, rhs_);
+  pad_into(g_, p_.dims, field, rhs_, threads_);
   fft3d_forward(rhs_, p_.dims, threads_);
   const float rho = static_cast<float>(params_.rho);
   parallel_for(n, threads_, [&](uint64_t begin, uint64_t end) {

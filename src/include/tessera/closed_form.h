@@ -98,6 +98,24 @@ uint64_t tikhonov_workspace_bytes(const Geometry& geometry, const TikhonovParams
 
 // ---- k-space pieces shared by the inversions ----
 
+// Calls f(i, x, y, z) for every linear index i in [begin, end) of a volume of `dims` (x-fastest).
+template <typename F>
+void for_voxel_range(const Dims3& dims, uint64_t begin, uint64_t end, F&& f) {
+  const uint64_t nx = static_cast<uint64_t>(dims[0]), ny = static_cast<uint64_t>(dims[1]);
+  int64_t x = static_cast<int64_t>(begin % nx), y = static_cast<int64_t>((begin / nx) % ny),
+          z = static_cast<int64_t>(begin / (nx * ny));
+  for (uint64_t i = begin; i < end; ++i) {
+    f(i, x, y, z);
+    if (++x == dims[0]) {
+      x = 0;
+      if (++y == dims[1]) {
+        y = 0;
+        ++z;
+      }
+    }
+  }
+}
+
 // The frequencies of a (padded) grid: the dipole kernel D = 1/3 − (k·b)²/|k|² (D(0) = 0, b the unit B0 direction,
 // k = fftfreq(n, voxel), as dipole_kernel's Standard convention) and the negative discrete Laplacian
 // L = Σ_axes (2 − 2cos(2πk_i/N_i)) / h_i² (the k-space form of ∇ᵀ∇ for periodic forward differences), per frequency.
@@ -118,19 +136,7 @@ class KSpaceGrid {
   // Calls f(i, x, y, z) for every linear index i in [begin, end) (x-fastest).
   template <typename F>
   void for_range(uint64_t begin, uint64_t end, F&& f) const {
-    const uint64_t nx = static_cast<uint64_t>(g_.dims[0]), ny = static_cast<uint64_t>(g_.dims[1]);
-    int64_t x = static_cast<int64_t>(begin % nx), y = static_cast<int64_t>((begin / nx) % ny),
-            z = static_cast<int64_t>(begin / (nx * ny));
-    for (uint64_t i = begin; i < end; ++i) {
-      f(i, x, y, z);
-      if (++x == g_.dims[0]) {
-        x = 0;
-        if (++y == g_.dims[1]) {
-          y = 0;
-          ++z;
-        }
-      }
-    }
+    for_voxel_range(g_.dims, begin, end, f);
   }
 
  private:
@@ -140,13 +146,14 @@ class KSpaceGrid {
 };
 
 // The complex padded copy of a real volume (at the low corner, zeros elsewhere).
-// volume.size() == geometry.voxel_count(); padded dims >= geometry's.
-void pad_into(const Geometry& geometry, const Dims3& padded, std::span<const float> volume, std::span<std::complex<float>> out);
+// volume.size() == geometry.voxel_count(); padded dims >= geometry's; threads: 0 = hardware.
+void pad_into(const Geometry& geometry, const Dims3& padded, std::span<const float> volume, std::span<std::complex<float>> out,
+              unsigned threads = 1);
 
 // The real parts of the low corner of a padded complex volume, times the mask (0 outside it).
-// out.size() == mask.size() == geometry.voxel_count(); padded dims >= geometry's.
+// out.size() == mask.size() == geometry.voxel_count(); padded dims >= geometry's; threads: 0 = hardware.
 void crop_masked(const Geometry& geometry, const Dims3& padded, std::span<const std::complex<float>> in,
-                 std::span<const uint8_t> mask, std::span<float> out);
+                 std::span<const uint8_t> mask, std::span<float> out, unsigned threads = 1);
 
 // Checks an inversion's inputs (geometry, sizes, finite field, non-empty mask), each failure one clear line.
 void validate_inversion_inputs(const Geometry& geometry, std::span<const float> field, std::span<const uint8_t> mask);
