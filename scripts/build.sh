@@ -28,12 +28,20 @@ if [ "$what" = wasm ] || [ "$what" = all ]; then
   echo '{"type":"commonjs"}' > dist/wasm/web/package.json
 fi
 if [ "$what" = module ]; then
-  # Only the two Embind module targets, in their own tree (no tests, no benchmarks): scripts/prepack.sh.
-  [ -f build/module/CMakeCache.txt ] || emcmake cmake -S . -B build/module -DCMAKE_BUILD_TYPE=Release \
-    -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCH=OFF >/dev/null
-  cmake --build build/module -j"$jobs" --target tessera_module tessera_module_web
+  # Only the two Embind module targets (scripts/prepack.sh): in the wasm tree when one is configured (its objects are
+  # reused: one wasm build), else in their own tree without tests or benchmarks. TESSERA_MODULE_BUILD_DIR names
+  # another configured wasm tree to build them in (the pack test reuses the checkout's build/wasm that way).
+  tree=${TESSERA_MODULE_BUILD_DIR:-}
+  if [ -z "$tree" ]; then
+    if [ -f build/wasm/CMakeCache.txt ]; then tree=build/wasm; else tree=build/module; fi
+  fi
+  if [ ! -f "$tree/CMakeCache.txt" ]; then
+    [ -z "${TESSERA_MODULE_BUILD_DIR:-}" ] || { echo "build.sh: TESSERA_MODULE_BUILD_DIR=$tree is not a configured CMake tree (no CMakeCache.txt): unset it or run scripts/build.sh wasm there first" >&2; exit 1; }
+    emcmake cmake -S . -B "$tree" -DCMAKE_BUILD_TYPE=Release -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCH=OFF >/dev/null
+  fi
+  cmake --build "$tree" -j"$jobs" --target tessera_module tessera_module_web
   mkdir -p dist/wasm/node dist/wasm/web
-  cp build/module/tessera.js build/module/tessera.wasm build/module/tessera.worker.js dist/wasm/node/
-  cp build/module/web/tessera.js build/module/web/tessera.wasm build/module/web/tessera.worker.js dist/wasm/web/
+  cp "$tree"/tessera.js "$tree"/tessera.wasm "$tree"/tessera.worker.js dist/wasm/node/
+  cp "$tree"/web/tessera.js "$tree"/web/tessera.wasm "$tree"/web/tessera.worker.js dist/wasm/web/
   echo '{"type":"commonjs"}' | tee dist/wasm/node/package.json > dist/wasm/web/package.json
 fi
