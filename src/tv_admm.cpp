@@ -18,24 +18,6 @@ std::string number(double v) {
   return buf;
 }
 
-// Calls f(i, x, y, z) over [begin, end) of a grid of dims (x-fastest).
-template <typename F>
-void for_voxels(const Dims3& d, uint64_t begin, uint64_t end, F&& f) {
-  const uint64_t nx = static_cast<uint64_t>(d[0]), ny = static_cast<uint64_t>(d[1]);
-  int64_t x = static_cast<int64_t>(begin % nx), y = static_cast<int64_t>((begin / nx) % ny),
-          z = static_cast<int64_t>(begin / (nx * ny));
-  for (uint64_t i = begin; i < end; ++i) {
-    f(i, x, y, z);
-    if (++x == d[0]) {
-      x = 0;
-      if (++y == d[1]) {
-        y = 0;
-        ++z;
-      }
-    }
-  }
-}
-
 float shrink(float v, float t) { return v > t ? v - t : (v < -t ? v + t : 0.0f); }
 
 }  // namespace
@@ -47,7 +29,7 @@ void forward_gradient(const Geometry& g, std::span<const float> x, std::span<flo
   const float ih[3] = {static_cast<float>(1.0 / g.voxel_mm[0]), static_cast<float>(1.0 / g.voxel_mm[1]),
                        static_cast<float>(1.0 / g.voxel_mm[2])};
   parallel_for(g.voxel_count(), threads, [&](uint64_t begin, uint64_t end) {
-    for_voxels(d, begin, end, [&](uint64_t i, int64_t px, int64_t py, int64_t pz) {
+    for_voxel_range(d, begin, end, [&](uint64_t i, int64_t px, int64_t py, int64_t pz) {
       const float c = x[i];
       const uint64_t ix = px + 1 < d[0] ? i + 1 : i + 1 - sy;
       const uint64_t iy = py + 1 < d[1] ? i + sy : i + sy - sz;
@@ -67,7 +49,7 @@ void gradient_adjoint(const Geometry& g, std::span<const float> gx, std::span<co
   const float ih[3] = {static_cast<float>(1.0 / g.voxel_mm[0]), static_cast<float>(1.0 / g.voxel_mm[1]),
                        static_cast<float>(1.0 / g.voxel_mm[2])};
   parallel_for(n, threads, [&](uint64_t begin, uint64_t end) {
-    for_voxels(d, begin, end, [&](uint64_t i, int64_t px, int64_t py, int64_t pz) {
+    for_voxel_range(d, begin, end, [&](uint64_t i, int64_t px, int64_t py, int64_t pz) {
       const uint64_t ix = px > 0 ? i - 1 : i + sy - 1;
       const uint64_t iy = py > 0 ? i - sy : i + sz - sy;
       const uint64_t iz = pz > 0 ? i - sz : i + n - sz;
