@@ -130,9 +130,19 @@ function interiorMask([nx, ny, nz], margin) {
 const mask = interiorMask(geometry.dims, 3);
 const field = Float32Array.from({ length: n }, (_, i) => Math.sin(i * 0.37) * 0.05);
 
-/** Runs a field run to the end with the identity network (the output is the patch it was given). */
-function runIdentity(volume, request, plan) {
-  const run = M.startFieldRun(volume, request, plan);
+/** The view of a request's plan (the held plan given back at once). */
+function planView(g, m, request) {
+  const handle = M.plan(g, m, request, undefined);
+  try {
+    return handle.view();
+  } finally {
+    handle.delete();
+  }
+}
+
+/** Runs a held plan's field run to the end with the identity network (the output is the patch it was given). */
+function runIdentity(volume, handle) {
+  const run = M.startFieldRun(volume, handle);
   try {
     for (;;) {
       const patches = [];
@@ -156,7 +166,7 @@ function newVolume(g = geometry, f = field, m = mask) {
 
 test('a tiled plan: every field, Numbers, the grid tiles; verify, context and predictedFidelity null when absent', () => {
   const request = { spec: { divisor: 4 }, tile: { core: 8, halo: 2 } };
-  const plan = M.plan(geometry, mask, request);
+  const plan = planView(geometry, mask, request);
   assertShape(plan, PLAN, 'plan');
   assert.equal(plan.feasible, true, plan.message);
   assert.deepEqual(plan.tile, { core: 8, halo: 2, stride: 8, blend: 'crop' });
@@ -184,7 +194,7 @@ test('a tiled plan: every field, Numbers, the grid tiles; verify, context and pr
 
 test('a plan with verify, a known reach and overlapping blended tiles: the nested objects are there', () => {
   const request = { spec: { divisor: 1, receptiveRadius: 3 }, tile: { core: 6, halo: 3, stride: 4, blend: 'cosine' }, verify: true };
-  const plan = M.plan(geometry, mask, request);
+  const plan = planView(geometry, mask, request);
   assertShape(plan, PLAN, 'plan');
   assert.equal(plan.feasible, true, plan.message);
   assert.deepEqual(plan.tile, { core: 6, halo: 3, stride: 4, blend: 'cosine' });
@@ -203,12 +213,12 @@ test('a plan with verify, a known reach and overlapping blended tiles: the neste
 });
 
 test('a whole-volume plan and a refused one keep every field', () => {
-  const whole = M.plan(geometry, undefined, { spec: {}, whole: true });
+  const whole = planView(geometry, undefined, { spec: {}, whole: true });
   assertShape(whole, PLAN, 'whole');
   assert.equal(whole.wholeVolume, true);
   assert.deepEqual(whole.predictedFidelity, { r: 1, nrmse: 0, deficit: 0 }, 'the whole-volume run is its own reference');
   assert.equal(whole.grid.tiles.length, 1);
-  const refused = M.plan(geometry, mask, { spec: { bytesPerVoxel: 1e6 }, tile: { core: 200, halo: 8 } });
+  const refused = planView(geometry, mask, { spec: { bytesPerVoxel: 1e6 }, tile: { core: 200, halo: 8 } });
   assertShape(refused, PLAN, 'refused');
   assert.equal(refused.feasible, false);
   assert.match(refused.message, /single-patch limit/);
@@ -233,12 +243,13 @@ test('patchFit: byte figures past 2^32 arrive whole, as Numbers', () => {
 
 test('a run report from a field run, and the volume geometry', () => {
   const request = { spec: { divisor: 2 }, tile: { core: 7, halo: 1 } };
-  const plan = M.plan(geometry, mask, request);
+  const handle = M.plan(geometry, mask, request, undefined);
+  const plan = handle.view();
   const volume = newVolume();
   try {
     assertShape(volume.geometry(), GEOMETRY, 'geometry');
     assert.deepEqual(volume.geometry(), geometry);
-    const { report, chi } = runIdentity(volume, request, plan);
+    const { report, chi } = runIdentity(volume, handle);
     assertShape(report, RUN_REPORT, 'report');
     assert.equal(report.tilesTotal, plan.tilesTotal);
     assert.equal(report.tilesRun, plan.tilesActive);
@@ -251,15 +262,16 @@ test('a run report from a field run, and the volume geometry', () => {
     for (let i = 0; i < n; i++) assert.equal(chi[i], mask[i] ? field[i] : 0);
   } finally {
     volume.delete();
+    handle.delete();
   }
 });
 
 test('a phase network on the step engine: its network calls (dims, heap views, the extra inputs) and its report', () => {
   const request = { model: 'iqsm', te: 0.02, b0: 3 };
-  const plan = M.plan(geometry, mask, request);
-  assert.equal(plan.feasible, true, plan.message);
+  const handle = M.plan(geometry, mask, request, undefined);
+  assert.equal(handle.view().feasible, true, handle.view().message);
   const volume = newVolume(geometry, field.map((f) => f * 40)); // a wrapped phase, rad
-  const run = M.startFieldRun(volume, request, plan);
+  const run = M.startFieldRun(volume, handle);
   try {
     const roles = M.model('iqsm').inputs;
     let calls = 0;
@@ -284,24 +296,28 @@ test('a phase network on the step engine: its network calls (dims, heap views, t
   } finally {
     run.delete();
     volume.delete();
+    handle.delete();
   }
 });
 
 test('the self-check comparison: {voxels, r, nrmse, maxAbs, compareLo, compareHi, margin}, no hfen', () => {
   const request = { spec: { divisor: 1, receptiveRadius: 2 }, tile: { core: 6, halo: 2 }, verify: true };
-  const plan = M.plan(geometry, mask, request);
+  const handle = M.plan(geometry, mask, request, undefined);
+  const plan = handle.view();
   assert.equal(plan.verify?.possible, true, plan.verify?.message);
   const volume = newVolume();
   try {
-    const { chi } = runIdentity(volume, request, plan);
-    const check = M.startVerification(volume, request, plan);
+    const { chi } = runIdentity(volume, handle);
+    const check = M.startVerification(volume, handle);
     try {
       const box = check.box();
+      const boxPlan = check.boxPlan();
       let boxChi;
       try {
-        ({ chi: boxChi } = runIdentity(box, { ...request, whole: true, tile: undefined }, plan.verify.plan));
+        ({ chi: boxChi } = runIdentity(box, boxPlan));
       } finally {
         box.delete();
+        boxPlan.delete();
       }
       const agreement = check.compare(chi, boxChi);
       assertShape(agreement, VERIFICATION, 'verification');
@@ -315,6 +331,7 @@ test('the self-check comparison: {voxels, r, nrmse, maxAbs, compareLo, compareHi
     }
   } finally {
     volume.delete();
+    handle.delete();
   }
 });
 

@@ -1,14 +1,15 @@
 // The dedicated driver worker: holds the Tessera wasm module (the C++ core plans, and its runs gather and scatter
 // patches and compute between network calls, step by step on this thread) and the ONNX Runtime worker pools that run
 // the networks. The page or the node main thread talks to it through index.js; nothing heavy ever runs on the
-// caller's thread. This file routes the messages; the work is in runtime/: the requests and plans (requests.js), the
-// runs (runs.js), the pools and the session cache (sessions.js), the self-check (verify.js), calibration
+// caller's thread. This file routes the messages; the work is in runtime/: the requests (requests.js), the plans it
+// holds (plans.js), the runs (runs.js), the pools and the session cache (sessions.js), the self-check (verify.js), calibration
 // (calibration.js) and the probes (probes.js).
 import { workerPort } from './platform.js';
 import { loadTesseraModule } from './module.js';
 import { TesseraError, errorToMessage } from './errors.js';
 import { rt, call, hardwareThreads } from './runtime/context.js';
 import { toMask, voxels, planOf, requestOf, pipelineRequestOf } from './runtime/requests.js';
+import { holdPlan } from './runtime/plans.js';
 import { invert, runPipeline } from './runtime/runs.js';
 import { calibrate } from './runtime/calibration.js';
 import { probeContext, measureSpeed } from './runtime/probes.js';
@@ -41,7 +42,13 @@ const methods = {
     const p = call(() => rt.M.phantom(a.geometry, { seed: a.seed ?? 1, noise: a.noise ?? 0 }));
     return { value: p, transfer: [p.chi.buffer, p.field.buffer, p.mask.buffer] };
   },
-  plan: (a) => planOf(a, a.pipeline ? pipelineRequestOf(a) : requestOf(a)),
+  // plan(): the request read once and planned in C++; the plan is held, its view returned with its id.
+  plan(a) {
+    const { handle, view } = planOf(a, a.pipeline ? pipelineRequestOf(a) : requestOf(a));
+    return holdPlan(handle, view);
+  },
+  // The runtime's own counters (requests C++ has read): internal, not part of the package's API.
+  counters: () => ({ requestParses: rt.M.requestParses() }),
   pipeline: runPipeline,
   // The phantom head scanned: multi-echo phase and magnitude with the truths (χ, local, background and total fields).
   phantomScan(a) {

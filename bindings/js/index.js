@@ -143,6 +143,20 @@ function bundledWeightsUrl(path) {
   return url();
 }
 
+/** A plan as plan() returns it: read-only throughout (a view of the plan the runtime holds; the run obeys the held one). */
+function frozen(view) {
+  if (view && typeof view === 'object' && !ArrayBuffer.isView(view)) {
+    for (const v of Object.values(view)) frozen(v);
+    Object.freeze(view);
+  }
+  return view;
+}
+
+/** What crosses to the runtime of a plan handed back: its id (the runtime refuses anything else in words). */
+function handedBack(plan) {
+  return plan !== null && typeof plan === 'object' ? { id: plan.id } : plan;
+}
+
 /** The first weights file of a request (NeXtQSM takes two), or undefined. */
 function firstWeights(weights) {
   const w = Array.isArray(weights) ? weights[0] : weights;
@@ -231,6 +245,8 @@ export class Tessera {
    * estimated memory; or feasible=false with the planner's advice. An automatic plan may run the mask's bounding box
    * as one patch (plan.crop; request crop: 'off' never does); give the field too for a network that reads it unmasked,
    * so that the box holds every voxel where it is not zero (a run checks and refuses otherwise).
+   * The plan is a handle: the runtime holds it (the last 16) and returns a read-only view with its id; hand it back to
+   * invert() (or pipeline()) with the same request and volume and the run obeys the held plan.
    * geometry.dims are whole numbers >= 1; mask (optional) holds dims product values; field (optional) as many.
    */
   async plan(request) {
@@ -239,19 +255,24 @@ export class Tessera {
     if (r.pipeline) {
       // A pipeline's plan (pipeline: true, with pipeline()'s options): its stages and memory. The phase and magnitude
       // stay here (the plan needs to know only whether a magnitude is given).
-      const { phase, magnitude, signal, onProgress, ...options } = r;
-      return this._call('plan', { ...options, magnitude: magnitude ? true : undefined });
+      const { phase, magnitude, signal, onProgress, plan, ...options } = r;
+      return frozen(await this._call('plan', { ...options, magnitude: magnitude ? true : undefined }));
     }
     if (r.method !== undefined && r.method !== null) {
       const { geometry, mask, method, magnitude } = r;
-      return this._call('plan', { geometry, mask, method, magnitude: magnitude ? true : undefined, ...(await this._methodOptions(r)) });
+      return frozen(await this._call('plan', { geometry, mask, method, magnitude: magnitude ? true : undefined, ...(await this._methodOptions(r)) }));
     }
-    const { geometry, mask, field, model, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, quality, verify, b0Align, crop, cropMargin } = r;
+    const { geometry, mask, field, model, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, phaseSign, quality, verify, b0Align, crop, cropMargin } = r;
     const context = contextOf(r);
     const { spec, calibration } = await this._costed(r);
-    const args = { geometry, mask, field, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, quality, context, verify, calibration, b0Align, crop, cropMargin };
-    const speed = await this._speedOf(r, async () => (await this._call('plan', args)).threadsPerWorker);
-    return this._call('plan', { ...args, speed, warmKey: await this._warmKeyOf(r.weights) });
+    const args = { geometry, mask, field, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, phaseSign, quality, context, verify, calibration, b0Align, crop, cropMargin };
+    // A speed to measure on the threads this plan would give each worker: the plan without it first, then the same
+    // request (held, not read again) planned with it.
+    let draft = null;
+    const speed = await this._speedOf(r, async () => (draft = await this._call('plan', args)).threadsPerWorker);
+    const warmKey = await this._warmKeyOf(r.weights);
+    if (draft) return frozen(await this._call('plan', { geometry, mask, field, replan: draft.id, speed, warmKey }));
+    return frozen(await this._call('plan', { ...args, speed, warmKey }));
   }
 
   /**
@@ -279,14 +300,12 @@ export class Tessera {
 
   /**
    * The spec a request plans with: a spec without bytesPerVoxel is calibrated from the request's weights (its figures
-   * filled in, the calibration returned for plan.cost); a plan handed back that was calibrated gives its figures.
+   * filled in, the calibration returned for plan.cost).
    */
-  async _costed(r, plan) {
+  async _costed(r) {
     const spec = r.spec;
     if (!spec || typeof spec !== 'object' || spec.bytesPerVoxel !== undefined || r.model) return { spec };
-    let calibration;
-    if (plan?.cost?.source === 'calibrated') calibration = { fixedBytes: plan.cost.fixedBytes, bytesPerVoxel: plan.cost.bytesPerVoxel, seconds: plan.cost.seconds, threads: plan.cost.threads, points: plan.cost.points, fit: { note: plan.cost.note } };
-    else if (firstWeights(r.weights)) calibration = await this.calibrate({ weights: r.weights, spec });
+    const calibration = firstWeights(r.weights) ? await this.calibrate({ weights: r.weights, spec }) : undefined;
     if (!calibration) return { spec };
     return { spec: { ...spec, fixedBytes: calibration.fixedBytes, bytesPerVoxel: calibration.bytesPerVoxel }, calibration };
   }
@@ -383,7 +402,8 @@ export class Tessera {
    * wrapped phase to susceptibility (iQFM: to the local field).
    * field: Float32Array, x-fastest; mask: same length (nonzero = inside); geometry: {dims, voxelMm, b0Dir}.
    * field, phase, magnitude and mask may be Volumes (what readNifti / loadInputs return): the geometry then comes
-   * from them. plan: the object plan() returned for this request (the run obeys it; made here when absent).
+   * from them. plan: the object plan() returned for this request and volume (the run obeys the plan the runtime holds;
+   * a plan of another request, volume or runtime, or one no longer held, is refused in words; made here when absent).
    * model (registry id) or spec ({divisor, bytesPerVoxel, inputMean, inputStd, outputMean, outputStd}).
    * weights: ONNX bytes (an array for NeXtQSM). tile: {core, halo}; whole: run the volume at once.
    * Phase networks (whole volume): phase (rad, wrapped; several echoes one after the other), te (s; one per echo),
@@ -396,17 +416,22 @@ export class Tessera {
     const { signal, onProgress, ...args } = a ?? {};
     if (args.method !== undefined && args.method !== null) return this._invertMethod(args, { signal, onProgress });
     const unwrapped = unwrapVolumes(args);
-    unwrapped.context = contextOf(unwrapped);
     try {
       unwrapped.executionProviders = providersOf(unwrapped.executionProviders);
     } catch (e) {
       return Promise.reject(e);
     }
-    const { spec, calibration } = await this._costed(unwrapped, unwrapped.plan);
-    const { measureSpeed, ...rest } = unwrapped;
-    const plannedThreads = async () => (await this.plan({ ...rest, spec: unwrapped.spec, speed: undefined })).threadsPerWorker;
-    const speed = unwrapped.plan ? unwrapped.speed : await this._speedOf({ ...unwrapped, signal }, plannedThreads);
-    return this._call('invert', { ...rest, spec, calibration, speed, warmKey: await this._warmKeyOf(rest.weights) }, { onProgress, signal });
+    const { measureSpeed, plan, ...rest } = unwrapped;
+    const warmKey = async () => this._warmKeyOf(rest.weights);
+    // A plan handed back: the held plan runs (its cost, reach and speed were settled when it was made).
+    if (plan !== undefined && plan !== null) return this._call('invert', { ...rest, plan: handedBack(plan), warmKey: await warmKey() }, { onProgress, signal });
+    // A speed to measure first: plan() measures it and plans once with it; that plan, made from this request, runs.
+    if (measureSpeed && rest.speed === undefined) {
+      const own = await this.plan({ ...args, signal });
+      return this._call('invert', { ...rest, plan: handedBack(own), ownPlan: true, warmKey: await warmKey() }, { onProgress, signal });
+    }
+    const { spec, calibration } = await this._costed(rest);
+    return this._call('invert', { ...rest, context: contextOf(rest), spec, calibration, warmKey: await warmKey() }, { onProgress, signal });
   }
 
   /** The classical methods' names (the C++ schema's method choices), read once. */
@@ -440,7 +465,7 @@ export class Tessera {
   async _invertMethod(args, { signal, onProgress }) {
     const r = unwrapVolumes(args);
     const { field, mask, magnitude, geometry, method, plan } = r;
-    return this._call('invert', { field, mask, magnitude, geometry, method, plan, ...(await this._methodOptions(r)) }, { onProgress, signal });
+    return this._call('invert', { field, mask, magnitude, geometry, method, plan: handedBack(plan), ...(await this._methodOptions(r)) }, { onProgress, signal });
   }
 
   /**
@@ -515,7 +540,7 @@ export class Tessera {
     const { signal, onProgress, ...args } = a ?? {};
     const r = unwrapVolumes(args);
     if (!r.geometry) throw new TesseraError('pipeline: give phase as a Volume (readNifti / readEchoes) or give geometry', 'InvalidArgument');
-    const out = await this._call('pipeline', r, { signal, onProgress });
+    const out = await this._call('pipeline', { ...r, plan: handedBack(r.plan) }, { signal, onProgress });
     const g = r.geometry;
     const echoes = Array.isArray(r.te) ? r.te.length : 1;
     const vol = (data, extra = {}) => (data ? makeVolume({ ...g, data, ...extra }) : null);

@@ -24,17 +24,21 @@ val patch_fit(val tile, val cost) { return guarded([&] { return val(wasm_patch_f
 // Current size of the module's wasm memory: it never shrinks, so this is also its high-water mark.
 double heap_bytes() { return static_cast<double>(__builtin_wasm_memory_size(0)) * 65536.0; }
 double max_patch_edge(double bpv) { return static_cast<double>(max_wasm_patch_edge(static_cast<uint64_t>(bpv))); }
-val plan(val geometry, val mask, val request) {
-  return guarded([&] { return plan_to_val(geometry, mask, request, val::undefined()); });
+// The request read once and planned: the handle the driver worker holds (plan() returns its view).
+PlanHandle plan(val geometry, val mask, val request, val field) {
+  return guarded([&] { return plan_request(geometry, mask, request, field); });
 }
-val plan_for_field(val geometry, val mask, val request, val field) {
-  return guarded([&] { return plan_to_val(geometry, mask, request, field); });
+val plan_view_of(const HeldPlan& p) { return guarded([&] { return plan_view(p); }); }
+PlanHandle plan_replan(const HeldPlan& p, val mask, val field, val speed) {
+  return guarded([&] { return replan_with_speed(p, mask, field, speed); });
 }
+void plan_check(const HeldPlan& p, val geometry, val request) { guarded([&] { check_request(p, geometry, request); }); }
+double parses() { return request_parses(); }
 std::shared_ptr<Volume> make_volume(val geometry, unsigned echoes) {
   return guarded([&] { return std::make_shared<Volume>(geometry, echoes); });
 }
-std::unique_ptr<FieldRun> start_field_run(std::shared_ptr<Volume> volume, val request, val plan) {
-  return guarded([&] { return std::make_unique<FieldRun>(volume, request, plan); });
+std::unique_ptr<FieldRun> start_field_run(std::shared_ptr<Volume> volume, PlanHandle plan) {
+  return guarded([&] { return std::make_unique<FieldRun>(volume, plan); });
 }
 val phantom(val geometry, val options) { return guarded([&] { return phantom_to_val(geometry, options); }); }
 val compare(val geometry, val test, val reference, val mask, val options) {
@@ -47,8 +51,8 @@ val forward_of(val geometry, val chi) { return guarded([&] { return forward_fiel
 val calibration_edges(double divisor, double count) { return guarded([&] { return calibration_edges_to_val(divisor, count); }); }
 bool calibration_slope(val points) { return guarded([&] { return calibration_slope_of(points); }); }
 val fit_calibration(val points) { return guarded([&] { return calibration_fit_to_val(points); }); }
-val memory_check(val request, val plan, double worker_heap, double module_heap, double module_before, std::string network) {
-  return guarded([&] { return memory_check_to_val(request, plan, worker_heap, module_heap, module_before, network); });
+val memory_check(const HeldPlan& plan, double worker_heap, double module_heap, double module_before, std::string network) {
+  return guarded([&] { return memory_check_to_val(plan, worker_heap, module_heap, module_before, network); });
 }
 val run_next(FieldRun& r) { return guarded([&] { return r.next(); }); }
 bool run_step(FieldRun& r) { return guarded([&] { return r.step(); }); }
@@ -58,13 +62,13 @@ void run_finish(FieldRun& r, double job, val output) { guarded([&] { r.finish(jo
 void run_fail(FieldRun& r, double job, std::string message) { guarded([&] { r.fail(job, message); }); }
 val run_report(FieldRun& r) { return guarded([&] { return r.report(); }); }
 val run_result(FieldRun& r) { return guarded([&] { return r.result(); }); }
-std::unique_ptr<Verification> start_verification(std::shared_ptr<Volume> volume, val request, val plan) {
-  return guarded([&] { return std::make_unique<Verification>(volume, request, plan); });
+std::unique_ptr<Verification> start_verification(std::shared_ptr<Volume> volume, PlanHandle plan) {
+  return guarded([&] { return std::make_unique<Verification>(volume, plan); });
 }
 val verification_compare(const Verification& v, val tiled, val box_chi) { return guarded([&] { return v.compare(tiled, box_chi); }); }
 double verification_consistency(const Verification& v, val chi) { return guarded([&] { return v.data_consistency(chi); }); }
-std::unique_ptr<B0Aligned> align_b0(std::shared_ptr<Volume> volume, val request) {
-  return guarded([&] { return std::make_unique<B0Aligned>(volume, request); });
+std::unique_ptr<B0Aligned> align_b0(std::shared_ptr<Volume> volume, PlanHandle plan) {
+  return guarded([&] { return std::make_unique<B0Aligned>(volume, plan); });
 }
 val b0_restore(const B0Aligned& a, val chi) { return guarded([&] { return a.restore(chi); }); }
 val b0_resample(val geometry, val field, val mask, val options) {
@@ -84,7 +88,13 @@ EMSCRIPTEN_BINDINGS(tessera) {
   function("maxPatchEdge", &max_patch_edge);
   function("heapBytes", &heap_bytes);
   function("plan", &plan);
-  function("planForField", &plan_for_field);
+  // Requests read so far (one per API call): the runtime's internal counters, not the package's API.
+  function("requestParses", &parses);
+  class_<HeldPlan>("HeldPlan")
+      .smart_ptr<PlanHandle>("PlanHandle")
+      .function("view", &plan_view_of)
+      .function("replan", &plan_replan)
+      .function("check", &plan_check);
   function("startFieldRun", &start_field_run);
   function("phantom", &phantom);
   function("phantomScan", &phantom_scan);
@@ -119,12 +129,14 @@ EMSCRIPTEN_BINDINGS(tessera) {
   function("startVerification", &start_verification);
   class_<Verification>("Verification")
       .function("box", &Verification::box)
+      .function("boxPlan", &Verification::box_plan)
       .function("compare", &verification_compare)
       .function("dataConsistency", &verification_consistency);
   function("alignB0", &align_b0);
   function("b0Resample", &b0_resample);
   class_<B0Aligned>("B0Aligned")
       .function("volume", &B0Aligned::volume)
+      .function("plan", &B0Aligned::plan)
       .function("restore", &b0_restore)
       .function("tiltDegrees", &B0Aligned::tilt_degrees);
 }

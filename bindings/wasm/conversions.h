@@ -21,6 +21,7 @@
 #include "tessera/plan.h"
 #include "tessera/registry.h"
 #include "tessera/verify.h"
+#include "held_plan.h"
 
 namespace tessera::js {
 
@@ -52,6 +53,10 @@ TileConfig tile_from(const val& v);
 TileCost cost_from(const val& v);
 FieldNetwork custom_network_from(const val& v);
 InversionRequest request_from(const val& v);
+// speed ({points: [{edge, threads, seconds}], startSeconds}, measureSpeed()'s; absent: none) into r's measured speed.
+void read_speed(const val& speed, InversionRequest& r);
+// Requests read (request_from, method_request_from, pipeline_request_from: one each) since the module started.
+double request_parses();
 // Whether a request names a classical method (method: "tv") rather than a network.
 bool is_method_request(const val& v);
 // A method request: {method, <method>: {param: value}, hardwareThreads}; every parameter checked against the schema, a
@@ -60,11 +65,12 @@ MethodRequest method_request_from(const val& v);
 // Whether a request is a pipeline's (pipeline: true): from multi-echo phase to the local field or χ.
 bool is_pipeline_request(const val& v);
 // A pipeline request: {pipeline: true, te: [s], b0, unwrap, background, vsharp: {...}, pdf: {...}, brainMask: {...},
-// fitResidualLimit, method?, <method>: {...}, hardwareThreads}; every option checked against the schema.
-PipelineRequest pipeline_request_from(const val& v);
-// The plan of a pipeline on a volume of this geometry: {feasible, message, pipeline: true, stages, steps (planned),
-// inputBytes, workspaceBytes, moduleHeapBytes, peakBytes, largestVoxels, networks: 0, tilesInFlight: 0, warning}.
-val pipeline_plan_to_val(const Geometry& geometry, const PipelineRequest& request, bool mask_given, bool magnitude);
+// fitResidualLimit, method?, <method>: {...}, hardwareThreads}; every option checked against the schema. identity, when
+// given, receives te, b0 and every stage option in words (defaults filled in).
+PipelineRequest pipeline_request_from(const val& v, RequestIdentity* identity = nullptr);
+// A pipeline's plan as plan() returns it: {feasible, message, pipeline: true, stages, inputBytes, workspaceBytes,
+// moduleHeapBytes, peakBytes, largestVoxels, threads, networks: 0, tilesInFlight: 0, warning}.
+val pipeline_plan_to_val(const PipelinePlan& plan, unsigned threads);
 // The phantom head scanned ({te, b0, snr, seed}): {chi (the brain's truth), mask, headMask, phase and magnitude (every
 // echo, echo after echo), totalField, localField, backgroundField (ppm), te, b0}.
 val phantom_scan_to_val(const val& geometry, const val& options);
@@ -72,10 +78,9 @@ val phantom_scan_to_val(const val& geometry, const val& options);
 // fitResidual, fitMask, localField, localMask, chi (null without a method)}).
 val pipeline_result_to_val(const PipelineResult& result);
 
-// The plan of a method request on a volume of this geometry (magnitude_echoes magnitude volumes beside it), as plan()
-// returns it: {feasible, message, method, title, methodSteps, threads, inputBytes, workspaceBytes, moduleHeapBytes,
-// peakBytes, largestVoxels, wholeVolume: true, networks: 0, tilesInFlight: 0, warning: ""}.
-val method_plan_to_val(const Geometry& geometry, const MethodRequest& request, uint32_t magnitude_echoes);
+// A method's plan as plan() returns it: {feasible, message, method, title, methodSteps, threads, inputBytes,
+// workspaceBytes, moduleHeapBytes, peakBytes, largestVoxels, wholeVolume: true, networks: 0, tilesInFlight: 0, warning: ""}.
+val method_plan_to_val(const MethodPlan& plan);
 
 // Registers the structs Tessera reports as Embind value types: val(x) is then the object index.d.ts documents.
 // Called once, from EMSCRIPTEN_BINDINGS, before any val(x) of them.
@@ -95,15 +100,6 @@ val array_of(const Range& items) {
 // {tileActivationBudget, maxPatchActivationBytes, heapCeilingBytes, workerHeapGuardBytes, computeHeapLimitBytes}: the
 // module's memory limits.
 val limits_to_val();
-
-// The choice a plan object (from plan()) fixed, to hand back to a run (read by hand like the requests above: a
-// refused or foreign plan gets its own message).
-PlanChoice plan_choice_from(const val& plan);
-
-// The plan of request over a volume of this geometry and mask (a Uint8Array of 0/1, or undefined: every voxel), with
-// the off-design warning and the number of networks (a method request: method_plan_to_val's). Never allocates the
-// volume's field.
-val plan_to_val(const val& geometry, const val& mask, const val& request, const val& field);
 
 // A copy of a C++ vector as a standalone JS typed array (not a heap view).
 val copy_out(std::span<const float> v);
@@ -140,9 +136,9 @@ bool calibration_slope_of(const val& points);
 // The safe cost of points [{voxels, heapBytes, afterSessionBytes}]: {fixedBytes, bytesPerVoxel, fittedFixedBytes,
 // fittedBytesPerVoxel, r2, slopeBound, slopeMargin, pointsFitted, slopeMeasured, raisedBytes, note}.
 val calibration_fit_to_val(const val& points);
-// A run's measured heaps against the plan it obeyed: {workerHeapVsPlan, moduleHeapVsPlan, over,
+// A run's measured heaps against the network plan it obeyed: {workerHeapVsPlan, moduleHeapVsPlan, over,
 // measuredBytesPerVoxel, warning (null when nothing exceeded its plan)}. network names the network for the advice.
-val memory_check_to_val(const val& request, const val& plan, double worker_heap_bytes, double module_heap_bytes,
+val memory_check_to_val(const HeldPlan& plan, double worker_heap_bytes, double module_heap_bytes,
                         double module_heap_before_bytes, const std::string& network);
 
 }  // namespace tessera::js

@@ -10,19 +10,17 @@
 
 namespace tessera::js {
 
-FieldRun::FieldRun(std::shared_ptr<Volume> volume, const val& request, const val& plan) : volume_(std::move(volume)) {
-  if (is_pipeline_request(request)) {
+FieldRun::FieldRun(std::shared_ptr<Volume> volume, PlanHandle plan) : volume_(std::move(volume)), plan_(std::move(plan)) {
+  const Volume& v = *volume_;
+  const ParsedRequest& r = plan_->request;
+  if (r.kind == ParsedRequest::Kind::Pipeline) {
     // From multi-echo phase: the volume holds every echo's phase and magnitude; its mask is used when maskGiven.
-    const PipelineRequest r = pipeline_request_from(request);
-    const Volume& v = *volume_;
-    const bool mask_given = request["maskGiven"].isTrue();
-    const val planned = pipeline_plan_to_val(v.geo(), r, mask_given, !v.magnitude().empty());
-    if (plan.isUndefined() || plan.isNull() || !plan["pipeline"].isTrue() ||
-        plan["moduleHeapBytes"].as<double>() != planned["moduleHeapBytes"].as<double>()) {
-      throw Error(ErrorCode::InvalidArgument, "the plan was made for another pipeline or volume: plan again");
+    check_volume(*plan_, v);
+    if ((r.magnitude_echoes > 0) != !v.magnitude().empty()) {
+      throw Error(ErrorCode::InvalidArgument, std::string("the plan was made for a pipeline ") + (r.magnitude_echoes ? "with" : "without") +
+                                                  " a magnitude: call plan() with this request");
     }
-    if (!planned["feasible"].as<bool>()) throw Error(ErrorCode::BudgetExceeded, planned["message"].as<std::string>());
-    auto pipeline = std::make_unique<Pipeline>(v.geo(), v.field(), v.magnitude(), mask_given ? v.mask() : std::span<const uint8_t>{}, r);
+    auto pipeline = std::make_unique<Pipeline>(v.geo(), v.field(), v.magnitude(), r.mask_given ? v.mask() : std::span<const uint8_t>{}, r.pipeline);
     pipeline_ = pipeline.get();
     chi_.assign(v.voxel_count(), 0.0f);
     run_ = std::make_unique<ComputeRun>(std::move(pipeline), [this] {
@@ -31,28 +29,20 @@ FieldRun::FieldRun(std::shared_ptr<Volume> volume, const val& request, const val
     });
     return;
   }
-  if (is_method_request(request)) {
-    // A classical method: the plan handed back must be this method's on this volume.
-    const MethodRequest m = method_request_from(request);
-    const Volume& v = *volume_;
-    const val planned = method_plan_to_val(v.geo(), m, v.magnitude().empty() ? 0 : 1);
-    if (plan.isUndefined() || plan.isNull() || !plan["method"].isString() || plan["method"].as<std::string>() != planned["method"].as<std::string>() ||
-        plan["moduleHeapBytes"].as<double>() != planned["moduleHeapBytes"].as<double>()) {
-      throw Error(ErrorCode::InvalidArgument, "the plan was made for another method or volume: plan again");
+  if (r.kind == ParsedRequest::Kind::Method) {
+    check_volume(*plan_, v);
+    if ((r.magnitude_echoes > 0) != !v.magnitude().empty()) {
+      throw Error(ErrorCode::InvalidArgument, std::string("the plan was made for a run ") + (r.magnitude_echoes ? "with" : "without") +
+                                                  " a magnitude: call plan() with this request");
     }
-    if (!planned["feasible"].as<bool>()) throw Error(ErrorCode::BudgetExceeded, planned["message"].as<std::string>());
     chi_.assign(v.voxel_count(), 0.0f);
-    run_ = method_run(start_method(m.method, v.geo(), v.field(), v.mask(), v.magnitude(), m.params, m.threads), chi_);
+    run_ = method_run(start_method(r.method.method, v.geo(), v.field(), v.mask(), v.magnitude(), r.method.params, r.method.threads), chi_);
     return;
   }
-  const PreparedRun p = prepare_run(*volume_, request, plan);
+  const PreparedRun p = prepare_run(v, *plan_);
   warning_ = p.warning;
-  chi_.assign(volume_->voxel_count(), 0.0f);
-  const Volume& v = *volume_;
-  // The physics loops' FFTs run on the driver worker's thread (and the pool's threads it may use).
-  const val hardware = request["hardwareThreads"];
-  const unsigned threads = hardware.isNumber() ? std::max(1u, hardware.as<unsigned>()) : 1u;
-  run_ = start_run(p.request, p.plan, v.field(), v.mask(), v.magnitude(), chi_, threads);
+  chi_.assign(v.voxel_count(), 0.0f);
+  run_ = start_run(p.request, p.plan, v.field(), v.mask(), v.magnitude(), chi_, r.run_threads);
 }
 
 bool FieldRun::step() { return run_->step(); }

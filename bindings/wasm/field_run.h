@@ -21,9 +21,10 @@ using emscripten::val;
 
 class FieldRun {
  public:
-  // plan is the plan object of this request (from plan()); the run obeys it.
-  // The request runs in steps (runs_in_steps: field -> chi networks, registered or custom, and native patching).
-  FieldRun(std::shared_ptr<Volume> volume, const val& request, const val& plan);
+  // The held plan's run on volume (a network's, a method's or a pipeline's); the run obeys it. Throws
+  // Error(InvalidArgument) when the volume is not the one the plan was made for (check_volume).
+  // A network plan's request runs in steps (runs_in_steps: field -> chi networks, registered or custom, native patching).
+  FieldRun(std::shared_ptr<Volume> volume, PlanHandle plan);
   // {job, tile, dims: [1, 1, X, Y, Z], input: a Float32Array view on the heap, valid until the next call that may
   // allocate: copy it at once}, or null when no patch may start.
   val next();
@@ -46,6 +47,7 @@ class FieldRun {
 
  private:
   std::shared_ptr<Volume> volume_;  // the run reads its field and mask
+  PlanHandle plan_;                 // the run reads its request and plan
   std::vector<float> chi_;
   std::vector<float> staging_;  // one patch, gathered then copied out
   std::string warning_;

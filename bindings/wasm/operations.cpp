@@ -132,17 +132,19 @@ val calibration_fit_to_val(const val& points) {
   return val(fit_calibration(ps));
 }
 
-val memory_check_to_val(const val& request, const val& plan, double worker_heap_bytes, double module_heap_bytes,
+val memory_check_to_val(const HeldPlan& held, double worker_heap_bytes, double module_heap_bytes,
                         double module_heap_before_bytes, const std::string& network) {
-  const InversionRequest r = request_from(request);
+  if (held.request.kind != ParsedRequest::Kind::Network) throw Error(ErrorCode::Internal, "the memory check compares a network's run with its plan");
+  const InversionRequest& r = held.request.network;
+  const TilePlan& plan = held.tiles;
   MeasuredMemory m;
   m.cost = r.model ? r.model->tile_cost() : r.custom.cost;
   m.worker_heap_bytes = static_cast<uint64_t>(std::max(0.0, worker_heap_bytes));
   m.module_heap_bytes = static_cast<uint64_t>(std::max(0.0, module_heap_bytes));
   m.module_heap_before_bytes = static_cast<uint64_t>(std::max(0.0, module_heap_before_bytes));
-  m.planned_bytes_per_tile = static_cast<uint64_t>(number(plan, "bytesPerTile", 0));
-  m.planned_module_heap_bytes = static_cast<uint64_t>(number(plan, "moduleHeapBytes", 0));
-  const std::array<uint64_t, 3> dims = triple<uint64_t>(plan, "patchDims", {0, 0, 0});
+  m.planned_bytes_per_tile = plan.bytes_per_tile;
+  m.planned_module_heap_bytes = plan.module_heap_bytes;
+  const std::array<uint64_t, 3>& dims = plan.patch_dims;
   m.patch_voxels = saturating_mul(saturating_mul(dims[0], dims[1]), dims[2]);
   const MemoryVerdict v = check_measured_memory(m, network, r.model == nullptr);
   val o = val::object();

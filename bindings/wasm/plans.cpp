@@ -16,8 +16,7 @@
 
 namespace tessera::js {
 
-val pipeline_plan_to_val(const Geometry& g, const PipelineRequest& r, bool mask_given, bool magnitude) {
-  const PipelinePlan plan = plan_pipeline(g, r, mask_given, magnitude, Target::Wasm);
+val pipeline_plan_to_val(const PipelinePlan& plan, unsigned threads) {
   val p = val::object();  // not a TilePlan: the pipeline has no tiles
   p.set("feasible", plan.feasible);
   p.set("message", plan.message);
@@ -30,7 +29,7 @@ val pipeline_plan_to_val(const Geometry& g, const PipelineRequest& r, bool mask_
   p.set("moduleHeapBytes", static_cast<double>(plan.module_heap_bytes));
   p.set("peakBytes", static_cast<double>(plan.module_heap_bytes));
   p.set("largestVoxels", static_cast<double>(plan.largest_voxels));
-  p.set("threads", r.threads);
+  p.set("threads", threads);
   p.set("networks", 0);
   p.set("tilesInFlight", 0);
   p.set("warning", std::string());
@@ -52,8 +51,7 @@ val pipeline_result_to_val(const PipelineResult& r) {
   return o;
 }
 
-val method_plan_to_val(const Geometry& geometry, const MethodRequest& request, uint32_t magnitude_echoes) {
-  const MethodPlan plan = plan_method(request.method, geometry, request.params, request.threads, magnitude_echoes, Target::Wasm);
+val method_plan_to_val(const MethodPlan& plan) {
   val p = val::object();  // not a TilePlan: a method's plan has no tiles
   p.set("feasible", plan.feasible);
   p.set("message", plan.message);
@@ -78,46 +76,6 @@ val copy_out(std::span<const float> v) {
 }
 val copy_out(std::span<const uint8_t> v) {
   return val(emscripten::typed_memory_view(v.size(), v.data())).call<val>("slice");
-}
-
-val plan_to_val(const val& geometry, const val& mask, const val& request, const val& field) {
-  if (is_pipeline_request(request)) {
-    return pipeline_plan_to_val(geometry_from(geometry), pipeline_request_from(request), request["maskGiven"].isTrue(),
-                                request["magnitudeEchoes"].isNumber() && request["magnitudeEchoes"].as<double>() > 0);
-  }
-  if (is_method_request(request)) {
-    const MethodRequest m = method_request_from(request);
-    const val magnitude = request["magnitudeEchoes"];
-    return method_plan_to_val(geometry_from(geometry), m, magnitude.isNumber() ? magnitude.as<uint32_t>() : 0);
-  }
-  InversionRequest r = request_from(request);
-  r.geometry = geometry_from(geometry);
-  const uint64_t n = r.geometry.voxel_count();
-  std::vector<uint8_t> m;
-  if (mask.isUndefined() || mask.isNull()) {
-    m.assign(n, 1);
-  } else {
-    if (mask["length"].isUndefined() || mask["length"].as<double>() != static_cast<double>(n)) {
-      throw Error(ErrorCode::InvalidArgument, "the mask does not hold " + std::to_string(n) + " values (" +
-                                                  dims_text(r.geometry.dims) + "): field and mask must have the same dims");
-    }
-    m = emscripten::convertJSArrayToNumberVector<uint8_t>(mask);
-  }
-  // The field matters to the plan only where a network reads it unmasked (its crop box holds the field's support).
-  std::vector<float> f;
-  if (!field.isUndefined() && !field.isNull() && r.crop && r.auto_tile && !r.whole_volume && !request_network(r).masked_input) {
-    if (field["length"].isUndefined() || field["length"].as<double>() != static_cast<double>(n)) {
-      throw Error(ErrorCode::InvalidArgument, "the field does not hold " + std::to_string(n) + " values (" +
-                                                  dims_text(r.geometry.dims) + "): field and mask must have the same dims");
-    }
-    f = emscripten::convertJSArrayToNumberVector<float>(field);
-  }
-  const TilePlan plan = plan_inversion(r, m, Target::Wasm, f);
-  val p(plan);
-  p.set("b0Align", val(plan.b0));
-  p.set("warning", inversion_warning(r));
-  p.set("networks", network_count(r));
-  return p;
 }
 
 val limits_to_val() {

@@ -1,10 +1,11 @@
-// Readers of what JavaScript sends: geometry, requests (network, method, pipeline) and a plan handed back.
+// Readers of what JavaScript sends: geometry and requests (network, method, pipeline), each request counted once.
 #include "conversions.h"
 
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "tessera/calibration.h"
 #include "tessera/dipole.h"
@@ -15,6 +16,14 @@
 #include "val_fields.h"
 
 namespace tessera::js {
+
+namespace {
+
+uint64_t parses = 0;  // requests read (request_parses)
+
+}  // namespace
+
+double request_parses() { return static_cast<double>(parses); }
 
 Geometry geometry_from(const val& v) {
   if (v.isUndefined() || v.isNull()) throw Error(ErrorCode::InvalidArgument, "geometry is required: {dims, voxelMm, b0Dir}");
@@ -66,7 +75,30 @@ FieldNetwork custom_network_from(const val& v) {
   return n;
 }
 
+void read_speed(const val& speed, InversionRequest& r) {
+  // speed: {points: [{edge, threads, seconds}], startSeconds?}: this machine's measured patch times (measureSpeed()).
+  if (speed.isUndefined() || speed.isNull()) return;
+  const val points = speed["points"];
+  if (points.isUndefined() || points.isNull() || points["length"].isUndefined()) {
+    throw Error(ErrorCode::InvalidArgument, "speed must be {points: [{edge, threads, seconds}], startSeconds} (what measureSpeed() returns)");
+  }
+  for (unsigned i = 0; i < points["length"].as<unsigned>(); ++i) {
+    const val p = points[i];
+    if (!p["edge"].isNumber() || !p["threads"].isNumber() || !p["seconds"].isNumber()) {
+      throw Error(ErrorCode::InvalidArgument, "speed.points[" + std::to_string(i) + "] must be {edge, threads, seconds} numbers");
+    }
+    const double edge = p["edge"].as<double>(), threads = p["threads"].as<double>();
+    if (!(edge >= 1 && edge <= 4096 && edge == std::floor(edge)) || !(threads >= 1 && threads <= 1024 && threads == std::floor(threads))) {
+      throw Error(ErrorCode::InvalidArgument, "speed.points[" + std::to_string(i) + "]: edge (voxels) and threads must be whole numbers >= 1");
+    }
+    r.measured_speed.push_back(SpeedPoint{static_cast<uint64_t>(edge), static_cast<uint32_t>(threads), p["seconds"].as<double>()});
+  }
+  const val start = speed["startSeconds"];
+  if (start.isNumber()) r.measured_start_seconds = std::max(0.0, start.as<double>());
+}
+
 InversionRequest request_from(const val& v) {
+  ++parses;
   InversionRequest r;
   const val model = v["model"];
   if (!model.isUndefined() && !model.isNull()) {
@@ -153,27 +185,7 @@ InversionRequest request_from(const val& v) {
     if (!b0_align.isString()) throw Error(ErrorCode::InvalidArgument, "b0Align must be auto, on or off");
     r.b0_align = b0_align_mode_from_name(b0_align.as<std::string>());
   }
-  // speed: {points: [{edge, threads, seconds}], startSeconds?}: this machine's measured patch times (measureSpeed()).
-  const val speed = v["speed"];
-  if (!speed.isUndefined() && !speed.isNull()) {
-    const val points = speed["points"];
-    if (points.isUndefined() || points.isNull() || points["length"].isUndefined()) {
-      throw Error(ErrorCode::InvalidArgument, "speed must be {points: [{edge, threads, seconds}], startSeconds} (what measureSpeed() returns)");
-    }
-    for (unsigned i = 0; i < points["length"].as<unsigned>(); ++i) {
-      const val p = points[i];
-      if (!p["edge"].isNumber() || !p["threads"].isNumber() || !p["seconds"].isNumber()) {
-        throw Error(ErrorCode::InvalidArgument, "speed.points[" + std::to_string(i) + "] must be {edge, threads, seconds} numbers");
-      }
-      const double edge = p["edge"].as<double>(), threads = p["threads"].as<double>();
-      if (!(edge >= 1 && edge <= 4096 && edge == std::floor(edge)) || !(threads >= 1 && threads <= 1024 && threads == std::floor(threads))) {
-        throw Error(ErrorCode::InvalidArgument, "speed.points[" + std::to_string(i) + "]: edge (voxels) and threads must be whole numbers >= 1");
-      }
-      r.measured_speed.push_back(SpeedPoint{static_cast<uint64_t>(edge), static_cast<uint32_t>(threads), p["seconds"].as<double>()});
-    }
-    const val start = speed["startSeconds"];
-    if (start.isNumber()) r.measured_start_seconds = std::max(0.0, start.as<double>());
-  }
+  read_speed(v["speed"], r);
   return r;
 }
 
@@ -182,7 +194,9 @@ bool is_method_request(const val& v) {
   return !m.isUndefined() && !m.isNull();
 }
 
-MethodRequest method_request_from(const val& v) {
+namespace {
+
+MethodRequest read_method_request(const val& v) {
   const val name = v["method"];
   if (!name.isString()) throw Error(ErrorCode::InvalidArgument, "method must be a method's name (" + std::string(request_option("method").choices) + ")");
   const MethodInfo& info = method_info(name.as<std::string>());
@@ -226,34 +240,53 @@ MethodRequest method_request_from(const val& v) {
   return r;
 }
 
+}  // namespace
+
+MethodRequest method_request_from(const val& v) {
+  ++parses;
+  return read_method_request(v);
+}
+
 bool is_pipeline_request(const val& v) { return v["pipeline"].isTrue(); }
 
 namespace {
 
-// Reads the schema options named by options (numbers and choices) from v: "a.b" from v.a.b, "a" from v.a.
+std::string value_words(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
+}
+
+// Reads the schema options named by options (numbers and choices) from v: "a.b" from v.a.b, "a" from v.a. identity, when
+// given, receives every option's value in words (its default when absent).
 template <class SetNumber, class SetChoice>
-void read_options(const val& v, std::span<const OptionSpec> options, SetNumber set_number, SetChoice set_choice) {
+void read_options(const val& v, std::span<const OptionSpec> options, SetNumber set_number, SetChoice set_choice,
+                  RequestIdentity* identity) {
   for (const OptionSpec& o : options) {
     const std::string name(o.name);
     const size_t dot = name.find('.');
     val x = v;
     if (dot != std::string::npos) {
       x = v[name.substr(0, dot)];
-      if (x.isUndefined() || x.isNull()) continue;
-      x = x[name.substr(dot + 1)];
+      if (!x.isUndefined() && !x.isNull()) x = x[name.substr(dot + 1)];
     } else {
       x = v[name];
     }
-    if (x.isUndefined() || x.isNull()) continue;
+    if (x.isUndefined() || x.isNull()) {
+      if (identity) identity->emplace_back(name, o.default_text.empty() ? value_words(o.default_value) : std::string(o.default_text));
+      continue;
+    }
     if (x.isString()) set_choice(name, x.as<std::string>());
     else if (x.isNumber()) set_number(name, x.as<double>());
     else throw Error(ErrorCode::InvalidArgument, name + " must be a number or one of its choices");
+    if (identity) identity->emplace_back(name, x.isString() ? x.as<std::string>() : value_words(x.as<double>()));
   }
 }
 
 }  // namespace
 
-PipelineRequest pipeline_request_from(const val& v) {
+PipelineRequest pipeline_request_from(const val& v, RequestIdentity* identity) {
+  ++parses;
   PipelineRequest r;
   const val te = v["te"];
   if (te.isNumber()) {
@@ -267,52 +300,21 @@ PipelineRequest pipeline_request_from(const val& v) {
     throw Error(ErrorCode::InvalidArgument, "the pipeline needs te: the echo times in seconds, one per echo (e.g. [0.004, 0.008])");
   }
   r.b0_tesla = option(v, "b0", "b0");
+  if (identity) {
+    std::string te_words;
+    for (double t : r.te_s) te_words += (te_words.empty() ? "" : ", ") + value_words(t);
+    identity->emplace_back("te", "[" + te_words + "]");
+    identity->emplace_back("b0", value_words(r.b0_tesla));
+  }
   read_options(v, pipeline_options(), [&](const std::string& n, double x) { set_pipeline_option(r, n, x); },
-               [&](const std::string& n, const std::string& c) { set_pipeline_choice(r, n, c); });
+               [&](const std::string& n, const std::string& c) { set_pipeline_choice(r, n, c); }, identity);
   if (is_method_request(v)) {
-    const MethodRequest m = method_request_from(v);
+    const MethodRequest m = read_method_request(v);
     r.method = m.method;
     r.method_params = m.params;
   }
   r.threads = std::max<uint32_t>(1, count(v, "hardwareThreads", 1));
   return r;
-}
-
-PlanChoice plan_choice_from(const val& p) {
-  if (p.isUndefined() || p.isNull() || p.typeOf().as<std::string>() != "object") {
-    throw Error(ErrorCode::InvalidArgument, "plan must be the object plan() returned");
-  }
-  if (!p["feasible"].isTrue()) {
-    const val m = p["message"];
-    throw Error(ErrorCode::BudgetExceeded, m.isString() && !m.as<std::string>().empty() ? m.as<std::string>()
-                                                                                       : std::string("the plan is not feasible"));
-  }
-  PlanChoice c;
-  c.whole_volume = p["wholeVolume"].isTrue();
-  const val tile = p["tile"];
-  if (tile.isUndefined() || tile.isNull()) throw Error(ErrorCode::InvalidArgument, "plan.tile is missing: pass the object plan() returned");
-  c.tile = TileConfig{count(tile, "core", 0), count(tile, "halo", 0)};
-  c.tile.stride = count(tile, "stride", 0);
-  if (tile["blend"].isString()) c.tile.blend = blend_from_name(tile["blend"].as<std::string>());
-  c.workers = count(p, "workers", 1);
-  c.threads_per_worker = count(p, "threadsPerWorker", 0);
-  c.tiles_in_flight = count(p, "tilesInFlight", 0);
-  c.tiles_total = count(p, "tilesTotal", 0);
-  c.tiles_active = count(p, "tilesActive", 0);
-  const val crop = p["crop"];
-  if (!crop.isUndefined() && !crop.isNull()) {
-    c.crop.cropped = true;
-    c.crop.lo = triple<int64_t>(crop, "lo", {0, 0, 0});
-    c.crop.hi = triple<int64_t>(crop, "hi", {0, 0, 0});
-    c.crop.patch_lo = triple<int64_t>(crop, "patchLo", {0, 0, 0});
-    c.crop.patch_dims = triple<uint64_t>(crop, "patchDims", {0, 0, 0});
-    c.crop.margin = count(crop, "margin", 0);
-    const val split = crop["split"];
-    if (!split.isUndefined() && !split.isNull()) {
-      c.crop.split = BoxSplit{count(split, "axis", 0), count(split, "pieces", 1), count(split, "halo", 0)};
-    }
-  }
-  return c;
 }
 
 }  // namespace tessera::js

@@ -13,13 +13,6 @@ namespace tessera::js {
 
 namespace {
 
-Dims3 dims_from(const val& v, const char* what) {
-  if (v.isUndefined() || v.isNull() || v["length"].isUndefined() || v["length"].as<unsigned>() != 3) {
-    throw Error(ErrorCode::InvalidArgument, std::string("plan.verify.") + what + " must be [x, y, z]: plan again with verify: true");
-  }
-  return {static_cast<int64_t>(v[0].as<double>()), static_cast<int64_t>(v[1].as<double>()), static_cast<int64_t>(v[2].as<double>())};
-}
-
 std::vector<float> floats(const val& v, uint64_t n, const char* what) {
   std::vector<float> out = emscripten::convertJSArrayToNumberVector<float>(v);
   if (out.size() != n) {
@@ -30,20 +23,19 @@ std::vector<float> floats(const val& v, uint64_t n, const char* what) {
 
 }  // namespace
 
-Verification::Verification(std::shared_ptr<Volume> volume, const val& request, const val& plan) : volume_(std::move(volume)) {
-  const val v = plan["verify"];
-  if (v.isUndefined() || v.isNull()) throw Error(ErrorCode::InvalidArgument, "the plan has no self-check: plan with verify: true");
-  if (!v["possible"].as<bool>()) throw Error(ErrorCode::InvalidArgument, v["message"].as<std::string>());
-  InversionRequest r = request_from(request);
-  r.geometry = volume_->geo();
-  region_ = plan_verification(r.geometry, volume_->mask(), request_network(r), Target::Wasm);
-  if (!region_.possible) throw Error(ErrorCode::InvalidArgument, region_.message);
-  if (dims_from(v["lo"], "lo") != region_.lo || dims_from(v["hi"], "hi") != region_.hi) {
-    throw Error(ErrorCode::InvalidArgument, "the plan's self-check box was made for another volume, mask or network: plan again");
+Verification::Verification(std::shared_ptr<Volume> volume, const PlanHandle& plan) : volume_(std::move(volume)) {
+  if (plan->request.kind != ParsedRequest::Kind::Network || !plan->tiles.verify) {
+    throw Error(ErrorCode::InvalidArgument, "the plan has no self-check: plan with verify: true");
   }
-  const Geometry g = box_geometry(r.geometry, region_.lo, region_.hi);
-  box_ = std::make_shared<Volume>(g, crop_box(r.geometry, volume_->field(), region_.lo, region_.hi),
-                                  crop_box(r.geometry, volume_->mask(), region_.lo, region_.hi));
+  region_ = *plan->tiles.verify;
+  if (!region_.possible) throw Error(ErrorCode::InvalidArgument, region_.message);
+  check_volume(*plan, *volume_);
+  const Geometry& geometry = volume_->geo();
+  const Geometry g = box_geometry(geometry, region_.lo, region_.hi);
+  std::vector<uint8_t> mask = crop_box(geometry, volume_->mask(), region_.lo, region_.hi);
+  const VolumeKey key = volume_key(g, mask);
+  box_ = std::make_shared<Volume>(g, crop_box(geometry, volume_->field(), region_.lo, region_.hi), std::move(mask));
+  box_plan_ = plan_on_grid(*plan, g, region_.plan, key);
 }
 
 val Verification::compare(const val& tiled, const val& box_chi) const {

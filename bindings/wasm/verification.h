@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "tessera/verify.h"
+#include "held_plan.h"
 #include "volume.h"
 
 namespace tessera::js {
@@ -15,12 +16,14 @@ using emscripten::val;
 
 class Verification {
  public:
-  // The plan's self-check (plan.verify, from plan() with verify: true), evaluated on this volume: the same box or
-  // Error(InvalidArgument) "plan again"; Error(InvalidArgument) when the plan has no possible check (its message).
-  Verification(std::shared_ptr<Volume> volume, const val& request, const val& plan);
+  // The self-check the network plan holds (planned with verify: true) on the volume the run went through (the plan's:
+  // else Error(InvalidArgument), check_volume); Error(InvalidArgument) when the plan has no possible check (its message).
+  Verification(std::shared_ptr<Volume> volume, const PlanHandle& plan);
 
   // The box as a volume (field and mask), to run whole.
   std::shared_ptr<Volume> box() const { return box_; }
+  // The box's whole-volume run (the plan's network on the box).
+  PlanHandle box_plan() const { return box_plan_; }
   // {voxels, r, nrmse, maxAbs, lo, hi, margin}: the tiled χ (the whole volume's, x-fastest) against the box's
   // whole-volume χ over the compared part.
   val compare(const val& tiled, const val& box_chi) const;
@@ -31,6 +34,7 @@ class Verification {
   std::shared_ptr<Volume> volume_;
   VerifyRegion region_;
   std::shared_ptr<Volume> box_;
+  PlanHandle box_plan_;
 };
 
 }  // namespace tessera::js

@@ -44,12 +44,13 @@ val Volume::magnitude_view() {
   return val(emscripten::typed_memory_view(magnitude_.size(), magnitude_.data()));
 }
 
-PreparedRun prepare_run(const Volume& volume, const val& request, const val& plan) {
+PreparedRun prepare_run(const Volume& volume, const HeldPlan& held) {
+  if (held.request.kind != ParsedRequest::Kind::Network) throw Error(ErrorCode::Internal, "prepare_run runs a network's plan");
+  check_volume(held, volume);
   PreparedRun p;
-  p.request = request_from(request);
-  p.request.geometry = volume.geo();
+  p.request = held.request.network;
   check_echoes(p.request, volume);
-  p.plan = plan_of_choice(p.request, volume.mask(), plan_choice_from(plan), Target::Wasm);
+  p.plan = held.tiles;
   p.warning = inversion_warning(p.request);
   p.request.auto_tile = false;
   p.request.tile = p.plan.tile;

@@ -11,6 +11,7 @@
 
 #include "tessera/geometry.h"
 #include "tessera/inversion.h"
+#include "held_plan.h"
 
 namespace tessera::js {
 
@@ -45,17 +46,17 @@ class Volume {
   std::vector<float> magnitude_;
 };
 
-// A request read from JavaScript and the plan it runs, for this volume.
+// A held network plan ready to run on a volume.
 struct PreparedRun {
   InversionRequest request;  // with the plan's choice written in (tile, workers, whole volume; never automatic)
   TilePlan plan;
   std::string warning;
 };
 
-// Reads request and the plan object (from plan()) and evaluates the plan on this volume: the plan a run obeys.
-// Throws Error(InvalidArgument) for a bad request or a plan made for another volume, Error(BudgetExceeded) for a
+// The held network plan on this volume: its request with the plan's choice written in, and the plan.
+// Throws Error(InvalidArgument) for a plan made for another volume or mask (check_volume), Error(BudgetExceeded) for a
 // plan that does not fit.
-PreparedRun prepare_run(const Volume& volume, const val& request, const val& plan);
+PreparedRun prepare_run(const Volume& volume, const HeldPlan& held);
 
 // Throws Error(InvalidArgument) when the volume's echoes (and magnitude) do not suit the request.
 void check_echoes(const InversionRequest& request, const Volume& volume);

@@ -104,30 +104,26 @@ export async function cmdInvert(o, ctx) {
       `${entry.name} needs ${entry.weights.length} --weights (${entry.weights.map((w) => w.file).join(', ')}), got ${weightSources.length}`,
     );
   }
-  const phaseSettings = phaseNet ? { te: run.phase.te, b0, erodeRadius: run.phase.erodeRadius } : {};
+  const phaseSettings = phaseNet ? { te: run.phase.te, b0, erodeRadius: run.phase.erodeRadius, phaseSign: run.phase.phaseSign } : {};
   const request = defined({
     geometry, mask, field: phaseNet ? undefined : field, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, threadsPerWorker: threads,
     quality: run.quality, verify: run.verify || undefined, b0Align: run.b0Align, crop: run.crop, cropMargin: run.cropMargin, ...phaseSettings,
   });
-  // Weights given as local files are read first (nothing to download), so the run is planned once, with them; a spec
-  // without bytesPerVoxel is then calibrated before that plan.
+  // The run is planned once, and runs that plan. A registry network's weights still to download are its own files (size
+  // and sha256 checked), whose reach the registry records: the plan comes first, so that a refused run downloads
+  // nothing. Otherwise (local files; a spec, whose reach comes from its graph; --probe and --measure-speed, which run
+  // the network) the weights are read first and the plan takes them; a spec without bytesPerVoxel is calibrated first.
   const local = weightSources.length > 0 && weightSources.every((src) => !/^https?:\/\//i.test(src));
-  const early = local || uncosted(rawSpec) ? await loadNetworkWeights(o, entry, tessera, ctx) : null;
-  if (early && uncosted(rawSpec)) await calibrateSpec(tessera, early.weights, spec, ctx);
-  if (!early) {
-    // Weights still to download: a refused run is refused before anything is downloaded.
-    const gate = await tessera.plan(request);
-    if (!gate.feasible) throw new CliError(gate.message, EXIT_USAGE, 'BudgetExceeded');
-    signal.throwIfAborted();
-  }
-
-  // Weights to download: after the gate plan above, so a refused run downloads nothing.
-  const { weights, weightsInfo } = early ?? (await loadNetworkWeights(o, entry, tessera, ctx));
-  // The run's plan: with the reach the weights' graph gives (or the probe measures), handed to the run as it is.
-  const context = o.probe ? await probeContext(o, entry, spec, weights, tessera, ctx) : undefined;
-  const plan = await tessera.plan(defined({ ...request, weights, context, measureSpeed: o['measure-speed'] || undefined }));
+  const weightsFirst = local || !entry || !!o.probe || !!o['measure-speed'];
+  let loaded = weightsFirst ? await loadNetworkWeights(o, entry, tessera, ctx) : null;
+  if (loaded && uncosted(rawSpec)) await calibrateSpec(tessera, loaded.weights, spec, ctx);
+  // The run's plan: with the reach the weights' graph gives (or the probe measures).
+  const context = o.probe ? await probeContext(o, entry, spec, loaded.weights, tessera, ctx) : undefined;
+  const plan = await tessera.plan(defined({ ...request, weights: loaded?.weights, context, measureSpeed: o['measure-speed'] || undefined }));
   if (!plan.feasible) throw new CliError(plan.message, EXIT_USAGE, 'BudgetExceeded');
   signal.throwIfAborted();
+  loaded ??= await loadNetworkWeights(o, entry, tessera, ctx);
+  const { weights, weightsInfo } = loaded;
 
   const localField = entry?.quantity === 'local-field';
   const what = localField ? 'local field (ppm)' : 'χ (ppm)';
@@ -148,14 +144,12 @@ export async function cmdInvert(o, ctx) {
   if (localField) progress.line(`${o.model}: the output is the local field (ppm), not χ`);
   if (plan.fidelityWarning) progress.line(`warning: ${plan.fidelityWarning}`);
   if (plan.warning) progress.line(`warning: ${plan.warning}`);
-  const data = phaseNet
-    ? defined({ phase, magnitude, phaseSign: run.phase.phaseSign, inputNames: run.inputNames })
-    : defined({ field, inputNames: run.inputNames });
+  const data = phaseNet ? defined({ phase, magnitude, inputNames: run.inputNames }) : defined({ field, inputNames: run.inputNames });
   let result;
   try {
     const onProgress = (p) => (p.stage === 'verify' ? null : progress.tiles(p));
     if (run.verify) progress.line('self-check: after the tiles, the largest box that runs whole is run and compared');
-    result = await tessera.invert({ ...request, ...data, weights, context, plan, signal, onProgress });
+    result = await tessera.invert({ ...request, ...data, weights, plan, signal, onProgress });
   } catch (e) {
     // The runtime names the API option; say the flag.
     if (e?.code === 'ModelLoadFailed' && /inputNames/.test(e.message ?? '')) e.message += ' (on the command line: --input-name ROLE=NAME, repeatable)';

@@ -70,7 +70,7 @@ export async function cmdPipeline(o, ctx) {
   const plan = await tessera.plan({ ...request, pipeline: true, phase: undefined });
   if (!plan.feasible) throw new CliError(plan.message, EXIT_USAGE, 'BudgetExceeded');
   progress.line(`pipeline: ${geometry.dims.join('×')}, ${echoes} echoes (TE ${te.map((t) => fmt(t * 1000)).join(', ')} ms), B0 ${b0} T: ${plan.stages.join(' → ')}${o.model ? ` → ${o.model}` : ''}, estimated peak ${size(plan.peakBytes)}`);
-  const out = await tessera.pipeline({ ...request, signal, onProgress: (p) => progress.tiles(p, 'steps') });
+  const out = await tessera.pipeline({ ...request, plan, signal, onProgress: (p) => progress.tiles(p, 'steps') });
   progress.close();
   signal.throwIfAborted();
   const gzip = /\.gz$/i.test(o.out);

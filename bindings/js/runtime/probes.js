@@ -4,7 +4,7 @@
 import { runSteps } from '../driver.js';
 import { TesseraError } from '../errors.js';
 import { probeEdge, contextProfile } from '../receptive-field.js';
-import { rt, call, postProgress } from './context.js';
+import { rt, call, postProgress, heldRuns } from './context.js';
 import { makeVolume, planOf, requestOf } from './requests.js';
 import { startPools, stopPools, keepSession, sessionIdleMs } from './sessions.js';
 
@@ -36,23 +36,29 @@ function probedNetwork(a, purpose) {
   return { entry, divisor, largestEdge: fit.largestEdge };
 }
 
-/** A phantom patch of edge³ (1 mm, B0 along z, all in the mask) and the network's whole-volume plan of it. */
+/**
+ * A phantom patch of edge³ (1 mm, B0 along z, all in the mask) and the network's whole-volume plan of it (handle: an
+ * M.HeldPlan, deleted by the caller).
+ */
 function phantomPatch(a, edge, purpose) {
   const geometry = { dims: [edge, edge, edge], voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
   const field = call(() => rt.M.phantom(geometry, { seed: 1, noise: 0 })).field;
   const mask = new Uint8Array(field.length).fill(1);
   const request = { ...requestOf({ model: a.model, spec: a.spec, whole: true }), tile: undefined };
-  const plan = planOf({ geometry, mask }, request);
-  if (!plan.feasible) throw new TesseraError(purpose.tooLarge(edge, plan.message), 'BudgetExceeded');
-  return { edge, geometry, field, mask, request, plan };
+  const { handle, view } = planOf({ geometry, mask }, request);
+  if (!view.feasible) {
+    handle.delete();
+    throw new TesseraError(purpose.tooLarge(edge, view.message), 'BudgetExceeded');
+  }
+  return { edge, geometry, field, mask, handle };
 }
 
 /**
  * Runs body({run, pool, started, signal}) with a ready one-worker pool of a.weights, registered under id for cancel;
  * run(patch, field) runs the network whole on the patch with that field and resolves {chi, report}. The pool is given
- * back at the end unless body returns keep: true (it then belongs to the session cache).
+ * back at the end unless body returns keep: true (it then belongs to the session cache); the patches' plans are deleted.
  */
-async function onProbePool(a, id, { entry, threads, purpose }, body) {
+async function onProbePool(a, id, { entry, threads, purpose, patches }, body) {
   const controller = new AbortController();
   rt.running.set(id, controller);
   const started = performance.now();
@@ -64,7 +70,7 @@ async function onProbePool(a, id, { entry, threads, purpose }, body) {
       if (controller.signal.aborted) throw new DOMException(`${purpose.subject} was cancelled`, 'AbortError');
       const volume = makeVolume(patch.geometry, field, patch.mask);
       try {
-        return await runSteps(rt.M, { volume, request: patch.request, plan: patch.plan, pools, signal: controller.signal });
+        return await runSteps(heldRuns, { volume, plan: patch.handle, pools, signal: controller.signal });
       } finally {
         volume.delete();
       }
@@ -74,6 +80,7 @@ async function onProbePool(a, id, { entry, threads, purpose }, body) {
     return value;
   } finally {
     rt.running.delete(id);
+    for (const p of patches) p.handle.delete();
     await stopPools(pools);
   }
 }
@@ -90,7 +97,7 @@ export async function probeContext(a, id) {
   const patch = phantomPatch(a, edge, CONTEXT);
   const c = edge >> 1;
   const centre = c + edge * (c + edge * c);
-  return onProbePool(a, id, { entry: net.entry, threads: rt.options.threadsPerWorker || 1, purpose: CONTEXT }, async ({ run, started }) => {
+  return onProbePool(a, id, { entry: net.entry, threads: rt.options.threadsPerWorker || 1, purpose: CONTEXT, patches: [patch] }, async ({ run, started }) => {
     const out = [];
     for (const sign of [1, -1]) {
       const field = patch.field.slice();
@@ -119,8 +126,14 @@ export async function measureSpeed(a, id) {
   if (!(large > small)) throw new TesseraError(`the speed probe needs patches of ${small}³ and larger, but the single-patch limit allows ${net.largestEdge}³`, 'BudgetExceeded');
   const threads = a.threads ?? 1;
   const repeats = Math.max(1, a.repeats ?? 2);
-  const patches = [small, large].map((edge) => phantomPatch(a, edge, SPEED));
-  return onProbePool(a, id, { entry: net.entry, threads, purpose: SPEED }, async ({ run, pool, started, signal }) => {
+  const patches = [];
+  try {
+    for (const edge of [small, large]) patches.push(phantomPatch(a, edge, SPEED));
+  } catch (e) {
+    for (const p of patches) p.handle.delete();
+    throw e;
+  }
+  return onProbePool(a, id, { entry: net.entry, threads, purpose: SPEED, patches }, async ({ run, pool, started, signal }) => {
     const time = async (patch) => {
       const t0 = performance.now();
       await run(patch, patch.field);

@@ -1,8 +1,10 @@
 // What the driver sends to the C++ core for a request: the volume (field or phase, mask, magnitude) copied into the
-// module, the request object (network, method or pipeline) and its plan with the network's memory cost.
+// module, the request object (network, method or pipeline), read by C++ once into the plan it holds (with the network's
+// memory cost beside its view).
 import { TesseraError } from '../errors.js';
 import { NETWORK_OPTIONS } from '../request.js';
 import { rt, call, hardwareThreads } from './context.js';
+import { takePlan } from './plans.js';
 import { sessionHolds } from './sessions.js';
 
 /** A mask as 0/1 bytes: all ones when absent. Precondition: n is the volume's voxel count. */
@@ -62,15 +64,38 @@ export function voxels(geometry) {
   return Array.isArray(d) && d.length === 3 && d.every((x) => Number.isInteger(x) && x >= 1) ? d[0] * d[1] * d[2] : 0;
 }
 
-// The plan of a request, computed once in C++ (no volume is allocated: the mask crosses, and the field where a network
-// reads it unmasked, so that a crop box holds every voxel the network sees), with the network's cost and where it came
-// from (plan.cost).
+/**
+ * The plan of a request, made once in C++ (no volume is allocated: the mask crosses, and the field, which C++ reads
+ * where a network reads it unmasked, so that a crop box holds every voxel the network sees): {handle (an M.HeldPlan:
+ * delete it, or hold it, plans.js), view (plan()'s object, with the network's cost and where it came from: cost)}.
+ * a.replan: the id of a held plan of this request to plan again with a.speed (the request is not read again).
+ */
 export function planOf(a, request) {
   const n = voxels(a.geometry);
   const mask = n ? toMask(a.mask, n) : undefined;
-  const plan = call(() => (a.field !== undefined && a.field !== null ? rt.M.planForField(a.geometry, mask, request, a.field) : rt.M.plan(a.geometry, mask, request)));
-  if (request.method === undefined) plan.cost = costOf(a); // a method runs no network: no network cost
-  return plan;
+  const field = a.field ?? undefined;
+  let handle;
+  let cost;
+  if (a.replan !== undefined) {
+    const base = takePlan({ id: a.replan });
+    try {
+      handle = call(() => base.handle.replan(mask, field, runSpeed(a)));
+    } finally {
+      base.handle.delete();
+    }
+    cost = base.view.cost;
+  } else {
+    handle = call(() => rt.M.plan(a.geometry, mask, request, field));
+    if (request.method === undefined) cost = costOf(a); // a method runs no network: no network cost
+  }
+  try {
+    const view = call(() => handle.view());
+    if (cost !== undefined) view.cost = cost;
+    return { handle, view };
+  } catch (e) {
+    handle.delete();
+    throw e;
+  }
 }
 
 /**
@@ -131,10 +156,14 @@ export function requestOf(a) {
     threadsPerWorker: auto ? a.threadsPerWorker : undefined,
     hardwareThreads: hardwareThreads(),
     context: a.context,
-    // With a session of these weights kept (sessions.js), no worker start-up is waited for.
-    speed: a.speed && sessionHolds(a.warmKey) ? { ...a.speed, startSeconds: 0 } : a.speed,
+    speed: runSpeed(a),
     verify: !!a.verify,
   };
+}
+
+/** The speed a network request plans with: a.speed, with no worker start-up when a session of its weights is kept (sessions.js). */
+function runSpeed(a) {
+  return a.speed && sessionHolds(a.warmKey) ? { ...a.speed, startSeconds: 0 } : a.speed;
 }
 
 /** The request a pipeline sends to C++: its options pass through as given (C++ reads and checks them), the volumes stay. */

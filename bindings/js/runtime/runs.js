@@ -1,14 +1,34 @@
 // The runs: a network's inversion of a field or of wrapped phase (invert), a classical method's (method), and the
-// pipeline from multi-echo phase to the local field (and χ). Each runs on the C++ step engine (driver.js), cancelled
-// by its request id; a network's tiles run in ONNX Runtime worker pools (sessions.js) and report what they used
-// against the plan.
+// pipeline from multi-echo phase to the local field (and χ). Each runs its held plan on the C++ step engine
+// (driver.js), cancelled by its request id; a network's tiles run in ONNX Runtime worker pools (sessions.js) and
+// report what they used against the plan.
 import { runSteps } from '../driver.js';
 import { TesseraError } from '../errors.js';
 import { heapText } from '../pool-workers.js';
-import { rt, call, postProgress } from './context.js';
+import { rt, call, postProgress, heldRuns } from './context.js';
+import { takePlan } from './plans.js';
 import { makeVolume, echoesOf, planOf, costOf, requestOf, pipelineRequestOf } from './requests.js';
 import { startPools, stopPools, takeSession } from './sessions.js';
 import { verifyRun } from './verify.js';
+
+/**
+ * The plan a run obeys, {handle (delete it after the run), view}: the one handed back (a.plan), checked against this
+ * request (C++ reads it once and names what differs) unless index.js made it from this very request (a.ownPlan); else
+ * made here.
+ */
+function runPlan(a, request) {
+  if (a.plan === undefined || a.plan === null) return planOf(a, request);
+  const taken = takePlan(a.plan);
+  if (!a.ownPlan) {
+    try {
+      call(() => taken.handle.check(a.geometry, request));
+    } catch (e) {
+      taken.handle.delete();
+      throw e;
+    }
+  }
+  return taken;
+}
 
 /** A MemoryCeiling error of a run, with what the plan allowed and what to do. */
 function ceilingError(e, a, plan) {
@@ -28,15 +48,15 @@ async function invertMethod(a, id, request) {
       throw new TesseraError(`method ${a.method} inverts a local field: ${k} belongs to a network (model or spec) or to pipeline()`, 'InvalidArgument');
     }
   }
-  const plan = a.plan ?? planOf(a, request);
-  if (typeof plan !== 'object' || plan === null || plan.method === undefined) throw new TesseraError('plan must be the object plan() returned for this method request', 'InvalidArgument');
-  if (!plan.feasible) throw new TesseraError(plan.message, 'BudgetExceeded');
-  const volume = makeVolume(a.geometry, a.field, a.mask, { magnitude: a.magnitude });
+  const { handle, view: plan } = runPlan(a, request);
+  let volume = null;
   const controller = new AbortController();
-  rt.running.set(id, controller);
   try {
+    if (!plan.feasible) throw new TesseraError(plan.message, 'BudgetExceeded');
+    volume = makeVolume(a.geometry, a.field, a.mask, { magnitude: a.magnitude });
+    rt.running.set(id, controller);
     const onProgress = (p) => postProgress(id, { ...p, stage: a.method });
-    const { chi, report } = await runSteps(rt.M, { volume, request, plan, signal: controller.signal, onProgress });
+    const { chi, report } = await runSteps(heldRuns, { volume, plan: handle, signal: controller.signal, onProgress });
     const moduleHeapBytes = rt.M.heapBytes();
     report.plan = plan;
     report.method = plan.method;
@@ -44,7 +64,8 @@ async function invertMethod(a, id, request) {
     return { value: { chi, report, quantity: 'chi' }, transfer: [chi.buffer] };
   } finally {
     rt.running.delete(id);
-    volume.delete();
+    volume?.delete();
+    handle.delete();
   }
 }
 
@@ -59,18 +80,20 @@ export async function runPipeline(a, id) {
   if (!Array.isArray(a.te) && typeof a.te !== 'number') throw new TesseraError('pipeline needs te: the echo times in seconds, one per echo (e.g. [0.004, 0.008])', 'InvalidArgument');
   const echoes = echoesOf(a);
   const request = pipelineRequestOf(a);
-  const plan = planOf({ geometry: a.geometry, mask: a.mask }, request);
-  if (!plan.feasible) throw new TesseraError(plan.message, 'BudgetExceeded');
-  const volume = makeVolume(a.geometry, a.phase, a.mask, { echoes, magnitude: a.magnitude, what: 'phase' });
+  const { handle, view: plan } = runPlan({ geometry: a.geometry, mask: a.mask, plan: a.plan }, request);
+  let volume = null;
   const controller = new AbortController();
-  rt.running.set(id, controller);
   let out;
   try {
+    if (!plan.feasible) throw new TesseraError(plan.message, 'BudgetExceeded');
+    volume = makeVolume(a.geometry, a.phase, a.mask, { echoes, magnitude: a.magnitude, what: 'phase' });
+    rt.running.set(id, controller);
     const onProgress = (p) => postProgress(id, { ...p, stage: 'pipeline' });
-    out = await runSteps(rt.M, { volume, request, plan, signal: controller.signal, onProgress, collect: (run) => call(() => run.outputs()) });
+    out = await runSteps(heldRuns, { volume, plan: handle, signal: controller.signal, onProgress, collect: (run) => call(() => run.outputs()) });
   } finally {
     rt.running.delete(id);
-    volume.delete();
+    volume?.delete();
+    handle.delete();
   }
   const { outputs, ...report } = out.report;
   report.plan = plan;
@@ -88,7 +111,7 @@ export async function runPipeline(a, id) {
 
 /**
  * invert(): a network (model or spec) on a field or on wrapped phase, or a classical method (invertMethod), under the
- * request's plan (handed back from plan() or made here). Returns {value: {chi, report, quantity}, transfer}.
+ * request's plan (held: handed back from plan(), or made here). Returns {value: {chi, report, quantity}, transfer}.
  */
 export async function invert(a, id) {
   const request = requestOf(a);
@@ -103,29 +126,35 @@ export async function invert(a, id) {
     throw new TesseraError('phase and magnitude are inputs of the phase networks (iqsm, iqfm, iqsm-plus); give this model a field', 'InvalidArgument');
   }
   // One plan per run: the caller's (from plan(), handed back) or made here; the run obeys exactly it.
-  const plan = a.plan ?? planOf(a, request);
-  if (typeof plan !== 'object' || plan === null || typeof plan.networks !== 'number') {
-    throw new TesseraError('plan must be the object plan() returned for this request', 'InvalidArgument');
-  }
-  if (!plan.feasible) throw new TesseraError(plan.message, 'BudgetExceeded');
-  if (weights.length !== plan.networks || weights.some((w) => !w || !w.byteLength)) {
-    throw new TesseraError(`this model needs ${plan.networks} network file(s) (weights), got ${weights.filter(Boolean).length}`, 'InvalidArgument');
-  }
+  const { handle, view: plan } = runPlan(a, request);
   const moduleHeapBefore = rt.M.heapBytes(); // the module heap never shrinks: what this run added is judged
-  const volume = phase
-    ? makeVolume(a.geometry, a.phase, a.mask, { echoes: echoesOf(a), magnitude: a.magnitude, what: 'phase' })
-    : makeVolume(a.geometry, a.field, a.mask);
+  let volume;
+  try {
+    if (!plan.feasible) throw new TesseraError(plan.message, 'BudgetExceeded');
+    if (weights.length !== plan.networks || weights.some((w) => !w || !w.byteLength)) {
+      throw new TesseraError(`this model needs ${plan.networks} network file(s) (weights), got ${weights.filter(Boolean).length}`, 'InvalidArgument');
+    }
+    volume = phase
+      ? makeVolume(a.geometry, a.phase, a.mask, { echoes: echoesOf(a), magnitude: a.magnitude, what: 'phase' })
+      : makeVolume(a.geometry, a.field, a.mask);
+  } catch (e) {
+    handle.delete();
+    throw e;
+  }
   // B0 off the third axis for a network that assumes it along it (plan.b0Align.resampled): the run goes through the
   // B0-aligned grid the plan was made on (C++ resamples the field there, and χ back below).
   let aligned = null;
   let runVolume = volume;
+  let runHandle = handle; // the plan's run on runVolume
   if (plan.b0Align?.resampled) {
     try {
-      aligned = call(() => rt.M.alignB0(volume, request));
+      aligned = call(() => rt.M.alignB0(volume, handle));
       runVolume = aligned.volume();
+      runHandle = aligned.plan();
     } catch (e) {
       aligned?.delete();
       volume.delete();
+      handle.delete();
       throw e;
     }
   }
@@ -147,7 +176,7 @@ export async function invert(a, id) {
     const onProgress = (p) => postProgress(id, { ...p, executionProvider });
     let out;
     try {
-      out = await runSteps(rt.M, { volume: runVolume, request, plan, pools, signal: controller.signal, onProgress });
+      out = await runSteps(heldRuns, { volume: runVolume, plan: runHandle, pools, signal: controller.signal, onProgress });
     } catch (e) {
       throw e?.code === 'MemoryCeiling' ? ceilingError(e, a, plan) : e;
     }
@@ -158,7 +187,7 @@ export async function invert(a, id) {
     const workerHeapHighWater = stats.flatMap((s) => s.perWorker.map((w) => w.heapHighWater));
     const moduleHeapBytes = rt.M.heapBytes();
     // The real run against the plan (C++: ratios, 1 = exact, above 1 the plan was too low; the figure to declare).
-    const check = call(() => rt.M.memoryCheck(request, plan, Math.max(0, ...workerHeapHighWater), moduleHeapBytes, moduleHeapBefore, a.model ?? 'the spec'));
+    const check = call(() => rt.M.memoryCheck(handle, Math.max(0, ...workerHeapHighWater), moduleHeapBytes, moduleHeapBefore, a.model ?? 'the spec'));
     report.memory = {
       moduleHeapBytes,
       workerHeapHighWater,
@@ -181,7 +210,7 @@ export async function invert(a, id) {
     report.executionProvider = pools.map((p) => p.executionProvider);
     if (a.verify) {
       await stopPools(pools); // the tiles' heaps go back before the check's box runs
-      report.verify = await verifyRun({ a, volume: runVolume, request, plan, chi: runChi, spec, signal: controller.signal, onProgress });
+      report.verify = await verifyRun({ a, volume: runVolume, handle: runHandle, plan, chi: runChi, spec, signal: controller.signal, onProgress });
     }
     const chi = aligned ? call(() => aligned.restore(runChi)) : runChi;
     report.b0Align = plan.b0Align ?? null;
@@ -197,9 +226,11 @@ export async function invert(a, id) {
     rt.running.delete(id);
     if (aligned) {
       runVolume.delete();
+      runHandle.delete();
       aligned.delete();
     }
     volume.delete();
+    handle.delete();
     await stopPools(pools); // at the end of every run
   }
 }

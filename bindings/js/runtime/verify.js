@@ -1,16 +1,17 @@
 // The self-check of a run (verify: true): the plan's box cut from the volume and run whole on a fresh one-worker pool,
 // compared with the tiled χ away from the box's inner faces; plus the data-consistency residual of χ.
 import { runSteps } from '../driver.js';
-import { rt, call } from './context.js';
+import { rt, call, heldRuns } from './context.js';
 import { startPools, stopPools } from './sessions.js';
 
 /**
  * report.verify of a run.
  * Precondition: the run's own pools are given back (the box's worker is the only one).
- * Precondition: volume is the grid the run went through and chi its χ there.
+ * Precondition: volume is the grid the run went through, handle the held plan's run there (an M.HeldPlan), plan the
+ * plan's view and chi its χ there.
  * @returns {Promise<object>}
  */
-export async function verifyRun({ a, volume, request, plan, chi, spec, signal, onProgress }) {
+export async function verifyRun({ a, volume, handle, plan, chi, spec, signal, onProgress }) {
   const v = plan.verify;
   const started = performance.now();
   if (!v) return { possible: false, message: 'the plan was made without verify: plan again with verify: true' };
@@ -19,19 +20,20 @@ export async function verifyRun({ a, volume, request, plan, chi, spec, signal, o
     if (plan.wholeVolume) Object.assign(out, { exact: true, r: 1, nrmse: 0, maxAbs: 0 });
     return out;
   }
-  const check = call(() => rt.M.startVerification(volume, request, plan));
+  const check = call(() => rt.M.startVerification(volume, handle));
   let pools = [];
   try {
     const box = check.box();
-    const boxRequest = { ...request, whole: true, tile: undefined };
+    const boxPlan = check.boxPlan();
     pools = await startPools([Array.isArray(a.weights) ? a.weights[0] : a.weights], { k: 1, threadsPerWorker: plan.threadsPerWorker || rt.options.threadsPerWorker || 1, spec });
     await pools[0].ready();
     const progress = onProgress && ((p) => onProgress({ ...p, stage: 'verify' }));
     let boxChi;
     try {
-      ({ chi: boxChi } = await runSteps(rt.M, { volume: box, request: boxRequest, plan: v.plan, pools, signal, onProgress: progress }));
+      ({ chi: boxChi } = await runSteps(heldRuns, { volume: box, plan: boxPlan, pools, signal, onProgress: progress }));
     } finally {
       box.delete();
+      boxPlan.delete();
     }
     const agreement = call(() => check.compare(chi, boxChi));
     const dataConsistency = call(() => check.dataConsistency(chi));
