@@ -19,39 +19,39 @@ export type Quality = 'faithful' | 'balanced' | 'fast';
 
 /** Predicted agreement of a plan's result with the whole-volume run (a whole-volume plan: r 1, nrmse 0). */
 export interface PredictedFidelity {
-  r: number;
-  nrmse: number;
-  deficit: number;
+  readonly r: number;
+  readonly nrmse: number;
+  readonly deficit: number;
 }
 
 /** How far the network looks, as the planner took it. */
 export interface PlanContext {
   /** the theoretical receptive radius it came from (voxels; 0 when only measured) */
-  radius: number;
+  readonly radius: number;
   /** from a probe of the network (receptiveField({probe: true})) */
-  measured: boolean;
+  readonly measured: boolean;
   /** unknown: the planner assumed a reach */
-  assumed: boolean;
+  readonly assumed: boolean;
   /** the smallest radius holding 90 % / 99 % of the dependence (voxels) */
-  radius90: number;
-  radius99: number;
+  readonly radius90: number;
+  readonly radius99: number;
 }
 
 /** A plan's self-check (planned with verify: true). */
 export interface PlannedVerification {
-  possible: boolean;
+  readonly possible: boolean;
   /** why the check is not possible; empty when it is */
-  message: string;
+  readonly message: string;
   /** the box run whole [lo, hi) (voxels) */
-  lo: Triple;
-  hi: Triple;
+  readonly lo: Triple;
+  readonly hi: Triple;
   /** where the box's result is compared with the tiled one [compareLo, compareHi) */
-  compareLo: Triple;
-  compareHi: Triple;
+  readonly compareLo: Triple;
+  readonly compareHi: Triple;
   /** voxels kept away from the box's inner faces */
-  margin: number;
-  /** the box's own (whole-volume) plan; null when not possible */
-  plan: Plan | null;
+  readonly margin: number;
+  /** the box's own (whole-volume) plan (no id: it is the held plan's part); null when not possible */
+  readonly plan: Omit<Plan, 'id'> | null;
 }
 
 /** report.verify: the tiled result against the box run whole, and the data-consistency residual. */
@@ -201,124 +201,130 @@ export interface Calibration {
 
 /** The memory cost a plan used and where it came from. */
 export interface PlanCost {
-  source: 'registry' | 'declared' | 'calibrated' | 'assumed';
-  fixedBytes: number;
-  bytesPerVoxel: number;
+  readonly source: 'registry' | 'declared' | 'calibrated' | 'assumed';
+  readonly fixedBytes: number;
+  readonly bytesPerVoxel: number;
   /** registry: the figure is an estimate, not a measurement */
-  provisional?: boolean;
+  readonly provisional?: boolean;
   /** calibrated: the measurements */
-  points?: CalibrationPoint[];
-  seconds?: number;
-  threads?: number;
-  note?: string;
+  readonly points?: CalibrationPoint[];
+  readonly seconds?: number;
+  readonly threads?: number;
+  readonly note?: string;
 }
 
 /** What a plan does about B0 (networks that assume it along the volume's third axis). */
 export interface PlannedB0Alignment {
   /** the angle between B0 and the volume's third axis, 0–90° */
-  tiltDegrees: number;
+  readonly tiltDegrees: number;
   /** the network assumes B0 along the third axis (field → χ networks, native patching) */
-  assumesZ: boolean;
+  readonly assumesZ: boolean;
   /** the run resamples the field to a B0-aligned grid and χ back (then grid, tiles and memory are that grid's) */
-  resampled: boolean;
-  mode: B0Align;
+  readonly resampled: boolean;
+  readonly mode: B0Align;
   /** auto resamples above this angle */
-  thresholdDegrees: number;
+  readonly thresholdDegrees: number;
   /** a warning above this angle */
-  warnDegrees: number;
+  readonly warnDegrees: number;
   /** the aligned grid's dims when resampled, else null */
-  alignedDims: Triple | null;
+  readonly alignedDims: Triple | null;
   /** module-heap bytes the resampling adds beside the aligned run's own volumes */
-  extraModuleBytes: number;
+  readonly extraModuleBytes: number;
   /** one sentence: the tilt and what the run does about it */
-  summary: string;
+  readonly summary: string;
   /** above the threshold: the angle and what Tessera did (also in plan.warning); else empty */
-  warning: string;
+  readonly warning: string;
 }
 
 /** The box a whole-volume plan runs: voxels [lo, hi) written, the patch from patchLo (on the pooling grid) of patchDims. */
 export interface CropBox {
-  lo: Triple;
-  hi: Triple;
-  patchLo: Triple;
-  patchDims: Triple;
+  readonly lo: Triple;
+  readonly hi: Triple;
+  readonly patchLo: Triple;
+  readonly patchDims: Triple;
   /** voxels kept around the mask before rounding out to the grid */
-  margin: number;
+  readonly margin: number;
   /** pieces > 1: the box is over the single-patch limit and runs as slabs cut along axis (0 x, 1 y, 2 z), each with
    * halo voxels of context past its core on the cut faces (then wholeVolume is false and the grid holds the slabs) */
-  split: { axis: number; pieces: number; halo: number };
+  readonly split: { axis: number; pieces: number; halo: number };
 }
 /** b0Align: resample to a B0-aligned grid above the threshold (auto), at any tilt (on), never (off). */
 export type B0Align = 'auto' | 'on' | 'off';
 
+/**
+ * A plan as plan() returns it: a frozen view of the plan the runtime holds (the last 16 plans), with its id. Hand it
+ * back to invert() with the same request and volume and the run obeys the held plan.
+ */
 export interface Plan {
-  feasible: boolean;
+  /** the held plan's id; a plan from another runtime, or one no longer held, is refused by invert() in words */
+  readonly id: string;
+  readonly feasible: boolean;
   /** the tile config planned (the auto-planner's choice for tile "auto") */
-  tile: TileConfig;
-  workers: number;
+  readonly tile: TileConfig;
+  readonly workers: number;
   /** chosen by the auto-planner; 0 = the runtime's setting */
-  threadsPerWorker: number;
+  readonly threadsPerWorker: number;
   /** the auto-planner's estimate (s), 0 when not estimated */
-  estimatedSeconds: number;
+  readonly estimatedSeconds: number;
   /** whose speed the estimate used: this machine's (measureSpeed), the registry's, the default; "" when not estimated */
-  estimateSource: 'measured' | 'registry' | 'default' | '';
+  readonly estimateSource: 'measured' | 'registry' | 'default' | '';
   /** the auto-planner's one-sentence reason (with the predicted fidelity) */
-  explanation: string;
+  readonly explanation: string;
   /** non-empty when nothing within the memory budget reaches the quality target (the most faithful config runs) */
-  fidelityWarning: string;
+  readonly fidelityWarning: string;
   /** predicted agreement with the whole-volume run; null when the network's reach is unknown */
-  predictedFidelity: PredictedFidelity | null;
+  readonly predictedFidelity: PredictedFidelity | null;
   /** how far the network looks, as the prediction took it; null when unknown */
-  context: PlanContext | null;
+  readonly context: PlanContext | null;
   /** the self-check, when planned with verify: true; else null */
-  verify: PlannedVerification | null;
+  readonly verify: PlannedVerification | null;
   /** the planner's refusal with advice; empty when feasible */
-  message: string;
-  wholeVolume: boolean;
+  readonly message: string;
+  readonly wholeVolume: boolean;
   /** a plan cut to the mask's bounding box (+ margin, on the pooling grid): one patch, or slabs (crop.split); null: the whole volume */
-  crop: CropBox | null;
-  patchEdge: number;
-  patchDims: Triple;
-  bytesPerTile: number;
-  tilesInFlight: number;
-  tilesTotal: number;
-  tilesActive: number;
-  tilesSkipped: number;
-  activationBytes: number;
-  moduleHeapBytes: number;
-  peakBytes: number;
+  readonly crop: CropBox | null;
+  readonly patchEdge: number;
+  readonly patchDims: Triple;
+  readonly bytesPerTile: number;
+  readonly tilesInFlight: number;
+  readonly tilesTotal: number;
+  readonly tilesActive: number;
+  readonly tilesSkipped: number;
+  readonly activationBytes: number;
+  readonly moduleHeapBytes: number;
+  readonly peakBytes: number;
   /** off-design warning (physics loops tiled, native patching, B0 off the third axis), or empty */
-  warning: string;
+  readonly warning: string;
   /** B0's tilt and whether the run goes through a B0-aligned grid */
-  b0Align: PlannedB0Alignment;
+  readonly b0Align: PlannedB0Alignment;
   /** network files the run needs (NeXtQSM: 2) */
-  networks: number;
+  readonly networks: number;
   /** the tiles the run goes through (a whole-volume plan: one tile covering the volume) */
-  grid: PlanGrid;
+  readonly grid: PlanGrid;
   /** the network's memory cost the plan used: the registry's, a spec's declared or calibrated figure, or assumed */
-  cost: PlanCost;
+  readonly cost: PlanCost;
 }
 
 export interface PlanTile {
   /** grid index: x fastest, then y, then z */
-  index: number;
+  readonly index: number;
   /** the output core [coreLo, coreHi), voxels */
-  coreLo: [number, number, number];
-  coreHi: [number, number, number];
+  readonly coreLo: [number, number, number];
+  readonly coreHi: [number, number, number];
   /** the patch's first voxel (coreLo - halo; may be negative: zeros outside the volume) */
-  patchLo: [number, number, number];
+  readonly patchLo: [number, number, number];
   /** the core holds no mask voxel: not run */
-  skipped: boolean;
+  readonly skipped: boolean;
 }
 
 export interface PlanGrid {
-  counts: [number, number, number];
-  patchEdge: number;
-  stride: number;
-  blend: Blend;
+  readonly counts: [number, number, number];
+  readonly patchEdge: number;
+  readonly stride: number;
+  readonly blend: Blend;
   /** active tiles whose patch is off the whole volume's pooling grid (their max-poolings alias) */
-  misaligned: number;
-  tiles: PlanTile[];
+  readonly misaligned: number;
+  readonly tiles: readonly PlanTile[];
 }
 
 export interface RequestOption {
@@ -422,7 +428,8 @@ export interface RunReport {
   wallSeconds: number;
   tileSeconds: number[];
   warning: string;
-  plan: Plan;
+  /** the plan the run obeyed (its id when it was handed back) */
+  plan: Omit<Plan, 'id'> & { readonly id?: string };
   memory: {
     moduleHeapBytes: number;
     workerHeapHighWater: number[];
@@ -544,7 +551,7 @@ export interface InvertRequest extends PlanRequest {
   phaseSign?: number;
   /** multi-input networks: {role: ONNX input name} where the export's names are not recognised */
   inputNames?: Record<string, string>;
-  /** the plan() of this request, handed back: the run obeys it (made here when absent) */
+  /** the plan() of this request and volume, handed back: the run obeys the held plan (made here when absent) */
   plan?: Plan;
   /** ONNX bytes; an array for networks with several files (NeXtQSM) */
   weights: Uint8Array | ArrayBuffer | (Uint8Array | ArrayBuffer)[];
@@ -590,22 +597,24 @@ export interface MethodRequest extends MethodOptions {
 
 /** plan() of a method request: its memory in the module's heap, or the refusal with the largest volume that fits. */
 export interface MethodPlan {
-  feasible: boolean;
-  message: string;
-  method: MethodName;
-  title: string;
+  /** the held plan's id (see Plan) */
+  readonly id: string;
+  readonly feasible: boolean;
+  readonly message: string;
+  readonly method: MethodName;
+  readonly title: string;
   /** steps planned (iterations; an upper bound) */
-  methodSteps: number;
-  threads: number;
-  inputBytes: number;
-  workspaceBytes: number;
-  moduleHeapBytes: number;
-  peakBytes: number;
-  largestVoxels: number;
-  wholeVolume: true;
-  networks: 0;
-  tilesInFlight: 0;
-  warning: string;
+  readonly methodSteps: number;
+  readonly threads: number;
+  readonly inputBytes: number;
+  readonly workspaceBytes: number;
+  readonly moduleHeapBytes: number;
+  readonly peakBytes: number;
+  readonly largestVoxels: number;
+  readonly wholeVolume: true;
+  readonly networks: 0;
+  readonly tilesInFlight: 0;
+  readonly warning: string;
 }
 
 /** pipeline(): from a scanner's multi-echo phase to χ. */
@@ -634,7 +643,7 @@ export interface PipelineRequest extends MethodOptions {
   spec?: NetworkSpec;
   weights?: Uint8Array | ArrayBuffer | (Uint8Array | ArrayBuffer)[];
   network?: Partial<InvertRequest>;
-  /** the plan() of this request, handed back */
+  /** the plan() of this request and volume, handed back: the run obeys the held plan (made here when absent) */
   plan?: PipelinePlan;
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
@@ -649,19 +658,21 @@ export interface PipelinePlanRequest extends Omit<PipelineRequest, 'phase' | 'ma
 
 /** plan() of a pipeline request: its stages and the module heap they need, or the refusal. */
 export interface PipelinePlan {
-  feasible: boolean;
-  message: string;
-  pipeline: true;
-  stages: string[];
-  inputBytes: number;
-  workspaceBytes: number;
-  moduleHeapBytes: number;
-  peakBytes: number;
-  largestVoxels: number;
-  threads: number;
-  networks: 0;
-  tilesInFlight: 0;
-  warning: string;
+  /** the held plan's id (see Plan) */
+  readonly id: string;
+  readonly feasible: boolean;
+  readonly message: string;
+  readonly pipeline: true;
+  readonly stages: readonly string[];
+  readonly inputBytes: number;
+  readonly workspaceBytes: number;
+  readonly moduleHeapBytes: number;
+  readonly peakBytes: number;
+  readonly largestVoxels: number;
+  readonly threads: number;
+  readonly networks: 0;
+  readonly tilesInFlight: 0;
+  readonly warning: string;
 }
 
 /** pipeline()'s result: every intermediate as a Volume with the input's geometry. */
@@ -733,7 +744,7 @@ export declare class Tessera {
   ): Promise<Uint8Array[]>;
   /** chi holds the result; for iQFM (quantity 'local-field') it is the local field, also given as localField */
   invert(request: InvertRequest): Promise<{ chi: Float32Array; report: RunReport; quantity: 'chi' | 'local-field'; localField?: Float32Array }>;
-  invert(request: MethodRequest): Promise<{ chi: Float32Array; report: { method: MethodName; wallSeconds: number; plan: MethodPlan; memory: { moduleHeapBytes: number; estimatedPeakBytes: number; moduleHeapVsPlan: number } }; quantity: 'chi' }>;
+  invert(request: MethodRequest): Promise<{ chi: Float32Array; report: { method: MethodName; wallSeconds: number; plan: Omit<MethodPlan, 'id'> & { readonly id?: string }; memory: { moduleHeapBytes: number; estimatedPeakBytes: number; moduleHeapVsPlan: number } }; quantity: 'chi' }>;
   pipeline(request: PipelineRequest): Promise<PipelineResult>;
   phantomScan(request: { geometry: Geometry; seed?: number; te?: number[]; b0?: number; snr?: number }): Promise<PhantomScan>;
   phantom(request: { geometry: Geometry; seed?: number; noise?: number }): Promise<{ chi: Float32Array; field: Float32Array; mask: Uint8Array }>;
