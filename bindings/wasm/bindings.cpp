@@ -33,6 +33,7 @@ PlanHandle plan_replan(const HeldPlan& p, val mask, val field, val speed) {
   return guarded([&] { return replan_with_speed(p, mask, field, speed); });
 }
 void plan_check(const HeldPlan& p, val geometry, val request) { guarded([&] { check_request(p, geometry, request); }); }
+void plan_check_volume(const HeldPlan& p, std::shared_ptr<Volume> volume) { guarded([&] { check_volume(p, *volume); }); }
 double parses() { return request_parses(); }
 std::shared_ptr<Volume> make_volume(val geometry, unsigned echoes) {
   return guarded([&] { return std::make_shared<Volume>(geometry, echoes); });
@@ -94,7 +95,8 @@ EMSCRIPTEN_BINDINGS(tessera) {
       .smart_ptr<PlanHandle>("PlanHandle")
       .function("view", &plan_view_of)
       .function("replan", &plan_replan)
-      .function("check", &plan_check);
+      .function("check", &plan_check)
+      .function("checkVolume", &plan_check_volume);
   function("startFieldRun", &start_field_run);
   function("phantom", &phantom);
   function("phantomScan", &phantom_scan);

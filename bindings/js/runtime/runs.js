@@ -137,7 +137,9 @@ export async function invert(a, id) {
     volume = phase
       ? makeVolume(a.geometry, a.phase, a.mask, { echoes: echoesOf(a), magnitude: a.magnitude, what: 'phase' })
       : makeVolume(a.geometry, a.field, a.mask);
+    call(() => handle.checkVolume(volume)); // the volume the plan was made for, before any worker starts
   } catch (e) {
+    volume?.delete();
     handle.delete();
     throw e;
   }
