@@ -50,7 +50,7 @@ bool runs_in_steps(const InversionRequest& r) {
 }
 
 TilePlan plan_of_choice(const InversionRequest& r, std::span<const uint8_t> mask, const PlanChoice& c, Target target) {
-  validate_mask_not_empty(r.geometry, mask);  // a run (prepare_run): an all-zero mask would write an all-zero χ
+  validate_mask_not_empty(r.geometry, mask);  // a run of a choice: an all-zero mask would write an all-zero χ
   if (assumes_b0_along_z(r) && request_b0_plan(r).resampled) {
     throw Error(ErrorCode::InvalidArgument, "this run resamples to a B0-aligned grid (b0Align): its plan is evaluated on "
                                             "the aligned volume (b0_alignment, to_aligned_grid), not on the source volume");
