@@ -49,14 +49,15 @@ function breathe() {
 /**
  * Runs a run step by step under its plan: a network's patches on the pools (pools[i] runs network i: NeXtQSM's BF
  * and VJP), or a classical method (no patch: run.step() does one iteration, the event loop gets a turn between two).
- * M is a loaded Tessera module; volume an M.Volume holding field (or every echo's phase), mask and magnitude; plan the
- * plan object of request; pools WorkerPools of plan.tilesInFlight workers each (none for a method).
+ * M is a loaded Tessera module; volume an M.Volume holding field (or every echo's phase), mask and magnitude; plan an
+ * M.HeldPlan made for that volume (its request is held with it); pools WorkerPools of the plan's tilesInFlight workers
+ * each (none for a method).
  * @returns {Promise<{chi: Float32Array, report: object}>}
  */
-export async function runSteps(M, { volume, request, plan, pools = [], onProgress, signal, collect }) {
+export async function runSteps(M, { volume, plan, pools = [], onProgress, signal, collect }) {
   if (signal?.aborted) throw abortError();
   const started = performance.now();
-  const run = call(() => M.startFieldRun(volume, request, plan));
+  const run = call(() => M.startFieldRun(volume, plan));
   const running = new Map(); // job → grid tile
   const startedTiles = new Set();
   const pending = new Set();

@@ -16,6 +16,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const { createTessera, readEchoes, readMask } = await import(pathToFileURL(path.join(root, 'bindings/js/index.js')).href);
+const { planForFile } = await import(pathToFileURL(path.join(root, 'bindings/js/cli/format.js')).href);
 
 const bytesOf = (file) => {
   const b = fs.readFileSync(file);
@@ -72,7 +73,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     const tmp = path.join(path.dirname(path.resolve(o.out)), `.${path.basename(o.out)}.${process.pid}.partial`);
     fs.mkdirSync(path.dirname(path.resolve(o.out)), { recursive: true });
     try {
-      fs.writeFileSync(tmp, `${JSON.stringify(plan, null, 2)}\n`);
+      fs.writeFileSync(tmp, `${JSON.stringify({ pipeline: planForFile(plan.pipeline), network: planForFile(plan.network) }, null, 2)}\n`);
       fs.renameSync(tmp, o.out);
     } finally {
       fs.rmSync(tmp, { force: true });

@@ -6,6 +6,12 @@ import { fileURLToPath } from 'node:url';
 import { gbText as GB, bytesText as size, mbText as MB } from '../bytes.js';
 
 export { GB, size, MB };
+/** A plan as the CLI writes it to a file or stdout: without the runtime's id (a handle that means nothing outside this process). */
+export function planForFile(plan) {
+  if (!plan || typeof plan !== 'object') return plan;
+  const { id, ...rest } = plan;
+  return rest;
+}
 export const pct = (a, b) => `${Math.round((100 * a) / b)}%`;
 
 export function duration(s) {

@@ -5,7 +5,7 @@ import { writeNifti } from '../index.js';
 import { CliError, EXIT_OK, EXIT_USAGE, usageError } from './errors.js';
 import { niftiName, readSpec, checkSpec, checkWritable, removeStalePartials, writeAtomic } from './files.js';
 import { requestFlags, schemaDefault } from './flags.js';
-import { size, duration, versions, boxText, splitText, isSplit, speedText, fidelityText, reachText, verifyText } from './format.js';
+import { size, duration, versions, planForFile, boxText, splitText, isSplit, speedText, fidelityText, reachText, verifyText } from './format.js';
 import { checkInputKind, loadNetworkWeights, probeContext, uncosted, calibrateSpec, defined } from './network.js';
 import { runOptions } from './plan.js';
 import { readInputs } from './read-inputs.js';
@@ -53,7 +53,7 @@ async function cmdInvertMethod(o, ctx) {
   const bytes = await writeNifti(chi, like, { gzip: /\.gz$/i.test(o.out), description: `chi ppm, tessera-qsm ${name}`.slice(0, 79) });
   const outputs = [{ file: o.out, bytes }];
   if (o.report !== undefined) {
-    const full = { ...report, plan, command: ['tessera-qsm', ...ctx.args], cwd: process.cwd(), versions: versions(), startedAt, totalWallSeconds: (performance.now() - t0) / 1000, quantity: 'chi', method: name, params, inputs: { field: { path: o.field, dims: geometry.dims, voxelMm: geometry.voxelMm, b0Dir: geometry.b0Dir, units }, mask: { path: o.mask } }, output: o.out };
+    const full = { ...report, plan: planForFile(plan), command: ['tessera-qsm', ...ctx.args], cwd: process.cwd(), versions: versions(), startedAt, totalWallSeconds: (performance.now() - t0) / 1000, quantity: 'chi', method: name, params, inputs: { field: { path: o.field, dims: geometry.dims, voxelMm: geometry.voxelMm, b0Dir: geometry.b0Dir, units }, mask: { path: o.mask } }, output: o.out };
     outputs.push({ file: o.report, bytes: `${JSON.stringify(full, null, 2)}\n` });
   }
   await writeAtomic(outputs, signal);
@@ -180,7 +180,7 @@ export async function cmdInvert(o, ctx) {
       : { field: { path: o.field, dims: geometry.dims, voxelMm: geometry.voxelMm, b0Dir: geometry.b0Dir, b0DirSource: like.b0DirSource, units, b0Tesla: b0 ?? null } };
     const full = {
       ...report,
-      plan,
+      plan: planForFile(plan),
       command: ['tessera-qsm', ...ctx.args],
       cwd: process.cwd(),
       versions: versions(),

@@ -7,7 +7,7 @@ import { PIPELINE_OPTIONS } from '../request.js';
 import { CliError, EXIT_OK, EXIT_USAGE, usageError } from './errors.js';
 import { niftiName, checkWritable, removeStalePartials, writeAtomic } from './files.js';
 import { schemaDefault } from './flags.js';
-import { size, duration, versions } from './format.js';
+import { size, duration, versions, planForFile } from './format.js';
 import { loadNetworkWeights, defined } from './network.js';
 import { readInputs } from './read-inputs.js';
 import { wholeNumber, keyValues, fmt } from './values.js';
@@ -91,7 +91,7 @@ export async function cmdPipeline(o, ctx) {
     for (let e = 0; e < echoes; e++) await write(`unwrapped_phase_echo${e + 1}`, out.unwrappedPhase.data.subarray(e * n, (e + 1) * n), `unwrapped phase echo ${e + 1} rad`);
   }
   if (o.report !== undefined) {
-    const full = { ...out.report, networkReport: out.networkReport, command: ['tessera-qsm', ...ctx.args], cwd: process.cwd(), versions: versions(), startedAt, totalWallSeconds: (performance.now() - t0) / 1000, inputs: { phase: o.phase, magnitude: o.magnitude ?? null, mask: o.mask ?? null, te, b0, echoes }, options, inversion: method ? { method, params } : { model: o.model }, output: o.out, intermediates: dir ?? null };
+    const full = { ...out.report, plan: planForFile(out.report.plan), networkReport: out.networkReport, command: ['tessera-qsm', ...ctx.args], cwd: process.cwd(), versions: versions(), startedAt, totalWallSeconds: (performance.now() - t0) / 1000, inputs: { phase: o.phase, magnitude: o.magnitude ?? null, mask: o.mask ?? null, te, b0, echoes }, options, inversion: method ? { method, params } : { model: o.model }, output: o.out, intermediates: dir ?? null };
     outputs.push({ file: o.report, bytes: `${JSON.stringify(full, null, 2)}\n` });
   }
   await writeAtomic(outputs, signal);

@@ -3,7 +3,7 @@
 import { EXIT_OK, EXIT_USAGE, usageError } from './errors.js';
 import { readSpec, checkSpec } from './files.js';
 import { flagName, PHASE_OPTIONS } from './flags.js';
-import { planTable } from './format.js';
+import { planTable, planForFile } from './format.js';
 import { checkInputKind, loadNetworkWeights, probeContext, uncosted, calibrateSpec, defined } from './network.js';
 import { readInputs } from './read-inputs.js';
 import { wholeNumber, inputNames } from './values.js';
@@ -118,7 +118,7 @@ export async function cmdPlan(o, ctx) {
     measureSpeed: o['measure-speed'] || undefined, ...phase,
   };
   const plan = await tessera.plan(defined(request));
-  if (o.json) ctx.out(`${JSON.stringify(plan, null, 2)}\n`);
+  if (o.json) ctx.out(`${JSON.stringify(planForFile(plan), null, 2)}\n`);
   else {
     const maskVoxels = mask ? mask.reduce((a, b) => a + b, 0) : undefined;
     ctx.out(planTable(plan, limits, { o, run, entry, spec, geometry, maskVoxels, echoes }));

@@ -14,12 +14,6 @@ export const rt = {
 /** Runs f (a call into the module); a module error becomes a TesseraError. */
 export const call = callModule;
 
-/**
- * What runSteps (driver.js) starts a run with in place of the module: M.startFieldRun(volume, request, plan) starts the
- * held plan's run on volume, where plan is an M.HeldPlan (its request is held with it: the request argument is unused).
- */
-export const heldRuns = { startFieldRun: (volume, request, plan) => rt.M.startFieldRun(volume, plan) };
-
 /** Posts a progress event of request id to the main thread. */
 export function postProgress(id, progress) {
   rt.port.post({ id, progress });

@@ -4,7 +4,7 @@
 import { runSteps } from '../driver.js';
 import { TesseraError } from '../errors.js';
 import { probeEdge, contextProfile } from '../receptive-field.js';
-import { rt, call, postProgress, heldRuns } from './context.js';
+import { rt, call, postProgress } from './context.js';
 import { makeVolume, planOf, requestOf } from './requests.js';
 import { startPools, stopPools, keepSession, sessionIdleMs } from './sessions.js';
 
@@ -70,7 +70,7 @@ async function onProbePool(a, id, { entry, threads, purpose, patches }, body) {
       if (controller.signal.aborted) throw new DOMException(`${purpose.subject} was cancelled`, 'AbortError');
       const volume = makeVolume(patch.geometry, field, patch.mask);
       try {
-        return await runSteps(heldRuns, { volume, plan: patch.handle, pools, signal: controller.signal });
+        return await runSteps(rt.M, { volume, plan: patch.handle, pools, signal: controller.signal });
       } finally {
         volume.delete();
       }

@@ -5,7 +5,7 @@
 import { runSteps } from '../driver.js';
 import { TesseraError } from '../errors.js';
 import { heapText } from '../pool-workers.js';
-import { rt, call, postProgress, heldRuns } from './context.js';
+import { rt, call, postProgress } from './context.js';
 import { takePlan } from './plans.js';
 import { makeVolume, echoesOf, planOf, costOf, requestOf, pipelineRequestOf } from './requests.js';
 import { startPools, stopPools, takeSession } from './sessions.js';
@@ -56,7 +56,7 @@ async function invertMethod(a, id, request) {
     volume = makeVolume(a.geometry, a.field, a.mask, { magnitude: a.magnitude });
     rt.running.set(id, controller);
     const onProgress = (p) => postProgress(id, { ...p, stage: a.method });
-    const { chi, report } = await runSteps(heldRuns, { volume, plan: handle, signal: controller.signal, onProgress });
+    const { chi, report } = await runSteps(rt.M, { volume, plan: handle, signal: controller.signal, onProgress });
     const moduleHeapBytes = rt.M.heapBytes();
     report.plan = plan;
     report.method = plan.method;
@@ -89,7 +89,7 @@ export async function runPipeline(a, id) {
     volume = makeVolume(a.geometry, a.phase, a.mask, { echoes, magnitude: a.magnitude, what: 'phase' });
     rt.running.set(id, controller);
     const onProgress = (p) => postProgress(id, { ...p, stage: 'pipeline' });
-    out = await runSteps(heldRuns, { volume, plan: handle, signal: controller.signal, onProgress, collect: (run) => call(() => run.outputs()) });
+    out = await runSteps(rt.M, { volume, plan: handle, signal: controller.signal, onProgress, collect: (run) => call(() => run.outputs()) });
   } finally {
     rt.running.delete(id);
     volume?.delete();
@@ -178,7 +178,7 @@ export async function invert(a, id) {
     const onProgress = (p) => postProgress(id, { ...p, executionProvider });
     let out;
     try {
-      out = await runSteps(heldRuns, { volume: runVolume, plan: runHandle, pools, signal: controller.signal, onProgress });
+      out = await runSteps(rt.M, { volume: runVolume, plan: runHandle, pools, signal: controller.signal, onProgress });
     } catch (e) {
       throw e?.code === 'MemoryCeiling' ? ceilingError(e, a, plan) : e;
     }

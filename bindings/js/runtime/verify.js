@@ -1,7 +1,7 @@
 // The self-check of a run (verify: true): the plan's box cut from the volume and run whole on a fresh one-worker pool,
 // compared with the tiled χ away from the box's inner faces; plus the data-consistency residual of χ.
 import { runSteps } from '../driver.js';
-import { rt, call, heldRuns } from './context.js';
+import { rt, call } from './context.js';
 import { startPools, stopPools } from './sessions.js';
 
 /**
@@ -30,7 +30,7 @@ export async function verifyRun({ a, volume, handle, plan, chi, spec, signal, on
     const progress = onProgress && ((p) => onProgress({ ...p, stage: 'verify' }));
     let boxChi;
     try {
-      ({ chi: boxChi } = await runSteps(heldRuns, { volume: box, plan: boxPlan, pools, signal, onProgress: progress }));
+      ({ chi: boxChi } = await runSteps(rt.M, { volume: box, plan: boxPlan, pools, signal, onProgress: progress }));
     } finally {
       box.delete();
       boxPlan.delete();
