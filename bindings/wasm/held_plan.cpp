@@ -100,14 +100,15 @@ std::string mask_words(const VolumeKey& k) {
          std::to_string(k.hi[2] - 1);
 }
 
-std::vector<uint8_t> mask_or_ones(const Geometry& g, std::span<const uint8_t> mask) {
+// mask itself (moved, not copied: the module heap never shrinks), all ones when empty.
+std::vector<uint8_t> mask_or_ones(const Geometry& g, std::vector<uint8_t> mask) {
   if (mask.empty()) return std::vector<uint8_t>(g.voxel_count(), 1);
   if (mask.size() != g.voxel_count()) {
     throw Error(ErrorCode::InvalidArgument, "the mask holds " + std::to_string(mask.size()) + " values but the volume " +
                                                 dims_text(g.dims) + " has " + std::to_string(g.voxel_count()) +
                                                 ": field and mask must have the same dims");
   }
-  return std::vector<uint8_t>(mask.begin(), mask.end());
+  return mask;
 }
 
 // The network plan of r over mask (field: none, or the crop box's support where the network reads it unmasked).
@@ -202,10 +203,9 @@ namespace {
 
 bool given(const val& v) { return !v.isUndefined() && !v.isNull(); }
 
-// The plan of a parsed request over mask (all ones when empty) and field (none, or the volume's).
-PlanHandle make_plan(ParsedRequest r, std::span<const uint8_t> mask, std::span<const float> field) {
+// The plan of a parsed request over m (mask_or_ones') and field (none, or the volume's).
+PlanHandle make_plan(ParsedRequest r, std::span<const uint8_t> m, std::span<const float> field) {
   auto held = std::make_shared<HeldPlan>();
-  const std::vector<uint8_t> m = mask_or_ones(r.geometry, mask);
   held->volume = volume_key(r.geometry, m);
   switch (r.kind) {
     case ParsedRequest::Kind::Network: held->tiles = network_plan(r.network, m, field); break;
@@ -237,7 +237,8 @@ std::vector<float> field_from(const ParsedRequest& r, const val& field) {
 PlanHandle plan_request(const val& geometry, const val& mask, const val& request, const val& field) {
   ParsedRequest r = parse_request(geometry, request);
   const std::vector<float> f = field_from(r, field);
-  return make_plan(std::move(r), mask_from(mask), f);
+  const std::vector<uint8_t> m = mask_or_ones(r.geometry, mask_from(mask));
+  return make_plan(std::move(r), m, f);
 }
 
 PlanHandle replan_with_speed(const HeldPlan& held, const val& mask_value, const val& field_value, const val& speed) {
