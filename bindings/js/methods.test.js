@@ -113,3 +113,16 @@ test('tessera-qsm invert --method M for every method on a NIfTI pair; a bad para
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('RTS on a 160×192×144 head in a fresh runtime stays within its planned module heap (its plan is the tightest: a copy more on the plan path is caught)', { timeout: 180000 }, async () => {
+  const head = { dims: [160, 192, 144], voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
+  const { field, mask } = await tessera.phantom({ geometry: head });
+  const fresh = await createTessera({ workers: 1, hardwareThreads: 2 });
+  try {
+    const out = await fresh.invert({ field, mask, geometry: head, method: 'rts' });
+    const { moduleHeapVsPlan, moduleHeapBytes } = out.report.memory;
+    assert.ok(moduleHeapVsPlan <= 1, `module heap ${moduleHeapBytes} B is ${moduleHeapVsPlan} of its plan`);
+  } finally {
+    await fresh.terminate();
+  }
+});
