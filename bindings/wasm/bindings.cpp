@@ -23,7 +23,6 @@ val limits() { return guarded([] { return limits_to_val(); }); }
 val patch_fit(val tile, val cost) { return guarded([&] { return val(wasm_patch_fit(tile_from(tile), cost_from(cost))); }); }
 // Current size of the module's wasm memory: it never shrinks, so this is also its high-water mark.
 double heap_bytes() { return static_cast<double>(__builtin_wasm_memory_size(0)) * 65536.0; }
-double max_patch_edge(double bpv) { return static_cast<double>(max_wasm_patch_edge(static_cast<uint64_t>(bpv))); }
 // The request read once and planned: the handle the driver worker holds (plan() returns its view).
 PlanHandle plan(val geometry, val mask, val request, val field) {
   return guarded([&] { return plan_request(geometry, mask, request, field); });
@@ -44,9 +43,6 @@ std::unique_ptr<FieldRun> start_field_run(std::shared_ptr<Volume> volume, PlanHa
 val phantom(val geometry, val options) { return guarded([&] { return phantom_to_val(geometry, options); }); }
 val compare(val geometry, val test, val reference, val mask, val options) {
   return guarded([&] { return compare_to_val(geometry, test, reference, mask, options); });
-}
-double data_consistency(val geometry, val chi, val field, val mask) {
-  return guarded([&] { return data_consistency_of(geometry, chi, field, mask); });
 }
 val forward_of(val geometry, val chi) { return guarded([&] { return forward_field_to_val(geometry, chi); }); }
 val calibration_edges(double divisor, double count) { return guarded([&] { return calibration_edges_to_val(divisor, count); }); }
@@ -86,7 +82,6 @@ EMSCRIPTEN_BINDINGS(tessera) {
   function("limits", &limits);
   function("schema", &schema);
   function("patchFit", &patch_fit);
-  function("maxPatchEdge", &max_patch_edge);
   function("heapBytes", &heap_bytes);
   function("plan", &plan);
   // Requests read so far (one per API call): the runtime's internal counters, not the package's API.
@@ -101,7 +96,6 @@ EMSCRIPTEN_BINDINGS(tessera) {
   function("phantom", &phantom);
   function("phantomScan", &phantom_scan);
   function("compare", &compare);
-  function("dataConsistency", &data_consistency);
   function("forwardField", &forward_of);
   function("calibrationEdges", &calibration_edges);
   function("calibrationSlopeMeasured", &calibration_slope);

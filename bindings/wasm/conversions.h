@@ -111,8 +111,6 @@ val verification_to_val(const Agreement& a, const VerifyRegion& region);
 
 // {voxels, r, nrmse, maxAbs, hfen} of test against reference inside mask; options {lo, hi, hfen} (tessera/fidelity.h).
 val compare_to_val(const val& geometry, const val& test, const val& reference, const val& mask, const val& options);
-// ‖M (D∗χ − f)‖ / ‖M f‖ (tessera/fidelity.h).
-double data_consistency_of(const val& geometry, const val& chi, const val& field, const val& mask);
 
 // The local field of a χ map by the dipole forward model (B0 from the geometry, 2× zero padding; tessera/dipole.h).
 val forward_field_to_val(const val& geometry, const val& chi);

@@ -75,13 +75,6 @@ val compare_to_val(const val& geometry, const val& test, const val& reference, c
   return val(compare_maps(g, t, r, m, lo, hi, hfen));
 }
 
-double data_consistency_of(const val& geometry, const val& chi, const val& field, const val& mask) {
-  const Geometry g = geometry_from(geometry);
-  return data_consistency_residual(g, emscripten::convertJSArrayToNumberVector<float>(chi),
-                                   emscripten::convertJSArrayToNumberVector<float>(field),
-                                   emscripten::convertJSArrayToNumberVector<uint8_t>(mask));
-}
-
 val forward_field_to_val(const val& geometry, const val& chi) {
   const Geometry g = geometry_from(geometry);
   const std::vector<float> c = emscripten::convertJSArrayToNumberVector<float>(chi);
