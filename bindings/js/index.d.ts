@@ -478,7 +478,7 @@ export interface RuntimeOptions {
   hardwareThreads?: number;
   /** URL of driver-worker.js (bundlers) */
   driverUrl?: string | URL;
-  /** URL of a replacement ort-worker.js for the pool workers (e.g. a test worker that injects faults) */
+  /** URL of ort-worker.js for the pool workers when it is served from elsewhere than beside this module (a CDN, a bundler's output) */
   ortWorkerUrl?: string | URL;
   /**
    * preferred ONNX Runtime execution providers, first first (default ['wasm']); each network runs on the first

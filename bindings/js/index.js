@@ -17,14 +17,6 @@ export { loadInputs, checkEchoTimes, InputError } from './inputs.js';
 export { readCachedWeights, cacheWeights, listCachedWeights, clearWeightsCache, loadWeightsCached } from './model-loader.js';
 export { readNifti, readNiftiAsync, readEchoes, readEchoesAsync, phaseToRadians, readMask, writeNifti, hzToPpm, radPerSecToPpm, thresholdMask, GAMMA_BAR_MHZ_PER_T } from './nifti.js';
 
-/**
- * Start a Tessera runtime: a driver worker with the wasm core; ONNX Runtime workers start per run.
- * workers: most networks running at once (the C++ core lowers it to fit the 1.5 GB budget).
- * hardwareThreads: cores the auto-planner may use (default: the machine's).
- * threadsPerWorker: ONNX Runtime intra-op threads in each worker.
- * @param {import('./index.js').RuntimeOptions} [o]
- * @returns {Promise<Tessera>}
- */
 /** A Volume ({dims, voxelMm, b0Dir, data, ...}, what the readers return) rather than a bare typed array. */
 function isVolume(v) {
   return !!v && typeof v === 'object' && !ArrayBuffer.isView(v) && ArrayBuffer.isView(v.data) && Array.isArray(v.dims);
@@ -80,6 +72,14 @@ function providersOf(list) {
   }
 }
 
+/**
+ * Start a Tessera runtime: a driver worker with the wasm core; ONNX Runtime workers start per run.
+ * workers: most networks running at once (the C++ core lowers it to fit the 1.5 GB budget).
+ * hardwareThreads: cores the auto-planner may use (default: the machine's).
+ * threadsPerWorker: ONNX Runtime intra-op threads in each worker.
+ * @param {import('./index.js').RuntimeOptions} [o]
+ * @returns {Promise<Tessera>}
+ */
 export async function createTessera(o = {}) {
   const executionProviders = providersOf(o.executionProviders);
   const t = new Tessera(o);
