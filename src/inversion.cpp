@@ -16,9 +16,6 @@ namespace tessera {
 
 namespace {
 
-
-bool is_phase_network(const InversionRequest& r) { return r.model && takes_input(*r.model, InputRole::Phase); }
-
 // Whole-volume-only networks cannot be tiled: an explicit tile config is a mistake worth saying.
 void refuse_tiling(const InversionRequest& r) {
   if (r.tile_given && !r.whole_volume && !r.auto_tile) {
@@ -44,6 +41,8 @@ FieldNetwork request_network(const InversionRequest& r) {
   }
   return n;
 }
+
+bool is_phase_network(const InversionRequest& r) { return r.model && takes_input(*r.model, InputRole::Phase); }
 
 bool runs_in_steps(const InversionRequest& r) {
   return !r.model || r.model->kind == ModelKind::FieldToChi || r.model->kind == ModelKind::NativePatches;

@@ -247,14 +247,12 @@ void MethodParams::set(std::string_view name, double value) { values.at(option_i
 
 void MethodParams::set_choice(std::string_view name, std::string_view choice) {
   const OptionSpec& o = kOptions[option_index(name)];
-  std::string_view rest = o.choices;
-  for (double index = 0; !rest.empty(); ++index) {
-    const size_t bar = rest.find('|');
-    if (rest.substr(0, bar) == choice) {
-      values.at(option_index(name)) = index;
+  const std::vector<std::string_view> choices = option_choices(o);
+  for (size_t index = 0; index < choices.size(); ++index) {
+    if (choices[index] == choice) {
+      values.at(option_index(name)) = static_cast<double>(index);
       return;
     }
-    rest = bar == std::string_view::npos ? std::string_view{} : rest.substr(bar + 1);
   }
   throw Error(ErrorCode::InvalidArgument, std::string(name) + " must be one of " + std::string(o.choices) + ", got '" +
                                               std::string(choice) + "'");

@@ -62,13 +62,29 @@ const std::array<OptionSpec, 24> kOptions{{
      "auto|on|off"},
 }};
 
+}  // namespace
+
 std::string number_text(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.10g", v);
   return buf;
 }
 
-}  // namespace
+std::string numbers_text(std::span<const double> values) {
+  std::string s;
+  for (double x : values) s += (s.empty() ? "" : ", ") + number_text(x);
+  return "[" + s + "]";
+}
+
+std::vector<std::string_view> option_choices(const OptionSpec& option) {
+  std::vector<std::string_view> out;
+  for (std::string_view rest = option.choices; !rest.empty();) {
+    const size_t bar = rest.find('|');
+    out.push_back(rest.substr(0, bar));
+    rest = bar == std::string_view::npos ? std::string_view{} : rest.substr(bar + 1);
+  }
+  return out;
+}
 
 namespace {
 

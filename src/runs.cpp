@@ -99,7 +99,7 @@ std::unique_ptr<PatchSteps> physics_loop_run(const InversionRequest& r, const Ti
 std::unique_ptr<PatchSteps> start_run(const InversionRequest& r, const TilePlan& plan, std::span<const float> field,
                                       std::span<const uint8_t> mask, std::span<const float> magnitude, std::span<float> chi,
                                       unsigned threads) {
-  if (r.model && takes_input(*r.model, InputRole::Phase)) {
+  if (is_phase_network(r)) {
     const ModelSpec& m = *r.model;
     const Geometry g = r.geometry;
     const PhaseSettings s = r.phase;

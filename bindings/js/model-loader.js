@@ -21,7 +21,8 @@ function describe(source) {
   return 'the given bytes';
 }
 
-function isFetchable(s) {
+/** Whether a weights source string is fetched (a URL) rather than read as a file path. */
+export function isFetchable(s) {
   return /^(https?:|blob:|data:)/i.test(s);
 }
 

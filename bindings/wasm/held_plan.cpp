@@ -3,7 +3,6 @@
 #include <emscripten/bind.h>
 
 #include <algorithm>
-#include <cstdio>
 
 #include "conversions.h"
 #include "tessera/error.h"
@@ -15,34 +14,18 @@ namespace tessera::js {
 
 namespace {
 
-std::string number_words(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.10g", v);
-  return buf;
-}
-
-std::string list_words(const std::vector<double>& v) {
-  std::string s;
-  for (double x : v) s += (s.empty() ? "" : ", ") + number_words(x);
-  return "[" + s + "]";
-}
-
 std::string triple_words(const std::array<double, 3>& v) {
-  return number_words(v[0]) + "×" + number_words(v[1]) + "×" + number_words(v[2]);
+  return number_text(v[0]) + "×" + number_text(v[1]) + "×" + number_text(v[2]);
 }
 
 // What a registered or custom network computes with: its id, or a spec's grid and normalisation.
 std::string network_words(const InversionRequest& r) {
   if (r.model) return std::string(r.model->id);
   const FieldNetwork& n = r.custom;
-  return "spec (divisor " + std::to_string(n.cost.divisor) + ", inputMean " + number_words(n.norm.input_mean) + ", inputStd " +
-         number_words(n.norm.input_std) + ", outputMean " + number_words(n.norm.output_offset) + ", outputStd " +
-         number_words(n.norm.output_scale) + (n.masked_input ? ", maskedInput" : "") + ")";
+  return "spec (divisor " + std::to_string(n.cost.divisor) + ", inputMean " + number_text(n.norm.input_mean) + ", inputStd " +
+         number_text(n.norm.input_std) + ", outputMean " + number_text(n.norm.output_offset) + ", outputStd " +
+         number_text(n.norm.output_scale) + (n.masked_input ? ", maskedInput" : "") + ")";
 }
-
-void check_geometry(const Geometry& want, const Geometry& g);
-
-bool is_phase_network(const InversionRequest& r) { return r.model && takes_input(*r.model, InputRole::Phase); }
 
 // A method's name and every parameter of it, defaults filled in (worded ones by their choice).
 void method_identity(Method method, const MethodParams& params, RequestIdentity& out) {
@@ -52,28 +35,20 @@ void method_identity(Method method, const MethodParams& params, RequestIdentity&
   for (const OptionSpec& o : method_options()) {
     if (o.name.substr(0, prefix.size()) != prefix) continue;
     const double v = params.get(o.name);
-    std::string words = number_words(v);
-    if (!o.choices.empty()) {
-      // A worded parameter holds its choice's index.
-      std::string_view rest = o.choices;
-      for (int i = 0; i <= static_cast<int>(v); ++i) {
-        const size_t bar = rest.find('|');
-        words = std::string(rest.substr(0, bar));
-        if (bar == std::string_view::npos) break;
-        rest.remove_prefix(bar + 1);
-      }
-    }
-    out.emplace_back(std::string(o.name), words);
+    // A worded parameter holds its choice's index.
+    const std::vector<std::string_view> choices = option_choices(o);
+    const size_t index = static_cast<size_t>(v);
+    out.emplace_back(std::string(o.name), choices.empty() ? number_text(v) : std::string(choices.at(std::min(index, choices.size() - 1))));
   }
 }
 
 void network_identity(const InversionRequest& r, RequestIdentity& out) {
   out.emplace_back("network", network_words(r));
   if (is_phase_network(r)) {
-    out.emplace_back("te", list_words(r.phase.te_s));
-    out.emplace_back("b0", number_words(r.phase.b0_tesla));
+    out.emplace_back("te", numbers_text(r.phase.te_s));
+    out.emplace_back("b0", number_text(r.phase.b0_tesla));
     out.emplace_back("erodeRadius", std::to_string(r.phase.erode_radius));
-    out.emplace_back("phaseSign", number_words(r.phase.phase_sign));
+    out.emplace_back("phaseSign", number_text(r.phase.phase_sign));
   } else {
     out.emplace_back("b0Align", std::string(b0_align_mode_name(r.b0_align)));
   }
@@ -89,8 +64,8 @@ const char* kind_words(ParsedRequest::Kind k) {
 }
 
 std::string geometry_words(const Geometry& g) {
-  return dims_text(g.dims) + " at " + triple_words(g.voxel_mm) + " mm, B0 along [" + number_words(g.b0_dir[0]) + ", " +
-         number_words(g.b0_dir[1]) + ", " + number_words(g.b0_dir[2]) + "]";
+  return dims_text(g.dims) + " at " + triple_words(g.voxel_mm) + " mm, B0 along [" + number_text(g.b0_dir[0]) + ", " +
+         number_text(g.b0_dir[1]) + ", " + number_text(g.b0_dir[2]) + "]";
 }
 
 std::string mask_words(const VolumeKey& k) {
@@ -98,6 +73,21 @@ std::string mask_words(const VolumeKey& k) {
   return std::to_string(k.inside) + " voxels in x " + std::to_string(k.lo[0]) + "–" + std::to_string(k.hi[0] - 1) + ", y " +
          std::to_string(k.lo[1]) + "–" + std::to_string(k.hi[1] - 1) + ", z " + std::to_string(k.lo[2]) + "–" +
          std::to_string(k.hi[2] - 1);
+}
+
+void check_geometry(const Geometry& want, const Geometry& g) {
+  if (g.dims != want.dims || g.voxel_mm != want.voxel_mm || g.b0_dir != want.b0_dir) {
+    throw Error(ErrorCode::InvalidArgument, "the plan was made for a volume of " + geometry_words(want) + "; this one is " +
+                                                geometry_words(g) + ": call plan() with this volume");
+  }
+}
+
+// Refuses a mask (by its key) other than the one the plan was made for, naming both.
+void check_mask(const VolumeKey& want, const VolumeKey& got) {
+  if (got.hash == want.hash && got.inside == want.inside && got.lo == want.lo && got.hi == want.hi) return;
+  const bool alike = got.inside == want.inside && got.lo == want.lo && got.hi == want.hi;
+  throw Error(ErrorCode::InvalidArgument, "the plan was made for another mask: " + mask_words(want) + (alike ? " (other voxels)" : "") +
+                                              "; this mask holds " + mask_words(got) + ": call plan() with this mask");
 }
 
 // mask itself (moved, not copied: the module heap never shrinks), all ones when empty.
@@ -251,11 +241,7 @@ PlanHandle replan_with_speed(const HeldPlan& held, const val& mask_value, const 
   r.network.measured_start_seconds = -1.0;
   read_speed(speed, r.network);
   const std::vector<uint8_t> m = mask_or_ones(r.geometry, mask_from(mask_value));
-  const VolumeKey key = volume_key(r.geometry, m);
-  if (key.hash != held.volume.hash || key.inside != held.volume.inside) {
-    throw Error(ErrorCode::InvalidArgument, "the plan was made for another mask: " + mask_words(held.volume) + "; this mask holds " +
-                                                mask_words(key) + ": call plan() with this mask");
-  }
+  check_mask(held.volume, volume_key(r.geometry, m));
   const std::vector<float> f = field_from(r, field_value);
   return make_plan(std::move(r), m, f);
 }
@@ -276,25 +262,9 @@ void check_volume(const HeldPlan& held, const Volume& volume) {
   const VolumeKey& want = held.volume;
   const Geometry& g = volume.geo();
   check_geometry(want.geometry, g);
-  const VolumeKey got = volume_key(g, volume.mask());
-  if (got.hash != want.hash || got.inside != want.inside || got.lo != want.lo || got.hi != want.hi) {
-    const bool alike = got.inside == want.inside && got.lo == want.lo && got.hi == want.hi;
-    throw Error(ErrorCode::InvalidArgument, "the plan was made for another mask: " + mask_words(want) + (alike ? " (other voxels)" : "") +
-                                                "; this mask holds " + mask_words(got) + ": call plan() with this mask");
-  }
+  check_mask(want, volume_key(g, volume.mask()));
   if (!held.feasible()) throw Error(ErrorCode::BudgetExceeded, held.message().empty() ? "the plan is not feasible" : held.message());
 }
-
-namespace {
-
-void check_geometry(const Geometry& want, const Geometry& g) {
-  if (g.dims != want.dims || g.voxel_mm != want.voxel_mm || g.b0_dir != want.b0_dir) {
-    throw Error(ErrorCode::InvalidArgument, "the plan was made for a volume of " + geometry_words(want) + "; this one is " +
-                                                geometry_words(g) + ": call plan() with this volume");
-  }
-}
-
-}  // namespace
 
 void check_request(const HeldPlan& held, const val& geometry, const val& request) {
   const ParsedRequest r = parse_request(geometry, request);

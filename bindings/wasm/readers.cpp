@@ -5,7 +5,6 @@
 #include <emscripten/val.h>
 
 #include <cmath>
-#include <cstdio>
 
 #include "tessera/calibration.h"
 #include "tessera/dipole.h"
@@ -251,12 +250,6 @@ bool is_pipeline_request(const val& v) { return v["pipeline"].isTrue(); }
 
 namespace {
 
-std::string value_words(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.10g", v);
-  return buf;
-}
-
 // Reads the schema options named by options (numbers and choices) from v: "a.b" from v.a.b, "a" from v.a. identity, when
 // given, receives every option's value in words (its default when absent).
 template <class SetNumber, class SetChoice>
@@ -273,13 +266,13 @@ void read_options(const val& v, std::span<const OptionSpec> options, SetNumber s
       x = v[name];
     }
     if (x.isUndefined() || x.isNull()) {
-      if (identity) identity->emplace_back(name, o.default_text.empty() ? value_words(o.default_value) : std::string(o.default_text));
+      if (identity) identity->emplace_back(name, o.default_text.empty() ? number_text(o.default_value) : std::string(o.default_text));
       continue;
     }
     if (x.isString()) set_choice(name, x.as<std::string>());
     else if (x.isNumber()) set_number(name, x.as<double>());
     else throw Error(ErrorCode::InvalidArgument, name + " must be a number or one of its choices");
-    if (identity) identity->emplace_back(name, x.isString() ? x.as<std::string>() : value_words(x.as<double>()));
+    if (identity) identity->emplace_back(name, x.isString() ? x.as<std::string>() : number_text(x.as<double>()));
   }
 }
 
@@ -301,10 +294,8 @@ PipelineRequest pipeline_request_from(const val& v, RequestIdentity* identity) {
   }
   r.b0_tesla = option(v, "b0", "b0");
   if (identity) {
-    std::string te_words;
-    for (double t : r.te_s) te_words += (te_words.empty() ? "" : ", ") + value_words(t);
-    identity->emplace_back("te", "[" + te_words + "]");
-    identity->emplace_back("b0", value_words(r.b0_tesla));
+    identity->emplace_back("te", numbers_text(r.te_s));
+    identity->emplace_back("b0", number_text(r.b0_tesla));
   }
   read_options(v, pipeline_options(), [&](const std::string& n, double x) { set_pipeline_option(r, n, x); },
                [&](const std::string& n, const std::string& c) { set_pipeline_choice(r, n, c); }, identity);

@@ -265,11 +265,7 @@ void register_value_types() {
       .text<&OptionSpec::help>("help")
       .field("choices", +[](const OptionSpec& o) {
         val out = val::array();  // "faithful|balanced|fast" -> ["faithful", "balanced", "fast"]; "" -> []
-        for (std::string_view rest = o.choices; !rest.empty();) {
-          const size_t bar = rest.find('|');
-          out.call<void>("push", std::string(rest.substr(0, bar)));
-          rest = bar == std::string_view::npos ? std::string_view{} : rest.substr(bar + 1);
-        }
+        for (std::string_view c : option_choices(o)) out.call<void>("push", std::string(c));
         return out;
       });
 

@@ -2,6 +2,7 @@
 // method, to χ written as NIfTI with its run report.
 import path from 'node:path';
 import { writeNifti } from '../index.js';
+import { isFetchable } from '../model-loader.js';
 import { CliError, EXIT_OK, EXIT_USAGE, usageError } from './errors.js';
 import { niftiName, readSpec, checkSpec, checkWritable, removeStalePartials, writeAtomic } from './files.js';
 import { requestFlags, schemaDefault } from './flags.js';
@@ -113,7 +114,7 @@ export async function cmdInvert(o, ctx) {
   // and sha256 checked), whose reach the registry records: the plan comes first, so that a refused run downloads
   // nothing. Otherwise (local files; a spec, whose reach comes from its graph; --probe and --measure-speed, which run
   // the network) the weights are read first and the plan takes them; a spec without bytesPerVoxel is calibrated first.
-  const local = weightSources.length > 0 && weightSources.every((src) => !/^https?:\/\//i.test(src));
+  const local = weightSources.length > 0 && !weightSources.some(isFetchable);
   const weightsFirst = local || !entry || !!o.probe || !!o['measure-speed'];
   let loaded = weightsFirst ? await loadNetworkWeights(o, entry, tessera, ctx) : null;
   if (loaded && uncosted(rawSpec)) await calibrateSpec(tessera, loaded.weights, spec, ctx);

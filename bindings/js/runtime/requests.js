@@ -4,7 +4,7 @@
 import { TesseraError } from '../errors.js';
 import { NETWORK_OPTIONS } from '../request.js';
 import { rt, call, hardwareThreads } from './context.js';
-import { takePlan } from './plans.js';
+import { releasePlan, takePlan } from './plans.js';
 import { sessionHolds } from './sessions.js';
 
 /** A mask as 0/1 bytes: all ones when absent. Precondition: n is the volume's voxel count. */
@@ -68,7 +68,8 @@ export function voxels(geometry) {
  * The plan of a request, made once in C++ (no volume is allocated: the mask crosses, and the field, which C++ reads
  * where a network reads it unmasked, so that a crop box holds every voxel the network sees): {handle (an M.HeldPlan:
  * delete it, or hold it, plans.js), view (plan()'s object, with the network's cost and where it came from: cost)}.
- * a.replan: the id of a held plan of this request to plan again with a.speed (the request is not read again).
+ * a.replan: the id of a held draft plan of this request to plan again with a.speed (the request is not read again;
+ * the draft is no longer held after).
  */
 export function planOf(a, request) {
   const n = voxels(a.geometry);
@@ -82,6 +83,7 @@ export function planOf(a, request) {
       handle = call(() => base.handle.replan(mask, field, runSpeed(a)));
     } finally {
       base.handle.delete();
+      releasePlan(a.replan); // the draft's only use
     }
     cost = base.view.cost;
   } else {

@@ -212,7 +212,7 @@ export async function invert(a, id) {
     report.executionProvider = pools.map((p) => p.executionProvider);
     if (a.verify) {
       await stopPools(pools); // the tiles' heaps go back before the check's box runs
-      report.verify = await verifyRun({ a, volume: runVolume, handle: runHandle, plan, chi: runChi, spec, signal: controller.signal, onProgress });
+      report.verify = await verifyRun({ a, volume: runVolume, handle: runHandle, plan, chi: runChi, spec, threadsPerWorker, signal: controller.signal, onProgress });
     }
     const chi = aligned ? call(() => aligned.restore(runChi)) : runChi;
     report.b0Align = plan.b0Align ?? null;

@@ -8,10 +8,10 @@ import { startPools, stopPools } from './sessions.js';
  * report.verify of a run.
  * Precondition: the run's own pools are given back (the box's worker is the only one).
  * Precondition: volume is the grid the run went through, handle the held plan's run there (an M.HeldPlan), plan the
- * plan's view and chi its χ there.
+ * plan's view and chi its χ there; threadsPerWorker the run's workers' threads (the box's worker gets as many).
  * @returns {Promise<object>}
  */
-export async function verifyRun({ a, volume, handle, plan, chi, spec, signal, onProgress }) {
+export async function verifyRun({ a, volume, handle, plan, chi, spec, threadsPerWorker, signal, onProgress }) {
   const v = plan.verify;
   const started = performance.now();
   if (!v) return { possible: false, message: 'the plan was made without verify: plan again with verify: true' };
@@ -25,7 +25,7 @@ export async function verifyRun({ a, volume, handle, plan, chi, spec, signal, on
   try {
     const box = check.box();
     const boxPlan = check.boxPlan();
-    pools = await startPools([Array.isArray(a.weights) ? a.weights[0] : a.weights], { k: 1, threadsPerWorker: plan.threadsPerWorker || rt.options.threadsPerWorker || 1, spec });
+    pools = await startPools([Array.isArray(a.weights) ? a.weights[0] : a.weights], { k: 1, threadsPerWorker, spec });
     await pools[0].ready();
     const progress = onProgress && ((p) => onProgress({ ...p, stage: 'verify' }));
     let boxChi;

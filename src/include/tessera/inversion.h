@@ -88,6 +88,9 @@ TilePlan plan_of_choice(const InversionRequest& request, std::span<const uint8_t
 // algorithm (physics loops, phase networks).
 bool runs_in_steps(const InversionRequest& request);
 
+// Whether the request's network reconstructs from wrapped phase (iQSM, iQFM, iQSM+: the registry says its input).
+bool is_phase_network(const InversionRequest& request);
+
 // The FieldNetwork the request runs (a registered one, or the custom one).
 FieldNetwork request_network(const InversionRequest& request);
 

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tessera/budget.h"
 
@@ -35,6 +36,15 @@ const OptionSpec& request_option(std::string_view name);
 // Checks value against the option's range (and wholeness); returns it.
 // Throws Error(InvalidArgument) naming the option, its unit and range, e.g. "b0 must be in (0, 30] T, got 300".
 double checked_option(std::string_view name, double value);
+
+// A worded option's choices in order ("faithful|balanced|fast" -> faithful, balanced, fast; empty: none).
+std::vector<std::string_view> option_choices(const OptionSpec& option);
+
+// A number as the request's messages word it (%.10g: 0.004, 3, 1e-05).
+std::string number_text(double v);
+
+// Numbers as the request's messages word a list: "[0.004, 0.008]".
+std::string numbers_text(std::span<const double> values);
 
 // The numeric defaults, named once: the schema's table, the C++ structs and the bindings all use these.
 namespace defaults {
