@@ -67,8 +67,10 @@ test('an iterative method is cancelled between two iterations; every method reac
     tessera.invert({ field: phantom.field, mask: phantom.mask, geometry, method: 'tv', signal: controller.signal, onProgress: (p) => ((total = p.total), ++seen === 2 && controller.abort()) }),
     (e) => e.name === 'AbortError',
   );
-  // The cancel crosses to the driver worker while it may finish the step it is in: at most one more.
-  assert.ok(seen <= 3 && seen < total, `stopped after ${seen} of ${total} steps`);
+  // The cancel crosses to the driver worker by message; until it arrives the worker goes on stepping (a step of this
+  // 48x48x40 TV takes about a millisecond, and the progress messages queue behind it on a fast machine), so the run must
+  // stop within a tenth of its steps, not at the next one.
+  assert.ok(total > 20 && seen <= total / 10, `stopped after ${seen} of ${total} steps`);
   const short = { tv: { maxIterations: 30 }, rts: { maxIterations: 10 }, ilsqr: { maxIterations: 10 }, ndi: { maxIterations: 30 }, medi: { maxIterations: 2, cgMaxIterations: 10 } };
   const magnitude = phantom.chi.map((c) => 1 - 2 * Math.abs(c)); // MEDI's edges: the compartments' contrast
   const schema = await tessera.schema();
