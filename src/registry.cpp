@@ -1,61 +1,223 @@
 #include "tessera/registry.h"
 
+#include <cmath>
+#include <cstdio>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "tessera/error.h"
+#include "tessera/request.h"
 
 namespace tessera {
 
 namespace {
 
-constexpr std::string_view kMeasuredXqsm =
-    "measured in ONNX Runtime Web 1.30.0 (wasm, 2 threads) on an architecture-faithful xQSM-shaped stand-in "
-    "(scripts/standins.js), node and Chromium, 32-96³ patches, 2026-11-29: every worker heap high-water lies under "
-    "72.4 MiB (76 MB) + 1120 B/voxel (bench/CALIBRATION.md; bench/RESULTS.md saw 72.4 MB too tight at 64³)";
-constexpr std::string_view kMeasuredQsmnet =
-    "measured in ONNX Runtime Web 1.30.0 (wasm, 2 threads) on an architecture-faithful QSMnet-shaped stand-in "
-    "(scripts/standins.js), node, 64-144³ patches, 2026-11-29: 1.69 GB per worker after session creation, flat to "
-    "112³, then +384 B/voxel; budgeted as 1.70 GB + 430 B/voxel (bench/CALIBRATION.md)";
-// Issue #12: the stand-ins of scripts/standins-ir2qsm.js and scripts/standins-loops.js, measured with
-// bench/calibrate.js (node) and bench/calibrate-browser.js (Chromium); points in bench/calibration.json, every one
-// checked under these lines by tests/js/registry-costs.test.js. Rule: bytes per voxel = the slope of the points that
-// grew the heap past its after-session size + 10 %; fixed = the smallest whole MiB at least every after-session heap
-// with every point at least 10 % under the line (the heap grows in steps of up to 20 %).
-constexpr std::string_view kMeasuredIr2qsm =
-    "measured in ONNX Runtime Web 1.30.0 (wasm) on an architecture-faithful IR2QSM-shaped stand-in (scripts/standins-ir2qsm.js, "
-    "10.06 M parameters, 40.3 MB), node 2 threads 32-96³ and 1 thread 32-64³, Chromium 64³, 2026-12-02: 148.9 MB per "
-    "worker after session creation, flat to 48³, then +518 B/voxel (64-96³); budgeted as 142 MiB + 570 B/voxel, every "
-    "point ≥ 10 % under the line (bench/CALIBRATION.md)";
-constexpr std::string_view kMeasuredLpcnn =
-    "measured in ONNX Runtime Web 1.30.0 (wasm) on an architecture-faithful stand-in of LPCNN's network "
-    "(scripts/standins-loops.js, 0.45 M parameters), node 2 threads 32-96³ and 1 thread 32-64³, Chromium 64³, "
-    "2026-12-02: heap ≈ 17.0 MB + 387 B/voxel (r² 0.9996); budgeted as 24 MiB + 430 B/voxel, every point ≥ 10 % under "
-    "the line; one pool worker runs the loop's 3 calls of a tile (bench/CALIBRATION.md); the loop's FFT workspace lives "
-    "in the C++ module heap";
-constexpr std::string_view kMeasuredModl =
-    "measured in ONNX Runtime Web 1.30.0 (wasm) on an architecture-faithful stand-in of MoDL-QSM's network (2 channels "
-    "in and out; scripts/standins-loops.js, 0.45 M parameters), node 2 threads 32-96³ and 1 thread 32-64³, Chromium "
-    "64³, 2026-12-02: heap ≈ 17.6 MB + 391 B/voxel (r² 0.9997); budgeted as 24 MiB + 430 B/voxel, every point ≥ 10 % "
-    "under the line; one pool worker runs the loop's 3 calls of a tile (bench/CALIBRATION.md)";
-constexpr std::string_view kMeasuredNextqsm =
-    "measured in ONNX Runtime Web 1.30.0 (wasm) on architecture-faithful stand-ins of NeXtQSM's BF U-Net (28.3 M "
-    "parameters) and VJP net (its VN U-Net and the backward pass, 10.6 M; scripts/standins-loops.js), node 2 threads "
-    "and 1 thread, Chromium 64³, 2026-12-02: a tile holds one worker of each (one pool per network): BF 305.7-366.6 MB "
-    "after session creation (2 / 1 threads), flat at 64³, +415 B/voxel to 128³; VJP 155.5 MB + 3602 B/voxel (32-64³: a "
-    "transposed convolution's column buffer), 1.39-1.45 GB together at 64³; 128³ fails in the VJP net (ORT size "
-    "overflow); budgeted as 498 MiB (both sessions) + 4420 B/voxel, so patches stay at 64³ (bench/CALIBRATION.md)";
-constexpr std::string_view kDefaultCost =
-    "provisional: no measurement; budgeted at the reference engine's figure (bytes per voxel)";
+// Every measurement ran the same engine (bindings/js/ort-worker.js; the method: bench/CALIBRATION.md).
+constexpr std::string_view kOrt = "ONNX Runtime Web";
+constexpr std::string_view kOrtVersion = "1.30.0";
+constexpr std::string_view kOrtBackend = "wasm";
+constexpr std::string_view kCalibration = "bench/CALIBRATION.md, bench/calibration.json";
+
+constexpr CostHost kXqsmHosts[] = {{"node", 2, 32, 96}, {"Chromium", 2, 32, 64}};
+constexpr NetworkHeap kXqsmHeap[] = {{.parameters = "5.22 M parameters",
+                                      .after_session_bytes = 75'890'688,
+                                      .slope = 1011.7,
+                                      .slope_from_edge = 32,
+                                      .slope_to_edge = 96,
+                                      .fit_fixed_bytes = 74'480'854,
+                                      .fit_r2 = 0.9986}};
+constexpr CostMeasurement kXqsmCost = {
+    .engine = kOrt,
+    .engine_version = kOrtVersion,
+    .backend = kOrtBackend,
+    .subject = "an architecture-faithful xQSM-shaped stand-in",
+    .script = "scripts/standins.js",
+    .hosts = kXqsmHosts,
+    .date = "2026-11-29",
+    .networks = kXqsmHeap,
+    .evidence = "bench/CALIBRATION.md, bench/calibration.json, bench/RESULTS.md §4",
+    .note = "the fixed part is raised from the calibration's own 72.4 MB, which one Chromium 64³ heap passed by "
+            "17 280 B",
+};
+
+// QSMnet and QSMnet+ share the architecture and the file size (the normalisation does not change memory).
+constexpr CostHost kQsmnetHosts[] = {{"node", 2, 64, 144}};
+constexpr NetworkHeap kQsmnetHeap[] = {{.parameters = "99.45 M parameters",
+                                        .after_session_bytes = 1'692'794'880,
+                                        .flat_to_edge = 112,
+                                        .slope = 384,
+                                        .slope_from_edge = 128,
+                                        .slope_to_edge = 144}};
+constexpr CostMeasurement kQsmnetCost = {
+    .engine = kOrt,
+    .engine_version = kOrtVersion,
+    .backend = kOrtBackend,
+    .subject = "an architecture-faithful QSMnet-shaped stand-in",
+    .script = "scripts/standins.js",
+    .hosts = kQsmnetHosts,
+    .date = "2026-11-29",
+    .networks = kQsmnetHeap,
+    .evidence = kCalibration,
+};
+
+// Issue #12's four: stand-ins of scripts/standins-ir2qsm.js and scripts/standins-loops.js, measured with
+// bench/calibrate.js (node) and bench/calibrate-browser.js (Chromium); every point in bench/calibration.json is
+// checked under the registry's lines by tests/js/registry-costs.test.js.
+constexpr CostHost kLoopHosts[] = {{"node", 2, 32, 96}, {"node", 1, 32, 64}, {"Chromium", 2, 64, 64}};
+constexpr NetworkHeap kIr2qsmHeap[] = {{.parameters = "10.06 M parameters, 40.3 MB",
+                                        .after_session_bytes = 148'897'792,
+                                        .flat_to_edge = 48,
+                                        .slope = 517.6,
+                                        .slope_from_edge = 64,
+                                        .slope_to_edge = 96}};
+constexpr CostMeasurement kIr2qsmCost = {
+    .engine = kOrt,
+    .engine_version = kOrtVersion,
+    .backend = kOrtBackend,
+    .subject = "an architecture-faithful IR2QSM-shaped stand-in",
+    .script = "scripts/standins-ir2qsm.js",
+    .hosts = kLoopHosts,
+    .date = "2026-12-02",
+    .networks = kIr2qsmHeap,
+    .rule = BudgetRule::PointsMarginUnderLine,
+    .evidence = kCalibration,
+};
+constexpr NetworkHeap kLpcnnHeap[] = {{.parameters = "0.45 M parameters",
+                                       .after_session_bytes = 20'185'088,
+                                       .slope = 386.6,
+                                       .slope_from_edge = 32,
+                                       .slope_to_edge = 96,
+                                       .fit_fixed_bytes = 16'955'916,
+                                       .fit_r2 = 0.9996}};
+constexpr CostMeasurement kLpcnnCost = {
+    .engine = kOrt,
+    .engine_version = kOrtVersion,
+    .backend = kOrtBackend,
+    .subject = "an architecture-faithful stand-in of LPCNN's network",
+    .script = "scripts/standins-loops.js",
+    .hosts = kLoopHosts,
+    .date = "2026-12-02",
+    .networks = kLpcnnHeap,
+    .rule = BudgetRule::PointsMarginUnderLine,
+    .evidence = kCalibration,
+    .note = "one pool worker runs the loop's 3 calls of a tile; the loop's FFT workspace lives in the C++ module heap",
+};
+constexpr NetworkHeap kModlHeap[] = {{.parameters = "0.45 M parameters",
+                                      .after_session_bytes = 20'185'088,
+                                      .slope = 390.9,
+                                      .slope_from_edge = 32,
+                                      .slope_to_edge = 96,
+                                      .fit_fixed_bytes = 17'550'229,
+                                      .fit_r2 = 0.9997}};
+constexpr CostMeasurement kModlCost = {
+    .engine = kOrt,
+    .engine_version = kOrtVersion,
+    .backend = kOrtBackend,
+    .subject = "an architecture-faithful stand-in of MoDL-QSM's network, 2 channels in and out",
+    .script = "scripts/standins-loops.js",
+    .hosts = kLoopHosts,
+    .date = "2026-12-02",
+    .networks = kModlHeap,
+    .rule = BudgetRule::PointsMarginUnderLine,
+    .evidence = kCalibration,
+    .note = "one pool worker runs the loop's 3 calls of a tile",
+};
+constexpr CostHost kNextqsmHosts[] = {{"node", 2, 32, 128}, {"node", 1, 32, 128}, {"Chromium", 2, 64, 64}};
+constexpr NetworkHeap kNextqsmHeaps[] = {{.network = "BF U-Net",
+                                          .parameters = "28.3 M parameters",
+                                          .after_session_bytes = 366'608'384,
+                                          .flat_to_edge = 64,
+                                          .slope = 414.5,
+                                          .slope_from_edge = 64,
+                                          .slope_to_edge = 128},
+                                         {.network = "VJP net",
+                                          .parameters = "its VN U-Net and the backward pass, 10.6 M parameters",
+                                          .after_session_bytes = 155'516'928,
+                                          .slope = 3602.4,
+                                          .slope_from_edge = 32,
+                                          .slope_to_edge = 64}};
+constexpr CostMeasurement kNextqsmCost = {
+    .engine = kOrt,
+    .engine_version = kOrtVersion,
+    .backend = kOrtBackend,
+    .subject = "architecture-faithful stand-ins of NeXtQSM's two networks",
+    .script = "scripts/standins-loops.js",
+    .hosts = kNextqsmHosts,
+    .date = "2026-12-02",
+    .networks = kNextqsmHeaps,
+    .rule = BudgetRule::PointsMarginUnderLine,
+    .evidence = kCalibration,
+    .note = "a tile holds one worker of each network (one pool per network); the BF U-Net holds 305.7 MB after "
+            "session creation at 2 threads; 1.39-1.45 GB together at 64³; the VJP net's slope is a transposed "
+            "convolution's column buffer and 128³ fails in it (ORT size overflow), so patches stay at 64³",
+};
+
+// The iQSM family: iQSM and iQFM share the architecture (and the stand-in).
+constexpr CostHost kPhaseHosts[] = {{"node", 2, 64, 160}};
+constexpr NetworkHeap kIqsmHeap[] = {{.parameters = "4.31 M parameters",
+                                      .after_session_bytes = 80'216'064,
+                                      .slope = 295,
+                                      .slope_from_edge = 64,
+                                      .slope_to_edge = 160,
+                                      .fit_fixed_bytes = 71'833'004,
+                                      .fit_r2 = 0.9994}};
+constexpr CostMeasurement kIqsmCost = {
+    .engine = kOrt,
+    .engine_version = kOrtVersion,
+    .backend = kOrtBackend,
+    .subject = "an iQSM-shaped stand-in with random weights, a LoT layer + depth-4 U-Net",
+    .script = "scripts/standins.js",
+    .hosts = kPhaseHosts,
+    .date = "2026-11-29",
+    .networks = kIqsmHeap,
+    .evidence = "bench/calibration-iqsm.json",
+    .note = "iQFM has the same architecture",
+};
+constexpr NetworkHeap kIqsmPlusHeap[] = {{.parameters = "4.35 M parameters",
+                                          .after_session_bytes = 56'098'816,
+                                          .slope = 327.1,
+                                          .slope_from_edge = 64,
+                                          .slope_to_edge = 160,
+                                          .fit_fixed_bytes = 63'199'697,
+                                          .fit_r2 = 0.97}};
+constexpr CostMeasurement kIqsmPlusCost = {
+    .engine = kOrt,
+    .engine_version = kOrtVersion,
+    .backend = kOrtBackend,
+    .subject = "an iQSM+-shaped stand-in with random weights, a LoT layer + orientation-edited depth-4 U-Net",
+    .script = "scripts/standins.js",
+    .hosts = kPhaseHosts,
+    .date = "2026-11-29",
+    .networks = kIqsmPlusHeap,
+    .evidence = "bench/calibration-iqsm.json, bench/RESULTS.md §8",
+    .note = "1.24-1.50 GB at 160³ between repeats; the line keeps one heap growth step (≤ 96 MiB) to spare above "
+            "every point, after a 128×160×128 run reached the 68 MiB line",
+};
+
+constexpr CostHost kDemoHosts[] = {{"node", 2, 32, 96}};
+constexpr NetworkHeap kDemoHeap[] = {{.parameters = "1.4 M parameters",
+                                      .after_session_bytes = 29'097'984,
+                                      .slope = 327.8,
+                                      .slope_from_edge = 32,
+                                      .slope_to_edge = 96,
+                                      .fit_fixed_bytes = 19'487'306,
+                                      .fit_r2 = 0.996}};
+constexpr CostMeasurement kDemoCost = {
+    .engine = kOrt,
+    .engine_version = kOrtVersion,
+    .backend = kOrtBackend,
+    .subject = "the shipped weights",
+    .hosts = kDemoHosts,
+    .date = "2026-11-29",
+    .networks = kDemoHeap,
+    .evidence = "bench/calibration-demo-unet.json",
+};
 
 constexpr std::string_view kUnstatedLicence =
     "not stated in models.md: check the upstream repository before redistribution";
 
 // Shared by the iQSM family (iQSM and iQFM share their architecture and paper).
-constexpr std::string_view kIqsmCost =
-    "measured in ONNX Runtime Web 1.30.0 (wasm, 2 threads, node) on an iQSM-shaped stand-in (LoT layer + depth-4 "
-    "U-Net, 4.31 M parameters, random weights: scripts/standins.js; iQFM has the same architecture), whole 64-160³ "
-    "volumes, 2026-11-29: heap high-water ≈ 72 MB + 295 B/voxel (r² 0.999), budgeted as 50 MiB + 330 B/voxel with "
-    "every point under the line (bench/calibration-iqsm.json)";
 constexpr std::string_view kIqsmInput =
     "wrapped phase · -1 (rad), eroded mask, TE (s), B0 (T), border shell; B0 along the third axis";
 constexpr std::string_view kIqsmCitation =
@@ -76,8 +238,9 @@ constexpr double kDemoContext[] = {
     0.8596, 0.8745, 0.8878, 0.9016, 0.9157, 0.9285, 0.9388, 0.9474, 0.9553, 0.9622, 0.9685, 0.9738, 0.9787,
     0.9828, 0.9863, 0.989,  0.9911, 0.9929, 0.9944, 0.9957, 0.9966, 0.9974, 0.9981, 0.9986, 0.999,  1};
 
-// The registry itself. Facts from shared/docs/models.md; keep this the only copy.
-const ModelSpec kModels[] = {
+// The registry's entries. Facts from shared/docs/models.md; keep this the only copy. cost_provisional and cost_source
+// are filled in by registry() from each entry's budget and cost_measurement.
+constexpr ModelSpec kEntries[] = {
     {
         .id = "xqsm",
         .name = "xQSM",
@@ -85,8 +248,7 @@ const ModelSpec kModels[] = {
         .divisor = 8,
         .bytes_per_voxel = 1120,
         .fixed_bytes = 76'000'000,
-        .cost_provisional = false,
-        .cost_source = kMeasuredXqsm,
+        .cost_measurement = &kXqsmCost,
         .input = "local field (ppm), no normalisation",
         .output = "chi (ppm), no scaling (global residual inside the graph)",
         .weights = {{{"xqsm.onnx", 20901826, "81854ec2ca85bba25c2f9aae05efdcac299d0efffb03fe6a0e6797019e46b487"}}},
@@ -107,8 +269,7 @@ const ModelSpec kModels[] = {
         .divisor = 16,
         .bytes_per_voxel = 430,
         .fixed_bytes = 1'700'000'000,
-        .cost_provisional = false,
-        .cost_source = kMeasuredQsmnet,
+        .cost_measurement = &kQsmnetCost,
         .input = "local field (ppm), normalised (f - 0) / 0.01",
         .output = "chi (ppm) = 0.0317 · output + 0",
         .norm = {0.0, 0.01, 0.0317, 0.0},
@@ -126,8 +287,7 @@ const ModelSpec kModels[] = {
         .divisor = 16,
         .bytes_per_voxel = 430,
         .fixed_bytes = 1'700'000'000,
-        .cost_provisional = false,
-        .cost_source = kMeasuredQsmnet,
+        .cost_measurement = &kQsmnetCost,
         .input = "local field (ppm), normalised (f - 0) / 0.0205",
         .output = "chi (ppm) = 0.0734 · output + 0",
         .norm = {0.0, 0.0205, 0.0734, 0.0},
@@ -146,8 +306,7 @@ const ModelSpec kModels[] = {
         .divisor = 8,
         .bytes_per_voxel = 570,
         .fixed_bytes = 148'897'792,  // 142 MiB
-        .cost_provisional = false,
-        .cost_source = kMeasuredIr2qsm,
+        .cost_measurement = &kIr2qsmCost,
         .input = "local field (ppm)",
         .output = "chi (ppm)",
         .pad = PadRule::LargerHalfLow,
@@ -166,8 +325,7 @@ const ModelSpec kModels[] = {
         .divisor = 8,
         .bytes_per_voxel = 430,
         .fixed_bytes = 25'165'824,  // 24 MiB
-        .cost_provisional = false,
-        .cost_source = kMeasuredLpcnn,
+        .cost_measurement = &kLpcnnCost,
         .input = "local field (ppm) and mask; 3 proximal-gradient iterations around the net",
         .output = "chi (ppm)",
         .algorithm = Algorithm::Lpcnn,
@@ -187,8 +345,7 @@ const ModelSpec kModels[] = {
         .divisor = 2,
         .bytes_per_voxel = 430,
         .fixed_bytes = 25'165'824,  // 24 MiB
-        .cost_provisional = false,
-        .cost_source = kMeasuredModl,
+        .cost_measurement = &kModlCost,
         .input_channels = 2,
         .output_channels = 2,
         .input = "local field (ppm) and mask; 1 mm isotropic, even dims; 3 model-based iterations",
@@ -208,8 +365,7 @@ const ModelSpec kModels[] = {
         .divisor = 64,
         .bytes_per_voxel = 4420,
         .fixed_bytes = 522'190'848,  // 498 MiB
-        .cost_provisional = false,
-        .cost_source = kMeasuredNextqsm,
+        .cost_measurement = &kNextqsmCost,
         .input = "total field (ppm) and mask; does its own background removal; 6 unrolled steps",
         .output = "chi (ppm)",
         .algorithm = Algorithm::NextQsm,
@@ -228,7 +384,6 @@ const ModelSpec kModels[] = {
         .kind = ModelKind::NativePatches,
         .divisor = 1,
         .bytes_per_voxel = kReferenceBytesPerVoxel,
-        .cost_source = kDefaultCost,
         .input = "total field (ppm); fixed 64³ in, central 32³ out, stride 24, 8-voxel linear blend, "
                  "edge-replicate padding",
         .output = "chi (ppm)",
@@ -245,7 +400,6 @@ const ModelSpec kModels[] = {
         .kind = ModelKind::NativePatches,
         .divisor = 1,
         .bytes_per_voxel = kReferenceBytesPerVoxel,
-        .cost_source = kDefaultCost,
         .input = "local field (ppm) · -100; 64³ in, 48³ out at stride 48",
         .output = "chi (ppm) = atanh(clip(output, ±0.999999)) / 10",
         .algorithm = Algorithm::Qsmgan,
@@ -264,8 +418,7 @@ const ModelSpec kModels[] = {
         .divisor = 16,
         .bytes_per_voxel = 330,
         .fixed_bytes = 52'428'800,
-        .cost_provisional = false,
-        .cost_source = kIqsmCost,
+        .cost_measurement = &kIqsmCost,
         .input = kIqsmInput,
         .output = "chi (ppm)",
         .inputs = kIqsmInputs,
@@ -282,8 +435,7 @@ const ModelSpec kModels[] = {
         .divisor = 16,
         .bytes_per_voxel = 330,
         .fixed_bytes = 52'428'800,
-        .cost_provisional = false,
-        .cost_source = kIqsmCost,
+        .cost_measurement = &kIqsmCost,
         .input = kIqsmInput,
         .output = "local field (ppm)",
         .quantity = "local-field",
@@ -301,13 +453,7 @@ const ModelSpec kModels[] = {
         .divisor = 16,
         .bytes_per_voxel = 360,
         .fixed_bytes = 100'663'296,
-        .cost_provisional = false,
-        .cost_source = "measured in ONNX Runtime Web 1.30.0 (wasm, 2 threads, node) on an iQSM+-shaped stand-in (LoT layer + "
-                       "orientation-edited depth-4 U-Net, 4.35 M parameters, random weights: scripts/standins.js), whole "
-                       "64-160³ volumes, 2026-11-29: heap high-water ≈ 63 MB + 327 B/voxel (r² 0.97; 1.24-1.50 GB at 160³ "
-                       "between repeats), budgeted as 96 MiB + 360 B/voxel: every point under the line with one heap growth "
-                       "step (≤ 96 MiB) to spare, after a 128×160×128 run reached the 68 MiB line (bench/calibration-iqsm.json, "
-                       "bench/RESULTS.md)",
+        .cost_measurement = &kIqsmPlusCost,
         .input = "wrapped phase · -1 (rad), eroded mask, TE (s), B0 (T), B0 direction, border shell; any B0 "
                  "direction",
         .output = "chi (ppm)",
@@ -327,11 +473,8 @@ const ModelSpec kModels[] = {
         .divisor = 8,
         .bytes_per_voxel = 370,
         .fixed_bytes = 23'100'000,
-        .cost_provisional = false,
+        .cost_measurement = &kDemoCost,
         .masked_input = true,
-        .cost_source = "measured in ONNX Runtime Web 1.30.0 (wasm, 2 threads, node), 32-96³ patches, 2026-11-29: heap "
-                       "high-water = 19.5 MB + 328 B/voxel (r² 0.996), budgeted with 10% margin "
-                       "(bench/calibration-demo-unet.json)",
         .input = "local field (ppm) multiplied by the brain mask; B0 along the volume's third axis; 1 mm-like voxels",
         .output = "chi (ppm)",
         .weights = {{{"demo-unet.onnx", 5609982, "750a2452b1d6a69cf8b0f64e519f61366d9e552a343fbc4e02fa3a256f55feba",
@@ -349,7 +492,139 @@ const ModelSpec kModels[] = {
     },
 };
 
+constexpr uint64_t kMiB = 1ull << 20;
+
+// A budget's fixed part, exact: whole MiB as MiB, else decimal MB (GB from 1 GB on).
+std::string budget_bytes_text(uint64_t bytes) {
+  if (bytes % kMiB == 0) return number_text(static_cast<double>(bytes / kMiB)) + " MiB";
+  if (bytes >= 1'000'000'000) return number_text(static_cast<double>(bytes) / 1e9) + " GB";
+  return number_text(static_cast<double>(bytes) / 1e6) + " MB";
+}
+
+// A measured heap, to 0.1 MB.
+std::string measured_mb(uint64_t bytes) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f MB", static_cast<double>(bytes) / 1e6);
+  return buffer;
+}
+
+// "32-96³", or "64³" for one edge.
+std::string edges_text(uint32_t from, uint32_t to) {
+  return (from == to ? std::to_string(to) : std::to_string(from) + "-" + std::to_string(to)) + "³";
+}
+
+// Items joined by ", " with " and " before the last.
+std::string listed(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += i + 1 == items.size() ? " and " : ", ";
+    out += items[i];
+  }
+  return out;
+}
+
+// "1692.8 MB per worker after session creation, flat to 112³, then +384 B/voxel (128-144³)", or with a fitted line
+// "75.9 MB per worker after session creation, heap ≈ 74.5 MB + 1011.7 B/voxel (32-96³, r² 0.9986)".
+std::string heap_text(const NetworkHeap& h) {
+  std::string out = measured_mb(h.after_session_bytes) + " per worker after session creation";
+  if (h.flat_to_edge) out += ", flat to " + std::to_string(h.flat_to_edge) + "³";
+  const std::string edges = edges_text(h.slope_from_edge, h.slope_to_edge);
+  if (h.fit_fixed_bytes) {
+    return out + ", heap ≈ " + measured_mb(h.fit_fixed_bytes) + " + " + number_text(h.slope) + " B/voxel (" + edges +
+           ", r² " + number_text(h.fit_r2) + ")";
+  }
+  return out + (h.flat_to_edge ? ", then +" : ", +") + number_text(h.slope) + " B/voxel (" + edges + ")";
+}
+
+std::string measured_text(const ModelSpec& m, const CostMeasurement& c) {
+  const bool one = c.networks.size() == 1;
+  std::string out = "measured in " + std::string(c.engine) + " " + std::string(c.engine_version) + " (" +
+                    std::string(c.backend) + ") on " + std::string(c.subject);
+  std::vector<std::string> about;
+  if (!c.script.empty()) about.emplace_back(c.script);
+  if (one && !c.networks[0].parameters.empty()) about.emplace_back(c.networks[0].parameters);
+  if (!about.empty()) out += " (" + about[0] + (about.size() > 1 ? "; " + about[1] : std::string()) + ")";
+  std::vector<std::string> hosts;
+  for (const CostHost& h : c.hosts) {
+    const char* threads = h.threads == 1 ? " thread " : " threads ";
+    hosts.push_back(std::string(h.host) + " " + std::to_string(h.threads) + threads +
+                    edges_text(h.min_edge, h.max_edge));
+  }
+  out += ", " + listed(hosts) + (m.kind == ModelKind::WholeVolumeOnly ? " whole volumes" : " patches") + ", " +
+         std::string(c.date) + ": ";
+  for (size_t i = 0; i < c.networks.size(); ++i) {
+    const NetworkHeap& h = c.networks[i];
+    if (i > 0) out += "; ";
+    if (!one) {
+      out += std::string(h.network) + (h.parameters.empty() ? "" : " (" + std::string(h.parameters) + ")") + ": ";
+    }
+    out += heap_text(h);
+  }
+  const std::string margin = number_text(c.margin * 100.0) + " %";
+  out += "; budgeted as " + budget_bytes_text(m.fixed_bytes) + " + " + std::to_string(m.bytes_per_voxel) +
+         " B/voxel" + (one ? "" : " for the " + std::to_string(c.networks.size()) + " networks together") +
+         ": the slope + " + margin + ", with ";
+  out += c.rule == BudgetRule::PointsUnderLine
+             ? "every point under the line"
+             : "every point ≥ " + margin + " under the line and the fixed part ≥ every after-session heap";
+  if (!c.note.empty()) out += "; " + std::string(c.note);
+  return out + " (" + std::string(c.evidence) + ")";
+}
+
+struct Registry {
+  std::vector<std::string> sentences;  // cost_text of each entry, in kEntries' order
+  std::vector<ModelSpec> models;       // kEntries with cost_provisional and cost_source set
+};
+
+const Registry& registry() {
+  static const Registry r = [] {
+    Registry out;
+    for (const ModelSpec& e : kEntries) out.sentences.push_back(cost_text(e));
+    for (size_t i = 0; i < std::size(kEntries); ++i) {
+      ModelSpec m = kEntries[i];
+      m.cost_provisional = m.cost_measurement == nullptr;
+      m.cost_source = out.sentences[i];  // the vector is complete: its strings no longer move
+      out.models.push_back(m);
+    }
+    return out;
+  }();
+  return r;
+}
+
 }  // namespace
+
+uint64_t after_session_bytes(const CostMeasurement& c) {
+  uint64_t sum = 0;
+  for (const NetworkHeap& h : c.networks) sum += h.after_session_bytes;
+  return sum;
+}
+
+double heap_slope(const CostMeasurement& c) {
+  double sum = 0.0;
+  for (const NetworkHeap& h : c.networks) sum += h.slope;
+  return sum;
+}
+
+uint64_t rule_bytes_per_voxel(const CostMeasurement& c) {
+  return static_cast<uint64_t>(std::ceil(heap_slope(c) * (1.0 + c.margin) / 10.0)) * 10;
+}
+
+const char* budget_rule_name(BudgetRule rule) {
+  switch (rule) {
+    case BudgetRule::PointsUnderLine: return "points-under-line";
+    case BudgetRule::PointsMarginUnderLine: return "points-margin-under-line";
+  }
+  return "unknown";
+}
+
+std::string cost_text(const ModelSpec& m) {
+  if (m.cost_measurement) return measured_text(m, *m.cost_measurement);
+  std::string out = "provisional: no measurement; budgeted as " +
+                    (m.fixed_bytes ? budget_bytes_text(m.fixed_bytes) + " + " : std::string()) +
+                    std::to_string(m.bytes_per_voxel) + " B/voxel";
+  if (m.fixed_bytes == 0 && m.bytes_per_voxel == kReferenceBytesPerVoxel) out += ", the reference engine's figure";
+  return out;
+}
 
 const char* model_kind_name(ModelKind kind) {
   switch (kind) {
@@ -361,10 +636,10 @@ const char* model_kind_name(ModelKind kind) {
   return "unknown";
 }
 
-std::span<const ModelSpec> model_registry() { return kModels; }
+std::span<const ModelSpec> model_registry() { return registry().models; }
 
 const ModelSpec* find_model(std::string_view id) {
-  for (const ModelSpec& m : kModels) {
+  for (const ModelSpec& m : model_registry()) {
     if (m.id == id) return &m;
   }
   return nullptr;
@@ -373,7 +648,7 @@ const ModelSpec* find_model(std::string_view id) {
 const ModelSpec& model_spec(std::string_view id) {
   if (const ModelSpec* m = find_model(id)) return *m;
   std::string known;
-  for (const ModelSpec& m : kModels) {
+  for (const ModelSpec& m : model_registry()) {
     if (!known.empty()) known += ", ";
     known += m.id;
   }

@@ -1,27 +1,32 @@
 // The registry's memory costs against the measurements they come from: every worker-heap high-water that
-// bench/calibrate.js and bench/calibrate-browser.js recorded in bench/calibration.json for a network's stand-in lies
-// under that network's budget line (fixed bytes per worker + bytes per patch voxel · edge³), read from the registry
-// through the module. NeXtQSM runs two networks per tile (one ONNX Runtime pool per weights file,
-// bindings/js/runtime/sessions.js startPools), so its line must cover the BF and the VJP heaps together.
+// bench/calibrate.js and bench/calibrate-browser.js recorded (bench/calibration.json; the phase networks' whole volumes
+// in bench/calibration-iqsm.json; the shipped demo network in bench/calibration-demo-unet.json) lies under that
+// network's budget line (fixed bytes per worker + bytes per voxel · edge³), read from the registry through the module.
+// NeXtQSM runs two networks per tile (one ONNX Runtime pool per weights file, bindings/js/runtime/sessions.js
+// startPools), so its line must cover the BF and the VJP heaps together.
 // Run: node --test --test-force-exit tests/js/registry-costs.test.js   (needs the wasm module: scripts/build.sh wasm)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 
-const calibration = JSON.parse(fs.readFileSync(new URL('../../bench/calibration.json', import.meta.url), 'utf8'));
+const read = (file) => JSON.parse(fs.readFileSync(new URL(`../../bench/${file}`, import.meta.url), 'utf8'));
+const calibration = {
+  entries: ['calibration.json', 'calibration-iqsm.json', 'calibration-demo-unet.json'].flatMap((f) => read(f).entries),
+};
 
-// Which registry networks a stand-in's measurements stand for (scripts/standins*.js).
+// Which registry networks a stand-in's measurements stand for (scripts/standins*.js; demo-unet: the shipped weights).
 const STANDIN_OF = {
   'xqsm-standin': ['xqsm'],
   'qsmnet-standin': ['qsmnet', 'qsmnet-plus'],
   'ir2qsm-standin': ['ir2qsm'],
   'lpcnn-standin': ['lpcnn'],
   'modl-qsm-standin': ['modl-qsm'],
+  'iqsm-standin': ['iqsm', 'iqfm'],
+  'iqsm-plus-standin': ['iqsm-plus'],
+  'demo-unet': ['demo-unet'],
 };
 // Networks whose tile holds one worker of each of several networks at once.
 const TOGETHER = { nextqsm: ['nextqsm-bf-standin', 'nextqsm-vjp-standin'] };
-// Calibrated in a file of its own (bench/calibration-demo-unet.json: the shipped weights, not a stand-in).
-const OWN_FILE = new Set(['demo-unet']);
 
 const line = (spec, edge) => spec.fixedBytes + spec.bytesPerVoxel * edge ** 3;
 const MB = (b) => `${(b / 1e6).toFixed(1)} MB`;
@@ -78,7 +83,7 @@ test('a tile of a two-network loop (NeXtQSM) fits both networks\' heaps under it
 
 test('no tileable network is left on a provisional cost, and each one is checked against measurements', async (t) => {
   const byId = await registry(t);
-  const covered = new Set([...Object.values(STANDIN_OF).flat(), ...Object.keys(TOGETHER), ...OWN_FILE]);
+  const covered = new Set([...Object.values(STANDIN_OF).flat(), ...Object.keys(TOGETHER)]);
   for (const m of Object.values(byId)) {
     if (m.kind !== 'field-to-chi' && m.kind !== 'physics-loop') continue;
     assert.equal(m.costProvisional, false, `${m.id}: ${m.costSource}`);

@@ -58,6 +58,65 @@ inline constexpr InputRole kIqsmInputs[] = {InputRole::Phase, InputRole::Mask, I
 inline constexpr InputRole kIqsmPlusInputs[] = {InputRole::Phase, InputRole::Mask, InputRole::Te,
                                                 InputRole::B0,    InputRole::B0Dir, InputRole::Border};
 
+// Where a memory cost was measured: one runtime host at one thread count, and the cube edges it ran there.
+struct CostHost {
+  std::string_view host;  // "node" or "Chromium"
+  uint32_t threads = 0;   // ONNX Runtime threads per worker
+  uint32_t min_edge = 0;  // the smallest and the largest edge run (voxels)
+  uint32_t max_edge = 0;
+};
+
+// One network's worker heap as measured: what session creation leaves, and how a patch grows it.
+struct NetworkHeap {
+  std::string_view network;          // which of the model's networks; empty when it runs one
+  std::string_view parameters;       // the measured graph's size ("10.06 M parameters, 40.3 MB")
+  uint64_t after_session_bytes = 0;  // the largest heap right after session creation, over every host and thread count
+  uint32_t flat_to_edge = 0;         // patches up to this edge ran in the heap session creation freed; 0: none did
+  double slope = 0.0;                // heap growth per patch voxel (B) between slope_from_edge and slope_to_edge
+  uint32_t slope_from_edge = 0;
+  uint32_t slope_to_edge = 0;
+  uint64_t fit_fixed_bytes = 0;      // the least-squares line's intercept (slope is its slope); 0: no line fitted
+  double fit_r2 = 0.0;               // that line's r²
+};
+
+// How a budget (the ModelSpec's fixed_bytes and bytes_per_voxel) follows from its measurement. Both rules take
+// bytes per voxel = the networks' summed slope · (1 + margin), rounded up to 10 B.
+enum class BudgetRule {
+  PointsUnderLine,        // fixed: a part that puts every measured point under the line
+  PointsMarginUnderLine,  // fixed: a whole MiB, at least every after-session heap (summed), with every point at least
+                          // `margin` under the line (the heap grows in steps of up to 20 %)
+};
+
+// Stable name of a rule, as JavaScript sees it ("points-under-line", "points-margin-under-line").
+const char* budget_rule_name(BudgetRule rule);
+
+// A network's memory cost as data: the engine, what ran where and when, the heaps measured, how the budget follows,
+// and where the points are. The budget itself is the ModelSpec's fixed_bytes and bytes_per_voxel (the planner's
+// fields): it is not copied here.
+struct CostMeasurement {
+  std::string_view engine;          // "ONNX Runtime Web"
+  std::string_view engine_version;  // "1.30.0"
+  std::string_view backend;         // "wasm"
+  std::string_view subject;         // what ran: "an architecture-faithful xQSM-shaped stand-in", "the shipped weights"
+  std::string_view script;          // the stand-in's builder ("scripts/standins.js"); empty: no stand-in
+  std::span<const CostHost> hosts;
+  std::string_view date;                  // of the runs, ISO 8601
+  std::span<const NetworkHeap> networks;  // one per network a tile holds at once: their heaps add up
+  BudgetRule rule = BudgetRule::PointsUnderLine;
+  double margin = 0.10;
+  std::string_view evidence;  // the files with the points and the derivation ("bench/CALIBRATION.md, ...")
+  std::string_view note;      // facts the fields above do not hold
+};
+
+// The heap a tile's workers hold right after session creation: the networks' after-session heaps summed.
+uint64_t after_session_bytes(const CostMeasurement& c);
+
+// The heap growth per patch voxel of a tile: the networks' slopes summed.
+double heap_slope(const CostMeasurement& c);
+
+// The bytes per voxel the measurement's rule gives: heap_slope · (1 + margin), rounded up to 10 B.
+uint64_t rule_bytes_per_voxel(const CostMeasurement& c);
+
 struct WeightsFile {
   std::string_view file;     // name under the official base URL
   uint64_t bytes = 0;        // 0: not recorded
@@ -73,9 +132,12 @@ struct ModelSpec {
   uint32_t default_halo = 4;        // the halo the auto-planner uses unless the user sets one
   uint64_t bytes_per_voxel = kReferenceBytesPerVoxel;  // tile cost: bytes per patch voxel
   uint64_t fixed_bytes = 0;         // tile cost: bytes per worker whatever the patch (runtime, weights)
-  bool cost_provisional = true;     // true until measured in ONNX Runtime Web
+  // What the two figures above were measured from; null: provisional (no measurement behind them).
+  const CostMeasurement* cost_measurement = nullptr;
+  // Set by the registry, never in an entry: cost_measurement == nullptr, and cost_text(*this).
+  bool cost_provisional = true;
+  std::string_view cost_source;
   bool masked_input = false;        // the network takes the field multiplied by the mask
-  std::string_view cost_source;     // how the figure was obtained
   uint32_t input_channels = 1;
   uint32_t output_channels = 1;
   std::string_view input;   // what the network takes, in words
@@ -117,6 +179,10 @@ const ModelSpec* find_model(std::string_view id);
 // The network with this id.
 // Throws Error(InvalidArgument) naming the known ids when the id is unknown.
 const ModelSpec& model_spec(std::string_view id);
+
+// The sentence that says where a network's memory cost comes from, formatted from its budget (fixed_bytes,
+// bytes_per_voxel) and its cost_measurement; the registry's cost_source.
+std::string cost_text(const ModelSpec& spec);
 
 // Whether the network takes this input.
 bool takes_input(const ModelSpec& spec, InputRole role);
