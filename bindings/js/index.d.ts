@@ -1,4 +1,38 @@
 // Type declarations of tessera-qsm's public API (checked with `tsc --strict`: npm run typecheck).
+// The values the wasm module reports (plans, registry entries, schema options) are generated from its Embind
+// registrations into value-types.d.ts; the interfaces here that extend them add what the runtime adds in JavaScript.
+import type {
+  CalibrationFit,
+  ModelInfo,
+  PlanContext,
+  PlannedB0Alignment,
+  PlannedVerification,
+  PredictedFidelity,
+  RequestOption,
+  TilePlan,
+  TileRunReport,
+} from './value-types.js';
+export type {
+  BoxSplit,
+  CalibrationFit,
+  CropBox,
+  Dims3,
+  Extent3,
+  ModelInfo,
+  Normalization,
+  PlanContext,
+  PlanGrid,
+  PlannedB0Alignment,
+  PlannedVerification,
+  PlanTile,
+  PlanTileConfig,
+  PredictedFidelity,
+  RequestOption,
+  TilePlan,
+  TileRunReport,
+  Vec3,
+  WeightsFile,
+} from './value-types.js';
 
 export type Triple = [number, number, number];
 
@@ -16,43 +50,6 @@ export type Blend = 'crop' | 'linear' | 'cosine' | 'gaussian';
  * NRMSE ≤ 0.10; the default), balanced (r ≥ 0.97, NRMSE ≤ 0.20) or fast (speed only).
  */
 export type Quality = 'faithful' | 'balanced' | 'fast';
-
-/** Predicted agreement of a plan's result with the whole-volume run (a whole-volume plan: r 1, nrmse 0). */
-export interface PredictedFidelity {
-  readonly r: number;
-  readonly nrmse: number;
-  readonly deficit: number;
-}
-
-/** How far the network looks, as the planner took it. */
-export interface PlanContext {
-  /** the theoretical receptive radius it came from (voxels; 0 when only measured) */
-  readonly radius: number;
-  /** from a probe of the network (receptiveField({probe: true})) */
-  readonly measured: boolean;
-  /** unknown: the planner assumed a reach */
-  readonly assumed: boolean;
-  /** the smallest radius holding 90 % / 99 % of the dependence (voxels) */
-  readonly radius90: number;
-  readonly radius99: number;
-}
-
-/** A plan's self-check (planned with verify: true). */
-export interface PlannedVerification {
-  readonly possible: boolean;
-  /** why the check is not possible; empty when it is */
-  readonly message: string;
-  /** the box run whole [lo, hi) (voxels) */
-  readonly lo: Triple;
-  readonly hi: Triple;
-  /** where the box's result is compared with the tiled one [compareLo, compareHi) */
-  readonly compareLo: Triple;
-  readonly compareHi: Triple;
-  /** voxels kept away from the box's inner faces */
-  readonly margin: number;
-  /** the box's own (whole-volume) plan (no id: it is the held plan's part); null when not possible */
-  readonly plan: Omit<Plan, 'id'> | null;
-}
 
 /** report.verify: the tiled result against the box run whole, and the data-consistency residual. */
 export interface VerificationReport {
@@ -104,52 +101,6 @@ export interface NetworkSpec {
 
 export type ModelKind = 'field-to-chi' | 'physics-loop' | 'native-patches' | 'whole-volume-only';
 
-export interface WeightsFile {
-  file: string;
-  url: string;
-  /** 0 when not recorded */
-  bytes: number;
-  /** empty when not recorded */
-  sha256: string;
-  /** shipped with the package: url is relative to the package root */
-  bundled: boolean;
-}
-
-export interface ModelInfo {
-  id: string;
-  name: string;
-  kind: ModelKind;
-  tileable: boolean;
-  divisor: number;
-  bytesPerVoxel: number;
-  fixedBytes: number;
-  maskedInput: boolean;
-  costProvisional: boolean;
-  costSource: string;
-  inputChannels: number;
-  outputChannels: number;
-  input: string;
-  output: string;
-  /** what the output is (both ppm): chi, or the local field (iQFM) */
-  quantity: 'chi' | 'local-field';
-  /** multi-input networks (the iQSM family): input roles in the reference order; empty for one input */
-  inputs: string[];
-  /** phase networks: crop to the eroded mask's bounding box + this margin (0: no crop) */
-  cropMargin: number;
-  normalization: { inputMean: number; inputStd: number; outputStd: number; outputMean: number };
-  pad: 'smaller-half-low' | 'larger-half-low';
-  weights: WeightsFile[];
-  licence: string;
-  citation: string;
-  notes: string;
-  defaultHalo: number;
-  /** how far an output voxel depends on inputs (voxels; 0 when unknown) and where that figure comes from */
-  receptiveRadius: number;
-  receptiveSource: string;
-  /** a probe's profile of the registry's weights (within[ρ]), or null */
-  measuredContext: number[] | null;
-}
-
 export interface Limits {
   tileActivationBudget: number;
   maxPatchActivationBytes: number;
@@ -180,23 +131,7 @@ export interface Calibration {
   seconds: number;
   threads: number;
   divisor: number;
-  fit: {
-    fixedBytes: number;
-    bytesPerVoxel: number;
-    /** least squares over the points whose patch grew the heap */
-    fittedFixedBytes: number;
-    fittedBytesPerVoxel: number;
-    r2: number;
-    /** the steepest slope the growth-stepped heaps allow (>= the fitted slope) */
-    slopeBound: number;
-    /** the fraction the line is raised by (Emscripten's 20 % growth step) */
-    slopeMargin: number;
-    pointsFitted: number;
-    /** false: the heap did not grow with the patch at two sizes; bytesPerVoxel is assumed (1100) */
-    slopeMeasured: boolean;
-    raisedBytes: number;
-    note: string;
-  };
+  fit: CalibrationFit;
 }
 
 /** The memory cost a plan used and where it came from. */
@@ -213,41 +148,6 @@ export interface PlanCost {
   readonly note?: string;
 }
 
-/** What a plan does about B0 (networks that assume it along the volume's third axis). */
-export interface PlannedB0Alignment {
-  /** the angle between B0 and the volume's third axis, 0–90° */
-  readonly tiltDegrees: number;
-  /** the network assumes B0 along the third axis (field → χ networks, native patching) */
-  readonly assumesZ: boolean;
-  /** the run resamples the field to a B0-aligned grid and χ back (then grid, tiles and memory are that grid's) */
-  readonly resampled: boolean;
-  readonly mode: B0Align;
-  /** auto resamples above this angle */
-  readonly thresholdDegrees: number;
-  /** a warning above this angle */
-  readonly warnDegrees: number;
-  /** the aligned grid's dims when resampled, else null */
-  readonly alignedDims: Triple | null;
-  /** module-heap bytes the resampling adds beside the aligned run's own volumes */
-  readonly extraModuleBytes: number;
-  /** one sentence: the tilt and what the run does about it */
-  readonly summary: string;
-  /** above the threshold: the angle and what Tessera did (also in plan.warning); else empty */
-  readonly warning: string;
-}
-
-/** The box a whole-volume plan runs: voxels [lo, hi) written, the patch from patchLo (on the pooling grid) of patchDims. */
-export interface CropBox {
-  readonly lo: Triple;
-  readonly hi: Triple;
-  readonly patchLo: Triple;
-  readonly patchDims: Triple;
-  /** voxels kept around the mask before rounding out to the grid */
-  readonly margin: number;
-  /** pieces > 1: the box is over the single-patch limit and runs as slabs cut along axis (0 x, 1 y, 2 z), each with
-   * halo voxels of context past its core on the cut faces (then wholeVolume is false and the grid holds the slabs) */
-  readonly split: { axis: number; pieces: number; halo: number };
-}
 /** b0Align: resample to a B0-aligned grid above the threshold (auto), at any tilt (on), never (off). */
 export type B0Align = 'auto' | 'on' | 'off';
 
@@ -255,93 +155,17 @@ export type B0Align = 'auto' | 'on' | 'off';
  * A plan as plan() returns it: a frozen view of the plan the runtime holds (the last 16 plans), with its id. Hand it
  * back to invert() with the same request and volume and the run obeys the held plan.
  */
-export interface Plan {
+export interface Plan extends TilePlan {
   /** the held plan's id; a plan from another runtime, or one no longer held, is refused by invert() in words */
   readonly id: string;
-  readonly feasible: boolean;
-  /** the tile config planned (the auto-planner's choice for tile "auto") */
-  readonly tile: TileConfig;
-  readonly workers: number;
-  /** chosen by the auto-planner; 0 = the runtime's setting */
-  readonly threadsPerWorker: number;
-  /** the auto-planner's estimate (s), 0 when not estimated */
-  readonly estimatedSeconds: number;
-  /** whose speed the estimate used: this machine's (measureSpeed), the registry's, the default; "" when not estimated */
-  readonly estimateSource: 'measured' | 'registry' | 'default' | '';
-  /** the auto-planner's one-sentence reason (with the predicted fidelity) */
-  readonly explanation: string;
-  /** non-empty when nothing within the memory budget reaches the quality target (the most faithful config runs) */
-  readonly fidelityWarning: string;
-  /** predicted agreement with the whole-volume run; null when the network's reach is unknown */
-  readonly predictedFidelity: PredictedFidelity | null;
-  /** how far the network looks, as the prediction took it; null when unknown */
-  readonly context: PlanContext | null;
-  /** the self-check, when planned with verify: true; else null */
-  readonly verify: PlannedVerification | null;
-  /** the planner's refusal with advice; empty when feasible */
-  readonly message: string;
-  readonly wholeVolume: boolean;
-  /** a plan cut to the mask's bounding box (+ margin, on the pooling grid): one patch, or slabs (crop.split); null: the whole volume */
-  readonly crop: CropBox | null;
-  readonly patchEdge: number;
-  readonly patchDims: Triple;
-  readonly bytesPerTile: number;
-  readonly tilesInFlight: number;
-  readonly tilesTotal: number;
-  readonly tilesActive: number;
-  readonly tilesSkipped: number;
-  readonly activationBytes: number;
-  readonly moduleHeapBytes: number;
-  readonly peakBytes: number;
   /** off-design warning (physics loops tiled, native patching, B0 off the third axis), or empty */
   readonly warning: string;
   /** B0's tilt and whether the run goes through a B0-aligned grid */
   readonly b0Align: PlannedB0Alignment;
   /** network files the run needs (NeXtQSM: 2) */
   readonly networks: number;
-  /** the tiles the run goes through (a whole-volume plan: one tile covering the volume) */
-  readonly grid: PlanGrid;
   /** the network's memory cost the plan used: the registry's, a spec's declared or calibrated figure, or assumed */
   readonly cost: PlanCost;
-}
-
-export interface PlanTile {
-  /** grid index: x fastest, then y, then z */
-  readonly index: number;
-  /** the output core [coreLo, coreHi), voxels */
-  readonly coreLo: [number, number, number];
-  readonly coreHi: [number, number, number];
-  /** the patch's first voxel (coreLo - halo; may be negative: zeros outside the volume) */
-  readonly patchLo: [number, number, number];
-  /** the core holds no mask voxel: not run */
-  readonly skipped: boolean;
-}
-
-export interface PlanGrid {
-  readonly counts: [number, number, number];
-  readonly patchEdge: number;
-  readonly stride: number;
-  readonly blend: Blend;
-  /** active tiles whose patch is off the whole volume's pooling grid (their max-poolings alias) */
-  readonly misaligned: number;
-  readonly tiles: readonly PlanTile[];
-}
-
-export interface RequestOption {
-  /** as a request spells it: "b0", "spec.bytesPerVoxel", "tile.halo" */
-  name: string;
-  unit: string;
-  /** a number, or words for a default that is not one ("auto") */
-  default: number | string;
-  /** the numeric default behind a worded one (tile.halo: 4, a custom network's), else = default */
-  defaultValue: number;
-  min: number;
-  max: number;
-  minExclusive: boolean;
-  integer: boolean;
-  help: string;
-  /** a worded option's values ("quality": faithful, balanced, fast); empty for a number */
-  choices: string[];
 }
 
 export interface Progress {
@@ -413,20 +237,12 @@ export interface CalibrationProgress {
   heapBytes: number;
 }
 
-export interface RunReport {
-  tilesTotal: number;
-  tilesRun: number;
-  tilesSkipped: number;
-  concurrency: number;
-  maxInFlight: number;
+/** invert()'s report of a network run: the driver's counts with what the runtime measured around them. */
+export interface RunReport extends TileRunReport {
   /** runs on a C++ driver thread (physics loops, native patching, phase networks): most network calls open at once */
   maxOpenRequests?: number;
   maxInFlightObserved: number;
-  patchEdge: number;
-  bytesPerTile: number;
-  driverSeconds: number;
   wallSeconds: number;
-  tileSeconds: number[];
   warning: string;
   /** the plan the run obeyed (its id when it was handed back) */
   plan: Omit<Plan, 'id'> & { readonly id?: string };

@@ -4,6 +4,7 @@
 #include "b0_aligned.h"
 #include "conversions.h"
 #include "field_run.h"
+#include "value_types.h"
 #include "verification.h"
 #include "volume.h"
 #include "tessera/dipole.h"
@@ -76,6 +77,7 @@ val b0_resample(val geometry, val field, val mask, val options) {
 
 EMSCRIPTEN_BINDINGS(tessera) {
   register_value_types();
+  function("valueTypes", &value_types_record);  // their record: scripts/value-types.js writes value-types.d.ts from it
 
   function("registry", &registry);
   function("model", &model);
