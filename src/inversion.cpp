@@ -196,17 +196,23 @@ TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask
 
 namespace {
 
+// A plan the auto-planner did not choose runs the request's threads per worker (the schema's default when none).
+TilePlan with_threads(TilePlan p, const InversionRequest& r) {
+  p.threads_per_worker = r.fixed_threads ? r.fixed_threads : defaults::kThreadsPerWorker;
+  return p;
+}
+
 TilePlan plan_unverified(const InversionRequest& r, std::span<const uint8_t> mask, Target target,
                          std::span<const float> field) {
   if (is_phase_network(r)) refuse_tiling(r);
-  if (is_phase_network(r)) return plan_phase(*r.model, r.geometry, mask, r.phase, echo_count(r), target);
+  if (is_phase_network(r)) return with_threads(plan_phase(*r.model, r.geometry, mask, r.phase, echo_count(r), target), r);
   const FieldNetwork net = request_network(r);
-  if (r.whole_volume || (r.model && r.model->kind == ModelKind::NativePatches)) return plan_whole(r.geometry, net, target);
-  if (!r.auto_tile) return plan_tiled(r.geometry, mask, net, r.tile, r.workers, target);
+  if (r.whole_volume || (r.model && r.model->kind == ModelKind::NativePatches)) return with_threads(plan_whole(r.geometry, net, target), r);
+  if (!r.auto_tile) return with_threads(plan_tiled(r.geometry, mask, net, r.tile, r.workers, target), r);
   AutoPlanRequest a;
   a.geometry = r.geometry;
   a.network = net;
-  a.halo = r.halo_override ? r.halo_override : (r.model ? r.model->default_halo : 4);
+  a.halo = r.halo_override ? r.halo_override : (r.model ? r.model->default_halo : defaults::kCustomNetworkHalo);
   a.fixed_halo = r.halo_override != 0;
   // Physics loops run the whole loop per patch and cannot blend: they keep the speed-only crop-and-stitch.
   // They run whole whenever that fits (tiled they are off-design: the loop's dipole convolutions see one patch).

@@ -126,3 +126,22 @@ TEST(Inversion, PhysicsLoopsAutoPlanTheWholeVolumeWhenItFits) {
     EXPECT_EQ(t.tile.core, 32u) << id;
   }
 }
+
+TEST(Inversion, EveryPlanStatesTheThreadsItsWorkersRun) {
+  const Geometry g = geometry(24, 20, 16);
+  const std::vector<uint8_t> mask(g.voxel_count(), 1);
+  InversionRequest r;
+  r.geometry = g;
+  r.model = &model_spec("demo-unet");
+  r.tile.core = 8;
+  r.tile.halo = 4;
+  r.tile_given = true;
+  // A fixed tile and the whole volume: the schema's default, or the request's threads.
+  EXPECT_EQ(plan_inversion(r, mask, Target::Wasm).threads_per_worker, defaults::kThreadsPerWorker);
+  r.whole_volume = true;
+  EXPECT_EQ(plan_inversion(r, mask, Target::Wasm).threads_per_worker, defaults::kThreadsPerWorker);
+  r.fixed_threads = 3;
+  EXPECT_EQ(plan_inversion(r, mask, Target::Wasm).threads_per_worker, 3u);
+  r.whole_volume = false;
+  EXPECT_EQ(plan_inversion(r, mask, Target::Wasm).threads_per_worker, 3u);
+}

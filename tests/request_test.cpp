@@ -86,3 +86,12 @@ TEST(Request, RefusalsNameTheOptionRangeAndUnit) {
 TEST(Request, MoDLIsPlannedAtTheEvenSizeItsNetworkSees) {
   EXPECT_EQ(model_spec("modl-qsm").divisor, 2u);
 }
+
+TEST(Request, FixedTilesRunHalfTheCoresInWorkersOneToFour) {
+  EXPECT_EQ(defaults::workers_for(0), 1u);
+  EXPECT_EQ(defaults::workers_for(1), 1u);
+  EXPECT_EQ(defaults::workers_for(2), 1u);
+  EXPECT_EQ(defaults::workers_for(5), 2u);
+  EXPECT_EQ(defaults::workers_for(8), 4u);
+  EXPECT_EQ(defaults::workers_for(64), 4u);
+}

@@ -16,7 +16,7 @@ import { InputsPanel } from './panels/inputs.js';
 import { SettingsPanel } from './panels/settings.js';
 import { RunPanel } from './panels/run.js';
 import { ResultsPanel } from './panels/results.js';
-import { applySchema, followDefaultHalo, watchHalo } from './schema.js';
+import { applySchema, followDefaultHalo, watchTyped } from './schema.js';
 
 const page = new Page();
 const io = createIoClient();
@@ -145,14 +145,13 @@ async function main() {
   inputs.syncMask();
   const iso = globalThis.crossOriginIsolated === true;
   $('env').textContent = `${iso ? 'Cross-origin isolated' : 'NOT cross-origin isolated (threads unavailable: serve with COOP/COEP, e.g. npm start)'} · ${navigator.hardwareConcurrency} logical cores`;
-  $('workers').value = String(Math.max(1, Math.min(4, navigator.hardwareConcurrency || 2)));
   document.body.dataset.state = page.state;
   try {
     const tessera = await page.runtime();
     let schema;
     [page.registry, page.limits, schema] = await Promise.all([tessera.registry(), tessera.limits(), tessera.schema()]);
     page.schema = applySchema(schema);
-    watchHalo();
+    watchTyped();
     network.fill(page.registry);
     await method.fill(schema, tessera);
     page.panels.pipeline.fill(schema);

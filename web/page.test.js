@@ -234,12 +234,29 @@ test('the page loads cross-origin isolated, with the runtime and a plan', { skip
   assert.equal(await T(() => crossOriginIsolated), true);
   const plan = await readData('#planReadout');
   assert.equal(plan.feasible, true);
-  // Auto by default: the C++ auto-planner's choice, explained on the page.
+  // Auto by default: the C++ auto-planner's choice, explained on the page, and the package's own default plan for
+  // the demo geometry on this machine (the page keeps no worker or tile rule of its own).
   assert.equal(plan.patchEdge % 8, 0);
-  assert.equal(plan.patchEdge, Math.ceil((plan.core + 2 * plan.halo) / 8) * 8);
+  const { createTessera } = await import('../bindings/js/index.js');
+  const cores = await T(() => navigator.hardwareConcurrency);
+  const node = await createTessera({ hardwareThreads: cores });
+  let api;
+  try {
+    api = await node.plan({ geometry: { dims: [128, 128, 96], voxelMm: [1.75, 1.75, 1.75], b0Dir: [0, 0, 1] }, model: 'demo-unet' });
+  } finally {
+    await node.terminate();
+  }
+  for (const k of ['patchEdge', 'tilesInFlight', 'wholeVolume', 'tilesTotal']) assert.equal(plan[k], api[k], `page vs API plan: ${k}`);
+  assert.equal(plan.core, api.tile.core);
+  assert.equal(plan.halo, api.tile.halo);
+  if (!plan.wholeVolume) assert.equal(plan.patchEdge, Math.ceil((plan.core + 2 * plan.halo) / 8) * 8);
+  // The workers and threads the planner chose show in their inputs (nothing typed: nothing fixed).
+  assert.equal(await page.inputValue('#workers'), String(api.workers));
+  assert.equal(await page.inputValue('#threads'), String(api.threadsPerWorker));
   // Auto chooses the halo too (the faithful planner): the page shows the plan's, not a page constant.
   assert.equal(await page.inputValue('#halo'), String(plan.halo));
-  assert.match(await page.textContent('#planExplain'), /Auto-planner: core \d+, halo \d+.*predicted r [\d.]+, NRMSE [\d.]+.*estimated \d+ s/);
+  assert.equal(await page.textContent('#planExplain'), `Auto-planner: ${api.explanation}.`);
+  assert.match(api.explanation, plan.wholeVolume ? /whole volume.*exact by definition.*estimated \d+ s/ : /core \d+, halo \d+.*predicted r [\d.]+, NRMSE [\d.]+.*estimated \d+ s/);
   assert.equal(await page.inputValue('#core'), String(plan.core));
   assert.match(await page.textContent('#planReadout'), new RegExp(`Tiles in flight\\s*${plan.tilesInFlight}`));
   // The quality select: the schema's values, default and help (not page constants); the readout's estimate
@@ -251,7 +268,8 @@ test('the page loads cross-origin isolated, with the runtime and a plan', { skip
   assert.equal(await page.textContent('#qualityHelp'), `Quality: ${qualityOption.help}.`);
   assert.equal(plan.quality, 'faithful');
   assert.equal(await page.isChecked('#verify'), false);
-  assertEstimate(await page.textContent('#planReadout'), plan);
+  if (plan.wholeVolume) assert.match(await page.textContent('#planReadout'), /Estimate\s*Estimated \d+(\.\d)? s · exact \(the whole volume runs at once\)/);
+  else assertEstimate(await page.textContent('#planReadout'), plan);
   assert.equal(await page.isDisabled('#demo'), false);
   assert.equal(await page.isDisabled('#run'), true, 'Run needs an input first');
   await page.waitForFunction(() => document.querySelector('#cacheInfo').textContent !== '', null, { timeout: 10000 });
@@ -500,7 +518,9 @@ test('a custom network without bytes per voxel is calibrated from its .onnx befo
 test('the quality select changes the plan (fast: another, faster tiling than faithful when the whole volume does not fit); the readout shows the estimate beside the predicted fidelity, the network’s reach and the fidelity warning of a tiny budget; overlapping tiles on the map', { skip }, async () => {
   const { graphReceptiveField } = await import('../bindings/js/index.js');
   const graph = graphReceptiveField(new Uint8Array(fs.readFileSync(netPath)));
-  // The custom network of the previous test (its .onnx chosen) on the 64×64×48 pair, planned automatically.
+  // The custom network of the previous test (its .onnx chosen) on the 64×64×48 pair, planned automatically with 2
+  // workers typed (the whole volume would fit one: the auto-planner runs it whole unless several workers are asked for).
+  await page.fill('#workers', '2');
   await page.check('#auto');
   await page.uncheck('#whole');
   await page.fill('#customBpv', '1100');
@@ -994,6 +1014,11 @@ async function workerTargets() {
   browserCdp ??= await ctx.browser().newBrowserCDPSession();
   return (await browserCdp.send('Target.getTargets')).targetInfos.filter((t) => t.type === 'worker').length;
 }
+/** The worker targets' URLs (file names), sorted: what a count that differs is made of. */
+async function workerNames() {
+  browserCdp ??= await ctx.browser().newBrowserCDPSession();
+  return (await browserCdp.send('Target.getTargets')).targetInfos.filter((t) => t.type === 'worker').map((t) => t.url.replace(/^.*\//, '')).sort().join(' ');
+}
 /** Polls until f() is true (10 s at most); returns its last value. */
 async function until(f, ms = 10000) {
   const end = Date.now() + ms;
@@ -1046,6 +1071,7 @@ before(async () => {
 test('reload mid-run: every worker of the old page closes (none orphaned), and the reloaded page plans and runs', { skip }, async () => {
   const tab = await appTab();
   const idle = await settledWorkerTargets(); // the main page's and this tab's app workers
+  const idleNames = await workerNames();
   await startLongRun(tab);
   const old = tab.workers();
   assert.ok(old.some((w) => w.url().endsWith('/ort-worker.js')), 'ONNX Runtime workers run in the old page');
@@ -1055,7 +1081,7 @@ test('reload mid-run: every worker of the old page closes (none orphaned), and t
   await tab.reload();
   await tab.waitForFunction(() => document.body.dataset.state === 'idle' && document.querySelector('#planReadout').dataset.feasible === 'true', null, { timeout: 60000 });
   assert.ok(await until(() => closed === old.length), `${closed} of the old page's ${old.length} workers closed`);
-  assert.ok(await until(async () => (await workerTargets()) === idle), `${await workerTargets()} worker targets after the reload, ${idle} in an idle tab`);
+  assert.ok(await until(async () => (await workerTargets()) === idle), `${await workerTargets()} worker targets after the reload (${await workerNames()}), ${idle} in an idle tab (${idleNames})`);
   // The reloaded page runs: the package's χ equals the JS reference of the conv stack.
   const dims = [12, 10, 8];
   const n = dims[0] * dims[1] * dims[2];

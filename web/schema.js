@@ -113,9 +113,16 @@ export function followDefaultHalo(model, byName) {
   if (Number.isFinite(halo)) el.value = String(halo);
 }
 
-/** Marks the halo as the user's once they type in it. */
-export function watchHalo() {
-  $('halo').addEventListener('input', () => ($('halo').dataset.userSet = '1'));
+/** Marks the halo, the workers and the threads as the user's once they type in them (until then the plan's show). */
+export function watchTyped() {
+  for (const id of ['halo', 'workers', 'threads']) $(id).addEventListener('input', () => ($(id).dataset.userSet = $(id).value === '' ? '' : '1'));
+}
+
+/** The whole number the user typed in input id, clamped to [lo, hi]; undefined when they typed none (the planner's choice). */
+export function typedInt(id, lo, hi) {
+  const el = $(id);
+  const n = Math.floor(Number(el.value));
+  return el.dataset.userSet === '1' && el.value !== '' && Number.isFinite(n) ? Math.max(lo, Math.min(hi, n)) : undefined;
 }
 
 /**

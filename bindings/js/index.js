@@ -1,7 +1,7 @@
 // tessera-qsm: memory-bounded, overlap-tiled deep-learning QSM inversion, in the browser and in node.
 // The friendly API. Every call goes to a dedicated driver worker that holds the C++ core (wasm) and the
 // ONNX Runtime worker pools, so the caller's thread (a page's main thread) never does heavy work.
-import { createWorker, hardwareConcurrency, isNode } from './platform.js';
+import { createWorker, isNode } from './platform.js';
 import { TesseraError, errorFromMessage } from './errors.js';
 import { loadModel, sha256Hex } from './model-loader.js';
 import { geometryOf, makeVolume } from './volume.js';
@@ -84,8 +84,8 @@ export async function createTessera(o = {}) {
   const executionProviders = providersOf(o.executionProviders);
   const t = new Tessera(o);
   await t._call('init', {
-    workers: o.workers ?? Math.max(1, Math.min(4, Math.floor(hardwareConcurrency() / 2))),
-    threadsPerWorker: o.threadsPerWorker ?? 1,
+    workers: o.workers,
+    threadsPerWorker: o.threadsPerWorker,
     wasmBase: o.wasmBase === undefined ? undefined : String(o.wasmBase),
     ortWasmPaths: o.ortWasmPaths,
     ortModuleUrl: o.ortModuleUrl ?? importMapOrt(),

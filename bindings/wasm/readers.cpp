@@ -119,6 +119,9 @@ InversionRequest request_from(const val& v) {
   }
   r.crop_margin = static_cast<uint32_t>(option(v, "cropMargin", "cropMargin"));
   r.verify = !v["verify"].isUndefined() && !v["verify"].isNull() && v["verify"].as<bool>();
+  r.hardware_threads = std::max<uint32_t>(1, count(v, "hardwareThreads", 2));
+  const val t = v["threadsPerWorker"];
+  r.fixed_threads = (t.isUndefined() || t.isNull() || t.isString()) ? 0 : static_cast<uint32_t>(option(v, "threadsPerWorker", "threadsPerWorker"));
   const val tile = v["tile"];
   const uint32_t network_halo = r.model ? r.model->default_halo : defaults::kCustomNetworkHalo;
   // tile: {core, halo} | "auto" | {core: "auto", halo?} | absent (the schema's default: "auto").
@@ -131,10 +134,6 @@ InversionRequest request_from(const val& v) {
     r.halo_override = auto_core && !tile["halo"].isUndefined() ? static_cast<uint32_t>(option(tile, "halo", "tile.halo")) : 0;
     const val w = v["workers"];
     r.fixed_workers = (w.isUndefined() || w.isNull() || w.isString()) ? 0 : static_cast<uint32_t>(option(v, "workers", "workers"));
-    const val t = v["threadsPerWorker"];
-    r.fixed_threads =
-        (t.isUndefined() || t.isNull() || t.isString()) ? 0 : static_cast<uint32_t>(option(v, "threadsPerWorker", "threadsPerWorker"));
-    r.hardware_threads = std::max<uint32_t>(1, count(v, "hardwareThreads", 2));
     const val q = v["quality"];
     if (!q.isUndefined() && !q.isNull()) {
       if (!q.isString()) throw Error(ErrorCode::InvalidArgument, "quality must be faithful, balanced or fast");
@@ -146,7 +145,7 @@ InversionRequest request_from(const val& v) {
     overlap_from(tile, r.tile);
     r.tile_given = true;
   }
-  r.workers = v["workers"].isNumber() ? static_cast<uint32_t>(option(v, "workers", "workers")) : 1;
+  r.workers = v["workers"].isNumber() ? static_cast<uint32_t>(option(v, "workers", "workers")) : defaults::workers_for(r.hardware_threads);
   // How far the network looks: context {within: [...]} (a probe's measured profile) or {radius} (the weights' graph),
   // else spec.receptiveRadius (a custom network's declaration), else the registry's.
   const val spec = v["spec"];

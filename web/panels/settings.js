@@ -8,8 +8,9 @@
 // b0-tilt, b0-resampled, b0-aligned-dims; a classical method's plan: method, method-title, method-steps, threads,
 // module-heap-bytes, heap-limit-bytes, largest-voxels). With a method chosen, the tile settings are hidden: the
 // readout shows the method's plan.
-import { $, clampInt, fmtBytes, fmtSeconds, rows, setData, clearData } from '../dom.js';
+import { $, fmtBytes, fmtSeconds, rows, setData, clearData } from '../dom.js';
 import { DEMO } from '../demo.js';
+import { typedInt } from '../schema.js';
 
 const TILE_SETTINGS = ['core', 'halo', 'auto', 'whole', 'workers', 'quality', 'verify', 'b0Align', 'crop'];
 
@@ -104,9 +105,9 @@ export class SettingsPanel {
     }
   }
 
-  /** Workers and ONNX Runtime threads per worker for the runtime. */
+  /** The workers and ONNX Runtime threads per worker the user typed; undefined ones are the planner's (C++'s) choice. */
   runtimeOptions() {
-    return { workers: clampInt($('workers').value, 1, 16, 2), threadsPerWorker: clampInt($('threads').value, 1, 16, 1) };
+    return { workers: typedInt('workers', 1, 16), threadsPerWorker: typedInt('threads', 1, 16) };
   }
 
   /** The tile settings follow the workflow: off for whole-volume networks, with the reason. */
@@ -251,6 +252,11 @@ export class SettingsPanel {
         // The planner's halo, unless the user set one (then it was kept).
         if (plan.feasible && plan.tile && $('halo').dataset.userSet !== '1') $('halo').value = String(plan.tile.halo);
       }
+    }
+    // The plan's workers and threads show until the user types their own.
+    if (plan.feasible) {
+      if ($('workers').dataset.userSet !== '1') $('workers').value = String(plan.workers);
+      if ($('threads').dataset.userSet !== '1' && plan.threadsPerWorker) $('threads').value = String(plan.threadsPerWorker);
     }
     $('planExplain').hidden = !plan.explanation;
     $('planExplain').textContent = plan.explanation ? `Auto-planner: ${plan.explanation}.` : '';

@@ -5,6 +5,7 @@ import { TesseraError } from '../../bindings/js/index.js';
 import { $, checkedValue, clampInt, fmtBytes } from '../dom.js';
 import { robustRange } from '../tilemap.js';
 import { estimateText, reachText, plannedCheckText } from '../fidelity.js';
+import { typedInt } from '../schema.js';
 
 export const fieldWorkflow = {
   kind: 'field',
@@ -150,13 +151,17 @@ export const fieldWorkflow = {
    * chosen, goes with it (net.planWeights): the planner then knows how far the network looks from its graph.
    */
   planRequest(net, input, geometry, runtime) {
-    const halo = clampInt($('halo').value, 0, 4096, 8);
-    // Auto: the planner chooses the halo too, unless the user typed one.
-    const autoTile = $('halo').dataset.userSet === '1' ? { core: 'auto', halo } : 'auto';
+    // Auto: the planner chooses the halo too, unless the user typed one. Explicit tiles: the core and halo shown (the
+    // last plan's, or typed); an empty one is the planner's (the network's default halo).
+    const typedHalo = typedInt('halo', 0, 4096);
+    const shown = (id, lo) => ($(id).value === '' ? undefined : clampInt($(id).value, lo, 4096, undefined));
+    const autoTile = typedHalo === undefined ? 'auto' : { core: 'auto', halo: typedHalo };
+    const core = shown('core', 1);
+    const tile = $('auto').checked ? autoTile : core === undefined ? { core: 'auto', halo: shown('halo', 0) } : { core, halo: shown('halo', 0) };
     const req = {
       geometry,
       mask: input?.mask,
-      tile: $('auto').checked ? autoTile : { core: clampInt($('core').value, 1, 4096, 32), halo },
+      tile,
       whole: $('whole').checked,
       workers: runtime.workers,
       threadsPerWorker: runtime.threadsPerWorker,

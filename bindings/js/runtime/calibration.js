@@ -1,7 +1,7 @@
 // calibrate(): the network's memory cost measured in fresh ONNX Runtime workers (calibrate.js; the fit in C++).
 import { TesseraError } from '../errors.js';
 import { calibrateNetwork } from '../calibrate.js';
-import { rt, call, postProgress, heapGuardBytes } from './context.js';
+import { rt, call, postProgress, heapGuardBytes, threadsPerWorker } from './context.js';
 import { dropSessions } from './sessions.js';
 
 /**
@@ -18,7 +18,7 @@ export async function calibrate(a, id) {
   rt.running.set(id, controller);
   try {
     await dropSessions(); // its fresh workers measure the heap: no other worker holds memory meanwhile
-    const threads = a.threadsPerWorker ?? options.threadsPerWorker ?? 1;
+    const threads = threadsPerWorker(a);
     const module = {
       calibrationEdges: (d, n) => call(() => M.calibrationEdges(d, n)),
       calibrationSlopeMeasured: (p) => call(() => M.calibrationSlopeMeasured(p)),

@@ -28,3 +28,8 @@ export function hardwareThreads() {
 export function heapGuardBytes() {
   return rt.options.workerHeapGuardBytes ?? call(() => rt.M.limits()).workerHeapGuardBytes;
 }
+
+/** ONNX Runtime threads of a worker outside a plan (probes, calibration): a's, createTessera's, else the schema's default. */
+export function threadsPerWorker(a = {}) {
+  return a.threadsPerWorker ?? rt.options.threadsPerWorker ?? call(() => rt.M.schema()).find((o) => o.name === 'threadsPerWorker').default;
+}

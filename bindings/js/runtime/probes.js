@@ -4,7 +4,7 @@
 import { runSteps } from '../driver.js';
 import { TesseraError } from '../errors.js';
 import { probeEdge, contextProfile } from '../receptive-field.js';
-import { rt, call, postProgress } from './context.js';
+import { rt, call, postProgress, threadsPerWorker } from './context.js';
 import { makeVolume, planOf, requestOf } from './requests.js';
 import { startPools, stopPools, keepSession, sessionIdleMs } from './sessions.js';
 
@@ -97,7 +97,7 @@ export async function probeContext(a, id) {
   const patch = phantomPatch(a, edge, CONTEXT);
   const c = edge >> 1;
   const centre = c + edge * (c + edge * c);
-  return onProbePool(a, id, { entry: net.entry, threads: rt.options.threadsPerWorker || 1, purpose: CONTEXT, patches: [patch] }, async ({ run, started }) => {
+  return onProbePool(a, id, { entry: net.entry, threads: threadsPerWorker(), purpose: CONTEXT, patches: [patch] }, async ({ run, started }) => {
     const out = [];
     for (const sign of [1, -1]) {
       const field = patch.field.slice();

@@ -154,8 +154,9 @@ export function requestOf(a) {
     ...r,
     model: a.model,
     whole: !!a.whole,
-    workers: auto ? a.workers : a.workers ?? rt.options.workers ?? 1,
-    threadsPerWorker: auto ? a.threadsPerWorker : undefined,
+    // A fixed tile takes createTessera's workers and threads when the request names none (C++'s defaults when neither does).
+    workers: auto ? a.workers : a.workers ?? rt.options.workers,
+    threadsPerWorker: auto ? a.threadsPerWorker : a.threadsPerWorker ?? rt.options.threadsPerWorker,
     hardwareThreads: hardwareThreads(),
     context: a.context,
     speed: runSpeed(a),

@@ -166,7 +166,7 @@ export async function invert(a, id) {
   let pools = [];
   let warmStart = false; // the run's first worker is a kept session's (the speed probe's), already started
   try {
-    const threadsPerWorker = plan.threadsPerWorker || a.threadsPerWorker || rt.options.threadsPerWorker || 1;
+    const threadsPerWorker = plan.threadsPerWorker; // every plan states its threads (C++ fills the schema's default)
     const k = Math.max(1, plan.tilesInFlight);
     const adopted = await takeSession(a.warmKey, { weights, k, threadsPerWorker, inputNames: a.inputNames, executionProviders: a.executionProviders, bytesPerTile: plan.bytesPerTile });
     pools = adopted ? [adopted] : await startPools(weights, { k, threadsPerWorker, spec, inputNames: a.inputNames, executionProviders: a.executionProviders });

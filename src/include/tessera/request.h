@@ -52,6 +52,9 @@ inline constexpr uint32_t kCustomNetworkHalo = 4;  // a custom network (a spec, 
 inline constexpr uint32_t kDivisor = 1;
 inline constexpr uint64_t kBytesPerVoxel = kReferenceBytesPerVoxel;
 inline constexpr uint32_t kThreadsPerWorker = 1;
+// Networks running at once for a fixed tile when the request names none: half the cores (each ONNX Runtime worker
+// and the driver's loops share them), 1 to 4.
+constexpr uint32_t workers_for(uint32_t hardware_threads) { return hardware_threads < 2 ? 1 : hardware_threads / 2 > 4 ? 4 : hardware_threads / 2; }
 inline constexpr double kB0Tesla = 3.0;
 inline constexpr uint32_t kErodeRadius = 3;  // the iQSM reference's
 inline constexpr double kPhaseSign = -1.0;   // the iQSM reference negates the scanner's phase
