@@ -7,7 +7,7 @@
 //   loadDicom(io, files, units)                 → the From phase input's parts (phase through the I/O worker's loader)
 //   dropEntries(dataTransfer) / entryFiles(...) → the files of a dropped folder, with their paths
 // Refusals are DicomErrors: a code and the message in the page's words (the problem and its fix).
-import { readEchoesAsync } from '../bindings/js/nifti.js';
+import { readEchoesAsync } from '../bindings/js/index.js';
 
 /** dcm2niix's exit codes (nii_dicom_batch.h) that are not success, in words. */
 const EXIT_WORDS = {

@@ -23,9 +23,7 @@
 // as milliseconds (the CLI's rule); a 3D magnitude with a multi-echo phase is accepted only to threshold the mask
 // (with a mask file it is refused instead of silently ignored); a phase refusal's error carries the refusal's
 // numbers (code, min, max, ...) besides the page's message.
-import { readNiftiAsync, readEchoesAsync, thresholdMask, writeNifti, maskFromValues } from '../bindings/js/nifti.js';
-import { loadInputs, InputError } from '../bindings/js/inputs.js';
-import { phrasePhaseRefusal, PhaseRefusal } from '../bindings/js/phase-units.js';
+import { readNiftiAsync, readEchoesAsync, thresholdMask, writeNifti, maskFromValues, loadInputs, InputError, phrasePhaseRefusal, PhaseRefusal } from '../bindings/js/index.js';
 
 /** What the page keeps of a loaded phase (the package's load()): geometry, header, echoes, data, units' notes. */
 function phaseResult(r) {

@@ -14,8 +14,9 @@ export { graphReceptiveField, contextProfile } from './receptive-field.js';
 export { selectExecutionProvider, graphOperators, unsupportedOperators, platformProviders, EXECUTION_PROVIDERS } from './execution-provider.js';
 export { makeVolume, geometryOf } from './volume.js';
 export { loadInputs, checkEchoTimes, InputError } from './inputs.js';
+export { PhaseRefusal, phrasePhaseRefusal } from './phase-units.js';
 export { readCachedWeights, cacheWeights, listCachedWeights, clearWeightsCache, loadWeightsCached } from './model-loader.js';
-export { readNifti, readNiftiAsync, readEchoes, readEchoesAsync, phaseToRadians, readMask, writeNifti, hzToPpm, radPerSecToPpm, thresholdMask, GAMMA_BAR_MHZ_PER_T } from './nifti.js';
+export { readNifti, readNiftiAsync, readEchoes, readEchoesAsync, phaseToRadians, readMask, maskFromValues, writeNifti, hzToPpm, radPerSecToPpm, thresholdMask, GAMMA_BAR_MHZ_PER_T } from './nifti.js';
 
 /** A Volume ({dims, voxelMm, b0Dir, data, ...}, what the readers return) rather than a bare typed array. */
 function isVolume(v) {

@@ -1,8 +1,7 @@
 // The network panel: the network choice (the registry's, the bundled demo, or a custom .onnx with its spec),
 // the selected network's description, licence and citation, and its weights (official URL through the
 // weights cache, another URL, or local files) with download progress.
-import { TesseraError, loadModel } from '../../bindings/js/index.js';
-import { loadWeightsCached, listCachedWeights, clearWeightsCache } from '../../bindings/js/model-loader.js';
+import { TesseraError, loadModel, loadWeightsCached, listCachedWeights, clearWeightsCache } from '../../bindings/js/index.js';
 import { $, checkedValue, clampInt } from '../dom.js';
 import { DEMO } from '../demo.js';
 import { workflowFor } from '../workflows/index.js';
