@@ -34,7 +34,7 @@ function docComment(doc, indent) {
 }
 
 /** The capitalised names a TypeScript type text refers to ("PlanTile[]", "CropBox | null" → PlanTile, CropBox). */
-export function typeNames(type) {
+function typeNames(type) {
   return [...type.replace(/'[^']*'/g, '').matchAll(/\b[A-Z]\w*/g)].map((m) => m[0]);
 }
 

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { renderValueTypes, loadModuleFrom, typeNames, VALUE_TYPES_DTS, VALUE_TYPES_COMMAND } from '../../scripts/value-types.js';
+import { renderValueTypes, loadModuleFrom, VALUE_TYPES_DTS, VALUE_TYPES_COMMAND } from '../../scripts/value-types.js';
 import { createTessera } from './index.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -166,7 +166,7 @@ test('plan(), schema(), registry(), model() and limits() return exactly the reco
   check(await tessera.limits(), 'Limits', 'limits()');
 });
 
-test('the module\'s other values (patchFit, compare, fitCalibration, a volume\'s geometry, a run\'s patches and report) match their records, and every registration was met', () => {
+test('the module\'s other values (patchFit, compare, fitCalibration, a volume\'s geometry, a run\'s patches and report) match their records', () => {
   check(M.patchFit({ core: 40, halo: 4 }, { divisor: 8, bytesPerVoxel: 1100 }), 'PatchFit', 'patchFit');
   check(M.compare(geometry, field, field, mask, { hfen: true }), 'Agreement', 'compare');
   const points = [16, 32, 48].map((e) => ({ voxels: e ** 3, heapBytes: 60e6 + 900 * e ** 3, afterSessionBytes: 50e6 }));
@@ -195,16 +195,9 @@ test('the module\'s other values (patchFit, compare, fitCalibration, a volume\'s
     volume.delete();
     handle.delete();
   }
-  const unmet = [...record.keys()].filter((name) => !met.has(name));
-  assert.deepEqual(unmet, [], 'registered value types no test value reached: check a value of each here');
 });
 
-test('every name a recorded type refers to is recorded or exported by index.d.ts', () => {
-  for (const t of record.values()) {
-    for (const f of t.fields) {
-      for (const name of typeNames(f.type)) {
-        assert.ok(record.has(name) || name in globalThis || new RegExp(`export (?:type|interface) ${name}\\b`).test(INDEX_DTS), `${t.name}.${f.name}: ${name}`);
-      }
-    }
-  }
+test('every registered value type was met in a value above', () => {
+  const unmet = [...record.keys()].filter((name) => !met.has(name));
+  assert.deepEqual(unmet, [], 'registered value types no value above reached (a test above failed first, or a new registration needs a value checked here)');
 });

@@ -382,8 +382,6 @@ void register_value_types() {
       }, "string[]")
       .doc("a worded option's values (\"quality\": faithful, balanced, fast); empty for a number");
 
-  // A further named input of a patch (a phase network's mask, TE, B0 ...): a view on the run's buffer, valid until the
-  // patch is answered.
   Fields<NamedInput>("NamedInput", "A further named input of a patch (a phase network's mask, TE, B0 ...).")
       .field("role", &NamedInput::role)
       .field("dims", +[](const NamedInput& e) {
