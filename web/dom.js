@@ -1,4 +1,5 @@
 // Small DOM and formatting helpers shared by the page's panels and workflows.
+import { bytesText } from '../bindings/js/index.js';
 
 /** The element with this id. */
 export const $ = (id) => document.getElementById(id);
@@ -50,12 +51,9 @@ export function clampInt(v, lo, hi, dflt) {
   return Number.isFinite(n) ? Math.max(lo, Math.min(hi, n)) : dflt;
 }
 
-const GB = 1e9;
-
-/** Bytes in MB or GB, '—' when not a number. */
+/** Bytes as the package words them (MB or GB), '—' when not a number. */
 export function fmtBytes(b) {
-  if (!(b >= 0)) return '—';
-  return b >= GB ? `${(b / GB).toFixed(2)} GB` : `${(b / 1e6).toFixed(0)} MB`;
+  return b >= 0 ? bytesText(b) : '—';
 }
 
 /** Seconds as '4.2 s', '42 s' or '3 min 12 s'; '—' when unknown. */

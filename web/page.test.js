@@ -281,7 +281,7 @@ test('the page loads cross-origin isolated, with the runtime and a plan', { skip
 
 test('an infeasible tile setting is refused with the planner\'s advice and Run disabled', { skip }, async () => {
   await page.uncheck('#auto'); // explicit tile settings
-  // xQSM's calibrated cost (72.4 MB + 1120 B/voxel): a 144³ patch is over the 2.5 GB single-patch limit.
+  // xQSM's calibrated cost (76 MB + 1120 B/voxel): a 144³ patch is over the 2.5 GB single-patch limit.
   await page.selectOption('#model', 'xqsm');
   await page.fill('#core', '128');
   await page.fill('#halo', '8');
@@ -1213,7 +1213,7 @@ test('classical method: TKD from the schema (its threshold at the default, range
   assert.ok(plan.methodSteps >= 1 && plan.threads >= 1 && plan.moduleHeapBytes > 0 && plan.moduleHeapBytes < plan.heapLimitBytes);
   const readout = await page.textContent('#planReadout');
   assert.match(readout, /Steps\s*\d+ steps?/);
-  assert.match(readout, /Module heap\s*\d+ MB of the [\d.]+ GB heap limit/);
+  assert.match(readout, /Module heap\s*[\d.]+ MB of the [\d.]+ GB heap limit/);
   // out of range: the C++ schema's message, next to the input and as the plan's advice; Run and the demo disabled
   await page.fill(input, '0.9');
   await page.waitForSelector('#methodMsg:not([hidden])', { timeout: 10000 });
@@ -1269,7 +1269,7 @@ test('classical method: the demo with TKD runs without a download; χ bit-identi
   assert.match(await page.textContent('#corr'), /r vs truth = 0\.\d{3}/);
   const text = await page.textContent('#report');
   assert.match(text, /Method\s*TKD \(tkd\): threshold [\d.]+; \d+ step\(s\), \d+ thread\(s\)/);
-  assert.match(text, /Memory\s*module heap \d+ MB after the run vs the plan's \d+ MB \([\d.]+× the plan\)/);
+  assert.match(text, /Memory\s*module heap [\d.]+ MB after the run vs the plan's [\d.]+ MB \([\d.]+× the plan\)/);
   assert.match(await page.textContent('#progressText'), /^tkd: (\d+)\/\1 steps \(100%\)/);
   assert.equal((await readData('#progress')).stage, 'tkd');
   assert.deepEqual((await readData('#resultCard .panels')).shown, ['chi', 'field', 'truth']);

@@ -107,9 +107,14 @@ const OPTION = {
   choices: arrayOf(S),
 };
 const WEIGHTS_FILE = { file: S, url: S, bundled: B, bytes: N, sha256: S };
+const COST = {
+  engine: S, engineVersion: S, backend: S, subject: S, script: S, hosts: arrayOf({ host: S, threads: N, minEdge: N, maxEdge: N }), date: S,
+  networks: arrayOf({ network: S, parameters: S, afterSessionBytes: N, flatToEdge: N, slope: N, slopeFromEdge: N, slopeToEdge: N, fitFixedBytes: N, fitR2: N }),
+  rule: S, margin: N, evidence: S, note: S,
+};
 const MODEL = {
   id: S, name: S, kind: S, tileable: B, divisor: N, bytesPerVoxel: N, fixedBytes: N, maskedInput: B, costProvisional: B,
-  costSource: S, inputChannels: N, outputChannels: N, input: S, output: S, quantity: S, inputs: arrayOf(S), cropMargin: N,
+  costSource: S, cost: nullable(COST), inputChannels: N, outputChannels: N, input: S, output: S, quantity: S, inputs: arrayOf(S), cropMargin: N,
   normalization: { inputMean: N, inputStd: N, outputStd: N, outputMean: N }, pad: S, weights: arrayOf(WEIGHTS_FILE),
   licence: S, citation: S, notes: S, defaultHalo: N, receptiveRadius: N, receptiveSource: S,
   measuredContext: nullable(arrayOf(N)),

@@ -272,7 +272,10 @@ export interface RunReport extends TileRunReport {
 }
 
 export interface RuntimeOptions {
-  /** most networks running at once (the core lowers it to fit the 1.5 GB budget) */
+  /**
+   * networks running at once for a fixed tile whose request names none (the core lowers it to fit the 1.5 GB budget);
+   * default half the cores, 1 to 4 (C++ defaults::workers_for). Automatic tiles: the planner chooses.
+   */
   workers?: number;
   /** ONNX Runtime intra-op threads per worker */
   threadsPerWorker?: number;
@@ -776,6 +779,56 @@ export declare const GAMMA_BAR_MHZ_PER_T: number;
 /** A 3D or 4D (echoes along the 4th dim) NIfTI: the 3D image plus every echo's data, echo after echo. */
 export declare function readEchoes(bytes: ArrayBuffer | Uint8Array): NiftiImage & { echoes: number };
 export declare function readEchoesAsync(bytes: ArrayBuffer | Uint8Array): Promise<NiftiImage & { echoes: number }>;
+/** 1 where the value is finite and not 0, else 0 (the mask rule of readMask). */
+export declare function maskFromValues(data: ArrayLike<number>): Uint8Array;
+/** A refusal of a phase's units (phaseToRadians, loadInputs): a code and the numbers behind it, no words of the caller's. */
+export declare class PhaseRefusal extends Error {
+  code: string;
+  min?: number;
+  max?: number;
+  whole?: boolean;
+  datatype?: string;
+  units?: string;
+  scale?: number;
+  lo?: number;
+  hi?: number;
+}
+/**
+ * A PhaseRefusal in words, the advice naming the caller's own options (words.names: rad, deg, scanner, field,
+ * unwrapped?, scale?; leave out one the caller does not offer).
+ */
+export declare function phrasePhaseRefusal(
+  e: { code: string; [k: string]: unknown },
+  words?: { subject: string; verb: string; names: Record<string, string> },
+): string;
+/** Where the browser weights cache lives: a CacheStorage (default: the page's caches). */
+export interface WeightsCacheOptions {
+  caches?: CacheStorage;
+}
+/** A registry weights file as the cache keys it. */
+export interface CachedWeightsFile {
+  file: string;
+  sha256: string;
+}
+/** The cached bytes of every file (null when one is missing or there is no cache); verify them (loadModel with sha256). */
+export declare function readCachedWeights(files: CachedWeightsFile[], o?: WeightsCacheOptions): Promise<Uint8Array[] | null>;
+/** Stores verified weights; how many files were stored (0 without a cache). */
+export declare function cacheWeights(files: CachedWeightsFile[], bytes: Uint8Array[], o?: WeightsCacheOptions): Promise<number>;
+/** What the cache holds, in storage order, or null when there is no cache. */
+export declare function listCachedWeights(o?: WeightsCacheOptions): Promise<CachedWeightsFile[] | null>;
+/** Empties the weights cache; true when there was one to empty. */
+export declare function clearWeightsCache(o?: WeightsCacheOptions): Promise<boolean>;
+/**
+ * A registry network's weights through the cache: the cached copies when all are there and pass load's checks, else
+ * load() from the official source (sources undefined), stored once verified.
+ */
+export declare function loadWeightsCached(
+  files: Array<CachedWeightsFile & { bytes?: number }>,
+  load: (sources?: Uint8Array[]) => Promise<Uint8Array[]>,
+  o?: WeightsCacheOptions,
+): Promise<{ bytes: Uint8Array[]; fromCache: boolean }>;
+/** A byte count as the package words it: GB (2 decimals) from 1 GB up, else MB (1 decimal). */
+export declare function bytesText(bytes: number): string;
 /** Phase to radians in (-π, π]: units checked (degrees, scanner integers, unwrapped refused with advice unless chosen). */
 export declare function phaseToRadians(
   img: { data: Float32Array; datatype?: number; header?: Record<string, unknown> },

@@ -15,6 +15,7 @@ export { selectExecutionProvider, graphOperators, unsupportedOperators, platform
 export { makeVolume, geometryOf } from './volume.js';
 export { loadInputs, checkEchoTimes, InputError } from './inputs.js';
 export { PhaseRefusal, phrasePhaseRefusal } from './phase-units.js';
+export { bytesText } from './bytes.js';
 export { readCachedWeights, cacheWeights, listCachedWeights, clearWeightsCache, loadWeightsCached } from './model-loader.js';
 export { readNifti, readNiftiAsync, readEchoes, readEchoesAsync, phaseToRadians, readMask, maskFromValues, writeNifti, hzToPpm, radPerSecToPpm, thresholdMask, GAMMA_BAR_MHZ_PER_T } from './nifti.js';
 

@@ -17,7 +17,7 @@ test('npm pack installs into an empty project and inverts through the public imp
     const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: root, encoding: 'utf8' }));
     const files = packed[0].files.map((f) => f.path);
     for (const f of [
-      'bindings/js/index.js', 'bindings/js/index.d.ts', 'bindings/js/driver-worker.js', 'bindings/js/ort-worker.js',
+      'bindings/js/index.js', 'bindings/js/index.d.ts', 'bindings/js/value-types.d.ts', 'bindings/js/driver-worker.js', 'bindings/js/ort-worker.js',
       'bindings/js/cli.js', 'dist/wasm/node/tessera.js', 'dist/wasm/node/tessera.wasm', 'dist/wasm/node/tessera.worker.js',
       'dist/wasm/web/tessera.js', 'dist/wasm/web/tessera.wasm', 'dist/wasm/web/tessera.worker.js',
     ]) {
@@ -59,4 +59,13 @@ await t.terminate();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('index.d.ts declares every value the entry exports, and nothing it does not', async () => {
+  const { readFileSync } = await import('node:fs');
+  const dts = readFileSync(new URL('./index.d.ts', import.meta.url), 'utf8');
+  const declared = new Set([...dts.matchAll(/^export declare (?:function|class|const) (\w+)/gm)].map((m) => m[1]));
+  const exported = Object.keys(await import('./index.js')).sort();
+  assert.deepEqual(exported.filter((n) => !declared.has(n)), [], 'exported by index.js, not declared in index.d.ts');
+  assert.deepEqual([...declared].filter((n) => !exported.includes(n)), [], 'declared in index.d.ts, not exported by index.js');
 });

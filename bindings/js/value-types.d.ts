@@ -303,6 +303,62 @@ export interface WeightsFile {
   readonly sha256: string;
 }
 
+/** Where a memory cost was measured: one runtime host at one thread count. */
+export interface CostHost {
+  readonly host: 'node' | 'Chromium';
+  /** ONNX Runtime threads per worker */
+  readonly threads: number;
+  /** the smallest cube edge run (voxels) */
+  readonly minEdge: number;
+  /** the largest cube edge run (voxels) */
+  readonly maxEdge: number;
+}
+
+/** One network's worker heap as measured. */
+export interface NetworkHeap {
+  /** which of the model's networks; empty when it runs one */
+  readonly network: string;
+  /** the measured graph's size */
+  readonly parameters: string;
+  /** the largest heap right after session creation, over every host and thread count */
+  readonly afterSessionBytes: number;
+  /** patches up to this edge ran in the heap session creation freed; 0: none did */
+  readonly flatToEdge: number;
+  /** heap growth per patch voxel (B) between slopeFromEdge and slopeToEdge */
+  readonly slope: number;
+  readonly slopeFromEdge: number;
+  readonly slopeToEdge: number;
+  /** the least-squares line's intercept; 0: no line fitted */
+  readonly fitFixedBytes: number;
+  /** that line's r² */
+  readonly fitR2: number;
+}
+
+/**
+ * What a registry network's memory cost was measured from (the budget itself is the network's fixedBytes and
+ * bytesPerVoxel).
+ */
+export interface CostMeasurement {
+  readonly engine: string;
+  readonly engineVersion: string;
+  readonly backend: string;
+  /** what ran: a stand-in, or the shipped weights */
+  readonly subject: string;
+  /** the stand-in's builder; empty: no stand-in */
+  readonly script: string;
+  readonly hosts: CostHost[];
+  readonly date: string;
+  /** one per network a tile holds at once: their heaps add up */
+  readonly networks: NetworkHeap[];
+  /** how fixedBytes and bytesPerVoxel follow from the measurement */
+  readonly rule: 'points-under-line' | 'points-margin-under-line';
+  readonly margin: number;
+  /** the files with the points and the derivation */
+  readonly evidence: string;
+  /** facts the fields above do not hold */
+  readonly note: string;
+}
+
 /** A network of the registry (registry(), model()). */
 export interface ModelInfo {
   readonly id: string;
@@ -315,6 +371,8 @@ export interface ModelInfo {
   readonly maskedInput: boolean;
   readonly costProvisional: boolean;
   readonly costSource: string;
+  /** what fixedBytes and bytesPerVoxel were measured from; null: provisional */
+  readonly cost: CostMeasurement | null;
   readonly inputChannels: number;
   readonly outputChannels: number;
   readonly input: string;

@@ -408,6 +408,51 @@ void register_value_types() {
       .number<&WeightsFile::bytes>("bytes").doc("0 when not recorded")
       .text<&WeightsFile::sha256>("sha256").doc("empty when not recorded");
 
+  Fields<CostHost>("CostHost", "Where a memory cost was measured: one runtime host at one thread count.")
+      .text<&CostHost::host>("host", "'node' | 'Chromium'")
+      .field("threads", &CostHost::threads).doc("ONNX Runtime threads per worker")
+      .field("minEdge", &CostHost::min_edge).doc("the smallest cube edge run (voxels)")
+      .field("maxEdge", &CostHost::max_edge).doc("the largest cube edge run (voxels)");
+
+  Fields<NetworkHeap>("NetworkHeap", "One network's worker heap as measured.")
+      .text<&NetworkHeap::network>("network").doc("which of the model's networks; empty when it runs one")
+      .text<&NetworkHeap::parameters>("parameters").doc("the measured graph's size")
+      .number<&NetworkHeap::after_session_bytes>("afterSessionBytes")
+      .doc("the largest heap right after session creation, over every host and thread count")
+      .field("flatToEdge", &NetworkHeap::flat_to_edge)
+      .doc("patches up to this edge ran in the heap session creation freed; 0: none did")
+      .field("slope", &NetworkHeap::slope).doc("heap growth per patch voxel (B) between slopeFromEdge and slopeToEdge")
+      .field("slopeFromEdge", &NetworkHeap::slope_from_edge)
+      .field("slopeToEdge", &NetworkHeap::slope_to_edge)
+      .number<&NetworkHeap::fit_fixed_bytes>("fitFixedBytes").doc("the least-squares line's intercept; 0: no line fitted")
+      .field("fitR2", &NetworkHeap::fit_r2).doc("that line's r²");
+
+  Fields<CostMeasurement>("CostMeasurement", "What a registry network's memory cost was measured from (the budget "
+                                             "itself is the network's fixedBytes and bytesPerVoxel).")
+      .text<&CostMeasurement::engine>("engine")
+      .text<&CostMeasurement::engine_version>("engineVersion")
+      .text<&CostMeasurement::backend>("backend")
+      .text<&CostMeasurement::subject>("subject").doc("what ran: a stand-in, or the shipped weights")
+      .text<&CostMeasurement::script>("script").doc("the stand-in's builder; empty: no stand-in")
+      .field("hosts", +[](const CostMeasurement& c) {
+        val out = val::array();
+        for (const CostHost& h : c.hosts) out.call<void>("push", val(h));
+        return out;
+      }, "CostHost[]")
+      .text<&CostMeasurement::date>("date")
+      .field("networks", +[](const CostMeasurement& c) {
+        val out = val::array();
+        for (const NetworkHeap& h : c.networks) out.call<void>("push", val(h));
+        return out;
+      }, "NetworkHeap[]")
+      .doc("one per network a tile holds at once: their heaps add up")
+      .field("rule", +[](const CostMeasurement& c) { return std::string(budget_rule_name(c.rule)); },
+             "'points-under-line' | 'points-margin-under-line'")
+      .doc("how fixedBytes and bytesPerVoxel follow from the measurement")
+      .field("margin", &CostMeasurement::margin)
+      .text<&CostMeasurement::evidence>("evidence").doc("the files with the points and the derivation")
+      .text<&CostMeasurement::note>("note").doc("facts the fields above do not hold");
+
   Fields<ModelSpec>("ModelInfo", "A network of the registry (registry(), model()).")
       .text<&ModelSpec::id>("id")
       .text<&ModelSpec::name>("name")
@@ -419,6 +464,9 @@ void register_value_types() {
       .field("maskedInput", &ModelSpec::masked_input)
       .field("costProvisional", &ModelSpec::cost_provisional)
       .text<&ModelSpec::cost_source>("costSource")
+      .field("cost", +[](const ModelSpec& m) { return m.cost_measurement ? val(*m.cost_measurement) : val::null(); },
+             "CostMeasurement | null")
+      .doc("what fixedBytes and bytesPerVoxel were measured from; null: provisional")
       .field("inputChannels", &ModelSpec::input_channels)
       .field("outputChannels", &ModelSpec::output_channels)
       .text<&ModelSpec::input>("input")

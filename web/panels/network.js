@@ -2,7 +2,7 @@
 // the selected network's description, licence and citation, and its weights (official URL through the
 // weights cache, another URL, or local files) with download progress.
 import { TesseraError, loadModel, loadWeightsCached, listCachedWeights, clearWeightsCache } from '../../bindings/js/index.js';
-import { $, checkedValue, clampInt } from '../dom.js';
+import { $, checkedValue, clampInt, fmtBytes } from '../dom.js';
 import { DEMO } from '../demo.js';
 import { workflowFor } from '../workflows/index.js';
 
@@ -133,7 +133,7 @@ export class NetworkPanel {
       line('Kind', `${m.kind}${m.tileable ? ', tileable' : ', not tileable'}; divisor ${m.divisor}; ${m.bytesPerVoxel} B/voxel${m.costProvisional ? ' (provisional)' : ''}`);
       workflowFor(m).describeNetwork(m, line);
       line('Input / output', `${m.input} → ${m.output}`);
-      line('Weights', m.weights.map((w) => `${w.file}${w.bytes ? ` (${(w.bytes / 1e6).toFixed(1)} MB)` : ''}`).join(', '));
+      line('Weights', m.weights.map((w) => `${w.file}${w.bytes ? ` (${fmtBytes(w.bytes)})` : ''}`).join(', '));
       line('Licence', m.licence);
       line('Citation', m.citation);
       line('Notes', m.notes);
