@@ -3,6 +3,14 @@
 // (the registry's, or the schema's for a custom network) until the user types one.
 import { $ } from './dom.js';
 
+/** The schema last applied (name → option), or null before the runtime answered. */
+let applied = null;
+
+/** The schema's option name (its range, unit, default), or undefined before the schema is applied. */
+export function schemaOption(name) {
+  return applied?.get(name);
+}
+
 /** Input id → schema option name. */
 const INPUTS = {
   customDivisor: 'spec.divisor',
@@ -33,6 +41,7 @@ const SELECTS = {
  */
 export function applySchema(schema) {
   const byName = new Map(schema.map((o) => [o.name, o]));
+  applied = byName;
   for (const [id, name] of Object.entries(SELECTS)) {
     const el = document.getElementById(id);
     const o = byName.get(name);

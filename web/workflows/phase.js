@@ -2,7 +2,9 @@
 // dimension), optional magnitude and a mask in, with TE (seconds, one per echo), B0, mask erosion and phase sign;
 // the whole volume in one network call per echo; χ (iQFM: the local field) out. It owns those inputs, the plan
 // and invert requests, and its readouts. Same shape as field.js.
+import { checkEchoTimes, InputError } from '../../bindings/js/index.js';
 import { $, checkedValue, fmtBytes } from '../dom.js';
+import { schemaOption } from '../schema.js';
 
 const PI = Math.PI;
 /** Example echo times (s) for n echoes, as typed. */
@@ -26,33 +28,49 @@ const ROLE_WORDS = {
  * Preconditions: `form` holds the form's strings: te (echo times separated by commas, semicolons or spaces), b0,
  * erode, sign; `echoes` is the loaded phase's echo count, or null before a phase is loaded (any count then).
  */
-export function checkAcquisition(form, echoes) {
+export function checkAcquisition(form, echoes, options = { b0: schemaOption('b0'), erode: schemaOption('erodeRadius') }) {
   const text = String(form.te ?? '').trim();
   const parts = text ? text.split(/[\s,;]+/).filter(Boolean) : [];
-  const s = parts.map(Number);
   let problem = null;
   let te = null;
-  const bad = parts.findIndex((p, i) => !NUMBER.test(p) || !(s[i] > 0));
-  const ms = s.filter((t) => t > 1);
   if (!parts.length) {
     problem = `Type the echo time${echoes > 1 ? 's' : ''} TE in seconds${echoes > 1 ? `, one per echo (${echoes} echoes), comma-separated, e.g. ${example(echoes)}` : ', e.g. 0.02'}.`;
-  } else if (bad >= 0) {
-    problem = `“${parts[bad]}” is not an echo time: type TE in seconds, e.g. 0.02, or ${example(3)} for three echoes.`;
-  } else if (ms.length) {
-    const fix = s.map((t) => (t > 1 ? +(t / 1000).toPrecision(6) : t)).join(', ');
-    problem = `TE ${ms.join(', ')} s is implausible for an echo time (probably milliseconds): give TE in seconds, not milliseconds (20 ms = 0.02: type ${fix}).`;
-  } else if (echoes !== null && s.length !== echoes) {
-    const given = `${s.length} echo time${s.length > 1 ? 's were' : ' was'} given`;
-    problem = `The phase holds ${echoes} echo${echoes > 1 ? 'es' : ''} but ${given}: give one TE per echo, in seconds, comma-separated (e.g. ${example(echoes)}).`;
   } else {
-    te = s;
+    try {
+      te = checkEchoTimes(parts.map((p) => (NUMBER.test(p) ? Number(p) : NaN)), echoes ?? undefined); // the package's rules
+    } catch (e) {
+      if (!(e instanceof InputError)) throw e;
+      problem = acquisitionWords(e, parts);
+    }
   }
   const b0 = Number(form.b0);
-  if (!problem && !(b0 > 0 && b0 <= 30)) problem = 'Give the field strength B0 in tesla (e.g. 3).';
+  const b = options.b0;
+  if (!problem && !inRange(b0, b)) problem = `Give the field strength B0 in tesla${b ? `, in ${rangeText(b)} (e.g. ${b.defaultValue})` : ''}.`;
   const erode = Number(form.erode);
-  if (!problem && !(Number.isInteger(erode) && erode >= 0 && erode <= 20)) problem = 'The mask erosion is a whole number of voxels from 0 to 20 (the reference uses 3).';
+  const r = options.erode;
+  if (!problem && !inRange(erode, r)) problem = `The mask erosion is a whole number of voxels${r ? ` from ${r.min} to ${r.max} (the reference uses ${r.defaultValue})` : ''}.`;
   return { te, b0, erodeRadius: erode, phaseSign: Number(form.sign) < 0 ? -1 : 1, echoes, problem };
 }
+
+/** An echo-time refusal of checkEchoTimes in the page's words (parts: what was typed). */
+function acquisitionWords(e, parts) {
+  if (e.code === 'TeInvalid') return `“${parts[e.index]}” is not an echo time: type TE in seconds, e.g. 0.02, or ${example(3)} for three echoes.`;
+  if (e.code === 'TeMilliseconds') {
+    return `TE ${e.values.join(', ')} s is implausible for an echo time (probably milliseconds): give TE in seconds, not milliseconds (20 ms = 0.02: type ${e.seconds.join(', ')}).`;
+  }
+  const given = `${e.given} echo time${e.given > 1 ? 's were' : ' was'} given`;
+  return `The phase holds ${e.echoes} echo${e.echoes > 1 ? 'es' : ''} but ${given}: give one TE per echo, in seconds, comma-separated (e.g. ${example(e.echoes)}).`;
+}
+
+/** Whether v is a number the schema option o accepts (any finite number when o is not known yet: C++ checks it). */
+function inRange(v, o) {
+  if (!Number.isFinite(v)) return false;
+  if (!o) return true;
+  return (o.minExclusive ? v > o.min : v >= o.min) && v <= o.max && (!o.integer || Number.isInteger(v));
+}
+
+/** An option's range as the schema words it: (0, 30] or [0, 255]. */
+const rangeText = (o) => `${o.minExclusive ? '(' : '['}${o.min}, ${o.max}]`;
 
 /** Shows problem next to TE and B0; before an input is loaded only when a TE has been typed. */
 export function showAcquisitionProblem(problem, input) {
@@ -201,8 +219,9 @@ export const phaseWorkflow = {
       mask: input?.mask,
       model: net.id,
       te: p.te ?? Array(echoes).fill(0.02),
-      b0: p.b0 > 0 && p.b0 <= 30 ? p.b0 : 3,
-      erodeRadius: Number.isInteger(p.erodeRadius) && p.erodeRadius >= 0 && p.erodeRadius <= 20 ? p.erodeRadius : 3,
+      // Until B0 and the erosion are right the plan shows the volume at the schema's defaults (C++'s, when absent).
+      b0: inRange(p.b0, schemaOption('b0')) ? p.b0 : undefined,
+      erodeRadius: inRange(p.erodeRadius, schemaOption('erodeRadius')) ? p.erodeRadius : undefined,
       workers: runtime.workers,
       threadsPerWorker: runtime.threadsPerWorker,
     };

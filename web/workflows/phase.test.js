@@ -3,6 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkAcquisition } from './phase.js';
+import { createTessera } from '../../bindings/js/index.js';
 
 const form = (te, o = {}) => ({ te, b0: '3', erode: '3', sign: '-1', ...o });
 
@@ -35,11 +36,28 @@ test('missing, malformed and miscounted echo times are refused in words', () => 
   assert.match(checkAcquisition(form('0.02'), 2).problem, /^The phase holds 2 echoes but 1 echo time was given/);
 });
 
-test('B0 in (0, 30] T and a whole-number erosion in [0, 20]', () => {
-  for (const b0 of ['0', '-3', '31', 'x', '']) assert.equal(checkAcquisition(form('0.02', { b0 }), 1).problem, 'Give the field strength B0 in tesla (e.g. 3).', b0);
-  assert.equal(checkAcquisition(form('0.02', { b0: '7' }), 1).b0, 7);
-  for (const erode of ['-1', '21', '2.5', 'x']) assert.match(checkAcquisition(form('0.02', { erode }), 1).problem, /whole number of voxels from 0 to 20/, erode);
-  assert.equal(checkAcquisition(form('0.02', { erode: '0' }), 1).erodeRadius, 0);
-  // The TE problem is named first.
-  assert.match(checkAcquisition(form('', { b0: '0' }), 1).problem, /^Type the echo time/);
+test('B0 and the erosion in the C++ schema\'s ranges, worded from it', async () => {
+  const t = await createTessera();
+  let schema;
+  try {
+    schema = new Map((await t.schema()).map((o) => [o.name, o]));
+  } finally {
+    await t.terminate();
+  }
+  const options = { b0: schema.get('b0'), erode: schema.get('erodeRadius') };
+  const { b0: b, erode: r } = options;
+  const check = (o) => checkAcquisition(form('0.02', o), 1, options);
+  const b0Words = `Give the field strength B0 in tesla, in ${b.minExclusive ? '(' : '['}${b.min}, ${b.max}] (e.g. ${b.defaultValue}).`;
+  for (const b0 of [String(b.min), '-3', String(b.max + 1), 'x', '']) assert.equal(check({ b0 }).problem, b0Words, b0);
+  assert.equal(check({ b0: String(b.max) }).b0, b.max);
+  assert.equal(check({ b0: '7' }).b0, 7);
+  for (const erode of [String(r.min - 1), String(r.max + 1), '2.5', 'x']) {
+    assert.equal(check({ erode }).problem, `The mask erosion is a whole number of voxels from ${r.min} to ${r.max} (the reference uses ${r.defaultValue}).`, erode);
+  }
+  assert.equal(check({ erode: String(r.max) }).erodeRadius, r.max);
+  assert.equal(check({ erode: '0' }).erodeRadius, 0);
+  // The TE problem is named first; before the schema is known only non-numbers are refused here (C++ checks ranges).
+  assert.match(checkAcquisition(form('', { b0: '0' }), 1, options).problem, /^Type the echo time/);
+  assert.equal(checkAcquisition(form('0.02', { b0: 'x' }), 1, {}).problem, 'Give the field strength B0 in tesla.');
+  assert.equal(checkAcquisition(form('0.02', { b0: '99' }), 1, {}).problem, null);
 });
