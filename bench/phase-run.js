@@ -7,7 +7,7 @@
 import { parseArgs } from 'node:util';
 import os from 'node:os';
 import { createTessera } from '../bindings/js/index.js';
-import { GAMMA_BAR_MHZ_PER_T } from '../bindings/js/nifti.js';
+import { GAMMA_BAR_MHZ_PER_T } from '../bindings/js/io/nifti.js';
 import { readStandin, loadavg } from './common.js';
 
 const { values: a } = parseArgs({

@@ -2,7 +2,7 @@
 // module workers (Chromium 156: a worker's `import 'nifti-reader-js'` fails while the page's resolves), and
 // packages import each other by bare name (nifti-reader-js imports 'fflate'). So, like a bundler's dev server,
 // serve.js rewrites the bare specifiers of the JavaScript it serves to the URLs of web/index.html's import map:
-// the page's workers (web/io-worker.js → bindings/js/nifti.js → nifti-reader-js → fflate) load the same modules as
+// the page's workers (web/io-worker.js → bindings/js/io/nifti.js → nifti-reader-js → fflate) load the same modules as
 // the page. Only exact keys of the import map are rewritten; everything else is served byte for byte.
 import fs from 'node:fs';
 import path from 'node:path';

@@ -46,13 +46,13 @@ test('importMapOf: targets resolved against the page folder; the server serves n
   // the repository's page: its workers get nifti.js and nifti-reader-js with resolvable imports
   const srv = await startServer();
   try {
-    const nifti = await (await fetch(`${srv.url}/bindings/js/nifti.js`)).text();
+    const nifti = await (await fetch(`${srv.url}/bindings/js/io/nifti.js`)).text();
     assert.match(nifti, /from '\/node_modules\/nifti-reader-js\/dist\/nifti\.js'/);
     const lib = await (await fetch(`${srv.url}/node_modules/nifti-reader-js/dist/nifti.js`)).text();
     assert.match(lib, /from '\/node_modules\/fflate\/esm\/browser\.js'/);
-    const res = await fetch(`${srv.url}/bindings/js/volume.js`);
+    const res = await fetch(`${srv.url}/bindings/js/io/volume.js`);
     assert.equal(res.headers.get('cross-origin-embedder-policy'), 'require-corp');
-    assert.equal(Number(res.headers.get('content-length')), fs.statSync(new URL('../bindings/js/volume.js', import.meta.url)).size);
+    assert.equal(Number(res.headers.get('content-length')), fs.statSync(new URL('../bindings/js/io/volume.js', import.meta.url)).size);
   } finally {
     await srv.close();
   }

@@ -1,6 +1,6 @@
 // File work off the page's main thread: NIfTI decoding (.nii/.nii.gz), magnitude thresholding and
 // writing χ as .nii.gz. A tiny request/response protocol: {id, op, args} → {id, result} | {id, error: {message, code}}.
-// The inputs go through the package's one input loader (bindings/js/inputs.js loadInputs, shared with the CLI);
+// The inputs go through the package's one input loader (bindings/js/io/inputs.js loadInputs, shared with the CLI);
 // its refusals are phrased here in the page's words (pageMessage).
 //
 // Ops (args → result):

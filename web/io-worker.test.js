@@ -3,7 +3,7 @@
 // tested in page.test.js.
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeNifti } from '../bindings/js/nifti.js';
+import { writeNifti } from '../bindings/js/io/nifti.js';
 
 let handler;
 const posted = new Map();

@@ -4,7 +4,7 @@
 import { createWorker, isNode } from './platform.js';
 import { TesseraError, errorFromMessage } from './errors.js';
 import { loadModel, sha256Hex } from './model-loader.js';
-import { geometryOf, makeVolume } from './volume.js';
+import { geometryOf, makeVolume } from './io/volume.js';
 import { graphReceptiveField } from './receptive-field.js';
 import { checkPreference } from './execution-provider.js';
 import { NETWORK_KEYS, methodKeys, pipelineKeys, methodNamesOf, unknownKeysMessage } from './request.js';
@@ -12,12 +12,12 @@ import { NETWORK_KEYS, methodKeys, pipelineKeys, methodNamesOf, unknownKeysMessa
 export { TesseraError, loadModel, sha256Hex };
 export { graphReceptiveField, contextProfile } from './receptive-field.js';
 export { selectExecutionProvider, graphOperators, unsupportedOperators, platformProviders, EXECUTION_PROVIDERS } from './execution-provider.js';
-export { makeVolume, geometryOf } from './volume.js';
-export { loadInputs, checkEchoTimes, InputError } from './inputs.js';
-export { PhaseRefusal, phrasePhaseRefusal } from './phase-units.js';
+export { makeVolume, geometryOf } from './io/volume.js';
+export { loadInputs, checkEchoTimes, InputError } from './io/inputs.js';
+export { PhaseRefusal, phrasePhaseRefusal } from './io/phase-units.js';
 export { bytesText } from './bytes.js';
 export { readCachedWeights, cacheWeights, listCachedWeights, clearWeightsCache, loadWeightsCached } from './model-loader.js';
-export { readNifti, readNiftiAsync, readEchoes, readEchoesAsync, phaseToRadians, readMask, maskFromValues, writeNifti, hzToPpm, radPerSecToPpm, thresholdMask, GAMMA_BAR_MHZ_PER_T } from './nifti.js';
+export { readNifti, readNiftiAsync, readEchoes, readEchoesAsync, phaseToRadians, readMask, maskFromValues, writeNifti, hzToPpm, radPerSecToPpm, thresholdMask, GAMMA_BAR_MHZ_PER_T } from './io/nifti.js';
 
 /** A Volume ({dims, voxelMm, b0Dir, data, ...}, what the readers return) rather than a bare typed array. */
 function isVolume(v) {

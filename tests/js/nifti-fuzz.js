@@ -236,7 +236,7 @@ export function gzipCases(seed, count) {
   return out;
 }
 
-// The reader's own refusals (bindings/js/nifti.js and volume.js): anything else thrown is a crash.
+// The reader's own refusals (bindings/js/io/nifti.js and volume.js): anything else thrown is a crash.
 const REFUSALS = [
   /^not a NIfTI file: /,
   /^truncated NIfTI-[12] header: expected \d+ bytes, got \d+$/,

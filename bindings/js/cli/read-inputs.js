@@ -1,7 +1,7 @@
 // The command line's inputs: the NIfTI files of a run through the shared input loader (inputs.js), and its refusals
 // in the command line's words.
-import { loadInputs, InputError } from '../inputs.js';
-import { phrasePhaseRefusal, isPhaseUnitsRefusal, PhaseRefusal } from '../phase-units.js';
+import { loadInputs, InputError } from '../io/inputs.js';
+import { phrasePhaseRefusal, isPhaseUnitsRefusal, PhaseRefusal } from '../io/phase-units.js';
 import { CliError, EXIT_ERROR, EXIT_USAGE, usageError } from './errors.js';
 import { readBytes } from './files.js';
 

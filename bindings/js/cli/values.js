@@ -1,6 +1,6 @@
 // The command line's values: a flag's text checked and turned into what the request takes, with a usage error
 // (exit 2) naming the flag, the value and what it must be.
-import { checkEchoTimes } from '../inputs.js';
+import { checkEchoTimes } from '../io/inputs.js';
 import { usageError } from './errors.js';
 
 /**

@@ -1,10 +1,10 @@
-// Tests for bindings/js/inputs.js: the input loader the CLI and the page's I/O worker share.
+// Tests for bindings/js/io/inputs.js: the input loader the CLI and the page's I/O worker share.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadInputs, checkEchoTimes, InputError, MAX_TE_SECONDS } from './inputs.js';
 import { writeNifti, GAMMA_BAR_MHZ_PER_T } from './nifti.js';
 import { PhaseRefusal } from './phase-units.js';
-import { baseFiles, headerCases, gzipCases } from '../../tests/js/nifti-fuzz.js';
+import { baseFiles, headerCases, gzipCases } from '../../../tests/js/nifti-fuzz.js';
 
 const DIMS = [4, 3, 2];
 const N = 24;

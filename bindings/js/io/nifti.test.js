@@ -1,4 +1,4 @@
-// Tests for bindings/js/nifti.js. Every input file is built byte by byte here, independently of the
+// Tests for bindings/js/io/nifti.js. Every input file is built byte by byte here, independently of the
 // writer under test. Run: node --no-experimental-fetch --test bindings/js/nifti.test.js
 
 import { test } from 'node:test';
@@ -12,7 +12,7 @@ import {
   phaseToRadians, GAMMA_BAR_MHZ_PER_T,
 } from './nifti.js';
 import { phrasePhaseRefusal, isPhaseUnitsRefusal, PhaseRefusal } from './phase-units.js';
-import { headerCases, gzipCases, refusal as fuzzRefusal } from '../../tests/js/nifti-fuzz.js';
+import { headerCases, gzipCases, refusal as fuzzRefusal } from '../../../tests/js/nifti-fuzz.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Hand-made files

@@ -1,4 +1,4 @@
-// Tests for bindings/js/volume.js: the checked Volume and its geometry.
+// Tests for bindings/js/io/volume.js: the checked Volume and its geometry.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeVolume, geometryOf } from './volume.js';
