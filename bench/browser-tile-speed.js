@@ -1,5 +1,5 @@
 // bench/tile-speed.js in headless Chromium: seconds per 64³ tile at 1 and 2 ONNX Runtime Web threads, through the
-// same WorkerPool (module Workers running bindings/js/ort-worker.js) and the same measureTileSpeed, on a page served
+// same WorkerPool (module Workers running bindings/js/runtime/ort-worker.js) and the same measureTileSpeed, on a page served
 // cross-origin isolated (COOP/COEP, by scripts/serve.js's startServer) so SharedArrayBuffer and ORT threads work as
 // in production. Prints the same table as tile-speed.js (median of `repeats` runs after one warm-up run).
 //
@@ -34,7 +34,7 @@ const cfg = { edge: Number(a.edge), threads: a.threads.split(',').map(Number), r
 
 const PAGE = `<!doctype html><meta charset="utf-8"><title>tessera tile speed</title>
 <script type="module">
-import { WorkerPool } from '/bindings/js/pool.js';
+import { WorkerPool } from '/bindings/js/runtime/pool.js';
 import { measureTileSpeed } from '/bench/tile-speed.js';
 window.__run = async (cfg) => {
   if (!crossOriginIsolated) throw new Error('the page is not cross-origin isolated');

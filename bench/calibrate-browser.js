@@ -1,5 +1,5 @@
-// The memory calibration of bench/calibrate.js, in headless Chromium: the same WorkerPool (bindings/js/pool.js,
-// module Workers running bindings/js/ort-worker.js) and the same measurePoint/summarize/recommend, on a page served
+// The memory calibration of bench/calibrate.js, in headless Chromium: the same WorkerPool (bindings/js/runtime/pool.js,
+// module Workers running bindings/js/runtime/ort-worker.js) and the same measurePoint/summarize/recommend, on a page served
 // cross-origin isolated (COOP same-origin + COEP require-corp + CORP same-origin) by scripts/serve.js, so SharedArrayBuffer and ORT threads work as in production.
 //
 // Usage:
@@ -57,7 +57,7 @@ if (!Number.isInteger(cfg.channels) || cfg.channels < 1) {
 
 const PAGE = `<!doctype html><meta charset="utf-8"><title>tessera calibration</title>
 <script type="module">
-import { WorkerPool } from '/bindings/js/pool.js';
+import { WorkerPool } from '/bindings/js/runtime/pool.js';
 import { measurePoint } from '/bench/calibrate.js';
 window.__calibrate = async (cfg) => {
   if (!crossOriginIsolated) throw new Error('the page is not cross-origin isolated');

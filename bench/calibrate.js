@@ -167,7 +167,7 @@ export async function mergeJson(file, entry) {
 }
 
 export const METHOD =
-  'WorkerPool (bindings/js/pool.js), 1 worker, fresh pool per point; heap = the ORT wasm instance memory size ' +
+  'WorkerPool (bindings/js/runtime/pool.js), 1 worker, fresh pool per point; heap = the ORT wasm instance memory size ' +
   '(ort-worker.js wraps WebAssembly.Memory; memory.buffer.byteLength, which never shrinks) = high-water; ' +
   'afterSessionBytes read after InferenceSession.create (graphOptimizationLevel all), heapBytes after `runs` runs of ' +
   'one [1,1,e,e,e] patch; least-squares fit heap = fixed + perVoxel·e³ over all points. The heap grows by ' +
@@ -180,7 +180,7 @@ async function main() {
   const fs = await import('node:fs');
   const os = await import('node:os');
   const { createHash } = await import('node:crypto');
-  const { WorkerPool } = await import('../bindings/js/pool.js');
+  const { WorkerPool } = await import('../bindings/js/runtime/pool.js');
   const { values: a } = parseArgs({
     options: {
       onnx: { type: 'string' },

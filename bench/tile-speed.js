@@ -1,5 +1,5 @@
 // Seconds per 64³ tile of a network in ONNX Runtime Web (wasm backend), through the WorkerPool the runtime
-// uses (bindings/js/pool.js: one worker, one session, T intra-op threads), at 1 and 2 threads, in node.
+// uses (bindings/js/runtime/pool.js: one worker, one session, T intra-op threads), at 1 and 2 threads, in node.
 // Per thread count: a fresh pool (its session-creation time = the planner's "worker start"), one warm-up run
 // (not counted), then `repeats` runs of one [1,1,e,e,e] patch; median, min, max. The threads are interleaved
 // (1,2,1,2,...) when --rounds > 1 so a change of machine load hits both alike.
@@ -118,7 +118,7 @@ async function main() {
   const { parseArgs } = await import('node:util');
   const fs = await import('node:fs');
   const os = await import('node:os');
-  const { WorkerPool } = await import('../bindings/js/pool.js');
+  const { WorkerPool } = await import('../bindings/js/runtime/pool.js');
   const { values: a } = parseArgs({
     options: {
       onnx: { type: 'string', default: '/tmp/standins/xqsm-standin.onnx' },

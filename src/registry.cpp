@@ -13,7 +13,7 @@ namespace tessera {
 
 namespace {
 
-// Every measurement ran the same engine (bindings/js/ort-worker.js; the method: bench/CALIBRATION.md).
+// Every measurement ran the same engine (bindings/js/runtime/ort-worker.js; the method: bench/CALIBRATION.md).
 constexpr std::string_view kOrt = "ONNX Runtime Web";
 constexpr std::string_view kOrtVersion = "1.30.0";
 constexpr std::string_view kOrtBackend = "wasm";

@@ -80,7 +80,7 @@ test('npm pack from a clean tree builds the wasm module and ships a complete pac
   files = packed.files.map((f) => f.path);
 
   for (const f of [
-    'package.json', 'bindings/js/index.js', 'bindings/js/driver-worker.js', 'bindings/js/ort-worker.js', 'bindings/js/node-host.js',
+    'package.json', 'bindings/js/index.js', 'bindings/js/runtime/driver-worker.js', 'bindings/js/runtime/ort-worker.js', 'bindings/js/node-host.js',
     'bindings/js/browser-host.js', 'web/models/demo-unet.onnx',
     ...['node', 'web'].flatMap((p) => ['tessera.js', 'tessera.wasm', 'tessera.worker.js', 'package.json'].map((n) => `dist/wasm/${p}/${n}`)),
   ]) {
@@ -257,5 +257,5 @@ test('esbuild resolves the package for browsers with no node:* module', { skip, 
   assert.doesNotMatch(r.stdout + r.stderr, /node:|Could not resolve/, r.stdout + r.stderr);
   const out = fs.readFileSync(path.join(app, 'esb/main.js'), 'utf8');
   assert.doesNotMatch(out, /from\s*["']node:|import\(\s*["']node:|require\(["']node:/);
-  assert.match(out, /new Worker\(new URL\("\.\/driver-worker\.js", import\.meta\.url\)/);
+  assert.match(out, /new Worker\(new URL\("\.\/runtime\/driver-worker\.js", import\.meta\.url\)/);
 });

@@ -6,7 +6,7 @@
 // bench/calibrate-browser.js measure their points with measurePoint below.
 //
 // This module is also imported by the browser page of bench/calibrate-browser.js: no node import at the top level.
-import { WorkerPool as DefaultPool } from './pool.js';
+import { WorkerPool as DefaultPool } from './runtime/pool.js';
 
 /** Deterministic smooth input patch (values ~ ±0.1 ppm, like a local field), `channels` planes of edge³. */
 export function patchInput(edge, channels = 1) {
@@ -41,7 +41,7 @@ export function phaseExtras(roles, edge) {
 /**
  * One measurement point in a fresh pool.
  * @param {object} o
- * @param {Function} [o.WorkerPool] the pool class (bindings/js/pool.js)
+ * @param {Function} [o.WorkerPool] the pool class (bindings/js/runtime/pool.js)
  * @param {Uint8Array} o.model ONNX bytes
  * @param {number} o.edge patch edge (a multiple of the network's divisor)
  * @param {number} o.threads ORT threads in the worker

@@ -12,7 +12,7 @@ import {
   prepareModel,
 } from './execution-provider.js';
 import { rewriteForWebGpu } from './webgpu-graph.js';
-import { WorkerPool } from './pool.js';
+import { WorkerPool } from './runtime/pool.js';
 import { createTessera, TesseraError } from './index.js';
 import { convStack, convStackReference, unet, randomArray } from '../../tests/js/networks.js';
 import { onnx, tensor, valueInfo, node, attrInts, attrInt } from '../../tests/js/onnx-build.js';

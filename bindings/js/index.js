@@ -177,8 +177,8 @@ export class Tessera {
     this._worker = o.driverUrl
       ? createWorker(o.driverUrl, { name })
       : isNode
-        ? createWorker(sibling('driver-worker.js'), { name })
-        : createWorker(new Worker(new URL('./driver-worker.js', import.meta.url), { type: 'module', name: 'tessera-driver' }));
+        ? createWorker(sibling('runtime/driver-worker.js'), { name })
+        : createWorker(new Worker(new URL('./runtime/driver-worker.js', import.meta.url), { type: 'module', name: 'tessera-driver' }));
     this._worker.onMessage((m) => {
       const p = this._pending.get(m.id);
       if (!p) return;

@@ -12,7 +12,7 @@ import {
   loadModel, sha256Hex, WEIGHTS_CACHE_NAME, weightsCacheKey, weightsCacheAvailable, readCachedWeights, cacheWeights,
   listCachedWeights, clearWeightsCache, loadWeightsCached,
 } from './model-loader.js';
-import { WorkerPool } from './pool.js';
+import { WorkerPool } from './runtime/pool.js';
 import { convStack, convStackReference, randomArray } from '../../tests/js/networks.js';
 
 const model = convStack({ layers: 2, channels: 2, seed: 4 });

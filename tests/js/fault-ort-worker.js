@@ -1,4 +1,4 @@
-// A test stand-in for bindings/js/ort-worker.js: the real pool worker, plus faults injected on chosen tiles, so the
+// A test stand-in for bindings/js/runtime/ort-worker.js: the real pool worker, plus faults injected on chosen tiles, so the
 // shipped worker and pool carry no test hooks. Node only (the tests that need faults run in node).
 //
 // Use: faultWorkerUrl({ crashOnTile, stallOnTile, failOnTile, oomOnTile, heapOnTile, heapBytes, crashTimes }) → the URL of a small worker
@@ -27,7 +27,7 @@ export function faultWorkerUrl(hooks = {}) {
   fs.writeFileSync(
     file,
     `import { install } from ${JSON.stringify(import.meta.url)};\ninstall(${JSON.stringify(config)});\n` +
-      `await import(${JSON.stringify(new URL('../../bindings/js/ort-worker.js', import.meta.url).href)});\n`,
+      `await import(${JSON.stringify(new URL('../../bindings/js/runtime/ort-worker.js', import.meta.url).href)});\n`,
   );
   return pathToFileURL(file);
 }

@@ -1,7 +1,7 @@
 // The probes of a network: whole runs of phantom patches on a one-worker pool. Two purposes share it: the measured
 // context (receptiveField({probe: true}): the centre voxel raised and lowered, the response by distance) and this
 // machine's speed (measureSpeed(): patches at two edges timed; its pool is kept for the next run, sessions.js).
-import { runSteps } from '../driver.js';
+import { runSteps } from './driver.js';
 import { TesseraError } from '../errors.js';
 import { probeEdge, contextProfile } from '../receptive-field.js';
 import { rt, call, postProgress, threadsPerWorker } from './context.js';

@@ -2,9 +2,9 @@
 // pipeline from multi-echo phase to the local field (and χ). Each runs its held plan on the C++ step engine
 // (driver.js), cancelled by its request id; a network's tiles run in ONNX Runtime worker pools (sessions.js) and
 // report what they used against the plan.
-import { runSteps } from '../driver.js';
+import { runSteps } from './driver.js';
 import { TesseraError } from '../errors.js';
-import { heapText } from '../pool-workers.js';
+import { heapText } from './pool-workers.js';
 import { rt, call, postProgress } from './context.js';
 import { takePlan } from './plans.js';
 import { makeVolume, echoesOf, planOf, costOf, requestOf, pipelineRequestOf } from './requests.js';

@@ -4,7 +4,7 @@
 // there so that the run after it starts no worker of its own. The memory plan counts only a run's own workers, so
 // the cache holds one pool at most: any pool started (a run, a calibration, a probe) or a key missed gives it back
 // first, and so does warmIdleMs (createTessera, default 5 min) without a run.
-import { WorkerPool } from '../pool.js';
+import { WorkerPool } from './pool.js';
 import { rt, heapGuardBytes } from './context.js';
 
 const DEFAULT_IDLE_MS = 300000;

@@ -1,6 +1,6 @@
 // The self-check of a run (verify: true): the plan's box cut from the volume and run whole on a fresh one-worker pool,
 // compared with the tiled χ away from the box's inner faces; plus the data-consistency residual of χ.
-import { runSteps } from '../driver.js';
+import { runSteps } from './driver.js';
 import { rt, call } from './context.js';
 import { startPools, stopPools } from './sessions.js';
 

@@ -35,8 +35,8 @@
 // carries ORT and its .wasm like any dependency; it runs after the probe is installed. An unbundled page's workers
 // see no import map: there the pool passes ortModuleUrl (from the page's import map via createTessera, else the
 // ort.wasm.min.mjs beside the package: ort-location.js).
-import { workerPort, isNode } from './platform.js';
-import { bindInputs, fitDims } from './input-binding.js';
+import { workerPort, isNode } from '../platform.js';
+import { bindInputs, fitDims } from '../input-binding.js';
 
 const memories = new Set();
 

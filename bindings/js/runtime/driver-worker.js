@@ -4,16 +4,16 @@
 // caller's thread. This file routes the messages; the work is in runtime/: the requests (requests.js), the plans it
 // holds (plans.js), the runs (runs.js), the pools and the session cache (sessions.js), the self-check (verify.js), calibration
 // (calibration.js) and the probes (probes.js).
-import { workerPort } from './platform.js';
-import { loadTesseraModule } from './module.js';
-import { TesseraError, errorToMessage } from './errors.js';
-import { rt, call, hardwareThreads } from './runtime/context.js';
-import { toMask, voxels, planOf, requestOf, pipelineRequestOf } from './runtime/requests.js';
-import { holdPlan } from './runtime/plans.js';
-import { invert, runPipeline } from './runtime/runs.js';
-import { calibrate } from './runtime/calibration.js';
-import { probeContext, measureSpeed } from './runtime/probes.js';
-import { dropSessions, keptWorkers } from './runtime/sessions.js';
+import { workerPort } from '../platform.js';
+import { loadTesseraModule } from '../module.js';
+import { TesseraError, errorToMessage } from '../errors.js';
+import { rt, call, hardwareThreads } from './context.js';
+import { toMask, voxels, planOf, requestOf, pipelineRequestOf } from './requests.js';
+import { holdPlan } from './plans.js';
+import { invert, runPipeline } from './runs.js';
+import { calibrate } from './calibration.js';
+import { probeContext, measureSpeed } from './probes.js';
+import { dropSessions, keptWorkers } from './sessions.js';
 
 rt.port = workerPort();
 

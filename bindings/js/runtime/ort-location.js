@@ -1,6 +1,6 @@
 // Where the pool's workers find ONNX Runtime Web: the module they import (node, bundles, a page serving this package
 // unbundled), the GPU build beside it, and the wasm binary that can be compiled once here and handed to every worker.
-import { isNode, nodeHost } from './platform.js';
+import { isNode, nodeHost } from '../platform.js';
 
 const ORT_WASM = 'ort-wasm-simd-threaded.wasm';
 const compiledCache = new Map(); // wasm URL → Promise<WebAssembly.Module|null>, shared by all pools of this realm
@@ -43,8 +43,8 @@ function compileOrtWasm(url) {
  * the package (the repository's node_modules, or npm's hoisted layout).
  */
 async function defaultOrtModuleUrl() {
-  if (isNode || HERE.startsWith('file:') || !HERE.endsWith('/bindings/js/ort-location.js')) return undefined;
-  for (const rel of ['../../node_modules/onnxruntime-web/dist/ort.wasm.min.mjs', '../../../onnxruntime-web/dist/ort.wasm.min.mjs']) {
+  if (isNode || HERE.startsWith('file:') || !HERE.endsWith('/bindings/js/runtime/ort-location.js')) return undefined;
+  for (const rel of ['../../../node_modules/onnxruntime-web/dist/ort.wasm.min.mjs', '../../../../onnxruntime-web/dist/ort.wasm.min.mjs']) {
     const url = new URL(rel, HERE).href;
     try {
       if ((await fetch(url, { method: 'HEAD' })).ok) return url;

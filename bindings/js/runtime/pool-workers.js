@@ -7,8 +7,8 @@
 //   _workerDied(h, cause): a started worker died (its tile, if any, must be retried or failed)
 //   _failQueued(err): a fatal start failure: every queued tile fails with err
 //   _pump(): dispatch queued tiles to idle workers
-import { createWorker, canShareMemory, isNode } from './platform.js';
-import { platformProviders, prepareModel, providerReport } from './execution-provider.js';
+import { createWorker, canShareMemory, isNode } from '../platform.js';
+import { platformProviders, prepareModel, providerReport } from '../execution-provider.js';
 import { ortModuleUrlOf, sharedOrtWasm, gpuBuildBeside } from './ort-location.js';
 
 /** Entries of the shared table in which the workers mark the tiles they run (index 0: the most at once). */
@@ -31,7 +31,7 @@ export function poolError(message, code, extra = {}) {
   return e;
 }
 
-export { bytesText as heapText } from './bytes.js';
+export { bytesText as heapText } from '../bytes.js';
 
 export class OrtWorkers {
   /**

@@ -1,10 +1,10 @@
-// WorkerPool tests (node --no-experimental-fetch --test --test-force-exit bindings/js/pool.test.js).
+// WorkerPool tests (node --no-experimental-fetch --test --test-force-exit bindings/js/runtime/pool.test.js).
 // Every pool uses 1 thread per worker and at most 2 workers: the machine has 2 shared cores.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { WorkerPool } from './pool.js';
-import { convStack, convStackReference, unet, twoChannel, wrongShape, memoryHog, randomArray } from '../../tests/js/networks.js';
-import { faultWorkerUrl } from '../../tests/js/fault-ort-worker.js';
+import { convStack, convStackReference, unet, twoChannel, wrongShape, memoryHog, randomArray } from '../../../tests/js/networks.js';
+import { faultWorkerUrl } from '../../../tests/js/fault-ort-worker.js';
 
 const CONV = { layers: 3, channels: 4, seed: 11 };
 const convModel = convStack(CONV);

@@ -5,7 +5,7 @@
 // back as it comes, and lets the event loop in between two steps: no C++ thread waits on JavaScript, nothing polls.
 // The C++ scheduler alone decides how many patches are out; the pools have exactly that many workers.
 // A patch stopped by the pool's heap guard (code MemoryCeiling) fails the run with that code and the core's message.
-import { TesseraError, fromModuleError, callModule as call } from './errors.js';
+import { TesseraError, fromModuleError, callModule as call } from '../errors.js';
 
 /** The run's error: a tile stopped by the heap guard keeps its code (MemoryCeiling) with the core's message. */
 function runError(e, ceiling) {
