@@ -167,12 +167,12 @@ before(async () => {
     const input =
       s.kind === 'field'
         ? ['--field', path.join(anat, `${stem}_localfield.nii.gz`), '--model', 'demo-unet', ...mask]
-        : ['--phase', p('ref', 'phase4d.nii.gz'), '--te', TE.join(','), '--b0', String(B0), '--model', 'iqsm', ...mask];
+        : ['--phase', p('ref', 'phase4d.nii.gz'), '--te', TE.join(','), '--b0', String(B0), '--model', 'iqsm', '--threads', String(CORES), ...mask];
     const plan = exec(process.execPath, [CLI, 'plan', ...input, '--json']);
     assert.equal(plan.code, 0, plan.log ?? plan.stderr);
     plans[s.path] = JSON.parse(plan.stdout);
     const out = p('ref', `${stem}.nii.gz`);
-    const extra = s.kind === 'field' ? [] : ['--magnitude', p('ref', 'mag4d.nii.gz'), '--weights', p('lot.onnx'), '--threads', String(CORES)];
+    const extra = s.kind === 'field' ? [] : ['--magnitude', p('ref', 'mag4d.nii.gz'), '--weights', p('lot.onnx')];
     rss[s.path] = cliWithRss(['invert', ...input, ...extra, '--out', out, '--quiet']);
     refs[s.path] = gunzip(out);
   }
@@ -206,11 +206,11 @@ test('BIDS tree: χ equal to single-subject CLI runs, resources from the plan, d
       assert.equal(report.inputs.phase.b0Tesla, B0);
       assert.equal(report.inputs.phase.echoes, 2);
     }
-    // Declared: threads = tiles in flight × threads per worker (whole volume: cores_per_job), mem_mb = the plan's
+    // Declared: threads = tiles in flight × the plan's threads per worker (whole volume: cores_per_job), mem_mb = the plan's
     // peak + node + each worker (cohort/config.yaml: 128 + 256 per worker); and the run fits it.
     const inv = ran.find((j) => j.rule === 'invert' && j.path === s.path);
     assert.ok(inv, `no invert job for ${s.path}`);
-    assert.equal(inv.threads, plan.tilesInFlight * (plan.threadsPerWorker || CORES), s.path);
+    assert.equal(inv.threads, plan.tilesInFlight * plan.threadsPerWorker, s.path);
     assert.equal(inv.mem_mb, Math.ceil(plan.peakBytes / 1e6) + 128 + 256 * plan.tilesInFlight, s.path);
     assert.ok(rss[s.path] <= inv.mem_mb * 2 ** 20, `${s.path}: the run's RSS ${rss[s.path]} B exceeds the declared ${inv.mem_mb} MB`);
   }
@@ -370,7 +370,7 @@ test('TSV manifest through the SLURM profile (a stand-in sbatch): the same χ as
   for (const j of inverts) {
     const plan = plans[j.path];
     const mem = Math.ceil(plan.peakBytes / 1e6) + 128 + 256 * plan.tilesInFlight;
-    const cpus = plan.tilesInFlight * (plan.threadsPerWorker || CORES);
+    const cpus = plan.tilesInFlight * plan.threadsPerWorker;
     const line = submitted.find((l) => l.includes(`snakejob.invert.${j.jobid}.sh`));
     assert.ok(line, `no sbatch for job ${j.jobid} (${j.path}):\n${submitted.join('\n')}`);
     assert.match(line, new RegExp(`--job-name=tessera-invert --mem=${mem} --cpus-per-task=${cpus} `));
