@@ -28,9 +28,14 @@ export async function runNative(M, ortNode, session, geometry, field, mask, requ
   const volume = new M.Volume(geometry, 1);
   volume.fieldView().set(field);
   volume.maskView().set(mask);
-  const plan = M.planForField(geometry, mask, request, field);
-  if (!plan.feasible) throw new Error(plan.message);
-  const fr = M.startFieldRun(volume, request, plan);
+  const handle = M.plan(geometry, mask, request, field); // the held plan the run obeys (as invert's)
+  const plan = handle.view();
+  if (!plan.feasible) {
+    handle.delete();
+    volume.delete();
+    throw new Error(plan.message);
+  }
+  const fr = M.startFieldRun(volume, handle);
   let seconds = 0;
   try {
     for (let p; (p = fr.next()) !== null; ) {
@@ -45,6 +50,7 @@ export async function runNative(M, ortNode, session, geometry, field, mask, requ
   } finally {
     fr.delete();
     volume.delete();
+    handle.delete();
   }
 }
 

@@ -73,10 +73,11 @@ const spec = { divisor, bytesPerVoxel: 1, maskedInput: true };
 
 /** Runs request through Tessera's FieldRun with the native session; returns {chi, seconds, patchVoxels, plan}. */
 async function run(request) {
-  const plan = M.plan(geometry, ph.mask, request);
+  const handle = M.plan(geometry, ph.mask, request, undefined);
+  const plan = handle.view();
   if (!plan.feasible) throw new Error(plan.message);
   const t0 = performance.now();
-  const fr = M.startFieldRun(volume, request, plan);
+  const fr = M.startFieldRun(volume, handle);
   let patchVoxels = 0;
   for (let p; (p = fr.next()) !== null; ) {
     const input = new Float32Array(p.input); // copy off the heap before anything allocates
@@ -87,6 +88,7 @@ async function run(request) {
   const report = fr.report();
   const chi = fr.result();
   fr.delete();
+  handle.delete();
   return { chi, seconds: (performance.now() - t0) / 1000, patchVoxels, plan, report };
 }
 
@@ -151,8 +153,7 @@ async function coarseChi() {
   v.fieldView().set(cf);
   v.maskView().set(cm);
   const req = { spec: { ...spec, divisor }, whole: true };
-  const plan = M.plan(cg, cm, req);
-  const fr = M.startFieldRun(v, req, plan);
+  const fr = M.startFieldRun(v, M.plan(cg, cm, req, undefined));
   for (let p; (p = fr.next()) !== null; ) {
     const input = new Float32Array(p.input);
     const out = await session.run({ [session.inputNames[0]]: new ortNode.Tensor('float32', input, p.dims) });

@@ -16,6 +16,13 @@ export function agreement(x, ref, mask) {
   return { r: xr / Math.sqrt(xx * rr), nrmse: Math.sqrt(e / ee) };
 }
 
+/** Voxels the plan runs through the network: every active patch's (a crop box, its slabs, the tiles). */
+export function voxelsRun(p) {
+  if (Number.isFinite(p.voxelsRun)) return p.voxelsRun; // the planner's exact count, where it reports one
+  const patch = p.wholeVolume || p.crop ? p.patchDims.reduce((x, y) => x * y) : p.patchEdge ** 3;
+  return patch * Math.max(1, p.tilesActive);
+}
+
 /** "mask box 128×144×112 (63% of the volume), 1 × 2 threads", "whole volume" or the tiling, as the tables say it. */
 export function planText(p, voxels) {
   if (p.wholeVolume && p.crop) {
@@ -33,18 +40,20 @@ export function planText(p, voxels) {
 
 /**
  * Plain ONNX Runtime Web whole-volume (null when it does not fit) and Tessera's default on one volume.
- * createTessera is bindings/js/index.js's; reference is the χ the default is compared with (the native whole run).
+ * createTessera is bindings/js/index.js's; network is {model} (a registry network) or {spec} (a custom one); reference
+ * is the χ the default is compared with (the native whole run).
  * @returns {Promise<{web: {seconds: number, wall: number} | null, tessera: number, wall: number, plan: string,
- *   estimated: number, r: number, nrmse: number, memory: {workerHeapVsPlan: number, moduleHeapVsPlan: number}}>}
+ *   estimated: number, r: number, nrmse: number, share: number, memory: {workerHeapVsPlan: number, moduleHeapVsPlan: number}}>}
+ *   share: voxels the default ran ÷ the volume's voxels.
  */
-export async function webSpeed({ createTessera, geometry, field, mask, model, weights, reference, threads }) {
+export async function webSpeed({ createTessera, geometry, field, mask, network, weights, reference, threads }) {
   const voxels = geometry.dims[0] * geometry.dims[1] * geometry.dims[2];
   let web = null;
   const plain = await createTessera({ workers: threads, hardwareThreads: threads, threadsPerWorker: 1 });
   try {
-    if ((await plain.plan({ geometry, mask, model, whole: true })).feasible) {
+    if ((await plain.plan({ geometry, mask, ...network, whole: true })).feasible) {
       const t0 = performance.now();
-      const { report } = await plain.invert({ field, mask, geometry, model, weights, whole: true, threadsPerWorker: threads });
+      const { report } = await plain.invert({ field, mask, geometry, ...network, weights, whole: true, threadsPerWorker: threads });
       web = { seconds: report.wallSeconds, wall: (performance.now() - t0) / 1000 };
     }
   } finally {
@@ -53,13 +62,13 @@ export async function webSpeed({ createTessera, geometry, field, mask, model, we
   const tessera = await createTessera({ workers: threads, hardwareThreads: threads, threadsPerWorker: 1 });
   try {
     const t0 = performance.now();
-    const { chi, report } = await tessera.invert({ field, mask, geometry, model, weights });
+    const { chi, report } = await tessera.invert({ field, mask, geometry, ...network, weights });
     const wall = (performance.now() - t0) / 1000;
     const p = report.plan;
     const g = agreement(chi, reference, mask);
     // The run against its plan (1 = as planned; the runtime's own check).
     const memory = { workerHeapVsPlan: report.memory?.workerHeapVsPlan, moduleHeapVsPlan: report.memory?.moduleHeapVsPlan };
-    return { web, tessera: report.wallSeconds, wall, plan: planText(p, voxels), estimated: p.estimatedSeconds, r: g.r, nrmse: g.nrmse, memory };
+    return { web, tessera: report.wallSeconds, wall, plan: planText(p, voxels), estimated: p.estimatedSeconds, r: g.r, nrmse: g.nrmse, share: voxelsRun(p) / voxels, memory };
   } finally {
     await tessera.terminate();
   }

@@ -9,14 +9,16 @@
 // The Web half (bench/speed-web.js) runs in node and then in headless Chromium (playwright-core, /usr/bin/chromium, the
 // page served cross-origin isolated by scripts/serve.js) on the same inputs, against the same native reference.
 //
-// Networks: demo (web/models/demo-unet.onnx at its registry cost) and xqsm (the xQSM-shaped stand-in with random
-// weights, scripts/make_standins.js, at the registry's xQSM cost).
+// Networks: demo (web/models/demo-unet.onnx at its registry cost), xqsm (the xQSM-shaped stand-in with random
+// weights, scripts/make_standins.js, at the registry's xQSM cost) and deep (the QSMnet-shaped stand-in of
+// scripts/standins.js: a 4-level U-Net of 5³ kernels, receptive field beyond ±60 voxels, at base 8 channels, run as a
+// custom network declared at 1,100 B/voxel so that the whole volume does not fit).
 //
 // onnxruntime-node is NOT a dependency of the repository (see bench/native-ort.js):
 //   mkdir -p /tmp/ortnode && cd /tmp/ortnode && npm init -y && npm install onnxruntime-node@1.30.0 --onnxruntime-node-install=skip
 // Usage:
 //   node scripts/make_standins.js /tmp/standins --only xqsm        # once, for --nets xqsm
-//   node bench/speed.js [--nets demo,xqsm] [--dims 160,160,128/256,256,176] [--threads 2] [--runtimes node,chromium]
+//   node bench/speed.js [--nets demo,xqsm,deep] [--dims 160,160,128/256,256,176] [--threads 2] [--runtimes node,chromium]
 //        [--ortnode /tmp/ortnode] [--standins /tmp/standins] [--chromium /usr/bin/chromium] [--json out.json]
 // (Not with --no-experimental-fetch when Chromium runs: playwright-core needs the global Headers.)
 import { parseArgs } from 'node:util';
@@ -29,11 +31,12 @@ import { loadTesseraModule } from '../bindings/js/module.js';
 import { loadavg, readStandin, requireOrtNode, runNative, specOf } from './common.js';
 import { webSpeed } from './speed-web.js';
 import { launchChromium, benchPage } from '../scripts/chromium.js';
+import { qsmnetStandin, qsmnetDivisor } from '../scripts/standins.js';
 import { startServer } from '../scripts/serve.js';
 
 const { values: a } = parseArgs({
   options: {
-    nets: { type: 'string', default: 'demo,xqsm' },
+    nets: { type: 'string', default: 'demo,xqsm,deep' },
     dims: { type: 'string', default: '160,160,128/256,256,176' },
     threads: { type: 'string', default: '2' },
     ortnode: { type: 'string', default: '/tmp/ortnode' },
@@ -45,11 +48,15 @@ const { values: a } = parseArgs({
 });
 const ortNode = requireOrtNode(a.ortnode, createRequire, path);
 const threads = Number(a.threads);
-const NETS = {
-  demo: { model: 'demo-unet', weights: () => new Uint8Array(fs.readFileSync('web/models/demo-unet.onnx')) },
-  xqsm: { model: 'xqsm', weights: () => readStandin(path.join(a.standins, 'xqsm-standin.onnx')) },
-};
 const M = await loadTesseraModule({ pthreadPoolSize: 2 });
+// network: what the requests name ({model} or {spec}); native: the spec of the native run (no wasm budget there).
+const registry = (model) => ({ network: { model }, native: specOf(M, model) });
+const DEEP = { divisor: qsmnetDivisor(4), bytesPerVoxel: 1100 };
+const NETS = {
+  demo: { ...registry('demo-unet'), weights: () => new Uint8Array(fs.readFileSync('web/models/demo-unet.onnx')) },
+  xqsm: { ...registry('xqsm'), weights: () => readStandin(path.join(a.standins, 'xqsm-standin.onnx')) },
+  deep: { network: { spec: DEEP }, native: { ...DEEP, bytesPerVoxel: 1 }, weights: () => qsmnetStandin({ base: 8, levels: 4, kernel: 5 }) },
+};
 
 // The Chromium page: the same webSpeed, with createTessera from the served package and the case's files.
 const PAGE = `<!doctype html><meta charset="utf-8"><title>tessera speed</title>
@@ -62,7 +69,7 @@ window.__run = async (c) => {
   const f = (what) => bytes('/__speed/' + c.id + '.' + what);
   const field = new Float32Array((await f('field')).buffer), reference = new Float32Array((await f('reference')).buffer);
   const geometry = { dims: c.dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
-  return webSpeed({ createTessera, geometry, field, mask: await f('mask'), model: c.model, weights: await f('weights'), reference, threads: c.threads });
+  return webSpeed({ createTessera, geometry, field, mask: await f('mask'), network: c.network, weights: await f('weights'), reference, threads: c.threads });
 };
 window.__ready = true;
 </script>`;
@@ -71,10 +78,10 @@ fs.writeFileSync(pageFile, PAGE);
 const overrides = { '/__speed.html': pageFile };
 
 const runtimes = a.runtimes.split(',');
-const HEAD = '| network | phantom | runtime | native whole s (Mvox/s) | Web whole s (Mvox/s) | Tessera default: plan | run s (wall s) | Mvox/s | ÷ native | ÷ Web whole | r / NRMSE vs whole | estimated s | worker / module heap ÷ plan |';
+const HEAD = '| network | phantom | runtime | native whole s (Mvox/s) | Web whole s (Mvox/s) | Tessera default: plan | voxels run ÷ volume | run s (wall s) | Mvox/s | ÷ native | ÷ Web whole | r / NRMSE vs whole | estimated s | worker / module heap ÷ plan |';
 console.log(`speed, node ${process.version}, ${os.cpus()[0].model} × ${os.cpus().length}, ${threads} threads everywhere; load ${loadavg()}`);
 console.log(HEAD);
-console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 const rows = [];
 // Chromium runs after node, on the same inputs and reference, served from files (the page fetches them).
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-speed-'));
@@ -89,12 +96,13 @@ function printRow(row) {
   const nvox = dims[0] * dims[1] * dims[2];
   const mv = (s) => (nvox / s / 1e6).toFixed(3);
   console.log(`| ${net} | ${dims.join('×')} | ${runtime} | ${native.toFixed(1)} (${mv(native)}) | ${web ? `${web.seconds.toFixed(1)} (${mv(web.seconds)})` : 'does not fit'} | ` +
-    `${row.plan} | ${row.tessera.toFixed(1)} (${row.wall.toFixed(1)}) | ${mv(row.tessera)} | ${(native / row.tessera).toFixed(2)} | ` +
+    `${row.plan} | ${row.share.toFixed(2)} | ${row.tessera.toFixed(1)} (${row.wall.toFixed(1)}) | ${mv(row.tessera)} | ${(native / row.tessera).toFixed(2)} | ` +
     `${web ? (web.seconds / row.tessera).toFixed(2) : '-'} | ${row.r.toFixed(4)} / ${row.nrmse.toFixed(3)} | ${row.estimated.toFixed(0)} | ${heapVsPlan(row.memory)} |`);
 }
 
 for (const net of a.nets.split(',')) {
-  const { model } = NETS[net];
+  if (!NETS[net]) throw new Error(`unknown network '${net}' (known: ${Object.keys(NETS).join(', ')})`);
+  const { network } = NETS[net];
   const weights = NETS[net].weights();
   for (const d of a.dims.split('/')) {
     const dims = d.split(',').map(Number);
@@ -103,10 +111,10 @@ for (const net of a.nets.split(',')) {
     // A session per volume, released before the Web half: its arena holds the whole run's activations (≈ 18 GB for the
     // xQSM-shaped network on 256×256×176), which would otherwise sit beside the Web workers' heaps.
     const session = await ortNode.InferenceSession.create(weights, { executionProviders: ['cpu'], intraOpNumThreads: threads, interOpNumThreads: 1 });
-    const native = await runNative(M, ortNode, session, geometry, field, mask, { spec: specOf(M, model), whole: true });
+    const native = await runNative(M, ortNode, session, geometry, field, mask, { spec: NETS[net].native, whole: true });
     await session.release();
     if (runtimes.includes('node')) {
-      const w = await webSpeed({ createTessera, geometry, field, mask, model, weights, reference: native.chi, threads });
+      const w = await webSpeed({ createTessera, geometry, field, mask, network, weights, reference: native.chi, threads });
       printRow({ net, dims, runtime: 'node', native: native.seconds, ...w });
     }
     if (runtimes.includes('chromium')) {
@@ -115,7 +123,7 @@ for (const net of a.nets.split(',')) {
         fs.writeFileSync(path.join(tmp, `${id}.${what}`), data);
         overrides[`/__speed/${id}.${what}`] = path.join(tmp, `${id}.${what}`);
       }
-      cases.push({ id, net, model, dims, native: native.seconds });
+      cases.push({ id, net, network, dims, native: native.seconds });
     }
   }
 }
