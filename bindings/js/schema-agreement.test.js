@@ -10,6 +10,7 @@ import { checkSpec } from './cli/files.js';
 import { helpText, defaultText } from './cli/help.js';
 import { stageOptions } from './cli/pipeline.js';
 import { UNBOUNDED } from './cli/values.js';
+import { unionMembers } from '../../tests/js/type-text.js';
 
 let tessera;
 let schema;
@@ -222,19 +223,7 @@ const alias = (name) => new RegExp(`export type ${name} = ([^;]+);`).exec(DTS)?.
 
 /** The union members of a type text, aliases followed: ["'a'", "TileConfig", "{ core: 'auto'; … }", …]. */
 function members(type) {
-  const parts = [];
-  let depth = 0;
-  let start = 0;
-  for (let i = 0; i <= type.length; i++) {
-    const c = type[i];
-    if (c !== undefined && '{(<['.includes(c)) depth++;
-    else if (c !== undefined && '})>]'.includes(c) && type[i - 1] !== '=') depth--;
-    else if ((c === '|' || c === undefined) && depth === 0) {
-      parts.push(type.slice(start, i).trim());
-      start = i + 1;
-    }
-  }
-  return parts.filter(Boolean).flatMap((p) => (alias(p) ? members(alias(p)) : [p]));
+  return unionMembers(type).flatMap((p) => (alias(p) ? members(alias(p)) : [p]));
 }
 
 /** The fields a type offers for a nested option: an interface's or an inline object's, over its union members. */

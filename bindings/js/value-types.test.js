@@ -9,6 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { renderValueTypes, loadModuleFrom, VALUE_TYPES_DTS, VALUE_TYPES_COMMAND } from '../../scripts/value-types.js';
 import { createTessera } from './index.js';
+import { unionMembers } from '../../tests/js/type-text.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const wasmDir = process.env.TESSERA_WASM_DIR ? path.resolve(process.env.TESSERA_WASM_DIR) : path.join(root, 'dist/wasm/node');
@@ -38,21 +39,7 @@ test('the committed value-types.d.ts is what the module\'s registrations generat
 // Values checked against type texts: the record's, and index.d.ts's for what the runtime adds.
 
 /** The top-level members of a union type text. */
-function members(type) {
-  const parts = [];
-  let depth = 0;
-  let start = 0;
-  for (let i = 0; i <= type.length; i++) {
-    const c = type[i];
-    if (c !== undefined && '{(<['.includes(c)) depth++;
-    else if (c !== undefined && '})>]'.includes(c)) depth--;
-    else if ((c === '|' || c === undefined) && depth === 0) {
-      parts.push(type.slice(start, i).trim());
-      start = i + 1;
-    }
-  }
-  return parts.filter(Boolean);
-}
+const members = unionMembers;
 
 /** The fields index.d.ts declares for interface name: {parent (the extended name or null), fields: Map(name → {type, optional})}. */
 function indexInterface(name) {
