@@ -61,7 +61,7 @@ constexpr CostMeasurement kQsmnetCost = {
     .evidence = kCalibration,
 };
 
-// Issue #12's four: stand-ins of scripts/standins-ir2qsm.js and scripts/standins-loops.js, measured with
+// IR2QSM and the physics loops (LPCNN, MoDL-QSM, NeXtQSM): stand-ins of scripts/standins-ir2qsm.js and scripts/standins-loops.js, measured with
 // bench/calibrate.js (node) and bench/calibrate-browser.js (Chromium); every point in bench/calibration.json is
 // checked under the registry's lines by tests/js/registry-costs.test.js.
 constexpr CostHost kLoopHosts[] = {{"node", 2, 32, 96}, {"node", 1, 32, 64}, {"Chromium", 2, 64, 64}};
@@ -215,7 +215,7 @@ constexpr CostMeasurement kDemoCost = {
 };
 
 constexpr std::string_view kUnstatedLicence =
-    "not stated in models.md: check the upstream repository before redistribution";
+    "not stated by the sources of this registry: check the upstream repository before redistribution";
 
 // Shared by the iQSM family (iQSM and iQFM share their architecture and paper).
 constexpr std::string_view kIqsmInput =
@@ -224,11 +224,12 @@ constexpr std::string_view kIqsmCitation =
     "Gao Y, Xiong Z, Fazlollahi A, et al. Instant tissue field and magnetic susceptibility mapping from MRI raw phase "
     "using Laplacian enhanced deep neural networks. NeuroImage. 2022;259:119410";
 constexpr std::string_view kPhaseNotes =
-    "whole-volume only; from wrapped phase (17.2-17.7 MB weights; size and sha256 not recorded in models.md)";
+    "whole-volume only; from wrapped phase (17.2-17.7 MB weights; their exact size and sha256 are not known to this registry)";
 
+// The stand-ins: scripts/standins.js; their radii are checked by bindings/js/receptive-field.test.js.
 constexpr std::string_view kStandinRadius =
-    "the graph of the architecture-faithful stand-in (scripts/standins.js; checked by receptive-field.test.js); the "
-    "weights' own graph is used when they are given";
+    "the graph of an architecture-faithful stand-in of the network (same layers, random weights); the weights' own "
+    "graph is used when they are given";
 
 // The demo network's measured context: `tessera-qsm receptive-field --model demo-unet --probe --json` (a 104³
 // phantom patch, ±0.1 ppm at its centre, ONNX Runtime Web; 90 % within 29 voxels, 99 % within 42), 4 decimals.
