@@ -6,11 +6,17 @@
 //
 // Usage: node bench/same-chi.js --baseline DIR [--dims 96,96,64] [--voxel 2,2,2] [--threads 2]
 //   DIR: a folder holding tessera.js, tessera.wasm and tessera.worker.js (node flavour).
+// Across a change of the JavaScript as well (the baseline module needs its own commit's JS): run this file in each
+// checkout, the baseline's with --dump FILE (each output's sha256), then the current one with --against FILE.
+//   node bench/same-chi.js --dump /tmp/base.json      (in a worktree of the baseline commit, its module built)
+//   node bench/same-chi.js --against /tmp/base.json   (here)
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
 import { createTessera } from '../bindings/js/index.js';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((a, x, i, all) => (x.startsWith('--') ? [...a, [x.slice(2), all[i + 1]]] : a), []));
-if (!args.baseline) {
-  console.error('usage: node bench/same-chi.js --baseline DIR [--dims 96,96,64] [--voxel 2,2,2] [--threads 2]');
+if (!args.baseline && !args.dump && !args.against) {
+  console.error('usage: node bench/same-chi.js --baseline DIR | --dump FILE | --against FILE [--dims 96,96,64] [--voxel 2,2,2] [--threads 2]');
   process.exit(2);
 }
 const dims = (args.dims ?? '96,96,64').split(',').map(Number);
@@ -44,16 +50,23 @@ async function outputs(wasmBase) {
   }
 }
 
+const bytesOf = (a) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+const sha = (a) => createHash('sha256').update(bytesOf(a)).digest('hex');
 const now = await outputs(null);
-const base = await outputs(args.baseline);
+if (args.dump) {
+  fs.writeFileSync(args.dump, JSON.stringify(now.map(([name, a]) => [name, sha(a)]), null, 1));
+  console.log(`${now.length} outputs' sha256 written to ${args.dump}`);
+  process.exit(0);
+}
+const base = args.against ? JSON.parse(fs.readFileSync(args.against, 'utf8')) : (await outputs(args.baseline)).map(([name, a]) => [name, a]);
 let differ = 0;
 for (let i = 0; i < now.length; i++) {
   const [name, a] = now[i], b = base[i]?.[1];
-  const same = b && a.length === b.length && Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+  const same = typeof b === 'string' ? base[i][0] === name && sha(a) === b : b && a.length === b.length && bytesOf(a).equals(bytesOf(b));
   let maxAbs = 0;
-  if (b && !same) for (let j = 0; j < Math.min(a.length, b.length); j++) maxAbs = Math.max(maxAbs, Math.abs(a[j] - b[j]));
+  if (b && typeof b !== 'string' && !same) for (let j = 0; j < Math.min(a.length, b.length); j++) maxAbs = Math.max(maxAbs, Math.abs(a[j] - b[j]));
   if (!same) differ++;
-  console.log(`${same ? 'same   ' : 'DIFFERS'} ${name}${same ? '' : ` (max |Δ| ${maxAbs.toExponential(2)})`}`);
+  console.log(`${same ? 'same   ' : 'DIFFERS'} ${name}${same || typeof b === 'string' ? '' : ` (max |Δ| ${maxAbs.toExponential(2)})`}`);
 }
 console.log(`${now.length - differ} of ${now.length} outputs byte-identical to the baseline (${dims.join('×')} at ${voxelMm.join('×')} mm, ${threads} threads)`);
 process.exit(differ ? 1 : 0);
