@@ -32,6 +32,12 @@ void finish_plan(TilePlan& p, const Geometry& g, std::span<const uint8_t> mask, 
 }
 }  // namespace
 
+uint64_t voxels_run(const TilePlan& p) {
+  uint64_t sum = 0;
+  for (uint64_t v : active_patch_voxels(p.grid, p.patch_dims)) sum = saturating_add(sum, v);
+  return sum;
+}
+
 TilePlan plan_tiled(const Geometry& g, std::span<const uint8_t> mask, const FieldNetwork& network, TileConfig cfg,
                     uint32_t workers, Target target, const FidelityModel* fidelity) {
   validate_geometry(g);

@@ -53,6 +53,7 @@ StepRun::StepRun(const Geometry& g, std::span<const float> field, std::span<cons
   // A whole volume or a crop box (one patch, or its slabs) runs non-cubic patches.
   input_shape_ = TensorShape{1, plan_.whole_volume || plan_.crop.cropped ? plan_.patch_dims : std::array<uint64_t, 3>{e, e, e}};
   output_shape_ = TensorShape{std::max<uint32_t>(1, output_channels), input_shape_.dims};
+  inputs_.resize(active_.size());
   started_.resize(active_.size());
   seconds_.assign(active_.size(), 0.0);
 }
@@ -70,23 +71,51 @@ std::optional<PatchSteps::Patch> StepRun::next(std::span<float> input) {
   const std::optional<uint64_t> job = scheduler_.try_acquire();
   if (!job) return std::nullopt;
   const Tile& t = *active_[*job];
+  const std::array<uint64_t, 3> dims = dims_of(t);
+  Patch patch{*job, t.index};
   try {
-    gather_patch(geometry_, field_, t.patch_lo, input_shape_.dims, network_.norm, input,
-                 network_.masked_input ? mask_ : std::span<const uint8_t>{});
+    const std::span<const uint8_t> mask = network_.masked_input ? mask_ : std::span<const uint8_t>{};
+    if (dims == input_shape_.dims) {
+      gather_patch(geometry_, field_, t.patch_lo, dims, network_.norm, input, mask);
+    } else {
+      std::vector<float> own;
+      {
+        std::lock_guard lock(buffers_);
+        if (!spare_.empty()) {
+          own = std::move(spare_.back());
+          spare_.pop_back();
+        }
+      }
+      own.resize(dims[0] * dims[1] * dims[2]);
+      gather_patch(geometry_, field_, t.patch_lo, dims, network_.norm, own, mask);
+      patch.shape = TensorShape{1, dims};
+      patch.input = own;
+      std::lock_guard lock(buffers_);
+      inputs_[*job] = std::move(own);  // the vector's storage moves with it: patch.input stays valid
+    }
   } catch (...) {
     scheduler_.fail(*job, std::current_exception());
     throw;
   }
   started_[*job] = Clock::now();
-  return Patch{*job, t.index};
+  return patch;
+}
+
+void StepRun::release(uint64_t job) {
+  std::lock_guard lock(buffers_);
+  if (inputs_[job].empty()) return;
+  spare_.push_back(std::move(inputs_[job]));
+  inputs_[job] = {};
 }
 
 void StepRun::finish(uint64_t job, std::span<const float> output) {
   const Tile& t = tile_of(job);
+  release(job);
   try {
     const std::string where = plan_.whole_volume ? "whole volume " + dims_text(input_shape_.dims) : tile_text(t);
-    check_output_size(output.size(), output_shape_, where);
-    writer_.write(t, input_shape_.dims, output.first(input_shape_.spatial()));
+    const TensorShape shape{output_shape_.channels, dims_of(t)};
+    check_output_size(output.size(), shape, where);
+    writer_.write(t, shape.dims, output.first(shape.spatial()));
     seconds_[job] = std::chrono::duration<double>(Clock::now() - started_[job]).count();
     scheduler_.complete(job);
   } catch (...) {
@@ -96,6 +125,7 @@ void StepRun::finish(uint64_t job, std::span<const float> output) {
 
 void StepRun::fail(uint64_t job, ErrorCode code, const std::string& message) {
   const Tile& t = tile_of(job);
+  release(job);
   const std::string where = plan_.whole_volume ? "whole volume " + dims_text(input_shape_.dims) : tile_text(t);
   scheduler_.fail(job, std::make_exception_ptr(Error(code, where + ": " + message)));
 }

@@ -2,25 +2,17 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 
+#include "tessera/crop.h"
 #include "tessera/error.h"
 
 namespace tessera {
 
 namespace {
 
-// Does the box [lo, hi) hold any mask voxel?
-bool any_mask(const Geometry& g, std::span<const uint8_t> mask, const Dims3& lo, const Dims3& hi) {
-  for (int64_t z = lo[2]; z < hi[2]; ++z) {
-    for (int64_t y = lo[1]; y < hi[1]; ++y) {
-      const uint8_t* row = mask.data() + g.index(0, y, z);
-      for (int64_t x = lo[0]; x < hi[0]; ++x) {
-        if (row[x]) return true;
-      }
-    }
-  }
-  return false;
-}
+// A box no voxel has widened yet: any voxel sets both ends.
+constexpr ServedBox kNoVoxel{{INT64_MAX, INT64_MAX, INT64_MAX}, {INT64_MIN, INT64_MIN, INT64_MIN}};
 
 // Range of patch coordinates [a, b) whose volume coordinate origin + i lies inside [0, n).
 void valid_range(int64_t origin, uint64_t dim, int64_t n, int64_t& a, int64_t& b) {
@@ -35,6 +27,50 @@ std::string tile_text(const Tile& t) {
   auto range = [](int64_t a, int64_t b) { return std::to_string(a) + "-" + std::to_string(b); };
   return "tile " + std::to_string(t.index) + " (core x " + range(t.core_lo[0], t.core_hi[0]) + ", y " +
          range(t.core_lo[1], t.core_hi[1]) + ", z " + range(t.core_lo[2], t.core_hi[2]) + ")";
+}
+
+ServedBox served_box(const Geometry& g, std::span<const uint8_t> mask, const Dims3& lo, const Dims3& hi) {
+  ServedBox b = kNoVoxel;
+  const auto set = [](uint8_t m) { return m != 0; };
+  for (int64_t z = lo[2]; z < hi[2]; ++z) {
+    for (int64_t y = lo[1]; y < hi[1]; ++y) {
+      const uint8_t* row = mask.data() + g.index(0, y, z);
+      const uint8_t* first = std::find_if(row + lo[0], row + hi[0], set);
+      if (first == row + hi[0]) continue;
+      const uint8_t* last = row + hi[0] - 1;
+      while (!*last) --last;
+      b.lo[0] = std::min<int64_t>(b.lo[0], first - row), b.hi[0] = std::max<int64_t>(b.hi[0], last - row + 1);
+      b.lo[1] = std::min(b.lo[1], y), b.hi[1] = std::max(b.hi[1], y + 1);
+      b.lo[2] = std::min(b.lo[2], z), b.hi[2] = std::max(b.hi[2], z + 1);
+    }
+  }
+  return b;
+}
+
+void shrink_patch(Tile& t, const std::array<uint64_t, 3>& dims, const ServedBox& box, uint32_t reach, uint32_t divisor) {
+  if (box.empty()) return;
+  const int64_t d = std::max<uint32_t>(1, divisor), r = reach;
+  for (int a = 0; a < 3; ++a) {
+    const int64_t p0 = t.patch_lo[a], p1 = p0 + static_cast<int64_t>(dims[a]);
+    const int64_t want0 = std::max(p0, box.lo[a] - r), want1 = std::min(p1, box.hi[a] + r);
+    const int64_t lo = p0 + (want0 - p0) / d * d;                          // down to the patch's grid, not below p0
+    const int64_t hi = std::min(p1, p0 + (want1 - p0 + d - 1) / d * d);    // up to it, not past p1
+    t.patch_lo[a] = lo;
+    t.patch_dims[a] = static_cast<uint64_t>(hi - lo);
+  }
+}
+
+uint32_t patch_reach(const TileConfig& cfg) { return std::max(cfg.halo, kCropMargin); }
+
+std::vector<uint64_t> active_patch_voxels(const TileGrid& grid, const std::array<uint64_t, 3>& common) {
+  std::vector<uint64_t> voxels;
+  voxels.reserve(grid.active);
+  for (const Tile& t : grid.tiles) {
+    if (t.skipped) continue;
+    const std::array<uint64_t, 3> d = tile_patch_dims(t, common);
+    voxels.push_back(d[0] * d[1] * d[2]);
+  }
+  return voxels;
 }
 
 std::vector<const Tile*> active_tiles(const TileGrid& grid) {
@@ -87,6 +123,7 @@ TileGrid make_tile_grid(const Geometry& g, std::span<const uint8_t> mask, TileCo
       for (uint64_t tx = 0; tx < grid.counts[0]; ++tx) {
         Tile t;
         t.index = index++;
+        t.patch_dims = {grid.patch_edge, grid.patch_edge, grid.patch_edge};
         const uint64_t tc[3] = {tx, ty, tz};
         bool aligned = true;
         for (int a = 0; a < 3; ++a) {
@@ -97,7 +134,9 @@ TileGrid make_tile_grid(const Geometry& g, std::span<const uint8_t> mask, TileCo
                                       std::max<int64_t>(1, divisor), pad_low[a], on_grid);
           aligned = aligned && on_grid;
         }
-        t.skipped = !any_mask(g, mask, t.core_lo, t.core_hi);
+        const ServedBox served = served_box(g, mask, t.core_lo, t.core_hi);
+        t.skipped = served.empty();
+        if (!t.skipped) shrink_patch(t, {grid.patch_edge, grid.patch_edge, grid.patch_edge}, served, patch_reach(cfg), divisor);
         (t.skipped ? grid.skipped : grid.active) += 1;
         if (!t.skipped && !aligned) ++grid.misaligned;
         grid.tiles.push_back(t);
@@ -186,6 +225,58 @@ uint64_t MaskRuns::active_tiles(const TileConfig& cfg) const {
     }
   }
   return active;
+}
+
+std::vector<uint64_t> MaskRuns::patch_voxels(const TileConfig& cfg, uint32_t divisor, const Dims3& pad_low) const {
+  validate_tile_config(cfg);
+  const int64_t core = cfg.core, step = cfg.step(), d = std::max<uint32_t>(1, divisor);
+  const uint64_t edge = tile_patch_size(cfg, divisor);
+  const std::array<uint64_t, 3> full{edge, edge, edge};
+  int64_t n[3];
+  std::array<std::vector<int64_t>, 3> start;  // the unshrunk patch's first voxel of each window, per axis
+  for (int a = 0; a < 3; ++a) {
+    n[a] = 1 + (std::max<int64_t>(0, dims_[a] - core) + step - 1) / step;
+    for (int64_t k = 0; k < n[a]; ++k) {
+      bool aligned = true;
+      start[a].push_back(place_patch(k * step, core, cfg.halo, static_cast<int64_t>(edge), d, pad_low[a], aligned));
+    }
+  }
+  std::vector<ServedBox> boxes(static_cast<size_t>(n[0]));
+  std::vector<uint64_t> voxels;
+  for (int64_t k = 0; k < n[2]; ++k) {
+    const int64_t z0 = k * step, z1 = std::min(z0 + core, dims_[2]);
+    for (int64_t j = 0; j < n[1]; ++j) {
+      const int64_t y0 = j * step, y1 = std::min(y0 + core, dims_[1]);
+      std::fill(boxes.begin(), boxes.end(), kNoVoxel);
+      for (int64_t z = z0; z < z1; ++z) {
+        for (int64_t y = y0; y < y1; ++y) {
+          const uint64_t row = static_cast<uint64_t>(y + dims_[1] * z);
+          for (uint32_t r = row_start_[row]; r < row_start_[row + 1]; ++r) {
+            const int64_t a = runs_[r][0], b = runs_[r][1];
+            const int64_t lo = std::max<int64_t>(0, floor_div(a - core, step) + 1);
+            const int64_t hi = std::min<int64_t>(n[0] - 1, (b - 1) / step);
+            for (int64_t i = lo; i <= hi; ++i) {
+              ServedBox& box = boxes[static_cast<size_t>(i)];
+              box.lo[0] = std::min(box.lo[0], std::max(a, i * step));
+              box.hi[0] = std::max(box.hi[0], std::min(b, i * step + core));
+              box.lo[1] = std::min(box.lo[1], y), box.hi[1] = std::max(box.hi[1], y + 1);
+              box.lo[2] = std::min(box.lo[2], z), box.hi[2] = std::max(box.hi[2], z + 1);
+            }
+          }
+        }
+      }
+      for (int64_t i = 0; i < n[0]; ++i) {
+        const ServedBox& box = boxes[static_cast<size_t>(i)];
+        if (box.empty()) continue;
+        Tile t;
+        t.patch_lo = {start[0][static_cast<size_t>(i)], start[1][static_cast<size_t>(j)], start[2][static_cast<size_t>(k)]};
+        t.patch_dims = full;
+        shrink_patch(t, full, box, patch_reach(cfg), divisor);
+        voxels.push_back(t.patch_dims[0] * t.patch_dims[1] * t.patch_dims[2]);
+      }
+    }
+  }
+  return voxels;
 }
 
 void gather_patch(const Geometry& g, std::span<const float> field, const Dims3& origin,

@@ -22,8 +22,8 @@ FieldNetwork plain(uint32_t divisor) { return FieldNetwork{TileCost{divisor, 110
 
 // Every tile's network output for a grid: a function of the tile and the volume position, so overlapping tiles
 // disagree (as truncated context makes them) and the blend has something to average.
-std::vector<float> tile_output(const Tile& t, uint64_t edge, uint64_t seed) {
-  std::vector<float> out(edge * edge * edge);
+std::vector<float> tile_output(const Tile& t, const std::array<uint64_t, 3>& dims, uint64_t seed) {
+  std::vector<float> out(dims[0] * dims[1] * dims[2]);
   Rng rng(seed * 1000003 + t.index);
   for (float& v : out) v = rng.uniform();
   return out;
@@ -37,7 +37,8 @@ std::vector<float> blend_in_order(const Geometry& g, const std::vector<uint8_t>&
   const uint64_t e = grid.patch_edge;
   for (const Tile* t : order) {
     EXPECT_FALSE(w.complete());
-    w.write(*t, {e, e, e}, tile_output(*t, e, seed));
+    const std::array<uint64_t, 3> dims = tile_patch_dims(*t, {e, e, e});
+    w.write(*t, dims, tile_output(*t, dims, seed));
   }
   EXPECT_TRUE(w.complete());
   return chi;
@@ -113,7 +114,8 @@ TEST(Blend, WeightsSumToOneSoAgreeingTilesGiveTheirValue) {
       std::vector<float> in(run.input_shape().size());
       const auto p = run.next(in);
       if (!p) break;
-      run.finish(p->job, id.run(in, run.input_shape()));
+      // A shrunk patch comes in the run's own buffer, with its shape.
+      run.finish(p->job, p->input.empty() ? id.run(in, run.input_shape()) : id.run(p->input, p->shape));
     }
     run.report();
     for (uint64_t i = 0; i < chi.size(); ++i) {
@@ -145,7 +147,8 @@ TEST(Blend, BitIdenticalInAnyOrderAndFromSeveralThreads) {
       pool.emplace_back([&] {
         for (size_t i; (i = next.fetch_add(1)) < order.size();) {
           const uint64_t e = grid.patch_edge;
-          w.write(*order[i], {e, e, e}, tile_output(*order[i], e, 9));
+          const std::array<uint64_t, 3> dims = tile_patch_dims(*order[i], {e, e, e});
+          w.write(*order[i], dims, tile_output(*order[i], dims, 9));
         }
       });
     }
@@ -175,10 +178,11 @@ TEST(Blend, EqualsTheWeightedMeanOfTheTilesCoveringAVoxel) {
       if (!in) continue;
       double w = 1;
       for (int a = 0; a < 3; ++a) w *= p[static_cast<size_t>(v[a] - t.core_lo[a])];
-      const std::vector<float> out = tile_output(t, e, 3);
+      const std::array<uint64_t, 3> dims = tile_patch_dims(t, {e, e, e});
+      const std::vector<float> out = tile_output(t, dims, 3);
       const uint64_t px = static_cast<uint64_t>(v[0] - t.patch_lo[0]), py = static_cast<uint64_t>(v[1] - t.patch_lo[1]),
                      pz = static_cast<uint64_t>(v[2] - t.patch_lo[2]);
-      num += w * out[(px * e + py) * e + pz];
+      num += w * out[(px * dims[1] + py) * dims[2] + pz];
       den += w;
     }
     EXPECT_NEAR(chi[g.index(v[0], v[1], v[2])], num / den, 1e-6) << "x " << x;

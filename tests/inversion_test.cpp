@@ -100,7 +100,7 @@ TEST(Inversion, PlanEstimatesWithTheMeasuredSpeedAndSaysSo) {
   EXPECT_NEAR(fit.seconds_per_voxel, 4e-4, 1e-12);
   ASSERT_FALSE(measured.whole_volume);
   EXPECT_NEAR(measured.estimated_seconds,
-              estimate_tiled_seconds(measured.patch_edge, measured.tiles_active, measured.workers, measured.threads_per_worker, fit), 1e-6);
+              estimate_plan_seconds(measured, measured.workers, measured.threads_per_worker, fit), 1e-6);
   EXPECT_GT(measured.estimated_seconds, registry.estimated_seconds);
 
   // Unusable points are refused by name, not planned with.

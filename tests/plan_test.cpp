@@ -67,8 +67,12 @@ TEST(Plan, CarriesTheTilesItsRunGoesThrough) {
   for (const Tile& t : p.grid.tiles) {
     active += t.skipped ? 0 : 1;
     uint64_t v = 1;
+    const std::array<uint64_t, 3> d = tile_patch_dims(t, p.patch_dims);
     for (int a = 0; a < 3; ++a) {
-      EXPECT_EQ(t.patch_lo[a], t.core_lo[a] - 8);
+      // The patch core - 8 .. core - 8 + edge, or inside it where the tile's mask voxels need less (shrink_patch).
+      EXPECT_GE(t.patch_lo[a], t.core_lo[a] - 8);
+      EXPECT_LE(t.patch_lo[a] + static_cast<int64_t>(d[a]), t.core_lo[a] - 8 + static_cast<int64_t>(p.patch_edge));
+      if (t.skipped) EXPECT_EQ(t.patch_lo[a], t.core_lo[a] - 8);
       EXPECT_LE(t.core_hi[a], g.dims[a]);
       v *= static_cast<uint64_t>(t.core_hi[a] - t.core_lo[a]);
     }
@@ -82,4 +86,27 @@ TEST(Plan, CarriesTheTilesItsRunGoesThrough) {
   ASSERT_EQ(whole.grid.tiles.size(), 1u);
   EXPECT_EQ(whole.grid.tiles[0].core_hi, g.dims);
   EXPECT_EQ(whole.grid.tiles[0].patch_lo, (Dims3{0, 0, 0}));  // 160, 192, 144 are multiples of 8
+}
+
+TEST(Plan, CountsTheVoxelsItsRunComputesPatchByPatch) {
+  const Geometry g = geometry(100, 90, 80);
+  const std::vector<uint8_t> mask = ellipsoid_mask(g, 0.8);
+  const FieldNetwork net{TileCost{8, 1100}, {}, PadRule::SmallerHalfLow};
+  const TilePlan p = plan_tiled(g, mask, net, {24, 8}, 2, Target::Native);
+  ASSERT_TRUE(p.feasible) << p.message;
+  // The sum over the active tiles of their own patches, none larger than the plan's edge³, the edge tiles cut.
+  uint64_t sum = 0, cut = 0;
+  for (const Tile& t : p.grid.tiles) {
+    if (t.skipped) continue;
+    const std::array<uint64_t, 3> d = tile_patch_dims(t, p.patch_dims);
+    for (int a = 0; a < 3; ++a) EXPECT_LE(d[a], p.patch_edge) << tile_text(t);
+    sum += d[0] * d[1] * d[2];
+    cut += d[0] * d[1] * d[2] < p.patch_edge * p.patch_edge * p.patch_edge ? 1 : 0;
+  }
+  EXPECT_EQ(voxels_run(p), sum);
+  EXPECT_GT(cut, 0u) << "an ellipsoid's surface tiles should be cut";
+  EXPECT_LT(voxels_run(p), p.tiles_active * p.patch_edge * p.patch_edge * p.patch_edge);
+  // A whole-volume plan runs its padded volume once.
+  const TilePlan whole = plan_whole(g, net, Target::Native);
+  EXPECT_EQ(voxels_run(whole), whole.patch_dims[0] * whole.patch_dims[1] * whole.patch_dims[2]);
 }

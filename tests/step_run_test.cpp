@@ -8,6 +8,7 @@
 #include <random>
 
 #include "support.h"
+#include "tessera/crop.h"
 #include "tessera/error.h"
 #include "tessera/inversion.h"
 
@@ -41,7 +42,8 @@ RunReport drive(StepRun& run, PatchRunner& net, uint64_t seed, uint32_t cap) {
       std::vector<float> input(run.input_shape().size());
       const auto patch = run.next(input);
       if (!patch) break;
-      out[patch->job] = net.run(input, run.input_shape());
+      // A shrunk patch comes in the run's own buffer, with its shape.
+      out[patch->job] = patch->input.empty() ? net.run(input, run.input_shape()) : net.run(patch->input, patch->shape);
       EXPECT_LE(run.in_flight(), cap);
     }
     if (out.empty()) break;
@@ -53,7 +55,80 @@ RunReport drive(StepRun& run, PatchRunner& net, uint64_t seed, uint32_t cap) {
   return run.report();
 }
 
+// The plan with every patch back where make_tile_grid places it before shrinking, at the common edge: the grid of an
+// all-ones mask (a full core keeps its patch's start), the plan's tiles skipped as they were.
+TilePlan unshrunk(const TilePlan& plan, const Geometry& g, const FieldNetwork& net) {
+  TilePlan full = plan;
+  const std::vector<uint8_t> ones(g.voxel_count(), 1);
+  const TileGrid grid = make_tile_grid(g, ones, plan.tile, net.cost.divisor, whole_volume_shape(g, net).pad_low);
+  for (size_t i = 0; i < full.grid.tiles.size(); ++i) {
+    full.grid.tiles[i].patch_lo = grid.tiles[i].patch_lo;
+    full.grid.tiles[i].patch_dims = {0, 0, 0};
+  }
+  return full;
+}
+
 }  // namespace
+
+TEST(StepRun, AShrunkPatchGivesTheUnshrunkChiWhereTheNetworkLooksNoFurtherThanTheHalo) {
+  const Geometry g = geometry(31, 27, 21);
+  const std::vector<float> field = random_field(g, 13);
+  const std::vector<uint8_t> mask = ellipsoid_mask(g, 0.7);
+  const FieldNetwork net = conv_network(4);
+  // Halo = the crop margin: the shrunk patches keep exactly the halo.
+  constexpr uint32_t kHalo = kCropMargin;
+  for (const TileConfig& cfg : {TileConfig{10, kHalo}, TileConfig{12, kHalo, 6, Blend::Cosine}}) {
+    const TilePlan plan = plan_tiled(g, mask, net, cfg, 3, Target::Native);
+    ASSERT_TRUE(plan.feasible) << plan.message;
+    uint64_t shrunk = 0;
+    for (const Tile& t : plan.grid.tiles) shrunk += !t.skipped && t.patch_dims != plan.patch_dims ? 1 : 0;
+    ASSERT_GT(shrunk, plan.tiles_active / 4) << "the mask leaves the patches whole: nothing to compare";
+    const TilePlan full = unshrunk(plan, g, net);
+    for (int radius : {int{kHalo}, int{kHalo} + 1}) {
+      ReferenceConvRunner conv(radius);
+      std::vector<float> cut(g.voxel_count()), whole(g.voxel_count());
+      StepRun a(g, field, mask, net, plan, 1, cut);
+      EXPECT_EQ(drive(a, conv, 5, plan.tiles_in_flight).tiles_run, plan.tiles_active);
+      StepRun b(g, field, mask, net, full, 1, whole);
+      drive(b, conv, 5, full.tiles_in_flight);
+      const bool same = std::memcmp(cut.data(), whole.data(), cut.size() * sizeof(float)) == 0;
+      // Radius = the halo: every output reads only inputs the shrunk patch holds. One more reads past it.
+      EXPECT_EQ(same, radius <= int{kHalo}) << "core " << cfg.core << " stride " << cfg.stride << " radius " << radius;
+      if (radius == int{kHalo}) {
+        // The threaded driver hands the run's own buffers to its threads: the same χ.
+        std::vector<float> threaded(g.voxel_count());
+        tiled_field_inversion(g, field, mask, net, cfg, conv, threads(3), threaded);
+        EXPECT_EQ(std::memcmp(cut.data(), threaded.data(), cut.size() * sizeof(float)), 0) << "core " << cfg.core;
+      }
+    }
+  }
+}
+
+TEST(StepRun, AShrunkPatchsOutputIsCheckedAgainstItsOwnShape) {
+  const Geometry g = geometry(41, 35, 27);
+  const std::vector<float> field = random_field(g, 13);
+  const std::vector<uint8_t> mask = ellipsoid_mask(g, 0.7);
+  const FieldNetwork net = conv_network(4);
+  const TilePlan plan = plan_tiled(g, mask, net, {10, 3}, 1, Target::Native);
+  std::vector<float> chi(g.voxel_count());
+  StepRun run(g, field, mask, net, plan, 1, chi);
+  std::vector<float> input(run.input_shape().size());
+  for (;;) {
+    const auto p = run.next(input);
+    ASSERT_TRUE(p) << "no shrunk patch in this plan";
+    if (p->input.empty()) {
+      run.finish(p->job, std::vector<float>(input.size()));
+      continue;
+    }
+    EXPECT_LT(p->shape.size(), run.input_shape().size());
+    run.finish(p->job, std::vector<float>(run.input_shape().size()));  // the common patch's size: wrong for this one
+    ASSERT_TRUE(run.finished());
+    const std::string m = error_of([&] { run.report(); }, ErrorCode::RunnerFailed);
+    EXPECT_NE(m.find(tile_text(plan.grid.tiles[p->tile])), std::string::npos) << m;
+    EXPECT_NE(m.find("expected " + std::to_string(p->shape.size())), std::string::npos) << m;
+    break;
+  }
+}
 
 TEST(StepRun, EqualsTheThreadedDriverBitForBitInAnyCompletionOrder) {
   const Geometry g = geometry(37, 29, 22);

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "support.h"
+#include "tessera/crop.h"
 #include "tessera/error.h"
 
 using namespace tessera;
@@ -148,4 +152,127 @@ TEST(Tiling, PatchesSitOnTheWholeVolumesPoolingGridWhenTheRoundingLeavesRoom) {
   const TileGrid in_phase = make_tile_grid(g, mask, TileConfig{48, 4}, 8, Dims3{4, 4, 4});
   EXPECT_EQ(in_phase.misaligned, 0u);
   for (const Tile& t : in_phase.tiles) EXPECT_EQ(t.patch_lo[0], t.core_lo[0] - 4);
+}
+
+namespace {
+
+// The first voxel of a patch before it is shrunk, by make_tile_grid's documented placement (tiling.h): on the whole
+// volume's pooling grid within the rounding slack, else core_lo − halo.
+int64_t placed_patch(int64_t core_lo, const TileConfig& cfg, int64_t edge, int64_t d, int64_t pad_low) {
+  const int64_t want = core_lo - cfg.halo, off = ((want + pad_low) % d + d) % d;
+  return want - off >= core_lo + cfg.core + cfg.halo - edge ? want - off : want;
+}
+
+// A non-convex mask off the volume's centre: an ellipsoid in the low corner with a hole, and a stray voxel.
+std::vector<uint8_t> lopsided_mask(const Geometry& g) {
+  std::vector<uint8_t> mask(g.voxel_count(), 0);
+  for (int64_t z = 0; z < g.dims[2]; ++z)
+    for (int64_t y = 0; y < g.dims[1]; ++y)
+      for (int64_t x = 0; x < g.dims[0]; ++x) {
+        const double u = (x - 0.4 * g.dims[0]) / (0.35 * g.dims[0]), v = (y - 0.45 * g.dims[1]) / (0.4 * g.dims[1]),
+                     w = (z - 0.4 * g.dims[2]) / (0.38 * g.dims[2]);
+        mask[g.index(x, y, z)] = u * u + v * v + w * w <= 1.0 ? 1 : 0;
+      }
+  for (int64_t z = 6; z < 10; ++z)
+    for (int64_t y = 8; y < 14; ++y)
+      for (int64_t x = 9; x < 15; ++x) mask[g.index(x, y, z)] = 0;
+  mask[g.index(g.dims[0] - 1, 0, g.dims[2] - 1)] = 1;
+  return mask;
+}
+
+}  // namespace
+
+TEST(Tiling, ShrunkPatchesHoldEveryServedVoxelsReachOnTheGridInsideTheOldPatch) {
+  const Geometry g = geometry(37, 29, 23);
+  const std::vector<uint8_t> mask = lopsided_mask(g);
+  uint64_t shrunk = 0, checked = 0;
+  for (const Dims3& pad_low : {Dims3{0, 0, 0}, Dims3{2, 3, 1}}) {
+    for (uint32_t d : {1u, 4u, 8u}) {
+      for (uint32_t core : {5u, 8u, 13u}) {
+        for (uint32_t halo : {0u, 3u, 6u}) {
+          for (uint32_t stride : {0u, core / 2}) {
+            const TileConfig cfg{core, halo, stride, stride ? Blend::Cosine : Blend::Crop};
+            const TileGrid grid = make_tile_grid(g, mask, cfg, d, pad_low);
+            const int64_t E = static_cast<int64_t>(grid.patch_edge);
+            ASSERT_EQ(E % d, 0);
+            const int64_t reach = std::max(halo, kCropMargin);  // the halo, at least the crop box's margin
+            for (const Tile& t : grid.tiles) {
+              if (t.skipped) continue;
+              ++checked;
+              Dims3 lo{INT64_MAX, INT64_MAX, INT64_MAX}, hi{INT64_MIN, INT64_MIN, INT64_MIN};  // served voxels' box
+              for (int64_t z = t.core_lo[2]; z < t.core_hi[2]; ++z)
+                for (int64_t y = t.core_lo[1]; y < t.core_hi[1]; ++y)
+                  for (int64_t x = t.core_lo[0]; x < t.core_hi[0]; ++x) {
+                    if (!mask[g.index(x, y, z)]) continue;
+                    const int64_t v[3] = {x, y, z};
+                    for (int a = 0; a < 3; ++a) lo[a] = std::min(lo[a], v[a]), hi[a] = std::max(hi[a], v[a] + 1);
+                  }
+              ASSERT_LE(lo[0], hi[0]) << tile_text(t) << " is active without a mask voxel";
+              bool smaller = false;
+              for (int a = 0; a < 3; ++a) {
+                const int64_t P0 = placed_patch(t.core_lo[a], cfg, E, d, pad_low[a]), P1 = P0 + E;
+                const int64_t p0 = t.patch_lo[a], p1 = p0 + static_cast<int64_t>(t.patch_dims[a]);
+                const std::string where = tile_text(t) + " axis " + std::to_string(a) + " core " + std::to_string(core) +
+                                          " halo " + std::to_string(halo) + " stride " + std::to_string(stride) +
+                                          " divisor " + std::to_string(d);
+                // Inside the old patch, on its pooling grid.
+                EXPECT_GE(p0, P0) << where;
+                EXPECT_LE(p1, P1) << where;
+                EXPECT_EQ((p0 - P0) % d, 0) << where;
+                EXPECT_EQ(t.patch_dims[a] % d, 0u) << where;
+                // Every served voxel keeps its reach (as far as the old patch reached).
+                EXPECT_LE(p0, std::max(P0, lo[a] - reach)) << where;
+                EXPECT_GE(p1, std::min(P1, hi[a] + reach)) << where;
+                // And no more than the grid asks for.
+                EXPECT_GT(p0, lo[a] - reach - static_cast<int64_t>(d)) << where;
+                EXPECT_LT(p1, hi[a] + reach + static_cast<int64_t>(d)) << where;
+                smaller = smaller || p1 - p0 < E;
+              }
+              shrunk += smaller ? 1 : 0;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000u);
+  EXPECT_GT(shrunk, checked / 4) << "the mask leaves most patches whole: the test checks little";
+}
+
+TEST(Tiling, ATileWhoseCoreIsFullOfMaskKeepsItsWholePatch) {
+  const Geometry g = geometry(40, 30, 20);  // multiples of the core: no core is cut by the volume's edge
+  const std::vector<uint8_t> mask(g.voxel_count(), 1);
+  for (const Dims3& pad_low : {Dims3{0, 0, 0}, Dims3{2, 3, 1}}) {
+    for (const TileConfig& cfg : {TileConfig{10, 3}, TileConfig{10, 0}, TileConfig{10, 4, 5, Blend::Cosine}}) {
+      const TileGrid grid = make_tile_grid(g, mask, cfg, 8, pad_low);
+      const int64_t E = static_cast<int64_t>(grid.patch_edge);
+      for (const Tile& t : grid.tiles) {
+        if (t.core_hi[0] - t.core_lo[0] < 10 || t.core_hi[1] - t.core_lo[1] < 10 || t.core_hi[2] - t.core_lo[2] < 10) continue;
+        EXPECT_EQ(t.patch_dims, (std::array<uint64_t, 3>{grid.patch_edge, grid.patch_edge, grid.patch_edge})) << tile_text(t);
+        for (int a = 0; a < 3; ++a) EXPECT_EQ(t.patch_lo[a], placed_patch(t.core_lo[a], cfg, E, 8, pad_low[a])) << tile_text(t);
+      }
+    }
+  }
+}
+
+TEST(Tiling, MaskRunsCountTheShrunkPatchVoxelsOfTheGrid) {
+  const Geometry g = geometry(37, 29, 23);
+  const std::vector<uint8_t> mask = lopsided_mask(g);
+  const MaskRuns runs(g, mask);
+  for (const Dims3& pad_low : {Dims3{0, 0, 0}, Dims3{2, 3, 1}}) {
+    for (uint32_t d : {1u, 8u}) {
+      for (uint32_t core : {1u, 3u, 8u, 13u, 40u}) {
+        for (uint32_t stride : {0u, 1u, core / 2, core - 1}) {
+          if (stride > core) continue;
+          const TileConfig cfg{core, 2, stride, stride && stride < core ? Blend::Cosine : Blend::Crop};
+          const TileGrid grid = make_tile_grid(g, mask, cfg, d, pad_low);
+          const uint64_t e = grid.patch_edge;
+          EXPECT_EQ(runs.patch_voxels(cfg, d, pad_low), active_patch_voxels(grid, {e, e, e}))
+              << "core " << core << " stride " << stride << " divisor " << d;
+        }
+      }
+    }
+  }
+  const std::vector<uint8_t> empty(g.voxel_count(), 0);
+  EXPECT_TRUE(MaskRuns(g, empty).patch_voxels(TileConfig{8, 2}, 8, {0, 0, 0}).empty());
 }

@@ -1081,7 +1081,7 @@ test('reload mid-run: every worker of the old page closes (none orphaned), and t
   await tab.reload();
   await tab.waitForFunction(() => document.body.dataset.state === 'idle' && document.querySelector('#planReadout').dataset.feasible === 'true', null, { timeout: 60000 });
   assert.ok(await until(() => closed === old.length), `${closed} of the old page's ${old.length} workers closed`);
-  assert.ok(await until(async () => (await workerTargets()) === idle), `${await workerTargets()} worker targets after the reload (${await workerNames()}), ${idle} in an idle tab (${idleNames})`);
+  assert.ok(await until(async () => (await workerTargets()) === idle, 30000), `${await workerTargets()} worker targets after the reload (${await workerNames()}), ${idle} in an idle tab (${idleNames})`);
   // The reloaded page runs: the package's χ equals the JS reference of the conv stack.
   const dims = [12, 10, 8];
   const n = dims[0] * dims[1] * dims[2];
@@ -1443,8 +1443,18 @@ test('From phase: Cancel mid-pipeline stops it; no result arrives', { skip, time
   const errorsBefore = (await readData('#error')).count ?? 0;
   await page.click('#demo');
   // past the scan, two steps of the pipeline done (the progress of the run itself: the last run's was cleared)
-  await page.waitForFunction(() => document.body.dataset.state === 'running' && /step \d+/.test(document.querySelector('#progressText').textContent) && Number(document.querySelector('#progress').dataset.done ?? 0) >= 2, null, { timeout: 90000, polling: 20 });
-  await page.click('#cancel');
+  // Clicked in the page the moment that holds (a click from here can come after the last step on a loaded host).
+  await page.evaluate(() => new Promise((resolve, reject) => {
+    const end = Date.now() + 90000;
+    const tick = () => {
+      if (document.body.dataset.state === 'running' && /step \d+/.test(document.querySelector('#progressText').textContent) && Number(document.querySelector('#progress').dataset.done ?? 0) >= 2) {
+        document.querySelector('#cancel').click();
+        resolve();
+      } else if (Date.now() > end) reject(new Error('the pipeline never reached step 2'));
+      else setTimeout(tick, 2);
+    };
+    tick();
+  }));
   await waitState(['cancelled'], 2000);
   await page.waitForTimeout(1500);
   assert.equal(await pageState(), 'cancelled');

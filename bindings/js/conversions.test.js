@@ -68,7 +68,7 @@ function assertShape(value, shape, path = 'value') {
 }
 
 const PLAN_TILE = { core: N, halo: N, stride: N, blend: S };
-const GRID_TILE = { index: N, coreLo: T3, coreHi: T3, patchLo: T3, skipped: B };
+const GRID_TILE = { index: N, coreLo: T3, coreHi: T3, patchLo: T3, patchDims: T3, skipped: B };
 const GRID = { counts: T3, patchEdge: N, stride: N, blend: S, misaligned: N, tiles: arrayOf(GRID_TILE) };
 const PREDICTED_FIDELITY = { r: N, nrmse: N, deficit: N };
 const CONTEXT = { radius: N, measured: B, assumed: B, radius90: N, radius99: N };
@@ -82,7 +82,7 @@ const PLANNED_VERIFICATION = {
 const TILE_PLAN = {
   feasible: B, tile: PLAN_TILE, workers: N, threadsPerWorker: N, estimatedSeconds: N, estimateSource: S, explanation: S, fidelityWarning: S,
   message: S, wholeVolume: B, crop: nullable(CROP_BOX), patchEdge: N, patchDims: T3, bytesPerTile: N, tilesInFlight: N, tilesTotal: N,
-  tilesActive: N, tilesSkipped: N, activationBytes: N, moduleHeapBytes: N, peakBytes: N, grid: GRID,
+  tilesActive: N, tilesSkipped: N, voxelsRun: N, activationBytes: N, moduleHeapBytes: N, peakBytes: N, grid: GRID,
   verify: nullable(PLANNED_VERIFICATION), context: nullable(CONTEXT), predictedFidelity: nullable(PREDICTED_FIDELITY),
 };
 const B0_PLAN = {
@@ -186,13 +186,17 @@ test('a tiled plan: every field, Numbers, the grid tiles; verify, context and pr
   assert.equal(plan.tilesTotal, plan.grid.counts[0] * plan.grid.counts[1] * plan.grid.counts[2]);
   assert.equal(plan.grid.tiles.filter((t) => t.skipped).length, plan.tilesSkipped);
   assert.equal(plan.tilesActive + plan.tilesSkipped, plan.tilesTotal);
+  // Each patch is the core ± halo, or inside it where the tile's mask voxels need less (cut to its mask).
+  let voxels = 0;
   plan.grid.tiles.forEach((t, i) => {
     assert.equal(t.index, i);
     for (let a = 0; a < 3; a++) {
-      assert.equal(t.patchLo[a], t.coreLo[a] - 2);
+      assert.ok(t.patchLo[a] >= t.coreLo[a] - 2 && t.patchLo[a] + t.patchDims[a] <= t.coreLo[a] - 2 + 12, `tile ${i} axis ${a}`);
       assert.ok(t.coreHi[a] > t.coreLo[a] && t.coreHi[a] - t.coreLo[a] <= 8);
     }
+    if (!t.skipped) voxels += t.patchDims[0] * t.patchDims[1] * t.patchDims[2];
   });
+  assert.equal(plan.voxelsRun, voxels);
   assert.ok(plan.grid.tiles.some((t) => t.patchLo.some((x) => x < 0)), 'negative patch corners stay negative Numbers');
   assert.equal(plan.peakBytes, plan.activationBytes + plan.moduleHeapBytes);
 });

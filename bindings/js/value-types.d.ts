@@ -75,6 +75,8 @@ export interface PlanTile {
   readonly coreHi: Dims3;
   /** the patch's first voxel (coreLo - halo; may be negative: zeros outside the volume) */
   readonly patchLo: Dims3;
+  /** this tile's patch, cut to the mask voxels its core serves (plus the halo); [0, 0, 0]: the plan's patchDims */
+  readonly patchDims: Extent3;
   /** the core holds no mask voxel: not run */
   readonly skipped: boolean;
 }
@@ -210,6 +212,8 @@ export interface TilePlan {
   readonly tilesTotal: number;
   readonly tilesActive: number;
   readonly tilesSkipped: number;
+  /** the patch voxels the run computes: every active tile's patch, each cut to its mask */
+  readonly voxelsRun: number;
   readonly activationBytes: number;
   readonly moduleHeapBytes: number;
   readonly peakBytes: number;

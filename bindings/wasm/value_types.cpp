@@ -242,6 +242,8 @@ void register_value_types() {
       .field("coreLo", &Tile::core_lo).doc("the output core [coreLo, coreHi), voxels")
       .field("coreHi", &Tile::core_hi)
       .field("patchLo", &Tile::patch_lo).doc("the patch's first voxel (coreLo - halo; may be negative: zeros outside the volume)")
+      .field("patchDims", &Tile::patch_dims)
+      .doc("this tile's patch, cut to the mask voxels its core serves (plus the halo); [0, 0, 0]: the plan's patchDims")
       .field("skipped", &Tile::skipped).doc("the core holds no mask voxel: not run");
 
   Fields<TileGrid>("PlanGrid", "The tiles a run goes through.")
@@ -331,6 +333,8 @@ void register_value_types() {
       .number<&TilePlan::tiles_total>("tilesTotal")
       .number<&TilePlan::tiles_active>("tilesActive")
       .number<&TilePlan::tiles_skipped>("tilesSkipped")
+      .field("voxelsRun", +[](const TilePlan& p) { return static_cast<double>(voxels_run(p)); })
+      .doc("the patch voxels the run computes: every active tile's patch, each cut to its mask")
       .number<&TilePlan::activation_bytes>("activationBytes")
       .number<&TilePlan::module_heap_bytes>("moduleHeapBytes")
       .number<&TilePlan::peak_bytes>("peakBytes")

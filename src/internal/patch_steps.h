@@ -21,16 +21,16 @@ class PatchSteps {
     uint64_t job = 0;   // what finish()/fail() take
     uint64_t tile = 0;  // the plan.grid tile it belongs to
     uint32_t network = 0;  // which network runs it (NeXtQSM: 0 = BF, 1 = VJP)
-    // Runs that own their inputs (TaskRun) set these, valid until this job is finished or failed: the input in
-    // network layout, its shape and further named inputs. Empty input: next() gathered it into the caller's buffer,
-    // of input_shape().
+    // Runs that own their inputs (TaskRun; StepRun for a patch shrunk below input_shape()) set these, valid until
+    // this job is finished or failed: the input in network layout, its shape and further named inputs. Empty input:
+    // next() gathered it into the caller's buffer, of input_shape().
     std::span<const float> input;
     TensorShape shape;
     std::span<const NamedInput> extras;
   };
   virtual ~PatchSteps() = default;
 
-  // Shape of every patch handed out.
+  // Shape of the patches next() gathers into the caller's buffer (Patch::input carries its own).
   const TensorShape& input_shape() const { return input_shape_; }
 
   // Gathers the next patch into input and hands it out; nothing while the allowed patches are out, after the last,

@@ -4,7 +4,9 @@
 // whose TileScheduler hands out at most the plan's tiles_in_flight patches at once.
 #pragma once
 
+#include <array>
 #include <chrono>
+#include <mutex>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -28,8 +30,10 @@ class StepRun : public PatchSteps {
   StepRun(const Geometry& geometry, std::span<const float> field, std::span<const uint8_t> mask,
           const FieldNetwork& network, const TilePlan& plan, uint32_t output_channels, std::span<float> chi);
 
-  // Patches are [1, 1, patch dims] (the whole volume's padded dims, or edge³), at most plan.tiles_in_flight out;
-  // finish() writes the core into chi (blended with overlapping tiles: chi is final when the last one is in).
+  // Patches are [1, 1, patch dims], at most plan.tiles_in_flight out; finish() writes the core into chi (blended
+  // with overlapping tiles: chi is final when the last one is in). input_shape() is the plan's common patch (the whole
+  // volume's padded dims, the crop box's, or edge³): a patch of that shape is gathered into input; a tile whose patch
+  // was shrunk (Tile::patch_dims) is gathered into the run's own buffer, handed out as Patch::input and shape.
   std::optional<Patch> next(std::span<float> input) override;
   void finish(uint64_t job, std::span<const float> output) override;
   void fail(uint64_t job, ErrorCode code, const std::string& message) override;
@@ -37,6 +41,9 @@ class StepRun : public PatchSteps {
 
  private:
   const Tile& tile_of(uint64_t job) const;
+  std::array<uint64_t, 3> dims_of(const Tile& tile) const { return tile_patch_dims(tile, input_shape_.dims); }
+  // Gives job's own input buffer back for later patches (none when it was gathered into the caller's).
+  void release(uint64_t job);
 
   using Clock = std::chrono::steady_clock;
   Geometry geometry_;
@@ -47,6 +54,9 @@ class StepRun : public PatchSteps {
   std::vector<const Tile*> active_;
   TensorShape output_shape_;
   TileWriter writer_;
+  std::vector<std::vector<float>> inputs_;  // per job: the gathered input of a shrunk patch, until finished or failed
+  std::vector<std::vector<float>> spare_;   // released input buffers
+  std::mutex buffers_;                      // guards inputs_ and spare_
   std::vector<Clock::time_point> started_;
   std::vector<double> seconds_;
   Clock::time_point t0_;

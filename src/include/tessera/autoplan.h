@@ -101,10 +101,15 @@ struct AutoPlan {
   std::string warning;      // non-empty when nothing within the budget reaches the quality target
 };
 
-// Estimated wall time of a tiled run: start-up + ceil(active / workers) waves of one tile each.
+// Estimated wall time of a tiled run of equal patches: start-up + ceil(active / workers) waves of one tile each.
 // workers >= 1; threads >= 1.
 double estimate_tiled_seconds(uint64_t patch_edge, uint64_t active_tiles, uint32_t workers, uint32_t threads,
                               const ThroughputModel& speed);
+
+// Estimated wall time of a plan's run: its active patches (each cut to its mask, tiling.h shrink_patch) largest first
+// in waves of `workers`, each wave as long as its largest patch.
+// workers >= 1; threads >= 1.
+double estimate_plan_seconds(const TilePlan& plan, uint32_t workers, uint32_t threads, const ThroughputModel& speed);
 
 // Chooses the fastest safe config. geometry valid; mask holds geometry.voxel_count() values.
 // Throws Error(BudgetExceeded) when no core fits at this halo (with the planner's advice).

@@ -47,6 +47,9 @@ struct TilePlan {
                                     // memory above are the aligned grid's, the source volume's bytes added)
 };
 
+// The patch voxels a plan's run computes: every active tile's patch (tile_patch_dims of the plan's patch_dims).
+uint64_t voxels_run(const TilePlan& plan);
+
 // Plans a tiled run. Never throws for an infeasible config: feasible=false and message say why.
 // geometry is valid and mask holds geometry.voxel_count() values (else Error InvalidArgument).
 // fidelity, when given, predicts the plan's fidelity (else one is made from network.context when it is known).

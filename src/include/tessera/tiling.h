@@ -15,14 +15,39 @@
 namespace tessera {
 
 // One tile: its output core [core_lo, core_hi) (the window it writes; windows overlap when the stride is shorter
-// than the core) and the volume position of its patch's first voxel.
+// than the core) and the box of its patch [patch_lo, patch_lo + patch_dims).
 struct Tile {
   uint64_t index = 0;  // position in grid order (x fastest, then y, then z)
   Dims3 core_lo{0, 0, 0};
   Dims3 core_hi{0, 0, 0};
   Dims3 patch_lo{0, 0, 0};  // core_lo - halo; may be negative (zeros outside the volume)
+  std::array<uint64_t, 3> patch_dims{0, 0, 0};  // this tile's patch (shrink_patch); 0: the plan's common patch_dims
   bool skipped = false;     // the core holds no mask voxel
 };
+
+// The dims tile's patch runs at: its own when set, else the run's common ones.
+inline std::array<uint64_t, 3> tile_patch_dims(const Tile& tile, const std::array<uint64_t, 3>& common) {
+  return tile.patch_dims[0] ? tile.patch_dims : common;
+}
+
+// The mask voxels a tile's core serves: their bounding box [lo, hi); empty when lo[0] >= hi[0].
+struct ServedBox {
+  Dims3 lo{0, 0, 0}, hi{0, 0, 0};
+  bool empty() const { return lo[0] >= hi[0]; }
+};
+
+// The bounding box of the mask voxels in [core_lo, core_hi).
+// mask holds geometry.voxel_count() values; the core lies inside the volume.
+ServedBox served_box(const Geometry& geometry, std::span<const uint8_t> mask, const Dims3& core_lo, const Dims3& core_hi);
+
+// Cuts a tile's patch [patch_lo, patch_lo + dims) to what its served voxels need: on each axis the served extent grown
+// by reach (the halo) on both sides, clipped to the patch, its start moved down and its end up to the patch's own
+// pooling grid {patch_lo + k·divisor}. Every served voxel keeps at least reach voxels of context on every side (or
+// all of the old patch), the result is never larger than the old patch, and it sits on the same pooling grid: a
+// network whose output at a voxel depends only on inputs within reach gives the same value there. Sets
+// tile.patch_lo and tile.patch_dims; an empty box leaves the tile as it was.
+// dims are multiples of divisor; box lies inside the patch.
+void shrink_patch(Tile& tile, const std::array<uint64_t, 3>& dims, const ServedBox& box, uint32_t reach, uint32_t divisor);
 
 struct TileGrid {
   TileConfig config;
@@ -37,8 +62,14 @@ struct TileGrid {
 // "tile 3 (core x 0-56, y 56-112, z 0-56)": how messages name a tile.
 std::string tile_text(const Tile& tile);
 
+// The context a shrunk patch keeps past the mask voxels its core serves: the halo, and at least the crop box's margin
+// (kCropMargin, tessera/crop.h), since a face at the head's surface with no zeros past it moves the network's border
+// response onto the served voxels (bench/shrink.js: the demo U-Net at halo 0 went from NRMSE 0.045 to 0.119 without it).
+uint32_t patch_reach(const TileConfig& cfg);
+
 // Cuts the volume into tiles whose cores start every cfg.step() voxels from 0 (clamped at the far edges), and
-// marks those whose core holds no mask voxel. Each patch (cfg.core + 2·halo rounded up to the divisor) is placed on
+// marks those whose core holds no mask voxel. Each active tile's patch is then shrunk to the mask voxels its core
+// serves (shrink_patch with reach patch_reach(cfg)): a tile whose core is full of mask keeps the whole patch. Each patch (cfg.core + 2·halo rounded up to the divisor) is placed on
 // the pooling grid of the whole-volume run when the rounding leaves room: its first voxel p with
 // (p + pad_low) % divisor == 0, where pad_low is the whole-volume run's low-side padding (whole_volume_shape), as
 // close to core_lo − halo as that allows (never further than the rounding slack). A network whose poolings see the
@@ -64,6 +95,11 @@ class MaskRuns {
   // cfg is valid (validate_tile_config).
   uint64_t active_tiles(const TileConfig& cfg) const;
 
+  // The patch voxels of each active tile of make_tile_grid(geometry, mask, cfg, divisor, pad_low), shrunk as it
+  // shrinks them, in grid order: what a run of that grid computes, without building it.
+  // cfg is valid (validate_tile_config).
+  std::vector<uint64_t> patch_voxels(const TileConfig& cfg, uint32_t divisor, const Dims3& pad_low) const;
+
  private:
   Dims3 dims_{0, 0, 0};
   std::vector<uint32_t> row_start_;             // row y + ny·z holds runs_[row_start_[row] .. row_start_[row + 1])
@@ -72,6 +108,9 @@ class MaskRuns {
 
 // The tiles of a grid that run (core holds a mask voxel), in grid order; the pointers point into grid.tiles.
 std::vector<const Tile*> active_tiles(const TileGrid& grid);
+
+// The patch voxels of each active tile in grid order (tile_patch_dims of common).
+std::vector<uint64_t> active_patch_voxels(const TileGrid& grid, const std::array<uint64_t, 3>& common);
 
 // The grid of a whole-volume run: one tile whose core is the whole volume and whose patch starts at patch_lo.
 // geometry is valid; patch_edge is the largest padded dim.
