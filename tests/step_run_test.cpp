@@ -262,8 +262,10 @@ TEST(StepRun, APlanHandedBackIsObeyedOrRefused) {
   r.custom = conv_network(8);
   r.auto_tile = true;
   r.hardware_threads = 2;
+  r.fixed_workers = 2;  // two workers asked for: a tiling (the mask's box as one patch runs on one)
   const TilePlan chosen = plan_inversion(r, mask, Target::Wasm);
   ASSERT_TRUE(chosen.feasible) << chosen.message;
+  ASSERT_FALSE(chosen.whole_volume) << chosen.explanation;
   PlanChoice c{false, chosen.tile, chosen.workers, chosen.threads_per_worker, chosen.tiles_in_flight, chosen.tiles_total,
                chosen.tiles_active};
   const TilePlan obeyed = plan_of_choice(r, mask, c, Target::Wasm);

@@ -70,6 +70,11 @@ FidelityTarget fidelity_target(Quality quality);
 // NRMSE over the study (bench/RESULTS.md §11), so a predicted 0.7 × target is measured within the target.
 inline constexpr double kFidelityMargin = 0.7;
 
+// A tiling displaces the whole volume (or the mask's box as one patch) only when estimated at most this fraction of its
+// time: the whole-volume run is the reference, and patches cut to their mask that ran 7-10 % fewer voxels than the box
+// ran no faster on the demo network at 160×160×128 (bench/RESULTS.md §26) with twice its NRMSE against the whole volume.
+inline constexpr double kTilingOverWhole = 0.85;
+
 // When a network's context is not known (a custom network with neither a receptive radius nor weights to derive
 // it from), the planner assumes the dipole profile of this radius and says so.
 inline constexpr uint32_t kAssumedReceptiveRadius = 64;
