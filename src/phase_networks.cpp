@@ -223,11 +223,14 @@ TilePlan plan_phase(const ModelSpec& m, const Geometry& g, std::span<const uint8
   return plan_layout(m, g, phase_layout(m, g, erode_mask(g, mask, s.erode_radius)), echoes, target);
 }
 
+// A phase network that assumes B0 along the third axis is warned about above this tilt (the page shows the plan's words).
+constexpr double kPhaseB0WarnDegrees = 5.0;
+
 std::string phase_warning(const ModelSpec& m, const Geometry& g) {
   std::string w;
   const double norm = std::sqrt(g.b0_dir[0] * g.b0_dir[0] + g.b0_dir[1] * g.b0_dir[1] + g.b0_dir[2] * g.b0_dir[2]);
   const double degrees = std::acos(std::min(1.0, std::abs(g.b0_dir[2]) / norm)) * 180.0 / 3.14159265358979323846;
-  if (!takes_b0_direction(m) && degrees > 5.0) {
+  if (!takes_b0_direction(m) && degrees > kPhaseB0WarnDegrees) {
     w = std::string(m.name) + " assumes B0 along the volume's third axis; yours is " +
         std::to_string(static_cast<int>(std::lround(degrees))) + "° off (use iQSM+ for oblique acquisitions)";
   }

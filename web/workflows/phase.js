@@ -198,13 +198,9 @@ export const phaseWorkflow = {
     return input;
   },
 
-  /** The echo count, and a warning when B0 is off the third axis for a network that assumes it along it. */
-  describe(input, net) {
-    const b = input.geometry.b0Dir;
-    const notes = [];
-    const tilt = (Math.acos(Math.min(1, Math.abs(b[2]) / (Math.hypot(...b) || 1))) * 180) / PI;
-    if (tilt > 5 && !net.model?.inputs?.includes('b0_dir')) notes.push(`B0 is ${tilt.toFixed(0)}° off the third voxel axis: ${net.name} assumes B0 along it (iQSM+ takes any direction)`);
-    return { counts: `${input.echoes} echo${input.echoes > 1 ? 'es' : ''}, `, notes };
+  /** The echo count (B0 off the third axis for a network that assumes it along it: the plan's warning, from C++). */
+  describe(input) {
+    return { counts: `${input.echoes} echo${input.echoes > 1 ? 'es' : ''}, `, notes: [] };
   },
 
   /**
