@@ -148,7 +148,7 @@ export class NetworkPanel {
     bar.max = total || 1;
     bar.value = total ? loaded : 0;
     if (!total) bar.removeAttribute('value');
-    $('dlText').textContent = `${label}: ${(loaded / 1e6).toFixed(1)}${total ? ` / ${(total / 1e6).toFixed(1)}` : ''} MB`;
+    $('dlText').textContent = `${label}: ${fmtBytes(loaded)}${total ? ` of ${fmtBytes(total)}` : ''}`;
   }
 
   hideProgress() {
