@@ -3,6 +3,7 @@
 // registrations into value-types.d.ts; the interfaces here that extend them add what the runtime adds in JavaScript.
 import type {
   CalibrationFit,
+  Limits,
   ModelInfo,
   PlanContext,
   PlannedB0Alignment,
@@ -18,6 +19,7 @@ export type {
   CropBox,
   Dims3,
   Extent3,
+  Limits,
   ModelInfo,
   Normalization,
   PlanContext,
@@ -100,16 +102,6 @@ export interface NetworkSpec {
 }
 
 export type ModelKind = 'field-to-chi' | 'physics-loop' | 'native-patches' | 'whole-volume-only';
-
-export interface Limits {
-  tileActivationBudget: number;
-  maxPatchActivationBytes: number;
-  heapCeilingBytes: number;
-  /** an ONNX Runtime worker whose heap would pass this fails its tile (MemoryCeiling) instead of stalling near the ceiling */
-  workerHeapGuardBytes: number;
-  /** a classical method's or the pipeline's module heap over this is refused by its plan */
-  computeHeapLimitBytes: number;
-}
 
 /** One calibration measurement: a fresh worker ran one patch of edge³. */
 export interface CalibrationPoint {

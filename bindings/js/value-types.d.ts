@@ -247,6 +247,23 @@ export interface TileRunReport {
   readonly tileSeconds: number[];
 }
 
+/** The memory limits every wasm plan obeys, in bytes. */
+export interface Limits {
+  /** activations of all tiles in flight together */
+  readonly tileActivationBudget: number;
+  /** one patch over this is refused up front (near the heap ceiling a run stalls instead of failing) */
+  readonly maxPatchActivationBytes: number;
+  /** the 32-bit wasm heap's ceiling (4 GiB) */
+  readonly heapCeilingBytes: number;
+  /**
+   * an ONNX Runtime worker whose heap would pass this fails its tile (MemoryCeiling) instead of stalling near the
+   * ceiling
+   */
+  readonly workerHeapGuardBytes: number;
+  /** a classical method's or the pipeline's module heap over this is refused by its plan */
+  readonly computeHeapLimitBytes: number;
+}
+
 /** How a map agrees with a reference inside a mask. */
 export interface Agreement {
   /** voxels compared */

@@ -149,7 +149,6 @@ test('plan(), schema(), registry(), model() and limits() return exactly the reco
   check(registry, 'ModelInfo[]', 'registry()');
   assert.ok(registry.some((m) => m.measuredContext !== null) && registry.some((m) => m.weights.length > 0));
   check(await tessera.model('demo-unet'), 'ModelInfo', 'model()');
-  // limits() is a plain object (bindings/wasm/plans.cpp), not a registered type: index.d.ts's Limits describes it.
   check(await tessera.limits(), 'Limits', 'limits()');
 });
 

@@ -78,15 +78,7 @@ val copy_out(std::span<const uint8_t> v) {
   return val(emscripten::typed_memory_view(v.size(), v.data())).call<val>("slice");
 }
 
-val limits_to_val() {
-  val o = val::object();  // named constants, not a struct
-  o.set("tileActivationBudget", static_cast<double>(WASM_TILE_ACTIVATION_BUDGET));
-  o.set("maxPatchActivationBytes", static_cast<double>(WASM_MAX_PATCH_ACTIVATION_BYTES));
-  o.set("heapCeilingBytes", static_cast<double>(WASM_HEAP_CEILING_BYTES));
-  o.set("workerHeapGuardBytes", static_cast<double>(WASM_WORKER_HEAP_GUARD_BYTES));
-  o.set("computeHeapLimitBytes", static_cast<double>(WASM_COMPUTE_HEAP_LIMIT_BYTES));
-  return o;
-}
+val limits_to_val() { return val(WasmLimits{}); }
 
 val verification_to_val(const Agreement& a, const VerifyRegion& region) {
   val o(a);

@@ -359,6 +359,16 @@ void register_value_types() {
       .field("tileSeconds", +[](const RunReport& r) { return array_of(r.tile_seconds); }, "number[]")
       .doc("per tile run, in job order");
 
+  Fields<WasmLimits>("Limits", "The memory limits every wasm plan obeys, in bytes.")
+      .number<&WasmLimits::tile_activation_budget>("tileActivationBudget").doc("activations of all tiles in flight together")
+      .number<&WasmLimits::max_patch_activation_bytes>("maxPatchActivationBytes")
+      .doc("one patch over this is refused up front (near the heap ceiling a run stalls instead of failing)")
+      .number<&WasmLimits::heap_ceiling_bytes>("heapCeilingBytes").doc("the 32-bit wasm heap's ceiling (4 GiB)")
+      .number<&WasmLimits::worker_heap_guard_bytes>("workerHeapGuardBytes")
+      .doc("an ONNX Runtime worker whose heap would pass this fails its tile (MemoryCeiling) instead of stalling near the ceiling")
+      .number<&WasmLimits::compute_heap_limit_bytes>("computeHeapLimitBytes")
+      .doc("a classical method's or the pipeline's module heap over this is refused by its plan");
+
   Fields<Agreement>("Agreement", "How a map agrees with a reference inside a mask.")
       .number<&Agreement::voxels>("voxels").doc("voxels compared")
       .field("r", &Agreement::r).doc("Pearson correlation")

@@ -61,6 +61,15 @@ inline constexpr uint64_t WASM_WORKER_HEAP_GUARD_BYTES = 3'500'000'000ull;
 // A computation of the C++ core (a classical method, the pipeline) whose module heap would pass this is refused up
 // front: near the 4 GiB ceiling growth stalls instead of failing (the same margin as the worker heap guard).
 inline constexpr uint64_t WASM_COMPUTE_HEAP_LIMIT_BYTES = WASM_WORKER_HEAP_GUARD_BYTES;
+
+// The limits above as one value (what the module reports to JavaScript: limits()).
+struct WasmLimits {
+  uint64_t tile_activation_budget = WASM_TILE_ACTIVATION_BUDGET;
+  uint64_t max_patch_activation_bytes = WASM_MAX_PATCH_ACTIVATION_BYTES;
+  uint64_t heap_ceiling_bytes = WASM_HEAP_CEILING_BYTES;
+  uint64_t worker_heap_guard_bytes = WASM_WORKER_HEAP_GUARD_BYTES;
+  uint64_t compute_heap_limit_bytes = WASM_COMPUTE_HEAP_LIMIT_BYTES;
+};
 // The C++ module's own heap before any volume: Emscripten's initial memory (stacks, runtime, statics).
 inline constexpr uint64_t WASM_MODULE_BASELINE_BYTES = 16ull << 20;
 
