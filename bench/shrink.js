@@ -4,7 +4,7 @@
 // against the whole-volume run inside the mask, and the run's wall seconds (report.wallSeconds, the driver's loop).
 // Configs: default (the planner's default plan), CORE/HALO (a fixed tiling, crop-and-stitch), fast (tile 'auto',
 // quality 'fast': the planner's fastest tiling). Each build runs in its own runtime (2 ORT workers × 1 thread unless
-// the plan says otherwise); the voxel count drains a FieldRun of the same plan with zero outputs (no network).
+// the plan says otherwise); the voxels run are the plan's voxelsRun (a build before it: edge³ per active tile, as it ran).
 // A build folder holds tessera.js/.wasm/.worker.js and a package.json {"type":"commonjs"}.
 //
 // Usage:
@@ -15,8 +15,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createTessera } from '../bindings/js/index.js';
-import { loadTesseraModule } from '../bindings/js/module.js';
 import { agreement, loadavg } from './common.js';
+import { planText, voxelsRun } from './speed-web.js';
 
 const { values: a } = parseArgs({
   options: {
@@ -45,37 +45,6 @@ function requestOf(config) {
   return { tile: { core, halo } };
 }
 
-/** Patch voxels a run of this plan hands out: a FieldRun of the same tiling drained with zero outputs. */
-function voxelsRun(M, geometry, field, mask, plan) {
-  if (plan.wholeVolume) return plan.patchDims.reduce((x, y) => x * y);
-  const t = plan.tile;
-  const handle = M.plan(geometry, mask, { model: a.model, tile: { core: t.core, halo: t.halo, stride: t.stride, blend: t.blend }, workers: 1 }, undefined);
-  const volume = new M.Volume(geometry, 1);
-  volume.fieldView().set(field);
-  volume.maskView().set(mask);
-  const run = M.startFieldRun(volume, handle);
-  let voxels = 0;
-  try {
-    for (let p; (p = run.next()) !== null; ) {
-      const n = p.dims[2] * p.dims[3] * p.dims[4];
-      voxels += n;
-      run.finish(p.job, new Float32Array(n));
-    }
-    run.report();
-  } finally {
-    run.delete();
-    volume.delete();
-    handle.delete();
-  }
-  return voxels;
-}
-
-/** "core 32 halo 8, 120 × 48³, 2 × 1 threads", or the whole volume / mask box. */
-function planText(p) {
-  if (p.wholeVolume) return p.crop ? `mask box ${p.patchDims.join('×')}` : 'whole volume';
-  return `core ${p.tile.core} halo ${p.tile.halo}, ${p.tilesActive} × ${p.patchEdge}³, ${p.workers} × ${p.threadsPerWorker} threads`;
-}
-
 console.log(`shrink bench: node ${process.version}, ${os.cpus()[0].model} × ${os.cpus().length}, network ${a.model}; load ${loadavg()}`);
 console.log('| network | phantom | config | build | plan | voxels run ÷ volume | r vs whole | NRMSE vs whole | run s | load |');
 console.log('|---|---|---|---|---|---:|---:|---:|---:|---|');
@@ -85,17 +54,16 @@ for (const d of a.dims.split('/')) {
   const geometry = { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
   const nvox = dims[0] * dims[1] * dims[2];
   for (const [build, wasmBase] of builds) {
-    const M = await loadTesseraModule({ pthreadPoolSize: 2, wasmBase });
-    const { field, mask } = M.phantom(geometry, { seed: 1, threads: 2 });
     const tessera = await createTessera({ workers: 2, hardwareThreads: 2, threadsPerWorker: 1, wasmBase });
     try {
+      const { field, mask } = await tessera.phantom({ geometry, seed: 1 });
       const base = { geometry, field, mask, model: a.model, weights };
       const whole = await tessera.invert({ ...base, whole: true, crop: 'off', workers: 1, threadsPerWorker: 2 });
       for (const config of a.configs.split(',')) {
         const { chi, report } = await tessera.invert({ ...base, ...requestOf(config) });
         const g = agreement(chi, whole.chi, mask);
-        const share = voxelsRun(M, geometry, field, mask, report.plan) / nvox;
-        const row = { network: a.model, dims, config, build, plan: planText(report.plan), share, r: g.r, nrmse: g.nrmse,
+        const share = voxelsRun(report.plan) / nvox;
+        const row = { network: a.model, dims, config, build, plan: planText(report.plan, nvox), share, r: g.r, nrmse: g.nrmse,
           seconds: report.wallSeconds, load: loadavg() };
         rows.push(row);
         console.log(`| ${a.model} | ${dims.join('×')} | ${config} | ${build} | ${row.plan} | ${share.toFixed(3)} | ${g.r.toFixed(5)} | ` +

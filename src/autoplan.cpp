@@ -35,9 +35,10 @@ uint64_t largest_edge(const AutoPlanRequest& r, uint32_t divisor, uint64_t halo2
   return hi;
 }
 
-// Estimated wall time of patches of these voxel counts (largest first) on `workers` workers of `threads` threads: they
+// Estimated wall time of patches of these voxel counts on `workers` workers of `threads` threads: largest first, they
 // run in waves of `workers`, each wave as long as its largest patch; equal patches give estimate_tiled_seconds.
-double patches_seconds(std::span<const uint64_t> voxels_desc, uint32_t workers, uint32_t threads, const ThroughputModel& s) {
+// voxels_desc is sorted largest first.
+double waves_seconds(std::span<const uint64_t> voxels_desc, uint32_t workers, uint32_t threads, const ThroughputModel& s) {
   if (voxels_desc.empty()) return 0.0;
   const uint64_t k = std::max<uint32_t>(1, workers);
   const double per_voxel = s.seconds_per_voxel / speedup(threads, s);
@@ -46,19 +47,19 @@ double patches_seconds(std::span<const uint64_t> voxels_desc, uint32_t workers, 
   return seconds;
 }
 
-// The patch voxels a grid runs, largest first (what patches_seconds takes).
 std::vector<uint64_t> largest_first(std::vector<uint64_t> voxels) {
   std::sort(voxels.begin(), voxels.end(), std::greater<>());
   return voxels;
 }
 
-// The fastest (workers, threads) for a config whose active tiles run these patch voxels (largest first); workers
-// capped by the budget and the tiles.
+// The fastest (workers, threads) for a config whose active tiles run these patch voxels (any order); workers capped by
+// the budget and the tiles.
 struct Pace {
   uint32_t workers = 0, threads = 0;
   double seconds = 0;
 };
-Pace fastest_pace(const AutoPlanRequest& r, const TileConfig& cfg, std::span<const uint64_t> voxels_desc) {
+Pace fastest_pace(const AutoPlanRequest& r, const TileConfig& cfg, std::vector<uint64_t> patch_voxels) {
+  const std::vector<uint64_t> voxels_desc = largest_first(std::move(patch_voxels));
   const uint32_t cores = std::max<uint32_t>(1, r.hardware_threads);
   const uint64_t budget_tiles = r.target == Target::Wasm ? tiles_within_wasm_budget(cfg, r.network.cost) : cores;
   const uint64_t tiles = voxels_desc.size();
@@ -69,7 +70,7 @@ Pace fastest_pace(const AutoPlanRequest& r, const TileConfig& cfg, std::span<con
     if (k > 1 && k > tiles) break;
     for (uint32_t t = 1; k * t <= cores || (r.fixed_threads && t == r.fixed_threads); ++t) {
       if (r.fixed_threads && t != r.fixed_threads) continue;
-      const double est = patches_seconds(voxels_desc, k, t, r.speed);
+      const double est = waves_seconds(voxels_desc, k, t, r.speed);
       // Strictly faster wins; on a tie (within 0.5%) fewer workers (less memory) win.
       if (best.workers == 0 || est < best.seconds * 0.995) best = Pace{k, t, est};
       if (r.fixed_threads && t == r.fixed_threads) break;
@@ -157,7 +158,7 @@ AutoPlan plan_fastest(const AutoPlanRequest& r, std::span<const uint8_t> mask, c
       if (r.fixed_core) throw Error(ErrorCode::BudgetExceeded, plan.message);
       continue;
     }
-    const Pace pace = fastest_pace(r, cfg, largest_first(active_patch_voxels(plan.grid, plan.patch_dims)));
+    const Pace pace = fastest_pace(r, cfg, active_patch_voxels(plan.grid, plan.patch_dims));
     if (pace.workers && (!found || pace.seconds < best.estimated_seconds * 0.995)) {
       found = true;
       best.tile = cfg;
@@ -267,24 +268,23 @@ ThroughputModel fit_throughput(std::span<const SpeedPoint> points, const Through
 
 double estimate_tiled_seconds(uint64_t patch_edge, uint64_t active_tiles, uint32_t workers, uint32_t threads,
                               const ThroughputModel& s) {
-  return patches_seconds(std::vector<uint64_t>(active_tiles, patch_edge * patch_edge * patch_edge), workers, threads, s);
+  return waves_seconds(std::vector<uint64_t>(active_tiles, patch_edge * patch_edge * patch_edge), workers, threads, s);
 }
 
 double estimate_plan_seconds(const TilePlan& plan, uint32_t workers, uint32_t threads, const ThroughputModel& s) {
-  return patches_seconds(largest_first(active_patch_voxels(plan.grid, plan.patch_dims)), workers, threads, s);
+  return waves_seconds(largest_first(active_patch_voxels(plan.grid, plan.patch_dims)), workers, threads, s);
 }
 
 // The whole volume as the auto-planner's choice, when it fits and neither a core nor several workers are fixed.
 static std::optional<AutoPlan> whole_volume_choice(const AutoPlanRequest& r) {
   const TilePlan whole = plan_whole(r.geometry, r.network, r.target, r.crop.cropped ? &r.crop : nullptr);
   if (!whole.feasible || r.fixed_core || r.fixed_workers > 1) return std::nullopt;
-  const uint64_t voxels = whole.patch_dims[0] * whole.patch_dims[1] * whole.patch_dims[2];
   const uint32_t threads = r.fixed_threads ? r.fixed_threads : std::max<uint32_t>(1, r.hardware_threads);
   AutoPlan w;
   w.whole_volume = true;
   w.workers = 1;
   w.threads_per_worker = threads;
-  w.estimated_seconds = patches_seconds(std::span<const uint64_t>(&voxels, 1), 1, threads, r.speed);
+  w.estimated_seconds = estimate_plan_seconds(whole, 1, threads, r.speed);
   w.plan = whole;
   const std::string what = r.crop.cropped ? "the mask's bounding box + " + std::to_string(r.crop.margin) +
                                                 " voxels as one patch (" + crop_text(r.geometry, r.crop) +
@@ -328,7 +328,7 @@ static std::optional<AutoPlan> box_split_choice(const AutoPlanRequest& r, std::s
         TilePlan p = plan_box_split(r.geometry, mask, r.network, c, 1, r.target, &model);
         if (!p.feasible) continue;  // over the single-patch limit: more pieces
         if (meets(p.fidelity)) {
-          const double seconds = patches_seconds(largest_first(active_patch_voxels(p.grid, p.patch_dims)), 1, threads, r.speed);
+          const double seconds = estimate_plan_seconds(p, 1, threads, r.speed);
           if (!best || seconds < best->estimated_seconds) {
             AutoPlan a;
             a.tile = p.tile;
@@ -411,7 +411,7 @@ AutoPlan plan_auto(const AutoPlanRequest& r, std::span<const uint8_t> mask) {
       if (!on_pooling_grid(r.geometry, c.cfg, divisor, pad_low)) continue;
       done[k] = true;
       c.patch_edge = P;
-      c.pace = fastest_pace(r, c.cfg, largest_first(runs.patch_voxels(c.cfg, divisor, pad_low)));
+      c.pace = fastest_pace(r, c.cfg, runs.patch_voxels(c.cfg, divisor, pad_low));
       if (c.pace.workers) all.push_back(c);  // predicted below, fastest first
     }
   };
@@ -485,7 +485,7 @@ AutoPlan plan_auto(const AutoPlanRequest& r, std::span<const uint8_t> mask) {
       throw Error(ErrorCode::BudgetExceeded, fit.fits ? "no tile configuration fits the limits" : fit.message);
     }
     const TilePlan plan = plan_tiled(r.geometry, mask, r.network, most->cfg, cores, r.target, &model);
-    const Pace pace = fastest_pace(r, most->cfg, largest_first(active_patch_voxels(plan.grid, plan.patch_dims)));
+    const Pace pace = fastest_pace(r, most->cfg, active_patch_voxels(plan.grid, plan.patch_dims));
     best.tile = most->cfg;
     best.workers = pace.workers;
     best.threads_per_worker = pace.threads;

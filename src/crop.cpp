@@ -178,14 +178,7 @@ TileGrid box_split_grid(const Geometry& g, std::span<const uint8_t> mask, const 
     t.core_lo[a] = slabs[i].c0;
     t.core_hi[a] = slabs[i].c1;
     t.patch_lo[a] = slabs[i].p0;
-    bool any = false;
-    for (int64_t z = t.core_lo[2]; z < t.core_hi[2] && !any; ++z) {
-      for (int64_t y = t.core_lo[1]; y < t.core_hi[1] && !any; ++y) {
-        const uint8_t* row = mask.data() + g.index(0, y, z);
-        any = std::any_of(row + t.core_lo[0], row + t.core_hi[0], [](uint8_t m) { return m != 0; });
-      }
-    }
-    t.skipped = !any;
+    t.skipped = served_box(g, mask, t.core_lo, t.core_hi).empty();
     (t.skipped ? grid.skipped : grid.active) += 1;
     grid.tiles.push_back(t);
   }

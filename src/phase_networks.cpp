@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "tessera/b0_align.h"
 #include "tessera/budget.h"
 #include "tessera/error.h"
 #include "tessera/request.h"
@@ -228,8 +229,7 @@ constexpr double kPhaseB0WarnDegrees = 5.0;
 
 std::string phase_warning(const ModelSpec& m, const Geometry& g) {
   std::string w;
-  const double norm = std::sqrt(g.b0_dir[0] * g.b0_dir[0] + g.b0_dir[1] * g.b0_dir[1] + g.b0_dir[2] * g.b0_dir[2]);
-  const double degrees = std::acos(std::min(1.0, std::abs(g.b0_dir[2]) / norm)) * 180.0 / 3.14159265358979323846;
+  const double degrees = b0_tilt_degrees(g.b0_dir);
   if (!takes_b0_direction(m) && degrees > kPhaseB0WarnDegrees) {
     w = std::string(m.name) + " assumes B0 along the volume's third axis; yours is " +
         std::to_string(static_cast<int>(std::lround(degrees))) + "° off (use iQSM+ for oblique acquisitions)";
