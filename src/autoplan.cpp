@@ -115,8 +115,20 @@ std::string estimate_text(double seconds) {
 }
 
 std::string fidelity_text(const FidelityPrediction& f) {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "predicted r %.3f, NRMSE %.3f against the whole-volume run", f.r, f.nrmse);
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "predicted r %.3f, NRMSE %.3f against the whole-volume run%s", f.r, f.nrmse,
+                f.beyond_fit ? " (with the caution for a reach beyond the fidelity model's fit)" : "");
+  return buf;
+}
+
+// Why a prediction carries the caution, and what to do about it.
+std::string beyond_fit_text() {
+  char buf[400];
+  std::snprintf(buf, sizeof buf,
+                "; this network reaches further than the fidelity model was fitted on (a %u-voxel graph radius), so its "
+                "predicted NRMSE is multiplied by %.1f, the largest under-prediction measured on such a network: check "
+                "the result against a whole-volume run where one fits",
+                kFidelityFit.fit_radius, kFidelityFit.beyond_fit_caution);
   return buf;
 }
 
@@ -308,17 +320,39 @@ static std::optional<AutoPlan> whole_volume_choice(const AutoPlanRequest& r) {
   return w;
 }
 
+// Whether a run of fidelity a taking seconds_a is more faithful than b: lower predicted NRMSE (by more than 0.1 %),
+// then the faster of equals.
+static bool more_faithful(const FidelityPrediction& a, double seconds_a, const FidelityPrediction& b, double seconds_b) {
+  return a.nrmse < b.nrmse * 0.999 || (a.nrmse <= b.nrmse * 1.001 && seconds_a < seconds_b);
+}
+
+// The warning of a plan that falls short of the quality target: the most faithful run within the limits.
+static std::string short_of_target_text(Quality q, const FidelityPrediction& f) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "no tiling within the memory budget reaches the %s (the best is predicted r %.3f, NRMSE %.3f): the run "
+                "takes the most faithful one; the result is approximate",
+                target_text(q).c_str(), f.r, f.nrmse);
+  std::string text = buf;
+  if (f.beyond_fit) text += beyond_fit_text();
+  return text;
+}
+
 // The mask's box over the single-patch limit, run as slabs (plan_box_split): only the cut faces need context, so it
-// costs far fewer patch voxels than a cubic tiling at the same halo. The fastest split that meets the target: per
-// halo and axis the fewest pieces that fit (more pieces only add cut faces); none when the box fits as one patch, a
-// core or several workers are fixed, or nothing meets the target.
-static std::optional<AutoPlan> box_split_choice(const AutoPlanRequest& r, std::span<const uint8_t> mask,
-                                                const FidelityModel& model, const std::vector<uint32_t>& halos,
-                                                const std::function<bool(const FidelityPrediction&)>& meets) {
-  if (!r.crop.cropped || r.fixed_core || r.fixed_workers > 1) return std::nullopt;
-  if (plan_whole(r.geometry, r.network, r.target, &r.crop).feasible) return std::nullopt;
+// costs far fewer patch voxels than a cubic tiling at the same halo. Per halo and axis the fewest pieces that fit (more
+// pieces only add cut faces); none when the box fits as one patch, or a core or several workers are fixed.
+struct BoxSplits {
+  std::optional<AutoPlan> fastest_meeting;  // the fastest split that meets the target
+  std::optional<AutoPlan> most_faithful;    // the split of the lowest predicted NRMSE (then the fastest)
+};
+
+static BoxSplits box_split_choice(const AutoPlanRequest& r, std::span<const uint8_t> mask, const FidelityModel& model,
+                                  const std::vector<uint32_t>& halos,
+                                  const std::function<bool(const FidelityPrediction&)>& meets) {
+  BoxSplits out;
+  if (!r.crop.cropped || r.fixed_core || r.fixed_workers > 1) return out;
+  if (plan_whole(r.geometry, r.network, r.target, &r.crop).feasible) return out;
   const uint32_t threads = r.fixed_threads ? r.fixed_threads : std::max<uint32_t>(1, r.hardware_threads);
-  std::optional<AutoPlan> best;
   for (uint32_t h : halos) {
     for (uint32_t axis = 0; axis < 3; ++axis) {
       const int64_t extent = r.crop.hi[axis] - r.crop.lo[axis];
@@ -327,36 +361,42 @@ static std::optional<AutoPlan> box_split_choice(const AutoPlanRequest& r, std::s
         c.split = BoxSplit{axis, n, h};
         TilePlan p = plan_box_split(r.geometry, mask, r.network, c, 1, r.target, &model);
         if (!p.feasible) continue;  // over the single-patch limit: more pieces
-        if (meets(p.fidelity)) {
-          const double seconds = estimate_plan_seconds(p, 1, threads, r.speed);
-          if (!best || seconds < best->estimated_seconds) {
-            AutoPlan a;
-            a.tile = p.tile;
-            a.workers = 1;
-            a.threads_per_worker = threads;
-            a.estimated_seconds = seconds;
-            a.plan = std::move(p);
-            best = std::move(a);
-          }
+        AutoPlan a;
+        a.tile = p.tile;
+        a.workers = 1;
+        a.threads_per_worker = threads;
+        a.estimated_seconds = estimate_plan_seconds(p, 1, threads, r.speed);
+        a.plan = std::move(p);
+        const double nrmse = a.plan.fidelity.nrmse;
+        if (meets(a.plan.fidelity) && (!out.fastest_meeting || a.estimated_seconds < out.fastest_meeting->estimated_seconds)) {
+          out.fastest_meeting = a;
+        }
+        const AutoPlan* m = out.most_faithful ? &*out.most_faithful : nullptr;
+        if (!m || nrmse < m->plan.fidelity.nrmse * 0.999 ||
+            (nrmse <= m->plan.fidelity.nrmse * 1.001 && a.estimated_seconds < m->estimated_seconds)) {
+          out.most_faithful = std::move(a);
         }
         break;  // the fewest pieces that fit: more add cut faces and voxels
       }
     }
   }
-  if (!best) return std::nullopt;
-  const TilePlan& p = best->plan;
-  char buf[720];
-  std::snprintf(buf, sizeof buf,
-                "the mask's bounding box + %u voxels (%s) needs more than the %.1f GB single-patch limit as one patch, so "
-                "it runs in %s (patches %llu×%llu×%llu, %.2f GB each, %llu to run): only the cut faces need context; "
-                "1 worker × %u thread%s; %s (%s); ",
-                r.crop.margin, crop_text(r.geometry, r.crop).c_str(), WASM_MAX_PATCH_ACTIVATION_BYTES / 1e9,
-                split_text(p.crop.split).c_str(), static_cast<unsigned long long>(p.patch_dims[0]),
-                static_cast<unsigned long long>(p.patch_dims[1]), static_cast<unsigned long long>(p.patch_dims[2]),
-                p.bytes_per_tile / 1e9, static_cast<unsigned long long>(p.tiles_active), threads, threads == 1 ? "" : "s",
-                fidelity_text(p.fidelity).c_str(), target_text(r.quality).c_str());
-  best->explanation = buf + estimate_text(best->estimated_seconds);
-  return best;
+  for (std::optional<AutoPlan>* choice : {&out.fastest_meeting, &out.most_faithful}) {
+    if (!*choice) continue;
+    AutoPlan& best = **choice;
+    const TilePlan& p = best.plan;
+    char buf[720];
+    std::snprintf(buf, sizeof buf,
+                  "the mask's bounding box + %u voxels (%s) needs more than the %.1f GB single-patch limit as one patch, "
+                  "so it runs in %s (patches %llu×%llu×%llu, %.2f GB each, %llu to run): only the cut faces need context; "
+                  "1 worker × %u thread%s; %s (%s); ",
+                  r.crop.margin, crop_text(r.geometry, r.crop).c_str(), WASM_MAX_PATCH_ACTIVATION_BYTES / 1e9,
+                  split_text(p.crop.split).c_str(), static_cast<unsigned long long>(p.patch_dims[0]),
+                  static_cast<unsigned long long>(p.patch_dims[1]), static_cast<unsigned long long>(p.patch_dims[2]),
+                  p.bytes_per_tile / 1e9, static_cast<unsigned long long>(p.tiles_active), threads, threads == 1 ? "" : "s",
+                  fidelity_text(p.fidelity).c_str(), target_text(r.quality).c_str());
+    best.explanation = buf + estimate_text(best.estimated_seconds);
+  }
+  return out;
 }
 
 AutoPlan plan_auto(const AutoPlanRequest& r, std::span<const uint8_t> mask) {
@@ -469,20 +509,25 @@ AutoPlan plan_auto(const AutoPlanRequest& r, std::span<const uint8_t> mask) {
   }
   if (whole && (!found || best.estimated_seconds > whole->estimated_seconds * kTilingOverWhole)) return *whole;
   // The mask's box as slabs, when it is faster than the tiling (or the tiling misses the target).
-  std::optional<AutoPlan> split = box_split_choice(r, mask, model, halos, meets);
-  if (split && (!found || split->estimated_seconds < best.estimated_seconds)) return *split;
+  BoxSplits splits = box_split_choice(r, mask, model, halos, meets);
+  if (splits.fastest_meeting && (!found || splits.fastest_meeting->estimated_seconds < best.estimated_seconds)) {
+    return *splits.fastest_meeting;
+  }
   if (!found) {
-    // Nothing meets the target within the budget: the most faithful feasible config (then the fastest of equals).
+    // Nothing meets the target within the budget: the most faithful feasible tiling or split (then the fastest).
     const Candidate* most = nullptr;
     for (const Candidate& c : all) {
-      if (!most || c.fidelity.nrmse < most->fidelity.nrmse * 0.999 ||
-          (c.fidelity.nrmse <= most->fidelity.nrmse * 1.001 && c.pace.seconds < most->pace.seconds)) {
-        most = &c;
-      }
+      if (!most || more_faithful(c.fidelity, c.pace.seconds, most->fidelity, most->pace.seconds)) most = &c;
     }
-    if (!most) {
+    const AutoPlan* split = splits.most_faithful ? &*splits.most_faithful : nullptr;
+    if (!most && !split) {
       const PatchFit fit = wasm_patch_fit(TileConfig{r.fixed_core ? r.fixed_core : 1, r.fixed_halo ? r.halo : 0u}, r.network.cost);
       throw Error(ErrorCode::BudgetExceeded, fit.fits ? "no tile configuration fits the limits" : fit.message);
+    }
+    if (split && (!most || more_faithful(split->plan.fidelity, split->estimated_seconds, most->fidelity, most->pace.seconds))) {
+      AutoPlan a = *split;
+      a.warning = short_of_target_text(r.quality, a.plan.fidelity);
+      return a;
     }
     const TilePlan plan = plan_tiled(r.geometry, mask, r.network, most->cfg, cores, r.target, &model);
     const Pace pace = fastest_pace(r, most->cfg, active_patch_voxels(plan.grid, plan.patch_dims));
@@ -490,12 +535,7 @@ AutoPlan plan_auto(const AutoPlanRequest& r, std::span<const uint8_t> mask) {
     best.workers = pace.workers;
     best.threads_per_worker = pace.threads;
     best.estimated_seconds = pace.seconds;
-    char buf[320];
-    std::snprintf(buf, sizeof buf,
-                  "no tiling within the memory budget reaches the %s (the best is predicted r %.3f, NRMSE %.3f): the run "
-                  "takes the most faithful one; the result is approximate",
-                  target_text(r.quality).c_str(), most->fidelity.r, most->fidelity.nrmse);
-    best.warning = buf;
+    best.warning = short_of_target_text(r.quality, most->fidelity);
   }
   best.plan = plan_tiled(r.geometry, mask, r.network, best.tile, best.workers, r.target, &model);
   best.explanation = tiling_head(best) + ", " + budget_reason(r, best) + "; " + fidelity_text(best.plan.fidelity) + " (" +

@@ -71,6 +71,11 @@ uint32_t context_radius_holding(const ContextProfile& p, double fraction) {
 
 FidelityPrediction whole_volume_fidelity() { return FidelityPrediction{}; }
 
+bool beyond_fidelity_fit(const ContextProfile& profile, const FidelityFit& fit) {
+  if (fit.fit_radius == 0) return false;
+  return context_radius_holding(profile, 0.9) > context_radius_holding(dipole_context_profile(fit.fit_radius), 0.9);
+}
+
 FidelityModel::FidelityModel(const Geometry& g, std::span<const uint8_t> mask, ContextProfile profile, const FidelityFit& fit,
                              uint64_t max_samples)
     : geometry_(g), profile_(std::move(profile)), fit_(fit) {
@@ -161,7 +166,9 @@ FidelityPrediction FidelityModel::predict_windows(const std::array<std::vector<W
   }
   FidelityPrediction out;
   out.deficit = std::sqrt(sum / static_cast<double>(sample_.size()));
+  out.beyond_fit = beyond_fidelity_fit(profile_, fit_);
   out.nrmse = out.deficit > 0 ? fit_.alpha * std::pow(out.deficit, fit_.beta) : 0.0;
+  if (out.beyond_fit) out.nrmse *= fit_.beyond_fit_caution;
   out.r = std::max(0.0, 1.0 - fit_.gamma * out.nrmse * out.nrmse);
   return out;
 }

@@ -329,3 +329,42 @@ TEST(Crop, ABoxOverTheSinglePatchLimitRunsAsSlabsWhenFasterThanTilesAndTheChoice
   EXPECT_FALSE(over.feasible);
   EXPECT_NE(over.message.find("cut it into more pieces"), std::string::npos) << over.message;
 }
+
+TEST(Crop, ANetworkBeyondTheFidelityFitTakesTheMostFaithfulSlabsAndSaysWhy) {
+  // A reach of 199 voxels (the deep stand-in's graph radius) at 1600 B/voxel: no split meets the faithful target once
+  // the model's caution is applied, so the run takes the most faithful one and warns, naming the caution.
+  InversionRequest r;
+  r.geometry = geometry(200, 200, 160);
+  r.custom = masked_network(8);
+  r.custom.cost.bytes_per_voxel = 1600;
+  r.custom.context = dipole_context_profile(199);
+  r.auto_tile = true;
+  const std::vector<uint8_t> mask = box_mask(r.geometry, {40, 36, 20}, {164, 170, 150});
+  const TilePlan p = plan_inversion(r, mask, Target::Wasm);
+  ASSERT_TRUE(p.feasible) << p.message;
+  ASSERT_GE(p.crop.split.pieces, 2u) << p.explanation;
+  EXPECT_TRUE(p.fidelity.beyond_fit);
+  EXPECT_GT(p.fidelity.nrmse, fidelity_target(Quality::Faithful).max_nrmse * kFidelityMargin);
+  EXPECT_NE(p.fidelity_warning.find("the run takes the most faithful one"), std::string::npos) << p.fidelity_warning;
+  EXPECT_NE(p.fidelity_warning.find("reaches further than the fidelity model was fitted on"), std::string::npos)
+      << p.fidelity_warning;
+  // No split of the box (the fewest pieces that fit, per halo and axis) is predicted more faithful, and the chosen one
+  // keeps more context than the thinnest halo.
+  const CropBox box = crop_to_support(r.geometry, mask, r.custom, 4);
+  const FidelityModel model(r.geometry, mask, r.custom.context);
+  int checked = 0;
+  for (uint32_t halo : {0u, 2u, 8u, 16u, 32u, 48u, 64u})
+    for (uint32_t axis = 0; axis < 3; ++axis)
+      for (uint32_t n = 2; n <= 16; ++n) {
+        CropBox c = box;
+        c.split = BoxSplit{axis, n, halo};
+        const TilePlan s = plan_box_split(r.geometry, mask, r.custom, c, 1, Target::Wasm, &model);
+        if (!s.feasible) continue;
+        ++checked;
+        EXPECT_GE(s.fidelity.nrmse * 1.001, p.fidelity.nrmse) << "halo " << halo << " axis " << axis << " pieces " << n;
+        if (halo == 0) EXPECT_GT(s.fidelity.nrmse, p.fidelity.nrmse * 1.1);
+        break;
+      }
+  EXPECT_GT(checked, 6);
+  EXPECT_GT(p.crop.split.halo, 0u);
+}

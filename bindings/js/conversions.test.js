@@ -1,13 +1,16 @@
-// The objects the wasm module hands to JavaScript (bindings/wasm/conversions.h), pinned field by field: names, their
-// order, Number types (never a BigInt: the module is built with WASM_BIGINT=0) and null where a member is absent. The
-// API, the CLI (report.json, plan --json), the page and index.d.ts depend on these shapes.
+// The objects the wasm module hands to JavaScript (bindings/wasm/conversions.h), checked field by field against what
+// the package declares of them (value-types.d.ts's record, index.d.ts's unions): names, their order, Number types
+// (never a BigInt: the module is built with WASM_BIGINT=0), the declared string values, and null where a member is
+// absent. The API, the CLI (report.json, plan --json) and the page depend on these shapes.
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { loadTesseraModule } from './module.js';
 
 let M;
 before(async () => {
   M = await loadTesseraModule({ pthreadPoolSize: 3 });
+  recordShapes();
 });
 
 // ---- Shapes ----
@@ -42,6 +45,10 @@ function assertShape(value, shape, path = 'value') {
     assert.ok(fits, `${path}: ${JSON.stringify(value)} fits none of its shapes`);
     return;
   }
+  if (shape instanceof OneOf) {
+    assert.ok(shape.values.includes(value), `${path} = ${JSON.stringify(value)} is none of ${shape.values.join(', ')}`);
+    return;
+  }
   if (typeof shape === 'string') {
     assert.equal(typeof value, shape, `${path} is ${typeof value} (${String(value)}), not ${shape}`);
     if (shape === N) assert.ok(Number.isFinite(value), `${path} = ${value} is not finite`);
@@ -67,60 +74,54 @@ function assertShape(value, shape, path = 'value') {
   for (const k of Object.keys(shape)) assertShape(value[k], shape[k], `${path}.${k}`);
 }
 
-const PLAN_TILE = { core: N, halo: N, stride: N, blend: S };
-const GRID_TILE = { index: N, coreLo: T3, coreHi: T3, patchLo: T3, patchDims: T3, skipped: B };
-const GRID = { counts: T3, patchEdge: N, stride: N, blend: S, misaligned: N, tiles: arrayOf(GRID_TILE) };
-const PREDICTED_FIDELITY = { r: N, nrmse: N, deficit: N };
-const CONTEXT = { radius: N, measured: B, assumed: B, radius90: N, radius99: N };
-// A whole-volume plan cut to the mask's bounding box (tessera/crop.h).
-const CROP_BOX = { lo: T3, hi: T3, patchLo: T3, patchDims: T3, margin: N };
-const PLANNED_VERIFICATION = {
-  possible: B, message: S, lo: T3, hi: T3, compareLo: T3, compareHi: T3, margin: N,
-  plan: nullable(new Lazy(() => TILE_PLAN)),
+// Each registered value type's shape comes from the module's own record of its registration (M.valueTypes(), what
+// value-types.d.ts is generated from), its named string unions from index.d.ts: the values the conversions make are
+// checked against what the package declares, with no field list kept here.
+class OneOf { constructor(values) { this.values = values; } }
+const INDEX_DTS = fs.readFileSync(new URL('./index.d.ts', import.meta.url), 'utf8');
+const shapes = new Map();
+/** The shape of a TypeScript type text of the record ('number', 'PlanTile[]', 'CropBox | null', "'a' | 'b'", a name). */
+function shapeOfType(type) {
+  type = type.trim();
+  const parts = type.split('|').map((p) => p.trim());
+  if (parts.length > 1) {
+    if (parts.at(-1) === 'null') return nullable(shapeOfType(parts.slice(0, -1).join(' | ')));
+    if (parts.every((p) => /^'[^']*'$/.test(p))) return new OneOf(parts.map((p) => p.slice(1, -1)));
+    return new Either(...parts.map(shapeOfType));
+  }
+  if (type.endsWith('[]')) return arrayOf(shapeOfType(type.slice(0, -2)));
+  if (type === 'number' || type === 'string' || type === 'boolean') return type;
+  if (type === 'Float32Array') return new Typed(Float32Array);
+  if (shapes.has(type)) return new Lazy(() => shapes.get(type));
+  const union = INDEX_DTS.match(new RegExp(`export type ${type} = ([^;]+);`));
+  assert.ok(union, `the record names ${type}, which is neither a registered value type nor a type of index.d.ts`);
+  return shapeOfType(union[1]);
+}
+/** The shape of the registered value type name. */
+const shapeOf = (name) => {
+  assert.ok(shapes.has(name), `${name} is not a registered value type`);
+  return shapes.get(name);
 };
-// A plan as the planner makes it (plan.verify.plan); plan() adds warning, networks and steps.
-const TILE_PLAN = {
-  feasible: B, tile: PLAN_TILE, workers: N, threadsPerWorker: N, estimatedSeconds: N, estimateSource: S, explanation: S, fidelityWarning: S,
-  message: S, wholeVolume: B, crop: nullable(CROP_BOX), patchEdge: N, patchDims: T3, bytesPerTile: N, tilesInFlight: N, tilesTotal: N,
-  tilesActive: N, tilesSkipped: N, voxelsRun: N, activationBytes: N, moduleHeapBytes: N, peakBytes: N, grid: GRID,
-  verify: nullable(PLANNED_VERIFICATION), context: nullable(CONTEXT), predictedFidelity: nullable(PREDICTED_FIDELITY),
+function recordShapes() {
+  const record = M.valueTypes();
+  for (const t of record) shapes.set(t.name, null);
+  for (const t of record) {
+    const fields = t.fields.map((f) => [f.name, shapeOfType(f.type)]);
+    shapes.set(t.name, t.tuple ? fields.map(([, s]) => s) : Object.fromEntries(fields));
+  }
+}
+
+// What the runtime's plan view adds to the planner's TilePlan (index.d.ts Plan), a patch FieldRun.next() hands out,
+// what FieldRun.report() adds to the driver's counts and a self-check's comparison: not registered value types.
+const planShape = () => ({ ...shapeOf('TilePlan'), b0Align: shapeOf('PlannedB0Alignment'), warning: S, networks: N });
+const patchShape = () => ({
+  job: N, tile: N, network: N, dims: [N, N, N, N, N], input: new Typed(Float32Array), extras: arrayOf(shapeOf('NamedInput')),
+});
+const runReportShape = () => ({ ...shapeOf('TileRunReport'), warning: S });
+const verificationShape = () => {
+  const { hfen, ...agreement } = shapeOf('Agreement'); // the self-check has no HFEN
+  return { ...agreement, compareLo: T3, compareHi: T3, margin: N };
 };
-const B0_PLAN = {
-  tiltDegrees: N, assumesZ: B, resampled: B, mode: S, thresholdDegrees: N, warnDegrees: N, alignedDims: nullable(T3),
-  extraModuleBytes: N, summary: S, warning: S,
-};
-const PLAN = { ...TILE_PLAN, b0Align: B0_PLAN, warning: S, networks: N };
-const PATCH_FIT = { fits: B, patchEdge: N, bytes: N, largestEdge: N, largestCore: N, message: S };
-const RUN_REPORT = {
-  tilesTotal: N, tilesRun: N, tilesSkipped: N, concurrency: N, maxInFlight: N, patchEdge: N, bytesPerTile: N,
-  driverSeconds: N, tileSeconds: arrayOf(N), warning: S,
-};
-// A patch a run hands out (FieldRun.next()).
-const PATCH = {
-  job: N, tile: N, network: N, dims: [N, N, N, N, N], input: new Typed(Float32Array),
-  extras: arrayOf({ role: S, dims: arrayOf(N), input: new Typed(Float32Array) }),
-};
-const AGREEMENT = { voxels: N, r: N, nrmse: N, maxAbs: N, hfen: N };
-const VERIFICATION = { voxels: N, r: N, nrmse: N, maxAbs: N, compareLo: T3, compareHi: T3, margin: N };
-const OPTION = {
-  name: S, unit: S, default: new Either(N, S), defaultValue: N, min: N, max: N, minExclusive: B, integer: B, help: S,
-  choices: arrayOf(S),
-};
-const WEIGHTS_FILE = { file: S, url: S, bundled: B, bytes: N, sha256: S };
-const COST = {
-  engine: S, engineVersion: S, backend: S, subject: S, script: S, hosts: arrayOf({ host: S, threads: N, minEdge: N, maxEdge: N }), date: S,
-  networks: arrayOf({ network: S, parameters: S, afterSessionBytes: N, flatToEdge: N, slope: N, slopeFromEdge: N, slopeToEdge: N, fitFixedBytes: N, fitR2: N }),
-  rule: S, margin: N, evidence: S, note: S,
-};
-const MODEL = {
-  id: S, name: S, kind: S, tileable: B, divisor: N, bytesPerVoxel: N, fixedBytes: N, maskedInput: B, costProvisional: B,
-  costSource: S, cost: nullable(COST), inputChannels: N, outputChannels: N, input: S, output: S, quantity: S, inputs: arrayOf(S), cropMargin: N,
-  normalization: { inputMean: N, inputStd: N, outputStd: N, outputMean: N }, pad: S, weights: arrayOf(WEIGHTS_FILE),
-  licence: S, citation: S, notes: S, defaultHalo: N, receptiveRadius: N, receptiveSource: S,
-  measuredContext: nullable(arrayOf(N)),
-};
-const GEOMETRY = { dims: T3, voxelMm: T3, b0Dir: T3 };
-const LIMITS = { tileActivationBudget: N, maxPatchActivationBytes: N, heapCeilingBytes: N, workerHeapGuardBytes: N, computeHeapLimitBytes: N };
 
 // ---- Data ----
 const geometry = { dims: [20, 18, 16], voxelMm: [1, 1.5, 2], b0Dir: [0, 0.1, 1] };
@@ -172,7 +173,7 @@ function newVolume(g = geometry, f = field, m = mask) {
 test('a tiled plan: every field, Numbers, the grid tiles; verify, context and predictedFidelity null when absent', () => {
   const request = { spec: { divisor: 4 }, tile: { core: 8, halo: 2 } };
   const plan = planView(geometry, mask, request);
-  assertShape(plan, PLAN, 'plan');
+  assertShape(plan, planShape(), 'plan');
   assert.equal(plan.feasible, true, plan.message);
   assert.deepEqual(plan.tile, { core: 8, halo: 2, stride: 8, blend: 'crop' });
   assert.equal(plan.verify, null);
@@ -204,7 +205,7 @@ test('a tiled plan: every field, Numbers, the grid tiles; verify, context and pr
 test('a plan with verify, a known reach and overlapping blended tiles: the nested objects are there', () => {
   const request = { spec: { divisor: 1, receptiveRadius: 3 }, tile: { core: 6, halo: 3, stride: 4, blend: 'cosine' }, verify: true };
   const plan = planView(geometry, mask, request);
-  assertShape(plan, PLAN, 'plan');
+  assertShape(plan, planShape(), 'plan');
   assert.equal(plan.feasible, true, plan.message);
   assert.deepEqual(plan.tile, { core: 6, halo: 3, stride: 4, blend: 'cosine' });
   assert.equal(plan.grid.stride, 4);
@@ -223,12 +224,12 @@ test('a plan with verify, a known reach and overlapping blended tiles: the neste
 
 test('a whole-volume plan and a refused one keep every field', () => {
   const whole = planView(geometry, undefined, { spec: {}, whole: true });
-  assertShape(whole, PLAN, 'whole');
+  assertShape(whole, planShape(), 'whole');
   assert.equal(whole.wholeVolume, true);
-  assert.deepEqual(whole.predictedFidelity, { r: 1, nrmse: 0, deficit: 0 }, 'the whole-volume run is its own reference');
+  assert.deepEqual(whole.predictedFidelity, { r: 1, nrmse: 0, deficit: 0, beyondFit: false }, 'the whole-volume run is its own reference');
   assert.equal(whole.grid.tiles.length, 1);
   const refused = planView(geometry, mask, { spec: { bytesPerVoxel: 1e6 }, tile: { core: 200, halo: 8 } });
-  assertShape(refused, PLAN, 'refused');
+  assertShape(refused, planShape(), 'refused');
   assert.equal(refused.feasible, false);
   assert.match(refused.message, /single-patch limit/);
   assert.deepEqual(refused.grid.tiles, []);
@@ -236,13 +237,13 @@ test('a whole-volume plan and a refused one keep every field', () => {
 
 test('patchFit: byte figures past 2^32 arrive whole, as Numbers', () => {
   const fit = M.patchFit({ core: 1000, halo: 4 }, { divisor: 16, bytesPerVoxel: 1100, fixedBytes: 5e9 });
-  assertShape(fit, PATCH_FIT, 'patchFit');
+  assertShape(fit, shapeOf('PatchFit'), 'patchFit');
   assert.equal(fit.patchEdge, 1008); // 1000 + 2·4, on the divisor 16
   assert.equal(fit.bytes, 5e9 + 1008 ** 3 * 1100);
   assert.equal(fit.fits, false);
   assert.equal(fit.largestEdge, 0, 'the fixed bytes alone are over the limit');
   const small = M.patchFit({ core: 40, halo: 4 }, { divisor: 8, bytesPerVoxel: 1100 });
-  assertShape(small, PATCH_FIT, 'patchFit');
+  assertShape(small, shapeOf('PatchFit'), 'patchFit');
   assert.equal(small.bytes, 48 ** 3 * 1100);
   assert.equal(small.fits, true);
   assert.equal(small.message, '');
@@ -256,10 +257,10 @@ test('a run report from a field run, and the volume geometry', () => {
   const plan = handle.view();
   const volume = newVolume();
   try {
-    assertShape(volume.geometry(), GEOMETRY, 'geometry');
+    assertShape(volume.geometry(), shapeOf('VolumeGeometry'), 'geometry');
     assert.deepEqual(volume.geometry(), geometry);
     const { report, chi } = runIdentity(volume, handle);
-    assertShape(report, RUN_REPORT, 'report');
+    assertShape(report, runReportShape(), 'report');
     assert.equal(report.tilesTotal, plan.tilesTotal);
     assert.equal(report.tilesRun, plan.tilesActive);
     assert.equal(report.tilesSkipped, plan.tilesSkipped);
@@ -286,7 +287,7 @@ test('a phase network on the step engine: its network calls (dims, heap views, t
     let calls = 0;
     for (let p; (p = run.next()) !== null; ) {
       calls++;
-      assertShape(p, PATCH, 'patch');
+      assertShape(p, patchShape(), 'patch');
       assert.equal(p.network, 0);
       const [, channels, x, y, z] = p.dims;
       assert.equal(p.input.length, channels * x * y * z);
@@ -301,7 +302,7 @@ test('a phase network on the step engine: its network calls (dims, heap views, t
     assert.equal(calls, 1, 'one echo, one call');
     assert.equal(run.state().finished, true);
     const report = run.report();
-    assertShape(report, RUN_REPORT, 'report');
+    assertShape(report, runReportShape(), 'report');
   } finally {
     run.delete();
     volume.delete();
@@ -329,7 +330,7 @@ test('the self-check comparison: {voxels, r, nrmse, maxAbs, compareLo, compareHi
         boxPlan.delete();
       }
       const agreement = check.compare(chi, boxChi);
-      assertShape(agreement, VERIFICATION, 'verification');
+      assertShape(agreement, verificationShape(), 'verification');
       assert.deepEqual(agreement.compareLo, plan.verify.compareLo);
       assert.deepEqual(agreement.compareHi, plan.verify.compareHi);
       assert.equal(agreement.margin, plan.verify.margin);
@@ -349,19 +350,19 @@ test('compare: the agreement of two maps, hfen 0 unless asked', () => {
   const voxels = mask.reduce((s, m) => s + m, 0);
   changed[mask.indexOf(1)] += 0.5;
   const a = M.compare(geometry, changed, field, mask, {});
-  assertShape(a, AGREEMENT, 'compare');
+  assertShape(a, shapeOf('Agreement'), 'compare');
   assert.equal(a.voxels, voxels);
   assert.ok(Math.abs(a.maxAbs - 0.5) < 1e-6, `maxAbs ${a.maxAbs}`);
   assert.equal(a.hfen, 0);
   const same = M.compare(geometry, field, field, mask, { hfen: true });
-  assertShape(same, AGREEMENT, 'compare');
+  assertShape(same, shapeOf('Agreement'), 'compare');
   assert.equal(same.nrmse, 0);
   assert.equal(same.maxAbs, 0);
 });
 
 test('schema, registry, model and limits', () => {
   const schema = M.schema();
-  assertShape(schema, arrayOf(OPTION), 'schema');
+  assertShape(schema, arrayOf(shapeOf('RequestOption')), 'schema');
   assert.ok(schema.length > 0);
   assert.equal(new Set(schema.map((o) => o.name)).size, schema.length, 'option names are unique');
   const quality = schema.find((o) => o.name === 'quality');
@@ -371,7 +372,7 @@ test('schema, registry, model and limits', () => {
     if (o.choices.length === 0 && typeof o.default === 'number') assert.ok(o.min <= o.default && o.default <= o.max, o.name);
   }
   const registry = M.registry();
-  assertShape(registry, arrayOf(MODEL), 'registry');
+  assertShape(registry, arrayOf(shapeOf('ModelInfo')), 'registry');
   assert.ok(registry.some((m) => m.measuredContext === null) && registry.some((m) => m.measuredContext !== null),
     'the registry holds models with and without a measured context');
   assert.ok(registry.some((m) => m.weights.length > 0));
@@ -380,6 +381,6 @@ test('schema, registry, model and limits', () => {
     for (const w of m.weights) assert.ok(w.url.endsWith(w.file), `${m.id}: ${w.url}`);
   }
   const limits = M.limits();
-  assertShape(limits, LIMITS, 'limits');
+  assertShape(limits, shapeOf('Limits'), 'limits');
   assert.ok(limits.tileActivationBudget < limits.maxPatchActivationBytes && limits.maxPatchActivationBytes < limits.workerHeapGuardBytes && limits.workerHeapGuardBytes < limits.heapCeilingBytes);
 });

@@ -97,6 +97,8 @@ export interface PredictedFidelity {
   readonly r: number;
   readonly nrmse: number;
   readonly deficit: number;
+  /** the network reaches further than the fidelity model was fitted on: nrmse carries the caution for that */
+  readonly beyondFit: boolean;
 }
 
 /** How far the network looks, as the planner took it. */

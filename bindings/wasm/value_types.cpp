@@ -259,7 +259,9 @@ void register_value_types() {
                              "Predicted agreement of a plan's result with the whole-volume run (a whole-volume plan: r 1, nrmse 0).")
       .field("r", &FidelityPrediction::r)
       .field("nrmse", &FidelityPrediction::nrmse)
-      .field("deficit", &FidelityPrediction::deficit);
+      .field("deficit", &FidelityPrediction::deficit)
+      .field("beyondFit", &FidelityPrediction::beyond_fit)
+      .doc("the network reaches further than the fidelity model was fitted on: nrmse carries the caution for that");
 
   Fields<ContextProfile>("PlanContext", "How far the network looks, as the planner took it.")
       .field("radius", &ContextProfile::radius).doc("the theoretical receptive radius it came from (voxels; 0 when only measured)")

@@ -44,19 +44,31 @@ struct FidelityFit {
   double alpha = 1.0;
   double beta = 1.0;
   double gamma = 0.5;
+  // The reach the fit was checked on: the graph radius of the network it was fitted to. A profile that holds 90 % of
+  // its dependence further out than that network's theoretical profile is beyond the fit.
+  uint32_t fit_radius = 0;
+  // Beyond the fit, the predicted NRMSE is multiplied by this: the largest under-prediction measured on such a network.
+  double beyond_fit_caution = 1.0;
 };
 // Fitted (least squares on log scale) to the tiling study of the demo network with its probed profile: 13 configs on
 // the pooling grid, crop and cosine, patches 64³-128³ on the 160×192×144 phantom; predicted ÷ measured NRMSE 0.70-1.48
 // (median 1.01). On the two-level U-Net (probed: 99 % within 9 voxels) the same constants predict 6-15× the measured
 // NRMSE, and with profiles derived from the theoretical radius 0.76-2.2× (demo) and 58-245× (two-level): the model errs
-// towards caution (bench/RESULTS.md §11; bench/fit-fidelity.js).
-inline constexpr FidelityFit kFidelityFit{0.548, 0.732, 0.536};
+// towards caution (bench/RESULTS.md §11; bench/fit-fidelity.js). Its reach is the demo's graph radius, 51 voxels. On a
+// deeper network (the QSMnet-shaped stand-in: graph radius 199, probed radius90 58) it predicted 0.23-0.40× the
+// measured NRMSE of slabs with halos 2-48, so beyond that reach predictions carry a caution of 1 / 0.23 = 4.4
+// (bench/RESULTS.md §27-28).
+inline constexpr FidelityFit kFidelityFit{0.548, 0.732, 0.536, 51, 4.4};
 
 struct FidelityPrediction {
   double deficit = 0.0;  // RMS over the mask of the blended fraction of dependence the patches miss
   double nrmse = 0.0;    // predicted ‖tiled − whole‖ / ‖whole‖ inside the mask
   double r = 1.0;        // predicted Pearson r of tiled against whole inside the mask
+  bool beyond_fit = false;  // the network reaches further than the fit was checked on: nrmse carries its caution
 };
+
+// Whether a network of this profile reaches further than the fit was checked on.
+bool beyond_fidelity_fit(const ContextProfile& profile, const FidelityFit& fit = kFidelityFit);
 
 // Predicts tiled-vs-whole fidelity for many configs over one volume: the mask's extent and a sample of its voxels
 // (at most 60 000 by default, every k-th in raster order) are taken once, so each prediction costs O(dims + sample).
