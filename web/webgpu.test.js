@@ -10,8 +10,7 @@
 // (held to 2⁻¹⁶ in node, bindings/js/webgpu-graph.test.js): WGSL allows sin/cos an absolute error of 2⁻¹¹ on [−π, π]
 // (the phase networks' LoT layer), and its shaders sum in their own order.
 // Skipped, with the reason, when Chromium is missing or navigator.gpu.requestAdapter() gives no adapter.
-// No speed is measured: a software adapter says nothing about a GPU's. ≈1.5 min per build on 2 cores (SwiftShader
-// compiles and runs every shader on the CPU).
+// No speed is measured: a software adapter says nothing about a GPU's. ≈20 s per build on 2 cores.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -28,12 +27,13 @@ import { onnx } from '../tests/js/onnx-build.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CHROMIUM = '/usr/bin/chromium';
-// npm test runs the pool's default GPU build; TESSERA_WEBGPU_BUILDS=all adds the C++ WebGPU EP's build (+ ≈1.5 min:
+// npm test runs the pool's default GPU build; TESSERA_WEBGPU_BUILDS=all adds the C++ WebGPU EP's build (+ ≈20 s:
 // `TESSERA_WEBGPU_BUILDS=all node --test web/webgpu.test.js`, what the README's table of both builds was measured with).
 const ALL_BUILDS = ['ort.all.min.mjs', 'ort.webgpu.min.mjs'];
 const BUILDS = process.env.TESSERA_WEBGPU_BUILDS === 'all' ? ALL_BUILDS : ALL_BUILDS.slice(0, 1);
 const BOUND = 2 ** -11;
 const PAGE = '/webgpu-test.html';
+const MODELS = '/webgpu-test-models/';
 const noBrowser = fs.existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: install it with scripts/bootstrap.sh --browser (apt-get install chromium)`;
 
 // playwright-core needs node's fetch globals at import; `node --no-experimental-fetch` removes them: then this file
@@ -68,6 +68,8 @@ function suite() {
   let adapter = null; // {vendor, architecture, fallback} or null
   let noAdapter = noBrowser;
   const pages = new Map(); // build → page
+  const models = new Map(); // key → the bytes of a network runBoth serves to its page
+  let served = 0;
 
   before(async () => {
     if (noBrowser) return;
@@ -79,6 +81,12 @@ function suite() {
     await ctx.route(`${srv.url}${PAGE}`, (route) =>
       route.fulfill({ status: 200, contentType: 'text/html', body: html, headers: { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } }),
     );
+    // The networks reach the page as HTTP bodies: bytes handed to page.evaluate travel as a JSON array of numbers
+    // (≈30 s for the demo's weights).
+    await ctx.route(`${srv.url}${MODELS}*`, (route) => {
+      const bytes = models.get(route.request().url().slice(`${srv.url}${MODELS}`.length));
+      route.fulfill(bytes ? { status: 200, contentType: 'application/octet-stream', body: Buffer.from(bytes), headers: { 'Cross-Origin-Resource-Policy': 'same-origin' } } : { status: 404 });
+    });
     for (const build of BUILDS) {
       const page = await ctx.newPage();
       page.logs = [];
@@ -108,8 +116,11 @@ function suite() {
   async function runBoth(build, bytes, inputs, placement = false) {
     const page = pages.get(build);
     page.logs.length = 0;
-    const r = await page.evaluate(async ({ build, bytes, inputs, placement }) => {
+    const key = String(++served);
+    models.set(key, bytes);
+    const r = await page.evaluate(async ({ build, url, inputs, placement }) => {
       const ort = await import(`/node_modules/onnxruntime-web/dist/${build}`);
+      const bytes = new Uint8Array(await (await fetch(url)).arrayBuffer());
       ort.env.wasm.numThreads = 1;
       const feeds = {};
       let seed = 1;
@@ -121,12 +132,12 @@ function suite() {
       const out = {};
       if (placement) {
         // a session only for ORT's verbose log of where each node runs (the log of a run is long: it is not logged)
-        const s = await ort.InferenceSession.create(new Uint8Array(bytes), { executionProviders: ['webgpu'], graphOptimizationLevel: 'all', logSeverityLevel: 0, logVerbosityLevel: 0 });
+        const s = await ort.InferenceSession.create(bytes, { executionProviders: ['webgpu'], graphOptimizationLevel: 'all', logSeverityLevel: 0, logVerbosityLevel: 0 });
         await s.release();
       }
       for (const ep of ['wasm', 'webgpu']) {
         try {
-          const s = await ort.InferenceSession.create(new Uint8Array(bytes), { executionProviders: [ep], graphOptimizationLevel: 'all', logSeverityLevel: 3 });
+          const s = await ort.InferenceSession.create(bytes, { executionProviders: [ep], graphOptimizationLevel: 'all', logSeverityLevel: 3 });
           const o = await s.run(feeds);
           const y = o[s.outputNames[0]];
           out[ep] = { dims: [...y.dims], data: Array.from(y.data) };
@@ -136,7 +147,8 @@ function suite() {
         }
       }
       return out;
-    }, { build, bytes: Array.from(bytes), inputs, placement });
+    }, { build, url: `${MODELS}${key}`, inputs, placement });
+    models.delete(key);
     if (placement) {
       // ORT's verbose log: " Node(s) placed on [CPUExecutionProvider]. Number of nodes: n" then "  Op (name)" lines
       const cpu = [];
