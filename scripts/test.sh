@@ -28,16 +28,36 @@ if [ "$native_rc" != 0 ]; then
   exit "$native_rc"
 fi
 
-# One ctest entry per test natively, per suite in wasm32 (each boots node); two at a time is faster.
-phase "GoogleTest, wasm32 under node"
-ctest --test-dir build/wasm -j2 --output-on-failure
+# One ctest entry per suite in wasm32 (each boots node), two at a time; it runs beside the JavaScript suites, which
+# leave part of the two cores idle while they wait on Chromium, child processes and workers.
+phase "GoogleTest, wasm32 under node (beside the JavaScript suites; its log follows them)"
+wasm_log=$(mktemp)
+ctest --test-dir build/wasm -j2 --output-on-failure >"$wasm_log" 2>&1 &
+wasm_pid=$!
+trap 'kill "$native_pid" "$wasm_pid" 2>/dev/null || true; rm -f "$native_log" "$wasm_log"' EXIT
 
 shopt -s nullglob globstar
-js_tests=(bindings/**/*.test.js web/**/*.test.js scripts/**/*.test.js tests/**/*.test.js cohort/**/*.test.js)
+# The longest files first (each takes 0.5-3 minutes), so that none of them is left running alone at the end.
+slow=(web/page.test.js cohort/cohort.test.js bindings/js/fidelity.test.js bindings/js/cli.test.js bindings/js/index.test.js
+      bindings/js/bundle.test.js web/dicom.test.js)
+js_tests=()
+for f in "${slow[@]}"; do [ -f "$f" ] && js_tests+=("$f"); done
+for f in bindings/**/*.test.js web/**/*.test.js scripts/**/*.test.js tests/**/*.test.js cohort/**/*.test.js; do
+  [[ " ${slow[*]} " == *" $f "* ]] || js_tests+=("$f")
+done
+js_rc=0
 if [ ${#js_tests[@]} -gt 0 ]; then
   # Two files at a time: many wait on Chromium, child processes and workers rather than compute (node's default on
   # 2 cores is one at a time). Every suite passes at this concurrency with the host loaded (load 7–8).
   phase "JavaScript (node --test, 2 files at a time)"
-  node --test --test-force-exit --test-concurrency=2 "${js_tests[@]}"
+  node --test --test-force-exit --test-concurrency=2 "${js_tests[@]}" || js_rc=$?
+fi
+phase "GoogleTest, wasm32 under node: its log"
+wasm_rc=0
+wait "$wasm_pid" || wasm_rc=$?
+if [ "$wasm_rc" != 0 ]; then cat "$wasm_log"; else tail -n 3 "$wasm_log"; fi
+if [ "$js_rc" != 0 ] || [ "$wasm_rc" != 0 ]; then
+  echo "npm test: failed (JavaScript exit $js_rc, GoogleTest wasm32 exit $wasm_rc)" >&2
+  exit 1
 fi
 phase "done"
