@@ -20,6 +20,17 @@ FieldNetwork masked_network(uint32_t divisor, PadRule rule = PadRule::SmallerHal
   return n;
 }
 
+// An automatic plan's request for a masked network of divisor 8 at this cost and theoretical reach.
+InversionRequest auto_request(const Geometry& g, uint64_t bytes_per_voxel, uint32_t radius) {
+  InversionRequest r;
+  r.geometry = g;
+  r.custom = masked_network(8);
+  r.custom.cost.bytes_per_voxel = bytes_per_voxel;
+  r.custom.context = dipole_context_profile(radius);
+  r.auto_tile = true;
+  return r;
+}
+
 RunReport drive(StepRun& run, PatchRunner& net) {
   while (!run.finished()) {
     std::vector<float> input(run.input_shape().size());
@@ -123,12 +134,7 @@ TEST(Crop, TheBoxRunAsOnePatchEqualsTheWholeVolumeRunOfALocalNetwork) {
 }
 
 TEST(Crop, TheAutoPlanRunsTheMaskBoxWhenItIsSmallerAndCropOffRunsTheVolume) {
-  InversionRequest r;
-  r.geometry = geometry(96, 96, 80);
-  r.custom = masked_network(8);
-  r.custom.cost.bytes_per_voxel = 400;
-  r.custom.context = dipole_context_profile(20);
-  r.auto_tile = true;
+  InversionRequest r = auto_request(geometry(96, 96, 80), 400, 20);
   const std::vector<uint8_t> mask = box_mask(r.geometry, {30, 30, 20}, {60, 66, 52});
   const TilePlan p = plan_inversion(r, mask, Target::Wasm);
   ASSERT_TRUE(p.feasible) << p.message;
@@ -178,12 +184,7 @@ TEST(Crop, ARunRefusesAFieldTheBoxWouldLeaveOutNamingTheFix) {
 
 TEST(Crop, OverTheSinglePatchLimitAtTheAskedMarginTheLeastMarginIsTried) {
   // 2.5 GB at 1000 B/voxel holds ~2.5 M voxels: the mask's box + 8 (rounded to 8) does not fit, + 4 does.
-  InversionRequest r;
-  r.geometry = geometry(200, 200, 160);
-  r.custom = masked_network(8);
-  r.custom.cost.bytes_per_voxel = 1000;
-  r.custom.context = dipole_context_profile(20);
-  r.auto_tile = true;
+  InversionRequest r = auto_request(geometry(200, 200, 160), 1000, 20);
   r.crop_margin = 8;
   const std::vector<uint8_t> mask = box_mask(r.geometry, {40, 40, 40}, {164, 164, 156});  // 124×124×116
   const CropBox at8 = crop_to_support(r.geometry, mask, r.custom, 8);
@@ -285,12 +286,7 @@ TEST(Crop, SlabsWithAHaloPastTheNetworksReachGiveTheOnePatchBoxRunOfALocalNetwor
 TEST(Crop, ABoxOverTheSinglePatchLimitRunsAsSlabsWhenFasterThanTilesAndTheChoiceRoundTrips) {
   // 2.5 GB at 1600 B/voxel holds ~1.56 M voxels: the mask's box (≈ 2.3 M) does not fit, two or three slabs do; a
   // cubic tiling at the same halo would run far more voxels.
-  InversionRequest r;
-  r.geometry = geometry(200, 200, 160);
-  r.custom = masked_network(8);
-  r.custom.cost.bytes_per_voxel = 1600;
-  r.custom.context = dipole_context_profile(12);
-  r.auto_tile = true;
+  InversionRequest r = auto_request(geometry(200, 200, 160), 1600, 12);
   const std::vector<uint8_t> mask = box_mask(r.geometry, {40, 36, 20}, {164, 170, 150});
   const CropBox box = crop_to_support(r.geometry, mask, r.custom, 4);
   ASSERT_FALSE(plan_whole(r.geometry, r.custom, Target::Wasm, &box).feasible);
@@ -333,12 +329,7 @@ TEST(Crop, ABoxOverTheSinglePatchLimitRunsAsSlabsWhenFasterThanTilesAndTheChoice
 TEST(Crop, ANetworkBeyondTheFidelityFitTakesTheMostFaithfulSlabsAndSaysWhy) {
   // A reach of 199 voxels (the deep stand-in's graph radius) at 1600 B/voxel: no split meets the faithful target once
   // the model's caution is applied, so the run takes the most faithful one and warns, naming the caution.
-  InversionRequest r;
-  r.geometry = geometry(200, 200, 160);
-  r.custom = masked_network(8);
-  r.custom.cost.bytes_per_voxel = 1600;
-  r.custom.context = dipole_context_profile(199);
-  r.auto_tile = true;
+  InversionRequest r = auto_request(geometry(200, 200, 160), 1600, 199);
   const std::vector<uint8_t> mask = box_mask(r.geometry, {40, 36, 20}, {164, 170, 150});
   const TilePlan p = plan_inversion(r, mask, Target::Wasm);
   ASSERT_TRUE(p.feasible) << p.message;
