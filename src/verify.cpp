@@ -60,6 +60,8 @@ std::vector<uint8_t> crop_box(const Geometry& g, std::span<const uint8_t> data, 
   return crop(g, data, lo, hi);
 }
 
+uint64_t verify_min_voxels(uint64_t mask_voxels) { return std::min<uint64_t>(kVerifyMinVoxels, (mask_voxels + 9) / 10); }
+
 VerifyRegion plan_verification(const Geometry& g, std::span<const uint8_t> mask, const FieldNetwork& network, Target target) {
   validate_geometry(g);
   if (mask.size() != g.voxel_count()) validate_volume_sizes(g, g.voxel_count(), mask.size());
@@ -101,20 +103,20 @@ VerifyRegion plan_verification(const Geometry& g, std::span<const uint8_t> mask,
     v.compare_lo[a] = std::max(v.compare_lo[a], mlo[a]);
     v.compare_hi[a] = std::min(v.compare_hi[a], mhi[a]);
   }
-  bool any = false;
+  uint64_t compared = 0, total = 0;
+  for (uint8_t m : mask) total += m ? 1 : 0;
   if (v.compare_lo[0] < v.compare_hi[0] && v.compare_lo[1] < v.compare_hi[1] && v.compare_lo[2] < v.compare_hi[2]) {
-    for (int64_t z = v.compare_lo[2]; z < v.compare_hi[2] && !any; ++z)
-      for (int64_t y = v.compare_lo[1]; y < v.compare_hi[1] && !any; ++y)
-        for (int64_t x = v.compare_lo[0]; x < v.compare_hi[0]; ++x)
-          if (mask[g.index(x, y, z)]) {
-            any = true;
-            break;
-          }
+    for (int64_t z = v.compare_lo[2]; z < v.compare_hi[2]; ++z)
+      for (int64_t y = v.compare_lo[1]; y < v.compare_hi[1]; ++y)
+        for (int64_t x = v.compare_lo[0]; x < v.compare_hi[0]; ++x) compared += mask[g.index(x, y, z)] ? 1 : 0;
   }
-  if (!any) {
+  const uint64_t needed = verify_min_voxels(total);
+  if (compared < needed) {
     v.message = "the largest box that runs whole (" + std::to_string(v.hi[0] - v.lo[0]) + "×" + std::to_string(v.hi[1] - v.lo[1]) +
-                "×" + std::to_string(v.hi[2] - v.lo[2]) + ") leaves no mask voxel once the network's reach (" +
-                std::to_string(v.margin) + " voxels) is kept from its inner faces: the check cannot be made";
+                "×" + std::to_string(v.hi[2] - v.lo[2]) + ") leaves " +
+                (compared == 0 ? std::string("no mask voxel") : "only " + std::to_string(compared) + " mask voxels (at least " + std::to_string(needed) + " are needed)") +
+                " once the network's reach (" + std::to_string(v.margin) +
+                " voxels) is kept from its inner faces: the check cannot be made; compare with a whole-volume run where one fits";
     return v;
   }
   const Geometry box = box_geometry(g, v.lo, v.hi);

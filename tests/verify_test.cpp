@@ -157,3 +157,25 @@ TEST(Verify, TheDataConsistencyResidualOverTheMasksBoxEqualsTheWholeVolumes) {
   EXPECT_NEAR(res, std::sqrt(num / den), 0.01 * res);
   EXPECT_LT(data_consistency_residual(g, chi, field, mask), 0.01);
 }
+
+TEST(Verify, AComparisonOfTooFewMaskVoxelsIsSaidNotChecked) {
+  // 2200 B/voxel: 104³ runs whole; a reach of 49 voxels kept from its inner faces leaves a 6³ part of the head.
+  const Geometry g = geometry(128, 144, 112);
+  const std::vector<uint8_t> mask = ellipsoid_mask(g, 0.9);
+  FieldNetwork n = network(2200, 51);
+  const VerifyRegion v = plan_verification(g, mask, n, Target::Wasm);
+  EXPECT_FALSE(v.possible);
+  EXPECT_NE(v.message.find("mask voxels (at least 10000 are needed)"), std::string::npos) << v.message;
+  // With a shorter reach the part is large enough.
+  n.context = dipole_context_profile(20);
+  const VerifyRegion near = plan_verification(g, mask, n, Target::Wasm);
+  ASSERT_TRUE(near.possible) << near.message;
+  uint64_t compared = 0;
+  for (int64_t z = near.compare_lo[2]; z < near.compare_hi[2]; ++z)
+    for (int64_t y = near.compare_lo[1]; y < near.compare_hi[1]; ++y)
+      for (int64_t x = near.compare_lo[0]; x < near.compare_hi[0]; ++x) compared += mask[g.index(x, y, z)];
+  EXPECT_GE(compared, kVerifyMinVoxels);
+  // A small mask needs a tenth of its voxels.
+  EXPECT_EQ(verify_min_voxels(2000), 200u);
+  EXPECT_EQ(verify_min_voxels(5'000'000), kVerifyMinVoxels);
+}

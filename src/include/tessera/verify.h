@@ -18,6 +18,14 @@
 
 namespace tessera {
 
+// The fewest mask voxels a self-check compares: fewer (a cube of 21 voxels in the middle of the head) measure one spot,
+// not the run (on the 128×144×112 phantom a 6³ part reported NRMSE 0.154 for a run at 0.047). A mask of fewer than
+// ten times this needs a tenth of its voxels.
+inline constexpr uint64_t kVerifyMinVoxels = 10000;
+
+// The mask voxels a self-check of a mask of mask_voxels must compare.
+uint64_t verify_min_voxels(uint64_t mask_voxels);
+
 struct VerifyRegion {
   bool possible = false;
   std::string message;                       // why the check cannot be made (possible == false)
