@@ -367,13 +367,11 @@ static BoxSplits box_split_choice(const AutoPlanRequest& r, std::span<const uint
         a.threads_per_worker = threads;
         a.estimated_seconds = estimate_plan_seconds(p, 1, threads, r.speed);
         a.plan = std::move(p);
-        const double nrmse = a.plan.fidelity.nrmse;
         if (meets(a.plan.fidelity) && (!out.fastest_meeting || a.estimated_seconds < out.fastest_meeting->estimated_seconds)) {
           out.fastest_meeting = a;
         }
         const AutoPlan* m = out.most_faithful ? &*out.most_faithful : nullptr;
-        if (!m || nrmse < m->plan.fidelity.nrmse * 0.999 ||
-            (nrmse <= m->plan.fidelity.nrmse * 1.001 && a.estimated_seconds < m->estimated_seconds)) {
+        if (!m || more_faithful(a.plan.fidelity, a.estimated_seconds, m->plan.fidelity, m->estimated_seconds)) {
           out.most_faithful = std::move(a);
         }
         break;  // the fewest pieces that fit: more add cut faces and voxels
