@@ -83,6 +83,7 @@ FidelityModel::FidelityModel(const Geometry& g, std::span<const uint8_t> mask, C
   if (mask.size() != g.voxel_count()) validate_volume_sizes(g, g.voxel_count(), mask.size());
   if (profile_.within.empty()) throw Error(ErrorCode::InvalidArgument, "the fidelity model needs a context profile");
   beyond_ = beyond_plane(profile_);
+  beyond_fit_ = beyond_fidelity_fit(profile_, fit_);
   uint64_t count = 0;
   for (uint8_t m : mask) count += m ? 1 : 0;
   const uint64_t every = std::max<uint64_t>(1, count / std::max<uint64_t>(1, max_samples));
@@ -166,7 +167,7 @@ FidelityPrediction FidelityModel::predict_windows(const std::array<std::vector<W
   }
   FidelityPrediction out;
   out.deficit = std::sqrt(sum / static_cast<double>(sample_.size()));
-  out.beyond_fit = beyond_fidelity_fit(profile_, fit_);
+  out.beyond_fit = beyond_fit_;
   out.nrmse = out.deficit > 0 ? fit_.alpha * std::pow(out.deficit, fit_.beta) : 0.0;
   if (out.beyond_fit) out.nrmse *= fit_.beyond_fit_caution;
   out.r = std::max(0.0, 1.0 - fit_.gamma * out.nrmse * out.nrmse);

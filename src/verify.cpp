@@ -10,8 +10,9 @@ namespace tessera {
 
 namespace {
 
-// The mask's bounding box [lo, hi); empty (lo == hi == 0) when the mask holds no voxel.
-void mask_extent(const Geometry& g, std::span<const uint8_t> mask, Dims3& lo, Dims3& hi) {
+// The mask's bounding box [lo, hi) and its voxel count; empty (lo == hi == 0) when the mask holds no voxel.
+uint64_t mask_extent(const Geometry& g, std::span<const uint8_t> mask, Dims3& lo, Dims3& hi) {
+  uint64_t count = 0;
   lo = g.dims;
   hi = {0, 0, 0};
   for (int64_t z = 0; z < g.dims[2]; ++z)
@@ -19,11 +20,13 @@ void mask_extent(const Geometry& g, std::span<const uint8_t> mask, Dims3& lo, Di
       const uint8_t* row = mask.data() + g.index(0, y, z);
       for (int64_t x = 0; x < g.dims[0]; ++x) {
         if (!row[x]) continue;
+        ++count;
         const int64_t p[3] = {x, y, z};
         for (int a = 0; a < 3; ++a) lo[a] = std::min(lo[a], p[a]), hi[a] = std::max(hi[a], p[a] + 1);
       }
     }
   if (hi[0] == 0) lo = {0, 0, 0};
+  return count;
 }
 
 template <typename T>
@@ -67,7 +70,7 @@ VerifyRegion plan_verification(const Geometry& g, std::span<const uint8_t> mask,
   if (mask.size() != g.voxel_count()) validate_volume_sizes(g, g.voxel_count(), mask.size());
   VerifyRegion v;
   Dims3 mlo, mhi;
-  mask_extent(g, mask, mlo, mhi);
+  const uint64_t total = mask_extent(g, mask, mlo, mhi);
   if (mhi[0] == 0) {
     v.message = "the mask holds no voxel: nothing to check";
     return v;
@@ -103,8 +106,7 @@ VerifyRegion plan_verification(const Geometry& g, std::span<const uint8_t> mask,
     v.compare_lo[a] = std::max(v.compare_lo[a], mlo[a]);
     v.compare_hi[a] = std::min(v.compare_hi[a], mhi[a]);
   }
-  uint64_t compared = 0, total = 0;
-  for (uint8_t m : mask) total += m ? 1 : 0;
+  uint64_t compared = 0;
   if (v.compare_lo[0] < v.compare_hi[0] && v.compare_lo[1] < v.compare_hi[1] && v.compare_lo[2] < v.compare_hi[2]) {
     for (int64_t z = v.compare_lo[2]; z < v.compare_hi[2]; ++z)
       for (int64_t y = v.compare_lo[1]; y < v.compare_hi[1]; ++y)

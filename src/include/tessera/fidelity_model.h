@@ -96,6 +96,7 @@ class FidelityModel {
   Geometry geometry_;
   ContextProfile profile_;
   FidelityFit fit_;
+  bool beyond_fit_ = false;                // beyond_fidelity_fit(profile_, fit_)
   std::vector<double> beyond_;             // fraction of the dependence beyond a plane at distance d + ½
   std::array<int64_t, 3> lo_{0, 0, 0}, hi_{0, 0, 0};  // the mask's extent
   std::vector<std::array<int32_t, 3>> sample_;        // mask voxels the mean runs over
