@@ -4,17 +4,18 @@
 // both alike. Reported per tree: wall seconds of invert() (median and all), tiles run, seconds per tile, and the
 // max |Δχ| between the trees (the same plan must give the same χ).
 //
-// Networks: "tiny" (one 3×3×3 convolution, 4 channels: the run path dominates) and "demo" (the bundled demo U-Net,
-// web/models/demo-unet.onnx: a real network).
+// Networks: "tiny" (one 3×3×3 convolution, 4 channels: the run path dominates), "demo" (the bundled demo U-Net,
+// web/models/demo-unet.onnx: a real network) and "modl" (a 2-channel convolution stack inside the MoDL-QSM physics
+// loop: the loop's FFTs, data-consistency steps and network calls; core 0 runs it on the whole volume).
 //
 // Usage (a second checkout, e.g. `git worktree add /tmp/before <commit>` with its dist/wasm built):
 //   node --no-experimental-fetch bench/run-path.js --a . --b /tmp/before [--dims 128,128,96] [--core 16 --halo 4]
-//        [--net tiny|demo] [--workers 2] [--repeats 3]
+//        [--net tiny|demo|modl] [--workers 2] [--repeats 3]
 import { parseArgs } from 'node:util';
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { convStack } from '../tests/js/networks.js';
+import { convStack, twoChannel } from '../tests/js/networks.js';
 import { loadavg } from './common.js';
 
 const { values: a } = parseArgs({
@@ -32,17 +33,18 @@ const { values: a } = parseArgs({
 if (!a.b) throw new Error('give --b DIR: the checkout to compare with');
 const dims = a.dims.split(',').map(Number);
 const geometry = { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
-const tile = { core: Number(a.core), halo: Number(a.halo) };
+const tile = Number(a.core) > 0 ? { core: Number(a.core), halo: Number(a.halo) } : undefined;
 const workers = Number(a.workers);
 const repeats = Number(a.repeats);
 const trees = [a.a, a.b].map((d) => path.resolve(d));
 const api = await Promise.all(trees.map((d) => import(pathToFileURL(path.join(d, 'bindings/js/index.js')).href)));
-const weights =
-  a.net === 'demo'
-    ? new Uint8Array(fs.readFileSync(path.join(trees[0], 'web/models/demo-unet.onnx')))
-    : convStack({ layers: 1, channels: 4 });
-const spec = a.net === 'demo' ? undefined : { divisor: 1, bytesPerVoxel: 1100 };
-const model = a.net === 'demo' ? 'demo-unet' : undefined;
+const NETS = {
+  tiny: () => ({ weights: convStack({ layers: 1, channels: 4 }), spec: { divisor: 1, bytesPerVoxel: 1100 } }),
+  demo: () => ({ weights: new Uint8Array(fs.readFileSync(path.join(trees[0], 'web/models/demo-unet.onnx'))), model: 'demo-unet' }),
+  modl: () => ({ weights: twoChannel(), model: 'modl-qsm' }),
+};
+if (!NETS[a.net]) throw new Error(`--net must be one of ${Object.keys(NETS).join(', ')}, got ${a.net}`);
+const { weights, spec, model } = NETS[a.net]();
 
 // The phantom, once, from tree A.
 const maker = await api[0].createTessera({ workers: 1 });
@@ -55,7 +57,7 @@ for (let r = 0; r < repeats; r++) {
   for (let t = 0; t < trees.length; t++) {
     const tessera = await api[t].createTessera({ workers, threadsPerWorker: 1 });
     const t0 = performance.now();
-    const { chi, report } = await tessera.invert({ field, mask, geometry, model, spec, weights, tile, workers });
+    const { chi, report } = await tessera.invert({ field, mask, geometry, model, spec, weights, workers, ...(tile ? { tile } : { whole: true }) });
     const wall = (performance.now() - t0) / 1000;
     await tessera.terminate();
     runs[t].push({ wall, tiles: report.tilesRun, driver: report.wallSeconds });
@@ -65,7 +67,8 @@ for (let r = 0; r < repeats; r++) {
 let maxDiff = 0;
 for (let i = 0; i < chis[0].length; i++) maxDiff = Math.max(maxDiff, Math.abs(chis[0][i] - chis[1][i]));
 const median = (xs) => [...xs].sort((p, q) => p - q)[Math.floor(xs.length / 2)];
-console.log(`run path: ${a.net} network, ${dims.join('×')} phantom, core ${tile.core} / halo ${tile.halo}, ${workers} workers × 1 thread, ${repeats} repeats, load ${loadavg()}`);
+const how = tile ? `core ${tile.core} / halo ${tile.halo}` : 'whole volume';
+console.log(`run path: ${a.net} network, ${dims.join('×')} phantom, ${how}, ${workers} workers × 1 thread, ${repeats} repeats, load ${loadavg()}`);
 for (let t = 0; t < trees.length; t++) {
   const w = runs[t].map((x) => x.wall);
   console.log(

@@ -2,16 +2,18 @@
 # Installs what Tessera needs to build and test, when it is missing.
 # As root on Debian it installs the Debian packages itself; otherwise it prints the
 # exact command to run. Then it installs the npm packages when node_modules is stale.
-# Usage: scripts/bootstrap.sh [--browser] [--cohort] [--native]
+# Usage: scripts/bootstrap.sh [--browser] [--cohort] [--native | --wasm]
 #   --browser also needs Debian chromium, --cohort snakemake; --native only what the native build and its tests need
-#   (no emscripten, node or npm packages).
+#   (no emscripten, node or npm packages); --wasm what both builds need (no npm packages, no chromium or snakemake).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 want_browser=0
 want_cohort=0
 native_only=0
+builds_only=0
 for a in "$@"; do
+  [ "$a" = "--wasm" ] && builds_only=1
   [ "$a" = "--browser" ] && want_browser=1
   [ "$a" = "--cohort" ] && want_cohort=1
   [ "$a" = "--native" ] && native_only=1
@@ -27,11 +29,11 @@ if [ "$native_only" = 0 ]; then
   command -v em++ >/dev/null || missing+=(emscripten)
   command -v node >/dev/null || missing+=(nodejs)
   command -v npm >/dev/null || missing+=(npm)
-  if [ "$want_browser" = 1 ]; then
+  if [ "$want_browser" = 1 ] && [ "$builds_only" = 0 ]; then
     [ -x /usr/bin/chromium ] || missing+=(chromium)
   fi
   # The cohort workflow (cohort/Snakefile) and its test run on Debian's Snakemake 7.
-  if [ "$want_cohort" = 1 ]; then
+  if [ "$want_cohort" = 1 ] && [ "$builds_only" = 0 ]; then
     command -v snakemake >/dev/null || missing+=(snakemake)
   fi
 fi
@@ -52,7 +54,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # npm packages: install when node_modules is missing or older than the manifest.
-[ "$native_only" = 1 ] && exit 0
+if [ "$native_only" = 1 ] || [ "$builds_only" = 1 ]; then exit 0; fi
 if [ ! -d node_modules ] || [ package.json -nt node_modules/.package-lock.json ] \
    || { [ -f package-lock.json ] && [ package-lock.json -nt node_modules/.package-lock.json ]; }; then
   echo "bootstrap: installing npm packages"

@@ -14,19 +14,31 @@ native_log=$(mktemp)
 ( scripts/build.sh native && ctest --test-dir build/native -j2 --output-on-failure ) >"$native_log" 2>&1 &
 native_pid=$!
 trap 'kill "$native_pid" 2>/dev/null || true; rm -f "$native_log"' EXIT
-phase "set-up (apt and npm packages when missing), the native build and GoogleTest beside it"
+# The wasm build runs beside the rest of the set-up too (chromium, snakemake and the npm packages: mostly downloads
+# and unpacking), once Emscripten is there.
+phase "set-up of the wasm build (Emscripten and node when missing), the native build and GoogleTest beside it"
+scripts/bootstrap.sh --wasm "$@"
+wasm_build_log=$(mktemp)
+scripts/build.sh wasm >"$wasm_build_log" 2>&1 &
+wasm_build_pid=$!
+trap 'kill "$native_pid" "$wasm_build_pid" 2>/dev/null || true; rm -f "$native_log" "$wasm_build_log"' EXIT
+phase "set-up (chromium, snakemake and npm packages when missing), both builds beside it"
 scripts/bootstrap.sh --browser --cohort "$@"
-phase "build (wasm32)"
-scripts/build.sh wasm
+# Each background job's log is shown when it is done; a failure fails npm test with the log.
+finish() { # name pid log
+  local rc=0
+  wait "$2" || rc=$?
+  tail -n 4 "$3"
+  if [ "$rc" != 0 ]; then
+    cat "$3"
+    echo "npm test: $1 failed (exit $rc): its log is above" >&2
+    exit "$rc"
+  fi
+}
+phase "build (wasm32, started after Emscripten's set-up)"
+finish "the wasm build" "$wasm_build_pid" "$wasm_build_log"
 phase "native build and GoogleTest (started with the set-up)"
-native_rc=0
-wait "$native_pid" || native_rc=$?
-tail -n 4 "$native_log"
-if [ "$native_rc" != 0 ]; then
-  cat "$native_log"
-  echo "npm test: the native build or its GoogleTest failed (exit $native_rc): its log is above" >&2
-  exit "$native_rc"
-fi
+finish "the native build or its GoogleTest" "$native_pid" "$native_log"
 
 # One ctest entry per suite in wasm32 (each boots node), two at a time; it runs beside the JavaScript suites, which
 # leave part of the two cores idle while they wait on Chromium, child processes and workers.
@@ -34,7 +46,7 @@ phase "GoogleTest, wasm32 under node (beside the JavaScript suites; its log foll
 wasm_log=$(mktemp)
 ctest --test-dir build/wasm -j2 --output-on-failure >"$wasm_log" 2>&1 &
 wasm_pid=$!
-trap 'kill "$native_pid" "$wasm_pid" 2>/dev/null || true; rm -f "$native_log" "$wasm_log"' EXIT
+trap 'kill "$native_pid" "$wasm_pid" 2>/dev/null || true; rm -f "$native_log" "$wasm_build_log" "$wasm_log"' EXIT
 
 shopt -s nullglob globstar
 # The longest files first (each takes 0.5-3 minutes), so that none of them is left running alone at the end.
