@@ -39,12 +39,15 @@ export function planText(p, voxels) {
 }
 
 /**
- * Plain ONNX Runtime Web whole-volume (null when it does not fit) and Tessera's default on one volume.
+ * Plain ONNX Runtime Web whole-volume (null when it does not fit) and Tessera's default on one volume, with its time
+ * estimate before Run without and with the speed probe (plan({measureSpeed: true}), which the run then follows).
  * createTessera is bindings/js/index.js's; network is {model} (a registry network) or {spec} (a custom one); reference
  * is the χ the default is compared with (the native whole run).
  * @returns {Promise<{web: {seconds: number, wall: number} | null, tessera: number, wall: number, plan: string,
- *   estimated: number, r: number, nrmse: number, share: number, memory: {workerHeapVsPlan: number, moduleHeapVsPlan: number}}>}
- *   share: voxels the default ran ÷ the volume's voxels.
+ *   estimated: number, unprobedSource: string, probedEstimate: number, probe: number, warmStart: boolean, r: number, nrmse: number,
+ *   share: number, memory: {workerHeapVsPlan: number, moduleHeapVsPlan: number}}>}
+ *   share: voxels the default ran ÷ the volume's voxels; estimated: the plan's seconds without the probe; probe: the
+ *   probed plan's wall seconds; wall: seconds around the run of the probed plan.
  */
 export async function webSpeed({ createTessera, geometry, field, mask, network, weights, reference, threads }) {
   const voxels = geometry.dims[0] * geometry.dims[1] * geometry.dims[2];
@@ -61,14 +64,24 @@ export async function webSpeed({ createTessera, geometry, field, mask, network, 
   }
   const tessera = await createTessera({ workers: threads, hardwareThreads: threads, threadsPerWorker: 1 });
   try {
+    // The first estimate: the plan of a runtime that never measured this network (registry or default speed); then the
+    // plan with the speed probe sized to that run (measureSpeed: true), whose worker the run takes.
+    const unprobed = await tessera.plan({ geometry, mask, ...network });
     const t0 = performance.now();
-    const { chi, report } = await tessera.invert({ field, mask, geometry, ...network, weights });
-    const wall = (performance.now() - t0) / 1000;
+    const probed = await tessera.plan({ geometry, mask, ...network, weights, measureSpeed: true });
+    const probe = (performance.now() - t0) / 1000;
+    const t1 = performance.now();
+    const { chi, report } = await tessera.invert({ field, mask, geometry, ...network, weights, plan: probed });
+    const wall = (performance.now() - t1) / 1000;
     const p = report.plan;
     const g = agreement(chi, reference, mask);
     // The run against its plan (1 = as planned; the runtime's own check).
     const memory = { workerHeapVsPlan: report.memory?.workerHeapVsPlan, moduleHeapVsPlan: report.memory?.moduleHeapVsPlan };
-    return { web, tessera: report.wallSeconds, wall, plan: planText(p, voxels), estimated: p.estimatedSeconds, r: g.r, nrmse: g.nrmse, share: voxelsRun(p) / voxels, memory };
+    return {
+      web, tessera: report.wallSeconds, wall, plan: planText(p, voxels), r: g.r, nrmse: g.nrmse, share: voxelsRun(p) / voxels, memory,
+      estimated: unprobed.estimatedSeconds, unprobedSource: unprobed.estimateSource, probedEstimate: probed.estimatedSeconds, probe,
+      warmStart: !!report.pool?.[0]?.warmStart,
+    };
   } finally {
     await tessera.terminate();
   }

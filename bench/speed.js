@@ -78,10 +78,10 @@ fs.writeFileSync(pageFile, PAGE);
 const overrides = { '/__speed.html': pageFile };
 
 const runtimes = a.runtimes.split(',');
-const HEAD = '| network | phantom | runtime | native whole s (Mvox/s) | Web whole s (Mvox/s) | Tessera default: plan | voxels run ÷ volume | run s (wall s) | Mvox/s | ÷ native | ÷ Web whole | r / NRMSE vs whole | estimated s | worker / module heap ÷ plan |';
+const HEAD = '| network | phantom | runtime | native whole s (Mvox/s) | Web whole s (Mvox/s) | Tessera default: plan | voxels run ÷ volume | run s (wall s) | Mvox/s | ÷ native | ÷ Web whole | r / NRMSE vs whole | estimate ÷ wall, unprobed (source) | probe s (÷ wall) | estimate ÷ wall, probed | worker / module heap ÷ plan |';
 console.log(`speed, node ${process.version}, ${os.cpus()[0].model} × ${os.cpus().length}, ${threads} threads everywhere; load ${loadavg()}`);
 console.log(HEAD);
-console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 const rows = [];
 // Chromium runs after node, on the same inputs and reference, served from files (the page fetches them).
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-speed-'));
@@ -97,7 +97,8 @@ function printRow(row) {
   const mv = (s) => (nvox / s / 1e6).toFixed(3);
   console.log(`| ${net} | ${dims.join('×')} | ${runtime} | ${native.toFixed(1)} (${mv(native)}) | ${web ? `${web.seconds.toFixed(1)} (${mv(web.seconds)})` : 'does not fit'} | ` +
     `${row.plan} | ${row.share.toFixed(2)} | ${row.tessera.toFixed(1)} (${row.wall.toFixed(1)}) | ${mv(row.tessera)} | ${(native / row.tessera).toFixed(2)} | ` +
-    `${web ? (web.seconds / row.tessera).toFixed(2) : '-'} | ${row.r.toFixed(4)} / ${row.nrmse.toFixed(3)} | ${row.estimated.toFixed(0)} | ${heapVsPlan(row.memory)} |`);
+    `${web ? (web.seconds / row.tessera).toFixed(2) : '-'} | ${row.r.toFixed(4)} / ${row.nrmse.toFixed(3)} | ${(row.estimated / row.wall).toFixed(2)} (${row.unprobedSource}) | ` +
+    `${row.probe.toFixed(1)} (${(row.probe / row.wall).toFixed(3)}) | ${(row.probedEstimate / row.wall).toFixed(2)}${row.warmStart ? '' : ' (cold)'} | ${heapVsPlan(row.memory)} |`);
 }
 
 for (const net of a.nets.split(',')) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "internal/parallel.h"
+#include "tessera/dipole.h"
 #include "tessera/error.h"
 #include "tessera/fft.h"
 
@@ -24,12 +25,6 @@ bool smooth235(int64_t n) {
     while (n % p == 0) n /= p;
   }
   return n == 1;
-}
-
-// numpy.fft.fftfreq(n, d)[i]
-double fftfreq(int64_t i, int64_t n, double d) {
-  const int64_t f = (i < (n + 1) / 2) ? i : i - n;
-  return static_cast<double>(f) / (static_cast<double>(n) * d);
 }
 
 // χ = F⁻¹[F(f) · inverse(D, L)] on the padded grid, cropped and masked.
@@ -101,7 +96,7 @@ KSpaceGrid::KSpaceGrid(const Geometry& g) : g_(g), b_(g.b0_dir) {
     k[a]->resize(static_cast<size_t>(n));
     l[a]->resize(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
-      (*k[a])[static_cast<size_t>(i)] = fftfreq(i, n, h);
+      (*k[a])[static_cast<size_t>(i)] = fft_frequency(i, n, h);
       (*l[a])[static_cast<size_t>(i)] =
           (2.0 - 2.0 * std::cos(kTwoPi * static_cast<double>(i) / static_cast<double>(n))) / (h * h);
     }

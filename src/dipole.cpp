@@ -26,12 +26,6 @@ void check_pad(const char* what, int pad_factor) {
   }
 }
 
-// numpy.fft.fftfreq(n, d)[i]
-double fftfreq(int64_t i, int64_t n, double d) {
-  const int64_t f = (i < (n + 1) / 2) ? i : i - n;
-  return static_cast<double>(f) / (static_cast<double>(n) * d);
-}
-
 Geometry padded_geometry(const Geometry& g, int pad_factor) {
   Geometry p = g;
   for (int a = 0; a < 3; ++a) p.dims[a] = g.dims[a] * pad_factor;
@@ -71,9 +65,9 @@ void for_each_kernel_value(const Geometry& g, DipoleConvention convention, F&& f
   if (convention == DipoleConvention::Standard) {
     const double norm = std::sqrt(b[0] * b[0] + b[1] * b[1] + b[2] * b[2]);
     for (auto& c : b) c /= norm;
-    for (int64_t i = 0; i < nx; ++i) kx[i] = fftfreq(i, nx, g.voxel_mm[0]);
-    for (int64_t i = 0; i < ny; ++i) ky[i] = fftfreq(i, ny, g.voxel_mm[1]);
-    for (int64_t i = 0; i < nz; ++i) kz[i] = fftfreq(i, nz, g.voxel_mm[2]);
+    for (int64_t i = 0; i < nx; ++i) kx[i] = fft_frequency(i, nx, g.voxel_mm[0]);
+    for (int64_t i = 0; i < ny; ++i) ky[i] = fft_frequency(i, ny, g.voxel_mm[1]);
+    for (int64_t i = 0; i < nz; ++i) kz[i] = fft_frequency(i, nz, g.voxel_mm[2]);
   } else {
     auto fill = [](std::vector<double>& k, int64_t n, double v) {
       for (int64_t i = 0; i < n; ++i) {
@@ -102,6 +96,11 @@ void for_each_kernel_value(const Geometry& g, DipoleConvention convention, F&& f
 }
 
 }  // namespace
+
+double fft_frequency(int64_t i, int64_t n, double spacing) {
+  const int64_t f = (i < (n + 1) / 2) ? i : i - n;
+  return static_cast<double>(f) / (static_cast<double>(n) * spacing);
+}
 
 std::vector<float> dipole_kernel(const Geometry& g, DipoleConvention convention) {
   validate_geometry(g);

@@ -271,6 +271,41 @@ TEST(AutoPlan, ThroughputFitRefusesPointsItCannotUse) {
   EXPECT_STREQ(speed_source_name(SpeedSource::Measured), "measured");
 }
 
+TEST(AutoPlan, SpeedProbeEdgesAreAFewPercentOfTheRun) {
+  // Not sized to a run: the edges near 32 and 64, on the divisor.
+  EXPECT_EQ(speed_probe_edges(0, 8, 400).small, 32u);
+  EXPECT_EQ(speed_probe_edges(0, 8, 400).large, 64u);
+  EXPECT_EQ(speed_probe_edges(0, 48, 400).small, 48u);
+  EXPECT_EQ(speed_probe_edges(0, 48, 400).large, 96u);
+  // Sized to runs from a small box to several slabs: on the divisor, the larger patch at most 2 % of the run's voxels
+  // (32³ at the least, 64³ at the most), the smaller about half of it.
+  for (uint32_t divisor : {1u, 8u, 16u}) {
+    for (uint64_t voxels : {100'000ull, 2'064'384ull, 3'244'032ull, 8'257'536ull, 400'000'000ull}) {
+      const SpeedProbeEdges e = speed_probe_edges(voxels, divisor, 400);
+      EXPECT_EQ(e.small % divisor, 0u);
+      EXPECT_EQ(e.large % divisor, 0u);
+      EXPECT_LT(e.small, e.large);
+      EXPECT_GE(e.large, 32u);
+      EXPECT_LE(e.large, 64u);
+      const double share = static_cast<double>(e.large * e.large * e.large) / static_cast<double>(voxels);
+      if (e.large > 32) EXPECT_LE(share, kSpeedProbeShare) << voxels << " voxels, divisor " << divisor;
+      EXPECT_LE(e.small, (e.large + divisor) / 2 + divisor);
+    }
+  }
+  // The demo's mask box at 160×160×128 (128×144×112 voxels): 32³ and 16³, 1.6 % and 0.2 % of the run.
+  EXPECT_EQ(speed_probe_edges(128ull * 144 * 112, 8, 400).large, 32u);
+  EXPECT_EQ(speed_probe_edges(128ull * 144 * 112, 8, 400).small, 16u);
+  // The single-patch limit caps the larger edge; below two edges the probe is refused with the edges it needs.
+  EXPECT_EQ(speed_probe_edges(8'257'536, 8, 40).large, 40u);
+  try {
+    speed_probe_edges(2'000'000, 8, 16);
+    ADD_FAILURE() << "a limit of 16³ gave two edges";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::BudgetExceeded);
+    EXPECT_NE(std::string(e.what()).find("needs patches of 16³ and larger, but the single-patch limit allows 16³"), std::string::npos) << e.what();
+  }
+}
+
 TEST(AutoPlan, APhysicsLoopRunsWholeWhenItFits) {
   // 160×160×128 at 440 B/voxel (LPCNN-like): 1.44 GB whole fits the single-patch limit; the speed-only planner (the
   // physics loops' quality) takes a crop-and-stitch tiling, but tiled the loop is off-design.

@@ -438,6 +438,24 @@ test('Measure speed: the estimate uses this machine\'s speed, and the next run t
   await page.waitForFunction(() => document.body.dataset.state === 'idle' && document.querySelector('#planReadout').dataset.feasible, null, { timeout: 60000 });
   assert.equal((await readData('#planReadout')).estimateSource, 'registry');
   assert.equal(await page.textContent('#speedText'), '');
+  // No speed of the demo network on this machine: loading an input measures it by itself before the first run, with
+  // patches sized to the planned run (smaller than the button's 32³ and 64³ on this small volume), and the estimate
+  // before Run is this machine's; the run takes the measuring worker.
+  await page.setInputFiles('#fieldFile', { name: 'phantom_field.nii.gz', mimeType: 'application/gzip', buffer: Buffer.from(pair.fieldPpmNii) });
+  await page.setInputFiles('#maskFile', { name: 'phantom_mask.nii.gz', mimeType: 'application/gzip', buffer: Buffer.from(pair.maskNii) });
+  await page.waitForFunction(() => /Measured by itself|not measured/.test(document.querySelector('#speedText').textContent), null, { timeout: 120000, polling: 200 });
+  const note = await page.textContent('#speedText');
+  const edges = note.match(/^Measured by itself before the first run on this machine in [\d.]+ s \(\d threads?: (\d+)³ [\d.]+ s, (\d+)³ [\d.]+ s\)/);
+  assert.ok(edges, note);
+  assert.ok(Number(edges[1]) < 32 && Number(edges[2]) < 64 && Number(edges[1]) < Number(edges[2]), note);
+  await planWith({ feasible: true, estimateSource: 'measured' });
+  const first = await readData('#planReadout');
+  await page.click('#run');
+  await waitState(['done', 'error'], 120000);
+  assert.equal(await pageState(), 'done', await errorText());
+  const firstRun = await readData('#report');
+  assert.equal(firstRun.warmStart, true, 'the first run took the worker that measured by itself');
+  console.log(`# measured by itself: ${note}; estimate ${first.estimatedSeconds.toFixed(1)} s, run ${firstRun.wallSeconds.toFixed(1)} s`);
   await page.uncheck('#auto');
   await page.fill('#core', '32'); // the browser restores the auto plan's values on a reload
   await page.fill('#halo', '8');

@@ -602,6 +602,8 @@ export declare class Tessera {
     spec?: NetworkSpec;
     threads?: number;
     repeats?: number;
+    /** the run's patch voxels (a plan's voxelsRun): the probe's larger patch then holds 2 % of them */
+    runVoxels?: number;
     signal?: AbortSignal;
     onProgress?: (p: Progress) => void;
   }): Promise<SpeedMeasurement>;

@@ -271,7 +271,7 @@ export class Tessera {
     // A speed to measure on the threads this plan would give each worker: the plan without it first, then the same
     // request (held, not read again) planned with it.
     let draft = null;
-    const speed = await this._speedOf(r, async () => (draft = await this._call('plan', args)).threadsPerWorker);
+    const speed = await this._speedOf(r, async () => (draft = await this._call('plan', args)));
     const warmKey = await this._warmKeyOf(r.weights);
     if (draft) return frozen(await this._call('plan', { geometry, mask, field, replan: draft.id, speed, warmKey }));
     return frozen(await this._call('plan', { ...args, speed, warmKey }));
@@ -314,7 +314,8 @@ export class Tessera {
 
   /**
    * This machine's speed of a network, for the planner's time estimate: a one-worker pool runs a few whole patches at
-   * two edges (multiples of the divisor near 32 and 64) on `threads` ONNX Runtime threads. Pass the result as a
+   * two edges (multiples of the divisor near 32 and 64; for a run of runVoxels patch voxels, a plan's voxelsRun, the
+   * larger holds 2 % of them, so that the probe costs a few % of that run) on `threads` ONNX Runtime threads. Pass the result as a
    * request's `speed` (or ask plan()/invert() for `measureSpeed: true`); the plan's estimateSource is then "measured".
    * Kept per (weights sha256, threads) for this runtime's lifetime: a second call returns the first measurement.
    * The probe's worker is kept for the next run of the same weights and threads, which runs its tiles in it and so
@@ -323,7 +324,7 @@ export class Tessera {
    * weights: ONNX bytes; model (registry id) or spec: the network's cost and normalisation.
    * @returns {Promise<{points: {edge: number, threads: number, seconds: number}[], startSeconds: number, threads: number, seconds: number, warmKey?: string, warmIdleSeconds?: number, keptWorkers?: number}>}
    */
-  async measureSpeed({ weights, model, spec, threads = 1, repeats, signal, onProgress } = {}) {
+  async measureSpeed({ weights, model, spec, threads = 1, repeats, runVoxels, signal, onProgress } = {}) {
     const w = Array.isArray(weights) ? weights[0] : weights;
     if (!w || !(w.byteLength > 0)) throw new TesseraError('measureSpeed needs the network\'s weights (ONNX bytes)', 'InvalidArgument');
     if (!Number.isInteger(threads) || threads < 1) throw new TesseraError(`measureSpeed: threads must be a whole number >= 1, got ${threads}`, 'InvalidArgument');
@@ -332,7 +333,7 @@ export class Tessera {
     const key = `${sha}:${threads}`;
     this._speeds ??= new Map();
     if (!this._speeds.has(key)) {
-      const measured = this._call('measureSpeed', { weights: bytes, model, spec, threads, repeats, warmKey: sha }, { signal, onProgress });
+      const measured = this._call('measureSpeed', { weights: bytes, model, spec, threads, repeats, runVoxels, warmKey: sha }, { signal, onProgress });
       this._speeds.set(key, measured);
       measured.catch(() => this._speeds.delete(key)); // a failed or cancelled probe is not kept
     }
@@ -360,15 +361,16 @@ export class Tessera {
 
   /**
    * The request's speed: its own, else measured when it asks (measureSpeed: true) and gives weights, else none. The
-   * probe runs on the threads per worker the request gives, else on those its plan would use (plannedThreads()), so
-   * that the run can take the probe's worker.
+   * probe is sized to the run its plan without a speed would make (draft(): its voxelsRun) and runs on the threads per
+   * worker the request gives, else on those that plan gives each worker, so that the run can take the probe's worker.
    */
-  async _speedOf(r, plannedThreads) {
+  async _speedOf(r, draft) {
     if (r.speed !== undefined) return r.speed;
     if (!r.measureSpeed) return undefined;
     if (!r.weights) throw new TesseraError('measureSpeed: true needs the network\'s weights (the probe runs them)', 'InvalidArgument');
-    const threads = Number.isInteger(r.threadsPerWorker) ? r.threadsPerWorker : (await plannedThreads()) || 1;
-    return this.measureSpeed({ weights: r.weights, model: r.model, spec: r.spec, threads, signal: r.signal });
+    const planned = await draft();
+    const threads = Number.isInteger(r.threadsPerWorker) ? r.threadsPerWorker : planned.threadsPerWorker || 1;
+    return this.measureSpeed({ weights: r.weights, model: r.model, spec: r.spec, threads, runVoxels: planned.voxelsRun || undefined, signal: r.signal });
   }
 
   /**

@@ -46,6 +46,9 @@ val compare(val geometry, val test, val reference, val mask, val options) {
   return guarded([&] { return compare_to_val(geometry, test, reference, mask, options); });
 }
 val forward_of(val geometry, val chi) { return guarded([&] { return forward_field_to_val(geometry, chi); }); }
+val probe_edges(double voxels_run, double divisor, double largest_edge) {
+  return guarded([&] { return speed_probe_edges_to_val(voxels_run, divisor, largest_edge); });
+}
 val calibration_edges(double divisor, double count) { return guarded([&] { return calibration_edges_to_val(divisor, count); }); }
 bool calibration_slope(val points) { return guarded([&] { return calibration_slope_of(points); }); }
 val fit_calibration(val points) { return guarded([&] { return calibration_fit_to_val(points); }); }
@@ -100,6 +103,7 @@ EMSCRIPTEN_BINDINGS(tessera) {
   function("compare", &compare);
   function("forwardField", &forward_of);
   function("calibrationEdges", &calibration_edges);
+  function("speedProbeEdges", &probe_edges);
   function("calibrationSlopeMeasured", &calibration_slope);
   function("fitCalibration", &fit_calibration);
   function("memoryCheck", &memory_check);

@@ -127,6 +127,8 @@ val b0_resample_to_val(const val& geometry, const val& field, const val& mask, c
 // {chi, field, mask} of the numerical head phantom; options {seed, noise, threads}.
 val phantom_to_val(const val& geometry, const val& options);
 
+// The speed probe's two patch edges ({small, large}) for a run of voxels_run patch voxels (0: not known).
+val speed_probe_edges_to_val(double voxels_run, double divisor, double largest_edge);
 // Calibration (tessera/calibration.h): the patch edges to measure for a divisor (count of them).
 val calibration_edges_to_val(double divisor, double count);
 // {slopeMeasured} of points [{voxels, heapBytes, afterSessionBytes}]: whether they measure a per-voxel slope.

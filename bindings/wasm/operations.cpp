@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "tessera/autoplan.h"
 #include "tessera/calibration.h"
 #include "tessera/dipole.h"
 #include "tessera/fidelity.h"
@@ -103,6 +104,17 @@ std::vector<HeapPoint> heap_points_from(const val& points) {
 }
 
 }  // namespace
+
+val speed_probe_edges_to_val(double voxels_run, double divisor, double largest_edge) {
+  if (!(voxels_run >= 0 && voxels_run <= 9.0e15) || !(divisor >= 1 && divisor <= 4096) || !(largest_edge >= 0 && largest_edge <= 1.0e6)) {
+    throw Error(ErrorCode::InvalidArgument, "speed probe edges need voxelsRun >= 0, a divisor in [1, 4096] and a largest edge >= 0");
+  }
+  const SpeedProbeEdges e = speed_probe_edges(static_cast<uint64_t>(voxels_run), static_cast<uint32_t>(divisor), static_cast<uint64_t>(largest_edge));
+  val out = val::object();
+  out.set("small", static_cast<double>(e.small));
+  out.set("large", static_cast<double>(e.large));
+  return out;
+}
 
 val calibration_edges_to_val(double divisor, double count) {
   if (!(divisor >= 0 && divisor <= 4096) || !(count >= 1 && count <= 64)) {

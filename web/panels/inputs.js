@@ -148,6 +148,8 @@ export class InputsPanel {
       if (typeof r === 'string') this.pending(wf, r);
       else this.set(r);
       page.setState('idle');
+      // Before the first run of a network on this machine its speed is measured by itself (a few % of the run).
+      if (typeof r !== 'string') page.panels.settings.measureByItself();
     } catch (e) {
       if (seq !== this.loads) return;
       const main = page.files[wf.kind];

@@ -8,6 +8,9 @@ import { workflowFor } from '../workflows/index.js';
 
 const GROUPS = { 'field-to-chi': 'Field → χ networks', 'physics-loop': 'Physics loops', 'native-patches': 'Native patching', 'whole-volume-only': 'Whole volume only' };
 
+/** The session's key of a registry network's weights (its id and their sha256s). */
+const weightsKey = (m) => `${m.id}:${m.weights.map((w) => w.sha256).join(',')}`;
+
 export class NetworkPanel {
   /** @param {import('../page.js').Page} page */
   constructor(page) {
@@ -192,12 +195,20 @@ export class NetworkPanel {
     return this.throughCache(m, signal);
   }
 
+  /** Whether the network's weights are here without a download: the demo's (served with the page), a chosen file, or fetched this session. */
+  weightsAtHand(net) {
+    if (net.kind === 'custom') return !!$('customFile').files[0];
+    if (net.kind === 'demo') return true;
+    if (checkedValue('weightsSource') === 'file') return $('weightsFile').files.length === net.model.weights.length;
+    return this.memo.has(weightsKey(net.model));
+  }
+
   /**
    * A registry network's weights from its registry URLs (the demo's: served with this page) through the weights
    * cache, verified against the registry's size and sha256; kept for the session.
    */
   async throughCache(m, signal) {
-    const memoKey = `${m.id}:${m.weights.map((w) => w.sha256).join(',')}`;
+    const memoKey = weightsKey(m);
     if (this.memo.has(memoKey)) return this.memo.get(memoKey);
     const onProgress = (p) => this.progress(`${p.file} (${p.index + 1}/${p.files})`, p.loaded, p.total);
     const load = (sources) => {

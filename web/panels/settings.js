@@ -57,6 +57,7 @@ export class SettingsPanel {
     this.latest = null; // the latest update() while it runs, or null
     this.speeds = keptSpeeds(); // this machine's measured speed, by network: {speed, measuredAt, earlier | stored}
     this.measuring = null; // the AbortController of the speed measurement in progress, or null
+    this.byItself = new Set(); // the networks (speedKey) whose speed this page measured by itself
     for (const id of TILE_SETTINGS) $(id).addEventListener('input', () => this.schedule());
     $('measureSpeed').addEventListener('click', () => this.measureSpeed());
   }
@@ -67,10 +68,28 @@ export class SettingsPanel {
   }
 
   /**
+   * The first plan of a loaded input, for a network this machine has no speed of: its speed is measured by itself
+   * (measureSpeed, sized to the planned run: its patches hold about 3 % of the run's voxels), so that the estimate
+   * before Run is this machine's. Once per network and page, and only when its weights are here (no download).
+   */
+  async measureByItself() {
+    const { page } = this;
+    const { plan } = await this.current();
+    const net = page.network();
+    const key = SettingsPanel.speedKey(net);
+    if (!page.input || !page.workflow().tiled || !plan?.feasible || !(plan.voxelsRun > 0)) return;
+    if (page.running || this.measuring || this.speeds.has(key) || this.byItself.has(key)) return;
+    if (!page.panels.network.weightsAtHand(net)) return; // no download nobody asked for
+    this.byItself.add(key);
+    await this.measureSpeed({ runVoxels: plan.voxelsRun });
+  }
+
+  /**
    * This machine's speed of the selected network: a few patches timed in the worker that its next run takes (the
    * runtime keeps it, so the run starts no worker of its own); the estimate then uses it. Run waits while it runs.
+   * runVoxels: the planned run's patch voxels (the probe is then sized to it), else the probe's standard patches.
    */
-  async measureSpeed() {
+  async measureSpeed({ runVoxels } = {}) {
     const { page } = this;
     const net = page.network();
     if (!page.workflow().tiled || page.running || this.measuring) return;
@@ -88,10 +107,11 @@ export class SettingsPanel {
         weights,
         ...(net.kind === 'custom' ? { spec: net.spec } : { model: net.id }),
         threads,
+        runVoxels,
         signal: controller.signal,
         onProgress: (p) => (text.textContent = `measuring: patch ${p.done} of ${p.total}…`),
       });
-      const entry = { speed: { points: speed.points, startSeconds: speed.startSeconds, threads: speed.threads, seconds: speed.seconds }, measuredAt: new Date().toISOString() };
+      const entry = { speed: { points: speed.points, startSeconds: speed.startSeconds, threads: speed.threads, seconds: speed.seconds }, measuredAt: new Date().toISOString(), byItself: !!runVoxels };
       const key = SettingsPanel.speedKey(net);
       entry.stored = net.kind !== 'custom' && keepSpeed(key, entry);
       this.speeds.set(key, entry);
@@ -156,7 +176,7 @@ export class SettingsPanel {
     if (!e) return '';
     if (e.earlier) return `Measured on this machine on ${e.measuredAt.slice(0, 16).replace('T', ' ')} UTC (${pointsText(e.speed.points)}), kept from an earlier visit; Measure speed measures again`;
     const { seconds, threads, points } = e.speed;
-    return `Measured on this machine in ${fmtSeconds(seconds)} (${threads} thread${threads > 1 ? 's' : ''}: ${pointsText(points)}); the next run of it takes the measuring worker${e.stored ? '; kept for later visits' : ''}`;
+    return `${e.byItself ? 'Measured by itself before the first run' : 'Measured'} on this machine in ${fmtSeconds(seconds)} (${threads} thread${threads > 1 ? 's' : ''}: ${pointsText(points)}); the next run of it takes the measuring worker${e.stored ? '; kept for later visits' : ''}`;
   }
 
   /** Asks the C++ planner for the current settings and shows its answer (the latest request wins). */

@@ -113,19 +113,16 @@ export async function probeContext(a, id) {
 
 /**
  * This machine's speed of a network (measureSpeed()): a one-worker pool runs whole phantom patches at two edges
- * (multiples of the divisor near 32 and 64), after one untimed warm-up patch; each edge's fastest of `repeats` runs
- * is its point. The fit of the points to the planner's model is C++'s (a request's speed). With a.warmKey (the
- * weights' sha256) the pool is kept for the run that follows (sessions.js).
+ * (C++'s speedProbeEdges: for a run of a.runVoxels patch voxels, the larger holds 2 % of them; else near 32 and 64),
+ * after one untimed first patch; each edge's fastest of `repeats` runs (default 1 for a run's probe, else 2) is its
+ * point. The fit of the points to the planner's model is C++'s (a request's speed). With a.warmKey (the weights'
+ * sha256) the pool is kept for the run that follows (sessions.js).
  */
 export async function measureSpeed(a, id) {
   const net = probedNetwork(a, SPEED);
-  const { divisor } = net;
-  const up = (e) => Math.ceil(e / divisor) * divisor;
-  const small = up(32);
-  const large = Math.min(Math.max(up(64), small + divisor), Math.floor(net.largestEdge / divisor) * divisor);
-  if (!(large > small)) throw new TesseraError(`the speed probe needs patches of ${small}³ and larger, but the single-patch limit allows ${net.largestEdge}³`, 'BudgetExceeded');
+  const { small, large } = call(() => rt.M.speedProbeEdges(a.runVoxels ?? 0, net.divisor, net.largestEdge));
   const threads = a.threads ?? 1;
-  const repeats = Math.max(1, a.repeats ?? 2);
+  const repeats = Math.max(1, a.repeats ?? (a.runVoxels ? 1 : 2));
   const patches = [];
   try {
     for (const edge of [small, large]) patches.push(phantomPatch(a, edge, SPEED));

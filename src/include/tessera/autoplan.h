@@ -48,6 +48,22 @@ struct SpeedPoint {
 // Throws Error(InvalidArgument) when the times do not grow with the patch size (a probe too noisy to use).
 ThroughputModel fit_throughput(std::span<const SpeedPoint> points, const ThroughputModel& base);
 
+// The share of a run's patch voxels the speed probe's larger patch may hold: its two timed patches and the untimed
+// first one then run about 3 % of the voxels the run does.
+inline constexpr double kSpeedProbeShare = 0.02;
+
+// The two patch edges the speed probe times, smaller first.
+struct SpeedProbeEdges {
+  uint64_t small = 0, large = 0;
+};
+
+// Edges for a speed probe: multiples of divisor; for a run of voxels_run patch voxels (0: not known) the larger holds
+// at most kSpeedProbeShare of them, from 16 and 32 voxels up to 32 and 64 (the edges near 32 and 64 when not known);
+// the smaller is about half the larger.
+// divisor >= 1; largest_edge: the largest cube the single-patch limit allows.
+// Throws Error(BudgetExceeded) when the limit allows no two such edges, naming the edges needed.
+SpeedProbeEdges speed_probe_edges(uint64_t voxels_run, uint32_t divisor, uint64_t largest_edge);
+
 // How faithful the auto-planner's choice must be to the whole-volume run (inside the mask):
 //   faithful (the default): predicted r >= 0.99 and NRMSE <= 0.10;
 //   balanced: r >= 0.97 and NRMSE <= 0.20;

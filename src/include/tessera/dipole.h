@@ -25,6 +25,11 @@ enum class DipoleConvention {
   NextQsm,
 };
 
+// numpy.fft.fftfreq(n, spacing)[i]: the frequency of DFT index i of n samples spacing apart (DC at 0, negative from
+// (n + 1) / 2).
+// 0 <= i < n; spacing > 0.
+double fft_frequency(int64_t i, int64_t n, double spacing);
+
 // The k-space dipole kernel of geometry (dims, voxel size, B0 direction), x-fastest, one real value per voxel.
 // geometry valid (validate_geometry; else Error InvalidArgument).
 std::vector<float> dipole_kernel(const Geometry& geometry, DipoleConvention convention = DipoleConvention::Standard);
