@@ -39,15 +39,16 @@ export function planText(p, voxels) {
 }
 
 /**
- * Plain ONNX Runtime Web whole-volume (null when it does not fit) and Tessera's default on one volume, with its time
- * estimate before Run without and with the speed probe (plan({measureSpeed: true}), which the run then follows).
+ * Plain ONNX Runtime Web whole-volume (null when it does not fit) and Tessera's default on one volume: run cold with
+ * the estimate of a runtime that never measured the network, and run again after the speed probe sized to it
+ * (plan({measureSpeed: true}), whose worker the run takes) with the probed estimate.
  * createTessera is bindings/js/index.js's; network is {model} (a registry network) or {spec} (a custom one); reference
  * is the χ the default is compared with (the native whole run).
  * @returns {Promise<{web: {seconds: number, wall: number} | null, tessera: number, wall: number, plan: string,
- *   estimated: number, unprobedSource: string, probedEstimate: number, probe: number, warmStart: boolean, r: number, nrmse: number,
- *   share: number, memory: {workerHeapVsPlan: number, moduleHeapVsPlan: number}}>}
- *   share: voxels the default ran ÷ the volume's voxels; estimated: the plan's seconds without the probe; probe: the
- *   probed plan's wall seconds; wall: seconds around the run of the probed plan.
+ *   estimated: number, unprobedSource: string, probedEstimate: number, probe: number, warmWall: number, warmStart: boolean,
+ *   probedPlan: string, r: number, nrmse: number, share: number, memory: {workerHeapVsPlan: number, moduleHeapVsPlan: number}}>}
+ *   share: voxels the default ran ÷ the volume's voxels; wall: seconds around the cold run; estimated: its plan's seconds
+ *   (no probe); probe: seconds of the probed plan() call; warmWall: seconds around the run after it.
  */
 export async function webSpeed({ createTessera, geometry, field, mask, network, weights, reference, threads }) {
   const voxels = geometry.dims[0] * geometry.dims[1] * geometry.dims[2];
@@ -62,27 +63,41 @@ export async function webSpeed({ createTessera, geometry, field, mask, network, 
   } finally {
     await plain.terminate();
   }
-  const tessera = await createTessera({ workers: threads, hardwareThreads: threads, threadsPerWorker: 1 });
+  // Tessera's default on a runtime that never measured this network: the first estimate (registry or default speed)
+  // and the run, cold (the run starts its own worker).
+  const cold = await createTessera({ workers: threads, hardwareThreads: threads, threadsPerWorker: 1 });
+  let out;
   try {
-    // The first estimate: the plan of a runtime that never measured this network (registry or default speed); then the
-    // plan with the speed probe sized to that run (measureSpeed: true), whose worker the run takes.
-    const unprobed = await tessera.plan({ geometry, mask, ...network });
+    const unprobed = await cold.plan({ geometry, mask, ...network });
     const t0 = performance.now();
-    const probed = await tessera.plan({ geometry, mask, ...network, weights, measureSpeed: true });
-    const probe = (performance.now() - t0) / 1000;
-    const t1 = performance.now();
-    const { chi, report } = await tessera.invert({ field, mask, geometry, ...network, weights, plan: probed });
-    const wall = (performance.now() - t1) / 1000;
+    const { chi, report } = await cold.invert({ field, mask, geometry, ...network, weights });
+    const wall = (performance.now() - t0) / 1000;
     const p = report.plan;
     const g = agreement(chi, reference, mask);
     // The run against its plan (1 = as planned; the runtime's own check).
     const memory = { workerHeapVsPlan: report.memory?.workerHeapVsPlan, moduleHeapVsPlan: report.memory?.moduleHeapVsPlan };
-    return {
+    out = {
       web, tessera: report.wallSeconds, wall, plan: planText(p, voxels), r: g.r, nrmse: g.nrmse, share: voxelsRun(p) / voxels, memory,
-      estimated: unprobed.estimatedSeconds, unprobedSource: unprobed.estimateSource, probedEstimate: probed.estimatedSeconds, probe,
-      warmStart: !!report.pool?.[0]?.warmStart,
+      estimated: unprobed.estimatedSeconds, unprobedSource: unprobed.estimateSource,
     };
   } finally {
-    await tessera.terminate();
+    await cold.terminate();
+  }
+  // The same on a fresh runtime with the speed probe sized to the run (plan({measureSpeed: true})); the run takes the
+  // probe's worker. The probe's cost: (probe + this run) − the cold run, both from the request to χ.
+  const probed = await createTessera({ workers: threads, hardwareThreads: threads, threadsPerWorker: 1 });
+  try {
+    const t0 = performance.now();
+    const plan = await probed.plan({ geometry, mask, ...network, weights, measureSpeed: true });
+    const probe = (performance.now() - t0) / 1000;
+    const t1 = performance.now();
+    const { report } = await probed.invert({ field, mask, geometry, ...network, weights, plan });
+    const warmWall = (performance.now() - t1) / 1000;
+    return {
+      ...out, probedEstimate: plan.estimatedSeconds, probe, warmWall, warmStart: !!report.pool?.[0]?.warmStart,
+      probedPlan: planText(report.plan, voxels),
+    };
+  } finally {
+    await probed.terminate();
   }
 }

@@ -21,6 +21,10 @@
 //   node bench/speed.js [--nets demo,xqsm,deep] [--dims 160,160,128/256,256,176] [--threads 2] [--runtimes node,chromium]
 //        [--ortnode /tmp/ortnode] [--standins /tmp/standins] [--chromium /usr/bin/chromium] [--json out.json]
 // (Not with --no-experimental-fetch when Chromium runs: playwright-core needs the global Headers.)
+// The estimate columns: the first estimate (a runtime that never measured the network: registry or default speed)
+// against the cold default run's wall time; the speed probe sized to that run (plan({measureSpeed: true})) on a fresh
+// runtime, its net cost (probe + the run after it, which takes the probe's worker, minus the cold run) and its
+// estimate against the run after it.
 import { parseArgs } from 'node:util';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -78,7 +82,7 @@ fs.writeFileSync(pageFile, PAGE);
 const overrides = { '/__speed.html': pageFile };
 
 const runtimes = a.runtimes.split(',');
-const HEAD = '| network | phantom | runtime | native whole s (Mvox/s) | Web whole s (Mvox/s) | Tessera default: plan | voxels run ÷ volume | run s (wall s) | Mvox/s | ÷ native | ÷ Web whole | r / NRMSE vs whole | estimate ÷ wall, unprobed (source) | probe s (÷ wall) | estimate ÷ wall, probed | worker / module heap ÷ plan |';
+const HEAD = '| network | phantom | runtime | native whole s (Mvox/s) | Web whole s (Mvox/s) | Tessera default: plan | voxels run ÷ volume | run s (wall s) | Mvox/s | ÷ native | ÷ Web whole | r / NRMSE vs whole | first estimate ÷ wall (speed) | probe s; probe + run − cold run, ÷ cold wall | probed estimate ÷ wall after it | worker / module heap ÷ plan |';
 console.log(`speed, node ${process.version}, ${os.cpus()[0].model} × ${os.cpus().length}, ${threads} threads everywhere; load ${loadavg()}`);
 console.log(HEAD);
 console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
@@ -98,7 +102,8 @@ function printRow(row) {
   console.log(`| ${net} | ${dims.join('×')} | ${runtime} | ${native.toFixed(1)} (${mv(native)}) | ${web ? `${web.seconds.toFixed(1)} (${mv(web.seconds)})` : 'does not fit'} | ` +
     `${row.plan} | ${row.share.toFixed(2)} | ${row.tessera.toFixed(1)} (${row.wall.toFixed(1)}) | ${mv(row.tessera)} | ${(native / row.tessera).toFixed(2)} | ` +
     `${web ? (web.seconds / row.tessera).toFixed(2) : '-'} | ${row.r.toFixed(4)} / ${row.nrmse.toFixed(3)} | ${(row.estimated / row.wall).toFixed(2)} (${row.unprobedSource}) | ` +
-    `${row.probe.toFixed(1)} (${(row.probe / row.wall).toFixed(3)}) | ${(row.probedEstimate / row.wall).toFixed(2)}${row.warmStart ? '' : ' (cold)'} | ${heapVsPlan(row.memory)} |`);
+    `${row.probe.toFixed(1)}; ${(row.probe + row.warmWall - row.wall).toFixed(1)} (${((row.probe + row.warmWall - row.wall) / row.wall).toFixed(3)}) | ` +
+    `${(row.probedEstimate / row.warmWall).toFixed(2)} (${row.warmWall.toFixed(1)} s${row.warmStart ? '' : ', cold'}${row.probedPlan === row.plan ? '' : `; ${row.probedPlan}`}) | ${heapVsPlan(row.memory)} |`);
 }
 
 for (const net of a.nets.split(',')) {
