@@ -1,7 +1,8 @@
 // Whether a change kept every χ: the same runs through the current wasm module (dist/wasm) and a baseline module
 // (another commit's dist/wasm/node, e.g. copied aside before a rebuild), byte for byte: every classical method at its
-// defaults on the phantom's field, the demo network (the default plan, a tiled plan, the whole volume), and the
-// pipeline from the phantom scan's wrapped phase (RTS; every intermediate). Prints one line per output and exits 1 when
+// defaults on the phantom's field, the demo network (the default plan, a tiled plan, the whole volume), every other
+// registry network's default plan with its stand-in (field networks and physics loops on the phantom's field, the phase
+// networks on the phantom scan's wrapped phase), and the pipeline from that phase (RTS; every intermediate). Prints one line per output and exits 1 when
 // any differs.
 //
 // Usage: node bench/same-chi.js --baseline DIR [--dims 96,96,64] [--voxel 2,2,2] [--threads 2]
@@ -13,6 +14,9 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { createTessera } from '../bindings/js/index.js';
+import { STANDINS } from '../scripts/standins.js';
+import { IR2QSM_STANDINS } from '../scripts/standins-ir2qsm.js';
+import { LOOP_STANDINS } from '../scripts/standins-loops.js';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((a, x, i, all) => (x.startsWith('--') ? [...a, [x.slice(2), all[i + 1]]] : a), []));
 if (!args.baseline && !args.dump && !args.against) {
@@ -24,6 +28,19 @@ const voxelMm = (args.voxel ?? '2,2,2').split(',').map(Number);
 const threads = Number(args.threads ?? 2);
 const geometry = { dims, voxelMm, b0Dir: [0, 0, 1] };
 const te = [0.004, 0.008, 0.012, 0.016];
+// Every other registry network, with its stand-in (scripts/standins*.js: the real export's operators, random weights),
+// small: registry id → the stand-ins of its weights files, in order.
+const SMALL = {
+  xqsm: { base: 4 }, qsmnet: { base: 2 }, iqsm: { base: 2 }, 'iqsm-plus': { base: 2 }, ir2qsm: { base: 2 },
+  lpcnn: { channels: 2, blocks: 1 }, 'modl-qsm': { channels: 2, blocks: 1 },
+  'nextqsm-bf': { base: 2, maxFilters: 8 }, 'nextqsm-vjp': { base: 2, maxFilters: 8 },
+};
+const FIELD_NETWORKS = {
+  xqsm: ['xqsm'], qsmnet: ['qsmnet'], 'qsmnet-plus': ['qsmnet'], ir2qsm: ['ir2qsm'], lpcnn: ['lpcnn'], 'modl-qsm': ['modl-qsm'],
+  nextqsm: ['nextqsm-bf', 'nextqsm-vjp'],
+};
+const PHASE_NETWORKS = { iqsm: ['iqsm'], iqfm: ['iqsm'], 'iqsm-plus': ['iqsm-plus'] };
+const standin = (id) => ({ ...STANDINS, ...IR2QSM_STANDINS, ...LOOP_STANDINS })[id].build(SMALL[id]);
 
 /** Every output of the runs, in order: [[name, Float32Array | Uint8Array]]. */
 async function outputs(wasmBase) {
@@ -41,7 +58,14 @@ async function outputs(wasmBase) {
     out.push(['demo-unet default plan', (await t.invert(net)).chi]);
     out.push(['demo-unet tile 32/8', (await t.invert({ ...net, tile: { core: 32, halo: 8 } })).chi]);
     out.push(['demo-unet whole', (await t.invert({ ...net, whole: true })).chi]);
+    for (const [model, files] of Object.entries(FIELD_NETWORKS)) {
+      out.push([`${model} default plan (stand-in)`, (await t.invert({ field: ph.field, mask: ph.mask, geometry, model, weights: files.map(standin) })).chi]);
+    }
     const scan = await t.phantomScan({ geometry, te, snr: 100 });
+    for (const [model, files] of Object.entries(PHASE_NETWORKS)) {
+      const run = { phase: scan.phase, magnitude: scan.magnitude, mask: ph.mask, geometry, te, b0: 3, model, weights: files.map(standin) };
+      out.push([`${model} (stand-in)`, (await t.invert(run)).chi]);
+    }
     const p = await t.pipeline({ phase: scan.phase, magnitude: scan.magnitude, geometry, te, b0: 3, method: 'rts' });
     for (const [k, v] of Object.entries(p)) if (v?.data) out.push([`pipeline ${k}`, v.data]);
     return out;

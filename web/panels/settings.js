@@ -45,8 +45,8 @@ function keepSpeed(id, { speed, measuredAt }) {
   }
 }
 
-/** A probe's points as the page says them: "32³ 0.09 s, 64³ 0.59 s". */
-const pointsText = (points) => points.map((p) => `${p.edge}³ ${fmtSeconds(p.seconds)}`).join(', ');
+/** A probe's points as the page says them: "32³ 0.09 s, 64³ 0.59 s" (hundredths under a second: small patches take milliseconds). */
+const pointsText = (points) => points.map((p) => `${p.edge}³ ${p.seconds < 1 ? `${p.seconds.toFixed(2)} s` : fmtSeconds(p.seconds)}`).join(', ');
 
 export class SettingsPanel {
   /** @param {import('../page.js').Page} page */
@@ -69,7 +69,7 @@ export class SettingsPanel {
 
   /**
    * The first plan of a loaded input, for a network this machine has no speed of: its speed is measured by itself
-   * (measureSpeed, sized to the planned run: its patches hold about 3 % of the run's voxels), so that the estimate
+   * (measureSpeed, sized to the planned run: its patches hold about 4 % of the run's voxels), so that the estimate
    * before Run is this machine's. Once per network and page, and only when its weights are here (no download).
    */
   async measureByItself() {

@@ -114,7 +114,7 @@ export async function probeContext(a, id) {
 /**
  * This machine's speed of a network (measureSpeed()): a one-worker pool runs whole phantom patches at two edges
  * (C++'s speedProbeEdges: for a run of a.runVoxels patch voxels, the larger holds 2 % of them; else near 32 and 64),
- * after one untimed first patch; each edge's fastest of `repeats` runs (default 1 for a run's probe, else 2) is its
+ * after one untimed run of the larger; each edge's fastest of `repeats` runs (default 1 for a run's probe, else 2) is its
  * point. The fit of the points to the planner's model is C++'s (a request's speed). With a.warmKey (the weights'
  * sha256) the pool is kept for the run that follows (sessions.js).
  */
@@ -137,7 +137,9 @@ export async function measureSpeed(a, id) {
       return (performance.now() - t0) / 1000;
     };
     const ready = (performance.now() - started) / 1000;
-    const first = await time(patches[0]); // the first run of a session is slower: part of a worker's start
+    // The first run of a session at a size is slower (the arena grows to it; a browser compiles the hot code optimised
+    // meanwhile): untimed, at the larger edge, which the smaller then fits in.
+    const first = await time(patches[1]);
     const best = [Infinity, Infinity];
     let done = 0;
     let total = 2 * repeats;
@@ -157,7 +159,7 @@ export async function measureSpeed(a, id) {
       await round(1);
     }
     const points = patches.map((p, e) => ({ edge: p.edge, threads, seconds: best[e] }));
-    const startSeconds = ready + Math.max(0, first - points[0].seconds);
+    const startSeconds = ready + Math.max(0, first - points[1].seconds);
     const seconds = (performance.now() - started) / 1000;
     if (!a.warmKey || signal.aborted) return { value: { points, startSeconds, threads, seconds } };
     await keepSession(a.warmKey, pool); // the run that follows starts no worker of its own

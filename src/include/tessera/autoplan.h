@@ -48,8 +48,8 @@ struct SpeedPoint {
 // Throws Error(InvalidArgument) when the times do not grow with the patch size (a probe too noisy to use).
 ThroughputModel fit_throughput(std::span<const SpeedPoint> points, const ThroughputModel& base);
 
-// The share of a run's patch voxels the speed probe's larger patch may hold: its two timed patches and the untimed
-// first one then run about 3 % of the voxels the run does.
+// The share of a run's patch voxels the speed probe's larger patch may hold: the probe runs it twice (untimed first)
+// and the smaller patch once, about 4 % of the voxels the run does.
 inline constexpr double kSpeedProbeShare = 0.02;
 
 // The two patch edges the speed probe times, smaller first.
