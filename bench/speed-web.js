@@ -68,7 +68,6 @@ export async function webSpeed({ createTessera, geometry, field, mask, network, 
   const cold = await createTessera({ workers: threads, hardwareThreads: threads, threadsPerWorker: 1 });
   let out;
   try {
-    const unprobed = await cold.plan({ geometry, mask, ...network });
     const t0 = performance.now();
     const { chi, report } = await cold.invert({ field, mask, geometry, ...network, weights });
     const wall = (performance.now() - t0) / 1000;
@@ -78,7 +77,7 @@ export async function webSpeed({ createTessera, geometry, field, mask, network, 
     const memory = { workerHeapVsPlan: report.memory?.workerHeapVsPlan, moduleHeapVsPlan: report.memory?.moduleHeapVsPlan };
     out = {
       web, tessera: report.wallSeconds, wall, plan: planText(p, voxels), r: g.r, nrmse: g.nrmse, share: voxelsRun(p) / voxels, memory,
-      estimated: unprobed.estimatedSeconds, unprobedSource: unprobed.estimateSource,
+      estimated: p.estimatedSeconds, unprobedSource: p.estimateSource, // the plan this run made for itself
     };
   } finally {
     await cold.terminate();
