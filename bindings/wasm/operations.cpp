@@ -107,7 +107,7 @@ std::vector<HeapPoint> heap_points_from(const val& points) {
 
 val speed_probe_edges_to_val(double voxels_run, double divisor, double largest_edge) {
   if (!(voxels_run >= 0 && voxels_run <= 9.0e15) || !(divisor >= 1 && divisor <= 4096) || !(largest_edge >= 0 && largest_edge <= 1.0e6)) {
-    throw Error(ErrorCode::InvalidArgument, "speed probe edges need voxelsRun >= 0, a divisor in [1, 4096] and a largest edge >= 0");
+    throw Error(ErrorCode::InvalidArgument, "the speed probe needs runVoxels (the run's patch voxels, a plan's voxelsRun) >= 0, a divisor in [1, 4096] and a largest edge >= 0");
   }
   const SpeedProbeEdges e = speed_probe_edges(static_cast<uint64_t>(voxels_run), static_cast<uint32_t>(divisor), static_cast<uint64_t>(largest_edge));
   val out = val::object();
