@@ -15,9 +15,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { createTessera } from '../bindings/js/index.js';
-import { STANDINS } from '../scripts/standins.js';
-import { IR2QSM_STANDINS } from '../scripts/standins-ir2qsm.js';
-import { LOOP_STANDINS } from '../scripts/standins-loops.js';
+import { smallStandin } from '../scripts/standins-small.js';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((a, x, i, all) => (x.startsWith('--') ? [...a, [x.slice(2), all[i + 1]]] : a), []));
 if (!args.baseline && !args.dump && !args.against) {
@@ -29,20 +27,14 @@ const voxelMm = (args.voxel ?? '2,2,2').split(',').map(Number);
 const threads = Number(args.threads ?? 2);
 const geometry = { dims, voxelMm, b0Dir: [0, 0, 1] };
 const te = [0.004, 0.008, 0.012, 0.016];
-// Every other registry network, with its stand-in (scripts/standins*.js: the real export's operators, random weights),
-// small: registry id → the stand-ins of its weights files, in order.
-const SMALL = {
-  xqsm: { base: 4 }, qsmnet: { base: 2 }, iqsm: { base: 2 }, 'iqsm-plus': { base: 2 }, ir2qsm: { base: 2 },
-  lpcnn: { channels: 2, blocks: 1 }, 'modl-qsm': { channels: 2, blocks: 1 },
-  'nextqsm-bf': { base: 2, maxFilters: 8 }, 'nextqsm-vjp': { base: 2, maxFilters: 8 },
-};
+// Every other registry network, with its stand-ins (scripts/standins-small.js: the real export's operators, random
+// weights, small): registry id → the stand-ins of its weights files, in order.
 const FIELD_NETWORKS = {
   xqsm: ['xqsm'], qsmnet: ['qsmnet'], 'qsmnet-plus': ['qsmnet'], ir2qsm: ['ir2qsm'], lpcnn: ['lpcnn'], 'modl-qsm': ['modl-qsm'],
   nextqsm: ['nextqsm-bf', 'nextqsm-vjp'],
 };
 const PHASE_NETWORKS = { iqsm: ['iqsm'], iqfm: ['iqsm'], 'iqsm-plus': ['iqsm-plus'] };
 const NETWORK_DIMS = (args['network-dims'] ?? '64,64,48').split(',').map(Number);
-const standin = (id) => ({ ...STANDINS, ...IR2QSM_STANDINS, ...LOOP_STANDINS })[id].build(SMALL[id]);
 
 /** Every output of the runs, in order: [[name, Float32Array | Uint8Array]]. */
 async function outputs(wasmBase) {
@@ -64,11 +56,11 @@ async function outputs(wasmBase) {
     const g1 = { dims: NETWORK_DIMS, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
     const ph1 = await t.phantom({ geometry: g1 });
     for (const [model, files] of Object.entries(FIELD_NETWORKS)) {
-      out.push([`${model} default plan (stand-in)`, (await t.invert({ field: ph1.field, mask: ph1.mask, geometry: g1, model, weights: files.map(standin) })).chi]);
+      out.push([`${model} default plan (stand-in)`, (await t.invert({ field: ph1.field, mask: ph1.mask, geometry: g1, model, weights: files.map(smallStandin) })).chi]);
     }
     const scan1 = await t.phantomScan({ geometry: g1, te, snr: 100 });
     for (const [model, files] of Object.entries(PHASE_NETWORKS)) {
-      const run = { phase: scan1.phase, magnitude: scan1.magnitude, mask: ph1.mask, geometry: g1, te, b0: 3, model, weights: files.map(standin) };
+      const run = { phase: scan1.phase, magnitude: scan1.magnitude, mask: ph1.mask, geometry: g1, te, b0: 3, model, weights: files.map(smallStandin) };
       out.push([`${model} (stand-in)`, (await t.invert(run)).chi]);
     }
     const scan = await t.phantomScan({ geometry, te, snr: 100 });

@@ -6,26 +6,11 @@
 // exports', the channel counts do not matter here, so they are built small) and the bundled demo network's real
 // file. AutoQSM and QSMGAN have no stand-in: their rows are not printed (the README says them from the papers).
 import { readFileSync } from 'node:fs';
-import { STANDINS } from './standins.js';
-import { IR2QSM_STANDINS } from './standins-ir2qsm.js';
-import { LOOP_STANDINS } from './standins-loops.js';
+import { ALL_STANDINS, smallStandin } from './standins-small.js';
 import { graphOperators, selectExecutionProvider } from '../bindings/js/execution-provider.js';
 
-const SMALL = {
-  xqsm: { base: 4 },
-  qsmnet: { base: 2 },
-  iqsm: { base: 2 },
-  'iqsm-plus': { base: 2 },
-  ir2qsm: { base: 2 },
-  lpcnn: { channels: 2, blocks: 1 },
-  'modl-qsm': { channels: 2, blocks: 1 },
-  'nextqsm-bf': { base: 2, maxFilters: 8 },
-  'nextqsm-vjp': { base: 2, maxFilters: 8 },
-};
 const graphs = [];
-for (const [id, s] of Object.entries({ ...STANDINS, ...IR2QSM_STANDINS, ...LOOP_STANDINS })) {
-  graphs.push({ id, source: 'stand-in', bytes: s.build(SMALL[id] ?? {}) });
-}
+for (const id of Object.keys(ALL_STANDINS)) graphs.push({ id, source: 'stand-in', bytes: smallStandin(id) });
 graphs.push({ id: 'demo-unet', source: 'web/models/demo-unet.onnx', bytes: readFileSync(new URL('../web/models/demo-unet.onnx', import.meta.url)) });
 
 const platform = { node: false, webgpu: true, webnn: true };

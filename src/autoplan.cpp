@@ -282,20 +282,20 @@ SpeedProbeEdges speed_probe_edges(uint64_t voxels_run, uint32_t divisor, uint64_
   const uint64_t d = std::max<uint32_t>(1, divisor);
   const auto up = [d](uint64_t e) { return (e + d - 1) / d * d; };
   const auto down = [d](uint64_t e) { return e / d * d; };
+  const uint64_t least = up(voxels_run > 0 ? 16 : 32);  // the smallest patch worth timing
   uint64_t large = up(64);
   if (voxels_run > 0) {
     const uint64_t share = down(static_cast<uint64_t>(std::cbrt(kSpeedProbeShare * static_cast<double>(voxels_run))));
     large = std::clamp<uint64_t>(share, up(32), large);
   }
   large = std::min(large, down(largest_edge));
-  const uint64_t small = std::max<uint64_t>(up(voxels_run > 0 ? 16 : 32), large >= 2 * d ? std::min(up(large / 2), large - d) : 0);
-  if (!(large > small) || small == 0) {
+  if (large <= least) {
     char buf[240];
     std::snprintf(buf, sizeof buf, "the speed probe needs patches of %llu³ and larger, but the single-patch limit allows %llu³",
-                  static_cast<unsigned long long>(up(voxels_run > 0 ? 16 : 32)), static_cast<unsigned long long>(largest_edge));
+                  static_cast<unsigned long long>(least), static_cast<unsigned long long>(largest_edge));
     throw Error(ErrorCode::BudgetExceeded, buf);
   }
-  return {small, large};
+  return {std::max(least, std::min(up(large / 2), large - d)), large};
 }
 
 double estimate_tiled_seconds(uint64_t patch_edge, uint64_t active_tiles, uint32_t workers, uint32_t threads,

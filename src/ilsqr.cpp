@@ -23,8 +23,6 @@ constexpr double kFastExponent = 0.001, kFastLow = 1.0, kFastHigh = 30.0, kSpher
 // Gradient weights of the streak estimate (Eq. 15): from |∇x_FastQSM|, 1 below the 50th percentile, 0 above the 70th.
 constexpr double kGradientLow = 50.0, kGradientHigh = 70.0;
 
-void refuse_ilsqr(const std::string& what) { throw Error(ErrorCode::InvalidArgument, "ilsqr: " + what); }
-
 // 1 below the lo percentile of |v| over the mask, 0 above the hi one, linear between; 0 outside the mask.
 void ramp_weights(std::span<const float> v, std::span<const uint8_t> mask, double lo_p, double hi_p, std::span<float> out,
                   unsigned threads) {
@@ -71,14 +69,14 @@ void masked_laplacian(const Geometry& g, std::span<const float> f, std::span<con
 
 void validate(const IlsqrParams& p) {
   if (!(p.tolerance > 0.0 && p.tolerance < 1.0)) {
-    refuse_ilsqr("tolerance (relative LSQR residual) must be in (0, 1) (STI Suite / QSM.m use 0.01), got " +
+    qsm_ops::refuse("ilsqr", "tolerance (relative LSQR residual) must be in (0, 1) (STI Suite / QSM.m use 0.01), got " +
            std::to_string(p.tolerance));
   }
   if (p.max_iterations < 1 || p.max_iterations > 1000) {
-    refuse_ilsqr("max_iterations (per LSQR solve) must be in [1, 1000] (QSM.m uses 50), got " + std::to_string(p.max_iterations));
+    qsm_ops::refuse("ilsqr", "max_iterations (per LSQR solve) must be in [1, 1000] (QSM.m uses 50), got " + std::to_string(p.max_iterations));
   }
   if (!(p.cone_threshold > 0.0 && p.cone_threshold < 2.0 / 3.0)) {
-    refuse_ilsqr("cone_threshold must be in (0, 2/3) on |D| (Li et al. 2015 use 0.1), got " + std::to_string(p.cone_threshold));
+    qsm_ops::refuse("ilsqr", "cone_threshold must be in (0, 2/3) on |D| (Li et al. 2015 use 0.1), got " + std::to_string(p.cone_threshold));
   }
 }
 

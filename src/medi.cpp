@@ -10,34 +10,28 @@
 
 namespace tessera {
 
-namespace {
-
-void refuse_medi(const std::string& what) { throw Error(ErrorCode::InvalidArgument, "medi: " + what); }
-
-}  // namespace
-
 void validate(const MediParams& p) {
   if (!(p.lambda > 0.0 && p.lambda <= 1e7)) {
-    refuse_medi("lambda (data-term weight) must be in (0, 1e7] (the MEDI toolbox uses 1000), got " + std::to_string(p.lambda));
+    qsm_ops::refuse("medi", "lambda (data-term weight) must be in (0, 1e7] (the MEDI toolbox uses 1000), got " + std::to_string(p.lambda));
   }
   if (!(p.edge_fraction >= 0.0 && p.edge_fraction < 1.0)) {
-    refuse_medi("edge_fraction must be in [0, 1) of the mask's gradient components (MEDI: 0.3), got " +
+    qsm_ops::refuse("medi", "edge_fraction must be in [0, 1) of the mask's gradient components (MEDI: 0.3), got " +
            std::to_string(p.edge_fraction));
   }
   if (p.max_iterations < 1 || p.max_iterations > 100) {
-    refuse_medi("max_iterations (Gauss-Newton) must be in [1, 100] (MEDI: 10), got " + std::to_string(p.max_iterations));
+    qsm_ops::refuse("medi", "max_iterations (Gauss-Newton) must be in [1, 100] (MEDI: 10), got " + std::to_string(p.max_iterations));
   }
   if (!(p.tolerance >= 0.0 && p.tolerance < 1.0)) {
-    refuse_medi("tolerance (Gauss-Newton ‖dχ‖/‖χ‖) must be in [0, 1) (MEDI: 0.1), got " + std::to_string(p.tolerance));
+    qsm_ops::refuse("medi", "tolerance (Gauss-Newton ‖dχ‖/‖χ‖) must be in [0, 1) (MEDI: 0.1), got " + std::to_string(p.tolerance));
   }
   if (p.cg_max_iterations < 1 || p.cg_max_iterations > 1000) {
-    refuse_medi("cg_max_iterations must be in [1, 1000] (MEDI: 100), got " + std::to_string(p.cg_max_iterations));
+    qsm_ops::refuse("medi", "cg_max_iterations must be in [1, 1000] (MEDI: 100), got " + std::to_string(p.cg_max_iterations));
   }
   if (!(p.cg_tolerance > 0.0 && p.cg_tolerance < 1.0)) {
-    refuse_medi("cg_tolerance must be in (0, 1) (MEDI: 0.01), got " + std::to_string(p.cg_tolerance));
+    qsm_ops::refuse("medi", "cg_tolerance must be in (0, 1) (MEDI: 0.01), got " + std::to_string(p.cg_tolerance));
   }
   if (!(p.phase_scale > 0.0 && p.phase_scale <= 1000.0)) {
-    refuse_medi("phase_scale must be in (0, 1000] rad/ppm (4.01 at 3 T, ΔTE 5 ms), got " + std::to_string(p.phase_scale));
+    qsm_ops::refuse("medi", "phase_scale must be in (0, 1000] rad/ppm (4.01 at 3 T, ΔTE 5 ms), got " + std::to_string(p.phase_scale));
   }
 }
 
@@ -46,7 +40,7 @@ Medi::Medi(const Geometry& g, std::span<const float> field, std::span<const uint
     : geometry_(g), params_(params), threads_(threads), mask_(mask) {
   qsm_ops::check_field_and_mask("medi", g, field, mask);
   if (magnitude.empty()) {
-    refuse_medi("MEDI needs the magnitude image (its edge prior comes from it): give magnitude, or choose another method");
+    qsm_ops::refuse("medi", "MEDI needs the magnitude image (its edge prior comes from it): give magnitude, or choose another method");
   }
   qsm_ops::check_magnitude("medi", g, magnitude, mask);
   validate(params);

@@ -11,27 +11,21 @@
 
 namespace tessera {
 
-namespace {
-
-void refuse_ndi(const std::string& what) { throw Error(ErrorCode::InvalidArgument, "ndi: " + what); }
-
-}  // namespace
-
 void validate(const NdiParams& p) {
   if (!(p.tau > 0.0 && p.tau <= 4.0)) {
-    refuse_ndi("tau (step size) must be in (0, 4] (above 4.5 the descent diverges; FANSI uses 2), got " + std::to_string(p.tau));
+    qsm_ops::refuse("ndi", "tau (step size) must be in (0, 4] (above 4.5 the descent diverges; FANSI uses 2), got " + std::to_string(p.tau));
   }
   if (!(p.lambda >= 0.0 && p.lambda <= 1.0)) {
-    refuse_ndi("lambda (Tikhonov weight) must be in [0, 1] (FANSI uses 1e-5), got " + std::to_string(p.lambda));
+    qsm_ops::refuse("ndi", "lambda (Tikhonov weight) must be in [0, 1] (FANSI uses 1e-5), got " + std::to_string(p.lambda));
   }
   if (p.max_iterations < 1 || p.max_iterations > 10000) {
-    refuse_ndi("max_iterations must be in [1, 10000] (FANSI uses 100), got " + std::to_string(p.max_iterations));
+    qsm_ops::refuse("ndi", "max_iterations must be in [1, 10000] (FANSI uses 100), got " + std::to_string(p.max_iterations));
   }
   if (!(p.tolerance >= 0.0 && p.tolerance < 1.0)) {
-    refuse_ndi("tolerance (relative update) must be in [0, 1), got " + std::to_string(p.tolerance));
+    qsm_ops::refuse("ndi", "tolerance (relative update) must be in [0, 1), got " + std::to_string(p.tolerance));
   }
   if (!(p.phase_scale > 0.0 && p.phase_scale <= 1000.0)) {
-    refuse_ndi("phase_scale must be in (0, 1000] rad/ppm (2π·γ/2π·B0·TE; 16.05 at 3 T, TE 20 ms), got " +
+    qsm_ops::refuse("ndi", "phase_scale must be in (0, 1000] rad/ppm (2π·γ/2π·B0·TE; 16.05 at 3 T, TE 20 ms), got " +
            std::to_string(p.phase_scale));
   }
 }

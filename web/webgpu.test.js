@@ -20,9 +20,8 @@ import { fileURLToPath } from 'node:url';
 import { startServer } from '../scripts/serve.js';
 import { CHROMIUM_ARGS, NO_FETCH_GLOBALS, testInChildWithFetchGlobals } from '../scripts/chromium.js';
 import { rewriteForWebGpu } from '../bindings/js/webgpu-graph.js';
-import { STANDINS } from '../scripts/standins.js';
-import { IR2QSM_STANDINS } from '../scripts/standins-ir2qsm.js';
-import { LOOP_STANDINS, nextqsmStandin } from '../scripts/standins-loops.js';
+import { nextqsmStandin } from '../scripts/standins-loops.js';
+import { ALL_STANDINS, smallStandin } from '../scripts/standins-small.js';
 import { onnx } from '../tests/js/onnx-build.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -44,13 +43,9 @@ if (NO_FETCH_GLOBALS) {
 
 /** The networks: [{id, bytes (original), inputs: {name: dims}}], small builds (see the header). */
 function networks() {
-  const small = {
-    xqsm: { base: 4 }, qsmnet: { base: 2 }, iqsm: { base: 2 }, 'iqsm-plus': { base: 2 }, ir2qsm: { base: 2 },
-    lpcnn: { channels: 2, blocks: 1 }, 'modl-qsm': { channels: 2, blocks: 1 },
-  };
-  const list = Object.entries({ ...STANDINS, ...IR2QSM_STANDINS, ...LOOP_STANDINS })
+  const list = Object.entries(ALL_STANDINS)
     .filter(([id]) => !id.startsWith('nextqsm'))
-    .map(([id, s]) => ({ id, bytes: s.build(small[id]), edge: Math.max(s.divisor, 8) }));
+    .map(([id, s]) => ({ id, bytes: smallStandin(id), edge: Math.max(s.divisor, 8) }));
   // NeXtQSM: 4 and 3 levels in place of 7 and 6 (divisor 8 and 4, not 64 and 32): the same operators
   list.push({ id: 'nextqsm-bf (4 levels)', bytes: nextqsmStandin({ vjp: false, levels: 4, base: 2, maxFilters: 8 }), edge: 8 });
   list.push({ id: 'nextqsm-vjp (3 levels)', bytes: nextqsmStandin({ vjp: true, levels: 3, base: 2, maxFilters: 8 }), edge: 8 });

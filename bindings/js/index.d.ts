@@ -602,7 +602,7 @@ export declare class Tessera {
     spec?: NetworkSpec;
     threads?: number;
     repeats?: number;
-    /** the run's patch voxels (a plan's voxelsRun): the probe's larger patch then holds 2 % of them */
+    /** the run's patch voxels (a plan's voxelsRun): the probe's patches are then sized to a few % of that run */
     runVoxels?: number;
     signal?: AbortSignal;
     onProgress?: (p: Progress) => void;

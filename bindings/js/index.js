@@ -314,8 +314,8 @@ export class Tessera {
 
   /**
    * This machine's speed of a network, for the planner's time estimate: a one-worker pool runs a few whole patches at
-   * two edges (multiples of the divisor near 32 and 64; for a run of runVoxels patch voxels, a plan's voxelsRun, the
-   * larger holds 2 % of them, so that the probe costs a few % of that run) on `threads` ONNX Runtime threads. Pass the result as a
+   * two edges (C++'s speed_probe_edges: sized to a run of runVoxels patch voxels, a plan's voxelsRun, so that the probe
+   * costs a few % of that run; else near 32 and 64) on `threads` ONNX Runtime threads. Pass the result as a
    * request's `speed` (or ask plan()/invert() for `measureSpeed: true`); the plan's estimateSource is then "measured".
    * Kept per (weights sha256, threads) for this runtime's lifetime: a second call returns the first measurement.
    * The probe's worker is kept for the next run of the same weights and threads, which runs its tiles in it and so

@@ -11,9 +11,7 @@ import { readFileSync } from 'node:fs';
 import * as ort from 'onnxruntime-web';
 import { rewriteForWebGpu } from './webgpu-graph.js';
 import { graphOperators, unsupportedOperators, prepareModel } from './execution-provider.js';
-import { STANDINS } from '../../scripts/standins.js';
-import { IR2QSM_STANDINS } from '../../scripts/standins-ir2qsm.js';
-import { LOOP_STANDINS } from '../../scripts/standins-loops.js';
+import { ALL_STANDINS, smallStandin } from '../../scripts/standins-small.js';
 import { onnx, tensor, valueInfo, node, attrInts, attrInt, prng } from '../../tests/js/onnx-build.js';
 
 ort.env.wasm.numThreads = 1;
@@ -23,14 +21,9 @@ const BOUND = 2 ** -16;
 const GPU = { node: false, webgpu: true, webnn: false };
 const DEMO = new Uint8Array(readFileSync(new URL('../../web/models/demo-unet.onnx', import.meta.url)));
 
-// The stand-ins, small (the operators and kernel ranks are the real exports'; scripts/ep-table.js builds them so too).
-const SMALL = {
-  xqsm: { base: 4 }, qsmnet: { base: 2 }, iqsm: { base: 2 }, 'iqsm-plus': { base: 2 }, ir2qsm: { base: 2 },
-  lpcnn: { channels: 2, blocks: 1 }, 'modl-qsm': { channels: 2, blocks: 1 },
-  'nextqsm-bf': { base: 2, maxFilters: 8 }, 'nextqsm-vjp': { base: 2, maxFilters: 8 },
-};
+// The stand-ins, small (the operators and kernel ranks are the real exports': scripts/standins-small.js).
 const NETWORKS = [
-  ...Object.entries({ ...STANDINS, ...IR2QSM_STANDINS, ...LOOP_STANDINS }).map(([id, s]) => ({ id, bytes: s.build(SMALL[id]), divisor: s.divisor })),
+  ...Object.entries(ALL_STANDINS).map(([id, s]) => ({ id, bytes: smallStandin(id), divisor: s.divisor })),
   { id: 'demo-unet (web/models/demo-unet.onnx)', bytes: DEMO, divisor: 8 },
 ];
 
@@ -118,7 +111,7 @@ test('the demo network: its ConvTranspose weights are replaced (the originals dr
 });
 
 test('a weight read by a Conv and a ConvTranspose (the NeXtQSM VJP stand-in) stays; nothing is rewritten twice', () => {
-  const bytes = LOOP_STANDINS['nextqsm-vjp'].build(SMALL['nextqsm-vjp']);
+  const bytes = smallStandin('nextqsm-vjp');
   const rw = rewriteForWebGpu(bytes);
   const [a, b] = [onnx.ModelProto.decode(bytes), onnx.ModelProto.decode(rw.bytes)];
   const names = new Set(b.graph.initializer.map((t) => t.name));

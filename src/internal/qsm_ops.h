@@ -94,6 +94,11 @@ inline double percentile(std::vector<float>& values, double p) {
   return vlo + (h - static_cast<double>(lo)) * (vhi - vlo);
 }
 
+// Refuses a method's parameter or input: Error(InvalidArgument) "method: what".
+[[noreturn]] inline void refuse(const char* method, const std::string& what) {
+  throw Error(ErrorCode::InvalidArgument, std::string(method) + ": " + what);
+}
+
 // Checks a method's field and mask (sizes, finite field, a voxel inside), naming the method.
 inline void check_field_and_mask(const char* method, const Geometry& g, std::span<const float> field,
                                  std::span<const uint8_t> mask) {

@@ -69,7 +69,7 @@ export class SettingsPanel {
 
   /**
    * The first plan of a loaded input, for a network this machine has no speed of: its speed is measured by itself
-   * (measureSpeed, sized to the planned run: its patches hold about 4 % of the run's voxels), so that the estimate
+   * (measureSpeed, sized to the planned run: a few % of its voxels), so that the estimate
    * before Run is this machine's. Once per network and page, and only when its weights are here (no download).
    */
   async measureByItself() {

@@ -113,7 +113,7 @@ export async function probeContext(a, id) {
 
 /**
  * This machine's speed of a network (measureSpeed()): a one-worker pool runs whole phantom patches at two edges
- * (C++'s speedProbeEdges: for a run of a.runVoxels patch voxels, the larger holds 2 % of them; else near 32 and 64),
+ * (C++'s speedProbeEdges: sized to a run of a.runVoxels patch voxels; else near 32 and 64),
  * after one untimed run of the larger; each edge's fastest of `repeats` runs (default 1 for a run's probe, else 2) is its
  * point. The fit of the points to the planner's model is C++'s (a request's speed). With a.warmKey (the weights'
  * sha256) the pool is kept for the run that follows (sessions.js).
