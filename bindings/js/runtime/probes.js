@@ -113,10 +113,10 @@ export async function probeContext(a, id) {
 
 /**
  * This machine's speed of a network (measureSpeed()): a one-worker pool runs whole phantom patches at two edges
- * (C++'s speedProbeEdges: sized to a run of a.runVoxels patch voxels; else near 32 and 64),
- * after one untimed run of the larger; each edge's fastest of `repeats` runs (default 1 for a run's probe, else 2) is its
- * point. The fit of the points to the planner's model is C++'s (a request's speed). With a.warmKey (the weights'
- * sha256) the pool is kept for the run that follows (sessions.js).
+ * (C++'s speedProbeEdges: sized to a run of a.runVoxels patch voxels; else near 32 and 64), after one untimed run of
+ * the larger; each edge's fastest of `repeats` runs (default 1 for a run's probe, else 2) is its point (a run's patches
+ * too cheap to tell apart: the standard edges, timed twice). The fit of the points to the planner's model is C++'s (a
+ * request's speed). With a.warmKey (the weights' sha256) the pool is kept for the run that follows (sessions.js).
  */
 export async function measureSpeed(a, id) {
   const net = probedNetwork(a, SPEED);
@@ -137,28 +137,40 @@ export async function measureSpeed(a, id) {
       return (performance.now() - t0) / 1000;
     };
     const ready = (performance.now() - started) / 1000;
-    // The first run of a session at a size is slower (the arena grows to it; a browser compiles the hot code optimised
-    // meanwhile): untimed, at the larger edge, which the smaller then fits in.
-    const first = await time(patches[1]);
-    const best = [Infinity, Infinity];
     let done = 0;
-    let total = 2 * repeats;
-    const round = async (n) => {
-      for (let e = 0; e < 2; e++) {
-        for (let i = 0; i < n; i++) {
-          best[e] = Math.min(best[e], await time(patches[e]));
-          postProgress(id, { done: ++done, total, stage: 'speed' });
+    let total = 0;
+    // Times a pair of patches [smaller, larger]: {first (the untimed run), best (each edge's fastest)}.
+    const measure = async (pair, n) => {
+      // The first run of a session at a size is slower (the arena grows to it; a browser compiles the hot code
+      // optimised meanwhile): untimed, at the larger edge, which the smaller then fits in.
+      const first = await time(pair[1]);
+      const best = [Infinity, Infinity];
+      const round = async (k) => {
+        total += 2 * k;
+        for (let e = 0; e < 2; e++) {
+          for (let i = 0; i < k; i++) {
+            best[e] = Math.min(best[e], await time(pair[e]));
+            postProgress(id, { done: ++done, total, stage: 'speed' });
+          }
         }
-      }
+      };
+      await round(n);
+      // A busy moment can make the larger patch look no slower (a small network's patches take milliseconds): up to
+      // three more runs of each edge before the fit refuses the points as too noisy.
+      for (let extra = 0; extra < 3 && !(best[1] > best[0]); extra++) await round(1);
+      return { first, best };
     };
-    await round(repeats);
-    // A busy moment can make the larger patch look no slower (a small network's patches take milliseconds): up to
-    // three more runs of each edge before the fit refuses the points as too noisy.
-    for (let extra = 0; extra < 3 && !(best[1] > best[0]); extra++) {
-      total += 2;
-      await round(1);
+    let timed = patches;
+    let { first, best } = await measure(timed, repeats);
+    // Patches sized to a run can be too cheap to tell apart (a network that takes milliseconds per patch): such a
+    // network is timed at the standard edges, which cost it little as well.
+    if (!(best[1] > best[0]) && a.runVoxels) {
+      const standard = call(() => rt.M.speedProbeEdges(0, net.divisor, net.largestEdge));
+      timed = [standard.small, standard.large].map((edge) => phantomPatch(a, edge, SPEED));
+      patches.push(...timed); // deleted with the others when the probe ends
+      ({ first, best } = await measure(timed, 2));
     }
-    const points = patches.map((p, e) => ({ edge: p.edge, threads, seconds: best[e] }));
+    const points = timed.map((p, e) => ({ edge: p.edge, threads, seconds: best[e] }));
     const startSeconds = ready + Math.max(0, first - points[1].seconds);
     const seconds = (performance.now() - started) / 1000;
     if (!a.warmKey || signal.aborted) return { value: { points, startSeconds, threads, seconds } };
