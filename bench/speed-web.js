@@ -92,8 +92,11 @@ export async function webSpeed({ createTessera, geometry, field, mask, network, 
     const t1 = performance.now();
     const { report } = await probed.invert({ field, mask, geometry, ...network, weights, plan });
     const warmWall = (performance.now() - t1) / 1000;
+    // The probe plan() ran (kept per weights and threads: this is the same measurement, not another).
+    const measured = await probed.measureSpeed({ weights, ...network, threads: report.plan.threadsPerWorker });
     return {
       ...out, probedEstimate: plan.estimatedSeconds, probe, warmWall, warmStart: !!report.pool?.[0]?.warmStart,
+      probePoints: measured.points.map((p) => [p.edge, p.seconds]), probeRuns: measured.runs,
       probedPlan: planText(report.plan, voxels),
     };
   } finally {

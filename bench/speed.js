@@ -104,6 +104,10 @@ function printRow(row) {
     `${web ? (web.seconds / row.tessera).toFixed(2) : '-'} | ${row.r.toFixed(4)} / ${row.nrmse.toFixed(3)} | ${(row.estimated / row.wall).toFixed(2)} (${row.unprobedSource}) | ` +
     `${row.probe.toFixed(1)}; ${(row.probe + row.warmWall - row.wall).toFixed(1)} (${((row.probe + row.warmWall - row.wall) / row.wall).toFixed(3)}) | ` +
     `${(row.probedEstimate / row.warmWall).toFixed(2)} (${row.warmWall.toFixed(1)} s${row.warmStart ? '' : ', cold'}${row.probedPlan === row.plan ? '' : `; ${row.probedPlan}`}) | ${heapVsPlan(row.memory)} |`);
+  // The probe's own runs, beside the table (stderr): each edge's timed runs in ms, the untimed first of the larger.
+  const ms = (v) => v.map((x) => (1000 * x).toFixed(0)).join(' ');
+  const [[small], [large]] = row.probePoints;
+  console.error(`  probe ${net} ${dims.join('×')} ${runtime}: ${small}³ ${ms(row.probeRuns.small)} ms; ${large}³ ${ms(row.probeRuns.large)} ms (untimed ${ms([row.probeRuns.untimed])})`);
 }
 
 for (const net of a.nets.split(',')) {

@@ -343,6 +343,8 @@ export interface SpeedMeasurement {
   startSeconds?: number;
   threads?: number;
   seconds?: number;
+  /** every run the probe timed (s), each edge's fastest being its point, and the untimed first run of the larger */
+  runs?: { untimed: number; small: number[]; large: number[] };
   /** set when the probe's worker is kept for the next run of these weights (its sha256) */
   warmKey?: string;
   /** how long the kept worker waits for that run before it is given back (s) */

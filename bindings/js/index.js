@@ -322,7 +322,7 @@ export class Tessera {
    * starts no worker of its own (report.pool[0].warmStart); any other run, a calibration, release() or warmIdleMs
    * (createTessera, default 300000) without a run gives it back.
    * weights: ONNX bytes; model (registry id) or spec: the network's cost and normalisation.
-   * @returns {Promise<{points: {edge: number, threads: number, seconds: number}[], startSeconds: number, threads: number, seconds: number, warmKey?: string, warmIdleSeconds?: number, keptWorkers?: number}>}
+   * @returns {Promise<{points: {edge: number, threads: number, seconds: number}[], startSeconds: number, threads: number, seconds: number, runs: {untimed: number, small: number[], large: number[]}, warmKey?: string, warmIdleSeconds?: number, keptWorkers?: number}>}
    */
   async measureSpeed({ weights, model, spec, threads = 1, repeats, runVoxels, signal, onProgress } = {}) {
     const w = Array.isArray(weights) ? weights[0] : weights;

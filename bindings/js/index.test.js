@@ -3,6 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTessera, TesseraError } from './index.js';
+import { loadTesseraModule } from './module.js';
 import { convStack, unet, twoChannel, wrongShape, memoryHog, prng } from '../../tests/js/networks.js';
 import { faultWorkerUrl } from '../../tests/js/fault-ort-worker.js';
 import fs from 'node:fs';
@@ -572,6 +573,27 @@ test('measureSpeed: a probe of the network on this machine feeds the plan, which
   }
   assert.ok(speed.startSeconds > 0, `start ${speed.startSeconds} s`);
   assert.equal(progress.at(-1).done, progress.at(-1).total);
+  // Each point is its edge's fastest timed run; the pairs (twice at the least, not sized to a run) were timed again
+  // while they added up to less than C++'s leastSeconds, up to its rounds (and up to three more while the larger
+  // looked no slower).
+  const { small, large } = speed.runs;
+  assert.equal(small.length, large.length);
+  assert.deepEqual(speed.points.map((p) => p.seconds), [Math.min(...small), Math.min(...large)]);
+  assert.ok(speed.runs.untimed > 0);
+  const rule = (await loadTesseraModule({ pthreadPoolSize: 1 })).speedProbeEdges(0, 8, 400);
+  const sum = (k) => small.slice(0, k).concat(large.slice(0, k)).reduce((x, y) => x + y, 0);
+  assert.ok(small.length >= 2 && small.length <= rule.rounds + 3, `${small.length} pairs`);
+  const grew = (k) => Math.min(...large.slice(0, k)) > Math.min(...small.slice(0, k));
+  if (small.length > 2 && grew(small.length - 1)) assert.ok(sum(small.length - 1) < rule.leastSeconds, `a pair after ${sum(small.length - 1)} s`);
+  if (small.length < rule.rounds) assert.ok(sum(small.length) >= rule.leastSeconds, `stopped at ${sum(small.length)} s`);
+  // A fixed number of repeats is kept (another runtime: measurements are kept per weights and threads).
+  const fixed = await createTessera({ workers: 1 });
+  try {
+    const once = await fixed.measureSpeed({ weights, spec, repeats: 1 });
+    assert.ok(once.runs.small.length === 1 || !(once.runs.large[0] > once.runs.small[0]), `${once.runs.small.length} runs with repeats 1`);
+  } finally {
+    await fixed.terminate();
+  }
   // Kept for the runtime's lifetime: the same weights and threads are not measured again.
   assert.strictEqual(await tessera.measureSpeed({ weights, spec }), speed);
 

@@ -113,6 +113,8 @@ val speed_probe_edges_to_val(double voxels_run, double divisor, double largest_e
   val out = val::object();
   out.set("small", static_cast<double>(e.small));
   out.set("large", static_cast<double>(e.large));
+  out.set("leastSeconds", e.least_seconds);
+  out.set("rounds", static_cast<double>(e.rounds));
   return out;
 }
 

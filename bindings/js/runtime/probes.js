@@ -114,15 +114,18 @@ export async function probeContext(a, id) {
 /**
  * This machine's speed of a network (measureSpeed()): a one-worker pool runs whole phantom patches at two edges
  * (C++'s speedProbeEdges: sized to a run of a.runVoxels patch voxels; else near 32 and 64), after one untimed run of
- * the larger; each edge's fastest of `repeats` runs (default 1 for a run's probe, else 2) is its point (a run's patches
- * too cheap to tell apart: the standard edges, timed twice). The fit of the points to the planner's model is C++'s (a
+ * the larger; each edge's fastest of `repeats` runs is its point (default: 1 for a run's probe, else 2, and more pairs
+ * while the timed runs add up to less than C++'s leastSeconds, up to its rounds; a run's patches too cheap to tell
+ * apart: the standard edges, timed twice). The fit of the points to the planner's model is C++'s (a
  * request's speed). With a.warmKey (the weights' sha256) the pool is kept for the run that follows (sessions.js).
  */
 export async function measureSpeed(a, id) {
   const net = probedNetwork(a, SPEED);
-  const { small, large } = call(() => rt.M.speedProbeEdges(a.runVoxels ?? 0, net.divisor, net.largestEdge));
+  const { small, large, leastSeconds, rounds } = call(() => rt.M.speedProbeEdges(a.runVoxels ?? 0, net.divisor, net.largestEdge));
   const threads = a.threads ?? 1;
   const repeats = Math.max(1, a.repeats ?? (a.runVoxels ? 1 : 2));
+  // Cheap pairs are timed again until they add up to leastSeconds (not when the caller fixed the repeats).
+  const mostRounds = a.repeats ? repeats : Math.max(repeats, rounds);
   const patches = [];
   try {
     for (const edge of [small, large]) patches.push(phantomPatch(a, edge, SPEED));
@@ -139,44 +142,52 @@ export async function measureSpeed(a, id) {
     const ready = (performance.now() - started) / 1000;
     let done = 0;
     let total = 0;
-    // Times a pair of patches [smaller, larger]: {first (the untimed run), best (each edge's fastest)}.
+    // Times a pair of patches [smaller, larger]: {first (the untimed run), best (each edge's fastest), runs (each
+    // edge's timed runs)}.
     const measure = async (pair, n) => {
       // The first run of a session at a size is slower (the arena grows to it; a browser compiles the hot code
       // optimised meanwhile): untimed, at the larger edge, which the smaller then fits in.
       const first = await time(pair[1]);
       const best = [Infinity, Infinity];
+      const runs = [[], []];
+      let timedSeconds = 0;
       const round = async (k) => {
         total += 2 * k;
         for (let e = 0; e < 2; e++) {
           for (let i = 0; i < k; i++) {
-            best[e] = Math.min(best[e], await time(pair[e]));
+            const seconds = await time(pair[e]);
+            timedSeconds += seconds;
+            runs[e].push(seconds);
+            best[e] = Math.min(best[e], seconds);
             postProgress(id, { done: ++done, total, stage: 'speed' });
           }
         }
       };
       await round(n);
+      for (let k = n; k < mostRounds && timedSeconds < leastSeconds; k++) await round(1);
       // A busy moment can make the larger patch look no slower (a small network's patches take milliseconds): up to
       // three more runs of each edge before the fit refuses the points as too noisy.
       for (let extra = 0; extra < 3 && !(best[1] > best[0]); extra++) await round(1);
-      return { first, best };
+      return { first, best, runs };
     };
     let timed = patches;
-    let { first, best } = await measure(timed, repeats);
+    let { first, best, runs } = await measure(timed, repeats);
     // Patches sized to a run can be too cheap to tell apart (a network that takes milliseconds per patch): such a
     // network is timed at the standard edges, which cost it little as well.
     if (!(best[1] > best[0]) && a.runVoxels) {
       const standard = call(() => rt.M.speedProbeEdges(0, net.divisor, net.largestEdge));
       timed = [standard.small, standard.large].map((edge) => phantomPatch(a, edge, SPEED));
       patches.push(...timed); // deleted with the others when the probe ends
-      ({ first, best } = await measure(timed, 2));
+      ({ first, best, runs } = await measure(timed, 2));
     }
     const points = timed.map((p, e) => ({ edge: p.edge, threads, seconds: best[e] }));
     const startSeconds = ready + Math.max(0, first - points[1].seconds);
     const seconds = (performance.now() - started) / 1000;
-    if (!a.warmKey || signal.aborted) return { value: { points, startSeconds, threads, seconds } };
+    const value = { points, startSeconds, threads, seconds, runs: { untimed: first, small: runs[0], large: runs[1] } };
+    if (!a.warmKey || signal.aborted) return { value };
     await keepSession(a.warmKey, pool); // the run that follows starts no worker of its own
     return {
-      value: { points, startSeconds, threads, seconds, warmKey: a.warmKey, warmIdleSeconds: sessionIdleMs() / 1000, keptWorkers: pool.liveWorkers },
+      value: { ...value, warmKey: a.warmKey, warmIdleSeconds: sessionIdleMs() / 1000, keptWorkers: pool.liveWorkers },
       keep: true,
     };
   });

@@ -52,9 +52,18 @@ ThroughputModel fit_throughput(std::span<const SpeedPoint> points, const Through
 // and the smaller patch once, about 4 % of the voxels the run does.
 inline constexpr double kSpeedProbeShare = 0.02;
 
-// The two patch edges the speed probe times, smaller first.
+// The seconds the speed probe's timed runs add up to at the least: pairs of patches cheaper than that are timed again,
+// up to kSpeedProbeRounds pairs, and each edge's fastest is kept (a fresh worker's runs of a few milliseconds vary by
+// tens of percent while its code is being optimised: bench/RESULTS.md §32).
+inline constexpr double kSpeedProbeLeastSeconds = 0.3;
+inline constexpr uint32_t kSpeedProbeRounds = 4;
+
+// The speed probe's patches: two edges, smaller first, and how long to time them (kSpeedProbeLeastSeconds,
+// kSpeedProbeRounds).
 struct SpeedProbeEdges {
   uint64_t small = 0, large = 0;
+  double least_seconds = kSpeedProbeLeastSeconds;
+  uint32_t rounds = kSpeedProbeRounds;
 };
 
 // Edges for a speed probe: multiples of divisor; for a run of voxels_run patch voxels (0: not known) the larger holds
