@@ -370,14 +370,17 @@ static BoxSplits box_split_choice(const AutoPlanRequest& r, std::span<const uint
                                   const std::vector<uint32_t>& halos,
                                   const std::function<bool(const FidelityPrediction&)>& meets) {
   BoxSplits out;
-  if (!r.crop.cropped || r.fixed_core || r.fixed_workers > 1) return out;
-  if (plan_whole(r.geometry, r.network, r.target, &r.crop).feasible) return out;
+  if ((!r.crop.cropped && !r.view_slabs) || r.fixed_core || r.fixed_workers > 1) return out;
+  // The box to cut: the mask's, else (no crop asked, or the box at the asked margin is the whole padded volume) the
+  // field of view, whose slabs are still far fewer patch voxels than cubic tiles at the same context.
+  const CropBox box = r.crop.cropped ? r.crop : whole_volume_box(r.geometry, r.network);
+  if (plan_whole(r.geometry, r.network, r.target, &box).feasible) return out;
   const uint32_t threads = r.fixed_threads ? r.fixed_threads : std::max<uint32_t>(1, r.hardware_threads);
   for (uint32_t h : halos) {
     for (uint32_t axis = 0; axis < 3; ++axis) {
-      const int64_t extent = r.crop.hi[axis] - r.crop.lo[axis];
+      const int64_t extent = box.hi[axis] - box.lo[axis];
       for (uint32_t n = 2; n <= 16 && n <= extent; ++n) {
-        CropBox c = r.crop;
+        CropBox c = box;
         c.split = BoxSplit{axis, n, h};
         TilePlan p = plan_box_split(r.geometry, mask, r.network, c, 1, r.target, &model);
         if (!p.feasible) continue;  // over the single-patch limit: more pieces
@@ -403,11 +406,13 @@ static BoxSplits box_split_choice(const AutoPlanRequest& r, std::span<const uint
     AutoPlan& best = **choice;
     const TilePlan& p = best.plan;
     char buf[720];
+    const std::string what = r.crop.cropped ? "the mask's bounding box + " + std::to_string(r.crop.margin) + " voxels"
+                                            : std::string("the whole field of view");
     std::snprintf(buf, sizeof buf,
-                  "the mask's bounding box + %u voxels (%s) needs more than the %.1f GB single-patch limit as one patch, "
+                  "%s (%s) needs more than the %.1f GB single-patch limit as one patch, "
                   "so it runs in %s (patches %llu×%llu×%llu, %.2f GB each, %llu to run): only the cut faces need context; "
                   "1 worker × %u thread%s; %s (%s); ",
-                  r.crop.margin, crop_text(r.geometry, r.crop).c_str(), WASM_MAX_PATCH_ACTIVATION_BYTES / 1e9,
+                  what.c_str(), crop_text(r.geometry, box).c_str(), WASM_MAX_PATCH_ACTIVATION_BYTES / 1e9,
                   split_text(p.crop.split).c_str(), static_cast<unsigned long long>(p.patch_dims[0]),
                   static_cast<unsigned long long>(p.patch_dims[1]), static_cast<unsigned long long>(p.patch_dims[2]),
                   p.bytes_per_tile / 1e9, static_cast<unsigned long long>(p.tiles_active), threads, threads == 1 ? "" : "s",

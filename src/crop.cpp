@@ -95,6 +95,19 @@ CropBox crop_to_support(const Geometry& g, std::span<const uint8_t> mask, const 
   return c;
 }
 
+CropBox whole_volume_box(const Geometry& g, const FieldNetwork& n) {
+  const WholeVolumeShape s = whole_volume_shape(g, n);
+  CropBox c;
+  c.cropped = true;
+  for (int a = 0; a < 3; ++a) {
+    c.patch_lo[a] = -s.pad_low[a];
+    c.patch_dims[a] = s.dims[a];
+    c.lo[a] = 0;
+    c.hi[a] = g.dims[a];
+  }
+  return c;
+}
+
 void validate_crop(const Geometry& g, std::span<const uint8_t> mask, const FieldNetwork& n, const CropBox& c) {
   if (!c.cropped) return;
   const WholeVolumeShape s = whole_volume_shape(g, n);

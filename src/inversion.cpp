@@ -221,7 +221,8 @@ TilePlan plan_unverified(const InversionRequest& r, std::span<const uint8_t> mas
   a.whole_when_fits = loop;
   // Field -> chi networks: the whole-volume candidate is the input's support (the mask's box + a margin) when that
   // is smaller than the volume; physics loops keep the whole volume (their dipole convolutions see its extent).
-  if (r.crop && (!r.model || r.model->kind == ModelKind::FieldToChi)) {
+  a.view_slabs = !r.model || r.model->kind == ModelKind::FieldToChi;
+  if (r.crop && a.view_slabs) {
     a.crop = crop_to_support(r.geometry, mask, net, r.crop_margin, field);
     // Over the single-patch limit at the asked margin: the smallest margin measured faithful, when that box fits.
     const uint32_t least = std::min(r.crop_margin, kMinCropMargin);

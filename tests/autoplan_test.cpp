@@ -129,6 +129,31 @@ TEST(AutoPlan, ExplanationSaysWhenOneTileIsOverTheInFlightBudget) {
   EXPECT_NE(b.explanation.find("fit the 1.5 GB budget"), std::string::npos) << b.explanation;
 }
 
+TEST(AutoPlan, AFieldOfViewOverTheLimitIsCutIntoSlabsLikeACropBox) {
+  // A long-reach network (radius 117) at 1,100 B/voxel with no crop box (crop off, or a margin that reaches the
+  // volume's faces): nothing meets the faithful target, and the most faithful cubic tiling runs hundreds of patches.
+  const Geometry g = geometry(160, 160, 128);
+  const std::vector<uint8_t> mask = ellipsoid_mask(g, 0.85);
+  AutoPlanRequest r = faithful(g, 1100, 117);
+  r.network.cost.divisor = 16;
+  const AutoPlan tiles = plan_auto(r, mask);
+  ASSERT_TRUE(tiles.plan.feasible);
+  EXPECT_EQ(tiles.plan.crop.split.pieces, 1u);
+  // A field → χ network's field of view is cut into slabs as a crop box is: a few patches, each within the limit.
+  r.view_slabs = true;
+  const AutoPlan slabs = plan_auto(r, mask);
+  ASSERT_TRUE(slabs.plan.feasible) << slabs.plan.message;
+  EXPECT_FALSE(slabs.warning.empty());  // still short of the target, and it says so
+  EXPECT_GE(slabs.plan.crop.split.pieces, 2u) << slabs.explanation;
+  EXPECT_EQ(slabs.plan.crop.lo, (Dims3{0, 0, 0}));
+  EXPECT_EQ(slabs.plan.crop.hi, g.dims);
+  EXPECT_LE(slabs.plan.bytes_per_tile, WASM_MAX_PATCH_ACTIVATION_BYTES);
+  EXPECT_LT(slabs.plan.tiles_active, tiles.plan.tiles_active / 10) << tiles.explanation;
+  EXPECT_LT(slabs.estimated_seconds, tiles.estimated_seconds / 10);
+  EXPECT_LE(slabs.plan.fidelity.nrmse, tiles.plan.fidelity.nrmse);  // chosen as the more faithful
+  EXPECT_NE(slabs.explanation.find("the whole field of view"), std::string::npos) << slabs.explanation;
+}
+
 TEST(AutoPlan, FaithfulChoiceMeetsTheTargetAndNoFaithfulTilingIsEstimatedFaster) {
   const Geometry g = geometry(144, 160, 128);
   const std::vector<uint8_t> mask = ellipsoid_mask(g, 0.85);

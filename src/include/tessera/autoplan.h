@@ -115,8 +115,10 @@ struct AutoPlanRequest {
   uint32_t fixed_core = 0;        // 0: choose; else the user's core
   uint32_t fixed_workers = 0;     // 0: choose
   uint32_t fixed_threads = 0;     // 0: choose
-  bool whole_when_fits = false;
-  CropBox crop;                   // crop.cropped: the whole-volume candidate is this box (tessera/crop.h)   // the whole volume whenever it fits, however fast a tiling (physics loops: tiled, off-design)
+  bool whole_when_fits = false;   // the whole volume whenever it fits, however fast a tiling (physics loops: tiled, off-design)
+  CropBox crop;                   // crop.cropped: the whole-volume candidate is this box (tessera/crop.h)
+  bool view_slabs = false;        // field → χ networks without a crop box: the field of view over the single-patch
+                                  // limit may run as slabs, as a crop box does
   Target target = kBuildTarget;
   ThroughputModel speed;
 };

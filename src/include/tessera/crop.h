@@ -51,6 +51,11 @@ inline constexpr uint32_t kMinCropMargin = 4;
 CropBox crop_to_support(const Geometry& geometry, std::span<const uint8_t> mask, const FieldNetwork& network,
                         uint32_t margin = kCropMargin, std::span<const float> field = {});
 
+// The whole padded volume as a box to cut into slabs (cropped set: the run gathers it as a crop box, which is the
+// whole-volume run's patch).
+// geometry is valid.
+CropBox whole_volume_box(const Geometry& geometry, const FieldNetwork& network);
+
 // Checks a crop box handed back by a caller (from a plan): on the pooling grid, inside the padded volume, holding
 // every mask voxel. Throws Error(InvalidArgument) saying to plan again.
 // geometry is valid; mask holds its voxel count of values.
