@@ -291,6 +291,17 @@ test('plan of core 128 halo 8 divisor 8 on 200×200×150 is refused with the pla
   noStack(r);
 });
 
+test('plan --crop off of a volume over the single-patch limit cuts the field of view into slabs and says so', async () => {
+  // A long-reach network (radius 117: no cubic tiling within the limits comes near the target) at 1,100 B/voxel on
+  // 160×160×128 (3.6 GB as one patch).
+  fs.writeFileSync(f('view.nii.gz'), await writeNifti(new Float32Array(160 * 160 * 128), { dims: [160, 160, 128], voxelMm: [1, 1, 1] }, { gzip: true }));
+  fs.writeFileSync(f('spec-deep.json'), JSON.stringify({ divisor: 16, bytesPerVoxel: 1100, receptiveRadius: 117 }));
+  const r = await run(['plan', '--field', 'view.nii.gz', '--spec', 'spec-deep.json', '--crop', 'off']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /mode\s+the whole field of view \(0-160 × 0-160 × 0-128\) in \d+ slabs along [xyz], halo \d+/);
+  noStack(r);
+});
+
 test('input errors: mask dims mismatch, unknown and non-numeric spec keys, wrong registry weights (exit 1)', async () => {
   const base = ['invert', '--field', 'field.nii.gz', '--weights', 'net.onnx', '--out', 'never.nii', '--quiet'];
   const [dims, badKey, nan, weights, missing] = await Promise.all([

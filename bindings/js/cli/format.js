@@ -91,6 +91,8 @@ export function reachText(c) {
 }
 
 export const boxText = (v) => `${v.lo.map((l, i) => `${l}-${v.hi[i]}`).join(' × ')}`;
+/** What a plan's box is: the mask's bounding box, or the whole field of view (dims) cut into slabs. */
+export const boxName = (v, dims) => (v.lo.every((l, i) => l === 0 && v.hi[i] === dims[i]) ? 'the whole field of view' : 'the mask\'s bounding box');
 /** "2 slabs along y, halo 20": a crop box run as slabs (plan.crop.split). */
 export const splitText = (s) => `${s.pieces} slabs along ${'xyz'[s.axis]}, halo ${s.halo}`;
 export const isSplit = (plan) => !plan.wholeVolume && plan.crop?.split?.pieces > 1;
@@ -107,7 +109,7 @@ export function planTable(plan, limits, { o, run, entry, spec, geometry, maskVox
       ? `the mask's bounding box as one patch (${boxText(plan.crop)}), chosen by the auto-planner: ${plan.explanation}${speedText(plan)}`
       : 'whole volume'
     : isSplit(plan)
-      ? `the mask's bounding box (${boxText(plan.crop)}) in ${splitText(plan.crop.split)}, chosen by the auto-planner: ${plan.explanation}${speedText(plan)}`
+      ? `${boxName(plan.crop, geometry.dims)} (${boxText(plan.crop)}) in ${splitText(plan.crop.split)}, chosen by the auto-planner: ${plan.explanation}${speedText(plan)}`
       : plan.explanation
       ? `tiled, chosen by the auto-planner: ${plan.explanation}${speedText(plan)}`
       : `tiled (core ${plan.tile?.core ?? run.tile?.core}, halo ${plan.tile?.halo ?? run.tile?.halo})`;

@@ -6,7 +6,7 @@ import { isFetchable } from '../model-loader.js';
 import { CliError, EXIT_OK, EXIT_USAGE, usageError } from './errors.js';
 import { niftiName, readSpec, checkSpec, checkWritable, removeStalePartials, writeAtomic } from './files.js';
 import { requestFlags, schemaDefault } from './flags.js';
-import { size, duration, versions, planForFile, boxText, splitText, isSplit, speedText, fidelityText, reachText, verifyText } from './format.js';
+import { size, duration, versions, planForFile, boxText, boxName, splitText, isSplit, speedText, fidelityText, reachText, verifyText } from './format.js';
 import { checkInputKind, loadNetworkWeights, probeContext, uncosted, calibrateSpec, defined } from './network.js';
 import { runOptions } from './plan.js';
 import { readInputs } from './read-inputs.js';
@@ -131,7 +131,7 @@ export async function cmdInvert(o, ctx) {
   for (const note of phaseInfo?.notes ?? []) progress.line(note);
   const mode = plan.wholeVolume
     ? (plan.crop ? `the mask's bounding box (${boxText(plan.crop)})` : 'whole volume')
-    : isSplit(plan) ? `the mask's bounding box (${boxText(plan.crop)}) in ${splitText(plan.crop.split)}` : `${plan.tilesActive} of ${plan.tilesTotal} tiles`;
+    : isSplit(plan) ? `${boxName(plan.crop, geometry.dims)} (${boxText(plan.crop)}) in ${splitText(plan.crop.split)}` : `${plan.tilesActive} of ${plan.tilesTotal} tiles`;
   const phaseText = phaseNet
     ? `, ${echoes} echo${echoes > 1 ? 'es' : ''} (TE ${run.phase.te.map((t) => fmt(t * 1000)).join(', ')} ms), B0 ${b0 ?? byDefault('b0')} T${b0 === undefined ? ' (default; --b0 to change)' : ''}`
     : '';
