@@ -35,7 +35,8 @@ const std::array<OptionSpec, 24> kOptions{{
     {"whole", "", 0, "false", 0, 1, false, false, "run the whole volume at once (when it fits the single-patch limit)"},
     {"crop", "", 0, "auto", 0, 0, false, false,
      "field → χ networks, automatic plans: run the mask's bounding box + cropMargin voxels (on the pooling grid) as one patch "
-     "instead of the whole field of view when it fits (auto), or never (off); whole: true always runs the whole volume",
+     "instead of the whole field of view when it fits (auto), or never (off); either runs as slabs when over the single-patch "
+     "limit and faster or more faithful than tiles; whole: true always runs the whole volume",
      "auto|off"},
     {"cropMargin", "voxels", kCropMargin, "", 0, 1024, false, true,
      "voxels kept around the mask's bounding box before rounding out to the pooling grid (crop auto)"},

@@ -172,7 +172,7 @@ export interface CropBox {
   readonly hi: Dims3;
   readonly patchLo: Dims3;
   readonly patchDims: Extent3;
-  /** voxels kept around the mask before rounding out to the grid */
+  /** voxels kept around the mask before rounding out to the grid (0: the whole field of view) */
   readonly margin: number;
   /**
    * pieces > 1: the box is over the single-patch limit and runs as slabs (then wholeVolume is false and the grid holds
@@ -203,8 +203,8 @@ export interface TilePlan {
   readonly message: string;
   readonly wholeVolume: boolean;
   /**
-   * a plan cut to the mask's bounding box (+ margin, on the pooling grid): one patch, or slabs (crop.split); null: the
-   * whole volume
+   * a plan cut to the mask's bounding box (+ margin, on the pooling grid): one patch, or slabs (crop.split); or the
+   * whole field of view (lo 0, hi the dims) cut into slabs; null: the whole volume
    */
   readonly crop: CropBox | null;
   readonly patchEdge: number;

@@ -309,7 +309,7 @@ void register_value_types() {
       .field("hi", &CropBox::hi)
       .field("patchLo", &CropBox::patch_lo)
       .field("patchDims", &CropBox::patch_dims)
-      .field("margin", &CropBox::margin).doc("voxels kept around the mask before rounding out to the grid")
+      .field("margin", &CropBox::margin).doc("voxels kept around the mask before rounding out to the grid (0: the whole field of view)")
       .field("split", &CropBox::split)
       .doc("pieces > 1: the box is over the single-patch limit and runs as slabs (then wholeVolume is false and the grid holds the slabs)");
 
@@ -327,7 +327,7 @@ void register_value_types() {
       .field("message", &TilePlan::message).doc("the planner's refusal with advice; empty when feasible")
       .field("wholeVolume", &TilePlan::whole_volume)
       .field("crop", +[](const TilePlan& p) { return or_null(p.crop.cropped, p.crop); }, "CropBox | null")
-      .doc("a plan cut to the mask's bounding box (+ margin, on the pooling grid): one patch, or slabs (crop.split); null: the whole volume")
+      .doc("a plan cut to the mask's bounding box (+ margin, on the pooling grid): one patch, or slabs (crop.split); or the whole field of view (lo 0, hi the dims) cut into slabs; null: the whole volume")
       .number<&TilePlan::patch_edge>("patchEdge")
       .field("patchDims", &TilePlan::patch_dims)
       .number<&TilePlan::bytes_per_tile>("bytesPerTile")
