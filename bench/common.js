@@ -1,6 +1,12 @@
 // Helpers shared by the benchmark scripts.
 import fs from 'node:fs';
 import os from 'node:os';
+import { qsmnetStandin, qsmnetDivisor } from '../scripts/standins.js';
+
+/** The benches' deep stand-in: a QSMnet-shaped 4-level U-Net of 5³ kernels, base 8, random weights, declared at
+ * 1,100 B/voxel (an xQSM-like cost, so that its whole volume is over the single-patch limit on the phantoms). */
+export const DEEP_SPEC = { divisor: qsmnetDivisor(4), bytesPerVoxel: 1100 };
+export const deepStandin = () => qsmnetStandin({ base: 8, levels: 4, kernel: 5 });
 
 /** The stand-in network's path; exits with the command that makes it when the file is missing. */
 export function requireStandin(path) {

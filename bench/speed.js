@@ -32,10 +32,9 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { createTessera } from '../bindings/js/index.js';
 import { loadTesseraModule } from '../bindings/js/module.js';
-import { loadavg, readStandin, requireOrtNode, runNative, specOf } from './common.js';
+import { loadavg, readStandin, requireOrtNode, runNative, specOf, DEEP_SPEC, deepStandin } from './common.js';
 import { webSpeed } from './speed-web.js';
 import { launchChromium, benchPage } from '../scripts/chromium.js';
-import { qsmnetStandin, qsmnetDivisor } from '../scripts/standins.js';
 import { startServer } from '../scripts/serve.js';
 
 const { values: a } = parseArgs({
@@ -55,11 +54,10 @@ const threads = Number(a.threads);
 const M = await loadTesseraModule({ pthreadPoolSize: 2 });
 // network: what the requests name ({model} or {spec}); native: the spec of the native run (no wasm budget there).
 const registry = (model) => ({ network: { model }, native: specOf(M, model) });
-const DEEP = { divisor: qsmnetDivisor(4), bytesPerVoxel: 1100 };
 const NETS = {
   demo: { ...registry('demo-unet'), weights: () => new Uint8Array(fs.readFileSync('web/models/demo-unet.onnx')) },
   xqsm: { ...registry('xqsm'), weights: () => readStandin(path.join(a.standins, 'xqsm-standin.onnx')) },
-  deep: { network: { spec: DEEP }, native: { ...DEEP, bytesPerVoxel: 1 }, weights: () => qsmnetStandin({ base: 8, levels: 4, kernel: 5 }) },
+  deep: { network: { spec: DEEP_SPEC }, native: { ...DEEP_SPEC, bytesPerVoxel: 1 }, weights: deepStandin },
 };
 
 // The Chromium page: the same webSpeed, with createTessera from the served package and the case's files.

@@ -59,12 +59,9 @@ inline constexpr double kSpeedProbeShare = 0.02;
 inline constexpr double kSpeedProbeLeastSeconds = 0.3;
 inline constexpr uint32_t kSpeedProbeRounds = 4;
 
-// The speed probe's patches: two edges, smaller first, and how long to time them (kSpeedProbeLeastSeconds,
-// kSpeedProbeRounds).
+// The two patch edges the speed probe times, smaller first.
 struct SpeedProbeEdges {
   uint64_t small = 0, large = 0;
-  double least_seconds = kSpeedProbeLeastSeconds;
-  uint32_t rounds = kSpeedProbeRounds;
 };
 
 // Edges for a speed probe: multiples of divisor; for a run of voxels_run patch voxels (0: not known) the larger holds
