@@ -130,12 +130,12 @@ def main():
         print("warning: the network was trained for 1 mm isotropic voxels", flush=True)
 
     ck = torch.load(args.ckpt, map_location="cpu")
-    base = ck.get("args", {}).get("base", 16)
-    model = UNet3D(base)
+    a = ck.get("args", {})
+    model = UNet3D(a.get("base", 16), a.get("levels", 3), a.get("kernel", 3))
     model.load_state_dict(ck["model"])
     model.eval()
     t = time.time()
-    pred = run_whole_volume(model, field.astype(np.float32), mask)
+    pred = run_whole_volume(model, field.astype(np.float32), mask, 2 ** model.levels)
     dt = time.time() - t
     r, rmse, rmse0, offset = metrics(pred, chi, mask)
     print(f"checkpoint step {ck.get('step')}; inference {dt:.1f} s", flush=True)

@@ -41,71 +41,44 @@ OUT_SCALE = 0.1
 # --------------------------------------------------------------------------------------
 # Network
 # --------------------------------------------------------------------------------------
-def conv_block(cin, cout):
+def conv_block(cin, cout, kernel=3):
     return nn.Sequential(
-        nn.Conv3d(cin, cout, 3, padding=1), nn.LeakyReLU(0.1, inplace=True),
-        nn.Conv3d(cout, cout, 3, padding=1), nn.LeakyReLU(0.1, inplace=True))
+        nn.Conv3d(cin, cout, kernel, padding=kernel // 2), nn.LeakyReLU(0.1, inplace=True),
+        nn.Conv3d(cout, cout, kernel, padding=kernel // 2), nn.LeakyReLU(0.1, inplace=True))
 
 
 class UNet3D(nn.Module):
-    """Plain 3D U-Net: three 2x max-poolings (divisor 8), ConvTranspose3d decoder, skip
-    concatenation, 3x3x3 'same' convolutions with LeakyReLU(0.1), no normalisation layers,
-    final 1x1x1 convolution. Input and output in ppm (fixed scaling inside the graph)."""
+    """Plain 3D U-Net: `levels` 2x max-poolings (divisor 2^levels), ConvTranspose3d decoder, skip
+    concatenation, kernel^3 'same' convolutions with LeakyReLU(0.1), no normalisation layers,
+    final 1x1x1 convolution. Input and output in ppm (fixed scaling inside the graph).
+    The demo network is levels 3, kernel 3, base 16; the tiling-fidelity study's second network
+    levels 2 (a shorter reach); the trained deep network levels 4, kernel 5, base 8 (QSMnet's
+    shape). Modules are made in the order enc1.., bott, up/dec from the deepest, out, so that a
+    seed gives the same weights as the earlier fixed-depth classes did."""
 
-    def __init__(self, base=16):
+    def __init__(self, base=16, levels=3, kernel=3):
         super().__init__()
-        c = [base, 2 * base, 4 * base, 8 * base]
-        self.enc1 = conv_block(1, c[0])
-        self.enc2 = conv_block(c[0], c[1])
-        self.enc3 = conv_block(c[1], c[2])
-        self.bott = conv_block(c[2], c[3])
-        self.up3 = nn.ConvTranspose3d(c[3], c[2], 2, stride=2)
-        self.dec3 = conv_block(2 * c[2], c[2])
-        self.up2 = nn.ConvTranspose3d(c[2], c[1], 2, stride=2)
-        self.dec2 = conv_block(2 * c[1], c[1])
-        self.up1 = nn.ConvTranspose3d(c[1], c[0], 2, stride=2)
-        self.dec1 = conv_block(2 * c[0], c[0])
+        c = [base * 2 ** i for i in range(levels + 1)]
+        self.levels = levels
+        for i in range(levels):
+            setattr(self, f"enc{i + 1}", conv_block(c[i - 1] if i else 1, c[i], kernel))
+        self.bott = conv_block(c[levels - 1], c[levels], kernel)
+        for i in range(levels, 0, -1):
+            setattr(self, f"up{i}", nn.ConvTranspose3d(c[i], c[i - 1], 2, stride=2))
+            setattr(self, f"dec{i}", conv_block(2 * c[i - 1], c[i - 1], kernel))
         self.out = nn.Conv3d(c[0], 1, 1)
         self.pool = nn.MaxPool3d(2)
 
     def forward(self, field):
         x = field * IN_SCALE
-        e1 = self.enc1(x)
-        e2 = self.enc2(self.pool(e1))
-        e3 = self.enc3(self.pool(e2))
-        b = self.bott(self.pool(e3))
-        d3 = self.dec3(torch.cat([self.up3(b), e3], 1))
-        d2 = self.dec2(torch.cat([self.up2(d3), e2], 1))
-        d1 = self.dec1(torch.cat([self.up1(d2), e1], 1))
-        return self.out(d1) * OUT_SCALE
-
-
-class UNet3DTwoLevel(nn.Module):
-    """The same U-Net with two 2x max-poolings (divisor 4): a shorter reach (theoretical
-    receptive radius 23 voxels against the three-level net's 51), for the tiling-fidelity study's
-    second network (--levels 2)."""
-
-    def __init__(self, base=16):
-        super().__init__()
-        c = [base, 2 * base, 4 * base]
-        self.enc1 = conv_block(1, c[0])
-        self.enc2 = conv_block(c[0], c[1])
-        self.bott = conv_block(c[1], c[2])
-        self.up2 = nn.ConvTranspose3d(c[2], c[1], 2, stride=2)
-        self.dec2 = conv_block(2 * c[1], c[1])
-        self.up1 = nn.ConvTranspose3d(c[1], c[0], 2, stride=2)
-        self.dec1 = conv_block(2 * c[0], c[0])
-        self.out = nn.Conv3d(c[0], 1, 1)
-        self.pool = nn.MaxPool3d(2)
-
-    def forward(self, field):
-        x = field * IN_SCALE
-        e1 = self.enc1(x)
-        e2 = self.enc2(self.pool(e1))
-        b = self.bott(self.pool(e2))
-        d2 = self.dec2(torch.cat([self.up2(b), e2], 1))
-        d1 = self.dec1(torch.cat([self.up1(d2), e1], 1))
-        return self.out(d1) * OUT_SCALE
+        skips = []
+        for i in range(self.levels):
+            x = getattr(self, f"enc{i + 1}")(self.pool(x) if i else x)
+            skips.append(x)
+        x = self.bott(self.pool(x))
+        for i in range(self.levels, 0, -1):
+            x = getattr(self, f"dec{i}")(torch.cat([getattr(self, f"up{i}")(x), skips[i - 1]], 1))
+        return self.out(x) * OUT_SCALE
 
 
 # --------------------------------------------------------------------------------------
@@ -285,7 +258,8 @@ def lr_at(step, steps, lr0, warm=50, lr_min_frac=0.02):
 
 def export_onnx(model, path, opset):
     model.eval()
-    dummy = torch.zeros(1, 1, 32, 40, 48)  # multiples of 8 (and of 4)
+    m = max(8, 2 ** model.levels)
+    dummy = torch.zeros(1, 1, 4 * m, 5 * m, 6 * m)  # multiples of the divisor (32, 40, 48 up to 3 levels)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     axes = {2: "X", 3: "Y", 4: "Z"}
     torch.onnx.export(model, dummy, path, input_names=["field"], output_names=["chi"],
@@ -300,8 +274,10 @@ def main():
     ap.add_argument("--patch", type=int, default=48, help="training window edge (voxels)")
     ap.add_argument("--gen-size", type=int, default=64, help="synthetic volume edge")
     ap.add_argument("--base", type=int, default=16, help="channels at full resolution")
-    ap.add_argument("--levels", type=int, default=3, choices=(2, 3),
-                    help="poolings: 3 (the demo network, divisor 8) or 2 (divisor 4, shorter reach)")
+    ap.add_argument("--levels", type=int, default=3, choices=(2, 3, 4),
+                    help="poolings: 3 (the demo network, divisor 8), 2 (divisor 4, shorter reach) or 4 "
+                    "(divisor 16, the deep network)")
+    ap.add_argument("--kernel", type=int, default=3, choices=(3, 5), help="convolution kernel edge")
     ap.add_argument("--stop-at", type=int, default=None,
                     help="stop after this many steps of the --steps schedule (a briefly trained stand-in)")
     ap.add_argument("--lr", type=float, default=1e-3)
@@ -319,7 +295,7 @@ def main():
     torch.manual_seed(args.seed)
     np.random.seed(args.seed)
 
-    model = UNet3D(args.base) if args.levels == 3 else UNet3DTwoLevel(args.base)
+    model = UNet3D(args.base, args.levels, args.kernel)
     nparam = sum(p.numel() for p in model.parameters())
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     synth = Synth(args.gen_size, args.seed + 1)
@@ -332,7 +308,7 @@ def main():
         torch.set_rng_state(ck["torch_rng"])
         step, elapsed, ema = ck["step"], ck["elapsed"], ck["ema"]
         print(f"resumed from {args.ckpt} at step {step} ({elapsed:.0f} s)", flush=True)
-    print(f"UNet3D base {args.base}, {args.levels} levels: {nparam} parameters", flush=True)
+    print(f"UNet3D base {args.base}, {args.levels} levels, kernel {args.kernel}: {nparam} parameters", flush=True)
 
     def save():
         tmp = args.ckpt + ".tmp"
