@@ -3,9 +3,9 @@
 // against the phantom's truth, voxels run, the estimate and seconds. The whole-volume reference is the same weights
 // declared at 1 B/voxel with crop off (the budget does not refuse it). --pads also runs that reference on the volume
 // zero-padded by P voxels on every face: how far the whole-volume answer itself moves with the zeros around the head.
-// --onnx runs another network of the deep stand-in's shape (divisor 16, declared at 1,100 B/voxel), e.g. a trained one.
+// --onnx runs another network, declared at 1,100 B/voxel too (--divisor: its patch edges' divisor, the deep stand-in's 16).
 //   node --no-experimental-fetch bench/halo-sweep.js [--dims 160,160,128] [--halos default,2,32,48]
-//        [--requests '[{"crop":"off"}]'] [--pads 16,32] [--onnx deep-unet.onnx]
+//        [--requests '[{"crop":"off"}]'] [--pads 16,32] [--onnx deep-unet.onnx] [--divisor 16]
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createTessera } from '../bindings/js/index.js';
@@ -18,9 +18,11 @@ const { values: args } = parseArgs({
     requests: { type: 'string', default: '[]' },
     pads: { type: 'string', default: '' },
     onnx: { type: 'string' },
+    divisor: { type: 'string', default: String(DEEP_SPEC.divisor) },
   },
 });
 const dims = args.dims.split(',').map(Number);
+const spec = { ...DEEP_SPEC, divisor: Number(args.divisor) };
 const asked = [
   ...(args.halos ? args.halos.split(',') : []).map((halo) => [halo, halo === 'default' ? {} : { tile: { core: 'auto', halo: Number(halo) } }]),
   ...JSON.parse(args.requests).map((r) => [JSON.stringify(r), r]),
@@ -32,7 +34,7 @@ const weights = args.onnx ? new Uint8Array(fs.readFileSync(args.onnx)) : deepSta
 const volume = dims[0] * dims[1] * dims[2];
 const run = { geometry, field: ph.field, mask: ph.mask, weights };
 const fit = (a) => `${a.r.toFixed(4)} / ${a.nrmse.toFixed(3)}`;
-const whole = await t.invert({ ...run, spec: { ...DEEP_SPEC, bytesPerVoxel: 1 }, whole: true, crop: 'off' });
+const whole = await t.invert({ ...run, spec: { ...spec, bytesPerVoxel: 1 }, whole: true, crop: 'off' });
 console.log(`${args.onnx ?? 'deep stand-in (random weights)'}, ${dims.join('×')}, whole volume ${whole.report.wallSeconds.toFixed(1)} s, ` +
   `r / NRMSE vs truth ${fit(agreement(whole.chi, ph.chi, ph.mask))}`);
 
@@ -45,7 +47,7 @@ for (const pad of args.pads ? args.pads.split(',').map(Number) : []) {
     field[at(x, y, z, pd, pad)] = ph.field[at(x, y, z, dims, 0)];
     mask[at(x, y, z, pd, pad)] = ph.mask[at(x, y, z, dims, 0)];
   }
-  const padded = await t.invert({ geometry: { ...geometry, dims: pd }, field, mask, weights, spec: { ...DEEP_SPEC, bytesPerVoxel: 1 }, whole: true, crop: 'off' });
+  const padded = await t.invert({ geometry: { ...geometry, dims: pd }, field, mask, weights, spec: { ...spec, bytesPerVoxel: 1 }, whole: true, crop: 'off' });
   const back = new Float32Array(volume);
   for (let z = 0; z < dims[2]; z++) for (let y = 0; y < dims[1]; y++) for (let x = 0; x < dims[0]; x++) back[at(x, y, z, dims, 0)] = padded.chi[at(x, y, z, pd, pad)];
   console.log(`whole volume with ${pad} zero voxels added on every face (${pd.join('×')}): r / NRMSE vs the whole volume ` +
@@ -57,7 +59,7 @@ if (asked.length) {
   console.log('|---|---|---:|---:|---:|---:|---:|---:|');
 }
 for (const [name, request] of asked) {
-  const { chi, report } = await t.invert({ ...run, spec: DEEP_SPEC, ...request });
+  const { chi, report } = await t.invert({ ...run, spec, ...request });
   const p = report.plan;
   const s = p.crop?.split?.pieces > 1
     ? `${p.crop.split.pieces} slabs along ${'xyz'[p.crop.split.axis]}, halo ${p.crop.split.halo}, ${p.patchDims.join('×')}`

@@ -12,7 +12,8 @@
 // Networks: demo (web/models/demo-unet.onnx at its registry cost), xqsm (the xQSM-shaped stand-in with random
 // weights, scripts/make_standins.js, at the registry's xQSM cost) and deep (the QSMnet-shaped stand-in of
 // scripts/standins.js: a 4-level U-Net of 5³ kernels, receptive field beyond ±60 voxels, at base 8 channels, run as a
-// custom network declared at 1,100 B/voxel so that the whole volume does not fit).
+// custom network declared at 1,100 B/voxel so that the whole volume does not fit; --deep-onnx: the same shape with
+// other weights, e.g. the trained deep network of scripts/train_demo_net.md).
 //
 // onnxruntime-node is NOT a dependency of the repository (see bench/native-ort.js):
 //   mkdir -p /tmp/ortnode && cd /tmp/ortnode && npm init -y && npm install onnxruntime-node@1.30.0 --onnxruntime-node-install=skip
@@ -20,6 +21,7 @@
 //   node scripts/make_standins.js /tmp/standins --only xqsm        # once, for --nets xqsm
 //   node bench/speed.js [--nets demo,xqsm,deep] [--dims 160,160,128/256,256,176] [--threads 2] [--runtimes node,chromium]
 //        [--ortnode /tmp/ortnode] [--standins /tmp/standins] [--chromium /usr/bin/chromium] [--json out.json]
+//        [--deep-onnx deep-unet.onnx]
 // (Not with --no-experimental-fetch when Chromium runs: playwright-core needs the global Headers.)
 // The estimate columns: the first estimate (a runtime that never measured the network: registry or default speed)
 // against the cold default run's wall time; the speed probe sized to that run (plan({measureSpeed: true})) on a fresh
@@ -47,6 +49,7 @@ const { values: a } = parseArgs({
     runtimes: { type: 'string', default: 'node,chromium' },
     chromium: { type: 'string', default: '/usr/bin/chromium' },
     json: { type: 'string' },
+    'deep-onnx': { type: 'string' },
   },
 });
 const ortNode = requireOrtNode(a.ortnode, createRequire, path);
@@ -57,7 +60,10 @@ const registry = (model) => ({ network: { model }, native: specOf(M, model) });
 const NETS = {
   demo: { ...registry('demo-unet'), weights: () => new Uint8Array(fs.readFileSync('web/models/demo-unet.onnx')) },
   xqsm: { ...registry('xqsm'), weights: () => readStandin(path.join(a.standins, 'xqsm-standin.onnx')) },
-  deep: { network: { spec: DEEP_SPEC }, native: { ...DEEP_SPEC, bytesPerVoxel: 1 }, weights: deepStandin },
+  deep: {
+    network: { spec: DEEP_SPEC }, native: { ...DEEP_SPEC, bytesPerVoxel: 1 },
+    weights: a['deep-onnx'] ? () => new Uint8Array(fs.readFileSync(a['deep-onnx'])) : deepStandin,
+  },
 };
 
 // The Chromium page: the same webSpeed, with createTessera from the served package and the case's files.
