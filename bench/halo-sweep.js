@@ -4,8 +4,9 @@
 // declared at 1 B/voxel with crop off (the budget does not refuse it). --pads also runs that reference on the volume
 // zero-padded by P voxels on every face: how far the whole-volume answer itself moves with the zeros around the head.
 // --onnx runs another network, declared at 1,100 B/voxel too (--divisor: its patch edges' divisor, the deep stand-in's 16).
+// --probe measures the network's context (receptiveField({probe: true})) and adds the default plan given that profile.
 //   node --no-experimental-fetch bench/halo-sweep.js [--dims 160,160,128] [--halos default,2,32,48]
-//        [--requests '[{"crop":"off"}]'] [--pads 16,32] [--onnx deep-unet.onnx] [--divisor 16]
+//        [--requests '[{"crop":"off"}]'] [--pads 16,32] [--onnx deep-unet.onnx] [--divisor 16] [--probe]
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createTessera } from '../bindings/js/index.js';
@@ -19,6 +20,7 @@ const { values: args } = parseArgs({
     pads: { type: 'string', default: '' },
     onnx: { type: 'string' },
     divisor: { type: 'string', default: String(DEEP_SPEC.divisor) },
+    probe: { type: 'boolean', default: false },
   },
 });
 const dims = args.dims.split(',').map(Number);
@@ -54,6 +56,12 @@ for (const pad of args.pads ? args.pads.split(',').map(Number) : []) {
     `${fit(agreement(back, whole.chi, ph.mask))}, vs truth ${fit(agreement(back, ph.chi, ph.mask))}`);
 }
 
+if (args.probe) {
+  const { graph, probe } = await t.receptiveField({ weights, spec, probe: true });
+  console.log(`context: graph radius ${graph.radiusMax}; measured radius90 ${probe.radius90}, radius99 ${probe.radius99} ` +
+    `(probe edge ${probe.edge}, ${probe.seconds.toFixed(0)} s)`);
+  asked.push(['default, measured context', { context: { within: probe.within } }]);
+}
 if (asked.length) {
   console.log('| asked | plan | predicted r / NRMSE | measured r / NRMSE vs whole | r / NRMSE vs truth | voxels run ÷ volume | estimated s | wall s |');
   console.log('|---|---|---:|---:|---:|---:|---:|---:|');

@@ -13,7 +13,8 @@
 // weights, scripts/make_standins.js, at the registry's xQSM cost) and deep (the QSMnet-shaped stand-in of
 // scripts/standins.js: a 4-level U-Net of 5³ kernels, receptive field beyond ±60 voxels, at base 8 channels, run as a
 // custom network declared at 1,100 B/voxel so that the whole volume does not fit; --deep-onnx: the same shape with
-// other weights, e.g. the trained deep network of scripts/train_demo_net.md).
+// other weights, e.g. the trained deep network of scripts/train_demo_net.md; --deep-context probe: its requests carry
+// the context measured by receptiveField({probe: true}), as a user who measured it would pass).
 //
 // onnxruntime-node is NOT a dependency of the repository (see bench/native-ort.js):
 //   mkdir -p /tmp/ortnode && cd /tmp/ortnode && npm init -y && npm install onnxruntime-node@1.30.0 --onnxruntime-node-install=skip
@@ -21,7 +22,7 @@
 //   node scripts/make_standins.js /tmp/standins --only xqsm        # once, for --nets xqsm
 //   node bench/speed.js [--nets demo,xqsm,deep] [--dims 160,160,128/256,256,176] [--threads 2] [--runtimes node,chromium]
 //        [--ortnode /tmp/ortnode] [--standins /tmp/standins] [--chromium /usr/bin/chromium] [--json out.json]
-//        [--deep-onnx deep-unet.onnx]
+//        [--deep-onnx deep-unet.onnx] [--deep-context probe]
 // (Not with --no-experimental-fetch when Chromium runs: playwright-core needs the global Headers.)
 // The estimate columns: the first estimate (a runtime that never measured the network: registry or default speed)
 // against the cold default run's wall time; the speed probe sized to that run (plan({measureSpeed: true})) on a fresh
@@ -50,6 +51,7 @@ const { values: a } = parseArgs({
     chromium: { type: 'string', default: '/usr/bin/chromium' },
     json: { type: 'string' },
     'deep-onnx': { type: 'string' },
+    'deep-context': { type: 'string' },
   },
 });
 const ortNode = requireOrtNode(a.ortnode, createRequire, path);
@@ -116,8 +118,15 @@ function printRow(row) {
 
 for (const net of a.nets.split(',')) {
   if (!NETS[net]) throw new Error(`unknown network '${net}' (known: ${Object.keys(NETS).join(', ')})`);
-  const { network } = NETS[net];
   const weights = NETS[net].weights();
+  let { network } = NETS[net];
+  if (net === 'deep' && a['deep-context'] === 'probe') {
+    const t = await createTessera({ hardwareThreads: threads });
+    const { probe } = await t.receptiveField({ weights, ...network, probe: true });
+    await t.terminate();
+    console.error(`  deep: measured context radius90 ${probe.radius90}, radius99 ${probe.radius99} (${probe.seconds.toFixed(0)} s), passed as the requests' context`);
+    network = { ...network, context: { within: probe.within } };
+  }
   for (const d of a.dims.split('/')) {
     const dims = d.split(',').map(Number);
     const geometry = { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
