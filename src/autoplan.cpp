@@ -123,11 +123,13 @@ std::string fidelity_text(const FidelityPrediction& f) {
 
 // Why a prediction carries the caution, and what to do about it.
 std::string beyond_fit_text() {
-  char buf[400];
+  char buf[640];
   std::snprintf(buf, sizeof buf,
                 "; this network reaches further than the fidelity model was fitted on (a %u-voxel graph radius), so its "
-                "predicted NRMSE is multiplied by %.1f, the largest under-prediction measured on such a network: check "
-                "the result against a whole-volume run where one fits",
+                "predicted NRMSE is multiplied by %.1f, the largest under-prediction measured on such a network (one "
+                "with random weights): measure its reach (receptiveField's probe as the request's context; CLI --probe), "
+                "which in a trained network often lies far inside its graph's and then lifts the caution, or check the "
+                "result against a whole-volume run where one fits",
                 kFidelityFit.fit_radius, kFidelityFit.beyond_fit_caution);
   return buf;
 }

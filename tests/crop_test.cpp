@@ -326,6 +326,24 @@ TEST(Crop, ABoxOverTheSinglePatchLimitRunsAsSlabsWhenFasterThanTilesAndTheChoice
   EXPECT_NE(over.message.find("cut it into more pieces"), std::string::npos) << over.message;
 }
 
+TEST(Crop, AMeasuredReachInsideTheFitLiftsTheCautionAndThePlanRunsFewerVoxels) {
+  // The same 199-voxel graph reach, then a measured context inside the fit (a trained deep U-Net of that graph measured
+  // radius90 15, bench/RESULTS.md §34): the request's context replaces the graph's, the caution goes, and the plan
+  // meets the target running fewer voxels, with no warning.
+  InversionRequest r = auto_request(geometry(200, 200, 160), 1600, 199);
+  const std::vector<uint8_t> mask = box_mask(r.geometry, {40, 36, 20}, {164, 170, 150});
+  const TilePlan graph = plan_inversion(r, mask, Target::Wasm);
+  r.custom.context = dipole_context_profile(12);
+  const TilePlan measured = plan_inversion(r, mask, Target::Wasm);
+  ASSERT_TRUE(graph.feasible && measured.feasible) << graph.message << measured.message;
+  EXPECT_TRUE(graph.fidelity.beyond_fit);
+  EXPECT_FALSE(graph.fidelity_warning.empty());
+  EXPECT_FALSE(measured.fidelity.beyond_fit);
+  EXPECT_TRUE(measured.fidelity_warning.empty()) << measured.fidelity_warning;
+  EXPECT_LE(measured.fidelity.nrmse, fidelity_target(Quality::Faithful).max_nrmse);
+  EXPECT_LT(voxels_run(measured), voxels_run(graph)) << graph.explanation << " | " << measured.explanation;
+}
+
 TEST(Crop, ANetworkBeyondTheFidelityFitTakesTheMostFaithfulSlabsAndSaysWhy) {
   // A reach of 199 voxels (the deep stand-in's graph radius) at 1600 B/voxel: no split meets the faithful target once
   // the model's caution is applied, so the run takes the most faithful one and warns, naming the caution.
@@ -338,6 +356,10 @@ TEST(Crop, ANetworkBeyondTheFidelityFitTakesTheMostFaithfulSlabsAndSaysWhy) {
   EXPECT_GT(p.fidelity.nrmse, fidelity_target(Quality::Faithful).max_nrmse * kFidelityMargin);
   EXPECT_NE(p.fidelity_warning.find("the run takes the most faithful one"), std::string::npos) << p.fidelity_warning;
   EXPECT_NE(p.fidelity_warning.find("reaches further than the fidelity model was fitted on"), std::string::npos)
+      << p.fidelity_warning;
+  // The warning names the fix: a measured reach replaces the graph's.
+  EXPECT_NE(p.fidelity_warning.find("measure its reach (receptiveField's probe as the request's context; CLI --probe)"),
+            std::string::npos)
       << p.fidelity_warning;
   // No split of the box (the fewest pieces that fit, per halo and axis) is predicted more faithful, and the chosen one
   // keeps more context than the thinnest halo.
