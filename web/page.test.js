@@ -468,7 +468,8 @@ test('a NIfTI pair loaded through the file inputs runs end to end with a custom 
   await page.fill('#b0', '3');
   await page.setInputFiles('#fieldFile', { name: 'phantom_field.nii.gz', mimeType: 'application/gzip', buffer: Buffer.from(pair.field) });
   await page.setInputFiles('#maskFile', { name: 'phantom_mask.nii.gz', mimeType: 'application/gzip', buffer: Buffer.from(pair.maskNii) });
-  await page.waitForFunction(() => document.querySelector('#inputInfo').dataset.source === 'files', null, { timeout: 20000 });
+  // The previous test's input is from files too: wait for the latest load (the units and B0 reload the earlier file).
+  await page.waitForFunction(() => document.querySelector('#inputInfo').dataset.source === 'files' && document.body.dataset.state === 'idle', null, { timeout: 20000 });
   const input = await readData('#inputInfo');
   assert.deepEqual(input.dims, pair.geometry.dims);
   assert.equal(input.maskVoxels, pair.mask.reduce((a, b) => a + b, 0));
@@ -620,6 +621,22 @@ test('the quality select changes the plan (fast: another, faster tiling than fai
   await page.selectOption('#quality', 'faithful');
   await page.fill('#customBpv', '1100');
   await planWith({ feasible: 'true', quality: 'faithful', fidelityWarning: 'false' });
+
+  // Measure reach: the network's measured context (receptiveField's probe) replaces its graph's in the plan, and the
+  // readout says so; choosing the file again forgets it (the file may hold other weights).
+  assert.equal(await page.isDisabled('#measureReach'), false);
+  await page.click('#measureReach');
+  await planWith({ feasible: 'true', contextMeasured: 'true' }, 120000);
+  const measured = await readData('#planReadout');
+  assert.ok(measured.contextRadius90 > 0 && measured.contextRadius90 < graph.radiusMax, `measured radius90 ${measured.contextRadius90}, graph ${graph.radiusMax}`);
+  assert.match(await page.textContent('#planReadout'), new RegExp(`Network reach\\s*measured by probe: 90 % within ${measured.contextRadius90} voxels, 99 % within ${measured.contextRadius99}`));
+  assert.match(await page.textContent('#reachText'), /^Measured in .+ \(a \d+³ patch\): the plan uses it instead of the graph's reach$/);
+  await page.setInputFiles('#customFile', []);
+  await planWith({ feasible: 'true', contextAssumed: 'true' });
+  await page.setInputFiles('#customFile', netPath);
+  await planWith({ feasible: 'true', contextAssumed: 'false', contextRadius: graph.radiusMax });
+  assert.notEqual((await readData('#planReadout')).contextMeasured, true);
+  assert.equal(await page.textContent('#reachText'), '');
 });
 
 test('Verify (self-check): the verified fidelity beside the predicted one, equal to the node API’s report.verify; a whole-volume run is exact', { skip, timeout: 240000 }, async () => {

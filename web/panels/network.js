@@ -36,6 +36,7 @@ export class NetworkPanel {
   async readCustomFile() {
     const f = $('customFile').files[0] ?? null;
     this.custom = { file: f, bytes: null };
+    this.page.panels.settings.forgetCustomReach(); // measured on the weights chosen before
     if (f) {
       const bytes = new Uint8Array(await f.arrayBuffer());
       if (this.custom.file !== f) return; // another file was chosen meanwhile

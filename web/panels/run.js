@@ -29,7 +29,7 @@ export class RunPanel {
     const problem = wf.problem(input);
     const measuring = !!page.panels.settings.measuring; // the run would take the measuring worker: it waits
     $('run').disabled = !page.ready || running || measuring || !feasible || !input || !!problem;
-    $('measureSpeed').disabled = !page.ready || running || measuring || !wf.tiled;
+    $('measureSpeed').disabled = $('measureReach').disabled = !page.ready || running || measuring || !wf.tiled;
     $('run').title = !input ? wf.needInputText : problem || (!feasible ? ((wf.method || wf.pipeline) && page.plan?.message) || wf.infeasibleText : '');
     // The demo runs the demo network with the tile settings, or the chosen method with its parameters: they must fit
     // (whatever a whole-volume network's plan says).

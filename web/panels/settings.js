@@ -58,8 +58,11 @@ export class SettingsPanel {
     this.speeds = keptSpeeds(); // this machine's measured speed, by network: {speed, measuredAt, earlier | stored}
     this.measuring = null; // the AbortController of the speed measurement in progress, or null
     this.byItself = new Set(); // the networks (speedKey) whose speed this page measured by itself
+    this.reaches = new Map(); // the networks' reach measured here (speedKey → receptiveField's probe), for this page
+    // (a custom network's until another file is chosen)
     for (const id of TILE_SETTINGS) $(id).addEventListener('input', () => this.schedule());
     $('measureSpeed').addEventListener('click', () => this.measureSpeed());
+    $('measureReach').addEventListener('click', () => this.measureReach());
   }
 
   /** The key of a network's measured speed: its registry id, or the custom network's name (its file). */
@@ -125,6 +128,53 @@ export class SettingsPanel {
     }
   }
 
+  /**
+   * How far the selected network looks, measured (receptiveField's probe: a phantom patch run with its centre voxel
+   * raised and lowered); the plan then takes it as the request's context instead of the graph's reach, which lifts the
+   * caution for a trained network that uses less than its graph allows. Run waits while it runs.
+   */
+  async measureReach() {
+    const { page } = this;
+    const net = page.network();
+    if (!page.workflow().tiled || page.running || this.measuring) return;
+    const controller = new AbortController();
+    this.measuring = controller;
+    page.refresh();
+    const text = $('reachText');
+    text.textContent = 'loading the network…';
+    try {
+      const tessera = await page.runtime();
+      const weights = await page.panels.network.weights(net, controller.signal);
+      text.textContent = 'measuring the reach…';
+      const { probe } = await tessera.receptiveField({
+        weights,
+        ...(net.kind === 'custom' ? { spec: net.spec } : { model: net.id }),
+        probe: true,
+        signal: controller.signal,
+        onProgress: (p) => p.total && (text.textContent = `measuring the reach: ${p.done} of ${p.total}…`),
+      });
+      this.reaches.set(SettingsPanel.speedKey(net), probe);
+      text.textContent = this.reachNote();
+      await this.update();
+    } catch (e) {
+      text.textContent = e?.name === 'AbortError' ? '' : `Reach not measured: ${page.friendly(e)}`;
+    } finally {
+      this.measuring = null;
+      page.refresh();
+    }
+  }
+
+  /** Forgets the custom network's measured reach (another file is chosen: other weights, maybe the same name). */
+  forgetCustomReach() {
+    for (const key of [...this.reaches.keys()]) if (key.startsWith('custom:')) this.reaches.delete(key);
+  }
+
+  /** What #reachText says of the selected network's measured reach, or nothing. */
+  reachNote() {
+    const probe = this.reaches.get(SettingsPanel.speedKey(this.page.network()));
+    return probe ? `Measured in ${fmtSeconds(probe.seconds)} (a ${probe.edge}³ patch): the plan uses it instead of the graph's reach` : '';
+  }
+
   /** The workers and ONNX Runtime threads per worker the user typed; undefined ones are the planner's (C++'s) choice. */
   runtimeOptions() {
     return { workers: typedInt('workers', 1, 16), threadsPerWorker: typedInt('threads', 1, 16) };
@@ -166,8 +216,10 @@ export class SettingsPanel {
     const net = page.network();
     const wf = page.workflow();
     const req = wf.planRequest(net, input, input?.geometry ?? wf.demoGeometry ?? DEMO.geometry, this.runtimeOptions());
-    const speed = page.workflow().tiled ? this.speeds.get(SettingsPanel.speedKey(net))?.speed : undefined;
-    return speed ? { ...req, speed } : req;
+    const key = SettingsPanel.speedKey(net);
+    const speed = wf.tiled ? this.speeds.get(key)?.speed : undefined;
+    const reach = wf.tiled ? this.reaches.get(key) : undefined;
+    return { ...req, ...(speed && { speed }), ...(reach && { context: { within: reach.within } }) };
   }
 
   /** What #speedText says of the selected network's speed: measured now, kept from a visit, or nothing yet. */
@@ -226,6 +278,7 @@ export class SettingsPanel {
     }
     this.publish(plan, req);
     if (!this.measuring) $('speedText').textContent = this.speedNote();
+    if (!this.measuring) $('reachText').textContent = this.reachNote();
     const L = page.limits;
     const bars = $('memBars');
     bars.textContent = '';
