@@ -93,25 +93,15 @@ export class SettingsPanel {
    * runVoxels: the planned run's patch voxels (the probe is then sized to it), else the probe's standard patches.
    */
   async measureSpeed({ runVoxels } = {}) {
-    const { page } = this;
-    const net = page.network();
-    if (!page.workflow().tiled || page.running || this.measuring) return;
-    const controller = new AbortController();
-    this.measuring = controller;
-    page.refresh();
-    const text = $('speedText');
-    text.textContent = 'loading the network…';
-    try {
-      const tessera = await page.runtime();
-      const weights = await page.panels.network.weights(net, controller.signal);
+    await this.measure('speedText', 'Speed not measured', async ({ tessera, weights, net, signal, text }) => {
       const { plan } = await this.current();
       const threads = plan?.threadsPerWorker || this.runtimeOptions().threadsPerWorker;
       const speed = await tessera.measureSpeed({
         weights,
-        ...(net.kind === 'custom' ? { spec: net.spec } : { model: net.id }),
+        ...SettingsPanel.network(net),
         threads,
         runVoxels,
-        signal: controller.signal,
+        signal,
         onProgress: (p) => (text.textContent = `measuring: patch ${p.done} of ${p.total}…`),
       });
       const entry = { speed: { points: speed.points, startSeconds: speed.startSeconds, threads: speed.threads, seconds: speed.seconds }, measuredAt: new Date().toISOString(), byItself: !!runVoxels };
@@ -119,13 +109,7 @@ export class SettingsPanel {
       entry.stored = net.kind !== 'custom' && keepSpeed(key, entry);
       this.speeds.set(key, entry);
       text.textContent = this.speedNote();
-      await this.update();
-    } catch (e) {
-      text.textContent = e?.name === 'AbortError' ? '' : `Speed not measured: ${page.friendly(e)}`;
-    } finally {
-      this.measuring = null;
-      page.refresh();
-    }
+    });
   }
 
   /**
@@ -134,30 +118,46 @@ export class SettingsPanel {
    * caution for a trained network that uses less than its graph allows. Run waits while it runs.
    */
   async measureReach() {
+    await this.measure('reachText', 'Reach not measured', async ({ tessera, weights, net, signal, text }) => {
+      text.textContent = 'measuring the reach…';
+      const { probe } = await tessera.receptiveField({
+        weights,
+        ...SettingsPanel.network(net),
+        probe: true,
+        signal,
+        onProgress: (p) => p.total && (text.textContent = `measuring the reach: ${p.done} of ${p.total}…`),
+      });
+      this.reaches.set(SettingsPanel.speedKey(net), probe);
+      text.textContent = this.reachNote();
+    });
+  }
+
+  /** How a request names the network: its registry id, or a custom network's spec. */
+  static network(net) {
+    return net.kind === 'custom' ? { spec: net.spec } : { model: net.id };
+  }
+
+  /**
+   * One measurement of the selected network at a time, in the page's runtime with its weights (Run waits for it);
+   * work({tessera, weights, net, signal, text}) says its result in #textId, then the page plans again.
+   * failure: the words before the reason when it fails.
+   */
+  async measure(textId, failure, work) {
     const { page } = this;
     const net = page.network();
     if (!page.workflow().tiled || page.running || this.measuring) return;
     const controller = new AbortController();
     this.measuring = controller;
     page.refresh();
-    const text = $('reachText');
+    const text = $(textId);
     text.textContent = 'loading the network…';
     try {
       const tessera = await page.runtime();
       const weights = await page.panels.network.weights(net, controller.signal);
-      text.textContent = 'measuring the reach…';
-      const { probe } = await tessera.receptiveField({
-        weights,
-        ...(net.kind === 'custom' ? { spec: net.spec } : { model: net.id }),
-        probe: true,
-        signal: controller.signal,
-        onProgress: (p) => p.total && (text.textContent = `measuring the reach: ${p.done} of ${p.total}…`),
-      });
-      this.reaches.set(SettingsPanel.speedKey(net), probe);
-      text.textContent = this.reachNote();
+      await work({ tessera, weights, net, signal: controller.signal, text });
       await this.update();
     } catch (e) {
-      text.textContent = e?.name === 'AbortError' ? '' : `Reach not measured: ${page.friendly(e)}`;
+      text.textContent = e?.name === 'AbortError' ? '' : `${failure}: ${page.friendly(e)}`;
     } finally {
       this.measuring = null;
       page.refresh();
