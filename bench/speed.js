@@ -54,6 +54,10 @@ const { values: a } = parseArgs({
     'deep-context': { type: 'string' },
   },
 });
+if (a['deep-context'] !== undefined && a['deep-context'] !== 'probe') {
+  console.error(`--deep-context: 'probe' is the only context it measures, got '${a['deep-context']}'`);
+  process.exit(2);
+}
 const ortNode = requireOrtNode(a.ortnode, createRequire, path);
 const threads = Number(a.threads);
 const M = await loadTesseraModule({ pthreadPoolSize: 2 });

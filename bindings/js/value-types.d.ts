@@ -172,7 +172,9 @@ export interface CropBox {
   readonly hi: Dims3;
   readonly patchLo: Dims3;
   readonly patchDims: Extent3;
-  /** voxels kept around the mask before rounding out to the grid (0: the whole field of view) */
+  /**
+   * voxels kept around the mask before rounding out to the grid (0 also for the whole field of view: lo 0, hi the dims)
+   */
   readonly margin: number;
   /**
    * pieces > 1: the box is over the single-patch limit and runs as slabs (then wholeVolume is false and the grid holds

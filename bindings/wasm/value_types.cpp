@@ -309,7 +309,7 @@ void register_value_types() {
       .field("hi", &CropBox::hi)
       .field("patchLo", &CropBox::patch_lo)
       .field("patchDims", &CropBox::patch_dims)
-      .field("margin", &CropBox::margin).doc("voxels kept around the mask before rounding out to the grid (0: the whole field of view)")
+      .field("margin", &CropBox::margin).doc("voxels kept around the mask before rounding out to the grid (0 also for the whole field of view: lo 0, hi the dims)")
       .field("split", &CropBox::split)
       .doc("pieces > 1: the box is over the single-patch limit and runs as slabs (then wholeVolume is false and the grid holds the slabs)");
 

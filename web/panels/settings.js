@@ -57,16 +57,16 @@ export class SettingsPanel {
     this.latest = null; // the latest update() while it runs, or null
     this.speeds = keptSpeeds(); // this machine's measured speed, by network: {speed, measuredAt, earlier | stored}
     this.measuring = null; // the AbortController of the speed measurement in progress, or null
-    this.byItself = new Set(); // the networks (speedKey) whose speed this page measured by itself
-    this.reaches = new Map(); // the networks' reach measured here (speedKey → receptiveField's probe), for this page
+    this.byItself = new Set(); // the networks (networkKey) whose speed this page measured by itself
+    this.reaches = new Map(); // the networks' reach measured here (networkKey → receptiveField's probe), for this page
     // (a custom network's until another file is chosen)
     for (const id of TILE_SETTINGS) $(id).addEventListener('input', () => this.schedule());
     $('measureSpeed').addEventListener('click', () => this.measureSpeed());
     $('measureReach').addEventListener('click', () => this.measureReach());
   }
 
-  /** The key of a network's measured speed: its registry id, or the custom network's name (its file). */
-  static speedKey(net) {
+  /** The key of a network's measurements (speed, reach): its registry id, or the custom network's name (its file). */
+  static networkKey(net) {
     return net.kind === 'custom' ? `custom:${net.name}` : net.id;
   }
 
@@ -79,7 +79,7 @@ export class SettingsPanel {
     const { page } = this;
     const { plan } = await this.current();
     const net = page.network();
-    const key = SettingsPanel.speedKey(net);
+    const key = SettingsPanel.networkKey(net);
     if (!page.input || !page.workflow().tiled || !plan?.feasible || !(plan.voxelsRun > 0)) return;
     if (page.running || this.measuring || this.speeds.has(key) || this.byItself.has(key)) return;
     if (!page.panels.network.weightsAtHand(net)) return; // no download nobody asked for
@@ -105,7 +105,7 @@ export class SettingsPanel {
         onProgress: (p) => (text.textContent = `measuring: patch ${p.done} of ${p.total}…`),
       });
       const entry = { speed: { points: speed.points, startSeconds: speed.startSeconds, threads: speed.threads, seconds: speed.seconds }, measuredAt: new Date().toISOString(), byItself: !!runVoxels };
-      const key = SettingsPanel.speedKey(net);
+      const key = SettingsPanel.networkKey(net);
       entry.stored = net.kind !== 'custom' && keepSpeed(key, entry);
       this.speeds.set(key, entry);
       text.textContent = this.speedNote();
@@ -127,7 +127,7 @@ export class SettingsPanel {
         signal,
         onProgress: (p) => p.total && (text.textContent = `measuring the reach: ${p.done} of ${p.total}…`),
       });
-      this.reaches.set(SettingsPanel.speedKey(net), probe);
+      this.reaches.set(SettingsPanel.networkKey(net), probe);
       text.textContent = this.reachNote();
     });
   }
@@ -171,7 +171,7 @@ export class SettingsPanel {
 
   /** What #reachText says of the selected network's measured reach, or nothing. */
   reachNote() {
-    const probe = this.reaches.get(SettingsPanel.speedKey(this.page.network()));
+    const probe = this.reaches.get(SettingsPanel.networkKey(this.page.network()));
     return probe ? `Measured in ${fmtSeconds(probe.seconds)} (a ${probe.edge}³ patch): the plan uses it instead of the graph's reach` : '';
   }
 
@@ -216,7 +216,7 @@ export class SettingsPanel {
     const net = page.network();
     const wf = page.workflow();
     const req = wf.planRequest(net, input, input?.geometry ?? wf.demoGeometry ?? DEMO.geometry, this.runtimeOptions());
-    const key = SettingsPanel.speedKey(net);
+    const key = SettingsPanel.networkKey(net);
     const speed = wf.tiled ? this.speeds.get(key)?.speed : undefined;
     const reach = wf.tiled ? this.reaches.get(key) : undefined;
     return { ...req, ...(speed && { speed }), ...(reach && { context: { within: reach.within } }) };
@@ -224,7 +224,7 @@ export class SettingsPanel {
 
   /** What #speedText says of the selected network's speed: measured now, kept from a visit, or nothing yet. */
   speedNote() {
-    const e = this.speeds.get(SettingsPanel.speedKey(this.page.network()));
+    const e = this.speeds.get(SettingsPanel.networkKey(this.page.network()));
     if (!e) return '';
     if (e.earlier) return `Measured on this machine on ${e.measuredAt.slice(0, 16).replace('T', ' ')} UTC (${pointsText(e.speed.points)}), kept from an earlier visit; Measure speed measures again`;
     const { seconds, threads, points } = e.speed;

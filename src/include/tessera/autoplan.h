@@ -49,8 +49,7 @@ struct SpeedPoint {
 ThroughputModel fit_throughput(std::span<const SpeedPoint> points, const ThroughputModel& base);
 
 // The share of a run's patch voxels the speed probe's larger patch may hold: the probe runs it twice (untimed first)
-// and the smaller patch once, about 4 % of the voxels the run does (a pair cheaper than kSpeedProbeLeastSeconds more
-// often).
+// and the smaller patch once, about 4 % of the voxels the run does (more when a pair is timed again: below).
 inline constexpr double kSpeedProbeShare = 0.02;
 
 // The seconds the speed probe's timed runs add up to at the least: pairs of patches cheaper than that are timed again,
