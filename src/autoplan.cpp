@@ -476,8 +476,7 @@ AutoPlan plan_auto(const AutoPlanRequest& r, std::span<const uint8_t> mask) {
       if (!on_pooling_grid(r.geometry, c.cfg, divisor, pad_low)) continue;
       done[k] = true;
       c.patch_edge = P;
-      c.pace = fastest_pace(r, c.cfg, runs.patch_voxels(c.cfg, divisor, pad_low));
-      if (c.pace.workers) all.push_back(c);  // predicted below, fastest first
+      all.push_back(c);  // paced and predicted below, fastest first
     }
   };
   if (r.fixed_core) {
@@ -503,6 +502,17 @@ AutoPlan plan_auto(const AutoPlanRequest& r, std::span<const uint8_t> mask) {
       }
     }
   }
+  // Each candidate's pace on its exact patch voxels. The mask voxels each window serves depend on the core and the
+  // stride only, so they are found once for all the halos of a (core, stride).
+  std::sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
+    return std::make_pair(a.cfg.core, a.cfg.step()) < std::make_pair(b.cfg.core, b.cfg.step());
+  });
+  ServedWindows windows;
+  for (Candidate& c : all) {
+    if (windows.core != c.cfg.core || windows.step != c.cfg.step()) windows = runs.served_windows(c.cfg.core, c.cfg.step());
+    c.pace = fastest_pace(r, c.cfg, runs.patch_voxels(c.cfg, divisor, pad_low, windows));
+  }
+  std::erase_if(all, [](const Candidate& c) { return c.pace.workers == 0; });
   auto meets = [&](const FidelityPrediction& f) {
     return f.nrmse <= target.max_nrmse * kFidelityMargin && f.r >= 1.0 - (1.0 - target.min_r) * kFidelityMargin;
   };

@@ -191,7 +191,7 @@ TileGrid box_split_grid(const Geometry& g, std::span<const uint8_t> mask, const 
     t.core_lo[a] = slabs[i].c0;
     t.core_hi[a] = slabs[i].c1;
     t.patch_lo[a] = slabs[i].p0;
-    t.skipped = served_box(g, mask, t.core_lo, t.core_hi).empty();
+    t.skipped = !holds_mask(g, mask, t.core_lo, t.core_hi);
     (t.skipped ? grid.skipped : grid.active) += 1;
     grid.tiles.push_back(t);
   }

@@ -29,22 +29,16 @@ std::string tile_text(const Tile& t) {
          range(t.core_lo[1], t.core_hi[1]) + ", z " + range(t.core_lo[2], t.core_hi[2]) + ")";
 }
 
-ServedBox served_box(const Geometry& g, std::span<const uint8_t> mask, const Dims3& lo, const Dims3& hi) {
-  ServedBox b = kNoVoxel;
-  const auto set = [](uint8_t m) { return m != 0; };
+bool holds_mask(const Geometry& g, std::span<const uint8_t> mask, const Dims3& lo, const Dims3& hi) {
   for (int64_t z = lo[2]; z < hi[2]; ++z) {
     for (int64_t y = lo[1]; y < hi[1]; ++y) {
       const uint8_t* row = mask.data() + g.index(0, y, z);
-      const uint8_t* first = std::find_if(row + lo[0], row + hi[0], set);
-      if (first == row + hi[0]) continue;
-      const uint8_t* last = row + hi[0] - 1;
-      while (!*last) --last;
-      b.lo[0] = std::min<int64_t>(b.lo[0], first - row), b.hi[0] = std::max<int64_t>(b.hi[0], last - row + 1);
-      b.lo[1] = std::min(b.lo[1], y), b.hi[1] = std::max(b.hi[1], y + 1);
-      b.lo[2] = std::min(b.lo[2], z), b.hi[2] = std::max(b.hi[2], z + 1);
+      uint8_t any = 0;  // a whole row at a time: a loop without an exit vectorises
+      for (int64_t x = lo[0]; x < hi[0]; ++x) any |= row[x];
+      if (any) return true;
     }
   }
-  return b;
+  return false;
 }
 
 void shrink_patch(Tile& t, const std::array<uint64_t, 3>& dims, const ServedBox& box, uint32_t reach, uint32_t divisor) {
@@ -117,6 +111,8 @@ TileGrid make_tile_grid(const Geometry& g, std::span<const uint8_t> mask, TileCo
     grid.counts[a] = 1 + static_cast<uint64_t>((std::max<int64_t>(0, g.dims[a] - core) + step - 1) / step);
   }
   grid.tiles.reserve(grid.counts[0] * grid.counts[1] * grid.counts[2]);
+  const ServedWindows served = MaskRuns(g, mask).served_windows(cfg.core, cfg.step());
+  size_t w = 0;
   uint64_t index = 0;
   for (uint64_t tz = 0; tz < grid.counts[2]; ++tz) {
     for (uint64_t ty = 0; ty < grid.counts[1]; ++ty) {
@@ -134,9 +130,13 @@ TileGrid make_tile_grid(const Geometry& g, std::span<const uint8_t> mask, TileCo
                                       std::max<int64_t>(1, divisor), pad_low[a], on_grid);
           aligned = aligned && on_grid;
         }
-        const ServedBox served = served_box(g, mask, t.core_lo, t.core_hi);
-        t.skipped = served.empty();
-        if (!t.skipped) shrink_patch(t, {grid.patch_edge, grid.patch_edge, grid.patch_edge}, served, patch_reach(cfg), divisor);
+        // The served windows are the active tiles in grid order.
+        t.skipped = !(w < served.at.size() && served.at[w] == std::array<uint32_t, 3>{static_cast<uint32_t>(tx),
+                                                                                      static_cast<uint32_t>(ty),
+                                                                                      static_cast<uint32_t>(tz)});
+        if (!t.skipped) {
+          shrink_patch(t, {grid.patch_edge, grid.patch_edge, grid.patch_edge}, served.boxes[w++], patch_reach(cfg), divisor);
+        }
         (t.skipped ? grid.skipped : grid.active) += 1;
         if (!t.skipped && !aligned) ++grid.misaligned;
         grid.tiles.push_back(t);
@@ -227,22 +227,15 @@ uint64_t MaskRuns::active_tiles(const TileConfig& cfg) const {
   return active;
 }
 
-std::vector<uint64_t> MaskRuns::patch_voxels(const TileConfig& cfg, uint32_t divisor, const Dims3& pad_low) const {
-  validate_tile_config(cfg);
-  const int64_t core = cfg.core, step = cfg.step(), d = std::max<uint32_t>(1, divisor);
-  const uint64_t edge = tile_patch_size(cfg, divisor);
-  const std::array<uint64_t, 3> full{edge, edge, edge};
+ServedWindows MaskRuns::served_windows(uint32_t core_voxels, uint32_t step_voxels) const {
+  if (core_voxels < 1 || step_voxels < 1) throw Error(ErrorCode::InvalidArgument, "served_windows: core and step must be >= 1");
+  const int64_t core = core_voxels, step = step_voxels;
   int64_t n[3];
-  std::array<std::vector<int64_t>, 3> start;  // the unshrunk patch's first voxel of each window, per axis
-  for (int a = 0; a < 3; ++a) {
-    n[a] = 1 + (std::max<int64_t>(0, dims_[a] - core) + step - 1) / step;
-    for (int64_t k = 0; k < n[a]; ++k) {
-      bool aligned = true;
-      start[a].push_back(place_patch(k * step, core, cfg.halo, static_cast<int64_t>(edge), d, pad_low[a], aligned));
-    }
-  }
+  for (int a = 0; a < 3; ++a) n[a] = 1 + (std::max<int64_t>(0, dims_[a] - core) + step - 1) / step;
+  ServedWindows out;
+  out.core = core_voxels;
+  out.step = step_voxels;
   std::vector<ServedBox> boxes(static_cast<size_t>(n[0]));
-  std::vector<uint64_t> voxels;
   for (int64_t k = 0; k < n[2]; ++k) {
     const int64_t z0 = k * step, z1 = std::min(z0 + core, dims_[2]);
     for (int64_t j = 0; j < n[1]; ++j) {
@@ -266,15 +259,46 @@ std::vector<uint64_t> MaskRuns::patch_voxels(const TileConfig& cfg, uint32_t div
         }
       }
       for (int64_t i = 0; i < n[0]; ++i) {
-        const ServedBox& box = boxes[static_cast<size_t>(i)];
-        if (box.empty()) continue;
-        Tile t;
-        t.patch_lo = {start[0][static_cast<size_t>(i)], start[1][static_cast<size_t>(j)], start[2][static_cast<size_t>(k)]};
-        t.patch_dims = full;
-        shrink_patch(t, full, box, patch_reach(cfg), divisor);
-        voxels.push_back(t.patch_dims[0] * t.patch_dims[1] * t.patch_dims[2]);
+        if (boxes[static_cast<size_t>(i)].empty()) continue;
+        out.at.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(j), static_cast<uint32_t>(k)});
+        out.boxes.push_back(boxes[static_cast<size_t>(i)]);
       }
     }
+  }
+  return out;
+}
+
+std::vector<uint64_t> MaskRuns::patch_voxels(const TileConfig& cfg, uint32_t divisor, const Dims3& pad_low) const {
+  validate_tile_config(cfg);
+  return patch_voxels(cfg, divisor, pad_low, served_windows(cfg.core, static_cast<uint32_t>(cfg.step())));
+}
+
+std::vector<uint64_t> MaskRuns::patch_voxels(const TileConfig& cfg, uint32_t divisor, const Dims3& pad_low,
+                                             const ServedWindows& windows) const {
+  validate_tile_config(cfg);
+  const int64_t core = cfg.core, step = cfg.step(), d = std::max<uint32_t>(1, divisor);
+  if (windows.core != cfg.core || windows.step != step) {
+    throw Error(ErrorCode::InvalidArgument, "patch_voxels: the served windows are of another core or step");
+  }
+  const uint64_t edge = tile_patch_size(cfg, divisor);
+  const std::array<uint64_t, 3> full{edge, edge, edge};
+  std::array<std::vector<int64_t>, 3> start;  // the unshrunk patch's first voxel of each window, per axis
+  for (int a = 0; a < 3; ++a) {
+    const int64_t n = 1 + (std::max<int64_t>(0, dims_[a] - core) + step - 1) / step;
+    for (int64_t k = 0; k < n; ++k) {
+      bool aligned = true;
+      start[a].push_back(place_patch(k * step, core, cfg.halo, static_cast<int64_t>(edge), d, pad_low[a], aligned));
+    }
+  }
+  std::vector<uint64_t> voxels;
+  voxels.reserve(windows.boxes.size());
+  for (size_t w = 0; w < windows.boxes.size(); ++w) {
+    const std::array<uint32_t, 3>& at = windows.at[w];
+    Tile t;
+    t.patch_lo = {start[0][at[0]], start[1][at[1]], start[2][at[2]]};
+    t.patch_dims = full;
+    shrink_patch(t, full, windows.boxes[w], patch_reach(cfg), divisor);
+    voxels.push_back(t.patch_dims[0] * t.patch_dims[1] * t.patch_dims[2]);
   }
   return voxels;
 }

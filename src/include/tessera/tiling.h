@@ -36,9 +36,9 @@ struct ServedBox {
   bool empty() const { return lo[0] >= hi[0]; }
 };
 
-// The bounding box of the mask voxels in [core_lo, core_hi).
-// mask holds geometry.voxel_count() values; the core lies inside the volume.
-ServedBox served_box(const Geometry& geometry, std::span<const uint8_t> mask, const Dims3& core_lo, const Dims3& core_hi);
+// Whether [lo, hi) holds a mask voxel (stops at the first).
+// mask holds geometry.voxel_count() values; the box lies inside the volume.
+bool holds_mask(const Geometry& geometry, std::span<const uint8_t> mask, const Dims3& lo, const Dims3& hi);
 
 // Cuts a tile's patch [patch_lo, patch_lo + dims) to what its served voxels need: on each axis the served extent grown
 // by reach (the halo) on both sides, clipped to the patch, its start moved down and its end up to the patch's own
@@ -84,6 +84,14 @@ TileGrid make_tile_grid(const Geometry& geometry, std::span<const uint8_t> mask,
 // geometry is valid; cfg is valid.
 bool on_pooling_grid(const Geometry& geometry, TileConfig cfg, uint32_t divisor, const Dims3& pad_low);
 
+// The windows of a grid of cores (core, step) that hold a mask voxel: each one's place and the box of the mask
+// voxels it serves, in grid order. They depend on the core and the step only, not on the halo.
+struct ServedWindows {
+  uint32_t core = 0, step = 0;
+  std::vector<std::array<uint32_t, 3>> at;  // window (i, j, k) of each: its core starts at step · (i, j, k)
+  std::vector<ServedBox> boxes;             // the served box of each
+};
+
 // The mask as runs of voxels along x, row by row: counts the tiles of any config whose core holds a mask voxel
 // without building their grid (the auto-planner counts hundreds of configs).
 class MaskRuns {
@@ -99,6 +107,15 @@ class MaskRuns {
   // shrinks them, in grid order: what a run of that grid computes, without building it.
   // cfg is valid (validate_tile_config).
   std::vector<uint64_t> patch_voxels(const TileConfig& cfg, uint32_t divisor, const Dims3& pad_low) const;
+
+  // The same from the served windows of the config's core and step (served_windows), which every halo shares.
+  // windows come from served_windows(cfg.core, cfg.step()) of this mask; cfg is valid.
+  std::vector<uint64_t> patch_voxels(const TileConfig& cfg, uint32_t divisor, const Dims3& pad_low,
+                                     const ServedWindows& windows) const;
+
+  // The windows of the grid of cores (core, step) whose core holds a mask voxel, with their served boxes.
+  // core >= 1, step >= 1.
+  ServedWindows served_windows(uint32_t core, uint32_t step) const;
 
  private:
   Dims3 dims_{0, 0, 0};
