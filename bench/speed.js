@@ -87,7 +87,8 @@ window.__run = async (c) => {
 };
 window.__ready = true;
 </script>`;
-const pageFile = path.join(os.tmpdir(), `tessera-speed-page-${process.pid}.html`);
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-speed-'));
+const pageFile = path.join(tmp, 'page.html');
 fs.writeFileSync(pageFile, PAGE);
 const overrides = { '/__speed.html': pageFile };
 
@@ -98,7 +99,6 @@ console.log(HEAD);
 console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 const rows = [];
 // Chromium runs after node, on the same inputs and reference, served from files (the page fetches them).
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-speed-'));
 const cases = [];
 
 /** The run's heaps against its plan (≤ 1: within the plan), as the runtime reports them. */

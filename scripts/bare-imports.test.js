@@ -31,8 +31,9 @@ test('rewriteBareImports: static, side-effect and dynamic imports of import-map 
   assert.equal(rewriteBareImports("import x from './x.js';", map), null);
 });
 
-test('importMapOf: targets resolved against the page folder; the server serves nifti.js with them', async () => {
+test('importMapOf: targets resolved against the page folder; the server serves nifti.js with them', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-bare-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   fs.mkdirSync(path.join(dir, 'web'));
   fs.writeFileSync(path.join(dir, 'web', 'index.html'), '<script type="importmap">{"imports": {"a": "../node_modules/a/index.js", "b": "./b.js"}}</script>');
   assert.deepEqual(importMapOf(path.join(dir, 'web', 'index.html'), '/web/'), { a: '/node_modules/a/index.js', b: '/web/b.js' });

@@ -1,7 +1,7 @@
 // Tests of scripts/quantize.js (reduced-precision variants of a network) on bench/models/two-level-unet.onnx (a trained
 // 3D U-Net, 11 Conv, divisor 4) and a small xQSM-shaped stand-in (BatchNormalization to fold). Small inputs only.
 // Run: node --no-experimental-fetch --test --test-force-exit scripts/quantize.test.js
-import { test, before } from 'node:test';
+import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -19,6 +19,7 @@ const UNET = path.join(root, 'bench/models/two-level-unet.onnx');
 const DT = onnx.TensorProto.DataType;
 const fp32 = new Uint8Array(fs.readFileSync(UNET));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-quantize-'));
+after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 let ort, calib, probe, reference;
 before(async () => {

@@ -60,6 +60,7 @@ function networks() {
 function suite() {
   let srv;
   let ctx;
+  let userDir; // the Chromium profile, removed with the browser
   let adapter = null; // {vendor, architecture, fallback} or null
   let noAdapter = noBrowser;
   const pages = new Map(); // build → page
@@ -71,7 +72,7 @@ function suite() {
     const html = '<!doctype html><meta charset="utf-8"><title>Tessera WebGPU test</title>';
     srv = await startServer({ port: 0 });
     const { chromium } = await import('playwright-core');
-    const userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-webgpu-'));
+    userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-webgpu-'));
     ctx = await chromium.launchPersistentContext(userDir, { executablePath: CHROMIUM, headless: true, args: [...CHROMIUM_ARGS, '--enable-unsafe-webgpu'] });
     await ctx.route(`${srv.url}${PAGE}`, (route) =>
       route.fulfill({ status: 200, contentType: 'text/html', body: html, headers: { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } }),
@@ -102,6 +103,7 @@ function suite() {
   after(async () => {
     await ctx?.close();
     await srv?.close();
+    if (userDir) fs.rmSync(userDir, { recursive: true, force: true });
   });
 
   /**

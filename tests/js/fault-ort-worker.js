@@ -18,9 +18,13 @@ import { pathToFileURL } from 'node:url';
 
 const FAULTS = ['crash', 'stall', 'fail', 'oom', 'heap'];
 
+// The temp folders faultWorkerUrl made in this process, removed when it exits.
+const made = [];
+
 /** A worker module injecting these faults (call from the test's thread). */
 export function faultWorkerUrl(hooks = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-faults-'));
+  if (made.push(dir) === 1) process.on('exit', () => made.forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
   const config = { times: hooks.crashTimes ?? null, state: path.join(dir, 'hits'), heapBytes: hooks.heapBytes ?? 3.6e9 };
   for (const kind of FAULTS) config[kind] = [hooks[`${kind}OnTile`] ?? []].flat();
   const file = path.join(dir, 'worker.mjs');
