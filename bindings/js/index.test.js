@@ -573,7 +573,7 @@ test('measureSpeed: a probe of the network on this machine feeds the plan, which
   }
   assert.ok(speed.startSeconds > 0, `start ${speed.startSeconds} s`);
   assert.equal(progress.at(-1).done, progress.at(-1).total);
-  // Each point is its edge's fastest timed run; the pairs (twice at the least, not sized to a run) were timed again
+  // Each point is its edge's fastest timed run; the pairs (C++'s leastRounds at the least) were timed again
   // while they added up to less than C++'s leastSeconds, up to its rounds (and up to three more while the larger
   // looked no slower).
   const { small, large } = speed.runs;
@@ -582,7 +582,8 @@ test('measureSpeed: a probe of the network on this machine feeds the plan, which
   assert.ok(speed.runs.untimed > 0);
   const rule = (await loadTesseraModule({ pthreadPoolSize: 1 })).speedProbeEdges(0, 8, 400);
   const sum = (k) => small.slice(0, k).concat(large.slice(0, k)).reduce((x, y) => x + y, 0);
-  assert.ok(small.length >= 2 && small.length <= rule.rounds + 3, `${small.length} pairs`);
+  assert.equal(rule.leastRounds, 2);
+  assert.ok(small.length >= rule.leastRounds && small.length <= rule.rounds + 3, `${small.length} pairs`);
   const grew = (k) => Math.min(...large.slice(0, k)) > Math.min(...small.slice(0, k));
   if (small.length > 2 && grew(small.length - 1)) assert.ok(sum(small.length - 1) < rule.leastSeconds, `a pair after ${sum(small.length - 1)} s`);
   if (small.length < rule.rounds) assert.ok(sum(small.length) >= rule.leastSeconds, `stopped at ${sum(small.length)} s`);
@@ -591,6 +592,9 @@ test('measureSpeed: a probe of the network on this machine feeds the plan, which
   try {
     const once = await fixed.measureSpeed({ weights, spec, repeats: 1 });
     assert.ok(once.runs.small.length === 1 || !(once.runs.large[0] > once.runs.small[0]), `${once.runs.small.length} runs with repeats 1`);
+    // A probe sized to a run times as many pairs at the least: one pair on a busy moment would set the estimate alone.
+    const sized = await fixed.measureSpeed({ weights, spec, threads: 2, runVoxels: 64 ** 3 * 40 });
+    assert.ok(sized.runs.small.length >= rule.leastRounds && sized.runs.large.length === sized.runs.small.length, JSON.stringify(sized.runs));
   } finally {
     await fixed.terminate();
   }

@@ -115,6 +115,7 @@ val speed_probe_edges_to_val(double voxels_run, double divisor, double largest_e
   out.set("large", static_cast<double>(e.large));
   out.set("leastSeconds", kSpeedProbeLeastSeconds);  // how long to time them
   out.set("rounds", static_cast<double>(kSpeedProbeRounds));
+  out.set("leastRounds", static_cast<double>(kSpeedProbeLeastRounds));
   return out;
 }
 

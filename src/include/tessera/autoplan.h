@@ -58,6 +58,11 @@ inline constexpr double kSpeedProbeShare = 0.02;
 inline constexpr double kSpeedProbeLeastSeconds = 0.3;
 inline constexpr uint32_t kSpeedProbeRounds = 4;
 
+// The pairs the speed probe times at the least, each edge's fastest kept: a single pair timed while the machine is busy
+// with something else sets the estimate alone (bench/RESULTS.md §34, §35: one Chromium pair at 1.7-1.9× the quiet
+// host's times, the estimate 1.93× the run; on the quiet host every pair agrees within 15 %).
+inline constexpr uint32_t kSpeedProbeLeastRounds = 2;
+
 // The two patch edges the speed probe times, smaller first.
 struct SpeedProbeEdges {
   uint64_t small = 0, large = 0;

@@ -1,0 +1,79 @@
+// The speed probe's timed runs, round by round, on a fresh runtime per trial: does a fresh worker's patch time settle
+// after the untimed run, or does it still fall over the rounds (code being optimised), in node and in Chromium? The demo
+// U-Net's probe sized to its default run on a phantom (the draft plan's voxelsRun), with `repeats` pairs fixed.
+//
+// Usage:
+//   node bench/probe-runs.js [--dims 256,256,176] [--trials 3] [--repeats 6] [--runtimes node,chromium]
+// (Not with --no-experimental-fetch when Chromium runs: playwright-core needs the global Headers.)
+//
+// Prints one line per trial: the edges, the untimed run and each edge's timed runs (ms), the probe's seconds.
+import { parseArgs } from 'node:util';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createTessera } from '../bindings/js/index.js';
+import { launchChromium, benchPage } from '../scripts/chromium.js';
+import { startServer } from '../scripts/serve.js';
+import { loadavg } from './common.js';
+
+const { values: a } = parseArgs({
+  options: {
+    dims: { type: 'string', default: '256,256,176' },
+    trials: { type: 'string', default: '3' },
+    repeats: { type: 'string', default: '6' },
+    runtimes: { type: 'string', default: 'node,chromium' },
+  },
+});
+const job = { dims: a.dims.split(',').map(Number), repeats: Number(a.repeats) };
+
+/** One trial on a fresh runtime: the draft plan sizes the probe, which times `repeats` pairs. */
+async function trial(create, weights, { dims, repeats }) {
+  const geometry = { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
+  const t = await create({ workers: 2, hardwareThreads: 2, threadsPerWorker: 1 });
+  try {
+    const { mask } = await t.phantom({ geometry, seed: 1 });
+    const draft = await t.plan({ geometry, mask, model: 'demo-unet' });
+    const s = await t.measureSpeed({ weights, model: 'demo-unet', threads: draft.threadsPerWorker, repeats, runVoxels: draft.voxelsRun });
+    return { edges: s.points.map((p) => p.edge), runs: s.runs, seconds: s.seconds };
+  } finally {
+    await t.terminate();
+  }
+}
+
+const print = (runtime, i, r) => {
+  const ms = (x) => x.map((v) => Math.round(v * 1000)).join(' ');
+  console.log(`${runtime} trial ${i}: edges ${r.edges.join(', ')}; untimed ${Math.round(r.runs.untimed * 1000)} ms; ` +
+    `smaller ${ms(r.runs.small)}; larger ${ms(r.runs.large)}; probe ${r.seconds.toFixed(2)} s; load ${loadavg()}`);
+};
+
+console.log(`probe runs, demo U-Net, ${job.dims.join('×')}, ${job.repeats} pairs, node ${process.version}, ${os.cpus()[0].model} × ${os.cpus().length}`);
+const runtimes = a.runtimes.split(',');
+if (runtimes.includes('node')) {
+  const weights = new Uint8Array(fs.readFileSync(new URL('../web/models/demo-unet.onnx', import.meta.url)));
+  for (let i = 1; i <= Number(a.trials); i++) print('node', i, await trial(createTessera, weights, job));
+}
+if (runtimes.includes('chromium')) {
+  const PAGE = `<!doctype html><meta charset="utf-8"><script type="module">
+import { createTessera } from '/bindings/js/index.js';
+${trial.toString()}
+window.__run = async (job) => {
+  const weights = new Uint8Array(await (await fetch('/web/models/demo-unet.onnx')).arrayBuffer());
+  return trial(createTessera, weights, job);
+};
+window.__ready = true;
+</script>`;
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-probe-runs-'));
+  fs.writeFileSync(path.join(tmp, 'page.html'), PAGE);
+  const srv = await startServer({ overrides: { '/__probe.html': path.join(tmp, 'page.html') } });
+  const context = await launchChromium(path.join(tmp, 'profile'));
+  try {
+    const page = await benchPage(context);
+    await page.goto(`${srv.url}/__probe.html`);
+    await page.waitForFunction(() => window.__ready === true);
+    for (let i = 1; i <= Number(a.trials); i++) print('chromium', i, await page.evaluate((x) => window.__run(x), job));
+  } finally {
+    await context.close();
+    await srv.close();
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
