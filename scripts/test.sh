@@ -59,10 +59,10 @@ for f in bindings/**/*.test.js web/**/*.test.js scripts/**/*.test.js tests/**/*.
 done
 js_rc=0
 if [ ${#js_tests[@]} -gt 0 ]; then
-  # Four files at a time: many wait on Chromium, child processes and workers rather than compute (node's default on
-  # 2 cores is one at a time; at two the cores were 80 % busy on a fresh machine, and four took 402 s where three took 429 s).
-  phase "JavaScript (node --test, 4 files at a time)"
-  node --test --test-force-exit --test-concurrency=4 "${js_tests[@]}" || js_rc=$?
+  # Three files at a time: many wait on Chromium, child processes and workers rather than compute (node's default on
+  # 2 cores is one at a time; at two the cores were 80 % busy on a fresh machine).
+  phase "JavaScript (node --test, 3 files at a time)"
+  node --test --test-force-exit --test-concurrency=3 "${js_tests[@]}" || js_rc=$?
 fi
 phase "GoogleTest, wasm32 under node: its log"
 wasm_rc=0
