@@ -279,3 +279,49 @@ TEST(Tiling, MaskRunsCountTheShrunkPatchVoxelsOfTheGrid) {
   const std::vector<uint8_t> empty(g.voxel_count(), 0);
   EXPECT_TRUE(MaskRuns(g, empty).patch_voxels(TileConfig{8, 2}, 8, {0, 0, 0}).empty());
 }
+
+TEST(Tiling, ServedWindowsHoldEveryCoreWithAMaskVoxelAndItsServedBox) {
+  const Geometry g = geometry(37, 29, 23);
+  const std::vector<uint8_t> mask = lopsided_mask(g);
+  const MaskRuns runs(g, mask);
+  for (uint32_t core : {1u, 5u, 8u, 13u, 40u}) {
+    for (uint32_t step : {1u, std::max(1u, core / 2), core}) {
+      const ServedWindows w = runs.served_windows(core, step);
+      ASSERT_EQ(w.at.size(), w.boxes.size());
+      size_t next = 0;
+      int64_t n[3];
+      for (int a = 0; a < 3; ++a) n[a] = 1 + (std::max<int64_t>(0, g.dims[a] - core) + step - 1) / step;
+      for (int64_t k = 0; k < n[2]; ++k)
+        for (int64_t j = 0; j < n[1]; ++j)
+          for (int64_t i = 0; i < n[0]; ++i) {
+            // The brute-force box of the mask voxels in this core.
+            Dims3 lo{INT64_MAX, INT64_MAX, INT64_MAX}, hi{INT64_MIN, INT64_MIN, INT64_MIN};
+            const int64_t c0[3] = {i * step, j * step, k * step};
+            for (int64_t z = c0[2]; z < std::min<int64_t>(c0[2] + core, g.dims[2]); ++z)
+              for (int64_t y = c0[1]; y < std::min<int64_t>(c0[1] + core, g.dims[1]); ++y)
+                for (int64_t x = c0[0]; x < std::min<int64_t>(c0[0] + core, g.dims[0]); ++x) {
+                  if (!mask[g.index(x, y, z)]) continue;
+                  const int64_t v[3] = {x, y, z};
+                  for (int a = 0; a < 3; ++a) lo[a] = std::min(lo[a], v[a]), hi[a] = std::max(hi[a], v[a] + 1);
+                }
+            const std::string where = "core " + std::to_string(core) + " step " + std::to_string(step) + " window " +
+                                      std::to_string(i) + "," + std::to_string(j) + "," + std::to_string(k);
+            if (lo[0] > hi[0]) continue;  // no mask voxel: not listed
+            ASSERT_LT(next, w.at.size()) << where;
+            EXPECT_EQ(w.at[next], (std::array<uint32_t, 3>{static_cast<uint32_t>(i), static_cast<uint32_t>(j), static_cast<uint32_t>(k)})) << where;
+            EXPECT_EQ(w.boxes[next].lo, lo) << where;
+            EXPECT_EQ(w.boxes[next].hi, hi) << where;
+            ++next;
+          }
+      EXPECT_EQ(next, w.at.size()) << "core " << core << " step " << step << ": windows without a mask voxel listed";
+    }
+  }
+  // The patch voxels from windows of another core or step are refused, not miscounted.
+  try {
+    runs.patch_voxels(TileConfig{8, 2}, 8, {0, 0, 0}, runs.served_windows(8, 4));
+    FAIL() << "windows of step 4 taken for stride 8";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("another core or step"), std::string::npos) << e.what();
+  }
+}
