@@ -381,3 +381,23 @@ TEST(Crop, ANetworkBeyondTheFidelityFitTakesTheMostFaithfulSlabsAndSaysWhy) {
   EXPECT_GT(checked, 6);
   EXPECT_GT(p.crop.split.halo, 0u);
 }
+
+TEST(Crop, AMarginUnderTheLeastMeasuredFaithfulIsWarnedAboutAndTheDefaultIsNot) {
+  // The box fits as one patch at any margin: the warning comes from the margin alone.
+  InversionRequest r = auto_request(geometry(96, 96, 80), 370, 12);
+  const std::vector<uint8_t> mask = box_mask(r.geometry, {20, 22, 18}, {70, 74, 60});
+  const TilePlan usual = plan_inversion(r, mask, Target::Wasm);
+  ASSERT_TRUE(usual.feasible && usual.crop.cropped) << usual.explanation;
+  EXPECT_EQ(usual.crop.margin, kCropMargin);
+  EXPECT_EQ(usual.fidelity_warning, "");
+  for (uint32_t margin : {0u, 1u, kMinCropMargin - 1}) {
+    r.crop_margin = margin;
+    const TilePlan p = plan_inversion(r, mask, Target::Wasm);
+    ASSERT_TRUE(p.feasible && p.crop.cropped) << p.explanation;
+    EXPECT_EQ(p.crop.margin, margin);
+    EXPECT_NE(p.fidelity_warning.find("the crop margin of " + std::to_string(margin) + " voxel"), std::string::npos) << p.fidelity_warning;
+    EXPECT_NE(p.fidelity_warning.find("leave cropMargin at its default"), std::string::npos) << p.fidelity_warning;
+  }
+  r.crop_margin = kMinCropMargin;
+  EXPECT_EQ(plan_inversion(r, mask, Target::Wasm).fidelity_warning, "");
+}

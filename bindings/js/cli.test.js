@@ -366,6 +366,8 @@ test('--crop-margin sizes the automatic crop to the mask: the plan runs the box 
   for (const m of [0, 1]) {
     assert.ok(plans[m].crop, `margin ${m}: the plan crops (${plans[m].explanation})`);
     assert.deepEqual(plans[m].patchDims, box.map((d) => d + 2 * m), `margin ${m}`);
+    // Under the least margin measured faithful: the prediction leaves the box's own error out, and says so.
+    assert.match(plans[m].fidelityWarning ?? '', new RegExp(`the crop margin of ${m} voxels? is under the \\d+ measured faithful`));
   }
   const out = await run(['invert', ...args, '--crop-margin', '1', '--out', 'chi-margin1.nii']);
   assert.equal(out.code, 0, out.stderr);

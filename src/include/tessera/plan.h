@@ -24,7 +24,9 @@ struct TilePlan {
   double estimated_seconds = 0.0;   // the auto-planner's estimate; 0 when not estimated
   std::string estimate_source;      // whose speed the estimate used: "measured", "registry", "default"; "" when none
   std::string explanation;          // the auto-planner's one-sentence reason
-  std::string fidelity_warning;     // the auto-planner found no config within the budget that meets the quality target
+  std::string fidelity_warning;     // the prediction is not to be trusted: no config within the budget meets the quality
+                                    // target, the network reaches beyond the fidelity model's fit, or the crop margin is
+                                    // under the least measured faithful
   std::string message;              // the refusal with advice, empty when feasible
   bool whole_volume = false;
   CropBox crop;                     // a whole-volume plan cut to the input's support (crop.cropped); else the whole volume
