@@ -334,8 +334,8 @@ static std::optional<AutoPlan> whole_volume_choice(const AutoPlanRequest& r) {
                 r.whole_when_fits ? "a tiled physics loop runs the whole algorithm per patch (off-design), so it runs whole when it fits"
                                   : ("no tiling that meets the " + target_text(r.quality) + " is estimated " +
                                      std::to_string(static_cast<int>(std::lround((1.0 - kTilingOverWhole) * 100))) + " % faster").c_str(),
-                r.crop.cropped ? "the whole-volume answer up to the network's response to the zeros left out (at a 4-voxel margin "
-                                 "NRMSE <= 0.027 measured, bench/RESULTS.md §16)"
+                r.crop.cropped ? "the whole-volume answer up to the network's response to the zeros left out (at a margin of 2-4 "
+                                 "voxels NRMSE <= 0.027 measured, bench/RESULTS.md §16, §35)"
                                : "exact by definition",
                 threads, threads == 1 ? "" : "s");
   w.explanation = buf + estimate_text(w.estimated_seconds);

@@ -54,7 +54,7 @@ void shrink_patch(Tile& t, const std::array<uint64_t, 3>& dims, const ServedBox&
   }
 }
 
-uint32_t patch_reach(const TileConfig& cfg) { return std::max(cfg.halo, kCropMargin); }
+uint32_t patch_reach(const TileConfig& cfg) { return std::max(cfg.halo, kShrinkReach); }
 
 std::vector<uint64_t> active_patch_voxels(const TileGrid& grid, const std::array<uint64_t, 3>& common) {
   std::vector<uint64_t> voxels;

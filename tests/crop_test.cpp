@@ -183,19 +183,19 @@ TEST(Crop, ARunRefusesAFieldTheBoxWouldLeaveOutNamingTheFix) {
 }
 
 TEST(Crop, OverTheSinglePatchLimitAtTheAskedMarginTheLeastMarginIsTried) {
-  // 2.5 GB at 1000 B/voxel holds ~2.5 M voxels: the mask's box + 8 (rounded to 8) does not fit, + 4 does.
+  // 2.5 GB at 1000 B/voxel holds ~2.5 M voxels: the mask's box + 8 (rounded to 8) does not fit, + the least does.
   InversionRequest r = auto_request(geometry(200, 200, 160), 1000, 20);
   r.crop_margin = 8;
   const std::vector<uint8_t> mask = box_mask(r.geometry, {40, 40, 40}, {164, 164, 156});  // 124×124×116
   const CropBox at8 = crop_to_support(r.geometry, mask, r.custom, 8);
-  const CropBox at4 = crop_to_support(r.geometry, mask, r.custom, 4);
+  const CropBox least = crop_to_support(r.geometry, mask, r.custom, kMinCropMargin);
   ASSERT_FALSE(plan_whole(r.geometry, r.custom, Target::Wasm, &at8).feasible);
-  ASSERT_TRUE(plan_whole(r.geometry, r.custom, Target::Wasm, &at4).feasible);
+  ASSERT_TRUE(plan_whole(r.geometry, r.custom, Target::Wasm, &least).feasible);
   const TilePlan p = plan_inversion(r, mask, Target::Wasm);
   ASSERT_TRUE(p.feasible) << p.message;
   ASSERT_TRUE(p.whole_volume) << p.explanation;
-  EXPECT_EQ(p.crop.margin, 4u);
-  EXPECT_EQ(p.crop.patch_dims, at4.patch_dims);
+  EXPECT_EQ(p.crop.margin, kMinCropMargin);
+  EXPECT_EQ(p.crop.patch_dims, least.patch_dims);
 }
 
 TEST(Crop, TheBoxSplitIntoSlabsCoversItsCoresOnceWithTheHaloOnTheCutFacesOnThePoolingGrid) {

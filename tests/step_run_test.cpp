@@ -76,7 +76,7 @@ TEST(StepRun, AShrunkPatchGivesTheUnshrunkChiWhereTheNetworkLooksNoFurtherThanTh
   const std::vector<uint8_t> mask = ellipsoid_mask(g, 0.7);
   const FieldNetwork net = conv_network(4);
   // Halo = the crop margin: the shrunk patches keep exactly the halo.
-  constexpr uint32_t kHalo = kCropMargin;
+  constexpr uint32_t kHalo = kShrinkReach;
   for (const TileConfig& cfg : {TileConfig{10, kHalo}, TileConfig{12, kHalo, 6, Blend::Cosine}}) {
     const TilePlan plan = plan_tiled(g, mask, net, cfg, 3, Target::Native);
     ASSERT_TRUE(plan.feasible) << plan.message;

@@ -195,7 +195,7 @@ TEST(Tiling, ShrunkPatchesHoldEveryServedVoxelsReachOnTheGridInsideTheOldPatch) 
             const TileGrid grid = make_tile_grid(g, mask, cfg, d, pad_low);
             const int64_t E = static_cast<int64_t>(grid.patch_edge);
             ASSERT_EQ(E % d, 0);
-            const int64_t reach = std::max(halo, kCropMargin);  // the halo, at least the crop box's margin
+            const int64_t reach = std::max(halo, kShrinkReach);  // the halo, at least kShrinkReach
             for (const Tile& t : grid.tiles) {
               Dims3 lo{INT64_MAX, INT64_MAX, INT64_MAX}, hi{INT64_MIN, INT64_MIN, INT64_MIN};  // served voxels' box
               for (int64_t z = t.core_lo[2]; z < t.core_hi[2]; ++z)

@@ -325,7 +325,7 @@ export interface PlanRequest {
   b0Align?: B0Align;
   /** field -> chi networks, automatic plans: run only the mask's bounding box + cropMargin voxels, as one patch when it fits, else as slabs when faster than tiles (auto), or never (off: the whole field of view, itself cut into slabs when over the single-patch limit and faster or more faithful than tiles) (default auto) */
   crop?: 'auto' | 'off';
-  /** voxels kept around the mask's bounding box before rounding out to the pooling grid (default 4) */
+  /** voxels kept around the mask's bounding box before rounding out to the pooling grid (default 2) */
   cropMargin?: number;
   /** how far the network looks: receptiveField()'s probe, or {radius} (derived from weights when given) */
   context?: { within: number[] } | { radius: number };

@@ -36,12 +36,14 @@ struct CropBox {
   uint64_t patch_voxels() const { return patch_dims[0] * patch_dims[1] * patch_dims[2]; }
 };
 
-// Voxels kept around the mask's bounding box before rounding out to the pooling grid (bench/RESULTS.md §16, against
-// the whole-volume run inside the mask): at 4 the demo U-Net's box differs by NRMSE 0.014 / 0.027 on the two phantoms and
-// the xQSM-shaped stand-in's by 0.007, within the faithful target (0.10) with room; at 0 the demo's was 0.075.
-inline constexpr uint32_t kCropMargin = 4;
-// The least margin a plan falls back to when the box at a larger asked margin is over the single-patch limit.
-inline constexpr uint32_t kMinCropMargin = 4;
+// Voxels kept around the mask's bounding box before rounding out to the pooling grid (bench/RESULTS.md §16, §35, against
+// the whole-volume run inside the mask): at 2 the demo U-Net's box differs by NRMSE 0.016 / 0.027 / 0.019 on the three
+// phantoms and the xQSM-shaped stand-in's by 0.012 / 0.009 / 0.006 (at 4: 0.014 and 0.007 where the grid gives a larger
+// box, the same elsewhere), within the faithful target (0.10) with room; at 0 the demo's was 0.075 and 0.110.
+inline constexpr uint32_t kCropMargin = 2;
+// The least margin measured faithful, which a plan falls back to when the box at a larger asked margin is over the
+// single-patch limit; under it the plan warns that its prediction leaves the box's own error out.
+inline constexpr uint32_t kMinCropMargin = 2;
 
 // The smallest box on the whole-volume run's pooling grid that holds every voxel where the network's input is not
 // zero (the mask's voxels; for a network that reads its field unmasked, also every voxel where field is given and its

@@ -62,8 +62,11 @@ struct TileGrid {
 // "tile 3 (core x 0-56, y 56-112, z 0-56)": how messages name a tile.
 std::string tile_text(const Tile& tile);
 
-// The context a shrunk patch keeps past the mask voxels its core serves: the halo, and at least the crop box's margin
-// (kCropMargin, tessera/crop.h), since a face at the head's surface with no zeros past it moves the network's border
+// The least context a shrunk patch keeps past the mask voxels its core serves (patch_reach).
+inline constexpr uint32_t kShrinkReach = 4;
+
+// The context a shrunk patch keeps past the mask voxels its core serves: the halo, and at least kShrinkReach voxels
+// (as a crop box keeps its margin), since a face at the head's surface with no zeros past it moves the network's border
 // response onto the served voxels (bench/shrink.js: the demo U-Net at halo 0 went from NRMSE 0.045 to 0.119 without it).
 uint32_t patch_reach(const TileConfig& cfg);
 
