@@ -12,7 +12,7 @@ import { parseArgs } from 'node:util';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { loadavg } from './common.js';
+import { DEEP_SPEC, loadavg } from './common.js';
 
 const { values: a } = parseArgs({
   options: {
@@ -24,28 +24,29 @@ const { values: a } = parseArgs({
 });
 const root = a.root ? path.resolve(a.root) : path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const { createTessera } = await import(pathToFileURL(path.join(root, 'bindings/js/index.js')).href);
-// The demo U-Net (real cost), the same declared at an xQSM-like cost, and the deep stand-in's spec.
+const t = await createTessera({ workers: 1 });
+// The demo U-Net (the registry's), its divisor declared at the deep stand-in's xQSM-like cost, and that stand-in's spec.
+const demo = await t.model('demo-unet');
 const NETS = {
-  demo: { divisor: 8, bytesPerVoxel: 370, fixedBytes: 23100000 },
-  'demo at 1,100 B/voxel': { divisor: 8, bytesPerVoxel: 1100 },
-  'deep (divisor 16, 1,100 B/voxel)': { divisor: 16, bytesPerVoxel: 1100 },
+  demo: { model: 'demo-unet' },
+  [`demo at ${DEEP_SPEC.bytesPerVoxel} B/voxel`]: { spec: { divisor: demo.divisor, bytesPerVoxel: DEEP_SPEC.bytesPerVoxel } },
+  [`deep (divisor ${DEEP_SPEC.divisor}, ${DEEP_SPEC.bytesPerVoxel} B/voxel)`]: { spec: DEEP_SPEC },
 };
 const REQUESTS = a.check
   ? [{}, { quality: 'balanced' }, { quality: 'fast' }, { crop: 'off' }, { tile: { core: 48, halo: 12 } }, { workers: 2 }, { threadsPerWorker: 1 }, { cropMargin: 12 }]
   : [{}];
-const t = await createTessera({ workers: 1 });
 try {
   if (!a.check) console.log(`plan() time, ${root}, node ${process.version}, ${os.cpus()[0].model} × ${os.cpus().length}; load ${loadavg()}`);
   for (const dims of a.dims.split('/').map((d) => d.split(',').map(Number))) {
     const geometry = { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
     const { mask } = await t.phantom({ geometry, seed: 1 });
-    for (const [name, spec] of Object.entries(NETS)) {
+    for (const [name, network] of Object.entries(NETS)) {
       for (const extra of REQUESTS) {
         let best = Infinity;
         let p;
         for (let i = 0; i < Number(a.repeats); i++) {
           const t0 = performance.now();
-          p = await t.plan({ geometry, mask, spec, ...extra });
+          p = await t.plan({ geometry, mask, ...network, ...extra });
           best = Math.min(best, (performance.now() - t0) / 1000);
         }
         if (a.check) {

@@ -6,6 +6,7 @@
 
 #include "tessera/blend.h"
 #include "tessera/error.h"
+#include "tessera/tiling.h"
 
 namespace tessera {
 
@@ -106,7 +107,7 @@ FidelityPrediction FidelityModel::predict(const TileConfig& cfg, uint64_t patch_
   std::array<std::vector<Window>, 3> windows;
   for (int a = 0; a < 3; ++a) {
     const int64_t n = geometry_.dims[a];
-    const int64_t count = 1 + (std::max<int64_t>(0, n - core) + step - 1) / step;
+    const int64_t count = windows_along(n, core, step);
     for (int64_t k = 0; k < count; ++k) {
       const int64_t c0 = k * step, p0 = c0 - halo;
       windows[a].push_back(Window{c0, std::min(c0 + core, n), p0, p0 + P});

@@ -23,6 +23,8 @@ void valid_range(int64_t origin, uint64_t dim, int64_t n, int64_t& a, int64_t& b
 
 }  // namespace
 
+int64_t windows_along(int64_t n, int64_t core, int64_t step) { return 1 + (std::max<int64_t>(0, n - core) + step - 1) / step; }
+
 std::string tile_text(const Tile& t) {
   auto range = [](int64_t a, int64_t b) { return std::to_string(a) + "-" + std::to_string(b); };
   return "tile " + std::to_string(t.index) + " (core x " + range(t.core_lo[0], t.core_hi[0]) + ", y " +
@@ -107,8 +109,7 @@ TileGrid make_tile_grid(const Geometry& g, std::span<const uint8_t> mask, TileCo
   const int64_t core = cfg.core;
   const int64_t step = cfg.step();
   for (int a = 0; a < 3; ++a) {
-    // Windows start every step voxels until one reaches the far edge.
-    grid.counts[a] = 1 + static_cast<uint64_t>((std::max<int64_t>(0, g.dims[a] - core) + step - 1) / step);
+    grid.counts[a] = static_cast<uint64_t>(windows_along(g.dims[a], core, step));
   }
   grid.tiles.reserve(grid.counts[0] * grid.counts[1] * grid.counts[2]);
   const ServedWindows served = MaskRuns(g, mask).served_windows(cfg.core, cfg.step());
@@ -152,7 +153,7 @@ bool on_pooling_grid(const Geometry& g, TileConfig cfg, uint32_t divisor, const 
   const int64_t edge = static_cast<int64_t>(tile_patch_size(cfg, divisor));
   const int64_t step = cfg.step();
   for (int a = 0; a < 3; ++a) {
-    const int64_t n = 1 + (std::max<int64_t>(0, g.dims[a] - cfg.core) + step - 1) / step;
+    const int64_t n = windows_along(g.dims[a], cfg.core, step);
     // Patch offsets repeat with the core start modulo the divisor: d windows cover every case.
     for (int64_t k = 0; k < std::min<int64_t>(n, d); ++k) {
       bool aligned = true;
@@ -193,7 +194,7 @@ uint64_t MaskRuns::active_tiles(const TileConfig& cfg) const {
   validate_tile_config(cfg);
   const int64_t core = cfg.core, step = cfg.step();
   int64_t n[3];
-  for (int a = 0; a < 3; ++a) n[a] = 1 + (std::max<int64_t>(0, dims_[a] - core) + step - 1) / step;
+  for (int a = 0; a < 3; ++a) n[a] = windows_along(dims_[a], core, step);
   std::vector<int32_t> diff(static_cast<size_t>(n[0]) + 1);
   uint64_t active = 0;
   for (int64_t k = 0; k < n[2]; ++k) {
@@ -231,7 +232,7 @@ ServedWindows MaskRuns::served_windows(uint32_t core_voxels, uint32_t step_voxel
   if (core_voxels < 1 || step_voxels < 1) throw Error(ErrorCode::InvalidArgument, "served_windows: core and step must be >= 1");
   const int64_t core = core_voxels, step = step_voxels;
   int64_t n[3];
-  for (int a = 0; a < 3; ++a) n[a] = 1 + (std::max<int64_t>(0, dims_[a] - core) + step - 1) / step;
+  for (int a = 0; a < 3; ++a) n[a] = windows_along(dims_[a], core, step);
   ServedWindows out;
   out.core = core_voxels;
   out.step = step_voxels;
@@ -284,7 +285,7 @@ std::vector<uint64_t> MaskRuns::patch_voxels(const TileConfig& cfg, uint32_t div
   const std::array<uint64_t, 3> full{edge, edge, edge};
   std::array<std::vector<int64_t>, 3> start;  // the unshrunk patch's first voxel of each window, per axis
   for (int a = 0; a < 3; ++a) {
-    const int64_t n = 1 + (std::max<int64_t>(0, dims_[a] - core) + step - 1) / step;
+    const int64_t n = windows_along(dims_[a], core, step);
     for (int64_t k = 0; k < n; ++k) {
       bool aligned = true;
       start[a].push_back(place_patch(k * step, core, cfg.halo, static_cast<int64_t>(edge), d, pad_low[a], aligned));

@@ -116,7 +116,7 @@ export async function probeContext(a, id) {
  * (C++'s speedProbeEdges: sized to a run of a.runVoxels patch voxels; else near 32 and 64), after one untimed run of
  * the larger; each edge's fastest of `repeats` runs is its point (default: C++'s leastRounds, and more pairs
  * while the timed runs add up to less than C++'s leastSeconds, up to its rounds; a run's patches too cheap to tell
- * apart: the standard edges, timed twice). The fit of the points to the planner's model is C++'s (a
+ * apart: the standard edges, timed leastRounds times at the least). The fit of the points to the planner's model is C++'s (a
  * request's speed). With a.warmKey (the weights' sha256) the pool is kept for the run that follows (sessions.js).
  */
 export async function measureSpeed(a, id) {
@@ -178,7 +178,7 @@ export async function measureSpeed(a, id) {
       const standard = call(() => rt.M.speedProbeEdges(0, net.divisor, net.largestEdge));
       timed = [standard.small, standard.large].map((edge) => phantomPatch(a, edge, SPEED));
       patches.push(...timed); // deleted with the others when the probe ends
-      ({ first, best, runs } = await measure(timed, Math.max(2, repeats)));
+      ({ first, best, runs } = await measure(timed, Math.max(leastRounds, repeats)));
     }
     const points = timed.map((p, e) => ({ edge: p.edge, threads, seconds: best[e] }));
     const startSeconds = ready + Math.max(0, first - points[1].seconds);

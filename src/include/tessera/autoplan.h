@@ -48,8 +48,9 @@ struct SpeedPoint {
 // Throws Error(InvalidArgument) when the times do not grow with the patch size (a probe too noisy to use).
 ThroughputModel fit_throughput(std::span<const SpeedPoint> points, const ThroughputModel& base);
 
-// The share of a run's patch voxels the speed probe's larger patch may hold: the probe runs it twice (untimed first)
-// and the smaller patch once, about 4 % of the voxels the run does (more when a pair is timed again: below).
+// The share of a run's patch voxels the speed probe's larger patch may hold: the probe runs it once untimed, then it
+// and the smaller patch kSpeedProbeLeastRounds times each, about 6.5 % of the voxels the run does (more when a pair is
+// timed again: below).
 inline constexpr double kSpeedProbeShare = 0.02;
 
 // The seconds the speed probe's timed runs add up to at the least: pairs of patches cheaper than that are timed again,

@@ -59,6 +59,10 @@ struct TileGrid {
   uint64_t misaligned = 0;                // active tiles whose patch could not be put on the whole volume's pooling grid
 };
 
+// The windows of a core along an axis of n voxels: one every step voxels from 0 until one reaches the far edge.
+// core >= 1, step >= 1.
+int64_t windows_along(int64_t n, int64_t core, int64_t step);
+
 // "tile 3 (core x 0-56, y 56-112, z 0-56)": how messages name a tile.
 std::string tile_text(const Tile& tile);
 
