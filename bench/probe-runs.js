@@ -2,8 +2,12 @@
 // after the untimed run, or does it still fall over the rounds (code being optimised), in node and in Chromium? The demo
 // U-Net's probe sized to its default run on a phantom (the draft plan's voxelsRun), with `repeats` pairs fixed.
 //
+// --after run: each trial first runs the default inversion on another runtime and terminates it (as speed.js does before
+// its probe: does a fresh worker run slowly while a large heap is being freed?), then waits --pause seconds.
+//
 // Usage:
 //   node bench/probe-runs.js [--dims 256,256,176] [--trials 3] [--repeats 6] [--runtimes node,chromium]
+//        [--after none|run] [--pause 0]
 // (Not with --no-experimental-fetch when Chromium runs: playwright-core needs the global Headers.)
 //
 // Prints one line per trial: the edges, the untimed run and each edge's timed runs (ms), the probe's seconds.
@@ -22,19 +26,35 @@ const { values: a } = parseArgs({
     trials: { type: 'string', default: '3' },
     repeats: { type: 'string', default: '6' },
     runtimes: { type: 'string', default: 'node,chromium' },
+    after: { type: 'string', default: 'none' },
+    pause: { type: 'string', default: '0' },
   },
 });
-const job = { dims: a.dims.split(',').map(Number), repeats: Number(a.repeats) };
+if (!['none', 'run'].includes(a.after)) throw new Error(`--after: 'none' or 'run', got '${a.after}'`);
+const job = { dims: a.dims.split(',').map(Number), repeats: Number(a.repeats), after: a.after, pause: Number(a.pause) };
 
 /** One trial on a fresh runtime: the draft plan sizes the probe, which times `repeats` pairs. */
-async function trial(create, weights, { dims, repeats }) {
+async function trial(create, weights, { dims, repeats, after, pause }) {
   const geometry = { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
+  let before = 0;
+  if (after === 'run') {
+    const cold = await create({ workers: 2, hardwareThreads: 2, threadsPerWorker: 1 });
+    try {
+      const { field, mask } = await cold.phantom({ geometry, seed: 1 });
+      const t0 = performance.now();
+      await cold.invert({ field, mask, geometry, model: 'demo-unet', weights });
+      before = (performance.now() - t0) / 1000;
+    } finally {
+      await cold.terminate();
+    }
+  }
+  if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause * 1000));
   const t = await create({ workers: 2, hardwareThreads: 2, threadsPerWorker: 1 });
   try {
     const { mask } = await t.phantom({ geometry, seed: 1 });
     const draft = await t.plan({ geometry, mask, model: 'demo-unet' });
     const s = await t.measureSpeed({ weights, model: 'demo-unet', threads: draft.threadsPerWorker, repeats, runVoxels: draft.voxelsRun });
-    return { edges: s.points.map((p) => p.edge), runs: s.runs, seconds: s.seconds };
+    return { edges: s.points.map((p) => p.edge), runs: s.runs, seconds: s.seconds, before };
   } finally {
     await t.terminate();
   }
@@ -43,10 +63,10 @@ async function trial(create, weights, { dims, repeats }) {
 const print = (runtime, i, r) => {
   const ms = (x) => x.map((v) => Math.round(v * 1000)).join(' ');
   console.log(`${runtime} trial ${i}: edges ${r.edges.join(', ')}; untimed ${Math.round(r.runs.untimed * 1000)} ms; ` +
-    `smaller ${ms(r.runs.small)}; larger ${ms(r.runs.large)}; probe ${r.seconds.toFixed(2)} s; load ${loadavg()}`);
+    `smaller ${ms(r.runs.small)}; larger ${ms(r.runs.large)}; probe ${r.seconds.toFixed(2)} s${r.before ? `; after a ${r.before.toFixed(1)} s run, ${job.pause} s pause` : ''}; load ${loadavg()}`);
 };
 
-console.log(`probe runs, demo U-Net, ${job.dims.join('×')}, ${job.repeats} pairs, node ${process.version}, ${os.cpus()[0].model} × ${os.cpus().length}`);
+console.log(`probe runs, demo U-Net, ${job.dims.join('×')}, ${job.repeats} pairs, after ${job.after}, pause ${job.pause} s, node ${process.version}, ${os.cpus()[0].model} × ${os.cpus().length}`);
 const runtimes = a.runtimes.split(',');
 if (runtimes.includes('node')) {
   const weights = new Uint8Array(fs.readFileSync(new URL('../web/models/demo-unet.onnx', import.meta.url)));

@@ -1,6 +1,12 @@
 // The ONNX Runtime Web half of bench/speed.js, the same code in node and in Chromium (no node:* imports): plain ONNX
 // Runtime Web on the whole volume (invert({whole: true}), where it fits the single-patch limit) and Tessera's default
 // (quality faithful, the planner chooses), each in a fresh pool, with the fidelity of the default against a reference χ.
+// Each runtime starts SETTLE_SECONDS after the one before it ended: Chromium spends about a core for 2-3 s after a
+// runtime whose workers held gigabytes ends, and a speed probe started in that time ran at half speed (RESULTS §36).
+
+/** Seconds between one runtime's end and the next one's start (outside every timed span). */
+export const SETTLE_SECONDS = 5;
+const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_SECONDS * 1000));
 
 /** Pearson r and NRMSE = ‖x − ref‖ / ‖ref‖ of x against ref inside the mask. */
 export function agreement(x, ref, mask) {
@@ -63,6 +69,7 @@ export async function webSpeed({ createTessera, geometry, field, mask, network, 
   } finally {
     await plain.terminate();
   }
+  await settle();
   // Tessera's default on a runtime that never measured this network: the first estimate (registry or default speed)
   // and the run, cold (the run starts its own worker).
   const cold = await createTessera({ workers: threads, hardwareThreads: threads, threadsPerWorker: 1 });
@@ -82,6 +89,7 @@ export async function webSpeed({ createTessera, geometry, field, mask, network, 
   } finally {
     await cold.terminate();
   }
+  await settle();
   // The same on a fresh runtime with the speed probe sized to the run (plan({measureSpeed: true})); the run takes the
   // probe's worker. The probe's cost: (probe + this run) − the cold run, both from the request to χ.
   const probed = await createTessera({ workers: threads, hardwareThreads: threads, threadsPerWorker: 1 });
