@@ -59,6 +59,7 @@ export function planText(p, voxels) {
 export async function webSpeed({ createTessera, geometry, field, mask, network, weights, reference, threads }) {
   const voxels = geometry.dims[0] * geometry.dims[1] * geometry.dims[2];
   let web = null;
+  await settle(); // after the runtimes of the volume before
   const plain = await createTessera({ workers: threads, hardwareThreads: threads, threadsPerWorker: 1 });
   try {
     if ((await plain.plan({ geometry, mask, ...network, whole: true })).feasible) {
