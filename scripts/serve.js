@@ -81,6 +81,8 @@ export function handler({ root = ROOT, overrides = {}, log = null } = {}) {
       return send(res, 400, 'bad request\n');
     }
     if (url.pathname === '/' || url.pathname === '/web') return send(res, 302, '', { Location: '/web/' + url.search });
+    // Pages without an icon (the benchmarks' and tests') make the browser ask for one: no content, not a 404 error.
+    if (url.pathname === '/favicon.ico' && !overrides[url.pathname]) return send(res, 204, '');
     let file = overrides[url.pathname] ?? resolveInside(root, url.pathname);
     if (!file) return send(res, 404, 'not found\n');
     fs.stat(file, (err, st) => {

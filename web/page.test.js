@@ -208,7 +208,7 @@ function get(url) {
   });
 }
 
-test('serve.js: isolation headers, MIME types, redirect, 404, no traversal', { skip }, async () => {
+test('serve.js: isolation headers, MIME types, redirect, 404, no icon, no traversal', { skip }, async () => {
   const root = await get(`${srv.url}/`);
   assert.equal(root.statusCode, 302);
   assert.equal(root.headers.location, '/web/');
@@ -221,6 +221,7 @@ test('serve.js: isolation headers, MIME types, redirect, 404, no traversal', { s
   assert.match((await get(`${srv.url}/node_modules/onnxruntime-web/dist/ort.wasm.min.mjs`)).headers['content-type'], /^text\/javascript/);
   assert.match((await get(`${srv.url}/package.json`)).headers['content-type'], /^application\/json/);
   assert.equal((await get(`${srv.url}/web/nope.js`)).statusCode, 404);
+  assert.equal((await get(`${srv.url}/favicon.ico`)).statusCode, 204);
   assert.equal((await get(`${srv.url}/%2e%2e/%2e%2e/etc/passwd`)).statusCode, 404);
   assert.equal((await get(`${srv.url}/web/..%2f..%2fetc%2fpasswd`)).statusCode, 404);
   assert.equal((await get(`${srv.url}/.git/config`)).statusCode, 404);
