@@ -3,11 +3,12 @@
 // U-Net's probe sized to its default run on a phantom (the draft plan's voxelsRun), with `repeats` pairs fixed.
 //
 // --after run: each trial first runs the default inversion on another runtime and terminates it (as speed.js does before
-// its probe: does a fresh worker run slowly while a large heap is being freed?), then waits --pause seconds.
+// its probe: does a fresh worker run slowly while a large heap is being freed?), then waits --pause seconds; --after
+// same: the run is the probing runtime's own (a page's one runtime, whose run's worker ends before the probe starts).
 //
 // Usage:
 //   node bench/probe-runs.js [--dims 256,256,176] [--trials 3] [--repeats 6] [--runtimes node,chromium]
-//        [--after none|run] [--pause 0]
+//        [--after none|run|same] [--pause 0]
 // (Not with --no-experimental-fetch when Chromium runs: playwright-core needs the global Headers.)
 //
 // Prints one line per trial: the edges, the untimed run and each edge's timed runs (ms), the probe's seconds.
@@ -30,27 +31,35 @@ const { values: a } = parseArgs({
     pause: { type: 'string', default: '0' },
   },
 });
-if (!['none', 'run'].includes(a.after)) throw new Error(`--after: 'none' or 'run', got '${a.after}'`);
+if (!['none', 'run', 'same'].includes(a.after)) throw new Error(`--after: 'none', 'run' or 'same', got '${a.after}'`);
 const job = { dims: a.dims.split(',').map(Number), repeats: Number(a.repeats), after: a.after, pause: Number(a.pause) };
 
 /** One trial on a fresh runtime: the draft plan sizes the probe, which times `repeats` pairs. */
 async function trial(create, weights, { dims, repeats, after, pause }) {
   const geometry = { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
   let before = 0;
+  // The default inversion on runtime r (its worker ends with the run): its seconds.
+  const runOn = async (r) => {
+    const { field, mask } = await r.phantom({ geometry, seed: 1 });
+    const t0 = performance.now();
+    await r.invert({ field, mask, geometry, model: 'demo-unet', weights });
+    return (performance.now() - t0) / 1000;
+  };
   if (after === 'run') {
     const cold = await create({ workers: 2, hardwareThreads: 2, threadsPerWorker: 1 });
     try {
-      const { field, mask } = await cold.phantom({ geometry, seed: 1 });
-      const t0 = performance.now();
-      await cold.invert({ field, mask, geometry, model: 'demo-unet', weights });
-      before = (performance.now() - t0) / 1000;
+      before = await runOn(cold);
     } finally {
       await cold.terminate();
     }
   }
-  if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause * 1000));
+  if (pause > 0 && after !== 'same') await new Promise((resolve) => setTimeout(resolve, pause * 1000));
   const t = await create({ workers: 2, hardwareThreads: 2, threadsPerWorker: 1 });
   try {
+    if (after === 'same') {
+      before = await runOn(t);
+      if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause * 1000));
+    }
     const { mask } = await t.phantom({ geometry, seed: 1 });
     const draft = await t.plan({ geometry, mask, model: 'demo-unet' });
     const s = await t.measureSpeed({ weights, model: 'demo-unet', threads: draft.threadsPerWorker, repeats, runVoxels: draft.voxelsRun });
