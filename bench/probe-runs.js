@@ -38,6 +38,7 @@ const job = { dims: a.dims.split(',').map(Number), repeats: Number(a.repeats), a
 async function trial(create, weights, { dims, repeats, after, pause }) {
   const geometry = { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
   let before = 0;
+  const sleep = (seconds) => new Promise((resolve) => setTimeout(resolve, seconds * 1000));
   // The default inversion on runtime r (its worker ends with the run): its seconds.
   const runOn = async (r) => {
     const { field, mask } = await r.phantom({ geometry, seed: 1 });
@@ -53,12 +54,12 @@ async function trial(create, weights, { dims, repeats, after, pause }) {
       await cold.terminate();
     }
   }
-  if (pause > 0 && after !== 'same') await new Promise((resolve) => setTimeout(resolve, pause * 1000));
+  if (pause > 0 && after !== 'same') await sleep(pause);
   const t = await create({ workers: 2, hardwareThreads: 2, threadsPerWorker: 1 });
   try {
     if (after === 'same') {
       before = await runOn(t);
-      if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause * 1000));
+      if (pause > 0) await sleep(pause);
     }
     const { mask } = await t.phantom({ geometry, seed: 1 });
     const draft = await t.plan({ geometry, mask, model: 'demo-unet' });

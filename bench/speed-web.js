@@ -5,7 +5,7 @@
 // runtime whose workers held gigabytes ends, and a speed probe started in that time ran at half speed (RESULTS §36).
 
 /** Seconds between one runtime's end and the next one's start (outside every timed span). */
-export const SETTLE_SECONDS = 5;
+const SETTLE_SECONDS = 5;
 const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_SECONDS * 1000));
 
 /** Pearson r and NRMSE = ‖x − ref‖ / ‖ref‖ of x against ref inside the mask. */

@@ -75,7 +75,7 @@ TEST(StepRun, AShrunkPatchGivesTheUnshrunkChiWhereTheNetworkLooksNoFurtherThanTh
   const std::vector<float> field = random_field(g, 13);
   const std::vector<uint8_t> mask = ellipsoid_mask(g, 0.7);
   const FieldNetwork net = conv_network(4);
-  // Halo = the crop margin: the shrunk patches keep exactly the halo.
+  // Halo = the least reach a shrunk patch keeps: the shrunk patches keep exactly the halo.
   constexpr uint32_t kHalo = kShrinkReach;
   for (const TileConfig& cfg : {TileConfig{10, kHalo}, TileConfig{12, kHalo, 6, Blend::Cosine}}) {
     const TilePlan plan = plan_tiled(g, mask, net, cfg, 3, Target::Native);

@@ -290,7 +290,7 @@ TEST(Tiling, ServedWindowsHoldEveryCoreWithAMaskVoxelAndItsServedBox) {
       ASSERT_EQ(w.at.size(), w.boxes.size());
       size_t next = 0;
       int64_t n[3];
-      for (int a = 0; a < 3; ++a) n[a] = 1 + (std::max<int64_t>(0, g.dims[a] - core) + step - 1) / step;
+      for (int a = 0; a < 3; ++a) n[a] = windows_along(g.dims[a], core, step);
       for (int64_t k = 0; k < n[2]; ++k)
         for (int64_t j = 0; j < n[1]; ++j)
           for (int64_t i = 0; i < n[0]; ++i) {
