@@ -6,7 +6,7 @@
 // Usage:
 //   node scripts/make_standins.js /tmp/standins        # once
 //   node bench/browser-tile-speed.js [--onnx /tmp/standins/xqsm-standin.onnx] [--edge 64] [--threads 1,2]
-//        [--repeats 3] [--rounds 1] [--chromium /usr/bin/chromium] [--json out.json]
+//        [--repeats 3] [--rounds 1] [--warm-edge 0] [--chromium /usr/bin/chromium] [--json out.json]
 // (Not with --no-experimental-fetch: playwright-core needs the global Headers.) Needs /usr/bin/chromium and
 // playwright-core (devDependency).
 import { parseArgs } from 'node:util';
@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { launchChromium, benchPage } from '../scripts/chromium.js';
 import { startServer } from '../scripts/serve.js';
-import { summarizeTileSpeed, tileSpeedTable } from './tile-speed.js';
+import { summarizeTileSpeed, tileSpeedTable, progressLine } from './tile-speed.js';
 
 const { values: a } = parseArgs({
   options: {
@@ -25,12 +25,13 @@ const { values: a } = parseArgs({
     threads: { type: 'string', default: '1,2' },
     repeats: { type: 'string', default: '3' },
     rounds: { type: 'string', default: '1' },
+    'warm-edge': { type: 'string', default: '0' },
     chromium: { type: 'string', default: '/usr/bin/chromium' },
     json: { type: 'string' },
   },
 });
 requireStandin(a.onnx);
-const cfg = { edge: Number(a.edge), threads: a.threads.split(',').map(Number), repeats: Number(a.repeats), rounds: Number(a.rounds) };
+const cfg = { edge: Number(a.edge), threads: a.threads.split(',').map(Number), repeats: Number(a.repeats), rounds: Number(a.rounds), warmEdge: Number(a['warm-edge']) };
 
 const PAGE = `<!doctype html><meta charset="utf-8"><title>tessera tile speed</title>
 <script type="module">
@@ -42,7 +43,7 @@ window.__run = async (cfg) => {
   const points = [];
   for (let r = 0; r < cfg.rounds; r++)
     for (const threads of cfg.threads) {
-      const p = await measureTileSpeed({ WorkerPool, model, edge: cfg.edge, threads, repeats: cfg.repeats });
+      const p = await measureTileSpeed({ WorkerPool, model, edge: cfg.edge, threads, repeats: cfg.repeats, warmEdge: cfg.warmEdge });
       points.push(p);
       await window.__progress(p);
     }
@@ -63,9 +64,7 @@ const context = await launchChromium(userDir, a.chromium);
 let result;
 try {
   const page = await benchPage(context);
-  await page.exposeFunction('__progress', (p) =>
-    console.log(`  ${p.threads} thread(s): session ${p.sessionSeconds.toFixed(2)} s, warm-up ${p.warmupSeconds.toFixed(2)} s, ` +
-      `runs ${p.seconds.map((x) => x.toFixed(2)).join('/')} s; load ${os.loadavg()[0].toFixed(2)}`));
+  await page.exposeFunction('__progress', (p) => console.log(progressLine(p, os.loadavg()[0].toFixed(2))));
   await page.goto(`${srv.url}/__tile-speed.html`);
   await page.waitForFunction(() => window.__ready === true);
   result = await page.evaluate((c) => window.__run(c), cfg);

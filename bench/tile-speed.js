@@ -9,7 +9,8 @@
 // Usage:
 //   node scripts/make_standins.js /tmp/standins        # once: /tmp/standins/xqsm-standin.onnx
 //   node --no-experimental-fetch bench/tile-speed.js [--onnx /tmp/standins/xqsm-standin.onnx] [--edge 64]
-//        [--threads 1,2] [--repeats 3] [--rounds 1] [--json out.json]
+//        [--threads 1,2] [--repeats 3] [--rounds 1] [--warm-edge 0] [--json out.json]
+// --warm-edge E: three E³ patches before the first large run, so its code is warm while its heap still grows.
 // bench/browser-tile-speed.js runs the same measurement (measureTileSpeed below) in headless Chromium.
 //
 // Imported by the browser page of browser-tile-speed.js: no node import at the top level.
@@ -33,12 +34,19 @@ export const median = (v) => {
  * Times are measured around pool.run() on the caller's side (includes the copy in/out and the worker message),
  * and the worker's own session.run() time (res.seconds) is kept too.
  */
-export async function measureTileSpeed({ WorkerPool, model, edge = 64, threads = 1, repeats = 3, poolOptions = {} }) {
+export async function measureTileSpeed({ WorkerPool, model, edge = 64, threads = 1, repeats = 3, warmEdge = 0, warmRuns = 3, poolOptions = {} }) {
   const pool = new WorkerPool({ model, workers: 1, threadsPerWorker: threads, ...poolOptions });
   try {
     const t0 = performance.now();
     await pool.ready();
     const sessionSeconds = (performance.now() - t0) / 1000;
+    // Small patches first (warmEdge > 0): the code is warm before the first large run, whose heap still grows.
+    const warmSeconds = [];
+    for (let r = 0; warmEdge > 0 && r < warmRuns; r++) {
+      const t = performance.now();
+      await pool.run({ id: -1 - r, input: patchInput(warmEdge), dims: [1, 1, warmEdge, warmEdge, warmEdge] });
+      warmSeconds.push((performance.now() - t) / 1000);
+    }
     const input = patchInput(edge);
     const dims = [1, 1, edge, edge, edge];
     const tw = performance.now();
@@ -52,7 +60,7 @@ export async function measureTileSpeed({ WorkerPool, model, edge = 64, threads =
       seconds.push((performance.now() - t) / 1000);
       ortSeconds.push(res.seconds);
     }
-    return { edge, threads, sessionSeconds, warmupSeconds, seconds, ortSeconds, heapBytes: pool.stats().perWorker[0].heapHighWater };
+    return { edge, threads, sessionSeconds, warmSeconds, warmupSeconds, seconds, ortSeconds, heapBytes: pool.stats().perWorker[0].heapHighWater };
   } finally {
     await pool.terminate();
   }
@@ -114,6 +122,13 @@ export function tileSpeedTable(s) {
   return L.join('\n');
 }
 
+/** One measurement in one line (node and Chromium print the same). */
+export function progressLine(p, load) {
+  const warm = p.warmSeconds?.length ? `small patches ${p.warmSeconds.map((x) => x.toFixed(2)).join('/')} s, ` : '';
+  return `  ${p.threads} thread(s): session ${p.sessionSeconds.toFixed(2)} s, ${warm}warm-up ${p.warmupSeconds.toFixed(2)} s, ` +
+    `runs ${p.seconds.map((x) => x.toFixed(2)).join('/')} s, heap ${(p.heapBytes / 2 ** 30).toFixed(2)} GiB; load ${load}`;
+}
+
 async function main() {
   const { parseArgs } = await import('node:util');
   const fs = await import('node:fs');
@@ -126,6 +141,7 @@ async function main() {
       threads: { type: 'string', default: '1,2' },
       repeats: { type: 'string', default: '3' },
       rounds: { type: 'string', default: '1' },
+      'warm-edge': { type: 'string', default: '0' },
       json: { type: 'string' },
     },
   });
@@ -138,9 +154,9 @@ async function main() {
   const points = [];
   for (let round = 0; round < Number(a.rounds); round++) {
     for (const t of threads) {
-      const p = await measureTileSpeed({ WorkerPool, model, edge, threads: t, repeats: Number(a.repeats) });
+      const p = await measureTileSpeed({ WorkerPool, model, edge, threads: t, repeats: Number(a.repeats), warmEdge: Number(a['warm-edge']) });
       points.push(p);
-      console.log(`  ${t} thread(s): session ${p.sessionSeconds.toFixed(2)} s, warm-up ${p.warmupSeconds.toFixed(2)} s, runs ${p.seconds.map((x) => x.toFixed(2)).join('/')} s; load ${os.loadavg()[0].toFixed(2)}`);
+      console.log(progressLine(p, os.loadavg()[0].toFixed(2)));
     }
   }
   const s = summarizeTileSpeed(points);
