@@ -16,20 +16,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { launchChromium, benchPage } from '../scripts/chromium.js';
 import { startServer } from '../scripts/serve.js';
-import { summarizeTileSpeed, tileSpeedTable, progressLine } from './tile-speed.js';
+import { summarizeTileSpeed, tileSpeedTable, progressLine, TILE_SPEED_OPTIONS } from './tile-speed.js';
 
-const { values: a } = parseArgs({
-  options: {
-    onnx: { type: 'string', default: '/tmp/standins/xqsm-standin.onnx' },
-    edge: { type: 'string', default: '64' },
-    threads: { type: 'string', default: '1,2' },
-    repeats: { type: 'string', default: '3' },
-    rounds: { type: 'string', default: '1' },
-    'warm-edge': { type: 'string', default: '0' },
-    chromium: { type: 'string', default: '/usr/bin/chromium' },
-    json: { type: 'string' },
-  },
-});
+const { values: a } = parseArgs({ options: { ...TILE_SPEED_OPTIONS, chromium: { type: 'string', default: '/usr/bin/chromium' } } });
 requireStandin(a.onnx);
 const cfg = { edge: Number(a.edge), threads: a.threads.split(',').map(Number), repeats: Number(a.repeats), rounds: Number(a.rounds), warmEdge: Number(a['warm-edge']) };
 

@@ -122,6 +122,17 @@ export function tileSpeedTable(s) {
   return L.join('\n');
 }
 
+/** The command-line options of this script and bench/browser-tile-speed.js (which adds --chromium). */
+export const TILE_SPEED_OPTIONS = {
+  onnx: { type: 'string', default: '/tmp/standins/xqsm-standin.onnx' },
+  edge: { type: 'string', default: '64' },
+  threads: { type: 'string', default: '1,2' },
+  repeats: { type: 'string', default: '3' },
+  rounds: { type: 'string', default: '1' },
+  'warm-edge': { type: 'string', default: '0' },
+  json: { type: 'string' },
+};
+
 /** One measurement in one line (node and Chromium print the same). */
 export function progressLine(p, load) {
   const warm = p.warmSeconds?.length ? `small patches ${p.warmSeconds.map((x) => x.toFixed(2)).join('/')} s, ` : '';
@@ -134,17 +145,7 @@ async function main() {
   const fs = await import('node:fs');
   const os = await import('node:os');
   const { WorkerPool } = await import('../bindings/js/runtime/pool.js');
-  const { values: a } = parseArgs({
-    options: {
-      onnx: { type: 'string', default: '/tmp/standins/xqsm-standin.onnx' },
-      edge: { type: 'string', default: '64' },
-      threads: { type: 'string', default: '1,2' },
-      repeats: { type: 'string', default: '3' },
-      rounds: { type: 'string', default: '1' },
-      'warm-edge': { type: 'string', default: '0' },
-      json: { type: 'string' },
-    },
-  });
+  const { values: a } = parseArgs({ options: TILE_SPEED_OPTIONS });
   const { readStandin } = await import('./common.js');
   const model = readStandin(a.onnx);
   const edge = Number(a.edge);
