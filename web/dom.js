@@ -4,6 +4,14 @@ import { bytesText } from '../bindings/js/index.js';
 /** The element with this id. */
 export const $ = (id) => document.getElementById(id);
 
+/** Appends an <option> of this value and text (the value when none) to a <select> or <optgroup>. */
+export function addOption(parent, value, text = value) {
+  const o = document.createElement('option');
+  o.value = value;
+  o.textContent = text;
+  parent.append(o);
+}
+
 /** The value of the checked radio button named `name` (undefined when none is checked). */
 export function checkedValue(name) {
   return document.querySelector(`input[name=${name}]:checked`)?.value;

@@ -1,7 +1,7 @@
 // The page's number inputs follow the C++ request schema (tessera.schema()): defaults, ranges and units are
 // defined once in C++, so the page keeps no copy of them. The halo follows the selected network's default halo
 // (the registry's, or the schema's for a custom network) until the user types one.
-import { $ } from './dom.js';
+import { $, addOption } from './dom.js';
 
 /** The schema last applied (name → option), or null before the runtime answered. */
 let applied = null;
@@ -48,9 +48,7 @@ export function applySchema(schema) {
     if (!el || !o?.choices?.length) continue;
     el.textContent = '';
     for (const v of o.choices) {
-      const opt = document.createElement('option');
-      opt.value = opt.textContent = v;
-      el.append(opt);
+      addOption(el, v);
     }
     el.value = o.choices.includes(o.default) ? o.default : o.choices[0];
     el.title = o.help;
@@ -83,9 +81,7 @@ export function optionLabel(f, onInput, inputClass) {
   if (f.kind === 'select') {
     el = document.createElement('select');
     for (const c of f.choices) {
-      const o = document.createElement('option');
-      o.value = o.textContent = c;
-      el.append(o);
+      addOption(el, c);
     }
   } else {
     el = document.createElement('input');

@@ -4,7 +4,7 @@
 // select for worded options), back to the defaults on every change of method. A value the C++ schema refuses is said
 // in its words next to the inputs (the plan's message), the input marked aria-invalid, and Run stays disabled.
 // Published: #inversion's value ('network' or the method), #methodParams' data-method, each input's data-option.
-import { $ } from '../dom.js';
+import { $, addOption } from '../dom.js';
 import { optionLabel, showOptionProblem } from '../schema.js';
 import { methodNames, methodParams, readParam } from '../workflows/method.js';
 
@@ -35,17 +35,11 @@ export class MethodPanel {
     }));
     const sel = $('inversion');
     sel.textContent = '';
-    const add = (parent, value, text) => {
-      const o = document.createElement('option');
-      o.value = value;
-      o.textContent = text;
-      parent.append(o);
-    };
-    add(sel, 'network', 'A network (deep learning; its weights below)');
+    addOption(sel, 'network', 'A network (deep learning; its weights below)');
     if (names.length) {
       const g = document.createElement('optgroup');
       g.label = 'Classical dipole inversion (no network, no download)';
-      for (const m of names) add(g, m, `${this.titles.get(m)} (${m})`);
+      for (const m of names) addOption(g, m, `${this.titles.get(m)} (${m})`);
       sel.append(g);
     }
     sel.value = 'network';

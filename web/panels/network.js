@@ -2,7 +2,7 @@
 // the selected network's description, licence and citation, and its weights (official URL through the
 // weights cache, another URL, or local files) with download progress.
 import { TesseraError, loadModel, loadWeightsCached, listCachedWeights, clearWeightsCache } from '../../bindings/js/index.js';
-import { $, checkedValue, clampInt, fmtBytes } from '../dom.js';
+import { $, addOption, checkedValue, clampInt, fmtBytes } from '../dom.js';
 import { DEMO } from '../demo.js';
 import { workflowFor } from '../workflows/index.js';
 
@@ -49,20 +49,14 @@ export class NetworkPanel {
   fill(registry) {
     const sel = $('model');
     sel.textContent = '';
-    const add = (parent, value, text) => {
-      const o = document.createElement('option');
-      o.value = value;
-      o.textContent = text;
-      parent.append(o);
-    };
-    add(sel, 'demo', 'Demo U-Net (bundled, field → χ, divisor 8)');
+    addOption(sel, 'demo', 'Demo U-Net (bundled, field → χ, divisor 8)');
     for (const [kind, label] of Object.entries(GROUPS)) {
       const g = document.createElement('optgroup');
       g.label = label;
-      for (const m of registry.filter((r) => r.kind === kind && r.id !== DEMO.id)) add(g, m.id, `${m.name}${m.tileable ? '' : ' (not tileable)'}`);
+      for (const m of registry.filter((r) => r.kind === kind && r.id !== DEMO.id)) addOption(g, m.id, `${m.name}${m.tileable ? '' : ' (not tileable)'}`);
       if (g.children.length) sel.append(g);
     }
-    add(sel, 'custom', 'Custom network (your .onnx)…');
+    addOption(sel, 'custom', 'Custom network (your .onnx)…');
     sel.value = 'demo';
   }
 

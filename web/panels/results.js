@@ -6,7 +6,7 @@
 // (report.verify: verified against predicted fidelity, the data-consistency residual) as #verifyReadout's data-*
 // (possible, exact, r, nrmse, max-abs, voxels, box-lo, box-hi, compare-lo, compare-hi, margin, data-consistency,
 // predicted-r, predicted-nrmse, seconds, message).
-import { $, fmtBytes, fmtSeconds, rows, setData, clearData } from '../dom.js';
+import { $, addOption, fmtBytes, fmtSeconds, rows, setData, clearData } from '../dom.js';
 import { verifiedRows, verifiedData } from '../fidelity.js';
 import { robustRange } from '../tilemap.js';
 import { Viewer } from '../viewer.js';
@@ -60,10 +60,7 @@ export class ResultsPanel {
     if (!outs) return;
     for (const o of OUTPUTS) {
       if (!outs[o.key]) continue;
-      const opt = document.createElement('option');
-      opt.value = o.key;
-      opt.textContent = o.label;
-      sel.append(opt);
+      addOption(sel, o.key, o.label);
     }
     sel.value = outs.chi ? 'chi' : 'localField';
   }
@@ -95,9 +92,7 @@ export class ResultsPanel {
     await this.viewer.ready;
     const cm = $('cmap');
     for (const name of this.viewer.colormaps()) {
-      const o = document.createElement('option');
-      o.value = o.textContent = name;
-      cm.append(o);
+      addOption(cm, name);
     }
     cm.value = 'gray';
   }
