@@ -4,33 +4,20 @@
 // makes the auto-planner's choice independent of the machine (what the cohort workflow declares per job).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, execFileSync } from 'node:child_process';
+import { spawnSync, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { readNifti, writeNifti } from './index.js';
+import { CLI, runCli } from '../../tests/js/run-cli.js';
 import { convStack, unet, prng } from '../../tests/js/networks.js';
 
-const CLI = fileURLToPath(new URL('./cli.js', import.meta.url));
 const DIMS = [48, 48, 32];
 const N = DIMS[0] * DIMS[1] * DIMS[2];
 let dir;
 const f = (name) => path.join(dir, name);
 
-function run(args, { onStderr } = {}) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => {
-      stderr += d;
-      onStderr?.(stderr, child);
-    });
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
-}
+const run = (args, { onStderr } = {}) => runCli(args, { cwd: dir, onStderr });
 
 /** The pid of a process that has exited (for a temp file whose writer is gone). */
 function deadPid() {

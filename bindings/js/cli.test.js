@@ -2,18 +2,17 @@
 // shebang runs it) on NIfTI files and ONNX networks built here.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import zlib from 'node:zlib';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { createTessera, readNifti, writeNifti } from './index.js';
+import { CLI, runCli } from '../../tests/js/run-cli.js';
 import { convStack, convStackReference, unet, prng } from '../../tests/js/networks.js';
 import { lotNet, LOT_KERNEL, LOT_SCALE } from '../../tests/js/phase-networks.js';
 import { baseFiles, headerCases, gzipCases } from '../../tests/js/nifti-fuzz.js';
 
-const CLI = fileURLToPath(new URL('./cli.js', import.meta.url));
 const GAMMA_BAR = 42.577478; // Hz per ppm per tesla
 const DIMS = [24, 20, 16];
 const N = DIMS[0] * DIMS[1] * DIMS[2];
@@ -29,19 +28,7 @@ let field; // Float32Array, ppm, x fastest
 let mask;
 const f = (name) => path.join(dir, name);
 
-function run(args, { onStderr } = {}) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => {
-      stderr += d;
-      onStderr?.(stderr, child);
-    });
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
-}
+const run = (args, { onStderr } = {}) => runCli(args, { cwd: dir, onStderr });
 
 function noStack(r) {
   assert.doesNotMatch(r.stderr, /\n\s+at .+:\d+:\d+/, `stack trace on stderr:\n${r.stderr}`);

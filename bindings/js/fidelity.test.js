@@ -3,27 +3,17 @@
 // the worker count.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createTessera, readNifti, writeNifti } from './index.js';
 import { convStack, prng } from '../../tests/js/networks.js';
+import { runCli } from '../../tests/js/run-cli.js';
 
-const CLI = fileURLToPath(new URL('./cli.js', import.meta.url));
 const DEMO = fileURLToPath(new URL('../../web/models/demo-unet.onnx', import.meta.url));
 
-function cli(args, cwd) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const cli = (args, cwd) => runCli(args, { cwd });
 
 /** Pearson r and NRMSE = ‖a − b‖ / ‖b‖ over the mask, computed here (not by the code under test). */
 function agreement(a, b, mask) {
