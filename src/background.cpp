@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 
+#include "internal/message_number.h"
 #include "internal/parallel.h"
 #include "tessera/dipole.h"
 #include "tessera/error.h"
@@ -15,12 +16,6 @@
 namespace tessera {
 
 namespace {
-
-std::string num(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
 
 [[noreturn]] void invalid(const std::string& message) { throw Error(ErrorCode::InvalidArgument, message); }
 
@@ -201,22 +196,22 @@ void load_real(std::vector<Complex>& c, const std::vector<float>& v, unsigned th
 
 void validate(const VSharpParams& p) {
   if (!(p.max_radius_voxels >= 1.0 && p.max_radius_voxels <= 64.0)) {
-    invalid("vsharp: max_radius_voxels must be in [1, 64] voxels (18 is customary), got " + num(p.max_radius_voxels));
+    invalid("vsharp: max_radius_voxels must be in [1, 64] voxels (18 is customary), got " + message_number(p.max_radius_voxels));
   }
   if (!(p.min_radius_voxels >= 1.0 && p.min_radius_voxels <= p.max_radius_voxels)) {
-    invalid("vsharp: min_radius_voxels must be in [1, max_radius_voxels = " + num(p.max_radius_voxels) +
-            "] voxels (a smaller sphere holds no neighbour), got " + num(p.min_radius_voxels));
+    invalid("vsharp: min_radius_voxels must be in [1, max_radius_voxels = " + message_number(p.max_radius_voxels) +
+            "] voxels (a smaller sphere holds no neighbour), got " + message_number(p.min_radius_voxels));
   }
   if (!(p.step_voxels > 0.0 && p.step_voxels <= 64.0)) {
-    invalid("vsharp: step_voxels must be in (0, 64] voxels (1 is customary), got " + num(p.step_voxels));
+    invalid("vsharp: step_voxels must be in (0, 64] voxels (1 is customary), got " + message_number(p.step_voxels));
   }
   if (!(p.threshold > 0.0 && p.threshold < 1.0)) {
-    invalid("vsharp: threshold must be in (0, 1) (0.05 is customary, Wu et al. 2012), got " + num(p.threshold));
+    invalid("vsharp: threshold must be in (0, 1) (0.05 is customary, Wu et al. 2012), got " + message_number(p.threshold));
   }
   const double radii = std::floor((p.max_radius_voxels - p.min_radius_voxels) / p.step_voxels) + 2.0;
   if (radii > static_cast<double>(kVSharpMaxRadii)) {
-    invalid("vsharp: radii from " + num(p.max_radius_voxels) + " to " + num(p.min_radius_voxels) + " voxels by " +
-            num(p.step_voxels) + " make more than " + std::to_string(kVSharpMaxRadii) + " kernels: raise step_voxels");
+    invalid("vsharp: radii from " + message_number(p.max_radius_voxels) + " to " + message_number(p.min_radius_voxels) + " voxels by " +
+            message_number(p.step_voxels) + " make more than " + std::to_string(kVSharpMaxRadii) + " kernels: raise step_voxels");
   }
 }
 
@@ -229,9 +224,9 @@ std::vector<double> vsharp_radii_mm(const Vec3& voxel_mm, const VSharpParams& p)
   const double lo = p.min_radius_voxels * max_edge(voxel_mm);
   const double step = p.step_voxels * max_edge(voxel_mm);
   if (hi < lo) {
-    invalid("vsharp: the largest radius " + num(hi) + " mm (max_radius_voxels " + num(p.max_radius_voxels) +
-            " × the smallest voxel edge) is below the smallest " + num(lo) + " mm (min_radius_voxels " +
-            num(p.min_radius_voxels) + " × the largest edge): raise max_radius_voxels");
+    invalid("vsharp: the largest radius " + message_number(hi) + " mm (max_radius_voxels " + message_number(p.max_radius_voxels) +
+            " × the smallest voxel edge) is below the smallest " + message_number(lo) + " mm (min_radius_voxels " +
+            message_number(p.min_radius_voxels) + " × the largest edge): raise max_radius_voxels");
   }
   std::vector<double> radii;
   for (double r = hi; r > lo + 1e-9 * lo; r -= step) radii.push_back(r);
@@ -246,7 +241,7 @@ std::vector<uint8_t> erode_mask(const Geometry& g, std::span<const uint8_t> mask
             " has " + std::to_string(g.voxel_count()) + " voxels");
   }
   if (!(radius_mm >= 0.0 && std::isfinite(radius_mm))) {
-    invalid("erode_mask: radius must be finite and >= 0 mm, got " + num(radius_mm));
+    invalid("erode_mask: radius must be finite and >= 0 mm, got " + message_number(radius_mm));
   }
   std::vector<uint8_t> out(mask.size(), 0);
   if (std::none_of(mask.begin(), mask.end(), [](uint8_t m) { return m != 0; })) return out;
@@ -317,9 +312,9 @@ VSharp::VSharp(const Geometry& g, std::span<const float> field, std::span<const 
   // (so the default works on a small head at coarse voxels).
   const auto fits = std::find_if(s.radii.begin(), s.radii.end(), [&](double r) { return deepest > r * r; });
   if (fits == s.radii.end()) {
-    invalid("vsharp: the smallest radius " + num(s.radii.back()) + " mm (min_radius_voxels " +
-            num(params.min_radius_voxels) + ") erodes the mask to nothing: its deepest voxel lies " +
-            num(std::sqrt(deepest)) + " mm inside; lower min_radius_voxels or give a larger mask");
+    invalid("vsharp: the smallest radius " + message_number(s.radii.back()) + " mm (min_radius_voxels " +
+            message_number(params.min_radius_voxels) + ") erodes the mask to nothing: its deepest voxel lies " +
+            message_number(std::sqrt(deepest)) + " mm inside; lower min_radius_voxels or give a larger mask");
   }
   s.radii.erase(s.radii.begin(), fits);
   s.padded = vsharp_padded(s.box.ext, g.voxel_mm, s.radii.front());
@@ -473,7 +468,7 @@ void validate(const PdfParams& p) {
             std::to_string(p.max_iterations));
   }
   if (!(p.tolerance > 0.0 && p.tolerance < 1.0)) {
-    invalid("pdf: tolerance must be in (0, 1) (a relative residual; 1e-5 is customary), got " + num(p.tolerance));
+    invalid("pdf: tolerance must be in (0, 1) (a relative residual; 1e-5 is customary), got " + message_number(p.tolerance));
   }
   if (p.pad_voxels > 1024) {
     invalid("pdf: pad_voxels must be in [0, 1024] voxels (40 is customary, MEDI toolbox), got " +
@@ -569,7 +564,7 @@ Pdf::Pdf(const Geometry& g, std::span<const float> field, std::span<const uint8_
     for (uint64_t i = 0; i < weights.size(); ++i) {
       if (!mask[i]) continue;
       if (!(weights[i] >= 0.0f && std::isfinite(weights[i]))) {
-        invalid("pdf: weights must be finite and >= 0 inside the mask, got " + num(weights[i]) + " at index " +
+        invalid("pdf: weights must be finite and >= 0 inside the mask, got " + message_number(weights[i]) + " at index " +
                 std::to_string(i));
       }
       any = any || weights[i] > 0.0f;

@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "internal/message_number.h"
 #include "internal/parallel.h"
 #include "tessera/dipole.h"
 #include "tessera/error.h"
@@ -13,12 +14,6 @@
 namespace tessera {
 
 namespace {
-
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 
 bool smooth235(int64_t n) {
   for (int64_t p : {2, 3, 5}) {
@@ -62,7 +57,7 @@ uint64_t kspace_divide_bytes(const Geometry& g, double pad_ratio, const char* wh
 Dims3 inversion_padded_dims(const Dims3& dims, double pad_ratio, const char* what) {
   if (!(pad_ratio >= 1.0 && pad_ratio <= padding_defaults::kMaxPadRatio)) {
     throw Error(ErrorCode::InvalidArgument, std::string(what) + ": pad_ratio must be in [1, 3] (times the volume's size " +
-                                                "per axis; 1 = pad only to a fast FFT size), got " + number(pad_ratio));
+                                                "per axis; 1 = pad only to a fast FFT size), got " + message_number(pad_ratio));
   }
   Dims3 out{};
   for (int a = 0; a < 3; ++a) {
@@ -134,8 +129,8 @@ void validate_inversion_inputs(const Geometry& g, std::span<const float> field, 
 void validate(const TsvdParams& p) {
   if (!(p.threshold > 0.0 && p.threshold < 2.0 / 3.0)) {
     throw Error(ErrorCode::InvalidArgument, "tsvd: threshold must be in (0, 2/3) (a |D| value, unitless; " +
-                                                number(tsvd_defaults::kThreshold) + " is the default), got " +
-                                                number(p.threshold));
+                                                message_number(tsvd_defaults::kThreshold) + " is the default), got " +
+                                                message_number(p.threshold));
   }
   inversion_padded_dims({1, 1, 1}, p.pad_ratio, "tsvd");
 }
@@ -158,7 +153,7 @@ void validate(const TikhonovParams& p) {
   if (!(p.lambda > 0.0 && p.lambda <= 1e3)) {
     throw Error(ErrorCode::InvalidArgument,
                 "tikhonov: lambda must be in (0, 1000] (unitless for the identity regulariser, mm² for the gradient; " +
-                    number(tikhonov_defaults::kLambda) + " is the default), got " + number(p.lambda));
+                    message_number(tikhonov_defaults::kLambda) + " is the default), got " + message_number(p.lambda));
   }
   if (p.regulariser != TikhonovRegulariser::Identity && p.regulariser != TikhonovRegulariser::Gradient) {
     throw Error(ErrorCode::InvalidArgument, "tikhonov: regulariser must be identity or gradient, got " +

@@ -6,6 +6,7 @@
 #include <numbers>
 #include <string>
 
+#include "internal/message_number.h"
 #include "internal/parallel.h"
 #include "tessera/brain_mask.h"
 #include "tessera/error.h"
@@ -19,16 +20,10 @@ constexpr double kTwoPi = 2.0 * std::numbers::pi;
 
 double wrap(double x) { return x - kTwoPi * std::nearbyint(x / kTwoPi); }
 
-std::string number_text(double v) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.6g", v);
-  return buffer;
-}
-
 void check_b0(double b0_tesla) {
   if (!(std::isfinite(b0_tesla) && b0_tesla > 0.0)) {
     throw Error(ErrorCode::InvalidArgument,
-                "hz_to_ppm: B0 must be a positive field strength in tesla (e.g. 3), got " + number_text(b0_tesla));
+                "hz_to_ppm: B0 must be a positive field strength in tesla (e.g. 3), got " + message_number(b0_tesla));
   }
 }
 
@@ -78,22 +73,22 @@ void validate_echo_data(const Geometry& g, std::span<const float> phase, std::sp
   for (uint32_t e = 0; e < echoes; ++e) {
     if (!(std::isfinite(te_s[e]) && te_s[e] > 0.0)) {
       throw Error(ErrorCode::InvalidArgument, "echo_fit: TE " + std::to_string(e + 1) + " is " +
-                                                  number_text(te_s[e]) +
+                                                  message_number(te_s[e]) +
                                                   " s; echo times must be positive, in seconds");
     }
   }
   for (uint32_t e = 0; e < echoes; ++e) {
     if (te_s[e] > 1.0) {
       throw Error(ErrorCode::InvalidArgument, "echo_fit: TE " + std::to_string(e + 1) + " is " +
-                                                  number_text(te_s[e]) + " (over 1 s): looks like milliseconds; " +
-                                                  "give TE in seconds (" + number_text(te_s[e] / 1000.0) + ")");
+                                                  message_number(te_s[e]) + " (over 1 s): looks like milliseconds; " +
+                                                  "give TE in seconds (" + message_number(te_s[e] / 1000.0) + ")");
     }
   }
   for (uint32_t e = 1; e < echoes; ++e) {
     if (!(te_s[e] > te_s[e - 1])) {
-      throw Error(ErrorCode::InvalidArgument, "echo_fit: TE " + std::to_string(e + 1) + " (" + number_text(te_s[e]) +
+      throw Error(ErrorCode::InvalidArgument, "echo_fit: TE " + std::to_string(e + 1) + " (" + message_number(te_s[e]) +
                                                   " s) is not after TE " + std::to_string(e) + " (" +
-                                                  number_text(te_s[e - 1]) +
+                                                  message_number(te_s[e - 1]) +
                                                   " s); give the echoes in acquisition order, TE increasing");
     }
   }
@@ -106,7 +101,7 @@ void validate_echo_data(const Geometry& g, std::span<const float> phase, std::sp
     }
     for (uint64_t i = 0; i < want; ++i) {
       if (!(std::isfinite(magnitude[i]) && magnitude[i] >= 0.0f)) {
-        throw Error(ErrorCode::InvalidArgument, "echo_fit: magnitude " + number_text(magnitude[i]) +
+        throw Error(ErrorCode::InvalidArgument, "echo_fit: magnitude " + message_number(magnitude[i]) +
                                                     " at index " + std::to_string(i) +
                                                     " is negative or not finite; give magnitudes ≥ 0");
       }

@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 
+#include "internal/message_number.h"
 #include "internal/parallel.h"
 #include "tessera/dipole.h"
 #include "tessera/error.h"
@@ -200,13 +201,6 @@ Anatomy build_anatomy(const Geometry& g, uint64_t seed) {
   an.calcification.r = {calc_r, calc_r, calc_r};
   an.scale = s;
   return an;
-}
-
-// A number for a message: "%g" (std::to_string prints 1e-9 as 0.000000).
-std::string text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%g", v);
-  return buf;
 }
 
 void check_options(const PhantomOptions& o) {
@@ -484,17 +478,17 @@ void validate(const AcquisitionOptions& o) {
     const double te = o.te_s[e];
     if (!(std::isfinite(te) && te > 0.0 && te <= 1.0)) {
       throw Error(ErrorCode::InvalidArgument, "make_acquisition: te_s[" + std::to_string(e) +
-                                                  "] must be an echo time in seconds in (0, 1], got " + text(te) +
+                                                  "] must be an echo time in seconds in (0, 1], got " + message_number(te) +
                                                   " (4 ms is 0.004)");
     }
   }
   if (!(std::isfinite(o.b0_tesla) && o.b0_tesla > 0.0 && o.b0_tesla <= 20.0)) {
     throw Error(ErrorCode::InvalidArgument,
-                "make_acquisition: b0_tesla must be in (0, 20] tesla, got " + text(o.b0_tesla));
+                "make_acquisition: b0_tesla must be in (0, 20] tesla, got " + message_number(o.b0_tesla));
   }
   if (!(std::isfinite(o.snr) && o.snr >= 0.0)) {
     throw Error(ErrorCode::InvalidArgument, "make_acquisition: snr must be finite and >= 0 (0 = no noise), got " +
-                                                text(o.snr));
+                                                message_number(o.snr));
   }
   if (o.pad_factor < 1 || o.pad_factor > 4) {
     throw Error(ErrorCode::InvalidArgument,

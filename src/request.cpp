@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "internal/message_number.h"
 #include "tessera/autoplan.h"
 #include "tessera/crop.h"
 #include "tessera/methods.h"
@@ -90,29 +91,22 @@ std::vector<std::string_view> option_choices(const OptionSpec& option) {
 namespace {
 
 // The run options, then the classical methods' parameters (tessera/methods.h): one schema.
-// A number as the texts quote it (up to 6 significant digits, no trailing zeros).
-std::string quoted(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
-
 // The texts that quote a constant, made from it (kOptions holds a placeholder for each).
 void quote_constants(std::vector<OptionSpec>& v) {
   static const std::string quality = [] {
     const FidelityTarget f = fidelity_target(Quality::Faithful), b = fidelity_target(Quality::Balanced);
-    return "the auto-planner's fidelity target against the whole-volume run: faithful (r ≥ " + quoted(f.min_r) +
-           ", NRMSE ≤ " + quoted(f.max_nrmse) + "), balanced (r ≥ " + quoted(b.min_r) + ", NRMSE ≤ " +
-           quoted(b.max_nrmse) + ") or fast (no target)";
+    return "the auto-planner's fidelity target against the whole-volume run: faithful (r ≥ " + message_number(f.min_r) +
+           ", NRMSE ≤ " + message_number(f.max_nrmse) + "), balanced (r ≥ " + message_number(b.min_r) + ", NRMSE ≤ " +
+           message_number(b.max_nrmse) + ") or fast (no target)";
   }();
   static const std::string b0_align =
       "networks that assume B0 along the third axis (field → χ): resample the field to a B0-aligned grid and χ back when "
-      "B0 is more than " + quoted(defaults::kB0AlignThresholdDegrees) + "° off it (auto), at any tilt (on), or never "
-      "(off); a warning above " + quoted(defaults::kB0WarnDegrees) + "°";
-  static const std::string halo = "the network's default halo (" + quoted(defaults::kCustomNetworkHalo) +
+      "B0 is more than " + message_number(defaults::kB0AlignThresholdDegrees) + "° off it (auto), at any tilt (on), or never "
+      "(off); a warning above " + message_number(defaults::kB0WarnDegrees) + "°";
+  static const std::string halo = "the network's default halo (" + message_number(defaults::kCustomNetworkHalo) +
                                   " for a custom network)";
   static const std::string bytes = "calibrated from the weights (without weights: " +
-                                   quoted(static_cast<double>(defaults::kBytesPerVoxel)) +
+                                   message_number(static_cast<double>(defaults::kBytesPerVoxel)) +
                                    ", the reference engine's figure)";
   for (OptionSpec& o : v) {
     if (o.name == "quality") o.help = quality;

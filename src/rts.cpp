@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "internal/message_number.h"
 #include "internal/parallel.h"
 #include "tessera/error.h"
 #include "tessera/fft.h"
@@ -15,12 +16,6 @@ namespace tessera {
 namespace {
 
 using C = std::complex<float>;
-
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 
 // Sum of body(begin, end) over fixed blocks of [0, n), added in block order: the same bits for any thread count.
 template <typename Body>
@@ -45,22 +40,22 @@ void release(std::vector<C>& v) { std::vector<C>().swap(v); }
 
 void validate(const RtsParams& p) {
   auto range = [](const char* name, double v, bool ok, const std::string& rule) {
-    if (!ok) throw Error(ErrorCode::InvalidArgument, "rts: " + std::string(name) + " must be " + rule + ", got " + number(v));
+    if (!ok) throw Error(ErrorCode::InvalidArgument, "rts: " + std::string(name) + " must be " + rule + ", got " + message_number(v));
   };
   range("delta", p.delta, p.delta > 0.0 && p.delta < 2.0 / 3.0,
-        "in (0, 2/3) (a |D| value, unitless; " + number(rts_defaults::kDelta) + " is the default)");
-  range("mu", p.mu, p.mu > 0.0 && p.mu <= 1e10, "in (0, 1e10] (" + number(rts_defaults::kMu) + " is the default)");
+        "in (0, 2/3) (a |D| value, unitless; " + message_number(rts_defaults::kDelta) + " is the default)");
+  range("mu", p.mu, p.mu > 0.0 && p.mu <= 1e10, "in (0, 1e10] (" + message_number(rts_defaults::kMu) + " is the default)");
   range("rho", p.rho, p.rho > 0.0 && p.rho <= 1e8,
-        "in (0, 1e8] (ADMM penalty; " + number(rts_defaults::kRho) + " is the default)");
+        "in (0, 1e8] (ADMM penalty; " + message_number(rts_defaults::kRho) + " is the default)");
   range("tolerance", p.tolerance, p.tolerance >= 0.0 && p.tolerance < 1.0,
-        "in [0, 1) (relative change of χ, unitless; " + number(rts_defaults::kTolerance) + " is the default)");
+        "in [0, 1) (relative change of χ, unitless; " + message_number(rts_defaults::kTolerance) + " is the default)");
   range("max_iterations", p.max_iterations, p.max_iterations >= 1 && p.max_iterations <= 10000,
         "in [1, 10000] (" + std::to_string(rts_defaults::kMaxIterations) + " is the default)");
   range("lsmr_iterations", p.lsmr_iterations, p.lsmr_iterations >= 1 && p.lsmr_iterations <= 1000,
         "in [1, 1000] (" + std::to_string(rts_defaults::kLsmrIterations) + " is the default)");
-  range("tau", p.tau, p.tau > 0.0 && p.tau <= 1.0, "in (0, 1] (" + number(rts_defaults::kTau) + " is the default)");
+  range("tau", p.tau, p.tau > 0.0 && p.tau <= 1.0, "in (0, 1] (" + message_number(rts_defaults::kTau) + " is the default)");
   range("gamma", p.gamma, p.gamma >= 1.0 && p.gamma <= 100.0,
-        "in [1, 100] (" + number(rts_defaults::kGamma) + " is the default)");
+        "in [1, 100] (" + message_number(rts_defaults::kGamma) + " is the default)");
   inversion_padded_dims({1, 1, 1}, p.pad_ratio, "rts");
 }
 

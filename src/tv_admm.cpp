@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "internal/message_number.h"
 #include "internal/parallel.h"
 #include "tessera/error.h"
 #include "tessera/fft.h"
@@ -11,12 +12,6 @@
 namespace tessera {
 
 namespace {
-
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 
 float shrink(float v, float t) { return v > t ? v - t : (v < -t ? v + t : 0.0f); }
 
@@ -99,17 +94,17 @@ std::vector<float> crop_real_masked(const Geometry& g, const Dims3& pd, std::spa
 void validate(const TvAdmmParams& p) {
   if (!(p.lambda > 0.0 && p.lambda <= 1.0)) {
     throw Error(ErrorCode::InvalidArgument, "tv: lambda must be in (0, 1] (ppm·mm, for a field in ppm; " +
-                                                number(tv_defaults::kLambda) + " is the default), got " +
-                                                number(p.lambda));
+                                                message_number(tv_defaults::kLambda) + " is the default), got " +
+                                                message_number(p.lambda));
   }
   if (!(p.rho > 0.0 && p.rho <= 1e3)) {
     throw Error(ErrorCode::InvalidArgument, "tv: rho must be in (0, 1000] (ADMM penalty, ppm·mm; 100 × lambda = " +
-                                                number(tv_defaults::kRho) + " is the default), got " + number(p.rho));
+                                                message_number(tv_defaults::kRho) + " is the default), got " + message_number(p.rho));
   }
   if (!(p.tolerance >= 0.0 && p.tolerance < 1.0)) {
     throw Error(ErrorCode::InvalidArgument, "tv: tolerance must be in [0, 1) (relative change of χ, unitless; " +
-                                                number(tv_defaults::kTolerance) + " is the default), got " +
-                                                number(p.tolerance));
+                                                message_number(tv_defaults::kTolerance) + " is the default), got " +
+                                                message_number(p.tolerance));
   }
   if (p.max_iterations < 1 || p.max_iterations > 10000) {
     throw Error(ErrorCode::InvalidArgument, "tv: max_iterations must be in [1, 10000] (" +
