@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "internal/message_number.h"
 #include "internal/parallel.h"
 #include "tessera/error.h"
 
@@ -13,16 +14,10 @@ namespace tessera {
 
 namespace {
 
-std::string number_text(double v) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.4g", v);
-  return buffer;
-}
-
 void check_radius(const char* name, double value) {
   if (!(std::isfinite(value) && value >= 0.0 && value <= 100.0)) {
     throw Error(ErrorCode::InvalidArgument, std::string("brain_mask: ") + name + " must be in [0, 100] mm, got " +
-                                                number_text(value));
+                                                message_number(value, 4));
   }
 }
 
@@ -156,7 +151,7 @@ void validate(const BrainMaskParams& p) {
   if (!(p.robust_fraction > 0.0 && p.robust_fraction < 1.0)) {
     throw Error(ErrorCode::InvalidArgument,
                 "brain_mask: robust_fraction must be in (0, 1) (a fraction of the 2nd-98th percentile range; BET "
-                "uses 0.1), got " + number_text(p.robust_fraction));
+                "uses 0.1), got " + message_number(p.robust_fraction, 4));
   }
   check_radius("opening_radius_mm", p.opening_radius_mm);
   check_radius("closing_radius_mm", p.closing_radius_mm);
@@ -244,9 +239,9 @@ std::vector<uint8_t> brain_mask(const Geometry& g, std::span<const float> magnit
     const std::vector<uint32_t> labels = label_components(g, mask, &sizes);
     if (sizes.size() <= 1) {
       throw Error(ErrorCode::InvalidArgument,
-                  "brain_mask: no voxel is left above the threshold " + number_text(t) + " (magnitude 2nd-98th " +
-                      "percentiles " + number_text(t2) + " to " + number_text(t98) + ") after an opening of " +
-                      number_text(p.opening_radius_mm) + " mm; check the magnitude image or lower opening_radius_mm");
+                  "brain_mask: no voxel is left above the threshold " + message_number(t, 4) + " (magnitude 2nd-98th " +
+                      "percentiles " + message_number(t2, 4) + " to " + message_number(t98, 4) + ") after an opening of " +
+                      message_number(p.opening_radius_mm, 4) + " mm; check the magnitude image or lower opening_radius_mm");
     }
     const uint32_t largest = static_cast<uint32_t>(std::max_element(sizes.begin() + 1, sizes.end()) - sizes.begin());
     for (uint64_t i = 0; i < n; ++i) mask[i] = labels[i] == largest ? 1 : 0;

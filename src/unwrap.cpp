@@ -8,6 +8,7 @@
 #include <numbers>
 #include <string>
 
+#include "internal/message_number.h"
 #include "internal/parallel.h"
 #include "tessera/error.h"
 #include "tessera/fft.h"
@@ -21,12 +22,6 @@ constexpr double kTwoPi = 2.0 * std::numbers::pi;
 
 // x − 2π·round(x/2π): in [−π, π].
 double wrap(double x) { return x - kTwoPi * std::nearbyint(x / kTwoPi); }
-
-std::string number_text(double v) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.4g", v);
-  return buffer;
-}
 
 void check_inputs(const char* what, const Geometry& g, std::span<const float> wrapped, std::span<const uint8_t> mask) {
   validate_geometry(g);
@@ -76,7 +71,7 @@ void validate_wrapped_phase(std::span<const float> phase, const std::string& wha
   }
   constexpr double kTolerance = 1e-3;
   if (lo >= -kPi - kTolerance && hi <= kPi + kTolerance) return;
-  const std::string span = "spans " + number_text(lo) + " to " + number_text(hi);
+  const std::string span = "spans " + message_number(lo, 4) + " to " + message_number(hi, 4);
   std::string hint;
   if (lo >= -kTolerance && hi <= kTwoPi + kTolerance) {
     hint = " rad: looks like a phase in [0, 2π); subtract 2π from the values above π to give [−π, π]";

@@ -6,10 +6,11 @@
 
 namespace tessera {
 
-// v in "%.6g": up to 6 significant digits, no trailing zeros (std::to_string prints 1e-9 as 0.000000).
-inline std::string message_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
+// v in "%.<digits>g": up to `digits` significant digits, no trailing zeros (std::to_string prints 1e-9 as 0.000000).
+// digits in [1, 17].
+inline std::string message_number(double v, int digits = 6) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
   return buf;
 }
 
