@@ -123,6 +123,22 @@ struct Anatomy {
   double scale = 1.0;  // the uniform shrink s applied to every length in mm
 };
 
+// Calls f(index, p) for every voxel in memory order (x fastest), p its centre in mm from the volume's centre.
+template <class F>
+void for_each_voxel_mm(const Geometry& g, F&& f) {
+  size_t idx = 0;
+  for (int64_t z = 0; z < g.dims[2]; ++z) {
+    const double pz = (static_cast<double>(z) - 0.5 * static_cast<double>(g.dims[2] - 1)) * g.voxel_mm[2];
+    for (int64_t y = 0; y < g.dims[1]; ++y) {
+      const double py = (static_cast<double>(y) - 0.5 * static_cast<double>(g.dims[1] - 1)) * g.voxel_mm[1];
+      for (int64_t x = 0; x < g.dims[0]; ++x, ++idx) {
+        const double px = (static_cast<double>(x) - 0.5 * static_cast<double>(g.dims[0] - 1)) * g.voxel_mm[0];
+        f(idx, Vec3{px, py, pz});
+      }
+    }
+  }
+}
+
 Anatomy build_anatomy(const Geometry& g, uint64_t seed) {
   SplitMix64 rng{seed ^ 0x5EED0F7E55E7A000ull};
   double s = 1.0;  // uniform shrink so that the head fits the field of view
@@ -419,28 +435,19 @@ Phantom make_phantom_chi(const Geometry& g, uint64_t seed) {
   const size_t n = static_cast<size_t>(g.voxel_count());
   ph.chi.assign(n, 0.0f);
   ph.mask.assign(n, 0);
-  size_t idx = 0;
-  for (int64_t z = 0; z < g.dims[2]; ++z) {
-    const double pz = (static_cast<double>(z) - 0.5 * static_cast<double>(g.dims[2] - 1)) * g.voxel_mm[2];
-    for (int64_t y = 0; y < g.dims[1]; ++y) {
-      const double py = (static_cast<double>(y) - 0.5 * static_cast<double>(g.dims[1] - 1)) * g.voxel_mm[1];
-      for (int64_t x = 0; x < g.dims[0]; ++x, ++idx) {
-        const double px = (static_cast<double>(x) - 0.5 * static_cast<double>(g.dims[0] - 1)) * g.voxel_mm[0];
-        const Vec3 p{px, py, pz};
-        if (!an.brain.contains(p)) continue;
-        ph.mask[idx] = 1;
-        float chi = an.inner.contains(p) ? phantom_chi::white_matter : phantom_chi::grey_matter;
-        for (const auto& e : an.ellipsoids) {
-          if (e.contains(p)) chi = e.chi;
-        }
-        for (const auto& v : an.veins) {
-          if (v.contains(p)) chi = v.chi;
-        }
-        if (an.calcification.contains(p)) chi = an.calcification.chi;
-        ph.chi[idx] = chi;
-      }
+  for_each_voxel_mm(g, [&](size_t idx, const Vec3& p) {
+    if (!an.brain.contains(p)) return;
+    ph.mask[idx] = 1;
+    float chi = an.inner.contains(p) ? phantom_chi::white_matter : phantom_chi::grey_matter;
+    for (const auto& e : an.ellipsoids) {
+      if (e.contains(p)) chi = e.chi;
     }
-  }
+    for (const auto& v : an.veins) {
+      if (v.contains(p)) chi = v.chi;
+    }
+    if (an.calcification.contains(p)) chi = an.calcification.chi;
+    ph.chi[idx] = chi;
+  });
   return ph;
 }
 
@@ -529,30 +536,21 @@ PhantomAcquisition make_acquisition(const Geometry& g, const AcquisitionOptions&
   acq.head_mask.assign(n, 0);
   acq.tissue.assign(n, 0);
   acq.phase_offset.assign(n, 0.0f);
-  size_t idx = 0;
-  for (int64_t z = 0; z < g.dims[2]; ++z) {
-    const double pz = (static_cast<double>(z) - 0.5 * static_cast<double>(g.dims[2] - 1)) * g.voxel_mm[2];
-    for (int64_t y = 0; y < g.dims[1]; ++y) {
-      const double py = (static_cast<double>(y) - 0.5 * static_cast<double>(g.dims[1] - 1)) * g.voxel_mm[1];
-      for (int64_t x = 0; x < g.dims[0]; ++x, ++idx) {
-        const double px = (static_cast<double>(x) - 0.5 * static_cast<double>(g.dims[0] - 1)) * g.voxel_mm[0];
-        const Vec3 p{px, py, pz};
-        Tissue t;
-        float chi;
-        if (brain.mask[idx]) {
-          chi = brain.chi[idx];
-          t = brain_tissue(chi);
-        } else {
-          t = head.classify(p);
-          chi = t == Tissue::Air ? head_chi::air : t == Tissue::Bone ? head_chi::bone : head_chi::soft_tissue;
-        }
-        acq.chi[idx] = chi;
-        acq.tissue[idx] = static_cast<uint8_t>(t);
-        acq.head_mask[idx] = t == Tissue::Air ? 0 : 1;
-        acq.phase_offset[idx] = head.offset(p);
-      }
+  for_each_voxel_mm(g, [&](size_t idx, const Vec3& p) {
+    Tissue t;
+    float chi;
+    if (brain.mask[idx]) {
+      chi = brain.chi[idx];
+      t = brain_tissue(chi);
+    } else {
+      t = head.classify(p);
+      chi = t == Tissue::Air ? head_chi::air : t == Tissue::Bone ? head_chi::bone : head_chi::soft_tissue;
     }
-  }
+    acq.chi[idx] = chi;
+    acq.tissue[idx] = static_cast<uint8_t>(t);
+    acq.head_mask[idx] = t == Tissue::Air ? 0 : 1;
+    acq.phase_offset[idx] = head.offset(p);
+  });
 
   // The head in air: chi relative to air is 0 outside the head, so the zero padding continues the air.
   {
