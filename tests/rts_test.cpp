@@ -80,17 +80,7 @@ TEST(Rts, LsmrConvergesOnTheWellConditionedBand) {
   const Phantom ph = make_phantom_chi(g);
   const std::vector<float> f = forward_field(g, ph.chi, 1);
   const std::vector<uint8_t> all(g.voxel_count(), 1);
-  const std::vector<float> kernel = dipole_kernel(g);
-  auto band = [&](const std::vector<float>& v) {
-    std::vector<Complex> c(v.begin(), v.end());
-    fft3d_forward(c, g.dims);
-    for (size_t i = 0; i < c.size(); ++i)
-      if (std::fabs(kernel[i]) <= 0.3f) c[i] = 0.0f;
-    fft3d_inverse(c, g.dims);
-    std::vector<float> out(v.size());
-    for (size_t i = 0; i < v.size(); ++i) out[i] = c[i].real();
-    return out;
-  };
+  auto band = [&](const std::vector<float>& v) { return test::dipole_band(g, v, 0.3f); };
   auto band_error = [&](uint32_t iterations) {
     RtsParams p;
     p.lsmr_iterations = iterations;

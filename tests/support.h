@@ -17,7 +17,9 @@
 
 #include <string>
 
+#include "tessera/dipole.h"
 #include "tessera/error.h"
+#include "tessera/fft.h"
 #include "tessera/geometry.h"
 #include "tessera/runner.h"
 
@@ -86,6 +88,21 @@ inline std::vector<float> random_field(const Geometry& g, uint64_t seed) {
   std::vector<float> f(g.voxel_count());
   for (float& v : f) v = rng.uniform();
   return f;
+}
+
+// v with every frequency where the dipole kernel's magnitude is <= threshold set to 0: the well-conditioned band, where
+// a dipole inversion can be checked against the truth (the cone's missing part left out).
+// v holds g.voxel_count() values.
+inline std::vector<float> dipole_band(const Geometry& g, std::span<const float> v, float threshold) {
+  const std::vector<float> kernel = dipole_kernel(g);
+  std::vector<Complex> c(v.begin(), v.end());
+  fft3d_forward(c, g.dims);
+  for (size_t i = 0; i < c.size(); ++i)
+    if (std::fabs(kernel[i]) <= threshold) c[i] = 0.0f;
+  fft3d_inverse(c, g.dims);
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = c[i].real();
+  return out;
 }
 
 // An ellipsoid mask filling most of the volume (some empty corners for skipped tiles).

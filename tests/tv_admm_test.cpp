@@ -67,17 +67,7 @@ TEST(TvAdmm, TinyLambdaFitsTheDataInTheWellConditionedBand) {
   p.max_iterations = 60;
   p.tolerance = 1e-5;
   const std::vector<float> chi = tv_admm(g, f, all, p);
-  const std::vector<float> kernel = dipole_kernel(g);
-  auto band = [&](const std::vector<float>& v) {
-    std::vector<Complex> c(v.begin(), v.end());
-    fft3d_forward(c, g.dims);
-    for (size_t i = 0; i < c.size(); ++i)
-      if (std::fabs(kernel[i]) <= 0.1f) c[i] = 0.0f;
-    fft3d_inverse(c, g.dims);
-    std::vector<float> out(v.size());
-    for (size_t i = 0; i < v.size(); ++i) out[i] = c[i].real();
-    return out;
-  };
+  auto band = [&](const std::vector<float>& v) { return test::dipole_band(g, v, 0.1f); };
   const Agreement a = compare_maps(g, band(chi), band(ph.chi), all);
   std::printf("tiny λ: band NRMSE %.2e\n", a.nrmse);
   EXPECT_LT(a.nrmse, 1e-2);
