@@ -16,23 +16,35 @@
 
 namespace tessera::js {
 
-val pipeline_plan_to_val(const PipelinePlan& plan, unsigned threads) {
-  val p = val::object();  // not a TilePlan: the pipeline has no tiles
-  p.set("feasible", plan.feasible);
-  p.set("message", plan.message);
-  p.set("pipeline", true);
-  val stages = val::array();
-  for (const std::string& stage : plan.stages) stages.call<void>("push", stage);
-  p.set("stages", stages);
-  p.set("inputBytes", static_cast<double>(plan.input_bytes));
-  p.set("workspaceBytes", static_cast<double>(plan.workspace_bytes));
-  p.set("moduleHeapBytes", static_cast<double>(plan.module_heap_bytes));
-  p.set("peakBytes", static_cast<double>(plan.module_heap_bytes));
-  p.set("largestVoxels", static_cast<double>(plan.largest_voxels));
+namespace {
+
+// The fields of a plan without tiles (a pipeline's or a method's): its verdict, its memory and no networks.
+val untiled_plan(bool feasible, const std::string& message, uint64_t input_bytes, uint64_t workspace_bytes,
+                 uint64_t module_heap_bytes, uint64_t peak_bytes, uint64_t largest_voxels, unsigned threads) {
+  val p = val::object();
+  p.set("feasible", feasible);
+  p.set("message", message);
+  p.set("inputBytes", static_cast<double>(input_bytes));
+  p.set("workspaceBytes", static_cast<double>(workspace_bytes));
+  p.set("moduleHeapBytes", static_cast<double>(module_heap_bytes));
+  p.set("peakBytes", static_cast<double>(peak_bytes));
+  p.set("largestVoxels", static_cast<double>(largest_voxels));
   p.set("threads", threads);
   p.set("networks", 0);
   p.set("tilesInFlight", 0);
   p.set("warning", std::string());
+  return p;
+}
+
+}  // namespace
+
+val pipeline_plan_to_val(const PipelinePlan& plan, unsigned threads) {
+  val p = untiled_plan(plan.feasible, plan.message, plan.input_bytes, plan.workspace_bytes, plan.module_heap_bytes,
+                       plan.module_heap_bytes, plan.largest_voxels, threads);
+  p.set("pipeline", true);
+  val stages = val::array();
+  for (const std::string& stage : plan.stages) stages.call<void>("push", stage);
+  p.set("stages", stages);
   return p;
 }
 
@@ -52,22 +64,12 @@ val pipeline_result_to_val(const PipelineResult& r) {
 }
 
 val method_plan_to_val(const MethodPlan& plan) {
-  val p = val::object();  // not a TilePlan: a method's plan has no tiles
-  p.set("feasible", plan.feasible);
-  p.set("message", plan.message);
+  val p = untiled_plan(plan.feasible, plan.message, plan.input_bytes, plan.workspace_bytes, plan.module_heap_bytes,
+                       plan.peak_bytes, plan.largest_voxels, plan.threads);
   p.set("method", plan.method);
   p.set("title", plan.title);
   p.set("methodSteps", plan.steps);
-  p.set("threads", plan.threads);
-  p.set("inputBytes", static_cast<double>(plan.input_bytes));
-  p.set("workspaceBytes", static_cast<double>(plan.workspace_bytes));
-  p.set("moduleHeapBytes", static_cast<double>(plan.module_heap_bytes));
-  p.set("peakBytes", static_cast<double>(plan.peak_bytes));
-  p.set("largestVoxels", static_cast<double>(plan.largest_voxels));
   p.set("wholeVolume", true);
-  p.set("networks", 0);
-  p.set("tilesInFlight", 0);
-  p.set("warning", std::string());
   return p;
 }
 
