@@ -196,7 +196,8 @@ void load_real(std::vector<Complex>& c, const std::vector<float>& v, unsigned th
 
 void validate(const VSharpParams& p) {
   if (!(p.max_radius_voxels >= 1.0 && p.max_radius_voxels <= 64.0)) {
-    invalid("vsharp: max_radius_voxels must be in [1, 64] voxels (18 is customary), got " + message_number(p.max_radius_voxels));
+    invalid("vsharp: max_radius_voxels must be in [1, 64] voxels (18 is customary), got " +
+            message_number(p.max_radius_voxels));
   }
   if (!(p.min_radius_voxels >= 1.0 && p.min_radius_voxels <= p.max_radius_voxels)) {
     invalid("vsharp: min_radius_voxels must be in [1, max_radius_voxels = " + message_number(p.max_radius_voxels) +
@@ -206,12 +207,14 @@ void validate(const VSharpParams& p) {
     invalid("vsharp: step_voxels must be in (0, 64] voxels (1 is customary), got " + message_number(p.step_voxels));
   }
   if (!(p.threshold > 0.0 && p.threshold < 1.0)) {
-    invalid("vsharp: threshold must be in (0, 1) (0.05 is customary, Wu et al. 2012), got " + message_number(p.threshold));
+    invalid("vsharp: threshold must be in (0, 1) (0.05 is customary, Wu et al. 2012), got " +
+            message_number(p.threshold));
   }
   const double radii = std::floor((p.max_radius_voxels - p.min_radius_voxels) / p.step_voxels) + 2.0;
   if (radii > static_cast<double>(kVSharpMaxRadii)) {
-    invalid("vsharp: radii from " + message_number(p.max_radius_voxels) + " to " + message_number(p.min_radius_voxels) + " voxels by " +
-            message_number(p.step_voxels) + " make more than " + std::to_string(kVSharpMaxRadii) + " kernels: raise step_voxels");
+    invalid("vsharp: radii from " + message_number(p.max_radius_voxels) + " to " +
+            message_number(p.min_radius_voxels) + " voxels by " + message_number(p.step_voxels) +
+            " make more than " + std::to_string(kVSharpMaxRadii) + " kernels: raise step_voxels");
   }
 }
 
@@ -224,8 +227,9 @@ std::vector<double> vsharp_radii_mm(const Vec3& voxel_mm, const VSharpParams& p)
   const double lo = p.min_radius_voxels * max_edge(voxel_mm);
   const double step = p.step_voxels * max_edge(voxel_mm);
   if (hi < lo) {
-    invalid("vsharp: the largest radius " + message_number(hi) + " mm (max_radius_voxels " + message_number(p.max_radius_voxels) +
-            " × the smallest voxel edge) is below the smallest " + message_number(lo) + " mm (min_radius_voxels " +
+    invalid("vsharp: the largest radius " + message_number(hi) + " mm (max_radius_voxels " +
+            message_number(p.max_radius_voxels) + " × the smallest voxel edge) is below the smallest " +
+            message_number(lo) + " mm (min_radius_voxels " +
             message_number(p.min_radius_voxels) + " × the largest edge): raise max_radius_voxels");
   }
   std::vector<double> radii;
@@ -468,7 +472,8 @@ void validate(const PdfParams& p) {
             std::to_string(p.max_iterations));
   }
   if (!(p.tolerance > 0.0 && p.tolerance < 1.0)) {
-    invalid("pdf: tolerance must be in (0, 1) (a relative residual; 1e-5 is customary), got " + message_number(p.tolerance));
+    invalid("pdf: tolerance must be in (0, 1) (a relative residual; 1e-5 is customary), got " +
+            message_number(p.tolerance));
   }
   if (p.pad_voxels > 1024) {
     invalid("pdf: pad_voxels must be in [0, 1024] voxels (40 is customary, MEDI toolbox), got " +
@@ -564,8 +569,8 @@ Pdf::Pdf(const Geometry& g, std::span<const float> field, std::span<const uint8_
     for (uint64_t i = 0; i < weights.size(); ++i) {
       if (!mask[i]) continue;
       if (!(weights[i] >= 0.0f && std::isfinite(weights[i]))) {
-        invalid("pdf: weights must be finite and >= 0 inside the mask, got " + message_number(weights[i]) + " at index " +
-                std::to_string(i));
+        invalid("pdf: weights must be finite and >= 0 inside the mask, got " + message_number(weights[i]) +
+                " at index " + std::to_string(i));
       }
       any = any || weights[i] > 0.0f;
     }

@@ -240,8 +240,9 @@ std::vector<uint8_t> brain_mask(const Geometry& g, std::span<const float> magnit
     if (sizes.size() <= 1) {
       throw Error(ErrorCode::InvalidArgument,
                   "brain_mask: no voxel is left above the threshold " + message_number(t, 4) + " (magnitude 2nd-98th " +
-                      "percentiles " + message_number(t2, 4) + " to " + message_number(t98, 4) + ") after an opening of " +
-                      message_number(p.opening_radius_mm, 4) + " mm; check the magnitude image or lower opening_radius_mm");
+                      "percentiles " + message_number(t2, 4) + " to " + message_number(t98, 4) +
+                      ") after an opening of " + message_number(p.opening_radius_mm, 4) +
+                      " mm; check the magnitude image or lower opening_radius_mm");
     }
     const uint32_t largest = static_cast<uint32_t>(std::max_element(sizes.begin() + 1, sizes.end()) - sizes.begin());
     for (uint64_t i = 0; i < n; ++i) mask[i] = labels[i] == largest ? 1 : 0;

@@ -57,7 +57,8 @@ uint64_t kspace_divide_bytes(const Geometry& g, double pad_ratio, const char* wh
 Dims3 inversion_padded_dims(const Dims3& dims, double pad_ratio, const char* what) {
   if (!(pad_ratio >= 1.0 && pad_ratio <= padding_defaults::kMaxPadRatio)) {
     throw Error(ErrorCode::InvalidArgument, std::string(what) + ": pad_ratio must be in [1, 3] (times the volume's size " +
-                                                "per axis; 1 = pad only to a fast FFT size), got " + message_number(pad_ratio));
+                                                "per axis; 1 = pad only to a fast FFT size), got " +
+                                                message_number(pad_ratio));
   }
   Dims3 out{};
   for (int a = 0; a < 3; ++a) {

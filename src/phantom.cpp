@@ -485,8 +485,8 @@ void validate(const AcquisitionOptions& o) {
     const double te = o.te_s[e];
     if (!(std::isfinite(te) && te > 0.0 && te <= 1.0)) {
       throw Error(ErrorCode::InvalidArgument, "make_acquisition: te_s[" + std::to_string(e) +
-                                                  "] must be an echo time in seconds in (0, 1], got " + message_number(te) +
-                                                  " (4 ms is 0.004)");
+                                                  "] must be an echo time in seconds in (0, 1], got " +
+                                                  message_number(te) + " (4 ms is 0.004)");
     }
   }
   if (!(std::isfinite(o.b0_tesla) && o.b0_tesla > 0.0 && o.b0_tesla <= 20.0)) {

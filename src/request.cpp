@@ -95,13 +95,14 @@ namespace {
 void quote_constants(std::vector<OptionSpec>& v) {
   static const std::string quality = [] {
     const FidelityTarget f = fidelity_target(Quality::Faithful), b = fidelity_target(Quality::Balanced);
-    return "the auto-planner's fidelity target against the whole-volume run: faithful (r ≥ " + message_number(f.min_r) +
-           ", NRMSE ≤ " + message_number(f.max_nrmse) + "), balanced (r ≥ " + message_number(b.min_r) + ", NRMSE ≤ " +
-           message_number(b.max_nrmse) + ") or fast (no target)";
+    return "the auto-planner's fidelity target against the whole-volume run: faithful (r ≥ " +
+           message_number(f.min_r) + ", NRMSE ≤ " + message_number(f.max_nrmse) + "), balanced (r ≥ " +
+           message_number(b.min_r) + ", NRMSE ≤ " + message_number(b.max_nrmse) + ") or fast (no target)";
   }();
   static const std::string b0_align =
       "networks that assume B0 along the third axis (field → χ): resample the field to a B0-aligned grid and χ back when "
-      "B0 is more than " + message_number(defaults::kB0AlignThresholdDegrees) + "° off it (auto), at any tilt (on), or never "
+      "B0 is more than " + message_number(defaults::kB0AlignThresholdDegrees) +
+      "° off it (auto), at any tilt (on), or never "
       "(off); a warning above " + message_number(defaults::kB0WarnDegrees) + "°";
   static const std::string halo = "the network's default halo (" + message_number(defaults::kCustomNetworkHalo) +
                                   " for a custom network)";

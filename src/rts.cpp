@@ -44,7 +44,8 @@ void validate(const RtsParams& p) {
   };
   range("delta", p.delta, p.delta > 0.0 && p.delta < 2.0 / 3.0,
         "in (0, 2/3) (a |D| value, unitless; " + message_number(rts_defaults::kDelta) + " is the default)");
-  range("mu", p.mu, p.mu > 0.0 && p.mu <= 1e10, "in (0, 1e10] (" + message_number(rts_defaults::kMu) + " is the default)");
+  range("mu", p.mu, p.mu > 0.0 && p.mu <= 1e10,
+        "in (0, 1e10] (" + message_number(rts_defaults::kMu) + " is the default)");
   range("rho", p.rho, p.rho > 0.0 && p.rho <= 1e8,
         "in (0, 1e8] (ADMM penalty; " + message_number(rts_defaults::kRho) + " is the default)");
   range("tolerance", p.tolerance, p.tolerance >= 0.0 && p.tolerance < 1.0,
@@ -53,7 +54,8 @@ void validate(const RtsParams& p) {
         "in [1, 10000] (" + std::to_string(rts_defaults::kMaxIterations) + " is the default)");
   range("lsmr_iterations", p.lsmr_iterations, p.lsmr_iterations >= 1 && p.lsmr_iterations <= 1000,
         "in [1, 1000] (" + std::to_string(rts_defaults::kLsmrIterations) + " is the default)");
-  range("tau", p.tau, p.tau > 0.0 && p.tau <= 1.0, "in (0, 1] (" + message_number(rts_defaults::kTau) + " is the default)");
+  range("tau", p.tau, p.tau > 0.0 && p.tau <= 1.0,
+        "in (0, 1] (" + message_number(rts_defaults::kTau) + " is the default)");
   range("gamma", p.gamma, p.gamma >= 1.0 && p.gamma <= 100.0,
         "in [1, 100] (" + message_number(rts_defaults::kGamma) + " is the default)");
   inversion_padded_dims({1, 1, 1}, p.pad_ratio, "rts");

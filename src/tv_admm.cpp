@@ -99,7 +99,8 @@ void validate(const TvAdmmParams& p) {
   }
   if (!(p.rho > 0.0 && p.rho <= 1e3)) {
     throw Error(ErrorCode::InvalidArgument, "tv: rho must be in (0, 1000] (ADMM penalty, ppm·mm; 100 × lambda = " +
-                                                message_number(tv_defaults::kRho) + " is the default), got " + message_number(p.rho));
+                                                message_number(tv_defaults::kRho) + " is the default), got " +
+                                                message_number(p.rho));
   }
   if (!(p.tolerance >= 0.0 && p.tolerance < 1.0)) {
     throw Error(ErrorCode::InvalidArgument, "tv: tolerance must be in [0, 1) (relative change of χ, unitless; " +
