@@ -16,11 +16,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { launchChromium, benchPage } from '../scripts/chromium.js';
 import { startServer } from '../scripts/serve.js';
-import { summarizeTileSpeed, tileSpeedTable, progressLine, TILE_SPEED_OPTIONS } from './tile-speed.js';
+import { summarizeTileSpeed, tileSpeedTable, progressLine, tileSpeedConfig, TILE_SPEED_OPTIONS } from './tile-speed.js';
 
 const { values: a } = parseArgs({ options: { ...TILE_SPEED_OPTIONS, chromium: { type: 'string', default: '/usr/bin/chromium' } } });
 requireStandin(a.onnx);
-const cfg = { edge: Number(a.edge), threads: a.threads.split(',').map(Number), repeats: Number(a.repeats), rounds: Number(a.rounds), warmEdge: Number(a['warm-edge']) };
+const cfg = tileSpeedConfig(a);
 
 const PAGE = `<!doctype html><meta charset="utf-8"><title>tessera tile speed</title>
 <script type="module">

@@ -42,9 +42,10 @@ export async function measureTileSpeed({ WorkerPool, model, edge = 64, threads =
     const sessionSeconds = (performance.now() - t0) / 1000;
     // Small patches first (warmEdge > 0): the code is warm before the first large run, whose heap still grows.
     const warmSeconds = [];
-    for (let r = 0; warmEdge > 0 && r < warmRuns; r++) {
+    const warmInput = warmEdge > 0 ? patchInput(warmEdge) : null;
+    for (let r = 0; warmInput && r < warmRuns; r++) {
       const t = performance.now();
-      await pool.run({ id: -1 - r, input: patchInput(warmEdge), dims: [1, 1, warmEdge, warmEdge, warmEdge] });
+      await pool.run({ id: -1 - r, input: warmInput, dims: [1, 1, warmEdge, warmEdge, warmEdge] });
       warmSeconds.push((performance.now() - t) / 1000);
     }
     const input = patchInput(edge);
@@ -133,6 +134,11 @@ export const TILE_SPEED_OPTIONS = {
   json: { type: 'string' },
 };
 
+/** The measurement settings of parsed TILE_SPEED_OPTIONS values. */
+export function tileSpeedConfig(a) {
+  return { edge: Number(a.edge), threads: a.threads.split(',').map(Number), repeats: Number(a.repeats), rounds: Number(a.rounds), warmEdge: Number(a['warm-edge']) };
+}
+
 /** One measurement in one line (node and Chromium print the same). */
 export function progressLine(p, load) {
   const warm = p.warmSeconds?.length ? `small patches ${p.warmSeconds.map((x) => x.toFixed(2)).join('/')} s, ` : '';
@@ -148,14 +154,13 @@ async function main() {
   const { values: a } = parseArgs({ options: TILE_SPEED_OPTIONS });
   const { readStandin } = await import('./common.js');
   const model = readStandin(a.onnx);
-  const edge = Number(a.edge);
-  const threads = a.threads.split(',').map(Number);
+  const cfg = tileSpeedConfig(a);
   console.log(`tile speed, node ${process.version}, ${os.cpus()[0].model} × ${os.cpus().length}, ${a.onnx}, ` +
-    `edge ${edge}, threads ${threads.join(',')}, ${a.repeats} repeats × ${a.rounds} round(s); load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+    `edge ${cfg.edge}, threads ${cfg.threads.join(',')}, ${cfg.repeats} repeats × ${cfg.rounds} round(s); load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   const points = [];
-  for (let round = 0; round < Number(a.rounds); round++) {
-    for (const t of threads) {
-      const p = await measureTileSpeed({ WorkerPool, model, edge, threads: t, repeats: Number(a.repeats), warmEdge: Number(a['warm-edge']) });
+  for (let round = 0; round < cfg.rounds; round++) {
+    for (const t of cfg.threads) {
+      const p = await measureTileSpeed({ WorkerPool, model, edge: cfg.edge, threads: t, repeats: cfg.repeats, warmEdge: cfg.warmEdge });
       points.push(p);
       console.log(progressLine(p, os.loadavg()[0].toFixed(2)));
     }
