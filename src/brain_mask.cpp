@@ -17,7 +17,7 @@ namespace {
 void check_radius(const char* name, double value) {
   if (!(std::isfinite(value) && value >= 0.0 && value <= 100.0)) {
     throw Error(ErrorCode::InvalidArgument, std::string("brain_mask: ") + name + " must be in [0, 100] mm, got " +
-                                                message_number(value, 4));
+                                                short_message_number(value));
   }
 }
 
@@ -151,7 +151,7 @@ void validate(const BrainMaskParams& p) {
   if (!(p.robust_fraction > 0.0 && p.robust_fraction < 1.0)) {
     throw Error(ErrorCode::InvalidArgument,
                 "brain_mask: robust_fraction must be in (0, 1) (a fraction of the 2nd-98th percentile range; BET "
-                "uses 0.1), got " + message_number(p.robust_fraction, 4));
+                "uses 0.1), got " + short_message_number(p.robust_fraction));
   }
   check_radius("opening_radius_mm", p.opening_radius_mm);
   check_radius("closing_radius_mm", p.closing_radius_mm);
@@ -239,9 +239,9 @@ std::vector<uint8_t> brain_mask(const Geometry& g, std::span<const float> magnit
     const std::vector<uint32_t> labels = label_components(g, mask, &sizes);
     if (sizes.size() <= 1) {
       throw Error(ErrorCode::InvalidArgument,
-                  "brain_mask: no voxel is left above the threshold " + message_number(t, 4) + " (magnitude 2nd-98th " +
-                      "percentiles " + message_number(t2, 4) + " to " + message_number(t98, 4) +
-                      ") after an opening of " + message_number(p.opening_radius_mm, 4) +
+                  "brain_mask: no voxel is left above the threshold " + short_message_number(t) +
+                      " (magnitude 2nd-98th percentiles " + short_message_number(t2) + " to " +
+                      short_message_number(t98) + ") after an opening of " + short_message_number(p.opening_radius_mm) +
                       " mm; check the magnitude image or lower opening_radius_mm");
     }
     const uint32_t largest = static_cast<uint32_t>(std::max_element(sizes.begin() + 1, sizes.end()) - sizes.begin());

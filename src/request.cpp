@@ -66,11 +66,7 @@ const std::array<OptionSpec, 24> kOptions{{
 
 }  // namespace
 
-std::string number_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.10g", v);
-  return buf;
-}
+std::string number_text(double v) { return message_number(v, 10); }
 
 std::string numbers_text(std::span<const double> values) {
   std::string s;

@@ -71,7 +71,7 @@ void validate_wrapped_phase(std::span<const float> phase, const std::string& wha
   }
   constexpr double kTolerance = 1e-3;
   if (lo >= -kPi - kTolerance && hi <= kPi + kTolerance) return;
-  const std::string span = "spans " + message_number(lo, 4) + " to " + message_number(hi, 4);
+  const std::string span = "spans " + short_message_number(lo) + " to " + short_message_number(hi);
   std::string hint;
   if (lo >= -kTolerance && hi <= kTwoPi + kTolerance) {
     hint = " rad: looks like a phase in [0, 2π); subtract 2π from the values above π to give [−π, π]";

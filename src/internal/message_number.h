@@ -1,4 +1,4 @@
-// A number as the methods' and the phantom's error messages print it.
+// A number as the core's messages and the request's texts print it.
 #pragma once
 
 #include <cstdio>
@@ -13,5 +13,9 @@ inline std::string message_number(double v, int digits = 6) {
   std::snprintf(buf, sizeof buf, "%.*g", digits, v);
   return buf;
 }
+
+// v to 4 significant digits: thresholds and phase spans in the brain mask's and the unwrapping's messages, where more
+// digits are noise.
+inline std::string short_message_number(double v) { return message_number(v, 4); }
 
 }  // namespace tessera
