@@ -431,9 +431,9 @@ test('Measure speed: the estimate uses this machine\'s speed, and the next run t
   assert.ok(kept.estimatedSeconds > plan.estimatedSeconds, `the kept speed's estimate (${kept.estimatedSeconds} s) adds the worker start-up to the warm one (${plan.estimatedSeconds} s)`);
   // Another browser or machine does not use it: the entry is keyed by the user agent and the logical cores.
   await page.evaluate(() => {
-    const all = JSON.parse(localStorage.getItem('tessera-qsm.speeds.v1'));
+    const all = JSON.parse(localStorage.getItem('tessera-qsm.speeds.v2'));
     for (const e of Object.values(all)) e.machine = `another browser · ${e.machine}`;
-    localStorage.setItem('tessera-qsm.speeds.v1', JSON.stringify(all));
+    localStorage.setItem('tessera-qsm.speeds.v2', JSON.stringify(all));
   });
   await page.reload();
   await page.waitForFunction(() => document.body.dataset.state === 'idle' && document.querySelector('#planReadout').dataset.feasible, null, { timeout: 60000 });
@@ -624,20 +624,48 @@ test('the quality select changes the plan (fast: another, faster tiling than fai
   await planWith({ feasible: 'true', quality: 'faithful', fidelityWarning: 'false' });
 
   // Measure reach: the network's measured context (receptiveField's probe) replaces its graph's in the plan, and the
-  // readout says so; choosing the file again forgets it (the file may hold other weights).
+  // readout says so. It is kept by the weights' sha256: the same file chosen again, or on a later visit, keeps it;
+  // another file (other weights, maybe the same name) has none.
   assert.equal(await page.isDisabled('#measureReach'), false);
   await page.click('#measureReach');
   await planWith({ feasible: 'true', contextMeasured: 'true' }, 120000);
   const measured = await readData('#planReadout');
   assert.ok(measured.contextRadius90 > 0 && measured.contextRadius90 < graph.radiusMax, `measured radius90 ${measured.contextRadius90}, graph ${graph.radiusMax}`);
-  assert.match(await page.textContent('#planReadout'), new RegExp(`Network reach\\s*measured by probe: 90 % within ${measured.contextRadius90} voxels, 99 % within ${measured.contextRadius99}`));
-  assert.match(await page.textContent('#reachText'), /^Measured in .+ \(a \d+³ patch\): the plan uses it instead of the graph's reach$/);
+  const measuredReach = new RegExp(`Network reach\\s*measured by probe: 90 % within ${measured.contextRadius90} voxels, 99 % within ${measured.contextRadius99}`);
+  assert.match(await page.textContent('#planReadout'), measuredReach);
+  assert.match(await page.textContent('#reachText'), /^Measured in .+ \(a \d+³ patch\): the plan uses it instead of the graph's reach; kept for later visits$/);
   await page.setInputFiles('#customFile', []);
   await planWith({ feasible: 'true', contextAssumed: 'true' });
   await page.setInputFiles('#customFile', netPath);
-  await planWith({ feasible: 'true', contextAssumed: 'false', contextRadius: graph.radiusMax });
+  await planWith({ feasible: 'true', contextMeasured: 'true', contextRadius90: measured.contextRadius90 });
+  const otherNet = path.join(tmp, 'other-weights.onnx');
+  const { unet } = await import('../tests/js/networks.js');
+  fs.writeFileSync(otherNet, unet({ base: 2 }));
+  await page.setInputFiles('#customFile', { name: path.basename(netPath), mimeType: 'application/octet-stream', buffer: fs.readFileSync(otherNet) });
+  const otherGraph = graphReceptiveField(new Uint8Array(fs.readFileSync(otherNet)));
+  await planWith({ feasible: 'true', contextAssumed: 'false', contextRadius: otherGraph.radiusMax });
   assert.notEqual((await readData('#planReadout')).contextMeasured, true);
   assert.equal(await page.textContent('#reachText'), '');
+  // A later visit (another page of this browser profile): the same file's measured reach is the plan's without
+  // measuring again.
+  const later = await ctx.newPage();
+  try {
+    await later.goto(page.url());
+    await later.waitForFunction(() => document.body.dataset.state === 'idle' && document.querySelector('#planReadout').dataset.feasible, null, { timeout: 60000 });
+    await later.selectOption('#model', 'custom');
+    await later.fill('#customDivisor', '8');
+    await later.fill('#customBpv', '1100');
+    await later.setInputFiles('#customFile', netPath);
+    const note = /^Measured on \d{4}-\d\d-\d\d \d\d:\d\d UTC \(a \d+³ patch\), kept from an earlier visit: the plan uses it instead of the graph's reach; Measure reach measures again$/;
+    await later.waitForFunction(
+      ([r90, source]) => document.querySelector('#planReadout').dataset.contextMeasured === 'true' && document.querySelector('#planReadout').dataset.contextRadius90 === r90 && new RegExp(source).test(document.querySelector('#reachText').textContent),
+      [String(measured.contextRadius90), note.source],
+      { timeout: 20000, polling: 50 },
+    );
+    assert.match(await later.textContent('#planReadout'), measuredReach);
+  } finally {
+    await later.close();
+  }
 });
 
 test('Verify (self-check): the verified fidelity beside the predicted one, equal to the node API’s report.verify; a whole-volume run is exact', { skip, timeout: 240000 }, async () => {

@@ -1,15 +1,22 @@
 // The network panel: the network choice (the registry's, the bundled demo, or a custom .onnx with its spec),
 // the selected network's description, licence and citation, and its weights (official URL through the
 // weights cache, another URL, or local files) with download progress.
-import { TesseraError, loadModel, loadWeightsCached, listCachedWeights, clearWeightsCache } from '../../bindings/js/index.js';
+import { TesseraError, loadModel, loadWeightsCached, listCachedWeights, clearWeightsCache, sha256Hex } from '../../bindings/js/index.js';
 import { $, addOption, checkedValue, clampInt, fmtBytes } from '../dom.js';
 import { DEMO } from '../demo.js';
 import { workflowFor } from '../workflows/index.js';
 
 const GROUPS = { 'field-to-chi': 'Field → χ networks', 'physics-loop': 'Physics loops', 'native-patches': 'Native patching', 'whole-volume-only': 'Whole volume only' };
 
-/** The session's key of a registry network's weights (its id and their sha256s). */
+/** The key of a registry network's weights (its id and their sha256s: the weights are checked against them when loaded). */
 const weightsKey = (m) => `${m.id}:${m.weights.map((w) => w.sha256).join(',')}`;
+
+/**
+ * The key of what was measured on a network's weights (its speed, its reach): a registry network's weightsKey, a custom
+ * .onnx's own sha256, or null while the chosen file is still being read.
+ * Precondition: `net` is NetworkPanel.selected()'s value.
+ */
+export const measuredKey = (net) => (net.kind === 'custom' ? (net.weightsSha ? `sha256:${net.weightsSha}` : null) : weightsKey(net.model));
 
 export class NetworkPanel {
   /** @param {import('../page.js').Page} page */
@@ -25,24 +32,30 @@ export class NetworkPanel {
       this.refreshCacheInfo();
     });
     for (const id of ['customDivisor', 'customBpv']) $(id).addEventListener('input', () => page.schedulePlan());
-    this.custom = { file: null, bytes: null }; // the chosen custom .onnx and its bytes
+    this.custom = { file: null, bytes: null, sha: null }; // the chosen custom .onnx, its bytes and their sha256
+    this.reading = Promise.resolve(); // the chosen custom .onnx being read (readCustomFile)
     $('customFile').addEventListener('change', () => this.readCustomFile());
   }
 
   /**
    * Reads the chosen custom .onnx, then plans again: with its bytes the planner reads how far the network looks
-   * from its graph (the run reads the same graph), instead of assuming a reach.
+   * from its graph (the run reads the same graph), instead of assuming a reach; their sha256 keys what is measured on
+   * them (the same file chosen again, or on a later visit, keeps its measured speed and reach; another file has none).
    */
-  async readCustomFile() {
+  readCustomFile() {
     const f = $('customFile').files[0] ?? null;
-    this.custom = { file: f, bytes: null };
-    this.page.panels.settings.forgetCustomReach(); // measured on the weights chosen before
-    if (f) {
-      const bytes = new Uint8Array(await f.arrayBuffer());
-      if (this.custom.file !== f) return; // another file was chosen meanwhile
-      this.custom.bytes = bytes;
-    }
-    this.page.schedulePlan();
+    this.custom = { file: f, bytes: null, sha: null };
+    const read = async () => {
+      if (f) {
+        const bytes = new Uint8Array(await f.arrayBuffer());
+        const sha = await sha256Hex(bytes);
+        if (this.custom.file !== f) return; // another file was chosen meanwhile
+        this.custom = { file: f, bytes, sha };
+      }
+      this.page.schedulePlan();
+    };
+    this.reading = read().catch(() => {}); // an unreadable file: the run reads it again and says why
+    return this.reading;
   }
 
   /** Fills the network list from the registry (grouped by kind), the demo first, a custom network last. */
@@ -73,7 +86,7 @@ export class NetworkPanel {
 
   /**
    * The selected network: { kind: 'demo'|'registry'|'custom', id?, model? (registry entry), name, spec?,
-   * planWeights?, planWeightsName? (a custom network's chosen .onnx: its bytes and file name) }.
+   * planWeights?, planWeightsName?, weightsSha? (a custom network's chosen .onnx: its bytes, file name and sha256) }.
    */
   selected() {
     const v = $('model').value;
@@ -86,6 +99,7 @@ export class NetworkPanel {
         name: 'Custom network',
         planWeights: this.custom.bytes ?? undefined,
         planWeightsName: this.custom.file?.name,
+        weightsSha: this.custom.sha ?? undefined,
         spec: {
           divisor: clampInt($('customDivisor').value, 1, 1024, 1),
           // Empty: the network is calibrated from its .onnx (tessera.calibrate) before it is planned.

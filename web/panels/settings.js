@@ -11,39 +11,56 @@
 import { $, fmtBytes, fmtSeconds, rows, setData, clearData } from '../dom.js';
 import { DEMO } from '../demo.js';
 import { typedInt } from '../schema.js';
+import { measuredKey } from './network.js';
 
 const TILE_SETTINGS = ['core', 'halo', 'auto', 'whole', 'workers', 'quality', 'verify', 'b0Align', 'crop'];
 
-// The speeds measured here are kept across visits (localStorage), for the registry's networks only: their weights are
-// fixed by sha256, while a custom network's file name says nothing of its weights. An entry measured in another
-// browser version or on another machine (user agent, logical cores) is not used.
-const SPEED_STORE = 'tessera-qsm.speeds.v1';
+// What is measured on a network's weights is kept across visits (localStorage), keyed by the weights (measuredKey: a
+// registry network's sha256s, a custom .onnx's own): its speed for this machine and browser only (an entry measured in
+// another browser version or on another machine, by user agent and logical cores, is not used), its reach for any (it
+// is the weights' own).
+const SPEED_STORE = 'tessera-qsm.speeds.v2';
+const REACH_STORE = 'tessera-qsm.reaches.v1';
 const machineKey = () => `${navigator.userAgent} · ${navigator.hardwareConcurrency} logical cores`;
 
-/** The store's entries, by network id ({} when empty). Throws when storage is off or the store unreadable. */
-const readStore = () => JSON.parse(localStorage.getItem(SPEED_STORE) ?? '{}');
+/** A store's entries, by measuredKey ({} when empty). Throws when storage is off or the store unreadable. */
+const readStore = (store) => JSON.parse(localStorage.getItem(store) ?? '{}');
 
-/** The kept speeds of this machine and browser: Map network id → {speed, measuredAt, earlier: true}; empty when storage is off. */
-function keptSpeeds() {
+/**
+ * A store's usable entries: Map key → {measuredAt, earlier: true, ...what(entry)}; empty when storage is off.
+ * what(entry): the entry's measurement ({speed} or {probe}), or null when it is not usable here.
+ */
+function kept(store, what) {
   try {
-    const ok = (e) => e?.machine === machineKey() && Array.isArray(e.speed?.points) && typeof e.measuredAt === 'string';
-    return new Map(Object.entries(readStore()).filter(([, e]) => ok(e)).map(([id, { speed, measuredAt }]) => [id, { speed, measuredAt, earlier: true }]));
+    const out = new Map();
+    for (const [key, e] of Object.entries(readStore(store))) {
+      const m = typeof e?.measuredAt === 'string' ? what(e) : null;
+      if (m) out.set(key, { ...m, measuredAt: e.measuredAt, earlier: true });
+    }
+    return out;
   } catch {
-    return new Map(); // storage off (a private window) or unreadable: the speed is measured again
+    return new Map(); // storage off (a private window) or unreadable: measured again
   }
 }
 
-/** Keeps a registry network's measured speed for later visits; false when this browser's storage refuses it. */
-function keepSpeed(id, { speed, measuredAt }) {
+/** Keeps a measurement for later visits under key; false when this browser's storage refuses it or the key is unknown. */
+function keep(store, key, entry) {
+  if (!key) return false;
   try {
-    const all = readStore();
-    all[id] = { speed, measuredAt, machine: machineKey() };
-    localStorage.setItem(SPEED_STORE, JSON.stringify(all));
+    const all = readStore(store);
+    all[key] = entry;
+    localStorage.setItem(store, JSON.stringify(all));
     return true;
   } catch {
     return false;
   }
 }
+
+const keptSpeeds = () => kept(SPEED_STORE, (e) => (e.machine === machineKey() && Array.isArray(e.speed?.points) ? { speed: e.speed } : null));
+const keptReaches = () => kept(REACH_STORE, (e) => (Array.isArray(e.probe?.within) ? { probe: e.probe } : null));
+
+/** When a measurement was made, as the page says it: "2026-12-05 13:40 UTC". */
+const measuredAtText = (measuredAt) => `${measuredAt.slice(0, 16).replace('T', ' ')} UTC`;
 
 /** A probe's points as the page says them: "32³ 0.09 s, 64³ 0.59 s" (hundredths under a second: small patches take milliseconds). */
 const pointsText = (points) => points.map((p) => `${p.edge}³ ${p.seconds < 1 ? `${p.seconds.toFixed(2)} s` : fmtSeconds(p.seconds)}`).join(', ');
@@ -55,19 +72,13 @@ export class SettingsPanel {
     this.seq = 0;
     this.timer = 0; // a plan scheduled (the user is typing), or 0
     this.latest = null; // the latest update() while it runs, or null
-    this.speeds = keptSpeeds(); // this machine's measured speed, by network: {speed, measuredAt, earlier | stored}
+    this.speeds = keptSpeeds(); // this machine's measured speed, by measuredKey: {speed, measuredAt, earlier | stored}
     this.measuring = null; // the AbortController of the speed measurement in progress, or null
-    this.byItself = new Set(); // the networks (networkKey) whose speed this page measured by itself
-    this.reaches = new Map(); // the networks' reach measured here (networkKey → receptiveField's probe), for this page
-    // (a custom network's until another file is chosen)
+    this.byItself = new Set(); // the networks (measuredKey) whose speed this page measured by itself
+    this.reaches = keptReaches(); // the networks' measured reach, by measuredKey: {probe (receptiveField's), measuredAt, earlier | stored}
     for (const id of TILE_SETTINGS) $(id).addEventListener('input', () => this.schedule());
     $('measureSpeed').addEventListener('click', () => this.measureSpeed());
     $('measureReach').addEventListener('click', () => this.measureReach());
-  }
-
-  /** The key of a network's measurements (speed, reach): its registry id, or the custom network's name (its file). */
-  static networkKey(net) {
-    return net.kind === 'custom' ? `custom:${net.name}` : net.id;
   }
 
   /**
@@ -78,8 +89,9 @@ export class SettingsPanel {
   async measureByItself() {
     const { page } = this;
     const { plan } = await this.current();
+    await page.panels.network.reading; // a custom .onnx still being read: its sha256 keys its speed
     const net = page.network();
-    const key = SettingsPanel.networkKey(net);
+    const key = measuredKey(net);
     if (!page.input || !page.workflow().tiled || !plan?.feasible || !(plan.voxelsRun > 0)) return;
     if (page.running || this.measuring || this.speeds.has(key) || this.byItself.has(key)) return;
     if (!page.panels.network.weightsAtHand(net)) return; // no download nobody asked for
@@ -104,10 +116,10 @@ export class SettingsPanel {
         signal,
         onProgress: (p) => (text.textContent = `measuring: patch ${p.done} of ${p.total}…`),
       });
-      const entry = { speed: { points: speed.points, startSeconds: speed.startSeconds, threads: speed.threads, seconds: speed.seconds }, measuredAt: new Date().toISOString(), byItself: !!runVoxels };
-      const key = SettingsPanel.networkKey(net);
-      entry.stored = net.kind !== 'custom' && keepSpeed(key, entry);
-      this.speeds.set(key, entry);
+      const kept = { speed: { points: speed.points, startSeconds: speed.startSeconds, threads: speed.threads, seconds: speed.seconds }, measuredAt: new Date().toISOString() };
+      const key = measuredKey(net);
+      const stored = keep(SPEED_STORE, key, { ...kept, machine: machineKey() });
+      this.speeds.set(key, { ...kept, byItself: !!runVoxels, stored });
       text.textContent = this.speedNote();
     });
   }
@@ -127,7 +139,9 @@ export class SettingsPanel {
         signal,
         onProgress: (p) => p.total && (text.textContent = `measuring the reach: ${p.done} of ${p.total}…`),
       });
-      this.reaches.set(SettingsPanel.networkKey(net), probe);
+      const kept = { probe, measuredAt: new Date().toISOString() };
+      const key = measuredKey(net);
+      this.reaches.set(key, { ...kept, stored: keep(REACH_STORE, key, kept) });
       text.textContent = this.reachNote();
     });
   }
@@ -144,7 +158,6 @@ export class SettingsPanel {
    */
   async measure(textId, failure, work) {
     const { page } = this;
-    const net = page.network();
     if (!page.workflow().tiled || page.running || this.measuring) return;
     const controller = new AbortController();
     this.measuring = controller;
@@ -152,6 +165,8 @@ export class SettingsPanel {
     const text = $(textId);
     text.textContent = 'loading the network…';
     try {
+      await page.panels.network.reading; // a custom .onnx still being read: its sha256 keys the measurement
+      const net = page.network();
       const tessera = await page.runtime();
       const weights = await page.panels.network.weights(net, controller.signal);
       await work({ tessera, weights, net, signal: controller.signal, text });
@@ -164,15 +179,13 @@ export class SettingsPanel {
     }
   }
 
-  /** Forgets the custom network's measured reach (another file is chosen: other weights, maybe the same name). */
-  forgetCustomReach() {
-    for (const key of [...this.reaches.keys()]) if (key.startsWith('custom:')) this.reaches.delete(key);
-  }
-
-  /** What #reachText says of the selected network's measured reach, or nothing. */
+  /** What #reachText says of the selected network's measured reach: measured now, kept from a visit, or nothing yet. */
   reachNote() {
-    const probe = this.reaches.get(SettingsPanel.networkKey(this.page.network()));
-    return probe ? `Measured in ${fmtSeconds(probe.seconds)} (a ${probe.edge}³ patch): the plan uses it instead of the graph's reach` : '';
+    const e = this.reaches.get(measuredKey(this.page.network()));
+    if (!e) return '';
+    const uses = "the plan uses it instead of the graph's reach";
+    if (e.earlier) return `Measured on ${measuredAtText(e.measuredAt)} (a ${e.probe.edge}³ patch), kept from an earlier visit: ${uses}; Measure reach measures again`;
+    return `Measured in ${fmtSeconds(e.probe.seconds)} (a ${e.probe.edge}³ patch): ${uses}${e.stored ? '; kept for later visits' : ''}`;
   }
 
   /** The workers and ONNX Runtime threads per worker the user typed; undefined ones are the planner's (C++'s) choice. */
@@ -216,17 +229,17 @@ export class SettingsPanel {
     const net = page.network();
     const wf = page.workflow();
     const req = wf.planRequest(net, input, input?.geometry ?? wf.demoGeometry ?? DEMO.geometry, this.runtimeOptions());
-    const key = SettingsPanel.networkKey(net);
+    const key = measuredKey(net);
     const speed = wf.tiled ? this.speeds.get(key)?.speed : undefined;
-    const reach = wf.tiled ? this.reaches.get(key) : undefined;
+    const reach = wf.tiled ? this.reaches.get(key)?.probe : undefined;
     return { ...req, ...(speed && { speed }), ...(reach && { context: { within: reach.within } }) };
   }
 
   /** What #speedText says of the selected network's speed: measured now, kept from a visit, or nothing yet. */
   speedNote() {
-    const e = this.speeds.get(SettingsPanel.networkKey(this.page.network()));
+    const e = this.speeds.get(measuredKey(this.page.network()));
     if (!e) return '';
-    if (e.earlier) return `Measured on this machine on ${e.measuredAt.slice(0, 16).replace('T', ' ')} UTC (${pointsText(e.speed.points)}), kept from an earlier visit; Measure speed measures again`;
+    if (e.earlier) return `Measured on this machine on ${measuredAtText(e.measuredAt)} (${pointsText(e.speed.points)}), kept from an earlier visit; Measure speed measures again`;
     const { seconds, threads, points } = e.speed;
     return `${e.byItself ? 'Measured by itself before the first run' : 'Measured'} on this machine in ${fmtSeconds(seconds)} (${threads} thread${threads > 1 ? 's' : ''}: ${pointsText(points)}); the next run of it takes the measuring worker${e.stored ? '; kept for later visits' : ''}`;
   }
