@@ -646,6 +646,14 @@ test('the quality select changes the plan (fast: another, faster tiling than fai
   await planWith({ feasible: 'true', contextAssumed: 'false', contextRadius: otherGraph.radiusMax });
   assert.notEqual((await readData('#planReadout')).contextMeasured, true);
   assert.equal(await page.textContent('#reachText'), '');
+  // A measurement is cancelled like a run: Cancel stops it, says so, and leaves the plan as it was.
+  assert.equal(await page.isDisabled('#cancel'), true);
+  await page.click('#measureReach');
+  await page.waitForFunction(() => /measuring the reach/.test(document.querySelector('#reachText').textContent), null, { timeout: 60000, polling: 20 });
+  await page.click('#cancel');
+  await page.waitForFunction(() => document.querySelector('#reachText').textContent === 'Reach not measured: cancelled', null, { timeout: 30000 });
+  await page.waitForFunction(() => !document.querySelector('#measureReach').disabled && document.querySelector('#cancel').disabled, null, { timeout: 10000 });
+  assert.notEqual((await readData('#planReadout')).contextMeasured, true);
   // A later visit (another page of this browser profile): the same file's measured reach is the plan's without
   // measuring again.
   const later = await ctx.newPage();

@@ -35,7 +35,7 @@ export class RunPanel {
     // (whatever a whole-volume network's plan says).
     // From phase's demo sets its own scan, TEs and options: it needs only the runtime.
     $('demo').disabled = !page.ready || running || measuring || (!wf.pipeline && (wf.tiled || wf.method) && (!feasible || !!problem));
-    $('cancel').disabled = page.state !== 'running';
+    $('cancel').disabled = page.state !== 'running' && !measuring; // a measurement is cancelled like a run
     $('download').disabled = running || !page.result;
     for (const id of ['workers', 'threads', 'maskFile', 'magFile', 'model', 'inversion', 'startFrom', ...WORKFLOWS.map((w) => w.fileInput)]) $(id).disabled = running;
     if (!wf.tiled) $('workers').disabled = true; // one network call at a time (echo after echo)
@@ -203,11 +203,11 @@ export class RunPanel {
     }
   }
 
-  /** Settles the page at once; the runtime stops its workers in the background. */
+  /** Settles the page at once; the runtime stops its workers in the background. A measurement in progress stops. */
   cancel() {
     const { page } = this;
     const c = page.controller;
-    if (!c) return;
+    if (!c) return page.panels.settings.measuring?.abort();
     page.controller = null;
     c.abort();
     this.tileMap.settle();

@@ -152,8 +152,8 @@ export class SettingsPanel {
   }
 
   /**
-   * One measurement of the selected network at a time, in the page's runtime with its weights (Run waits for it);
-   * work({tessera, weights, net, signal, text}) says its result in #textId, then the page plans again.
+   * One measurement of the selected network at a time, in the page's runtime with its weights (Run waits for it;
+   * Cancel stops it); work({tessera, weights, net, signal, text}) says its result in #textId, then the page plans again.
    * failure: the words before the reason when it fails.
    */
   async measure(textId, failure, work) {
@@ -172,7 +172,7 @@ export class SettingsPanel {
       await work({ tessera, weights, net, signal: controller.signal, text });
       await this.update();
     } catch (e) {
-      text.textContent = e?.name === 'AbortError' ? '' : `${failure}: ${page.friendly(e)}`;
+      text.textContent = `${failure}: ${e?.name === 'AbortError' ? 'cancelled' : page.friendly(e)}`;
     } finally {
       this.measuring = null;
       page.refresh();
