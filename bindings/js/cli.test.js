@@ -3,6 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import zlib from 'node:zlib';
 import os from 'node:os';
@@ -266,6 +267,57 @@ test('plan --measure-speed times the network here and says the estimate uses it;
   assert.ok(plan.estimatedSeconds > 0);
   assert.equal(none.code, 2);
   assert.match(none.stderr, /--measure-speed with --spec need --weights FILE/);
+});
+
+test('receptive-field --probe --json writes the reach that plan and invert take as --context: the same plan and χ as --probe, its weights named; other weights, not JSON, no profile, a bad profile or --probe beside it are refused', { timeout: 120000 }, async () => {
+  const net = ['--spec', 'spec.json', '--weights', 'net.onnx'];
+  const rf = await run(['receptive-field', ...net, '--probe', '--json']);
+  assert.equal(rf.code, 0, rf.stderr);
+  const measured = JSON.parse(rf.stdout);
+  assert.deepEqual(measured.weightsSha256, [createHash('sha256').update(fs.readFileSync(f('net.onnx'))).digest('hex')]);
+  assert.ok(Array.isArray(measured.probe.within) && measured.probe.within.at(-1) === 1, 'the probe profile');
+  fs.writeFileSync(f('reach.json'), rf.stdout);
+  const input = ['--field', 'field.nii.gz', '--mask', 'mask.nii'];
+
+  // The plan takes it as the probe's own: the same plan as --probe, without running the network.
+  const [fromFile, probed] = [await run(['plan', ...input, ...net, '--context', 'reach.json', '--json']), await run(['plan', ...input, ...net, '--probe', '--json'])];
+  assert.equal(fromFile.code, 0, fromFile.stderr);
+  assert.equal(probed.code, 0, probed.stderr);
+  assert.match(fromFile.stderr, /context: the reach measured earlier \(reach\.json\): 90 % of the response within \d+ voxels/);
+  assert.doesNotMatch(fromFile.stderr, /probe: running the network/);
+  const [a, b] = [JSON.parse(fromFile.stdout), JSON.parse(probed.stdout)];
+  assert.equal(a.context.measured, true);
+  assert.equal(a.context.radius90, measured.probe.radius90);
+  for (const k of ['context', 'predictedFidelity', 'tile', 'patchDims', 'tilesTotal', 'voxelsRun', 'crop']) assert.deepEqual(a[k], b[k], k);
+
+  // invert: χ equal to the --probe run's, and the report names the file.
+  const [x, y] = [
+    await run(['invert', ...input, ...net, '--context', 'reach.json', '--out', 'ctx.nii', '--report', 'ctx.json']),
+    await run(['invert', ...input, ...net, '--probe', '--out', 'probed.nii']),
+  ];
+  assert.equal(x.code, 0, x.stderr);
+  assert.equal(y.code, 0, y.stderr);
+  assert.deepEqual((await readNifti(bytes(f('ctx.nii')))).data, (await readNifti(bytes(f('probed.nii')))).data);
+  assert.equal(JSON.parse(fs.readFileSync(f('ctx.json'), 'utf8')).options.contextFile, 'reach.json');
+
+  // Refused, each in one line that names the file and how to make a good one.
+  fs.writeFileSync(f('reach-text.json'), 'radius 4');
+  fs.writeFileSync(f('reach-none.json'), JSON.stringify({ graph: measured.graph }));
+  fs.writeFileSync(f('reach-bad.json'), JSON.stringify({ within: [0.6, 0.2, 1] }));
+  const cases = [
+    [['--spec', 'spec.json', '--weights', 'wrong.onnx', '--context', 'reach.json'], 1, /the reach in reach\.json was measured on other weights \(sha256 [0-9a-f]{12}…, these are [0-9a-f]{12}…\): measure this network's with `tessera-qsm receptive-field --probe --json` or give --probe/],
+    [[...net, '--context', 'reach-text.json'], 1, /the context reach-text\.json is not valid JSON: .*; write it with `tessera-qsm receptive-field/],
+    [[...net, '--context', 'reach-none.json'], 1, /the context reach-none\.json holds no measured reach \(probe\.within, an array of fractions\); write it with/],
+    [[...net, '--context', 'no-such.json'], 1, /could not read the context no-such\.json: no such file/],
+    [[...net, '--context', 'reach-bad.json'], 1, /a context profile must be non-decreasing fractions in \[0, 1\]/],
+    [[...net, '--context', 'reach.json', '--probe'], 2, /give --probe \(measure the reach now\) or --context FILE \(a reach measured earlier\), not both/],
+  ];
+  for (const [args, code, re] of cases) {
+    const r = await run(['plan', ...input, ...args]);
+    assert.equal(r.code, code, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, re);
+    noStack(r);
+  }
 });
 
 test('plan of core 128 halo 8 divisor 8 on 200×200×150 is refused with the planner advice (exit 2)', async () => {

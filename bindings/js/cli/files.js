@@ -33,6 +33,30 @@ export async function readSpec(file, signal) {
   return spec;
 }
 
+/** How a --context file is made, for its errors. */
+const CONTEXT_HOW = 'write it with `tessera-qsm receptive-field (--model ID | --spec net.json --weights FILE) --probe --json > FILE`';
+
+/**
+ * A --context file: a network's reach measured earlier (`tessera-qsm receptive-field --probe --json`'s output, or its
+ * probe alone). Returns {probe (within[] and the radii), weightsSha256 (the sha256s of the weights it was measured on,
+ * or null when the file does not say)}. C++ checks the profile's values when the plan takes it.
+ */
+export async function readContext(file, signal) {
+  const text = new TextDecoder().decode(await readBytes(file, 'context', signal));
+  let json;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new CliError(`the context ${file} is not valid JSON: ${e.message}; ${CONTEXT_HOW}`, EXIT_ERROR, 'InvalidArgument');
+  }
+  const probe = json?.probe ?? json;
+  if (!Array.isArray(probe?.within) || probe.within.length === 0 || !probe.within.every((w) => typeof w === 'number')) {
+    throw new CliError(`the context ${file} holds no measured reach (probe.within, an array of fractions); ${CONTEXT_HOW}`, EXIT_ERROR, 'InvalidArgument');
+  }
+  const sha = json?.weightsSha256;
+  return { probe, weightsSha256: Array.isArray(sha) && sha.length > 0 ? sha : null };
+}
+
 /**
  * A --spec against the request schema (C++, tessera.schema()): known keys only, finite numbers, the schema's
  * defaults filled in. schema is what tessera.schema() returned.

@@ -46,7 +46,8 @@ Usage:
 Prints the patch edge, MB per tile, tiles in flight, tiles total/active/skipped (skipped: no mask voxel
 in the core), activation and peak memory against the runtime's limits, the predicted fidelity against the
 whole-volume run and the network's reach, the memory cost and where it came from, or the planner's refusal and advice
-(exit code 2). --weights FILE lets the planner read the network's reach from its graph (--probe: measure it) and
+(exit code 2). --weights FILE lets the planner read the network's reach from its graph (--probe: measure it;
+--context FILE: a reach measured earlier) and
 calibrates a --spec that declares no bytesPerVoxel (without --weights its cost is marked assumed). --json prints the plan object instead of the table. With --phase (iqsm, iqfm,
 iqsm-plus) the echo count comes from the file (one network call per echo); --te is optional here.
 Options as for \`tessera-qsm invert --help\`.
@@ -79,7 +80,8 @@ transposed convolutions, resizes; global operations and operations it cannot fol
 also measures it: the network runs twice on a phantom field patch with the centre voxel raised and lowered,
 and the response is summed by distance (the radius holding 90 % and 99 % of it, and the profile).
 --weights defaults to the registry's official file(s) for --model; --spec needs --weights FILE.
---json prints {graph, probe} (the probe's within[] is the profile plan and invert take as context).
+--json prints {graph, probe, weightsSha256}: the file plan and invert take as --context FILE (the probe's within[]
+is the profile; the weights' sha256s let them refuse it for other weights).
 `,
   calibrate: `tessera-qsm calibrate: measure a network's memory cost in ONNX Runtime Web
 
@@ -215,6 +217,8 @@ ${s('tiling')}  --cores N          cores the auto-planner may use for workers ×
                      data-consistency residual ‖M(D∗χ − f)‖/‖M f‖ of the result
   --probe            measure how far the network looks (two runs of a phantom patch) and plan with that
                      instead of the reach its ONNX graph allows
+  --context FILE     plan with a reach measured earlier: what \`tessera-qsm receptive-field --probe\` prints as JSON
+                     (measure once, run a cohort); refused when it was measured on other weights
   --measure-speed    time a few patches of the network on this machine first and estimate the run's time with
                      that speed instead of the registry's or the default (needs the weights)
 Output

@@ -4,7 +4,7 @@ import { EXIT_OK, usageError } from './errors.js';
 import { readSpec, checkSpec } from './files.js';
 import { MB, size, table } from './format.js';
 import { rangeText, defaultText } from './help.js';
-import { loadNetworkWeights } from './network.js';
+import { loadNetworkWeights, weightsShas } from './network.js';
 import { wholeNumber } from './values.js';
 
 /** `tessera-qsm methods`: the classical methods and their parameters, from the C++ schema. */
@@ -92,13 +92,15 @@ export async function cmdReceptiveField(o, ctx) {
   const tessera = await ctx.start({ workers: 1 });
   const spec = checkSpec(rawSpec, await tessera.schema(), o.spec);
   const entry = o.model !== undefined ? await tessera.model(o.model) : undefined;
-  const { weights } = await loadNetworkWeights(o, entry, tessera, ctx);
+  const loaded = await loadNetworkWeights(o, entry, tessera, ctx);
+  const { weights } = loaded;
   const first = Array.isArray(weights) ? weights[0] : weights;
   const rf = o.probe
     ? await tessera.receptiveField({ weights: first, model: entry?.id, spec, probe: true, signal: ctx.signal })
     : await tessera.receptiveField({ weights: first, model: entry?.id, spec });
   if (o.json) {
-    ctx.out(`${JSON.stringify(rf, null, 2)}\n`);
+    // The weights it was measured on: invert and plan --context FILE refuse the file for others.
+    ctx.out(`${JSON.stringify({ ...rf, weightsSha256: await weightsShas(entry, loaded) }, null, 2)}\n`);
     return EXIT_OK;
   }
   const g = rf.graph;

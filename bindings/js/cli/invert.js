@@ -7,13 +7,13 @@ import { CliError, EXIT_OK, EXIT_USAGE, usageError } from './errors.js';
 import { niftiName, readSpec, checkSpec, checkWritable, removeStalePartials, writeAtomic } from './files.js';
 import { requestFlags, schemaDefault } from './flags.js';
 import { size, duration, versions, planForFile, boxText, boxName, splitText, isSplit, speedText, fidelityText, reachText, verifyText } from './format.js';
-import { checkInputKind, loadNetworkWeights, probeContext, uncosted, calibrateSpec, defined } from './network.js';
+import { checkInputKind, loadNetworkWeights, runContext, uncosted, calibrateSpec, defined } from './network.js';
 import { runOptions } from './plan.js';
 import { readInputs } from './read-inputs.js';
 import { wholeNumber, keyValues, fmt } from './values.js';
 
 /** The CLI's own flags of the network runs that a classical method does not take. */
-const NETWORK_FLAGS = ['model', 'spec', 'weights', 'verify', 'probe', 'measure-speed', 'phase', 'phase-units', 'phase-scale', 'input-name'];
+const NETWORK_FLAGS = ['model', 'spec', 'weights', 'verify', 'probe', 'context', 'measure-speed', 'phase', 'phase-units', 'phase-scale', 'input-name'];
 
 /** The flags of invert that a classical method does not take: the network's, and the request flags but method and b0. */
 function networkOnly(schema) {
@@ -118,8 +118,8 @@ export async function cmdInvert(o, ctx) {
   const weightsFirst = local || !entry || !!o.probe || !!o['measure-speed'];
   let loaded = weightsFirst ? await loadNetworkWeights(o, entry, tessera, ctx) : null;
   if (loaded && uncosted(rawSpec)) await calibrateSpec(tessera, loaded.weights, spec, ctx);
-  // The run's plan: with the reach the weights' graph gives (or the probe measures).
-  const context = o.probe ? await probeContext(o, entry, spec, loaded.weights, tessera, ctx) : undefined;
+  // The run's plan: with the reach the weights' graph gives (or the probe measures, or --context gives).
+  const context = await runContext(o, entry, spec, loaded, tessera, ctx);
   const plan = await tessera.plan(defined({ ...request, weights: loaded?.weights, context, measureSpeed: o['measure-speed'] || undefined }));
   if (!plan.feasible) throw new CliError(plan.message, EXIT_USAGE, 'BudgetExceeded');
   signal.throwIfAborted();
@@ -193,7 +193,7 @@ export async function cmdInvert(o, ctx) {
       weights: weightsInfo,
       options: {
         tile: run.tile ?? null, whole: run.whole, workers: run.workers ?? null, threads: threads ?? null, cores: run.cores ?? null,
-        quality: run.quality ?? null, verify: run.verify, probe: !!o.probe, b0Align: run.b0Align ?? null,
+        quality: run.quality ?? null, verify: run.verify, probe: !!o.probe, contextFile: o.context ?? null, b0Align: run.b0Align ?? null,
       },
       output: o.out,
     };

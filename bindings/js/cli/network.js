@@ -2,7 +2,8 @@
 // memory cost (a spec without bytesPerVoxel is calibrated).
 import path from 'node:path';
 import { loadModel, sha256Hex } from '../index.js';
-import { usageError } from './errors.js';
+import { CliError, EXIT_ERROR, usageError } from './errors.js';
+import { readContext } from './files.js';
 import { size } from './format.js';
 
 /** Drops the keys whose value is undefined. */
@@ -50,8 +51,42 @@ export async function loadNetworkWeights(o, entry, tessera, ctx) {
   return { weights: bytes, weightsInfo: [{ source: weightSources[0], bytes: bytes.byteLength, sha256: await sha256Hex(bytes), verified: false }] };
 }
 
+/**
+ * The sha256s of a network's weights: of the bytes when loaded, else the registry's (loadWeights checks the bytes
+ * against them); null when neither is known.
+ * loaded: loadNetworkWeights' result, or null.
+ */
+export async function weightsShas(entry, loaded) {
+  if (loaded) return Promise.all([loaded.weights].flat().map((w) => sha256Hex(w)));
+  return entry?.weights.every((w) => w.sha256) ? entry.weights.map((w) => w.sha256) : null;
+}
+
+/**
+ * The run's context, logged: --probe measures it now, --context FILE takes one measured earlier (refused when the file
+ * names other weights than the run's), else undefined (the plan takes the graph's or the registry's reach).
+ * loaded: loadNetworkWeights' result, or null when the weights are not read yet.
+ */
+export async function runContext(o, entry, spec, loaded, tessera, ctx) {
+  if (o.probe && o.context !== undefined) throw usageError('give --probe (measure the reach now) or --context FILE (a reach measured earlier), not both');
+  if (o.probe) return probeContext(o, entry, spec, loaded.weights, tessera, ctx);
+  if (o.context === undefined) return undefined;
+  const { probe, weightsSha256 } = await readContext(o.context, ctx.signal);
+  const shas = weightsSha256 && (await weightsShas(entry, loaded));
+  if (shas && shas.join(',') !== weightsSha256.join(',')) {
+    const short = (list) => list.map((s) => String(s).slice(0, 12)).join(', ');
+    throw new CliError(
+      `the reach in ${o.context} was measured on other weights (sha256 ${short(weightsSha256)}…, these are ${short(shas)}…): measure this network's with \`tessera-qsm receptive-field --probe --json\` or give --probe`,
+      EXIT_ERROR,
+      'InvalidArgument',
+    );
+  }
+  const radii = Number.isInteger(probe.radius90) ? `: 90 % of the response within ${probe.radius90} voxels, 99 % within ${probe.radius99}` : '';
+  ctx.progress.line(`context: the reach measured earlier (${o.context})${radii}`);
+  return probe;
+}
+
 /** --probe: the network's measured context (two runs of a phantom patch), logged; the plan takes it. */
-export async function probeContext(o, entry, spec, weights, tessera, ctx) {
+async function probeContext(o, entry, spec, weights, tessera, ctx) {
   if (entry && !entry.tileable) throw usageError(`--probe measures a field network's reach; ${entry.id} is ${entry.kind}`);
   ctx.progress.line('probe: running the network twice on a phantom patch to measure how far it looks');
   const rf = await tessera.receptiveField({ weights, model: entry?.id, spec, probe: true, signal: ctx.signal });

@@ -4,7 +4,7 @@ import { EXIT_OK, EXIT_USAGE, usageError } from './errors.js';
 import { readSpec, checkSpec } from './files.js';
 import { flagName, PHASE_OPTIONS } from './flags.js';
 import { planTable, planForFile } from './format.js';
-import { checkInputKind, loadNetworkWeights, probeContext, uncosted, calibrateSpec, defined } from './network.js';
+import { checkInputKind, loadNetworkWeights, runContext, uncosted, calibrateSpec, defined } from './network.js';
 import { readInputs } from './read-inputs.js';
 import { wholeNumber, inputNames } from './values.js';
 
@@ -71,8 +71,8 @@ export function runOptions(command, o, values) {
   if (quality !== undefined && (core !== undefined || whole || phase)) {
     throw usageError('--quality steers the auto-planner: it takes no --core, --whole or --phase (those fix the run)');
   }
-  if ((o.verify || o.probe || o['measure-speed']) && phase) {
-    throw usageError('--verify, --probe and --measure-speed are for the field networks (the phase networks run on the whole volume)');
+  if ((o.verify || o.probe || o.context !== undefined || o['measure-speed']) && phase) {
+    throw usageError('--verify, --probe, --context and --measure-speed are for the field networks (the phase networks run on the whole volume)');
   }
   const b0Align = values.get('b0Align');
   if (b0Align !== undefined && phase) throw usageError('--b0-align is for the field networks (iQSM+ takes the B0 direction itself; iQSM and iQFM warn)');
@@ -103,15 +103,16 @@ export async function cmdPlan(o, ctx) {
   const phase = phaseNet
     ? { te: run.phase.te ?? new Array(echoes).fill(0.02), b0: run.b0, erodeRadius: run.phase.erodeRadius, phaseSign: run.phase.phaseSign }
     : {};
-  // With --weights (or --probe) the planner knows the network's reach from its graph (or the probe).
-  let weights;
-  let context;
+  // With --weights (or --probe) the planner knows the network's reach from its graph (or the probe; --context: a
+  // probe's of earlier).
+  let loaded = null;
   if (o.weights?.length || o.probe || o['measure-speed']) {
     if (o.spec !== undefined && !o.weights?.length) throw usageError('--probe and --measure-speed with --spec need --weights FILE (the ONNX network)');
-    ({ weights } = await loadNetworkWeights(o, entry, tessera, ctx));
-    if (uncosted(rawSpec)) await calibrateSpec(tessera, weights, spec, ctx);
-    if (o.probe) context = await probeContext(o, entry, spec, weights, tessera, ctx);
+    loaded = await loadNetworkWeights(o, entry, tessera, ctx);
+    if (uncosted(rawSpec)) await calibrateSpec(tessera, loaded.weights, spec, ctx);
   }
+  const weights = loaded?.weights;
+  const context = await runContext(o, entry, spec, loaded, tessera, ctx);
   const request = {
     geometry, mask, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, threadsPerWorker: run.threads, quality: run.quality,
     verify: run.verify || undefined, b0Align: run.b0Align, crop: run.crop, cropMargin: run.cropMargin, weights, context,
