@@ -34,6 +34,8 @@ const MANIFEST_COLUMNS = ['subject', 'session', 'field', 'phase', 'magnitude', '
 const PIPELINE_OPTION = /^(unwrap|background|fitResidualLimit|(vsharp|pdf|brainMask)\.\w+)$/;
 const FIELD_UNITS = { ppm: 'ppm', hz: 'hz', 'rad/s': 'rad/s' };
 const PHASE_UNITS = ['rad', 'deg', 'scanner'];
+/** The words a yes-or-no config value may be (snakemake --config passes them as text; the Snakefile's _flag reads them). */
+const SWITCH_WORDS = ['true', 'false', 'yes', 'no', 'on', 'off', '1', '0'];
 const MAX_TE_SECONDS = 1;
 
 /** BIDS entities of a file name: {entities: [[key, value]...], suffix, ext}, or null when it is not one. */
@@ -475,7 +477,7 @@ export function assignModels(records, registry, config, packageRoot, schema = []
       throw new CohortError(`config weights.${id}: ${m.name} needs ${m.weights.length} weights file(s) (${m.weights.map((w) => w.file).join(', ')}), got ${given.length}`);
     }
     models[id] = {
-      id, name: m.name, quantity: m.quantity,
+      id, name: m.name, quantity: m.quantity, tileable: m.tileable,
       weights: m.weights.map((w, i) => {
         const g = given?.[i];
         const source = typeof g === 'object' && g !== null ? g.source : g;
@@ -537,6 +539,9 @@ export async function discover(config) {
     throw new CohortError('give exactly one of config bids=<BIDS folder> or manifest=<subjects.tsv> (snakemake --config bids=/data/study)');
   }
   if (config.input !== undefined && !['field', 'phase'].includes(config.input)) throw new CohortError(`config input must be field or phase, got '${config.input}'`);
+  if (config.measure_reach !== undefined && typeof config.measure_reach !== 'boolean' && !SWITCH_WORDS.includes(String(config.measure_reach).trim().toLowerCase())) {
+    throw new CohortError(`config measure_reach must be true or false, got '${config.measure_reach}'`);
+  }
   if (config.phase_units !== undefined && !PHASE_UNITS.includes(config.phase_units)) throw new CohortError(`config phase_units must be one of ${PHASE_UNITS.join(', ')}, got '${config.phase_units}'`);
   const records = config.bids !== undefined ? fromBids(path.resolve(config.bids), config) : fromManifest(path.resolve(config.manifest), config);
   const packageRoot = fileURLToPath(new URL('../../', import.meta.url));
