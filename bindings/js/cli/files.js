@@ -18,15 +18,22 @@ export async function readBytes(file, what, signal) {
   }
 }
 
+/**
+ * Reads a JSON file of the command line; its errors name it as `the ${what} ${file}`.
+ * fix: what to do about a file that is not JSON ('' or '; ...'); code: the error's code.
+ */
+async function readJson(file, what, fix, code, signal) {
+  const text = new TextDecoder().decode(await readBytes(file, what, signal));
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new CliError(`the ${what} ${file} is not valid JSON: ${e.message}${fix}`, EXIT_ERROR, code);
+  }
+}
+
 /** Reads a --spec file: a JSON object (its keys and values are checked against the request schema by checkSpec). */
 export async function readSpec(file, signal) {
-  const text = new TextDecoder().decode(await readBytes(file, 'network spec', signal));
-  let spec;
-  try {
-    spec = JSON.parse(text);
-  } catch (e) {
-    throw new CliError(`the network spec ${file} is not valid JSON: ${e.message}`, EXIT_ERROR, 'InvalidSpec');
-  }
+  const spec = await readJson(file, 'network spec', '', 'InvalidSpec', signal);
   if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) {
     throw new CliError(`the network spec ${file} must be a JSON object such as {"divisor": 8, "bytesPerVoxel": 1100}`, EXIT_ERROR, 'InvalidSpec');
   }
@@ -34,7 +41,7 @@ export async function readSpec(file, signal) {
 }
 
 /** How a --context file is made, for its errors. */
-const CONTEXT_HOW = 'write it with `tessera-qsm receptive-field (--model ID | --spec net.json --weights FILE) --probe --json > FILE`';
+const CONTEXT_HOW = '; write it with `tessera-qsm receptive-field (--model ID | --spec net.json --weights FILE) --probe --json > FILE`';
 
 /**
  * A --context file: a network's reach measured earlier (`tessera-qsm receptive-field --probe --json`'s output, or its
@@ -42,16 +49,10 @@ const CONTEXT_HOW = 'write it with `tessera-qsm receptive-field (--model ID | --
  * or null when the file does not say)}. C++ checks the profile's values when the plan takes it.
  */
 export async function readContext(file, signal) {
-  const text = new TextDecoder().decode(await readBytes(file, 'context', signal));
-  let json;
-  try {
-    json = JSON.parse(text);
-  } catch (e) {
-    throw new CliError(`the context ${file} is not valid JSON: ${e.message}; ${CONTEXT_HOW}`, EXIT_ERROR, 'InvalidArgument');
-  }
+  const json = await readJson(file, 'context', CONTEXT_HOW, 'InvalidArgument', signal);
   const probe = json?.probe ?? json;
   if (!Array.isArray(probe?.within) || probe.within.length === 0 || !probe.within.every((w) => typeof w === 'number')) {
-    throw new CliError(`the context ${file} holds no measured reach (probe.within, an array of fractions); ${CONTEXT_HOW}`, EXIT_ERROR, 'InvalidArgument');
+    throw new CliError(`the context ${file} holds no measured reach (probe.within, an array of fractions)${CONTEXT_HOW}`, EXIT_ERROR, 'InvalidArgument');
   }
   const sha = json?.weightsSha256;
   return { probe, weightsSha256: Array.isArray(sha) && sha.length > 0 ? sha : null };
