@@ -235,6 +235,7 @@ FidelityTarget fidelity_target(Quality q) {
 const char* speed_source_name(SpeedSource s) {
   switch (s) {
     case SpeedSource::Default: return "default";
+    case SpeedSource::Graph: return "graph";
     case SpeedSource::Registry: return "registry";
     case SpeedSource::Measured: return "measured";
   }

@@ -248,6 +248,9 @@ TilePlan plan_unverified(const InversionRequest& r, std::span<const uint8_t> mas
   if (r.model && r.model->seconds_per_voxel > 0) {
     a.speed.seconds_per_voxel = r.model->seconds_per_voxel;
     source = SpeedSource::Registry;
+  } else if (r.graph_macs_per_voxel > 0) {
+    a.speed.seconds_per_voxel = r.graph_macs_per_voxel * kSecondsPerMac;
+    source = SpeedSource::Graph;
   }
   if (!r.measured_speed.empty()) {
     a.speed = fit_throughput(r.measured_speed, a.speed);

@@ -83,7 +83,22 @@ TEST(Inversion, PlanEstimatesWithTheMeasuredSpeedAndSaysSo) {
   r.custom = FieldNetwork{TileCost{8, 1100}, {}, PadRule::SmallerHalfLow};
   r.auto_tile = true;
   r.quality = Quality::Fast;
-  EXPECT_EQ(plan_inversion(r, mask, Target::Wasm).estimate_source, "default");
+  const TilePlan by_default = plan_inversion(r, mask, Target::Wasm);
+  EXPECT_EQ(by_default.estimate_source, "default");
+
+  // A custom network whose graph does a tenth of the default speed's work per voxel: its estimate is its plan's time at
+  // the graph's MACs per voxel.
+  r.graph_macs_per_voxel = ThroughputModel{}.seconds_per_voxel / kSecondsPerMac / 10;
+  const TilePlan by_graph = plan_inversion(r, mask, Target::Wasm);
+  ASSERT_TRUE(by_graph.feasible) << by_graph.message;
+  EXPECT_EQ(by_graph.estimate_source, "graph");
+  ThroughputModel graph_speed;
+  graph_speed.seconds_per_voxel = r.graph_macs_per_voxel * kSecondsPerMac;
+  EXPECT_NEAR(by_graph.estimated_seconds,
+              estimate_plan_seconds(by_graph, by_graph.workers, by_graph.threads_per_worker, graph_speed), 1e-6);
+  EXPECT_LT(by_graph.estimated_seconds, by_default.estimated_seconds);
+
+  // A registry speed is the network's own: it comes before the graph's.
   r.model = &model_spec("demo-unet");
   const TilePlan registry = plan_inversion(r, mask, Target::Wasm);
   EXPECT_EQ(registry.estimate_source, r.model->seconds_per_voxel > 0 ? "registry" : "default");

@@ -38,6 +38,7 @@ export function estimateText(plan) {
 const SPEED_SOURCES = {
   measured: 'time from this machine’s measured speed',
   registry: 'time from the network’s registry speed, measured on another machine (Measure speed times this one)',
+  graph: 'time from the work per voxel of the network’s graph at a typical speed of this engine (Measure speed times it here)',
   default: 'time from the planner’s default speed, not this network’s (Measure speed times it here)',
 };
 

@@ -6,6 +6,7 @@ import { TesseraError, errorFromMessage } from './errors.js';
 import { loadModel, sha256Hex } from './model-loader.js';
 import { geometryOf, makeVolume } from './io/volume.js';
 import { graphReceptiveField } from './receptive-field.js';
+import { graphCost } from './graph-cost.js';
 import { checkPreference } from './execution-provider.js';
 import { NETWORK_KEYS, methodKeys, pipelineKeys, methodNamesOf, unknownKeysMessage } from './request.js';
 
@@ -54,14 +55,34 @@ function unwrapVolumes(args) {
 function contextOf(args) {
   if (args.context !== undefined && args.context !== null) return args.context;
   if (args.spec?.receptiveRadius !== undefined) return undefined;
-  const w = Array.isArray(args.weights) ? args.weights[0] : args.weights;
-  if (!w || !(w.byteLength > 0)) return undefined;
+  const w = graphBytes(args);
+  if (!w) return undefined;
   try {
-    const rf = graphReceptiveField(w instanceof Uint8Array ? w : new Uint8Array(w.buffer ?? w, w.byteOffset ?? 0, w.byteLength));
+    const rf = graphReceptiveField(w);
     return rf.global ? undefined : { radius: Math.max(1, rf.radiusMax) };
   } catch {
     return undefined; // not a graph we can follow: the run itself reports what is wrong with the file
   }
+}
+
+/**
+ * How much the network computes, for the time estimate of a network with no speed of its own: the multiply-accumulates
+ * per voxel of the weights' own ONNX graph (graph-cost.js); undefined when there are no weights or no graph to read.
+ */
+function graphMacsOf(args) {
+  const w = graphBytes(args);
+  if (!w) return undefined;
+  try {
+    return graphCost(w).macsPerVoxel || undefined;
+  } catch {
+    return undefined; // as in contextOf
+  }
+}
+
+/** The request's (first) weights as a Uint8Array over the same bytes, or undefined. */
+function graphBytes(args) {
+  const w = firstWeights(args.weights);
+  return w && (w instanceof Uint8Array ? w : new Uint8Array(w.buffer ?? w, w.byteOffset ?? 0, w.byteLength));
 }
 
 /** An executionProviders option checked (TesseraError InvalidArgument naming the problem), or undefined. */
@@ -266,8 +287,9 @@ export class Tessera {
     }
     const { geometry, mask, field, model, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, phaseSign, quality, verify, b0Align, crop, cropMargin } = r;
     const context = contextOf(r);
+    const graphMacsPerVoxel = graphMacsOf(r);
     const { spec, calibration } = await this._costed(r);
-    const args = { geometry, mask, field, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, phaseSign, quality, context, verify, calibration, b0Align, crop, cropMargin };
+    const args = { geometry, mask, field, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, phaseSign, quality, context, graphMacsPerVoxel, verify, calibration, b0Align, crop, cropMargin };
     // A speed to measure on the threads this plan would give each worker: the plan without it first, then the same
     // request (held, not read again) planned with it.
     let draft = null;
@@ -435,7 +457,7 @@ export class Tessera {
       return this._call('invert', { ...rest, plan: handedBack(own), ownPlan: true, warmKey: await warmKey() }, { onProgress, signal });
     }
     const { spec, calibration } = await this._costed(rest);
-    return this._call('invert', { ...rest, context: contextOf(rest), spec, calibration, warmKey: await warmKey() }, { onProgress, signal });
+    return this._call('invert', { ...rest, context: contextOf(rest), graphMacsPerVoxel: graphMacsOf(rest), spec, calibration, warmKey: await warmKey() }, { onProgress, signal });
   }
 
   /** The classical methods' names (the C++ schema's method choices), read once. */

@@ -605,6 +605,11 @@ test('measureSpeed: a probe of the network on this machine feeds the plan, which
   const base = { geometry, spec, quality: 'fast' };
   const plain = await tessera.plan(base);
   assert.equal(plain.estimateSource, 'default');
+  // With the weights, a custom network's first estimate is its graph's work per voxel (graph-cost.js) at the engine's
+  // rate; the same plan at the default speed is another figure.
+  const byGraph = await tessera.plan({ ...base, weights });
+  assert.equal(byGraph.estimateSource, 'graph');
+  assert.ok(byGraph.estimatedSeconds > 0 && byGraph.estimatedSeconds !== plain.estimatedSeconds, `graph ${byGraph.estimatedSeconds} s, default ${plain.estimatedSeconds} s`);
   // measureSpeed: true probes on the request's threads per worker (else the plan's): here 1, the measurement above.
   const measured = await tessera.plan({ ...base, weights, measureSpeed: true, threadsPerWorker: 1 });
   assert.equal(measured.estimateSource, 'measured');

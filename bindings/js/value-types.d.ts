@@ -196,7 +196,7 @@ export interface TilePlan {
   /**
    * whose speed the estimate used: this machine's (measureSpeed), the registry's, the default; "" when not estimated
    */
-  readonly estimateSource: 'measured' | 'registry' | 'default' | '';
+  readonly estimateSource: 'measured' | 'registry' | 'graph' | 'default' | '';
   /** the auto-planner's one-sentence reason (with the predicted fidelity) */
   readonly explanation: string;
   /** non-empty when nothing within the memory budget reaches the quality target (the most faithful config runs) */

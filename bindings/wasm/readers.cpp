@@ -184,6 +184,14 @@ InversionRequest request_from(const val& v) {
     r.b0_align = b0_align_mode_from_name(b0_align.as<std::string>());
   }
   read_speed(v["speed"], r);
+  // graphMacsPerVoxel: the weights' graph's multiply-accumulates per input voxel (graph-cost.js), for the estimate.
+  const val macs = v["graphMacsPerVoxel"];
+  if (!macs.isUndefined() && !macs.isNull()) {
+    if (!macs.isNumber() || !std::isfinite(macs.as<double>()) || macs.as<double>() < 0) {
+      throw Error(ErrorCode::InvalidArgument, "graphMacsPerVoxel must be a finite number >= 0 (the graph's multiply-accumulates per voxel)");
+    }
+    r.graph_macs_per_voxel = macs.as<double>();
+  }
   return r;
 }
 

@@ -319,7 +319,7 @@ void register_value_types() {
       .field("workers", &TilePlan::workers)
       .field("threadsPerWorker", &TilePlan::threads_per_worker).doc("chosen by the auto-planner; 0 = the runtime's setting")
       .field("estimatedSeconds", &TilePlan::estimated_seconds).doc("the auto-planner's estimate (s), 0 when not estimated")
-      .field("estimateSource", &TilePlan::estimate_source, "'measured' | 'registry' | 'default' | ''")
+      .field("estimateSource", &TilePlan::estimate_source, "'measured' | 'registry' | 'graph' | 'default' | ''")
       .doc("whose speed the estimate used: this machine's (measureSpeed), the registry's, the default; \"\" when not estimated")
       .field("explanation", &TilePlan::explanation).doc("the auto-planner's one-sentence reason (with the predicted fidelity)")
       .field("fidelityWarning", &TilePlan::fidelity_warning)

@@ -99,7 +99,7 @@ export const isSplit = (plan) => !plan.wholeVolume && plan.crop?.split?.pieces >
 
 /** Whose speed the time estimate used (plan.estimateSource), or '' when there is no estimate. */
 export function speedText(plan) {
-  const from = { measured: 'this machine\'s measured speed (--measure-speed)', registry: 'the registry\'s speed for this network, measured on another machine: --measure-speed times this one', default: 'the default speed (not this network\'s: --measure-speed measures it)' };
+  const from = { measured: 'this machine\'s measured speed (--measure-speed)', registry: 'the registry\'s speed for this network, measured on another machine: --measure-speed times this one', graph: 'the work per voxel of the network\'s graph at a typical speed of this engine: --measure-speed times it here', default: 'the default speed (not this network\'s: --measure-speed measures it)' };
   return plan.estimatedSeconds > 0 && from[plan.estimateSource] ? ` (time from ${from[plan.estimateSource]})` : '';
 }
 

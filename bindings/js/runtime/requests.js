@@ -159,6 +159,7 @@ export function requestOf(a) {
     threadsPerWorker: auto ? a.threadsPerWorker : a.threadsPerWorker ?? rt.options.threadsPerWorker,
     hardwareThreads: hardwareThreads(),
     context: a.context,
+    graphMacsPerVoxel: a.graphMacsPerVoxel,
     speed: runSpeed(a),
     verify: !!a.verify,
   };

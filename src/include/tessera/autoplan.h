@@ -27,11 +27,18 @@ struct ThroughputModel {
   double per_tile_seconds = 0.3;       // fixed cost of one tile (hand-over, ORT run set-up)
 };
 
-// Where a throughput model's figures came from: the planner's defaults, the network's registry entry, or a probe
-// of the network on this machine (fit_throughput).
-enum class SpeedSource { Default, Registry, Measured };
+// Seconds per multiply-accumulate of a network's convolutions in ONNX Runtime Web on 1 thread: a network with no
+// speed of its own (registry or probe) is estimated at its graph's MACs per voxel times this. Fitted to the demo U-Net
+// (53.6 k MACs per voxel), the xQSM-shaped stand-in (397 k) and the deep stand-in (65.5 k), run as one patch or as
+// slabs at 2 threads in node and Chromium: 0.047-0.057 µs per 1,000 MACs after the per-tile cost (bench/RESULTS.md
+// §38), mean 0.050, × 1.82 (the speed-up of 2 threads at parallel_fraction 0.90) for 1 thread.
+inline constexpr double kSecondsPerMac = 9.2e-11;
 
-// Stable name ("default", "registry", "measured").
+// Where a throughput model's figures came from: the planner's defaults, the network's graph (its MACs per voxel at
+// kSecondsPerMac), the network's registry entry, or a probe of the network on this machine (fit_throughput).
+enum class SpeedSource { Default, Graph, Registry, Measured };
+
+// Stable name ("default", "graph", "registry", "measured").
 const char* speed_source_name(SpeedSource source);
 
 // One probe measurement: the wall time of one whole patch of this edge run on this many ONNX Runtime threads.
