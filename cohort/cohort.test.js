@@ -21,6 +21,7 @@ import { discover, pipelineConfig, CohortError } from './lib/subjects.js';
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SNAKEFILE = path.join(ROOT, 'cohort', 'Snakefile');
 const CLI = path.join(ROOT, 'bindings', 'js', 'cli.js');
+const DEMO_NET = path.join(ROOT, 'web', 'models', 'demo-unet.onnx');
 const CORES = 2;
 const TE = [0.004, 0.008];
 const B0 = 3;
@@ -164,15 +165,16 @@ before(async () => {
     const anat = path.join(bids, path.dirname(s.path));
     const stem = path.basename(s.path);
     const mask = ['--mask', path.join(anat, `${stem}_desc-brain_mask.nii.gz`), '--cores', String(CORES)];
+    // The workflow plans and runs with the network's weights (their graph: its reach and its work per voxel).
     const input =
       s.kind === 'field'
-        ? ['--field', path.join(anat, `${stem}_localfield.nii.gz`), '--model', 'demo-unet', ...mask]
-        : ['--phase', p('ref', 'phase4d.nii.gz'), '--te', TE.join(','), '--b0', String(B0), '--model', 'iqsm', '--threads', String(CORES), ...mask];
+        ? ['--field', path.join(anat, `${stem}_localfield.nii.gz`), '--model', 'demo-unet', '--weights', DEMO_NET, ...mask]
+        : ['--phase', p('ref', 'phase4d.nii.gz'), '--te', TE.join(','), '--b0', String(B0), '--model', 'iqsm', '--weights', p('lot.onnx'), '--threads', String(CORES), ...mask];
     const plan = exec(process.execPath, [CLI, 'plan', ...input, '--json']);
     assert.equal(plan.code, 0, plan.log ?? plan.stderr);
     plans[s.path] = JSON.parse(plan.stdout);
     const out = p('ref', `${stem}.nii.gz`);
-    const extra = s.kind === 'field' ? [] : ['--magnitude', p('ref', 'mag4d.nii.gz'), '--weights', p('lot.onnx')];
+    const extra = s.kind === 'field' ? [] : ['--magnitude', p('ref', 'mag4d.nii.gz')];
     rss[s.path] = cliWithRss(['invert', ...input, ...extra, '--out', out, '--quiet']);
     refs[s.path] = gunzip(out);
   }
@@ -262,7 +264,7 @@ test('measure_reach: each field network\'s reach is measured once for the cohort
     const anat = path.join(bids, path.dirname(s.path));
     const stem = path.basename(s.path);
     const ref = p('ref', `${stem}-reach.nii.gz`);
-    const cli = exec(process.execPath, [CLI, 'invert', '--field', path.join(anat, `${stem}_localfield.nii.gz`), '--model', 'demo-unet', '--mask', path.join(anat, `${stem}_desc-brain_mask.nii.gz`), '--cores', String(CORES), '--context', reachFile, '--out', ref, '--quiet']);
+    const cli = exec(process.execPath, [CLI, 'invert', '--field', path.join(anat, `${stem}_localfield.nii.gz`), '--model', 'demo-unet', '--weights', DEMO_NET, '--mask', path.join(anat, `${stem}_desc-brain_mask.nii.gz`), '--cores', String(CORES), '--context', reachFile, '--out', ref, '--quiet']);
     assert.equal(cli.code, 0, cli.log);
     assert.ok(gunzip(path.join(out, `${s.path}_Chimap.nii.gz`)).equals(gunzip(ref)), `${s.path}: χ differs from the CLI run with --context`);
   }
@@ -583,12 +585,11 @@ test('phase_pipeline: BIDS phase + magnitude echoes (mask optional) through tess
       child.on('error', reject);
       child.on('close', (code) => (code === 0 ? resolve({ chi: gunzip(out), rss: Number(log.trim().split('\n').at(-1)) * 1024 }) : reject(new Error(`${name}: exit ${code}\n${log}`))));
     });
-  const demo = path.join(ROOT, 'web', 'models', 'demo-unet.onnx');
   const [ref01, ref02, ref11, ref13] = await Promise.all([
     direct('sub-01', ['--method', 'tv', '--param', 'lambda=0.0005']),
     direct('sub-02', ['--method', 'tv', '--param', 'lambda=0.0005', '--mask', files.mask]),
     direct('sub-11', ['--method', 'rts']),
-    direct('sub-13', ['--model', 'demo-unet', '--weights', demo]),
+    direct('sub-13', ['--model', 'demo-unet', '--weights', DEMO_NET]),
   ]);
   const refs2 = { 'sub-01': ref01, 'sub-02': ref02 };
 

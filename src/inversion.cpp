@@ -244,13 +244,16 @@ TilePlan plan_unverified(const InversionRequest& r, std::span<const uint8_t> mas
   a.fixed_workers = r.fixed_workers;
   a.fixed_threads = r.fixed_threads;
   a.target = target;
+  // A field -> chi network's patch is one call of its graph, whose work per voxel the request may carry: that is its
+  // speed at this engine's rate. A physics loop's patch is several calls and more: its registry figure, measured whole.
   SpeedSource source = SpeedSource::Default;
-  if (r.model && r.model->seconds_per_voxel > 0) {
-    a.speed.seconds_per_voxel = r.model->seconds_per_voxel;
-    source = SpeedSource::Registry;
-  } else if (r.graph_macs_per_voxel > 0) {
+  const bool one_call = !r.model || r.model->kind == ModelKind::FieldToChi;
+  if (one_call && r.graph_macs_per_voxel > 0) {
     a.speed.seconds_per_voxel = r.graph_macs_per_voxel * kSecondsPerMac;
     source = SpeedSource::Graph;
+  } else if (r.model && r.model->seconds_per_voxel > 0) {
+    a.speed.seconds_per_voxel = r.model->seconds_per_voxel;
+    source = SpeedSource::Registry;
   }
   if (!r.measured_speed.empty()) {
     a.speed = fit_throughput(r.measured_speed, a.speed);

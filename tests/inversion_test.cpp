@@ -98,10 +98,18 @@ TEST(Inversion, PlanEstimatesWithTheMeasuredSpeedAndSaysSo) {
               estimate_plan_seconds(by_graph, by_graph.workers, by_graph.threads_per_worker, graph_speed), 1e-6);
   EXPECT_LT(by_graph.estimated_seconds, by_default.estimated_seconds);
 
-  // A registry speed is the network's own: it comes before the graph's.
+  // A registry network: its graph when the request carries it, else its registry figure; a physics loop (several calls
+  // per patch) keeps its registry figure.
   r.model = &model_spec("demo-unet");
+  EXPECT_EQ(plan_inversion(r, mask, Target::Wasm).estimate_source, "graph");
+  r.graph_macs_per_voxel = 0;
   const TilePlan registry = plan_inversion(r, mask, Target::Wasm);
   EXPECT_EQ(registry.estimate_source, r.model->seconds_per_voxel > 0 ? "registry" : "default");
+  InversionRequest loop = r;
+  loop.model = &model_spec("lpcnn");
+  loop.graph_macs_per_voxel = 1e5;
+  ASSERT_GT(loop.model->seconds_per_voxel, 0);
+  EXPECT_EQ(plan_inversion(loop, mask, Target::Wasm).estimate_source, "registry");
 
   // A machine ten times slower than the registry's figure: the estimate is the fitted model's for the chosen config.
   r.measured_speed = {{32, 1, 0.2 + 32.0 * 32 * 32 * 4e-4}, {64, 1, 0.2 + 64.0 * 64 * 64 * 4e-4}};

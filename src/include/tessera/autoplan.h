@@ -27,8 +27,9 @@ struct ThroughputModel {
   double per_tile_seconds = 0.3;       // fixed cost of one tile (hand-over, ORT run set-up)
 };
 
-// Seconds per multiply-accumulate of a network's convolutions in ONNX Runtime Web on 1 thread: a network with no
-// speed of its own (registry or probe) is estimated at its graph's MACs per voxel times this. Fitted to the demo U-Net
+// Seconds per multiply-accumulate of a network's convolutions in ONNX Runtime Web on 1 thread: a field -> chi network
+// whose speed was not measured here is estimated at its graph's MACs per voxel times this (before its registry figure,
+// one machine's at one hour: 1.5-1.8× the runs of §36 where this is within 25 % in 11 of 12). Fitted to the demo U-Net
 // (53.6 k MACs per voxel), the xQSM-shaped stand-in (397 k) and the deep stand-in (65.5 k), run as one patch or as
 // slabs at 2 threads in node and Chromium: 0.047-0.057 µs per 1,000 MACs after the per-tile cost (bench/RESULTS.md
 // §38), mean 0.050, × 1.82 (the speed-up of 2 threads at parallel_fraction 0.90) for 1 thread.

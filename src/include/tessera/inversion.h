@@ -40,8 +40,8 @@ struct InversionRequest {
   // worker start-up (seconds; < 0: the planner's default). Empty: the registry's figure, else the default.
   std::vector<SpeedPoint> measured_speed;
   double measured_start_seconds = -1.0;
-  // The multiply-accumulates per input voxel of the network's convolutions (its weights' graph; 0: not known): the
-  // speed of a network that has neither a measured nor a registry speed is estimated from it (kSecondsPerMac).
+  // The multiply-accumulates per input voxel of the network's convolutions (its weights' graph; 0: not known): a
+  // field -> chi network's speed, unless measured, is estimated from it (kSecondsPerMac), before its registry figure.
   double graph_macs_per_voxel = 0.0;
   bool verify = false;  // plan the self-check (tessera/verify.h) of a tiled field -> chi run
   // Phase networks (iQSM family): echo times (one per echo), B0, erosion, phase sign.
