@@ -17,13 +17,14 @@ namespace tessera {
 // How fast a network runs: seconds per patch voxel on one thread, and the parallel fraction of an
 // ONNX Runtime run (Amdahl: speed-up with T threads = 1 / ((1 - f) + f / T)).
 // Defaults measured on the xQSM-shaped stand-in: 3.94e-5 s per 64³-patch voxel on 1 thread (bench/RESULTS.md §1,
-// 2-core AMD EPYC, node), about 2 s to start a worker and run its first (slower) patch, about 0.3 s of fixed cost
-// per tile; the parallel fraction 0.90 fitted to the workers × threads sweeps on a quiet 2-core Intel Xeon host, in
+// 2-core AMD EPYC, node), about 0.3 s of fixed cost per tile; 0.9 s to start a worker and run its first (slower)
+// patch, the measured start of the demo, xQSM-shaped and deep stand-ins, 0.6-1.0 s (RESULTS §38; it was 2 s, the
+// xQSM stand-in's on a slower host); the parallel fraction 0.90 fitted to the workers × threads sweeps on a quiet 2-core Intel Xeon host, in
 // node (0.905) and Chromium (0.900), 1 × 2 threads 1.70-1.81× one thread (RESULTS §22).
 struct ThroughputModel {
   double seconds_per_voxel = 3.94e-5;  // per patch voxel at 1 thread
   double parallel_fraction = 0.90;
-  double worker_start_seconds = 2.0;   // ONNX Runtime session creation per worker (they start in parallel)
+  double worker_start_seconds = 0.9;   // ONNX Runtime session creation per worker (they start in parallel)
   double per_tile_seconds = 0.3;       // fixed cost of one tile (hand-over, ORT run set-up)
 };
 
