@@ -66,8 +66,9 @@ function contextOf(args) {
 }
 
 /**
- * How much the network computes, for the time estimate of a network with no speed of its own: the multiply-accumulates
- * per voxel of the weights' own ONNX graph (graph-cost.js); undefined when there are no weights or no graph to read.
+ * How much the network computes, for the time estimate of a field network whose speed was not measured here (C++
+ * kSecondsPerMac): the multiply-accumulates per voxel of the weights' own ONNX graph (graph-cost.js); undefined when
+ * there are no weights or no graph to read.
  */
 function graphMacsOf(args) {
   const w = graphBytes(args);

@@ -116,10 +116,10 @@ export class SettingsPanel {
         signal,
         onProgress: (p) => (text.textContent = `measuring: patch ${p.done} of ${p.total}…`),
       });
-      const kept = { speed: { points: speed.points, startSeconds: speed.startSeconds, threads: speed.threads, seconds: speed.seconds }, measuredAt: new Date().toISOString() };
+      const entry = { speed: { points: speed.points, startSeconds: speed.startSeconds, threads: speed.threads, seconds: speed.seconds }, measuredAt: new Date().toISOString() };
       const key = measuredKey(net);
-      const stored = keep(SPEED_STORE, key, { ...kept, machine: machineKey() });
-      this.speeds.set(key, { ...kept, byItself: !!runVoxels, stored });
+      const stored = keep(SPEED_STORE, key, { ...entry, machine: machineKey() });
+      this.speeds.set(key, { ...entry, byItself: !!runVoxels, stored });
       text.textContent = this.speedNote();
     });
   }
@@ -139,9 +139,9 @@ export class SettingsPanel {
         signal,
         onProgress: (p) => p.total && (text.textContent = `measuring the reach: ${p.done} of ${p.total}…`),
       });
-      const kept = { probe, measuredAt: new Date().toISOString() };
+      const entry = { probe, measuredAt: new Date().toISOString() };
       const key = measuredKey(net);
-      this.reaches.set(key, { ...kept, stored: keep(REACH_STORE, key, kept) });
+      this.reaches.set(key, { ...entry, stored: keep(REACH_STORE, key, entry) });
       text.textContent = this.reachNote();
     });
   }
