@@ -248,8 +248,9 @@ TilePlan plan_unverified(const InversionRequest& r, std::span<const uint8_t> mas
   // speed at this engine's rate. A physics loop's patch is several calls and more: its registry figure, measured whole.
   SpeedSource source = SpeedSource::Default;
   const bool one_call = !r.model || r.model->kind == ModelKind::FieldToChi;
-  if (one_call && r.graph_macs_per_voxel > 0) {
-    a.speed.seconds_per_voxel = r.graph_macs_per_voxel * kSecondsPerMac;
+  const double macs = r.graph_macs_per_voxel > 0 ? r.graph_macs_per_voxel : r.model ? r.model->macs_per_voxel : 0.0;
+  if (one_call && macs > 0) {
+    a.speed.seconds_per_voxel = macs * kSecondsPerMac;
     source = SpeedSource::Graph;
   } else if (r.model && r.model->seconds_per_voxel > 0) {
     a.speed.seconds_per_voxel = r.model->seconds_per_voxel;

@@ -98,13 +98,19 @@ TEST(Inversion, PlanEstimatesWithTheMeasuredSpeedAndSaysSo) {
               estimate_plan_seconds(by_graph, by_graph.workers, by_graph.threads_per_worker, graph_speed), 1e-6);
   EXPECT_LT(by_graph.estimated_seconds, by_default.estimated_seconds);
 
-  // A registry network: its graph when the request carries it, else its registry figure; a physics loop (several calls
-  // per patch) keeps its registry figure.
+  // A registry field network: the graph the request carries, else its registry's work per voxel; a physics loop
+  // (several calls per patch) keeps its registry figure.
   r.model = &model_spec("demo-unet");
+  ASSERT_GT(r.model->macs_per_voxel, 0);
   EXPECT_EQ(plan_inversion(r, mask, Target::Wasm).estimate_source, "graph");
   r.graph_macs_per_voxel = 0;
   const TilePlan registry = plan_inversion(r, mask, Target::Wasm);
-  EXPECT_EQ(registry.estimate_source, r.model->seconds_per_voxel > 0 ? "registry" : "default");
+  EXPECT_EQ(registry.estimate_source, "graph");
+  graph_speed.seconds_per_voxel = r.model->macs_per_voxel * kSecondsPerMac;
+  if (!registry.whole_volume) {
+    EXPECT_NEAR(registry.estimated_seconds,
+                estimate_plan_seconds(registry, registry.workers, registry.threads_per_worker, graph_speed), 1e-6);
+  }
   InversionRequest loop = r;
   loop.model = &model_spec("lpcnn");
   loop.graph_macs_per_voxel = 1e5;

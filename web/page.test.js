@@ -401,7 +401,7 @@ test('Cancel stops a run at once and leaves the page ready', { skip }, async () 
 
 test('Measure speed: the estimate uses this machine\'s speed, and the next run takes the measuring worker (no start-up of its own)', { skip, timeout: 300000 }, async () => {
   await page.check('#auto'); // an automatic plan: the one with an estimate
-  await planWith({ feasible: true, estimateSource: 'registry' }); // the demo network's registry speed
+  await planWith({ feasible: true, estimateSource: 'graph' }); // the demo network's registry work per voxel at the engine's rate
   const before = await readData('#planReadout');
   assert.equal(await page.isDisabled('#measureSpeed'), false);
   await page.click('#measureSpeed');
@@ -437,7 +437,7 @@ test('Measure speed: the estimate uses this machine\'s speed, and the next run t
   });
   await page.reload();
   await page.waitForFunction(() => document.body.dataset.state === 'idle' && document.querySelector('#planReadout').dataset.feasible, null, { timeout: 60000 });
-  assert.equal((await readData('#planReadout')).estimateSource, 'registry');
+  assert.equal((await readData('#planReadout')).estimateSource, 'graph');
   assert.equal(await page.textContent('#speedText'), '');
   // No speed of the demo network on this machine: loading an input measures it by itself before the first run, with
   // patches sized to the planned run (smaller than the button's 32³ and 64³ on this small volume), and the estimate

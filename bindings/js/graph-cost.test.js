@@ -32,3 +32,23 @@ test('a strided convolution costs per output voxel: 27 MACs for every 8 input vo
 test('bytes that are not an ONNX model are refused by name', () => {
   assert.throws(() => graphCost(new Uint8Array([1, 2, 3, 4])), /ONNX|graph/);
 });
+
+test('the registry\'s work per voxel is its networks\' graph: the shipped demo weights, xQSM and QSMnet at their published shapes', { timeout: 120000 }, async () => {
+  const fs = await import('node:fs');
+  const { createTessera } = await import('./index.js');
+  const { STANDINS } = await import('../../scripts/standins.js');
+  const t = await createTessera({ workers: 1 });
+  let registry;
+  try {
+    registry = new Map((await t.registry()).map((m) => [m.id, m]));
+  } finally {
+    await t.terminate();
+  }
+  const demo = new Uint8Array(fs.readFileSync(new URL('../../web/models/demo-unet.onnx', import.meta.url)));
+  assert.equal(registry.get('demo-unet').macsPerVoxel, graphCost(demo).macsPerVoxel);
+  assert.equal(registry.get('xqsm').macsPerVoxel, graphCost(STANDINS.xqsm.build()).macsPerVoxel);
+  // QSMnet's stand-in is its published size (about 400 MB): built once, for both of its registry entries.
+  const qsmnet = graphCost(STANDINS.qsmnet.build()).macsPerVoxel;
+  assert.equal(registry.get('qsmnet').macsPerVoxel, qsmnet);
+  assert.equal(registry.get('qsmnet-plus').macsPerVoxel, qsmnet);
+});

@@ -415,6 +415,8 @@ export interface ModelInfo {
   readonly citation: string;
   readonly notes: string;
   readonly defaultHalo: number;
+  /** its convolutions' multiply-accumulates per input voxel (graph-cost.js; 0 when unknown): its time estimate */
+  readonly macsPerVoxel: number;
   /** how far an output voxel depends on inputs (voxels; 0 when unknown) and where that figure comes from */
   readonly receptiveRadius: number;
   readonly receptiveSource: string;

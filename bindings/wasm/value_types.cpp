@@ -511,6 +511,8 @@ void register_value_types() {
       .text<&ModelSpec::citation>("citation")
       .text<&ModelSpec::notes>("notes")
       .field("defaultHalo", &ModelSpec::default_halo)
+      .field("macsPerVoxel", &ModelSpec::macs_per_voxel)
+      .doc("its convolutions' multiply-accumulates per input voxel (graph-cost.js; 0 when unknown): its time estimate")
       .field("receptiveRadius", &ModelSpec::receptive_radius)
       .doc("how far an output voxel depends on inputs (voxels; 0 when unknown) and where that figure comes from")
       .text<&ModelSpec::receptive_source>("receptiveSource")

@@ -154,6 +154,9 @@ struct ModelSpec {
   std::string_view citation;
   std::string_view notes;
   double seconds_per_voxel = 0.0;  // ONNX Runtime Web, 1 thread, per patch voxel; 0: not measured (planner default)
+  // Its convolutions' multiply-accumulates per input voxel (bindings/js/graph-cost.js on its weights, or on a stand-in of
+  // its published shape); 0: not known. A field -> chi network's speed is estimated from it (kSecondsPerMac).
+  double macs_per_voxel = 0.0;
   // The theoretical receptive radius (voxels an output depends on, from the ONNX graph: bindings/js/receptive-field.js)
   // and where it comes from; 0: not known (the radius is then derived from the weights when they are given).
   uint32_t receptive_radius = 0;
