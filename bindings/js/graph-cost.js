@@ -1,23 +1,12 @@
 // How much a network computes: the multiply-accumulates of its convolutions per input voxel, read from the ONNX graph
-// (onnx-graph.js: the weights' dims are read, their values never decoded). The planner estimates the time of a network
-// that has no speed of its own (none in the registry, none measured here) from it (C++ kSecondsPerMac).
+// (onnx-graph.js: the weights' dims are read, their values never decoded). The planner estimates the time of a field
+// network whose speed was not measured here from it (C++ kSecondsPerMac); the registry declares it for its networks.
 
-import { readOnnxGraph } from './onnx-graph.js';
+import { readOnnxGraph, resizeScales } from './onnx-graph.js';
 
 const CONV = new Set(['Conv', 'ConvInteger', 'QLinearConv']);
 const POOL = new Set(['MaxPool', 'AveragePool', 'LpPool']);
 const product = (list) => list.reduce((a, b) => a * b, 1);
-
-/** The float or int64 values of a constant tensor, or null. */
-function constantValues(t) {
-  if (!t) return null;
-  if (t.floats.length) return t.floats;
-  if (t.raw && t.dataType === 1) {
-    const v = new DataView(t.raw.buffer, t.raw.byteOffset, t.raw.byteLength);
-    return Array.from({ length: t.raw.byteLength / 4 }, (_, i) => v.getFloat32(4 * i, true));
-  }
-  return null;
-}
 
 /**
  * The multiply-accumulates per input voxel of a network's convolutions and transposed convolutions (bytes: ONNX).
@@ -52,7 +41,7 @@ export function graphCost(bytes) {
       }
     } else if (POOL.has(n.op)) out = s * strides();
     else if (n.op === 'Resize' || n.op === 'Upsample') {
-      const scales = n.attrs.scales?.floats?.length ? n.attrs.scales.floats : constantValues(graph.initializers.get(n.inputs[n.op === 'Resize' && n.inputs.length > 2 ? 2 : 1]));
+      const scales = resizeScales(n, graph);
       if (scales?.length >= 5) out = s / product(scales.slice(2));
       else unscaled.add(n.op);
     }

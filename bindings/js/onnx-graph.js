@@ -224,3 +224,26 @@ export function spatialRank(n, initializers) {
   const w = initializers.get(n.inputs[1]);
   return (n.op === 'Conv' || n.op === 'ConvTranspose') && w && w.dims.length >= 3 ? w.dims.length - 2 : null;
 }
+
+/** The values of a small constant tensor (float or int64), or null. */
+export function tensorValues(t) {
+  if (!t) return null;
+  if (t.floats.length) return t.floats;
+  if (t.ints.length) return t.ints;
+  if (t.raw) {
+    const v = new DataView(t.raw.buffer, t.raw.byteOffset, t.raw.byteLength);
+    if (t.dataType === 1) return Array.from({ length: t.raw.byteLength / 4 }, (_, i) => v.getFloat32(4 * i, true));
+    if (t.dataType === 7) return Array.from({ length: t.raw.byteLength / 8 }, (_, i) => Number(v.getBigInt64(8 * i, true)));
+  }
+  return null;
+}
+
+/**
+ * The scales of a Resize or Upsample node ([N, C, X, Y, Z] factors): Upsample's attribute (opset 7) or input 1 (opset
+ * 9), Resize's input 2 (opset 11+) or 1 (opset 10); null when they are not constant (sizes given instead, or computed).
+ * graph: readOnnxGraph's result.
+ */
+export function resizeScales(n, graph) {
+  if (n.attrs.scales?.floats?.length) return n.attrs.scales.floats;
+  return tensorValues(graph.initializers.get(n.inputs[n.op === 'Resize' && n.inputs.length > 2 ? 2 : 1]));
+}

@@ -9,21 +9,7 @@
 // that mix the whole extent (global pooling, instance/layer normalisation over space, reductions) make the field
 // global; operations it cannot follow (reshapes over space, custom domains) are named.
 
-import { readOnnxGraph } from './onnx-graph.js';
-
-
-/** The values of a small constant tensor (float or int64), or null. */
-function tensorValues(t) {
-  if (!t) return null;
-  if (t.floats.length) return t.floats;
-  if (t.ints.length) return t.ints;
-  if (t.raw) {
-    const v = new DataView(t.raw.buffer, t.raw.byteOffset, t.raw.byteLength);
-    if (t.dataType === 1) return Array.from({ length: t.raw.byteLength / 4 }, (_, i) => v.getFloat32(4 * i, true));
-    if (t.dataType === 7) return Array.from({ length: t.raw.byteLength / 8 }, (_, i) => Number(v.getBigInt64(8 * i, true)));
-  }
-  return null;
-}
+import { readOnnxGraph, tensorValues, resizeScales } from './onnx-graph.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Receptive field through the graph.
@@ -130,10 +116,7 @@ export function graphReceptiveField(bytes) {
         return { start: w.start + (w.jump * (begin[a] - K + 1)) / s, jump: w.jump / s, width: w.width + (w.jump * (K - 1)) / s };
       });
     } else if ((n.op === 'Resize' || n.op === 'Upsample') && data) {
-      // scales: Upsample's attribute (opset 7) or input 1 (opset 9); Resize's input 2 (opset 11+) or 1 (opset 10).
-      const scales =
-        n.attrs.scales?.floats?.length ? n.attrs.scales.floats
-          : tensorValues(graph.initializers.get(n.inputs[n.op === 'Resize' && n.inputs.length > 2 ? 2 : 1]));
+      const scales = resizeScales(n, graph);
       const mode = attrString(n, 'mode', 'nearest');
       if (!scales || scales.length < 5) {
         unknown.add(`${n.op} (scales not constant)`);
