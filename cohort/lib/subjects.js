@@ -34,8 +34,17 @@ const MANIFEST_COLUMNS = ['subject', 'session', 'field', 'phase', 'magnitude', '
 const PIPELINE_OPTION = /^(unwrap|background|fitResidualLimit|(vsharp|pdf|brainMask)\.\w+)$/;
 const FIELD_UNITS = { ppm: 'ppm', hz: 'hz', 'rad/s': 'rad/s' };
 const PHASE_UNITS = ['rad', 'deg', 'scanner'];
-/** The words a yes-or-no config value may be (snakemake --config passes them as text; the Snakefile's _flag reads them). */
-const SWITCH_WORDS = ['true', 'false', 'yes', 'no', 'on', 'off', '1', '0'];
+/** The words a yes-or-no config value may be (snakemake --config passes them as text), by the value they mean. */
+const SWITCH_WORDS = { true: true, yes: true, on: true, 1: true, false: false, no: false, off: false, 0: false };
+
+/** A yes-or-no config value (absent: false); throws CohortError naming the key when it is neither. */
+function switchOf(config, key) {
+  const v = config[key];
+  if (v === undefined || typeof v === 'boolean') return !!v;
+  const word = String(v).trim().toLowerCase();
+  if (!(word in SWITCH_WORDS)) throw new CohortError(`config ${key} must be true or false, got '${v}'`);
+  return SWITCH_WORDS[word];
+}
 const MAX_TE_SECONDS = 1;
 
 /** BIDS entities of a file name: {entities: [[key, value]...], suffix, ext}, or null when it is not one. */
@@ -539,9 +548,7 @@ export async function discover(config) {
     throw new CohortError('give exactly one of config bids=<BIDS folder> or manifest=<subjects.tsv> (snakemake --config bids=/data/study)');
   }
   if (config.input !== undefined && !['field', 'phase'].includes(config.input)) throw new CohortError(`config input must be field or phase, got '${config.input}'`);
-  if (config.measure_reach !== undefined && typeof config.measure_reach !== 'boolean' && !SWITCH_WORDS.includes(String(config.measure_reach).trim().toLowerCase())) {
-    throw new CohortError(`config measure_reach must be true or false, got '${config.measure_reach}'`);
-  }
+  const measureReach = switchOf(config, 'measure_reach');
   if (config.phase_units !== undefined && !PHASE_UNITS.includes(config.phase_units)) throw new CohortError(`config phase_units must be one of ${PHASE_UNITS.join(', ')}, got '${config.phase_units}'`);
   const records = config.bids !== undefined ? fromBids(path.resolve(config.bids), config) : fromManifest(path.resolve(config.manifest), config);
   const packageRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -559,7 +566,7 @@ export async function discover(config) {
   pipelineConfig(config, schema);
   const models = assignModels(records, registry, config, packageRoot, schema);
   const version = JSON.parse(fs.readFileSync(path.join(packageRoot, 'package.json'), 'utf8')).version;
-  return { version, records, models };
+  return { version, records, models, measureReach };
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -100,7 +100,7 @@ export async function cmdReceptiveField(o, ctx) {
     : await tessera.receptiveField({ weights: first, model: entry?.id, spec });
   if (o.json) {
     // The weights it was measured on: invert and plan --context FILE refuse the file for others.
-    ctx.out(`${JSON.stringify({ ...rf, weightsSha256: await weightsShas(entry, loaded) }, null, 2)}\n`);
+    ctx.out(`${JSON.stringify({ ...rf, weightsSha256: weightsShas(entry, loaded) }, null, 2)}\n`);
     return EXIT_OK;
   }
   const g = rf.graph;

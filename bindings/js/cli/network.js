@@ -52,13 +52,13 @@ export async function loadNetworkWeights(o, entry, tessera, ctx) {
 }
 
 /**
- * The sha256s of a network's weights: of the bytes when loaded, else the registry's (loadWeights checks the bytes
- * against them); null when neither is known.
+ * The sha256s of a network's weights: a registry network's (loadWeights checks the bytes against them), a spec's from
+ * its loaded weights (loadNetworkWeights hashed them); null when not all are known.
  * loaded: loadNetworkWeights' result, or null.
  */
-export async function weightsShas(entry, loaded) {
-  if (loaded) return Promise.all([loaded.weights].flat().map((w) => sha256Hex(w)));
-  return entry?.weights.every((w) => w.sha256) ? entry.weights.map((w) => w.sha256) : null;
+export function weightsShas(entry, loaded) {
+  const shas = entry ? entry.weights.map((w) => w.sha256) : loaded?.weightsInfo.map((w) => w.sha256);
+  return shas?.length && shas.every(Boolean) ? shas : null;
 }
 
 /**
@@ -71,7 +71,7 @@ export async function runContext(o, entry, spec, loaded, tessera, ctx) {
   if (o.probe) return probeContext(o, entry, spec, loaded.weights, tessera, ctx);
   if (o.context === undefined) return undefined;
   const { probe, weightsSha256 } = await readContext(o.context, ctx.signal);
-  const shas = weightsSha256 && (await weightsShas(entry, loaded));
+  const shas = weightsSha256 && weightsShas(entry, loaded);
   if (shas && shas.join(',') !== weightsSha256.join(',')) {
     const short = (list) => list.map((s) => String(s).slice(0, 12)).join(', ');
     throw new CliError(
