@@ -32,7 +32,7 @@ struct ThroughputModel {
 // whose speed was not measured here is estimated at its graph's MACs per voxel times this (before its registry figure,
 // one machine's at one hour: 1.5-1.8× the runs of §36 where this is within 25 % in 11 of 12). Fitted to the demo U-Net
 // (53.6 k MACs per voxel), the xQSM-shaped stand-in (397 k) and the deep stand-in (65.5 k), run as one patch or as
-// slabs at 2 threads in node and Chromium: 0.047-0.057 µs per 1,000 MACs after the per-tile cost (bench/RESULTS.md
+// slabs at 2 threads in node and Chromium: 0.046-0.057 µs per 1,000 MACs after the per-tile cost (bench/RESULTS.md
 // §38), mean 0.050, × 1.82 (the speed-up of 2 threads at parallel_fraction 0.90) for 1 thread.
 inline constexpr double kSecondsPerMac = 9.2e-11;
 
