@@ -6,20 +6,18 @@
 // Usage:
 //   node scripts/make_standins.js /tmp/standins        # once
 //   node bench/browser-tile-speed.js [--onnx /tmp/standins/xqsm-standin.onnx] [--edge 64] [--threads 1,2]
-//        [--repeats 3] [--rounds 1] [--warm-edge 0] [--chromium /usr/bin/chromium] [--json out.json]
+//        [--repeats 3] [--rounds 1] [--warm-edge 0] [--rewrite] [--chromium /usr/bin/chromium] [--json out.json]
 // (Not with --no-experimental-fetch: playwright-core needs the global Headers.) Needs /usr/bin/chromium and
 // playwright-core (devDependency).
 import { parseArgs } from 'node:util';
-import { requireStandin } from './common.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { launchChromium, benchPage } from '../scripts/chromium.js';
 import { startServer } from '../scripts/serve.js';
-import { summarizeTileSpeed, tileSpeedTable, progressLine, tileSpeedConfig, TILE_SPEED_OPTIONS } from './tile-speed.js';
+import { summarizeTileSpeed, tileSpeedTable, progressLine, tileSpeedConfig, tileSpeedModel, TILE_SPEED_OPTIONS } from './tile-speed.js';
 
 const { values: a } = parseArgs({ options: { ...TILE_SPEED_OPTIONS, chromium: { type: 'string', default: '/usr/bin/chromium' } } });
-requireStandin(a.onnx);
 const cfg = tileSpeedConfig(a);
 
 const PAGE = `<!doctype html><meta charset="utf-8"><title>tessera tile speed</title>
@@ -44,10 +42,12 @@ window.__ready = true;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-tilespeed-'));
 const pageFile = path.join(tmp, 'page.html');
 fs.writeFileSync(pageFile, PAGE);
-const srv = await startServer({ overrides: { '/__tile-speed.html': pageFile, '/__model.onnx': path.resolve(a.onnx) } });
+const modelFile = path.join(tmp, 'model.onnx'); // the --onnx file as exported, or its rewrite (--rewrite)
+fs.writeFileSync(modelFile, await tileSpeedModel(a));
+const srv = await startServer({ overrides: { '/__tile-speed.html': pageFile, '/__model.onnx': modelFile } });
 const userDir = path.join(tmp, 'profile');
 const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
-console.log(`browser tile speed, ${os.cpus()[0].model} × ${os.cpus().length}, ${a.onnx}, edge ${cfg.edge}, threads ${cfg.threads.join(',')}, ` +
+console.log(`browser tile speed, ${os.cpus()[0].model} × ${os.cpus().length}, ${a.onnx}${a.rewrite ? ' (rewritten)' : ''}, edge ${cfg.edge}, threads ${cfg.threads.join(',')}, ` +
   `${cfg.repeats} repeats × ${cfg.rounds} round(s); load average ${load()}`);
 const context = await launchChromium(userDir, a.chromium);
 let result;
