@@ -6,7 +6,7 @@
 // Usage:
 //   node scripts/make_standins.js /tmp/standins        # once
 //   node bench/browser-tile-speed.js [--onnx /tmp/standins/xqsm-standin.onnx] [--edge 64] [--threads 1,2]
-//        [--repeats 3] [--rounds 1] [--warm-edge 0] [--rewrite] [--chromium /usr/bin/chromium] [--json out.json]
+//        [--repeats 3] [--rounds 1] [--warm-edge 0] [--rewrite] [--rewrite-ops OPS] [--chromium /usr/bin/chromium] [--json out.json]
 // (Not with --no-experimental-fetch: playwright-core needs the global Headers.) Needs /usr/bin/chromium and
 // playwright-core (devDependency).
 import { parseArgs } from 'node:util';
@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { launchChromium, benchPage } from '../scripts/chromium.js';
 import { startServer } from '../scripts/serve.js';
-import { summarizeTileSpeed, tileSpeedTable, progressLine, tileSpeedConfig, tileSpeedModel, TILE_SPEED_OPTIONS } from './tile-speed.js';
+import { summarizeTileSpeed, tileSpeedTable, progressLine, tileSpeedConfig, tileSpeedModel, tileSpeedModelName, TILE_SPEED_OPTIONS } from './tile-speed.js';
 
 const { values: a } = parseArgs({ options: { ...TILE_SPEED_OPTIONS, chromium: { type: 'string', default: '/usr/bin/chromium' } } });
 const cfg = tileSpeedConfig(a);
@@ -47,7 +47,7 @@ fs.writeFileSync(modelFile, await tileSpeedModel(a));
 const srv = await startServer({ overrides: { '/__tile-speed.html': pageFile, '/__model.onnx': modelFile } });
 const userDir = path.join(tmp, 'profile');
 const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
-console.log(`browser tile speed, ${os.cpus()[0].model} × ${os.cpus().length}, ${a.onnx}${a.rewrite ? ' (rewritten)' : ''}, edge ${cfg.edge}, threads ${cfg.threads.join(',')}, ` +
+console.log(`browser tile speed, ${os.cpus()[0].model} × ${os.cpus().length}, ${tileSpeedModelName(a)}, edge ${cfg.edge}, threads ${cfg.threads.join(',')}, ` +
   `${cfg.repeats} repeats × ${cfg.rounds} round(s); load average ${load()}`);
 const context = await launchChromium(userDir, a.chromium);
 let result;

@@ -9,11 +9,12 @@
 // Usage:
 //   node scripts/make_standins.js /tmp/standins        # once: /tmp/standins/xqsm-standin.onnx
 //   node --no-experimental-fetch bench/tile-speed.js [--onnx /tmp/standins/xqsm-standin.onnx] [--edge 64]
-//        [--threads 1,2] [--repeats 3] [--rounds 1] [--warm-edge 0] [--rewrite] [--json out.json]
+//        [--threads 1,2] [--repeats 3] [--rounds 1] [--warm-edge 0] [--rewrite] [--rewrite-ops OPS] [--json out.json]
 // --warm-edge E: three E³ patches before the first large run, so its code is warm while its heap still grows.
 // --onnx deep: the benches' deep stand-in (bench/common.js deepStandin: 4 levels, 5³ kernels, base 8, random weights).
 // --rewrite: time the graph as bindings/js/webgpu-graph.js rewrites it for WebGPU (same result to float rounding)
-// instead of the graph as exported, on the same wasm backend.
+// instead of the graph as exported, on the same wasm backend; --rewrite-ops ConvTranspose (a comma list): only those
+// operators rewritten (implies --rewrite).
 // bench/browser-tile-speed.js runs the same measurement (measureTileSpeed below) in headless Chromium.
 //
 // Imported by the browser page of browser-tile-speed.js: no node import at the top level.
@@ -135,17 +136,23 @@ export const TILE_SPEED_OPTIONS = {
   rounds: { type: 'string', default: '1' },
   'warm-edge': { type: 'string', default: '0' },
   rewrite: { type: 'boolean', default: false },
+  'rewrite-ops': { type: 'string' },
   json: { type: 'string' },
 };
 
 /** The model bytes parsed TILE_SPEED_OPTIONS name: the --onnx file (or 'deep'), or its WebGPU rewrite with --rewrite
- * (node only; exits naming the command that makes a missing stand-in). */
+ * or --rewrite-ops (node only; exits naming the command that makes a missing stand-in). */
 export async function tileSpeedModel(a) {
   const { readStandin, deepStandin } = await import('./common.js');
   const model = a.onnx === 'deep' ? deepStandin() : readStandin(a.onnx);
-  if (!a.rewrite) return model;
+  if (!a.rewrite && !a['rewrite-ops']) return model;
   const { rewriteForWebGpu } = await import('../bindings/js/webgpu-graph.js');
-  return rewriteForWebGpu(model).bytes;
+  return rewriteForWebGpu(model, a['rewrite-ops'] ? { ops: a['rewrite-ops'].split(',') } : {}).bytes;
+}
+
+/** How the header names the model: the --onnx file, and which rewrite. */
+export function tileSpeedModelName(a) {
+  return `${a.onnx}${a['rewrite-ops'] ? ` (${a['rewrite-ops']} rewritten)` : a.rewrite ? ' (rewritten)' : ''}`;
 }
 
 /** The measurement settings of parsed TILE_SPEED_OPTIONS values. */
@@ -168,7 +175,7 @@ async function main() {
   const { values: a } = parseArgs({ options: TILE_SPEED_OPTIONS });
   const model = await tileSpeedModel(a);
   const cfg = tileSpeedConfig(a);
-  console.log(`tile speed, node ${process.version}, ${os.cpus()[0].model} × ${os.cpus().length}, ${a.onnx}${a.rewrite ? ' (rewritten)' : ''}, ` +
+  console.log(`tile speed, node ${process.version}, ${os.cpus()[0].model} × ${os.cpus().length}, ${tileSpeedModelName(a)}, ` +
     `edge ${cfg.edge}, threads ${cfg.threads.join(',')}, ${cfg.repeats} repeats × ${cfg.rounds} round(s); load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   const points = [];
   for (let round = 0; round < cfg.rounds; round++) {

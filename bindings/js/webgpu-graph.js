@@ -386,10 +386,19 @@ const REWRITTEN_OPS = new Set(['ConvTranspose', 'MaxPool', 'AveragePool', 'Conv'
  * AveragePool, 3D Conv with unequal pads) into ones they run, with the same result to float rounding (header).
  * Returns {bytes (the input itself when nothing is rewritten), rewritten: [{op, node, as}] (one per node, as: what
  * replaced it), unsupported: [{op, node, reason}] (3D ConvTranspose / pools left in place, and why)}.
+ * ops: the operator types to rewrite (default all four; others are left in place, unlisted), e.g. ['ConvTranspose'],
+ * the part that also runs faster on the wasm backend (bench/RESULTS.md §40).
  * Precondition: modelBytes hold an ONNX model (else an Error naming what is wrong).
+ * Precondition: ops names only ConvTranspose, MaxPool, AveragePool or Conv (else a TypeError naming them).
  * @param {Uint8Array|ArrayBuffer} modelBytes
+ * @param {{ops?: string[]}} [options]
  */
-export function rewriteForWebGpu(modelBytes) {
+export function rewriteForWebGpu(modelBytes, { ops = [...REWRITTEN_OPS] } = {}) {
+  const chosen = new Set(ops);
+  const unknown = [...chosen].filter((op) => !REWRITTEN_OPS.has(op));
+  if (!Array.isArray(ops) || unknown.length) {
+    throw new TypeError(`rewriteForWebGpu: ops are among ${[...REWRITTEN_OPS].join(', ')}; got ${Array.isArray(ops) ? unknown.join(', ') : typeof ops}`);
+  }
   const b = modelBytes instanceof Uint8Array ? modelBytes : new Uint8Array(modelBytes);
   const { fields, graph: graphField } = modelFields(b);
   const opset = onnxOpset(b, fields);
@@ -423,7 +432,7 @@ export function rewriteForWebGpu(modelBytes) {
   const unsupported = [];
   const replaced = new Map(); // record → Rewrite
   for (const [rec, n] of nodes) {
-    if (!REWRITTEN_OPS.has(n.op) || (n.domain && n.domain !== 'ai.onnx') || spatialRank(n, inits) !== 3) continue;
+    if (!chosen.has(n.op) || (n.domain && n.domain !== 'ai.onnx') || spatialRank(n, inits) !== 3) continue;
     const label = n.name || n.outputs[0];
     const pads = n.attrs.pads?.ints ?? [];
     const group = n.attrs.group?.i ?? 1;

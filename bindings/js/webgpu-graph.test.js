@@ -110,6 +110,20 @@ test('the demo network: its ConvTranspose weights are replaced (the originals dr
   for (const n of kept) assert.deepEqual(out.get(n.name), n, n.name);
 });
 
+test('ops: the demo with only its ConvTranspose rewritten keeps its pools, unlisted, and its outputs; an unknown op is refused', async () => {
+  const rw = rewriteForWebGpu(DEMO, { ops: ['ConvTranspose'] });
+  assert.deepEqual(rw.rewritten.map((r) => r.op), ['ConvTranspose', 'ConvTranspose', 'ConvTranspose']);
+  assert.deepEqual(rw.unsupported, []);
+  assert.deepEqual(volumetric(graphOperators(rw.bytes)).map((o) => o.op), ['MaxPool']);
+  const types = onnx.ModelProto.decode(rw.bytes).graph.node.map((n) => n.opType);
+  assert.equal(types.filter((t) => t === 'MaxPool').length, 3);
+  assert.equal(types.includes('ConvTranspose'), false);
+  await assertSameOutputs(DEMO, rw.bytes, randomFeeds(DEMO, [16, 8, 24], 5), 'demo, ConvTranspose only');
+  assert.equal(rewriteForWebGpu(DEMO, { ops: [] }).bytes, DEMO);
+  assert.throws(() => rewriteForWebGpu(DEMO, { ops: ['Resize'] }), /ops are among ConvTranspose, MaxPool, AveragePool, Conv; got Resize/);
+  assert.throws(() => rewriteForWebGpu(DEMO, { ops: 'ConvTranspose' }), TypeError);
+});
+
 test('a weight read by a Conv and a ConvTranspose (the NeXtQSM VJP stand-in) stays; nothing is rewritten twice', () => {
   const bytes = smallStandin('nextqsm-vjp');
   const rw = rewriteForWebGpu(bytes);
