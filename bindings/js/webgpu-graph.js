@@ -394,11 +394,9 @@ const REWRITTEN_OPS = new Set(['ConvTranspose', 'MaxPool', 'AveragePool', 'Conv'
  * @param {{ops?: string[]}} [options]
  */
 export function rewriteForWebGpu(modelBytes, { ops = [...REWRITTEN_OPS] } = {}) {
+  const unknown = Array.isArray(ops) ? ops.filter((op) => !REWRITTEN_OPS.has(op)) : [`${typeof ops} (not an array)`];
+  if (unknown.length) throw new TypeError(`rewriteForWebGpu: ops are among ${[...REWRITTEN_OPS].join(', ')}; got ${unknown.join(', ')}`);
   const chosen = new Set(ops);
-  const unknown = [...chosen].filter((op) => !REWRITTEN_OPS.has(op));
-  if (!Array.isArray(ops) || unknown.length) {
-    throw new TypeError(`rewriteForWebGpu: ops are among ${[...REWRITTEN_OPS].join(', ')}; got ${Array.isArray(ops) ? unknown.join(', ') : typeof ops}`);
-  }
   const b = modelBytes instanceof Uint8Array ? modelBytes : new Uint8Array(modelBytes);
   const { fields, graph: graphField } = modelFields(b);
   const opset = onnxOpset(b, fields);
