@@ -167,14 +167,15 @@ export function selectExecutionProvider({ preference, platform, ops }) {
 /**
  * The model bytes a pool's workers load and the provider they run on: selectExecutionProvider on the graph, and where
  * that passes WebGPU over for operators only, the graph rewritten for it (rewriteForWebGpu) when the rewritten graph
- * lets WebGPU run. Returns {bytes (the model, or its rewrite), selection: selectExecutionProvider's result, plus
- * graphRewrite: [{op, node, as}] when the bytes are the rewrite}. An unreadable graph applies no operator rule (the
- * workers' sessions then say what is wrong with the file).
+ * lets WebGPU run; on wasm, the operators wasmRewriteOps names rewritten (rewriteForWebGpu's ops: the registry's
+ * measured choice, bench/RESULTS.md §40). Returns {bytes (the model, or its rewrite), selection:
+ * selectExecutionProvider's result, plus graphRewrite: [{op, node, as}] when the bytes are the rewrite}. An unreadable
+ * graph applies no operator rule (the workers' sessions then say what is wrong with the file).
  * Precondition: platform is {node, webgpu, webnn} as platformProviders returns it (a bad preference: checkPreference's
  * TypeError).
- * @param {{model: Uint8Array|ArrayBuffer, preference: string[], platform: {node: boolean, webgpu: boolean, webnn: boolean}}} a
+ * @param {{model: Uint8Array|ArrayBuffer, preference: string[], platform: {node: boolean, webgpu: boolean, webnn: boolean}, wasmRewriteOps?: string[]}} a
  */
-export function prepareModel({ model, preference, platform }) {
+export function prepareModel({ model, preference, platform, wasmRewriteOps }) {
   const bytes = model instanceof Uint8Array ? model : new Uint8Array(model);
   const opsOf = (b) => {
     try {
@@ -185,12 +186,24 @@ export function prepareModel({ model, preference, platform }) {
   };
   const ops = checkPreference(preference).some((p) => p !== 'wasm') ? opsOf(bytes) : null;
   const selection = selectExecutionProvider({ preference, platform, ops });
+  const onWasm = () => {
+    if (selection.provider !== 'wasm' || !wasmRewriteOps?.length) return { bytes, selection };
+    let rewrite = null;
+    try {
+      rewrite = rewriteForWebGpu(bytes, { ops: wasmRewriteOps });
+    } catch (e) {
+      if (e instanceof TypeError) throw e; // ops it does not rewrite
+      // an unreadable graph: loaded as it is (the workers' sessions then say what is wrong with the file)
+    }
+    if (!rewrite?.rewritten.length) return { bytes, selection };
+    return { bytes: rewrite.bytes, selection: { ...selection, graphRewrite: rewrite.rewritten } };
+  };
   const gpu = selection.skipped.find((s) => s.provider === 'webgpu');
-  if (!ops || !platform.webgpu || !gpu || unsupportedOperators('webgpu', ops).length === 0) return { bytes, selection };
+  if (!ops || !platform.webgpu || !gpu || unsupportedOperators('webgpu', ops).length === 0) return onWasm();
   const rewrite = rewriteForWebGpu(bytes);
-  if (!rewrite.rewritten.length) return { bytes, selection };
+  if (!rewrite.rewritten.length) return onWasm();
   const after = selectExecutionProvider({ preference, platform, ops: graphOperators(rewrite.bytes) });
-  if (after.provider !== 'webgpu') return { bytes, selection };
+  if (after.provider !== 'webgpu') return onWasm();
   return { bytes: rewrite.bytes, selection: { ...after, graphRewrite: rewrite.rewritten } };
 }
 
@@ -198,7 +211,8 @@ export function prepareModel({ model, preference, platform }) {
  * Which execution provider runs a network, as a pool reports it: {requested (the preference), selected (what the
  * graph and the platform allowed), provider (what the workers' sessions run on; 'a+b' if they differ; null before any
  * is ready), skipped: [{provider, reason}] (passed over before selection), fallback (why a worker's session fell back
- * to wasm, else undefined), graphRewrite (when the workers load the graph rewritten for WebGPU)}.
+ * to wasm, else undefined), graphRewrite (when the workers load a rewrite of the graph: for WebGPU, or on wasm the
+ * registry's choice)}.
  * Precondition: selection is prepareModel's selection.
  * Precondition: workers are the pool's worker records ({executionProvider: null before ready, fallback}).
  * @param {object} selection

@@ -166,6 +166,28 @@ test('prepareModel: a U-Net is rewritten for WebGPU where the platform offers it
   assert.throws(() => prepareModel({ model: demo, preference: 'webgpu', platform: GPU }), /non-empty array/);
 });
 
+test('prepareModel: on wasm, wasmRewriteOps (the registry\'s measured choice) rewrites those operators alone', () => {
+  const demo = new Uint8Array(readFileSync(new URL('../../web/models/demo-unet.onnx', import.meta.url)));
+  const ops = ['ConvTranspose'];
+  const rw = rewriteForWebGpu(demo, { ops });
+  for (const [preference, platform] of [[['wasm'], NODE], [PREF, NODE], [['webnn', 'wasm'], NN]]) {
+    const p = prepareModel({ model: demo, preference, platform, wasmRewriteOps: ops });
+    assert.equal(p.selection.provider, 'wasm');
+    assert.deepEqual(p.selection.graphRewrite, rw.rewritten);
+    assert.deepEqual(p.selection.graphRewrite.map((r) => r.op), ['ConvTranspose', 'ConvTranspose', 'ConvTranspose']);
+    assert.deepEqual(p.bytes, rw.bytes);
+  }
+  // WebGPU keeps its own (whole) rewrite; none asked: the bytes as they are
+  assert.deepEqual(prepareModel({ model: demo, preference: PREF, platform: GPU, wasmRewriteOps: ops }).bytes, rewriteForWebGpu(demo).bytes);
+  assert.equal(prepareModel({ model: demo, preference: ['wasm'], platform: NODE, wasmRewriteOps: [] }).bytes, demo);
+  // nothing to rewrite, or unreadable bytes: the bytes as they are, no graphRewrite
+  const lp = lpcnnStandin({ channels: 2, blocks: 1 });
+  assert.deepEqual(prepareModel({ model: lp, preference: ['wasm'], platform: NODE, wasmRewriteOps: ops }), { bytes: lp, selection: { provider: 'wasm', requested: ['wasm'], skipped: [] } });
+  const junk = new Uint8Array([1, 2, 3]);
+  assert.equal(prepareModel({ model: junk, preference: ['wasm'], platform: NODE, wasmRewriteOps: ops }).bytes, junk);
+  assert.throws(() => prepareModel({ model: demo, preference: ['wasm'], platform: NODE, wasmRewriteOps: ['Resize'] }), /ops are among/);
+});
+
 test('prepareModel: a graph the rewrite cannot fully clear keeps its bytes and the reasons', () => {
   // a 3D ConvTranspose (rewritable) before a cubic Resize of the volume (not): WebGPU stays refused
   const graph = onnx.GraphProto.create({
@@ -271,6 +293,46 @@ test('pool with WebGPU offered and a 3D U-Net: the rewritten graph is what the w
   const scale = b.output.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
   assert.ok(scale > 0);
   assert.ok(maxAbsDiff(a.output, b.output) <= 2 ** -16 * Math.max(1, scale)); // webgpu-graph.test.js's bound
+});
+
+test('the registry marks wasmConvTransposeRewrite only on networks whose graph has a 3D ConvTranspose the rewrite takes', async () => {
+  const t = await createTessera({ workers: 1 });
+  let marked;
+  try {
+    marked = (await t.registry()).filter((m) => m.wasmConvTransposeRewrite).map((m) => m.id);
+  } finally {
+    await t.terminate();
+  }
+  assert.ok(marked.length > 0);
+  const graphs = { 'demo-unet': () => new Uint8Array(readFileSync(new URL('../../web/models/demo-unet.onnx', import.meta.url))), xqsm: () => xqsmStandin() };
+  for (const id of marked) {
+    assert.ok(graphs[id], `${id}: no graph here to check its mark against`);
+    const rw = rewriteForWebGpu(graphs[id](), { ops: ['ConvTranspose'] });
+    assert.ok(rw.rewritten.length > 0, `${id}: no ConvTranspose rewritten`);
+    assert.deepEqual(rw.unsupported, [], id);
+  }
+});
+
+test('runtime: a registry network marked wasmConvTransposeRewrite runs its ConvTranspose rewritten; its weights as a custom spec run as exported; χ agrees within the rewrite\'s bound', async () => {
+  const t = await createTessera({ workers: 1, threadsPerWorker: 1 });
+  try {
+    const demo = (await t.registry()).find((m) => m.id === 'demo-unet');
+    assert.equal(demo.wasmConvTransposeRewrite, true);
+    const weights = new Uint8Array(readFileSync(new URL('../../web/models/demo-unet.onnx', import.meta.url)));
+    const geometry = { dims: [32, 24, 24], voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
+    const { field, mask } = await t.phantom({ geometry, seed: 4 });
+    const request = { field, mask, geometry, weights, whole: true };
+    const registry = await t.invert({ ...request, model: 'demo-unet' });
+    const custom = await t.invert({ ...request, spec: { divisor: demo.divisor, bytesPerVoxel: demo.bytesPerVoxel, fixedBytes: demo.fixedBytes } });
+    assert.deepEqual(registry.report.executionProvider[0].graphRewrite.map((r) => r.op), ['ConvTranspose', 'ConvTranspose', 'ConvTranspose']);
+    assert.equal(custom.report.executionProvider[0].graphRewrite, undefined);
+    const scale = custom.chi.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+    assert.ok(scale > 0);
+    const d = maxAbsDiff(registry.chi, custom.chi); // its kernel-2 stride-2 ConvTranspose: the same sums, bit for bit
+    assert.ok(d <= 2 ** -16 * Math.max(1, scale), `max |Δ| ${d}`); // webgpu-graph.test.js's bound
+  } finally {
+    await t.terminate();
+  }
 });
 
 test('runtime in node with executionProviders [webgpu, wasm]: the run completes on wasm; report and progress say why', async () => {

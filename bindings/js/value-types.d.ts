@@ -417,6 +417,8 @@ export interface ModelInfo {
   readonly defaultHalo: number;
   /** its convolutions' multiply-accumulates per input voxel (graph-cost.js; 0 when unknown): its time estimate */
   readonly macsPerVoxel: number;
+  /** the wasm backend runs it with its 3D ConvTranspose rewritten (webgpu-graph.js): measured faster and lighter */
+  readonly wasmConvTransposeRewrite: boolean;
   /** how far an output voxel depends on inputs (voxels; 0 when unknown) and where that figure comes from */
   readonly receptiveRadius: number;
   readonly receptiveSource: string;

@@ -513,6 +513,8 @@ void register_value_types() {
       .field("defaultHalo", &ModelSpec::default_halo)
       .field("macsPerVoxel", &ModelSpec::macs_per_voxel)
       .doc("its convolutions' multiply-accumulates per input voxel (graph-cost.js; 0 when unknown): its time estimate")
+      .field("wasmConvTransposeRewrite", &ModelSpec::wasm_conv_transpose_rewrite)
+      .doc("the wasm backend runs it with its 3D ConvTranspose rewritten (webgpu-graph.js): measured faster and lighter")
       .field("receptiveRadius", &ModelSpec::receptive_radius)
       .doc("how far an output voxel depends on inputs (voxels; 0 when unknown) and where that figure comes from")
       .text<&ModelSpec::receptive_source>("receptiveSource")

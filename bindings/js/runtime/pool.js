@@ -53,6 +53,8 @@ export class WorkerPool extends OrtWorkers {
    *   (execution-provider.js), wasm when none; a worker whose session fails on it falls back to wasm
    * @param {{node: boolean, webgpu: boolean, webnn: boolean}} [o.platform] what the platform offers (default: detected
    *   here, platformProviders())
+   * @param {string[]} [o.wasmRewriteOps] operators the workers run rewritten (webgpu-graph.js) when the pool runs on
+   *   wasm: the registry's measured choice (['ConvTranspose'] for a wasmConvTransposeRewrite network), none by default
    * @param {string} [o.ortGpuModuleUrl] URL of an onnxruntime-web build with WebGPU/WebNN (ort.webgpu.min.mjs,
    *   ort.all.min.mjs) for the workers that use them (default: ort.all.min.mjs beside an ort.wasm*.mjs ortModuleUrl,
    *   else ortModuleUrl / the worker's own import)

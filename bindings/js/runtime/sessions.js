@@ -95,6 +95,7 @@ export async function startPools(weights, { k, threadsPerWorker, spec, inputName
         ortWasmPaths: options.ortWasmPaths,
         ortModuleUrl: options.ortModuleUrl,
         inputRoles: spec?.inputs?.length > 1 ? spec.inputs : undefined, // multi-input networks only
+        wasmRewriteOps: spec?.wasmConvTransposeRewrite ? ['ConvTranspose'] : undefined, // the registry's measured choice
         inputNames,
         workerUrl: options.ortWorkerUrl, // createTessera's replacement ort-worker.js, if any
         executionProviders: executionProviders ?? options.executionProviders, // chosen per network (execution-provider.js)
