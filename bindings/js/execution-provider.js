@@ -1,7 +1,8 @@
 // Which ONNX Runtime Web execution provider (EP) runs a network: the caller's preference list, what the platform
 // offers and what the network's graph needs. Pure functions: the pool asks them once per network, before any
 // worker starts; the worker then creates its session with the chosen EP and falls back to wasm if that fails.
-// For WebGPU the graph is first rewritten where that lets it run there (prepareModel, webgpu-graph.js).
+// For WebGPU the graph is first rewritten where that lets it run there (prepareModel, webgpu-graph.js); on wasm, the
+// operators the registry names for the network (its ConvTranspose, where measured faster: bench/RESULTS.md §40).
 //
 // What ONNX Runtime Web 1.30.0 cannot run, from its own files (node_modules/onnxruntime-web, found with the
 // `search` tool first at https://app.unpkg.com/onnxruntime-web@1.24.3/files/docs/webgpu-operators.md) and measured
