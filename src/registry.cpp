@@ -264,7 +264,7 @@ constexpr ModelSpec kEntries[] = {
         // time is this work at kSecondsPerMac (bench/RESULTS.md §38; the 6.3e-5 s per voxel measured in §16 ran 1.5-1.8×
         // over the runs of §36).
         .macs_per_voxel = 396'524,
-        .wasm_conv_transpose_rewrite = true,  // its stand-in 8-14 % faster, heap 16 % smaller (bench/RESULTS.md §40)
+        .wasm_conv_transpose_rewrite = true,  // measured on its stand-in (bench/RESULTS.md §40)
         .receptive_radius = 65,
         .receptive_source = kStandinRadius,
     },
@@ -494,7 +494,7 @@ constexpr ModelSpec kEntries[] = {
         // The shipped graph's work (graph-cost.test.js checks it), at kSecondsPerMac (bench/RESULTS.md §38; the 7.1e-6 s
         // per voxel of §16's probe ran 1.2-1.7× over the runs of §36).
         .macs_per_voxel = 53'616,
-        .wasm_conv_transpose_rewrite = true,  // 9-11 % faster, heap 18 % smaller (bench/RESULTS.md §40)
+        .wasm_conv_transpose_rewrite = true,  // measured on the shipped graph (bench/RESULTS.md §40)
         .receptive_radius = 51,
         .receptive_source = "the shipped graph (bindings/js/receptive-field.js; checked by receptive-field.test.js); "
                             "measured context from a probe of the shipped weights",
