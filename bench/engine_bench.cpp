@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <vector>
 
-#include "tessera/driver.h"
-#include "tessera/tiling.h"
+#include "tessera/engine/driver.h"
+#include "tessera/engine/tiling.h"
 
 using namespace tessera;
 using Clock = std::chrono::steady_clock;

@@ -32,7 +32,7 @@
 
 #include <unsupported/Eigen/FFT>
 
-#include "tessera/fft.h"
+#include "tessera/common/fft.h"
 
 #define POCKETFFT_NO_MULTITHREADING
 #include "/usr/lib/python3/dist-packages/pythran/pythonic/numpy/fft/pocketfft.hpp"

@@ -26,10 +26,10 @@
 #include <thread>
 #include <vector>
 
-#include "tessera/error.h"
-#include "tessera/fidelity.h"
-#include "tessera/methods.h"
-#include "tessera/phantom.h"
+#include "tessera/common/error.h"
+#include "tessera/quality/fidelity.h"
+#include "tessera/inversion/methods.h"
+#include "tessera/sim/phantom.h"
 
 using namespace tessera;
 using Clock = std::chrono::steady_clock;

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "support.h"
-#include "tessera/error.h"
-#include "tessera/phantom.h"
+#include "tessera/common/error.h"
+#include "tessera/sim/phantom.h"
 
 namespace {
 

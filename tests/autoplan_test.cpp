@@ -1,5 +1,5 @@
-#include "tessera/autoplan.h"
-#include "tessera/tiling.h"
+#include "tessera/engine/autoplan.h"
+#include "tessera/engine/tiling.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "support.h"
-#include "tessera/error.h"
+#include "tessera/common/error.h"
 
 using namespace tessera;
 using namespace tessera::test;

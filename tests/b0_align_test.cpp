@@ -1,5 +1,5 @@
 // Resampling to a B0-aligned grid and back (src/b0_align.cpp), and its place in the plan and the run (src/inversion.cpp).
-#include "tessera/b0_align.h"
+#include "tessera/common/b0_align.h"
 
 #include <gtest/gtest.h>
 
@@ -8,13 +8,13 @@
 #include <vector>
 
 #include "support.h"
-#include "tessera/dipole.h"
-#include "tessera/error.h"
-#include "tessera/fidelity.h"
-#include "tessera/inversion.h"
-#include "tessera/phantom.h"
-#include "tessera/registry.h"
-#include "tessera/request.h"
+#include "tessera/common/dipole.h"
+#include "tessera/common/error.h"
+#include "tessera/quality/fidelity.h"
+#include "tessera/networks/inversion.h"
+#include "tessera/sim/phantom.h"
+#include "tessera/registry/registry.h"
+#include "tessera/session/request.h"
 
 using namespace tessera;
 using namespace tessera::test;

@@ -1,4 +1,4 @@
-#include "tessera/background.h"
+#include "tessera/background/background.h"
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include "support.h"
-#include "tessera/dipole.h"
-#include "tessera/phantom.h"
+#include "tessera/common/dipole.h"
+#include "tessera/sim/phantom.h"
 
 namespace tessera {
 namespace {

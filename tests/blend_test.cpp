@@ -1,4 +1,4 @@
-#include "tessera/blend.h"
+#include "tessera/engine/blend.h"
 
 #include <gtest/gtest.h>
 
@@ -8,10 +8,10 @@
 #include <random>
 #include <thread>
 
-#include "internal/step_run.h"
+#include "engine/step_run.h"
 #include "support.h"
-#include "tessera/error.h"
-#include "tessera/plan.h"
+#include "tessera/common/error.h"
+#include "tessera/engine/plan.h"
 
 using namespace tessera;
 using namespace tessera::test;

@@ -1,4 +1,4 @@
-#include "tessera/brain_mask.h"
+#include "tessera/phase/brain_mask.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "support.h"
-#include "tessera/error.h"
+#include "tessera/common/error.h"
 
 namespace {
 

@@ -1,11 +1,11 @@
-#include "tessera/budget.h"
+#include "tessera/common/budget.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <limits>
 
-#include "tessera/error.h"
+#include "tessera/common/error.h"
 
 using namespace tessera;
 

@@ -1,12 +1,12 @@
-#include "tessera/calibration.h"
+#include "tessera/engine/calibration.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <vector>
 
-#include "tessera/error.h"
-#include "tessera/request.h"
+#include "tessera/common/error.h"
+#include "tessera/session/request.h"
 
 using namespace tessera;
 

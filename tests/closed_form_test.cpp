@@ -5,11 +5,11 @@
 #include <numbers>
 
 #include "support.h"
-#include "tessera/closed_form.h"
-#include "tessera/dipole.h"
-#include "tessera/fft.h"
-#include "tessera/fidelity.h"
-#include "tessera/phantom.h"
+#include "tessera/inversion/closed_form.h"
+#include "tessera/common/dipole.h"
+#include "tessera/common/fft.h"
+#include "tessera/quality/fidelity.h"
+#include "tessera/sim/phantom.h"
 
 namespace tessera {
 namespace {

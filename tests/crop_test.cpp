@@ -1,13 +1,13 @@
-#include "tessera/crop.h"
+#include "tessera/engine/crop.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include "internal/step_run.h"
+#include "engine/step_run.h"
 #include "support.h"
-#include "tessera/error.h"
-#include "tessera/inversion.h"
+#include "tessera/common/error.h"
+#include "tessera/networks/inversion.h"
 
 using namespace tessera;
 using namespace tessera::test;

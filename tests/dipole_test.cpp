@@ -1,4 +1,4 @@
-#include "tessera/dipole.h"
+#include "tessera/common/dipole.h"
 
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 #include <cmath>
 #include <vector>
 
-#include "tessera/error.h"
-#include "tessera/phantom.h"
+#include "tessera/common/error.h"
+#include "tessera/sim/phantom.h"
 
 namespace {
 

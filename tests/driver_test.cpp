@@ -1,4 +1,4 @@
-#include "tessera/driver.h"
+#include "tessera/engine/driver.h"
 
 #include <gtest/gtest.h>
 
@@ -10,11 +10,11 @@
 #include <thread>
 
 #include "support.h"
-#include "tessera/error.h"
-#include "tessera/inversion.h"
-#include "tessera/physics_loops.h"
-#include "tessera/registry.h"
-#include "tessera/tiling.h"
+#include "tessera/common/error.h"
+#include "tessera/networks/inversion.h"
+#include "tessera/networks/physics_loops.h"
+#include "tessera/registry/registry.h"
+#include "tessera/engine/tiling.h"
 
 using namespace tessera;
 using namespace tessera::test;

@@ -1,4 +1,4 @@
-#include "tessera/echo_fit.h"
+#include "tessera/phase/echo_fit.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "support.h"
-#include "tessera/error.h"
-#include "tessera/unwrap.h"
+#include "tessera/common/error.h"
+#include "tessera/phase/unwrap.h"
 
 namespace {
 

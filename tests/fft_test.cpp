@@ -1,4 +1,4 @@
-#include "tessera/fft.h"
+#include "tessera/common/fft.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "tessera/error.h"
+#include "tessera/common/error.h"
 
 namespace {
 

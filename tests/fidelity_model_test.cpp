@@ -1,4 +1,4 @@
-#include "tessera/fidelity_model.h"
+#include "tessera/engine/fidelity_model.h"
 
 #include <gtest/gtest.h>
 

@@ -1,13 +1,13 @@
-#include "tessera/fidelity.h"
+#include "tessera/quality/fidelity.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "support.h"
-#include "tessera/dipole.h"
-#include "tessera/error.h"
-#include "tessera/phantom.h"
+#include "tessera/common/dipole.h"
+#include "tessera/common/error.h"
+#include "tessera/sim/phantom.h"
 
 using namespace tessera;
 using namespace tessera::test;

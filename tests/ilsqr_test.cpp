@@ -1,4 +1,4 @@
-#include "tessera/ilsqr.h"
+#include "tessera/inversion/ilsqr.h"
 
 #include <gtest/gtest.h>
 
@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "support.h"
-#include "tessera/error.h"
-#include "tessera/fidelity.h"
-#include "tessera/phantom.h"
+#include "tessera/common/error.h"
+#include "tessera/quality/fidelity.h"
+#include "tessera/sim/phantom.h"
 
 namespace {
 

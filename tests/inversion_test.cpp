@@ -1,5 +1,5 @@
 // The inversion entry points (src/inversion.cpp): requests refused before anything runs.
-#include "tessera/inversion.h"
+#include "tessera/networks/inversion.h"
 
 #include <gtest/gtest.h>
 
@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "support.h"
-#include "tessera/error.h"
-#include "tessera/registry.h"
+#include "tessera/common/error.h"
+#include "tessera/registry/registry.h"
 
 using namespace tessera;
 using namespace tessera::test;

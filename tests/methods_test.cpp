@@ -3,12 +3,13 @@
 #include <cstdio>
 #include <cstring>
 
-#include "internal/compute_run.h"
+#include "engine/compute_run.h"
 #include "support.h"
-#include "tessera/dipole.h"
-#include "tessera/fidelity.h"
-#include "tessera/methods.h"
-#include "tessera/phantom.h"
+#include "tessera/session/request.h"
+#include "tessera/common/dipole.h"
+#include "tessera/quality/fidelity.h"
+#include "tessera/inversion/methods.h"
+#include "tessera/sim/phantom.h"
 
 namespace tessera {
 namespace {

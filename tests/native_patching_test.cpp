@@ -1,4 +1,4 @@
-#include "tessera/native_patching.h"
+#include "tessera/engine/native_patching.h"
 
 #include <gtest/gtest.h>
 
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "internal/native_patch_run.h"
+#include "engine/native_patch_run.h"
 
-#include "tessera/error.h"
+#include "tessera/common/error.h"
 
 namespace {
 

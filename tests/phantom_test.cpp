@@ -1,4 +1,4 @@
-#include "tessera/phantom.h"
+#include "tessera/sim/phantom.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <set>
 #include <vector>
 
-#include "tessera/error.h"
+#include "tessera/common/error.h"
 
 namespace {
 using tessera::Geometry;

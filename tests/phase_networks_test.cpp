@@ -1,4 +1,4 @@
-#include "tessera/phase_networks.h"
+#include "tessera/networks/phase_networks.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "support.h"
-#include "tessera/error.h"
-#include "tessera/inversion.h"
+#include "tessera/common/error.h"
+#include "tessera/networks/inversion.h"
 
 namespace {
 

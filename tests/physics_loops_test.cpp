@@ -1,4 +1,4 @@
-#include "tessera/physics_loops.h"
+#include "tessera/networks/physics_loops.h"
 
 #include <gtest/gtest.h>
 
@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "tessera/dipole.h"
-#include "tessera/error.h"
+#include "tessera/common/dipole.h"
+#include "tessera/common/error.h"
 
 namespace {
 

@@ -3,9 +3,9 @@
 #include <cstdio>
 
 #include "support.h"
-#include "tessera/fidelity.h"
-#include "tessera/phantom.h"
-#include "tessera/pipeline.h"
+#include "tessera/quality/fidelity.h"
+#include "tessera/sim/phantom.h"
+#include "tessera/pipeline/pipeline.h"
 
 namespace tessera {
 namespace {

@@ -1,4 +1,4 @@
-#include "tessera/plan.h"
+#include "tessera/engine/plan.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "tessera/registry.h"
+#include "tessera/registry/registry.h"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 #include <set>
 #include <string>
 
-#include "tessera/error.h"
-#include "tessera/request.h"
+#include "tessera/common/error.h"
+#include "tessera/session/request.h"
 
 using namespace tessera;
 

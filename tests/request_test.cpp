@@ -1,4 +1,4 @@
-#include "tessera/request.h"
+#include "tessera/session/request.h"
 
 #include <gtest/gtest.h>
 
@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "tessera/autoplan.h"
-#include "tessera/budget.h"
-#include "tessera/error.h"
-#include "tessera/phase_networks.h"
-#include "tessera/registry.h"
+#include "tessera/engine/autoplan.h"
+#include "tessera/common/budget.h"
+#include "tessera/common/error.h"
+#include "tessera/networks/phase_networks.h"
+#include "tessera/registry/registry.h"
 
 using namespace tessera;
 

@@ -5,11 +5,11 @@
 #include <cstring>
 
 #include "support.h"
-#include "tessera/dipole.h"
-#include "tessera/fft.h"
-#include "tessera/fidelity.h"
-#include "tessera/phantom.h"
-#include "tessera/rts.h"
+#include "tessera/common/dipole.h"
+#include "tessera/common/fft.h"
+#include "tessera/quality/fidelity.h"
+#include "tessera/sim/phantom.h"
+#include "tessera/inversion/rts.h"
 
 namespace tessera {
 namespace {

@@ -1,4 +1,4 @@
-#include "internal/step_run.h"
+#include "engine/step_run.h"
 
 #include <gtest/gtest.h>
 
@@ -8,9 +8,9 @@
 #include <random>
 
 #include "support.h"
-#include "tessera/crop.h"
-#include "tessera/error.h"
-#include "tessera/inversion.h"
+#include "tessera/engine/crop.h"
+#include "tessera/common/error.h"
+#include "tessera/networks/inversion.h"
 
 using namespace tessera;
 using namespace tessera::test;

@@ -17,11 +17,11 @@
 
 #include <string>
 
-#include "tessera/dipole.h"
-#include "tessera/error.h"
-#include "tessera/fft.h"
-#include "tessera/geometry.h"
-#include "tessera/runner.h"
+#include "tessera/common/dipole.h"
+#include "tessera/common/error.h"
+#include "tessera/common/fft.h"
+#include "tessera/common/geometry.h"
+#include "tessera/engine/runner.h"
 
 namespace tessera::test {
 

@@ -1,4 +1,4 @@
-#include "tessera/tiling.h"
+#include "tessera/engine/tiling.h"
 
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 #include <cstdint>
 
 #include "support.h"
-#include "tessera/crop.h"
-#include "tessera/error.h"
+#include "tessera/engine/crop.h"
+#include "tessera/common/error.h"
 
 using namespace tessera;
 using namespace tessera::test;

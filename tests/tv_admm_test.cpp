@@ -5,12 +5,12 @@
 #include <cstring>
 
 #include "support.h"
-#include "tessera/closed_form.h"
-#include "tessera/dipole.h"
-#include "tessera/fft.h"
-#include "tessera/fidelity.h"
-#include "tessera/phantom.h"
-#include "tessera/tv_admm.h"
+#include "tessera/inversion/closed_form.h"
+#include "tessera/common/dipole.h"
+#include "tessera/common/fft.h"
+#include "tessera/quality/fidelity.h"
+#include "tessera/sim/phantom.h"
+#include "tessera/inversion/tv_admm.h"
 
 namespace tessera {
 namespace {

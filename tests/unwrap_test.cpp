@@ -1,4 +1,4 @@
-#include "tessera/unwrap.h"
+#include "tessera/phase/unwrap.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "support.h"
-#include "tessera/error.h"
+#include "tessera/common/error.h"
 
 namespace {
 

@@ -1,14 +1,14 @@
-#include "tessera/verify.h"
+#include "tessera/engine/verify.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "support.h"
-#include "tessera/dipole.h"
-#include "tessera/error.h"
-#include "tessera/fidelity_model.h"
-#include "tessera/inversion.h"
+#include "tessera/common/dipole.h"
+#include "tessera/common/error.h"
+#include "tessera/engine/fidelity_model.h"
+#include "tessera/networks/inversion.h"
 
 using namespace tessera;
 using namespace tessera::test;

@@ -27,9 +27,9 @@
 #include <string>
 #include <vector>
 
-#include "tessera/error.h"
-#include "tessera/geometry.h"
-#include "tessera/phantom.h"
+#include "tessera/common/error.h"
+#include "tessera/common/geometry.h"
+#include "tessera/sim/phantom.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "conversions.h"
-#include "tessera/error.h"
+#include "tessera/common/error.h"
 
 namespace tessera::js {
 

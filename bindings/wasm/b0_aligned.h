@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "tessera/b0_align.h"
+#include "tessera/common/b0_align.h"
 #include "held_plan.h"
 #include "volume.h"
 

@@ -7,8 +7,8 @@
 #include "value_types.h"
 #include "verification.h"
 #include "volume.h"
-#include "tessera/dipole.h"
-#include "tessera/request.h"
+#include "tessera/common/dipole.h"
+#include "tessera/session/request.h"
 
 using namespace emscripten;
 using namespace tessera;

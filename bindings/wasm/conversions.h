@@ -11,16 +11,16 @@
 #include <type_traits>
 #include <vector>
 
-#include "tessera/b0_align.h"
-#include "tessera/budget.h"
-#include "tessera/error.h"
-#include "tessera/geometry.h"
-#include "tessera/inversion.h"
-#include "tessera/methods.h"
-#include "tessera/pipeline.h"
-#include "tessera/plan.h"
-#include "tessera/registry.h"
-#include "tessera/verify.h"
+#include "tessera/common/b0_align.h"
+#include "tessera/common/budget.h"
+#include "tessera/common/error.h"
+#include "tessera/common/geometry.h"
+#include "tessera/networks/inversion.h"
+#include "tessera/inversion/methods.h"
+#include "tessera/pipeline/pipeline.h"
+#include "tessera/engine/plan.h"
+#include "tessera/registry/registry.h"
+#include "tessera/engine/verify.h"
 #include "held_plan.h"
 
 namespace tessera::js {

@@ -4,9 +4,9 @@
 
 
 #include "conversions.h"
-#include "internal/compute_run.h"
-#include "internal/runs.h"
-#include "tessera/error.h"
+#include "engine/compute_run.h"
+#include "networks/runs.h"
+#include "tessera/common/error.h"
 
 namespace tessera::js {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "internal/patch_steps.h"
-#include "tessera/pipeline.h"
+#include "engine/patch_steps.h"
+#include "tessera/pipeline/pipeline.h"
 #include "volume.h"
 
 namespace tessera::js {

@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "conversions.h"
-#include "tessera/error.h"
-#include "tessera/request.h"
+#include "tessera/common/error.h"
+#include "tessera/session/request.h"
 #include "val_fields.h"
 #include "volume.h"
 

@@ -12,11 +12,11 @@
 #include <utility>
 #include <vector>
 
-#include "tessera/geometry.h"
-#include "tessera/inversion.h"
-#include "tessera/methods.h"
-#include "tessera/pipeline.h"
-#include "tessera/plan.h"
+#include "tessera/common/geometry.h"
+#include "tessera/networks/inversion.h"
+#include "tessera/inversion/methods.h"
+#include "tessera/pipeline/pipeline.h"
+#include "tessera/engine/plan.h"
 
 namespace tessera::js {
 

@@ -6,12 +6,12 @@
 
 #include <cmath>
 
-#include "tessera/calibration.h"
-#include "tessera/dipole.h"
-#include "tessera/fidelity.h"
-#include "tessera/phantom.h"
-#include "tessera/request.h"
-#include "tessera/verify.h"
+#include "tessera/engine/calibration.h"
+#include "tessera/common/dipole.h"
+#include "tessera/quality/fidelity.h"
+#include "tessera/sim/phantom.h"
+#include "tessera/session/request.h"
+#include "tessera/engine/verify.h"
 #include "val_fields.h"
 
 namespace tessera::js {

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "tessera/error.h"
+#include "tessera/common/error.h"
 
 namespace tessera::js {
 

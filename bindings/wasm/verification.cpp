@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "conversions.h"
-#include "tessera/error.h"
-#include "tessera/fidelity.h"
+#include "tessera/common/error.h"
+#include "tessera/quality/fidelity.h"
 
 namespace tessera::js {
 

@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "tessera/verify.h"
+#include "tessera/engine/verify.h"
 #include "held_plan.h"
 #include "volume.h"
 

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "conversions.h"
-#include "tessera/error.h"
+#include "tessera/common/error.h"
 
 namespace tessera::js {
 

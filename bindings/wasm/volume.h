@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "tessera/geometry.h"
-#include "tessera/inversion.h"
+#include "tessera/common/geometry.h"
+#include "tessera/networks/inversion.h"
 #include "held_plan.h"
 
 namespace tessera::js {

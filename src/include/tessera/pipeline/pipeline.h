@@ -1,0 +1,120 @@
+// From a scanner's multi-echo phase (and magnitude) to χ: echo combination with phase unwrapping (tessera/echo_fit.h),
+// a brain mask from the magnitude when none is given (tessera/brain_mask.h), Hz → ppm, background field removal
+// (tessera/background.h), and, when a method is asked for, the dipole inversion (tessera/methods.h). One Iterative: each
+// step is a step of the current stage, so a driver shows progress and cancels anywhere. Every intermediate is kept.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessera/background/background.h"
+#include "tessera/phase/brain_mask.h"
+#include "tessera/phase/echo_fit.h"
+#include "tessera/inversion/methods.h"
+
+namespace tessera {
+
+enum class BackgroundRemoval { Vsharp, Pdf };
+
+// The default fit_residual_limit (rad): above the noise's residual at any usable SNR (0.02 rad at SNR 100, about
+// 0.2–0.4 at SNR 5), below the residual of a voxel whose echoes were unwrapped inconsistently (≥ 1 on the phantom).
+inline constexpr double kFitResidualLimit = 1.0;
+
+struct PipelineRequest {
+  std::vector<double> te_s;         // one per echo, seconds
+  double b0_tesla = 3.0;
+  EchoFitParams echo_fit;           // the unwrapper
+  BrainMaskParams brain_mask;       // used when no mask is given
+  // Voxels whose echo fit leaves a weighted RMS phase residual above this (rad) are left out of the background removal
+  // and the inversion: a field that varies by more than π between neighbours (next to air) cannot be unwrapped, and on
+  // the phantom head every such voxel, and no other, lies above 1 rad (tests/pipeline_test.cpp).
+  double fit_residual_limit = kFitResidualLimit;
+  BackgroundRemoval background = BackgroundRemoval::Vsharp;
+  VSharpParams vsharp;
+  PdfParams pdf;
+  std::optional<Method> method;     // the inversion; none: the pipeline ends at the local field (a network inverts it)
+  MethodParams method_params;
+  unsigned threads = 1;
+};
+
+struct PipelineResult {
+  std::vector<uint8_t> mask;          // the brain mask (given, or made from the first echo's magnitude)
+  std::vector<float> unwrapped_rad;   // every echo's unwrapped phase (rad), echo after echo
+  std::vector<float> offset_rad;      // the receive-phase offset removed
+  std::vector<float> field_hz;        // the total field, Hz
+  std::vector<float> total_ppm;       // the total field, ppm of the Larmor frequency
+  std::vector<float> residual_rad;    // the echo fit's weighted RMS phase residual
+  std::vector<uint8_t> fit_mask;      // the mask where the fit is reliable (residual ≤ fit_residual_limit)
+  std::vector<float> local_ppm;       // the local field after background removal, ppm
+  std::vector<uint8_t> local_mask;    // where the local field (and χ) is defined: V-SHARP erodes the mask
+  std::vector<float> chi;             // χ in ppm on local_mask; empty without a method
+};
+
+// The stages' schema options ("unwrap", "background", "vsharp.*", "pdf.*", "brainMask.*").
+std::span<const OptionSpec> pipeline_options();
+
+// Sets a pipeline option by its schema name (checked_option's range; a worded option by its choice).
+// name is one of pipeline_options()' (else Error Internal).
+void set_pipeline_option(PipelineRequest& request, std::string_view name, double value);
+void set_pipeline_choice(PipelineRequest& request, std::string_view name, std::string_view choice);
+
+class Pipeline : public Iterative {
+ public:
+  // Checks everything up front (one clear line each): echoes vs TEs, TEs in seconds, a phase that is wrapped radians,
+  // a magnitude of the phase's size, a mask of the volume's size with a voxel, no mask and no magnitude.
+  // geometry valid; phase holds te_s.size() · voxel_count wrapped radians (echo after echo); magnitude empty or as
+  // many values; mask empty (made from the magnitude) or voxel_count values. All outlive the pipeline.
+  Pipeline(const Geometry& geometry, std::span<const float> phase, std::span<const float> magnitude,
+           std::span<const uint8_t> mask, PipelineRequest request);
+  ~Pipeline() override;
+
+  uint32_t total_steps() const override;
+  uint32_t steps_done() const override { return done_; }
+  bool finished() const override { return finished_; }
+  void step() override;
+  // The current stage: "brain mask", "echo fit", "V-SHARP", "PDF", or the method's title.
+  std::string name() const override;
+
+  // The intermediates; finished() is true. Moves them out (call once).
+  PipelineResult take_result();
+
+ private:
+  void next_stage();
+
+  Geometry geometry_;
+  std::span<const float> phase_, magnitude_;
+  std::span<const uint8_t> given_mask_;
+  PipelineRequest request_;
+  PipelineResult result_;
+  int stage_ = 0;                          // 0 mask, 1 echo fit, 2 background, 3 inversion, 4 done
+  std::unique_ptr<Iterative> current_;     // the stage running
+  std::string current_name_;
+  uint32_t done_ = 0;
+  uint32_t planned_ = 0;
+  bool finished_ = false;
+};
+
+// The plan of a pipeline: its stages, memory against the wasm heap limit, or the refusal with the largest volume.
+struct PipelinePlan {
+  bool feasible = false;
+  std::vector<std::string> stages;  // "brain mask" (no mask given), "echo fit", "V-SHARP" | "PDF", the method's title
+  uint64_t input_bytes = 0;         // phase and magnitude of every echo, the mask, χ copied out
+  uint64_t workspace_bytes = 0;
+  uint64_t module_heap_bytes = 0;
+  uint64_t largest_voxels = 0;
+  std::string message;              // the refusal with advice; empty when feasible
+};
+
+// geometry valid; request's parameters valid.
+PipelinePlan plan_pipeline(const Geometry& geometry, const PipelineRequest& request, bool mask_given, bool magnitude,
+                           Target target = kBuildTarget);
+
+// Heap bytes the pipeline holds at its peak beyond its inputs: the intermediates kept and the largest stage's workspace.
+// geometry valid; request's parameters valid.
+uint64_t pipeline_workspace_bytes(const Geometry& geometry, const PipelineRequest& request, bool mask_given);
+
+}  // namespace tessera

@@ -1,0 +1,327 @@
+#include "tessera/phase/echo_fit.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numbers>
+#include <string>
+
+#include "common/message_number.h"
+#include "common/parallel.h"
+#include "phase/phase_math.h"
+#include "tessera/phase/brain_mask.h"
+#include "tessera/common/error.h"
+#include "tessera/phase/unwrap.h"
+
+namespace tessera {
+
+namespace {
+
+
+
+void check_b0(double b0_tesla) {
+  if (!(std::isfinite(b0_tesla) && b0_tesla > 0.0)) {
+    throw Error(ErrorCode::InvalidArgument,
+                "hz_to_ppm: B0 must be a positive field strength in tesla (e.g. 3), got " + message_number(b0_tesla));
+  }
+}
+
+}  // namespace
+
+double hz_to_ppm(double hz, double b0_tesla) {
+  check_b0(b0_tesla);
+  // Hz / MHz = 1e-6: the Larmor frequency γ̄·B0 in MHz turns Hz into ppm directly
+  return hz / (kProtonGyromagneticMHzPerT * b0_tesla);
+}
+
+std::vector<float> hz_to_ppm(std::span<const float> hz, double b0_tesla) {
+  check_b0(b0_tesla);
+  const double scale = 1.0 / (kProtonGyromagneticMHzPerT * b0_tesla);
+  std::vector<float> ppm(hz.size());
+  for (size_t i = 0; i < hz.size(); ++i) ppm[i] = static_cast<float>(static_cast<double>(hz[i]) * scale);
+  return ppm;
+}
+
+void validate(const EchoFitParams& p) {
+  if (p.unwrapper != Unwrapper::Laplacian && p.unwrapper != Unwrapper::RegionGrowing) {
+    throw Error(ErrorCode::InvalidArgument, "echo_fit: unwrapper must be laplacian or region-growing, got value " +
+                                                std::to_string(static_cast<int>(p.unwrapper)));
+  }
+}
+
+void validate_echo_data(const Geometry& g, std::span<const float> phase, std::span<const float> magnitude,
+                        std::span<const double> te_s) {
+  validate_geometry(g);
+  const uint64_t n = g.voxel_count();
+  if (te_s.empty()) {
+    throw Error(ErrorCode::InvalidArgument, "echo_fit: no echo times given; give one TE (seconds) per echo");
+  }
+  const uint32_t echoes = static_cast<uint32_t>(te_s.size());
+  const uint64_t want = static_cast<uint64_t>(echoes) * n;
+  if (phase.size() != want) {
+    if (phase.size() % n == 0) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "echo_fit: the phase holds " + std::to_string(phase.size() / n) + " echoes of the " +
+                      dims_text(g.dims) + " volume but " + std::to_string(echoes) +
+                      " echo times were given; give one TE per echo");
+    }
+    throw Error(ErrorCode::InvalidArgument,
+                "echo_fit: the phase holds " + std::to_string(phase.size()) + " values, not a whole number of " +
+                    dims_text(g.dims) + " volumes (" + std::to_string(n) + " voxels each)");
+  }
+  for (uint32_t e = 0; e < echoes; ++e) {
+    if (!(std::isfinite(te_s[e]) && te_s[e] > 0.0)) {
+      throw Error(ErrorCode::InvalidArgument, "echo_fit: TE " + std::to_string(e + 1) + " is " +
+                                                  message_number(te_s[e]) +
+                                                  " s; echo times must be positive, in seconds");
+    }
+  }
+  for (uint32_t e = 0; e < echoes; ++e) {
+    if (te_s[e] > 1.0) {
+      throw Error(ErrorCode::InvalidArgument, "echo_fit: TE " + std::to_string(e + 1) + " is " +
+                                                  message_number(te_s[e]) + " (over 1 s): looks like milliseconds; " +
+                                                  "give TE in seconds (" + message_number(te_s[e] / 1000.0) + ")");
+    }
+  }
+  for (uint32_t e = 1; e < echoes; ++e) {
+    if (!(te_s[e] > te_s[e - 1])) {
+      throw Error(ErrorCode::InvalidArgument, "echo_fit: TE " + std::to_string(e + 1) + " (" + message_number(te_s[e]) +
+                                                  " s) is not after TE " + std::to_string(e) + " (" +
+                                                  message_number(te_s[e - 1]) +
+                                                  " s); give the echoes in acquisition order, TE increasing");
+    }
+  }
+  if (!magnitude.empty()) {
+    if (magnitude.size() != want) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "echo_fit: the magnitude holds " + std::to_string(magnitude.size()) + " values but the phase holds " +
+                      std::to_string(echoes) + " echoes × " + std::to_string(n) + " voxels = " +
+                      std::to_string(want) + "; give a magnitude for every phase value, or none");
+    }
+    for (uint64_t i = 0; i < want; ++i) {
+      if (!(std::isfinite(magnitude[i]) && magnitude[i] >= 0.0f)) {
+        throw Error(ErrorCode::InvalidArgument, "echo_fit: magnitude " + message_number(magnitude[i]) +
+                                                    " at index " + std::to_string(i) +
+                                                    " is negative or not finite; give magnitudes ≥ 0");
+      }
+    }
+  }
+  for (uint32_t e = 0; e < echoes; ++e) {
+    validate_wrapped_phase(phase.subspan(static_cast<size_t>(e * n), static_cast<size_t>(n)),
+                           "echo_fit: echo " + std::to_string(e + 1) + " phase");
+  }
+}
+
+EchoFit::EchoFit(const Geometry& g, std::span<const float> phase, std::span<const float> magnitude,
+                 std::span<const double> te_s, std::span<const uint8_t> mask, const EchoFitParams& params,
+                 unsigned threads)
+    : geometry_(g), phase_(phase), magnitude_(magnitude), te_(te_s.begin(), te_s.end()), mask_(mask),
+      params_(params), threads_(threads) {
+  validate_geometry(g);
+  validate(params);
+  n_ = g.voxel_count();
+  validate_echo_data(g, phase, magnitude, te_s);
+  echoes_ = static_cast<uint32_t>(te_.size());
+  const uint64_t want = static_cast<uint64_t>(echoes_) * n_;
+  (void)want;
+  if (mask.size() != n_) {
+    throw Error(ErrorCode::InvalidArgument, "echo_fit: mask holds " + std::to_string(mask.size()) +
+                                                " values but the volume " + dims_text(g.dims) + " has " +
+                                                std::to_string(n_) + " voxels");
+  }
+  validate_mask_not_empty(g, mask);
+  for (const double t : te_) te_mean_ += t;
+  te_mean_ /= static_cast<double>(echoes_);
+  std::vector<uint64_t> sizes;
+  labels_ = label_components(g, mask, &sizes);
+  components_ = static_cast<uint32_t>(sizes.size() - 1);
+  omega0_.assign(static_cast<size_t>(n_), 0.0f);
+  theta0_.assign(static_cast<size_t>(n_), 0.0f);
+  for (auto* sum : {&sw_, &swt_, &swtt_, &swp_, &swtp_, &swpp_}) sum->assign(static_cast<size_t>(n_), 0.0f);
+}
+
+uint32_t EchoFit::total_steps() const { return echoes_ + (echoes_ >= 2 ? 1 : 0); }
+
+void EchoFit::step() {
+  if (finished()) {
+    throw Error(ErrorCode::InvalidArgument, "echo fit: step() called after the last step");
+  }
+  if (echoes_ >= 2 && done_ == 0) {
+    estimate_offset();
+  } else {
+    const uint32_t e = done_ - (echoes_ >= 2 ? 1 : 0);
+    add_echo(e);
+    if (e + 1 == echoes_) finish();
+  }
+  ++done_;
+}
+
+std::vector<float> EchoFit::unwrap(std::span<const float> wrapped, std::span<const float> magnitude) const {
+  if (params_.unwrapper == Unwrapper::Laplacian) return unwrap_laplacian(geometry_, wrapped, mask_, threads_);
+  return unwrap_region_growing(geometry_, wrapped, magnitude, mask_, threads_);
+}
+
+void EchoFit::align(std::vector<float>& u, const std::vector<float>& predicted) const {
+  std::vector<double> sum(static_cast<size_t>(components_) + 1, 0.0);
+  std::vector<uint64_t> count(static_cast<size_t>(components_) + 1, 0);
+  for (uint64_t i = 0; i < n_; ++i) {
+    const uint32_t c = labels_[i];
+    if (!c) continue;
+    sum[c] += (predicted.empty() ? 0.0 : static_cast<double>(predicted[i])) - static_cast<double>(u[i]);
+    ++count[c];
+  }
+  std::vector<double> shift(sum.size(), 0.0);
+  for (size_t c = 1; c < sum.size(); ++c) {
+    shift[c] = kTwoPi * std::nearbyint(sum[c] / static_cast<double>(count[c]) / kTwoPi);
+  }
+  parallel_for(n_, threads_, [&](uint64_t begin, uint64_t end) {
+    for (uint64_t i = begin; i < end; ++i) {
+      if (labels_[i]) u[i] = static_cast<float>(static_cast<double>(u[i]) + shift[labels_[i]]);
+    }
+  });
+}
+
+void EchoFit::estimate_offset() {
+  const std::span<const float> p1 = phase_.subspan(0, static_cast<size_t>(n_));
+  const std::span<const float> p2 = phase_.subspan(static_cast<size_t>(n_), static_cast<size_t>(n_));
+  std::vector<float> difference(static_cast<size_t>(n_));
+  parallel_for(n_, threads_, [&](uint64_t begin, uint64_t end) {
+    for (uint64_t i = begin; i < end; ++i) {
+      difference[i] = static_cast<float>(wrap_phase(static_cast<double>(p2[i]) - static_cast<double>(p1[i])));
+    }
+  });
+  const std::span<const float> m1 =
+      magnitude_.empty() ? std::span<const float>() : magnitude_.subspan(0, static_cast<size_t>(n_));
+  std::vector<float> unwrapped = unwrap(difference, m1);
+  align(unwrapped, {});
+  const double dte = te_[1] - te_[0];
+  parallel_for(n_, threads_, [&](uint64_t begin, uint64_t end) {
+    for (uint64_t i = begin; i < end; ++i) {
+      // outside the mask unwrapped is 0, θ0 the first echo's phase: the corrected echoes there are the field's
+      // phase since TE1, which the Laplacian (solved over the whole array) is better served by than raw phase
+      const double omega = static_cast<double>(unwrapped[i]) / dte;
+      omega0_[i] = static_cast<float>(omega);
+      theta0_[i] = static_cast<float>(wrap_phase(static_cast<double>(p1[i]) - omega * te_[0]));
+    }
+  });
+}
+
+void EchoFit::add_echo(uint32_t e) {
+  const std::span<const float> p = phase_.subspan(static_cast<size_t>(e * n_), static_cast<size_t>(n_));
+  const std::span<const float> m =
+      magnitude_.empty() ? std::span<const float>() : magnitude_.subspan(static_cast<size_t>(e * n_), n_);
+  const double te = te_[e];
+  std::vector<float> corrected(static_cast<size_t>(n_));
+  parallel_for(n_, threads_, [&](uint64_t begin, uint64_t end) {
+    for (uint64_t i = begin; i < end; ++i) {
+      corrected[i] = static_cast<float>(wrap_phase(static_cast<double>(p[i]) - static_cast<double>(theta0_[i])));
+    }
+  });
+  std::vector<float> unwrapped = unwrap(corrected, m);
+  // the prediction ω0·TE (E ≥ 2); E = 1: the mean closest to 0
+  if (echoes_ >= 2) {
+    parallel_for(n_, threads_, [&](uint64_t begin, uint64_t end) {
+      for (uint64_t i = begin; i < end; ++i) corrected[i] = static_cast<float>(static_cast<double>(omega0_[i]) * te);
+    });
+    align(unwrapped, corrected);
+  } else {
+    align(unwrapped, {});
+  }
+  if (params_.keep_unwrapped) {
+    if (result_.unwrapped_rad.empty()) result_.unwrapped_rad.assign(static_cast<size_t>(echoes_ * n_), 0.0f);
+    float* out = result_.unwrapped_rad.data() + e * n_;
+    parallel_for(n_, threads_, [&](uint64_t begin, uint64_t end) {
+      for (uint64_t i = begin; i < end; ++i) out[i] = mask_[i] ? unwrapped[i] + theta0_[i] : 0.0f;
+    });
+  }
+  // the residual against the two-echo line, r = φ_e − (θ0 + ω0·TE) (intercept fit) or φ_e − θ0 − ω0·TE (through
+  // the origin: the same r): small numbers, so float sums keep their precision
+  const double t = te - te_mean_;
+  parallel_for(n_, threads_, [&](uint64_t begin, uint64_t end) {
+    for (uint64_t i = begin; i < end; ++i) {
+      if (!mask_[i]) continue;
+      const double r = static_cast<double>(unwrapped[i]) - static_cast<double>(omega0_[i]) * te;
+      const double mag = m.empty() ? 1.0 : static_cast<double>(m[i]);
+      const double w = mag * mag;
+      sw_[i] = static_cast<float>(sw_[i] + w);
+      swt_[i] = static_cast<float>(swt_[i] + w * t);
+      swtt_[i] = static_cast<float>(swtt_[i] + w * t * t);
+      swp_[i] = static_cast<float>(swp_[i] + w * r);
+      swtp_[i] = static_cast<float>(swtp_[i] + w * t * r);
+      swpp_[i] = static_cast<float>(swpp_[i] + w * r * r);
+    }
+  });
+}
+
+void EchoFit::finish() {
+  result_.field_hz.assign(static_cast<size_t>(n_), 0.0f);
+  result_.offset_rad.assign(static_cast<size_t>(n_), 0.0f);
+  result_.residual_rad.assign(static_cast<size_t>(n_), 0.0f);
+  const bool intercept = params_.fit_intercept && echoes_ >= 2;
+  const double tm = te_mean_;
+  parallel_for(n_, threads_, [&](uint64_t begin, uint64_t end) {
+    for (uint64_t i = begin; i < end; ++i) {
+      if (!mask_[i]) continue;
+      const double sw = sw_[i], swt = swt_[i], swtt = swtt_[i], swp = swp_[i], swtp = swtp_[i], swpp = swpp_[i];
+      if (!(sw > 0.0)) {
+        result_.residual_rad[i] = static_cast<float>(std::numbers::pi);
+        continue;
+      }
+      // r = a + b·(TE − tm) by weighted least squares; falls back to the line through the origin when the
+      // echoes with signal do not span two TEs
+      const double det = sw * swtt - swt * swt;
+      double a, b, residual2;
+      if (intercept && det > 1e-6 * sw * swtt) {
+        b = (sw * swtp - swt * swp) / det;
+        a = (swp - b * swt) / sw;
+        residual2 = swpp - a * swp - b * swtp;
+      } else {
+        // r = b·TE − b0... through the origin in TE: Σw·TE·r / Σw·TE² with TE = t + tm
+        const double stt = swtt + 2.0 * tm * swt + tm * tm * sw, stp = swtp + tm * swp;
+        b = stt > 0.0 ? stp / stt : 0.0;
+        a = b * tm;  // r = b·TE = a + b·t
+        residual2 = swpp - b * stp;
+      }
+      const double omega = static_cast<double>(omega0_[i]) + b;
+      const double theta = static_cast<double>(theta0_[i]) + (a - b * tm);
+      result_.field_hz[i] = static_cast<float>(omega / kTwoPi);
+      result_.offset_rad[i] = static_cast<float>(wrap_phase(theta));
+      result_.residual_rad[i] = static_cast<float>(std::sqrt(std::max(0.0, residual2) / sw));
+    }
+  });
+  // the buffers of the fit are no longer needed
+  for (auto* v : {&sw_, &swt_, &swtt_, &swp_, &swtp_, &swpp_, &omega0_, &theta0_}) *v = std::vector<float>();
+  labels_ = std::vector<uint32_t>();
+}
+
+EchoFitResult EchoFit::take_result() {
+  if (!finished()) {
+    throw Error(ErrorCode::InvalidArgument, "echo fit: take_result() before the last step (" +
+                                                std::to_string(done_) + " of " + std::to_string(total_steps()) + ")");
+  }
+  if (taken_) throw Error(ErrorCode::InvalidArgument, "echo fit: take_result() called twice");
+  taken_ = true;
+  return std::move(result_);
+}
+
+EchoFitResult echo_fit(const Geometry& geometry, std::span<const float> phase, std::span<const float> magnitude,
+                       std::span<const double> te_s, std::span<const uint8_t> mask, const EchoFitParams& params,
+                       unsigned threads) {
+  EchoFit fit(geometry, phase, magnitude, te_s, mask, params, threads);
+  run_to_end(fit);
+  return fit.take_result();
+}
+
+uint64_t echo_fit_workspace_bytes(const Geometry& g, uint32_t echoes, const EchoFitParams& params, unsigned threads) {
+  validate_geometry(g);
+  validate(params);
+  if (echoes == 0) throw Error(ErrorCode::InvalidArgument, "echo_fit_workspace_bytes: echoes must be at least 1");
+  const uint64_t n = g.voxel_count();
+  const uint64_t unwrapper = params.unwrapper == Unwrapper::Laplacian ? unwrap_laplacian_workspace_bytes(g, threads)
+                                                                      : unwrap_region_growing_workspace_bytes(g);
+  // labels 4 (+ the labelling queue 4), ω and θ 8, sums 24, corrected and unwrapped echo 8, results 12; component
+  // sums and counts (at most one component per 2 voxels: 16 bytes each)
+  return 60 * n + unwrapper + 8 * n + static_cast<uint64_t>(echoes) * sizeof(double);
+}
+
+}  // namespace tessera

@@ -1,0 +1,258 @@
+#include "tessera/pipeline/pipeline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <string>
+
+#include "tessera/common/error.h"
+#include "tessera/common/schema.h"
+
+namespace tessera {
+
+namespace {
+
+// {name, unit, default, default text, min, max, min exclusive, integer, help, choices}; the defaults are the stages'
+// own constants (their headers cite where each comes from).
+const OptionSpec kOptions[] = {
+    {"unwrap", "", 0, "region-growing", 0, 0, false, false,
+     "phase unwrapping of each echo: region-growing (quality-guided, in the spirit of ROMEO, Dymerska 2021; exact on a "
+     "smooth field) or laplacian (Schofield & Zhu 2003, then made congruent with the wrapped phase)",
+     "region-growing|laplacian"},
+    {"fitResidualLimit", "rad", kFitResidualLimit, "", 0, 10, true, false,
+     "voxels whose echo fit leaves a larger RMS phase residual (an inconsistent unwrap next to air) are left out of the "
+     "background removal and the inversion"},
+    {"background", "", 0, "vsharp", 0, 0, false, false,
+     "background field removal: vsharp (Wu 2012; erodes the mask by the smallest radius) or pdf (Liu 2011; keeps the mask)",
+     "vsharp|pdf"},
+    {"vsharp.maxRadius", "voxels", vsharp_defaults::kMaxRadiusVoxels, "", 1, 64, false, false,
+     "the largest SMV radius, in voxels of the smallest edge (QSM.jl: 18)"},
+    {"vsharp.minRadius", "voxels", vsharp_defaults::kMinRadiusVoxels, "", 1, 64, false, false,
+     "the smallest SMV radius: the mask is eroded by it (QSM.jl: 2)"},
+    {"vsharp.threshold", "", vsharp_defaults::kThreshold, "", 0, 1, true, false, "TSVD threshold of the deconvolution (Wu 2012: 0.05)"},
+    {"pdf.maxIterations", "", static_cast<double>(pdf_defaults::kMaxIterations), "", 1, 10000, false, true,
+     "conjugate-gradient iterations at most (MEDI toolbox: 30)"},
+    {"pdf.padVoxels", "voxels", static_cast<double>(pdf_defaults::kPadVoxels), "", 0, 1024, false, true,
+     "zero padding around the mask's box where background sources may lie (MEDI toolbox: 40)"},
+    {"brainMask.erosion", "mm", brain_mask_defaults::kErosionMm, "", 0, 100, false, false,
+     "erode the brain mask made from the magnitude by this much (none by default)"},
+    {"brainMask.threshold", "", 0, "otsu", 0, 0, false, false,
+     "the magnitude threshold of the brain mask: otsu (Otsu 1979) or robust (BET's t2 + 0.1·(t98 − t2), Smith 2002)",
+     "otsu|robust"},
+};
+
+// A step that runs a function once (the brain mask).
+class Once : public Iterative {
+ public:
+  Once(std::string name, std::function<void()> body) : name_(std::move(name)), body_(std::move(body)) {}
+  uint32_t total_steps() const override { return 1; }
+  uint32_t steps_done() const override { return done_ ? 1 : 0; }
+  bool finished() const override { return done_; }
+  void step() override {
+    body_();
+    done_ = true;
+  }
+  std::string name() const override { return name_; }
+
+ private:
+  std::string name_;
+  std::function<void()> body_;
+  bool done_ = false;
+};
+
+uint32_t echo_fit_steps(size_t echoes) { return echoes > 1 ? static_cast<uint32_t>(echoes) + 1 : 1; }
+
+uint32_t background_steps(const Geometry& g, const PipelineRequest& r) {
+  if (r.background == BackgroundRemoval::Pdf) return r.pdf.max_iterations;
+  return static_cast<uint32_t>(vsharp_radii_mm(g.voxel_mm, r.vsharp).size()) + 1;
+}
+
+std::span<const float> first_echo(std::span<const float> magnitude, uint64_t n) {
+  return magnitude.empty() ? magnitude : magnitude.first(static_cast<size_t>(n));
+}
+
+}  // namespace
+
+std::span<const OptionSpec> pipeline_options() { return kOptions; }
+
+void set_pipeline_option(PipelineRequest& r, std::string_view name, double value) {
+  const double v = checked_option(pipeline_options(), name, value);
+  if (name == "vsharp.maxRadius") r.vsharp.max_radius_voxels = v;
+  else if (name == "vsharp.minRadius") r.vsharp.min_radius_voxels = v;
+  else if (name == "vsharp.threshold") r.vsharp.threshold = v;
+  else if (name == "pdf.maxIterations") r.pdf.max_iterations = static_cast<uint32_t>(v);
+  else if (name == "pdf.padVoxels") r.pdf.pad_voxels = static_cast<uint32_t>(v);
+  else if (name == "brainMask.erosion") r.brain_mask.erosion_mm = v;
+  else if (name == "fitResidualLimit") r.fit_residual_limit = v;
+  else throw Error(ErrorCode::Internal, "no numeric pipeline option '" + std::string(name) + "'");
+}
+
+void set_pipeline_choice(PipelineRequest& r, std::string_view name, std::string_view choice) {
+  auto bad = [&](std::string_view choices) {
+    return Error(ErrorCode::InvalidArgument, std::string(name) + " must be one of " + std::string(choices) + ", got '" +
+                                                 std::string(choice) + "'");
+  };
+  if (name == "unwrap") {
+    if (choice == "region-growing") r.echo_fit.unwrapper = Unwrapper::RegionGrowing;
+    else if (choice == "laplacian") r.echo_fit.unwrapper = Unwrapper::Laplacian;
+    else throw bad(find_option(pipeline_options(), name).choices);
+  } else if (name == "background") {
+    if (choice == "vsharp") r.background = BackgroundRemoval::Vsharp;
+    else if (choice == "pdf") r.background = BackgroundRemoval::Pdf;
+    else throw bad(find_option(pipeline_options(), name).choices);
+  } else if (name == "brainMask.threshold") {
+    if (choice == "otsu") r.brain_mask.threshold = MaskThreshold::Otsu;
+    else if (choice == "robust") r.brain_mask.threshold = MaskThreshold::RobustRange;
+    else throw bad(find_option(pipeline_options(), name).choices);
+  } else {
+    throw Error(ErrorCode::Internal, "no worded pipeline option '" + std::string(name) + "'");
+  }
+}
+
+Pipeline::Pipeline(const Geometry& g, std::span<const float> phase, std::span<const float> magnitude,
+                   std::span<const uint8_t> mask, PipelineRequest request)
+    : geometry_(g), phase_(phase), magnitude_(magnitude), given_mask_(mask), request_(std::move(request)) {
+  validate_echo_data(g, phase, magnitude, request_.te_s);
+  if (!(std::isfinite(request_.b0_tesla) && request_.b0_tesla > 0)) checked_option(acquisition_options(), "b0", request_.b0_tesla);
+  validate(request_.echo_fit);
+  validate(request_.brain_mask);
+  validate(request_.vsharp);
+  validate(request_.pdf);
+  const uint64_t n = g.voxel_count();
+  if (!mask.empty()) {
+    validate_volume_sizes(g, n, mask.size());
+    validate_mask_not_empty(g, mask);
+  } else if (magnitude.empty()) {
+    throw Error(ErrorCode::InvalidArgument, "no mask and no magnitude: give a brain mask, or the magnitude to make one from");
+  }
+  if (request_.method && method_info(*request_.method).needs_magnitude && magnitude.empty()) {
+    throw Error(ErrorCode::InvalidArgument, std::string(method_info(*request_.method).title) +
+                                                " needs the magnitude (its edge prior comes from it): give magnitude, or choose another method");
+  }
+  request_.echo_fit.keep_unwrapped = true;
+  planned_ = (mask.empty() ? 1 : 0) + echo_fit_steps(request_.te_s.size()) + background_steps(g, request_) +
+             (request_.method ? method_steps(*request_.method, request_.method_params) : 0);
+  next_stage();
+}
+
+Pipeline::~Pipeline() = default;
+
+uint32_t Pipeline::total_steps() const { return std::max(planned_, done_); }
+
+std::string Pipeline::name() const { return finished_ ? "pipeline" : current_name_; }
+
+void Pipeline::next_stage() {
+  const Geometry& g = geometry_;
+  const unsigned threads = request_.threads;
+  current_.reset();
+  for (;;) {
+    ++stage_;
+    if (stage_ == 1) {  // the brain mask
+      if (!given_mask_.empty()) {
+        result_.mask.assign(given_mask_.begin(), given_mask_.end());
+        continue;
+      }
+      current_ = std::make_unique<Once>("brain mask", [this] {
+        result_.mask = brain_mask(geometry_, first_echo(magnitude_, geometry_.voxel_count()), request_.brain_mask, request_.threads);
+      });
+    } else if (stage_ == 2) {
+      current_ = std::make_unique<EchoFit>(g, phase_, magnitude_, request_.te_s, result_.mask, request_.echo_fit, threads);
+    } else if (stage_ == 3) {
+      if (request_.background == BackgroundRemoval::Vsharp) {
+        current_ = std::make_unique<VSharp>(g, result_.total_ppm, result_.fit_mask, request_.vsharp, threads);
+      } else {
+        current_ = std::make_unique<Pdf>(g, result_.total_ppm, result_.fit_mask, std::span<const float>{}, request_.pdf, threads);
+      }
+    } else if (stage_ == 4) {
+      if (!request_.method) continue;
+      current_ = start_method(*request_.method, g, result_.local_ppm, result_.local_mask,
+                              first_echo(magnitude_, g.voxel_count()), request_.method_params, threads);
+    } else {
+      finished_ = true;
+      return;
+    }
+    current_name_ = current_->name();
+    return;
+  }
+}
+
+void Pipeline::step() {
+  if (finished_) throw Error(ErrorCode::Internal, "the pipeline has finished");
+  current_->step();
+  ++done_;
+  if (!current_->finished()) return;
+  // The stage's outputs, then the next stage.
+  if (stage_ == 2) {
+    EchoFitResult fit = static_cast<EchoFit&>(*current_).take_result();
+    result_.field_hz = std::move(fit.field_hz);
+    result_.offset_rad = std::move(fit.offset_rad);
+    result_.unwrapped_rad = std::move(fit.unwrapped_rad);
+    result_.total_ppm = hz_to_ppm(result_.field_hz, request_.b0_tesla);
+    result_.residual_rad = std::move(fit.residual_rad);
+    result_.fit_mask = result_.mask;
+    uint64_t kept = 0;
+    for (size_t i = 0; i < result_.fit_mask.size(); ++i) {
+      result_.fit_mask[i] = result_.fit_mask[i] && result_.residual_rad[i] <= request_.fit_residual_limit;
+      kept += result_.fit_mask[i];
+    }
+    if (kept == 0) {
+      throw Error(ErrorCode::InvalidArgument, "the echo fit's residual is above fitResidualLimit (" + std::to_string(request_.fit_residual_limit) +
+                                                  " rad) everywhere in the mask: check the echo times and that the phase is of these echoes");
+    }
+  } else if (stage_ == 3) {
+    LocalField local = request_.background == BackgroundRemoval::Vsharp ? static_cast<VSharp&>(*current_).take_result()
+                                                                          : static_cast<Pdf&>(*current_).take_result();
+    result_.local_ppm = std::move(local.field);
+    result_.local_mask = std::move(local.mask);
+  } else if (stage_ == 4) {
+    result_.chi = static_cast<MethodComputation&>(*current_).take_result();
+  }
+  // Planned steps of a stage that converged early are not waited for.
+  next_stage();
+}
+
+PipelineResult Pipeline::take_result() {
+  if (!finished_) throw Error(ErrorCode::Internal, "the pipeline has not finished");
+  return std::move(result_);
+}
+
+uint64_t pipeline_workspace_bytes(const Geometry& g, const PipelineRequest& r, bool mask_given) {
+  const uint64_t n = g.voxel_count();
+  const uint64_t echoes = r.te_s.size();
+  // Kept: mask, fit mask, local mask (u8); unwrapped echoes, offset, field Hz, total ppm, residual, local ppm, χ (f32).
+  const uint64_t kept = saturating_add(saturating_mul(n, 3), saturating_mul(n, (echoes + 6) * sizeof(float)));
+  EchoFitParams fit = r.echo_fit;
+  fit.keep_unwrapped = true;
+  uint64_t stage = echo_fit_workspace_bytes(g, static_cast<uint32_t>(echoes), fit, r.threads);
+  if (!mask_given) stage = std::max(stage, brain_mask_workspace_bytes(g, r.brain_mask, r.threads));
+  stage = std::max(stage, r.background == BackgroundRemoval::Vsharp ? vsharp_workspace_bytes(g, r.vsharp, r.threads)
+                                                                    : pdf_workspace_bytes(g, r.pdf, r.threads));
+  if (r.method) stage = std::max(stage, method_workspace_bytes(*r.method, g, r.method_params, r.threads));
+  return saturating_add(kept, stage);
+}
+
+PipelinePlan plan_pipeline(const Geometry& g, const PipelineRequest& r, bool mask_given, bool magnitude, Target target) {
+  validate_geometry(g);
+  const uint64_t n = g.voxel_count();
+  const uint64_t echoes = std::max<uint64_t>(1, r.te_s.size());
+  PipelinePlan p;
+  if (!mask_given) p.stages.push_back("brain mask");
+  p.stages.push_back("echo fit");
+  p.stages.push_back(r.background == BackgroundRemoval::Vsharp ? "V-SHARP" : "PDF");
+  if (r.method) p.stages.push_back(std::string(method_info(*r.method).title));
+  p.input_bytes = saturating_add(saturating_mul(n, echoes * sizeof(float) * (magnitude ? 2 : 1)), saturating_mul(n, 1 + sizeof(float)));
+  p.workspace_bytes = pipeline_workspace_bytes(g, r, mask_given);
+  const HeapFit fit = fit_heap(g, p.input_bytes, p.workspace_bytes, target);
+  p.module_heap_bytes = fit.module_heap_bytes;
+  p.largest_voxels = fit.largest_voxels;
+  p.feasible = fit.fits;
+  if (!p.feasible) {
+    p.message = "the pipeline on " + dims_text(g.dims) + " with " + std::to_string(echoes) + " echoes needs " +
+                format_gb(p.module_heap_bytes) + " of the module's heap, over the " + format_gb(WASM_COMPUTE_HEAP_LIMIT_BYTES) +
+                " a browser heap can safely hold: the largest volume that fits holds " + std::to_string(p.largest_voxels) +
+                " voxels; crop the volume around the head, or give fewer echoes";
+  }
+  return p;
+}
+
+}  // namespace tessera
