@@ -28,12 +28,12 @@ double heap_bytes() { return static_cast<double>(__builtin_wasm_memory_size(0)) 
 PlanHandle plan(val geometry, val mask, val request, val field) {
   return guarded([&] { return plan_request(geometry, mask, request, field); });
 }
-val plan_view_of(const HeldPlan& p) { return guarded([&] { return plan_view(p); }); }
-PlanHandle plan_replan(const HeldPlan& p, val mask, val field, val speed) {
+val plan_view_of(const Plan& p) { return guarded([&] { return plan_view(p); }); }
+PlanHandle plan_replan(const Plan& p, val mask, val field, val speed) {
   return guarded([&] { return replan_with_speed(p, mask, field, speed); });
 }
-void plan_check(const HeldPlan& p, val geometry, val request) { guarded([&] { check_request(p, geometry, request); }); }
-void plan_check_volume(const HeldPlan& p, std::shared_ptr<Volume> volume) { guarded([&] { check_volume(p, *volume); }); }
+void plan_check(const Plan& p, val geometry, val request) { guarded([&] { check_request(p, geometry, request); }); }
+void plan_check_volume(const Plan& p, std::shared_ptr<Volume> volume) { guarded([&] { check_volume(p, volume->geo(), volume->mask()); }); }
 double parses() { return request_parses(); }
 std::shared_ptr<Volume> make_volume(val geometry, unsigned echoes) {
   return guarded([&] { return std::make_shared<Volume>(geometry, echoes); });
@@ -52,7 +52,7 @@ val probe_edges(double voxels_run, double divisor, double largest_edge) {
 val calibration_edges(double divisor, double count) { return guarded([&] { return calibration_edges_to_val(divisor, count); }); }
 bool calibration_slope(val points) { return guarded([&] { return calibration_slope_of(points); }); }
 val fit_calibration(val points) { return guarded([&] { return calibration_fit_to_val(points); }); }
-val memory_check(const HeldPlan& plan, double worker_heap, double module_heap, double module_before, std::string network) {
+val memory_check(const Plan& plan, double worker_heap, double module_heap, double module_before, std::string network) {
   return guarded([&] { return memory_check_to_val(plan, worker_heap, module_heap, module_before, network); });
 }
 val run_next(FieldRun& r) { return guarded([&] { return r.next(); }); }
@@ -91,7 +91,7 @@ EMSCRIPTEN_BINDINGS(tessera) {
   function("plan", &plan);
   // Requests read so far (one per API call): the runtime's internal counters, not the package's API.
   function("requestParses", &parses);
-  class_<HeldPlan>("HeldPlan")
+  class_<Plan>("Plan")
       .smart_ptr<PlanHandle>("PlanHandle")
       .function("view", &plan_view_of)
       .function("replan", &plan_replan)

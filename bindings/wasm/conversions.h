@@ -21,7 +21,7 @@
 #include "tessera/engine/plan.h"
 #include "tessera/registry/registry.h"
 #include "tessera/engine/verify.h"
-#include "held_plan.h"
+#include "request_reader.h"
 
 namespace tessera::js {
 
@@ -138,7 +138,7 @@ bool calibration_slope_of(const val& points);
 val calibration_fit_to_val(const val& points);
 // A run's measured heaps against the network plan it obeyed: {workerHeapVsPlan, moduleHeapVsPlan, over,
 // measuredBytesPerVoxel, warning (null when nothing exceeded its plan)}. network names the network for the advice.
-val memory_check_to_val(const HeldPlan& plan, double worker_heap_bytes, double module_heap_bytes,
+val memory_check_to_val(const Plan& plan, double worker_heap_bytes, double module_heap_bytes,
                         double module_heap_before_bytes, const std::string& network);
 
 }  // namespace tessera::js

@@ -4,62 +4,22 @@
 
 
 #include "conversions.h"
-#include "engine/compute_run.h"
-#include "networks/runs.h"
 #include "tessera/common/error.h"
 
 namespace tessera::js {
 
-FieldRun::FieldRun(std::shared_ptr<Volume> volume, PlanHandle plan) : volume_(std::move(volume)), plan_(std::move(plan)) {
-  const Volume& v = *volume_;
-  const ParsedRequest& r = plan_->request;
-  if (r.kind == ParsedRequest::Kind::Pipeline) {
-    // From multi-echo phase: the volume holds every echo's phase and magnitude; its mask is used when maskGiven.
-    check_volume(*plan_, v);
-    if ((r.magnitude_echoes > 0) != !v.magnitude().empty()) {
-      throw Error(ErrorCode::InvalidArgument, std::string("the plan was made for a pipeline ") + (r.magnitude_echoes ? "with" : "without") +
-                                                  " a magnitude: call plan() with this request");
-    }
-    auto pipeline = std::make_unique<Pipeline>(v.geo(), v.field(), v.magnitude(), r.mask_given ? v.mask() : std::span<const uint8_t>{}, r.pipeline);
-    pipeline_ = pipeline.get();
-    chi_.assign(v.voxel_count(), 0.0f);
-    run_ = std::make_unique<ComputeRun>(std::move(pipeline), [this] {
-      pipeline_result_ = pipeline_->take_result();
-      if (!pipeline_result_.chi.empty()) chi_ = pipeline_result_.chi;
-    });
-    return;
-  }
-  if (r.kind == ParsedRequest::Kind::Method) {
-    check_volume(*plan_, v);
-    if ((r.magnitude_echoes > 0) != !v.magnitude().empty()) {
-      throw Error(ErrorCode::InvalidArgument, std::string("the plan was made for a run ") + (r.magnitude_echoes ? "with" : "without") +
-                                                  " a magnitude: call plan() with this request");
-    }
-    chi_.assign(v.voxel_count(), 0.0f);
-    run_ = method_run(start_method(r.method.method, v.geo(), v.field(), v.mask(), v.magnitude(), r.method.params, r.method.threads), chi_);
-    return;
-  }
-  const PreparedRun p = prepare_run(v, *plan_);
-  warning_ = p.warning;
-  chi_.assign(v.voxel_count(), 0.0f);
-  run_ = start_run(p.request, p.plan, v.field(), v.mask(), v.magnitude(), chi_, r.run_threads);
-}
+FieldRun::FieldRun(std::shared_ptr<Volume> volume, PlanHandle plan) : volume_(std::move(volume)), run_(std::move(plan), volume_->data()) {}
 
-bool FieldRun::step() { return run_->step(); }
-
-val FieldRun::outputs() const {
-  if (!succeeded_ || !pipeline_) throw Error(ErrorCode::Internal, "no outputs: a pipeline's report() has not confirmed its success");
-  return pipeline_result_to_val(pipeline_result_);
-}
+val FieldRun::outputs() const { return pipeline_result_to_val(run_.outputs()); }
 
 val FieldRun::next() {
-  if (staging_.size() != run_->input_shape().size()) staging_.resize(run_->input_shape().size());
-  const auto patch = run_->next(staging_);
+  if (staging_.size() != run_.steps().input_shape().size()) staging_.resize(run_.steps().input_shape().size());
+  const auto patch = run_.steps().next(staging_);
   if (!patch) return val::null();
   // Not one struct: the patch's job, tile and network, its shape, a view on its input (the run's own buffer, or this
   // run's staging buffer) and its further named inputs.
   const bool owned = !patch->input.empty();
-  const TensorShape& shape = owned ? patch->shape : run_->input_shape();
+  const TensorShape& shape = owned ? patch->shape : run_.steps().input_shape();
   val o = val::object();
   o.set("job", static_cast<double>(patch->job));
   o.set("tile", static_cast<double>(patch->tile));
@@ -78,38 +38,32 @@ val FieldRun::next() {
 
 void FieldRun::finish(double job, const val& output) {
   if (output["length"].isUndefined()) {
-    run_->fail(static_cast<uint64_t>(job), ErrorCode::RunnerFailed, "the network output is not an array");
+    run_.steps().fail(static_cast<uint64_t>(job), ErrorCode::RunnerFailed, "the network output is not an array");
     return;
   }
   const std::vector<float> out = emscripten::convertJSArrayToNumberVector<float>(output);
-  run_->finish(static_cast<uint64_t>(job), out);
+  run_.steps().finish(static_cast<uint64_t>(job), out);
 }
 
 void FieldRun::fail(double job, const std::string& message) {
-  run_->fail(static_cast<uint64_t>(job), ErrorCode::RunnerFailed, message);
+  run_.steps().fail(static_cast<uint64_t>(job), ErrorCode::RunnerFailed, message);
 }
-
-void FieldRun::cancel() { run_->cancel(); }
 
 val FieldRun::state() const {
   val o = val::object();
-  o.set("finished", run_->finished());
-  o.set("done", static_cast<double>(run_->done()));
-  o.set("total", static_cast<double>(run_->total()));
-  o.set("inFlight", run_->in_flight());
+  o.set("finished", run_.steps().finished());
+  o.set("done", static_cast<double>(run_.steps().done()));
+  o.set("total", static_cast<double>(run_.steps().total()));
+  o.set("inFlight", run_.steps().in_flight());
   return o;
 }
 
 val FieldRun::report() {
-  val r(run_->report());  // throws unless the run succeeded (native patching writes chi here)
-  succeeded_ = true;
-  r.set("warning", warning_);
+  val r(run_.report());  // throws unless the run succeeded (native patching writes chi here)
+  r.set("warning", run_.warning());
   return r;
 }
 
-val FieldRun::result() const {
-  if (!succeeded_) throw Error(ErrorCode::Internal, "no result: report() has not confirmed a successful run");
-  return copy_out(std::span<const float>(chi_));
-}
+val FieldRun::result() const { return copy_out(run_.chi()); }
 
 }  // namespace tessera::js

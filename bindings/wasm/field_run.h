@@ -1,7 +1,6 @@
-// A field -> chi run that JavaScript drives step by step: next() hands out a gathered patch while the plan allows
-// another in flight, finish() takes a network output. Nothing blocks, nothing polls. Tiled and whole-volume field -> chi
-// networks run a StepRun (internal/step_run.h), AutoQSM / QSMGAN their native patching (internal/native_patch_run.h),
-// classical methods a MethodRun (internal/method_run.h): no patch, one iteration per step().
+// A run (tessera/session's Run) that JavaScript drives step by step: next() hands out a gathered patch while the plan
+// allows another in flight, finish() takes a network output. Nothing blocks, nothing polls. The conversions of its
+// patches, outputs and report to JavaScript values.
 #pragma once
 
 #include <emscripten/val.h>
@@ -11,8 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/patch_steps.h"
-#include "tessera/pipeline/pipeline.h"
+#include "session/run.h"
 #include "volume.h"
 
 namespace tessera::js {
@@ -21,9 +19,7 @@ using emscripten::val;
 
 class FieldRun {
  public:
-  // The held plan's run on volume (a network's, a method's or a pipeline's); the run obeys it. Throws
-  // Error(InvalidArgument) when the volume is not the one the plan was made for (check_volume).
-  // A network plan's request runs in steps (runs_in_steps: field -> chi networks, registered or custom, native patching).
+  // The held plan's run on volume (a network's, a method's or a pipeline's): tessera::Run's checks.
   FieldRun(std::shared_ptr<Volume> volume, PlanHandle plan);
   // {job, tile, dims: [1, 1, X, Y, Z], input: a Float32Array view on the heap, valid until the next call that may
   // allocate: copy it at once}, or null when no patch may start.
@@ -33,28 +29,22 @@ class FieldRun {
   // Fails a patch from next() with the executor's message (the run fails with RunnerFailed naming the tile).
   void fail(double job, const std::string& message);
   // One step of the run's own computation (a classical method's iteration); false when it has none to do now.
-  bool step();
-  void cancel();
+  bool step() { return run_.steps().step(); }
+  void cancel() { run_.steps().cancel(); }
   // {finished, done, total, inFlight}
   val state() const;
   // The report of a finished run; throws its first error (or Cancelled) as a TesseraError.
   val report();
   // chi as a standalone Float32Array; only after a successful report().
   val result() const;
-  std::string warning() const { return warning_; }
+  std::string warning() const { return run_.warning(); }
   // A pipeline's intermediates (conversions.h pipeline_result_to_val); only after a successful report().
   val outputs() const;
 
  private:
   std::shared_ptr<Volume> volume_;  // the run reads its field and mask
-  PlanHandle plan_;                 // the run reads its request and plan
-  std::vector<float> chi_;
+  Run run_;
   std::vector<float> staging_;  // one patch, gathered then copied out
-  std::string warning_;
-  std::unique_ptr<PatchSteps> run_;  // a StepRun or a NativePatchRun
-  bool succeeded_ = false;           // report() confirmed success
-  Pipeline* pipeline_ = nullptr;     // a pipeline run's computation (owned by run_)
-  PipelineResult pipeline_result_;
 };
 
 }  // namespace tessera::js

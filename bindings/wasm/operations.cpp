@@ -140,10 +140,10 @@ val calibration_fit_to_val(const val& points) {
   return val(fit_calibration(ps));
 }
 
-val memory_check_to_val(const HeldPlan& held, double worker_heap_bytes, double module_heap_bytes,
+val memory_check_to_val(const Plan& held, double worker_heap_bytes, double module_heap_bytes,
                         double module_heap_before_bytes, const std::string& network) {
-  if (held.request.kind != ParsedRequest::Kind::Network) throw Error(ErrorCode::Internal, "the memory check compares a network's run with its plan");
-  const InversionRequest& r = held.request.network;
+  if (held.request.kind() != Request::Kind::Network) throw Error(ErrorCode::Internal, "the memory check compares a network's run with its plan");
+  const InversionRequest& r = held.request.network();
   const TilePlan& plan = held.tiles;
   MeasuredMemory m;
   m.cost = r.model ? r.model->tile_cost() : r.custom.cost;

@@ -24,12 +24,12 @@ std::vector<float> floats(const val& v, uint64_t n, const char* what) {
 }  // namespace
 
 Verification::Verification(std::shared_ptr<Volume> volume, const PlanHandle& plan) : volume_(std::move(volume)) {
-  if (plan->request.kind != ParsedRequest::Kind::Network || !plan->tiles.verify) {
+  if (plan->request.kind() != Request::Kind::Network || !plan->tiles.verify) {
     throw Error(ErrorCode::InvalidArgument, "the plan has no self-check: plan with verify: true");
   }
   region_ = *plan->tiles.verify;
   if (!region_.possible) throw Error(ErrorCode::InvalidArgument, region_.message);
-  check_volume(*plan, *volume_);
+  check_volume(*plan, volume_->geo(), volume_->mask());
   const Geometry& geometry = volume_->geo();
   const Geometry g = box_geometry(geometry, region_.lo, region_.hi);
   std::vector<uint8_t> mask = crop_box(geometry, volume_->mask(), region_.lo, region_.hi);

@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "tessera/engine/verify.h"
-#include "held_plan.h"
+#include "request_reader.h"
 #include "volume.h"
 
 namespace tessera::js {

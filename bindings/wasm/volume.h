@@ -11,7 +11,7 @@
 
 #include "tessera/common/geometry.h"
 #include "tessera/networks/inversion.h"
-#include "held_plan.h"
+#include "request_reader.h"
 
 namespace tessera::js {
 
@@ -37,6 +37,8 @@ class Volume {
   std::span<const float> field() const { return field_; }
   std::span<const uint8_t> mask() const { return mask_; }
   std::span<const float> magnitude() const { return magnitude_; }
+  // What a run reads (views on this volume's buffers).
+  VolumeData data() const { return {geometry_, echoes_, field_, mask_, magnitude_}; }
 
  private:
   Geometry geometry_;
@@ -46,18 +48,4 @@ class Volume {
   std::vector<float> magnitude_;
 };
 
-// A held network plan ready to run on a volume.
-struct PreparedRun {
-  InversionRequest request;  // with the plan's choice written in (tile, workers, whole volume; never automatic)
-  TilePlan plan;
-  std::string warning;
-};
-
-// The held network plan on this volume: its request with the plan's choice written in, and the plan.
-// Throws Error(InvalidArgument) for a plan made for another volume or mask (check_volume), Error(BudgetExceeded) for a
-// plan that does not fit.
-PreparedRun prepare_run(const Volume& volume, const HeldPlan& held);
-
-// Throws Error(InvalidArgument) when the volume's echoes (and magnitude) do not suit the request.
-void check_echoes(const InversionRequest& request, const Volume& volume);
 }  // namespace tessera::js

@@ -50,7 +50,7 @@ function breathe() {
  * Runs a run step by step under its plan: a network's patches on the pools (pools[i] runs network i: NeXtQSM's BF
  * and VJP), or a classical method (no patch: run.step() does one iteration, the event loop gets a turn between two).
  * M is a loaded Tessera module; volume an M.Volume holding field (or every echo's phase), mask and magnitude; plan an
- * M.HeldPlan made for that volume (its request is held with it); pools WorkerPools of the plan's tilesInFlight workers
+ * M.Plan made for that volume (its request is held with it); pools WorkerPools of the plan's tilesInFlight workers
  * each (none for a method).
  * @returns {Promise<{chi: Float32Array, report: object}>}
  */

@@ -13,10 +13,10 @@ const runtimeId = (() => {
   return [...b].map((x) => x.toString(16).padStart(2, '0')).join('');
 })();
 let next = 1;
-const held = new Map(); // id → {handle: an M.HeldPlan, view}, oldest first
+const held = new Map(); // id → {handle: an M.Plan, view}, oldest first
 
 /**
- * Holds handle (an M.HeldPlan, now owned here) with its view (plan()'s object); returns the view with its id.
+ * Holds handle (an M.Plan, now owned here) with its view (plan()'s object); returns the view with its id.
  * Precondition: view is handle.view() with what the driver adds (cost).
  */
 export function holdPlan(handle, view) {

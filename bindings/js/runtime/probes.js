@@ -38,7 +38,7 @@ function probedNetwork(a, purpose) {
 
 /**
  * A phantom patch of edge³ (1 mm, B0 along z, all in the mask) and the network's whole-volume plan of it (handle: an
- * M.HeldPlan, deleted by the caller).
+ * M.Plan, deleted by the caller).
  */
 function phantomPatch(a, edge, purpose) {
   const geometry = { dims: [edge, edge, edge], voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };

@@ -66,7 +66,7 @@ export function voxels(geometry) {
 
 /**
  * The plan of a request, made once in C++ (no volume is allocated: the mask crosses, and the field, which C++ reads
- * where a network reads it unmasked, so that a crop box holds every voxel the network sees): {handle (an M.HeldPlan:
+ * where a network reads it unmasked, so that a crop box holds every voxel the network sees): {handle (an M.Plan:
  * delete it, or hold it, plans.js), view (plan()'s object, with the network's cost and where it came from: cost)}.
  * a.replan: the id of a held draft plan of this request to plan again with a.speed (the request is not read again;
  * the draft is no longer held after).

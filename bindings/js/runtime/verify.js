@@ -7,7 +7,7 @@ import { startPools, stopPools } from './sessions.js';
 /**
  * report.verify of a run.
  * Precondition: the run's own pools are given back (the box's worker is the only one).
- * Precondition: volume is the grid the run went through, handle the held plan's run there (an M.HeldPlan), plan the
+ * Precondition: volume is the grid the run went through, handle the held plan's run there (an M.Plan), plan the
  * plan's view and chi its χ there; threadsPerWorker the run's workers' threads (the box's worker gets as many).
  * @returns {Promise<object>}
  */
