@@ -552,13 +552,14 @@ PhantomAcquisition make_acquisition(const Geometry& g, const AcquisitionOptions&
     acq.phase_offset[idx] = head.offset(p);
   });
 
-  // The head in air: chi relative to air is 0 outside the head, so the zero padding continues the air.
+  // The head in air: chi relative to air is 0 outside the head, so the zero padding continues the air; its 9.4 ppm
+  // edge needs the band-limited kernel under an oblique B0 (else the brain's background field rings voxel to voxel).
   {
     std::vector<float> shifted(n);
     parallel_for(n64, o.threads, [&](uint64_t b, uint64_t e) {
       for (uint64_t i = b; i < e; ++i) shifted[i] = acq.chi[i] - head_chi::air;
     });
-    acq.total_field = forward_field(g, shifted, o.pad_factor, o.threads);
+    acq.total_field = forward_field_band_limited(g, shifted, o.pad_factor, o.threads);
   }
   acq.local_field = forward_field(g, brain.chi, o.pad_factor, o.threads);
   acq.background_field.resize(n);
