@@ -99,13 +99,13 @@ void for_each_kernel_value(const Geometry& g, DipoleConvention convention, F&& f
     fill(kz, nz, g.voxel_mm[2]);
   }
   const double eps = static_cast<double>(FLT_EPSILON);
-  // 1 − taper per frequency of each axis (0 inside the band, so the kernel there is the Standard one bit for bit)
-  std::array<std::vector<double>, 3> cut;
+  // the taper per frequency of each axis (1 inside the band, where the kernel is the Standard one bit for bit)
+  std::array<std::vector<double>, 3> taper;
   if (taper_cross_terms) {
     const std::vector<double>* k[3] = {&kx, &ky, &kz};
     for (int a = 0; a < 3; ++a) {
-      cut[a].resize(k[a]->size());
-      for (size_t i = 0; i < k[a]->size(); ++i) cut[a][i] = 1.0 - nyquist_taper((*k[a])[i], g.dims[a], g.voxel_mm[a]);
+      taper[a].resize(k[a]->size());
+      for (size_t i = 0; i < k[a]->size(); ++i) taper[a][i] = nyquist_taper((*k[a])[i], g.dims[a], g.voxel_mm[a]);
     }
   }
   size_t idx = 0;
@@ -117,7 +117,7 @@ void for_each_kernel_value(const Geometry& g, DipoleConvention convention, F&& f
         double kb2 = kb * kb;
         if (taper_cross_terms) {
           // 2·b_a·b_c·k_a·k_c·(1 − t_a·t_c) removed: the cross terms tapered to 0 at either axis's Nyquist frequency
-          const double tx = 1.0 - cut[0][x], ty = 1.0 - cut[1][y], tz = 1.0 - cut[2][z];
+          const double tx = taper[0][x], ty = taper[1][y], tz = taper[2][z];
           kb2 -= 2.0 * (b[0] * b[1] * kx[x] * ky[y] * (1.0 - tx * ty) + b[1] * b[2] * ky[y] * kz[z] * (1.0 - ty * tz) +
                         b[0] * b[2] * kx[x] * kz[z] * (1.0 - tx * tz));
         }
