@@ -552,18 +552,21 @@ PhantomAcquisition make_acquisition(const Geometry& g, const AcquisitionOptions&
     acq.phase_offset[idx] = head.offset(p);
   });
 
-  // The head in air: chi relative to air is 0 outside the head, so the zero padding continues the air.
-  {
-    std::vector<float> shifted(n);
-    parallel_for(n64, o.threads, [&](uint64_t b, uint64_t e) {
-      for (uint64_t i = b; i < e; ++i) shifted[i] = acq.chi[i] - head_chi::air;
-    });
-    acq.total_field = forward_field(g, shifted, o.pad_factor, o.threads);
-  }
+  // The head in air: chi relative to air is 0 outside the head, so the zero padding continues the air. The brain's
+  // own field is the local field (the inversions' kernel); the background is the field of the head with a water
+  // brain, relative to air (a 9.4 ppm edge at the skin and cavities), band limited so that an oblique B0 does not
+  // ring it through the brain (forward_field_band_limited); the total is their sum.
   acq.local_field = forward_field(g, brain.chi, o.pad_factor, o.threads);
-  acq.background_field.resize(n);
+  {
+    std::vector<float> water_brain(n);
+    parallel_for(n64, o.threads, [&](uint64_t b, uint64_t e) {
+      for (uint64_t i = b; i < e; ++i) water_brain[i] = (brain.mask[i] ? head_chi::soft_tissue : acq.chi[i]) - head_chi::air;
+    });
+    acq.background_field = forward_field_band_limited(g, water_brain, o.pad_factor, o.threads);
+  }
+  acq.total_field.resize(n);
   parallel_for(n64, o.threads, [&](uint64_t b, uint64_t e) {
-    for (uint64_t i = b; i < e; ++i) acq.background_field[i] = acq.total_field[i] - acq.local_field[i];
+    for (uint64_t i = b; i < e; ++i) acq.total_field[i] = acq.local_field[i] + acq.background_field[i];
   });
   acq.brain_chi = std::move(brain.chi);
   acq.brain_mask = std::move(brain.mask);

@@ -128,9 +128,10 @@ struct PhantomAcquisition {
   std::vector<uint8_t> brain_mask;      // make_phantom_chi's mask
   std::vector<uint8_t> head_mask;       // 1 where the voxel is tissue (bone included), 0 in air
   std::vector<uint8_t> tissue;          // a Tissue per voxel
-  std::vector<float> total_field;       // ppm: forward model of chi - head_chi::air (the head in air)
+  std::vector<float> total_field;       // ppm: local_field + background_field (the head in air)
   std::vector<float> local_field;       // ppm: forward model of brain_chi (make_phantom's field before its mask)
-  std::vector<float> background_field;  // ppm: total_field - local_field
+  std::vector<float> background_field;  // ppm: forward_field_band_limited of the head with a water brain, relative
+                                        // to air (chi - head_chi::air outside the brain, -head_chi::air in it)
   std::vector<float> phase_offset;      // phi0, radians: smooth receive phase (a quadratic in x, y, z), not wrapped
   std::vector<float> magnitude;         // echo after echo, te_s.size() volumes
   std::vector<float> phase;             // radians in [-pi, pi], echo after echo
