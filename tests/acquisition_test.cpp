@@ -427,3 +427,218 @@ TEST(Acquisition, WorkspaceBoundCoversTheOutputs) {
 }
 
 }  // namespace
+
+// ---- head variation and oblique slabs ----
+
+namespace {
+
+using tessera::HeadVariation;
+using tessera::Vec3;
+
+AcquisitionOptions varied(const HeadVariation& head, uint64_t seed = 5) {
+  AcquisitionOptions o;
+  o.seed = seed;
+  o.head = head;
+  o.te_s = {0.004, 0.012};
+  return o;
+}
+
+// Air voxels within 20 mm of the midline with tissue both in front and behind them along y: the frontal and sphenoid
+// sinuses (a point outside a convex head cannot have tissue on both sides, and the ear canals and mastoids are lateral).
+struct MidlineAir {
+  uint64_t count = 0;
+  double mean_z_mm = 0.0;
+  std::vector<uint8_t> mask;
+};
+MidlineAir midline_air(const Geometry& g, const PhantomAcquisition& acq) {
+  MidlineAir air;
+  air.mask.assign(acq.tissue.size(), 0);
+  double sum_z = 0.0;
+  for (int64_t z = 0; z < g.dims[2]; ++z)
+    for (int64_t x = 0; x < g.dims[0]; ++x) {
+      const double x_mm = (static_cast<double>(x) - 0.5 * static_cast<double>(g.dims[0] - 1)) * g.voxel_mm[0];
+      if (std::fabs(x_mm) > 20.0) continue;
+      int64_t first = -1, last = -1;  // the head's extent along this y line
+      for (int64_t y = 0; y < g.dims[1]; ++y) {
+        if (acq.head_mask[g.index(x, y, z)]) {
+          if (first < 0) first = y;
+          last = y;
+        }
+      }
+      for (int64_t y = first + 1; first >= 0 && y < last; ++y) {
+        const uint64_t i = g.index(x, y, z);
+        if (acq.tissue[i] != static_cast<uint8_t>(Tissue::Air)) continue;
+        air.mask[i] = 1;
+        ++air.count;
+        sum_z += (static_cast<double>(z) - 0.5 * static_cast<double>(g.dims[2] - 1)) * g.voxel_mm[2];
+      }
+    }
+  air.mean_z_mm = air.count ? sum_z / static_cast<double>(air.count) : 0.0;
+  return air;
+}
+
+}  // namespace
+
+TEST(Acquisition, DefaultVariationIsTheReferenceHeadAndSeedZeroDrawsIt) {
+  const HeadVariation d = tessera::head_variation(0);
+  const HeadVariation r{};
+  EXPECT_EQ(d.size, r.size);
+  EXPECT_EQ(d.skull_mm, r.skull_mm);
+  EXPECT_EQ(d.frontal_sinus, r.frontal_sinus);
+  EXPECT_EQ(d.ear_canal_radius_mm, r.ear_canal_radius_mm);
+  // An explicit default variation renders the noiseless head of seed 5 bit for bit.
+  AcquisitionOptions o = options(5, 0.0);
+  o.head = d;
+  const auto acq = tessera::make_acquisition(head_geometry(), o);
+  EXPECT_TRUE(same_bits(acq.tissue, noiseless().tissue));
+  EXPECT_TRUE(same_bits(acq.total_field, noiseless().total_field));
+  EXPECT_TRUE(same_bits(acq.phase, noiseless().phase));
+}
+
+TEST(Acquisition, VariationSeedsGiveDifferentHeadsAndTheSameSeedTheSameBits) {
+  const Geometry g = head_geometry();
+  const auto one = tessera::make_acquisition(g, varied(tessera::head_variation(1)));
+  const auto again = tessera::make_acquisition(g, varied(tessera::head_variation(1)));
+  const auto two = tessera::make_acquisition(g, varied(tessera::head_variation(2)));
+  EXPECT_TRUE(same_bits(one.chi, again.chi));
+  EXPECT_TRUE(same_bits(one.tissue, again.tissue));
+  EXPECT_TRUE(same_bits(one.total_field, again.total_field));
+  EXPECT_TRUE(same_bits(one.phase, again.phase));
+  EXPECT_FALSE(same_bits(one.head_mask, two.head_mask));
+  EXPECT_FALSE(same_bits(one.brain_mask, two.brain_mask));
+  // The sinuses move: their air voxels are not the same set.
+  const auto air1 = midline_air(g, one), air2 = midline_air(g, two);
+  EXPECT_GT(air1.count, 20u);
+  EXPECT_GT(air2.count, 20u);
+  EXPECT_FALSE(same_bits(air1.mask, air2.mask));
+}
+
+TEST(Acquisition, SinusOptionsMoveAndRemoveTheSinuses) {
+  const Geometry g = head_geometry();
+  const auto reference = midline_air(g, tessera::make_acquisition(g, varied({})));
+  HeadVariation up;
+  up.frontal_sinus_shift_mm = {0.0, 0.0, 6.0};
+  up.sphenoid_sinus_shift_mm = {0.0, 0.0, 6.0};
+  const auto raised = midline_air(g, tessera::make_acquisition(g, varied(up)));
+  // Both midline sinuses 6 mm up (times the fit-to-view shrink, 0.96 here): their air's mean height follows.
+  EXPECT_NEAR(raised.mean_z_mm - reference.mean_z_mm, 6.0 * 0.96, 2.0);
+  HeadVariation none;
+  none.frontal_sinus = 0.0;
+  none.sphenoid_sinus = 0.0;
+  EXPECT_EQ(midline_air(g, tessera::make_acquisition(g, varied(none))).count, 0u);
+  HeadVariation big;
+  big.frontal_sinus = 1.5;
+  EXPECT_GT(midline_air(g, tessera::make_acquisition(g, varied(big))).count, reference.count);
+}
+
+TEST(Acquisition, TheBrainStaysInsideTheSkullOfEveryVariedHead) {
+  const Geometry g = head_geometry();
+  for (uint64_t v = 1; v <= 6; ++v) {
+    const auto acq = tessera::make_acquisition(g, varied(tessera::head_variation(v), v));
+    uint64_t brain = 0, bone = 0;
+    for (int64_t z = 0; z < g.dims[2]; ++z)
+      for (int64_t y = 0; y < g.dims[1]; ++y)
+        for (int64_t x = 0; x < g.dims[0]; ++x) {
+          const uint64_t i = g.index(x, y, z);
+          bone += acq.tissue[i] == static_cast<uint8_t>(Tissue::Bone);
+          if (!acq.brain_mask[i]) continue;
+          ++brain;
+          ASSERT_TRUE(x > 0 && y > 0 && z > 0 && x + 1 < g.dims[0] && y + 1 < g.dims[1] && z + 1 < g.dims[2]);
+          // The skull (at least 4 mm here) and the CSF layer lie between the brain and the scalp: a brain voxel's
+          // face neighbours (3 mm away) are never scalp.
+          const uint64_t nb[6] = {i - 1, i + 1, g.index(x, y - 1, z), g.index(x, y + 1, z), g.index(x, y, z - 1),
+                                  g.index(x, y, z + 1)};
+          for (uint64_t j : nb) {
+            ASSERT_NE(acq.tissue[j], static_cast<uint8_t>(Tissue::SoftTissue)) << "variation " << v;
+          }
+        }
+    EXPECT_GT(brain, 10000u) << "variation " << v;
+    EXPECT_GT(bone, 2000u) << "variation " << v;
+  }
+}
+
+TEST(Acquisition, HeadShapesAreInMillimetres) {
+  // The same 192 mm field of view with isotropic and anisotropic voxels: the same head and skull volume in ml.
+  auto volumes = [](const Geometry& g) {
+    AcquisitionOptions o = varied(tessera::head_variation(4));
+    o.pad_factor = 1;
+    const auto acq = tessera::make_acquisition(g, o);
+    double head = 0.0, bone = 0.0;
+    for (size_t i = 0; i < acq.tissue.size(); ++i) {
+      head += acq.head_mask[i];
+      bone += acq.tissue[i] == static_cast<uint8_t>(Tissue::Bone);
+    }
+    const double ml = g.voxel_mm[0] * g.voxel_mm[1] * g.voxel_mm[2] / 1000.0;
+    return std::pair{head * ml, bone * ml};
+  };
+  Geometry iso;
+  iso.dims = {64, 64, 64};
+  iso.voxel_mm = {3.0, 3.0, 3.0};
+  Geometry aniso;
+  aniso.dims = {96, 96, 48};
+  aniso.voxel_mm = {2.0, 2.0, 4.0};
+  const auto [head_iso, bone_iso] = volumes(iso);
+  const auto [head_aniso, bone_aniso] = volumes(aniso);
+  EXPECT_NEAR(head_aniso / head_iso, 1.0, 0.02) << head_iso << " ml vs " << head_aniso << " ml";
+  EXPECT_NEAR(bone_aniso / bone_iso, 1.0, 0.06) << bone_iso << " ml vs " << bone_aniso << " ml";
+}
+
+TEST(Acquisition, ObliqueB0FieldIsTheDipoleQuadraticFormOfTheAxisFields) {
+  // The dipole kernel is 1/3 - (k.b)^2/k^2, a quadratic form in the unit B0 b, so the field of any b is
+  // sum_ij b_i b_j G_ij with G_ii the field for B0 along axis i and G_ij = f((e_i + e_j)/sqrt 2) - (G_ii + G_jj)/2.
+  Geometry g;
+  g.dims = {40, 44, 36};
+  g.voxel_mm = {4.0, 4.0, 4.5};
+  AcquisitionOptions o = varied(tessera::head_variation(3));
+  o.te_s = {0.004};
+  auto field = [&](Vec3 b0) {
+    Geometry gb = g;
+    gb.b0_dir = b0;
+    return tessera::make_acquisition(gb, o);
+  };
+  const double h = std::sqrt(0.5);
+  const auto fx = field({1, 0, 0}), fy = field({0, 1, 0}), fz = field({0, 0, 1});
+  const auto fxy = field({h, h, 0}), fyz = field({0, h, h}), fxz = field({h, 0, h});
+  // About 30 degrees off z, not normalised (the model normalises it).
+  const Vec3 raw{0.9, -0.5, 3.0};
+  const auto oblique = field(raw);
+  EXPECT_TRUE(same_bits(oblique.chi, fz.chi));  // the anatomy stays on the volume's axes
+  const double n = std::sqrt(raw[0] * raw[0] + raw[1] * raw[1] + raw[2] * raw[2]);
+  const double b[3] = {raw[0] / n, raw[1] / n, raw[2] / n};
+  double worst = 0.0, largest = 0.0, tilt_change = 0.0;
+  for (size_t i = 0; i < oblique.total_field.size(); ++i) {
+    const double gxx = fx.total_field[i], gyy = fy.total_field[i], gzz = fz.total_field[i];
+    const double gxy = fxy.total_field[i] - 0.5 * (gxx + gyy);
+    const double gyz = fyz.total_field[i] - 0.5 * (gyy + gzz);
+    const double gxz = fxz.total_field[i] - 0.5 * (gxx + gzz);
+    const double expected = b[0] * b[0] * gxx + b[1] * b[1] * gyy + b[2] * b[2] * gzz + 2.0 * b[0] * b[1] * gxy +
+                            2.0 * b[1] * b[2] * gyz + 2.0 * b[0] * b[2] * gxz;
+    worst = std::max(worst, std::fabs(oblique.total_field[i] - expected));
+    largest = std::max(largest, std::fabs(expected));
+    tilt_change = std::max(tilt_change, std::fabs(static_cast<double>(oblique.total_field[i]) - gzz));
+  }
+  EXPECT_GT(largest, 1.0);                 // ppm: the air-tissue field
+  EXPECT_LT(worst, 1e-5 * largest + 1e-6); // float rounding of seven forward models
+  EXPECT_GT(tilt_change, 0.1 * largest);   // the tilt matters
+}
+
+TEST(Acquisition, RefusesBadHeadVariationByName) {
+  const Geometry g = head_geometry();
+  auto bad = [&](auto edit) {
+    AcquisitionOptions o;
+    edit(o.head);
+    return tessera::test::error_of([&] { tessera::make_acquisition(g, o); }, tessera::ErrorCode::InvalidArgument);
+  };
+  EXPECT_NE(bad([](auto& h) { h.size = 2.0; }).find("size"), std::string::npos);
+  EXPECT_NE(bad([](auto& h) { h.shape[2] = 0.5; }).find("shape[2]"), std::string::npos);
+  EXPECT_NE(bad([](auto& h) { h.asymmetry = 0.3; }).find("asymmetry"), std::string::npos);
+  EXPECT_NE(bad([](auto& h) { h.skull_mm = 0.5; }).find("skull_mm"), std::string::npos);
+  EXPECT_NE(bad([](auto& h) { h.frontal_sinus = -1.0; }).find("frontal_sinus"), std::string::npos);
+  EXPECT_NE(bad([](auto& h) { h.mastoid_shift_mm[0] = std::nan(""); }).find("mastoid_shift_mm[0]"), std::string::npos);
+  EXPECT_NE(bad([](auto& h) { h.ear_canal_radius_mm = 9.0; }).find("ear_canal_radius_mm"), std::string::npos);
+  tessera::PhantomOptions p;
+  p.head.skull_mm = 20.0;
+  EXPECT_THROW(tessera::make_phantom(g, p), tessera::Error);
+  // Every drawn head is valid.
+  for (uint64_t v = 0; v < 200; ++v) EXPECT_NO_THROW(tessera::validate(tessera::head_variation(v)));
+}

@@ -171,6 +171,20 @@ double b0_tilt_degrees(const Vec3& b) {
   return std::atan2(std::hypot(b[0], b[1]), std::abs(b[2])) * 180.0 / kPi;
 }
 
+std::array<double, 9> b0_rotation(const Vec3& d) {
+  const double norm = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+  if (!(std::isfinite(norm) && norm > 0.0)) {
+    throw Error(ErrorCode::InvalidArgument, "b0_rotation: the B0 direction must be finite and not zero");
+  }
+  // R = I + K + K²/(1 + c) takes the unit B0 b (sign flipped to b_z ≥ 0) to (0, 0, 1): Rodrigues' formula about b × z.
+  const double sign = d[2] < 0 ? -1.0 : 1.0;
+  const double bx = sign * d[0] / norm, by = sign * d[1] / norm, c = sign * d[2] / norm;
+  const double k = 1.0 / (1.0 + c);
+  return {1.0 - bx * bx * k, -bx * by * k, -bx,  //
+          -bx * by * k, 1.0 - by * by * k, -by,  //
+          bx, by, 1.0 - (bx * bx + by * by) * k};
+}
+
 B0Alignment b0_alignment(const Geometry& source, std::span<const uint8_t> mask, Interpolation interpolation) {
   validate_geometry(source);
   if (mask.size() != source.voxel_count()) {
@@ -181,15 +195,7 @@ B0Alignment b0_alignment(const Geometry& source, std::span<const uint8_t> mask, 
   a.source = source;
   a.interpolation = interpolation;
   a.tilt_degrees = b0_tilt_degrees(source.b0_dir);
-  // R = I + K + K²/(1 + c) takes the unit B0 b (sign flipped to b_z ≥ 0) to (0, 0, 1): Rodrigues' formula about b × z.
-  const Vec3& d = source.b0_dir;
-  const double norm = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
-  const double sign = d[2] < 0 ? -1.0 : 1.0;
-  const double bx = sign * d[0] / norm, by = sign * d[1] / norm, c = sign * d[2] / norm;
-  const double k = 1.0 / (1.0 + c);
-  a.rotation = {1.0 - bx * bx * k, -bx * by * k, -bx,  //
-                -bx * by * k, 1.0 - by * by * k, -by,  //
-                bx, by, 1.0 - (bx * bx + by * by) * k};
+  a.rotation = b0_rotation(source.b0_dir);
   const Vec3& v = source.voxel_mm;
   for (int r = 0; r < 3; ++r)
     for (int col = 0; col < 3; ++col) {

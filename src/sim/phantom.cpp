@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "common/message_number.h"
 #include "common/parallel.h"
@@ -78,10 +79,12 @@ struct Ellipsoid {
   Vec3 c;
   Vec3 r;
   float chi;
+  double rx_left = 0.0;  // the x semi-axis on the x < c side (left); 0: r[0] on both sides
   bool contains(const Vec3& p) const {
     double q = 0.0;
     for (int a = 0; a < 3; ++a) {
-      const double d = (p[a] - c[a]) / r[a];
+      const double ra = (a == 0 && rx_left > 0.0 && p[0] < c[0]) ? rx_left : r[a];
+      const double d = (p[a] - c[a]) / ra;
       q += d * d;
     }
     return q <= 1.0;
@@ -113,6 +116,13 @@ constexpr Vec3 kBrainSemi{66.0, 84.0, 58.0};
 constexpr double kScalpSkull = 9.0;   // head = brain + this, mm
 constexpr double kRibbon = 3.5;       // cortical ribbon thickness, mm
 constexpr double kFill = 0.48;        // the head fills at most this fraction of the field of view (per half axis)
+constexpr double kCsfLayer = 1.5;     // brain surface to inner skull (CSF and meninges), mm
+constexpr double kMinScalp = 1.5;     // a skull thicker than the default keeps at least this much scalp, mm
+
+// Brain surface to skin (mm, unscaled): kScalpSkull, or more when the skull is thick.
+double head_thickness_mm(const HeadVariation& v) {
+  return std::max(kScalpSkull, kCsfLayer + v.skull_mm + kMinScalp);
+}
 
 struct Anatomy {
   Ellipsoid brain;
@@ -139,29 +149,37 @@ void for_each_voxel_mm(const Geometry& g, F&& f) {
   }
 }
 
-Anatomy build_anatomy(const Geometry& g, uint64_t seed) {
+Anatomy build_anatomy(const Geometry& g, uint64_t seed, const HeadVariation& v) {
   SplitMix64 rng{seed ^ 0x5EED0F7E55E7A000ull};
-  double s = 1.0;  // uniform shrink so that the head fits the field of view
+  double s = v.size;  // the head's size, shrunk uniformly so that the head fits the field of view
+  const double widest = 1.0 + std::fabs(v.asymmetry);
   for (int a = 0; a < 3; ++a) {
     const double fov = static_cast<double>(g.dims[a]) * g.voxel_mm[a];
-    s = std::min(s, kFill * fov / ((kBrainSemi[a] + kScalpSkull) * 1.03));
+    const double semi = kBrainSemi[a] * v.shape[a] * (a == 0 ? widest : 1.0);
+    s = std::min(s, kFill * fov / ((semi + head_thickness_mm(v)) * 1.03));
   }
+  // Per-axis length scale of positions (the brain's shape stretches where its structures sit).
+  const Vec3 sa{s * v.shape[0], s * v.shape[1], s * v.shape[2]};
   const double min_vox = std::min({g.voxel_mm[0], g.voxel_mm[1], g.voxel_mm[2]});
   const double max_vox = std::max({g.voxel_mm[0], g.voxel_mm[1], g.voxel_mm[2]});
 
   Anatomy an;
   Vec3 brain_r;
-  for (int a = 0; a < 3; ++a) brain_r[a] = kBrainSemi[a] * s * rng.uniform(0.98, 1.02);
-  an.brain = Ellipsoid{{0.0, 0.0, 0.0}, brain_r, phantom_chi::white_matter};
+  for (int a = 0; a < 3; ++a) brain_r[a] = kBrainSemi[a] * sa[a] * rng.uniform(0.98, 1.02);
+  // Asymmetry: the right half (x > 0) wider by the factor 1 + asymmetry, the left one narrower by 1 - asymmetry.
+  const double base_x = brain_r[0];
+  brain_r[0] = base_x * (1.0 + v.asymmetry);
+  const double left_x = base_x * (1.0 - v.asymmetry);
+  an.brain = Ellipsoid{{0.0, 0.0, 0.0}, brain_r, phantom_chi::white_matter, left_x};
   Vec3 inner_r;
   const double ribbon = std::max(kRibbon * s, 0.75 * min_vox);
   for (int a = 0; a < 3; ++a) inner_r[a] = std::max(brain_r[a] - ribbon, 0.5 * brain_r[a]);
-  an.inner = Ellipsoid{{0.0, 0.0, 0.0}, inner_r, phantom_chi::grey_matter};
+  an.inner = Ellipsoid{{0.0, 0.0, 0.0}, inner_r, phantom_chi::grey_matter, std::max(left_x - ribbon, 0.5 * left_x)};
 
   auto jittered = [&](Vec3 c, Vec3 r, float chi) {
     Ellipsoid e;
     for (int a = 0; a < 3; ++a) {
-      e.c[a] = (c[a] + rng.uniform(-1.5, 1.5)) * s;
+      e.c[a] = (c[a] + rng.uniform(-1.5, 1.5)) * sa[a];
       e.r[a] = std::max(r[a] * s * rng.uniform(0.9, 1.1), 0.6 * min_vox);
     }
     e.chi = chi;
@@ -180,7 +198,7 @@ Anatomy build_anatomy(const Geometry& g, uint64_t seed) {
 
   const double vein_r = std::max(1.2 * s, 0.6 * max_vox);
   auto vein_chi = [&]() { return phantom_chi::vein_values[rng.below(4)]; };
-  auto scaled = [&](Vec3 p) { return Vec3{p[0] * s, p[1] * s, p[2] * s}; };
+  auto scaled = [&](Vec3 p) { return Vec3{p[0] * sa[0], p[1] * sa[1], p[2] * sa[2]}; };
   // A midline vein under the vertex (superior sagittal sinus-like) and the paired internal cerebral veins.
   an.veins.push_back(Tube{scaled({0.0, -55.0 + rng.uniform(-3, 3), 38.0}),
                           scaled({0.0, 55.0 + rng.uniform(-3, 3), 40.0}), vein_r, vein_chi()});
@@ -200,7 +218,7 @@ Anatomy build_anatomy(const Geometry& g, uint64_t seed) {
     dir[2] = std::fabs(dir[2]);  // upper half of the brain
     const double n = std::sqrt(n2);
     Vec3 a{}, t{};
-    for (int k = 0; k < 3; ++k) a[k] = 0.82 * brain_r[k] * dir[k] / n;
+    for (int k = 0; k < 3; ++k) a[k] = 0.82 * (k == 0 && dir[0] < 0.0 ? left_x : brain_r[k]) * dir[k] / n;
     do {
       for (int k = 0; k < 3; ++k) t[k] = rng.uniform(-1.0, 1.0);
       n2 = t[0] * t[0] + t[1] * t[1] + t[2] * t[2];
@@ -228,6 +246,7 @@ void check_options(const PhantomOptions& o) {
     throw Error(ErrorCode::InvalidArgument,
                 "make_phantom: pad_factor must be 1 to 4, got " + std::to_string(o.pad_factor));
   }
+  validate(o.head);
 }
 
 
@@ -282,12 +301,12 @@ float wrap_phase(double phi) {
 }
 
 // The head around the brain, as ellipsoidal layers at an offset d (mm) from the brain's semi-axes, and the air
-// cavities of the skull. Unscaled thicknesses in mm (multiplied by the anatomy's scale).
-constexpr double kCsfLayer = 1.5;  // brain surface to inner skull (CSF and meninges)
-constexpr double kSkull = 5.0;     // skull thickness (adult calvarium ~5-7 mm); the scalp fills up to kScalpSkull
+// cavities of the skull. Unscaled thicknesses in mm (multiplied by the anatomy's scale): kCsfLayer, then the skull
+// (HeadVariation::skull_mm), then the scalp up to head_thickness_mm.
 
 struct Head {
   Vec3 brain_r;
+  double brain_rx_left = 0.0;  // the brain's x semi-axis on the left (x < 0)
   double csf_d = 0.0;    // inner skull surface at offset csf_d
   double skull_d = 0.0;  // outer skull surface
   double head_d = 0.0;   // skin
@@ -300,7 +319,7 @@ struct Head {
   bool within(const Vec3& p, double d) const {
     double q = 0.0;
     for (int a = 0; a < 3; ++a) {
-      const double t = p[a] / (brain_r[a] + d);
+      const double t = p[a] / ((a == 0 && p[0] < 0.0 ? brain_rx_left : brain_r[a]) + d);
       q += t * t;
     }
     return q <= 1.0;
@@ -309,7 +328,7 @@ struct Head {
   Vec3 surface(const Vec3& u, double d) const {
     double q = 0.0;
     for (int a = 0; a < 3; ++a) {
-      const double t = u[a] / (brain_r[a] + d);
+      const double t = u[a] / ((a == 0 && u[0] < 0.0 ? brain_rx_left : brain_r[a]) + d);
       q += t * t;
     }
     const double f = 1.0 / std::sqrt(q);
@@ -336,36 +355,49 @@ struct Head {
   }
 };
 
-Head build_head(const Geometry& g, const Anatomy& an, uint64_t seed, bool receive_phase) {
+Head build_head(const Geometry& g, const Anatomy& an, uint64_t seed, bool receive_phase, const HeadVariation& v) {
   SplitMix64 rng{seed ^ 0x4EAD5CA1F0A11A1Bull};
   const double s = an.scale;
   const double max_vox = std::max({g.voxel_mm[0], g.voxel_mm[1], g.voxel_mm[2]});
   Head h;
   h.brain_r = an.brain.r;
-  h.head_d = kScalpSkull * s;
+  h.brain_rx_left = an.brain.rx_left;
+  h.head_d = head_thickness_mm(v) * s;
   h.csf_d = kCsfLayer * s;
-  h.skull_d = std::min(h.csf_d + std::max(kSkull * s, 0.75 * max_vox), h.head_d);
+  h.skull_d = std::min(h.csf_d + std::max(v.skull_mm * s, 0.75 * max_vox), h.head_d);
   const double bone_mid = 0.5 * (h.csf_d + h.skull_d);
-  auto cavity = [&](Vec3 u, Vec3 r) {
+  // size multiplies the semi-axes; shift (mm, x mirrored by mirror_x) moves the centre.
+  auto cavity = [&](Vec3 u, Vec3 r, double size, const Vec3& shift, double mirror_x) {
     Ellipsoid e;
     e.c = h.surface(u, bone_mid);
     for (int a = 0; a < 3; ++a) {
-      e.c[a] += rng.uniform(-1.5, 1.5) * s;
-      e.r[a] = std::max(r[a] * s * rng.uniform(0.9, 1.1), 0.6 * max_vox);
+      e.c[a] += (rng.uniform(-1.5, 1.5) + (a == 0 ? mirror_x * shift[a] : shift[a])) * s;
+      e.r[a] = std::max(r[a] * s * rng.uniform(0.9, 1.1) * size, 0.6 * max_vox);
     }
     e.chi = head_chi::air;
     return e;
   };
+  // A cavity of size 0 is absent (its draws are still made, so the other cavities do not move).
+  auto add = [&](const Ellipsoid& e, double size) {
+    if (size > 0.0) h.cavities.push_back(e);
+  };
   // Frontal sinus (anterior, above the orbits), sphenoid sinus (under the brain's centre), mastoid air cells
   // (behind and below the ears): adult cavities of 2-3 cm, clipped to the skull layer (so thinner than real ones).
-  h.cavities.push_back(cavity({0.0, 1.0, -0.3}, {14.0, 8.0, 10.0}));
-  h.cavities.push_back(cavity({0.0, 0.3, -1.0}, {11.0, 10.0, 9.0}));
-  for (double side : {-1.0, 1.0}) h.cavities.push_back(cavity({side, -0.45, -0.45}, {8.0, 11.0, 10.0}));
+  add(cavity({0.0, 1.0, -0.3}, {14.0, 8.0, 10.0}, v.frontal_sinus, v.frontal_sinus_shift_mm, 1.0), v.frontal_sinus);
+  add(cavity({0.0, 0.3, -1.0}, {11.0, 10.0, 9.0}, v.sphenoid_sinus, v.sphenoid_sinus_shift_mm, 1.0), v.sphenoid_sinus);
+  for (double side : {-1.0, 1.0}) {
+    add(cavity({side, -0.45, -0.45}, {8.0, 11.0, 10.0}, v.mastoid, v.mastoid_shift_mm, side), v.mastoid);
+  }
   // External ear canals: ~7 mm wide tubes from outside the head in to the inner skull, level with the temporal lobes.
-  const double canal_r = std::max(3.5 * s, 0.6 * max_vox);
+  const double canal_r = std::max(v.ear_canal_radius_mm * s, 0.6 * max_vox);
   for (double side : {-1.0, 1.0}) {
     const Vec3 u{side, -0.05 + rng.uniform(-0.03, 0.03), -0.3 + rng.uniform(-0.03, 0.03)};
-    h.canals.push_back(Tube{h.surface(u, h.head_d + 10.0 * s), h.surface(u, h.csf_d), canal_r, head_chi::air});
+    Vec3 outer = h.surface(u, h.head_d + 10.0 * s), inner = h.surface(u, h.csf_d);
+    for (int a = 1; a < 3; ++a) {
+      outer[a] += v.ear_canal_shift_mm[a] * s;
+      inner[a] += v.ear_canal_shift_mm[a] * s;
+    }
+    if (v.ear_canal_radius_mm > 0.0) h.canals.push_back(Tube{outer, inner, canal_r, head_chi::air});
   }
   for (int a = 0; a < 3; ++a) h.phase_norm[a] = h.brain_r[a] + h.head_d;
   // Receive phase: a smooth quadratic of at most a few radians over the head (coil phase varies slowly in space).
@@ -428,9 +460,58 @@ std::vector<float> phantom_values() {
   return v;
 }
 
-Phantom make_phantom_chi(const Geometry& g, uint64_t seed) {
+void validate(const HeadVariation& v) {
+  auto in_range = [](const char* name, double x, double lo, double hi, const char* unit) {
+    if (!(std::isfinite(x) && x >= lo && x <= hi)) {
+      throw Error(ErrorCode::InvalidArgument, std::string("head variation: ") + name + " must be in [" +
+                                                  message_number(lo) + ", " + message_number(hi) + "]" + unit +
+                                                  ", got " + message_number(x));
+    }
+  };
+  const char* axes[3] = {"[0] (x)", "[1] (y)", "[2] (z)"};
+  in_range("size", v.size, 0.7, 1.3, " (a factor)");
+  for (int a = 0; a < 3; ++a) {
+    in_range((std::string("shape") + axes[a]).c_str(), v.shape[a], 0.7, 1.3, " (a factor)");
+  }
+  in_range("asymmetry", v.asymmetry, -0.15, 0.15, " (a fraction of the x semi-axis)");
+  in_range("skull_mm", v.skull_mm, 1.0, 15.0, " mm");
+  in_range("frontal_sinus", v.frontal_sinus, 0.0, 3.0, " (a factor; 0 = none)");
+  in_range("sphenoid_sinus", v.sphenoid_sinus, 0.0, 3.0, " (a factor; 0 = none)");
+  in_range("mastoid", v.mastoid, 0.0, 3.0, " (a factor; 0 = none)");
+  in_range("ear_canal_radius_mm", v.ear_canal_radius_mm, 0.0, 8.0, " mm (0 = none)");
+  const std::pair<const char*, const Vec3*> shifts[4] = {{"frontal_sinus_shift_mm", &v.frontal_sinus_shift_mm},
+                                                         {"sphenoid_sinus_shift_mm", &v.sphenoid_sinus_shift_mm},
+                                                         {"mastoid_shift_mm", &v.mastoid_shift_mm},
+                                                         {"ear_canal_shift_mm", &v.ear_canal_shift_mm}};
+  for (const auto& [name, shift] : shifts) {
+    for (int a = 0; a < 3; ++a) in_range((std::string(name) + axes[a]).c_str(), (*shift)[a], -20.0, 20.0, " mm");
+  }
+}
+
+HeadVariation head_variation(uint64_t seed) {
+  HeadVariation v;
+  if (seed == 0) return v;
+  SplitMix64 rng{seed ^ 0x4EADF0E1A7105EEDull};
+  auto shift = [&](double mm) { return Vec3{rng.uniform(-mm, mm), rng.uniform(-mm, mm), rng.uniform(-mm, mm)}; };
+  v.size = rng.uniform(0.92, 1.06);
+  for (int a = 0; a < 3; ++a) v.shape[a] = rng.uniform(0.95, 1.05);
+  v.asymmetry = rng.uniform(-0.03, 0.03);
+  v.skull_mm = rng.uniform(4.0, 8.0);
+  v.frontal_sinus = rng.below(10) == 0 ? 0.0 : rng.uniform(0.5, 1.5);
+  v.frontal_sinus_shift_mm = shift(4.0);
+  v.sphenoid_sinus = rng.uniform(0.5, 1.5);
+  v.sphenoid_sinus_shift_mm = shift(4.0);
+  v.mastoid = rng.uniform(0.5, 1.5);
+  v.mastoid_shift_mm = shift(4.0);
+  v.ear_canal_radius_mm = rng.uniform(2.5, 4.5);
+  v.ear_canal_shift_mm = shift(4.0);
+  return v;
+}
+
+Phantom make_phantom_chi(const Geometry& g, uint64_t seed, const HeadVariation& head) {
   validate_geometry(g);
-  const Anatomy an = build_anatomy(g, seed);
+  validate(head);
+  const Anatomy an = build_anatomy(g, seed, head);
   Phantom ph;
   const size_t n = static_cast<size_t>(g.voxel_count());
   ph.chi.assign(n, 0.0f);
@@ -454,7 +535,7 @@ Phantom make_phantom_chi(const Geometry& g, uint64_t seed) {
 Phantom make_phantom(const Geometry& g, const PhantomOptions& options) {
   validate_geometry(g);
   check_options(options);
-  Phantom ph = make_phantom_chi(g, options.seed);
+  Phantom ph = make_phantom_chi(g, options.seed, options.head);
   ph.field = forward_field(g, ph.chi, options.pad_factor, options.threads);
   Gaussian noise{SplitMix64{options.seed ^ 0x0A15E5EEDull}};
   for (size_t i = 0; i < ph.field.size(); ++i) {
@@ -501,6 +582,7 @@ void validate(const AcquisitionOptions& o) {
     throw Error(ErrorCode::InvalidArgument,
                 "make_acquisition: pad_factor must be 1 to 4, got " + std::to_string(o.pad_factor));
   }
+  validate(o.head);
 }
 
 uint64_t acquisition_workspace_bytes(const Geometry& g, const AcquisitionOptions& o) {
@@ -524,9 +606,9 @@ PhantomAcquisition make_acquisition(const Geometry& g, const AcquisitionOptions&
                                                 dims_text(g.dims) + " voxels do not fit in memory: use fewer echoes");
   }
   const size_t n = static_cast<size_t>(n64);
-  const Anatomy an = build_anatomy(g, o.seed);
-  const Head head = build_head(g, an, o.seed, o.receive_phase);
-  Phantom brain = make_phantom_chi(g, o.seed);
+  const Anatomy an = build_anatomy(g, o.seed, o.head);
+  const Head head = build_head(g, an, o.seed, o.receive_phase, o.head);
+  Phantom brain = make_phantom_chi(g, o.seed, o.head);
 
   PhantomAcquisition acq;
   acq.te_s = o.te_s;

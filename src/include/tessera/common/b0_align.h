@@ -39,6 +39,11 @@ Interpolation interpolation_from_name(std::string_view name);
 // b0_dir is finite and not zero (validate_geometry; else Error InvalidArgument).
 double b0_tilt_degrees(const Vec3& b0_dir);
 
+// The smallest rotation R (row-major) taking the unit B0 direction b (its sign flipped so that b_z >= 0) to (0, 0, 1):
+// Rodrigues' formula about b × z. As a voxel-axes → scanner rotation it puts B0 on the scanner's z axis.
+// b0_dir finite and not zero (validate_geometry's rule; else Error InvalidArgument).
+std::array<double, 9> b0_rotation(const Vec3& b0_dir);
+
 // A source grid and the B0-aligned grid it is resampled to. Index maps (x, y, z voxel indices, fractional allowed):
 // aligned = to_aligned · (source − source_centre) + aligned_centre, source = to_source · (aligned − aligned_centre) +
 // source_centre, where the centres are (dims − 1)/2: a rotation in millimetres about the volume centre.

@@ -4,6 +4,9 @@
 // Everything random comes from a splitmix64 generator and IEEE basic operations only, so chi and mask
 // are bit-identical natively and in wasm for a given seed; the field goes through an FFT (libm
 // twiddles) and is not guaranteed to (measured identical natively and under Emscripten 3.1.6 here).
+// HeadVariation (drawn from a seed by head_variation, or set field by field) changes the head's size, shape, skull and
+// cavities; its defaults render the reference head bit for bit. The anatomy stays on the volume's axes whatever
+// geometry.b0_dir is (an oblique slab): the forward models use b0_dir.
 // make_acquisition puts that brain in a head (scalp, skull, air cavities) in air and simulates a multi-echo
 // gradient-echo scan of it: total / local / background fields and magnitude and phase per echo. Its anatomy and
 // signal model use IEEE basic operations only (exp and atan2 by series, noise from splitmix64), so only its two FFT
@@ -33,8 +36,35 @@ constexpr float calcification = -0.1f;
 constexpr float vein_values[4] = {0.30f, 0.35f, 0.40f, 0.45f};  // each vein draws one
 }  // namespace phantom_chi
 
+// How one head differs from the reference head: every default renders the reference head bit for bit. Lengths are in
+// millimetres before the uniform shrink that fits the head in a small field of view; x runs left to right, y posterior
+// to anterior, z inferior to superior (the volume's axes).
+struct HeadVariation {
+  double size = 1.0;             // every length of the head, [0.7, 1.3]
+  Vec3 shape{1.0, 1.0, 1.0};     // per axis, the brain's semi-axes and the positions inside it, each [0.7, 1.3]
+  double asymmetry = 0.0;        // right half's x semi-axis × (1 + a), left half's × (1 − a), a in [-0.15, 0.15]
+  double skull_mm = 5.0;         // skull thickness, mm, [1, 15] (the scalp keeps at least 1.5 mm)
+  double frontal_sinus = 1.0;    // frontal sinus semi-axes × this, [0, 3]; 0: no frontal sinus
+  Vec3 frontal_sinus_shift_mm{0.0, 0.0, 0.0};  // its centre moved, mm, each in [-20, 20]
+  double sphenoid_sinus = 1.0;   // sphenoid sinus semi-axes × this, [0, 3]; 0: none
+  Vec3 sphenoid_sinus_shift_mm{0.0, 0.0, 0.0};
+  double mastoid = 1.0;          // both mastoid air cells' semi-axes × this, [0, 3]; 0: none
+  Vec3 mastoid_shift_mm{0.0, 0.0, 0.0};  // x mirrored: positive x moves both outwards
+  double ear_canal_radius_mm = 3.5;      // both ear canals, mm, [0, 8]; 0: no ear canals
+  Vec3 ear_canal_shift_mm{0.0, 0.0, 0.0};  // both canals moved in y and z (x is ignored), mm
+};
+
+// Throws Error(InvalidArgument) naming the field, its range and unit.
+void validate(const HeadVariation& head);
+
+// A plausible adult head drawn from seed (splitmix64, the same on every platform); seed 0 gives the reference head
+// (HeadVariation{}). Ranges: size 0.92-1.06, shape 0.95-1.05 per axis, asymmetry ±0.03, skull 4-8 mm, sinuses and
+// mastoids 0.5-1.5 × (no frontal sinus in one head of ten), their centres ±4 mm, ear canals 2.5-4.5 mm wide, ±4 mm.
+HeadVariation head_variation(uint64_t seed);
+
 struct PhantomOptions {
   uint64_t seed = 1;          // same seed, same phantom (positions, sizes, veins, noise)
+  HeadVariation head;         // the brain's size, shape and asymmetry (the rest of the head: make_acquisition)
   double noise_sigma = 0.0;   // Gaussian noise (ppm) added to the field inside the mask; 0 = none
   int pad_factor = 2;         // zero padding of the forward model (see forward_field)
   unsigned threads = 1;       // FFT threads (0 = hardware concurrency)
@@ -52,8 +82,8 @@ struct Phantom {
 Phantom make_phantom(const Geometry& geometry, const PhantomOptions& options = {});
 
 // Susceptibility truth and mask only (no forward model, no FFT): the first half of make_phantom.
-// geometry valid (else Error InvalidArgument).
-Phantom make_phantom_chi(const Geometry& geometry, uint64_t seed = 1);
+// geometry valid; head valid (validate; else Error InvalidArgument).
+Phantom make_phantom_chi(const Geometry& geometry, uint64_t seed = 1, const HeadVariation& head = {});
 
 // Every value a masked voxel of make_phantom_chi can hold (the compartments above and the vein values).
 std::vector<float> phantom_values();
@@ -109,6 +139,7 @@ inline constexpr double kGammaBarMHzPerT = 42.57747892;
 
 struct AcquisitionOptions {
   uint64_t seed = 1;  // same seed, same head, brain, receive phase and noise
+  HeadVariation head;  // the head's size, shape, skull and cavities (default: the reference head)
   // Echo times in seconds, each in (0, 1] (4 ms is 0.004), at most 64 of them.
   std::vector<double> te_s{std::begin(acquisition_defaults::kEchoTimesS), std::end(acquisition_defaults::kEchoTimesS)};
   double b0_tesla = acquisition_defaults::kB0Tesla;  // (0, 20]
