@@ -73,7 +73,7 @@ test('pipeline: cancelled between two steps; bad inputs refused in one line each
   await assert.rejects(tessera.pipeline({ ...base, te, magnitude: new Float32Array(10) }), /magnitude holds 10 values/);
   await assert.rejects(tessera.pipeline({ ...base, te, mask: new Uint8Array(scan.mask.length) }), /mask/);
   await assert.rejects(tessera.pipeline({ ...base, te, tkd: { threshold: 3 } }), /tkd.threshold must be in/);
-  await assert.rejects(tessera.pipeline({ ...base, te, background: 'sharp' }), /background must be one of vsharp\|pdf/);
+  await assert.rejects(tessera.pipeline({ ...base, te, background: 'harp' }), /background must be one of vsharp\|pdf\|lbv\|ismv\|sharp\|resharp, got 'harp'/);
   // The runtime is still usable.
   const ok = await tessera.pipeline({ ...base, te, background: 'pdf', pdf: { maxIterations: 5, padVoxels: 8 } });
   assert.deepEqual(ok.report.plan.stages, ['echo fit', 'PDF', 'TKD']);
