@@ -77,6 +77,13 @@ test('pipeline: cancelled between two steps; bad inputs refused in one line each
   // The runtime is still usable.
   const ok = await tessera.pipeline({ ...base, te, background: 'pdf', pdf: { maxIterations: 5, padVoxels: 8 } });
   assert.deepEqual(ok.report.plan.stages, ['echo fit', 'PDF', 'TKD']);
+  // The other background removals and their options, from the API.
+  for (const [background, options, stage] of [['lbv', { lbv: { maxIterations: 40 } }, 'LBV'], ['ismv', { ismv: { radius: 4, maxIterations: 10 } }, 'iSMV'],
+    ['sharp', { sharp: { radius: 6 } }, 'SHARP'], ['resharp', { resharp: { radius: 6, lambda: 0.001, maxIterations: 5 } }, 'RESHARP']]) {
+    const run = await tessera.pipeline({ ...base, te, background, ...options });
+    assert.deepEqual(run.report.plan.stages, ['echo fit', stage, 'TKD'], background);
+  }
+  await assert.rejects(tessera.pipeline({ ...base, te, background: 'ismv', ismv: { radius: 0.1 } }), /ismv\.radius must be in \[0\.5, 50\] mm/);
 });
 
 test('tessera-qsm pipeline: the same χ as the API, intermediates written, bad TEs a usage error', async () => {
