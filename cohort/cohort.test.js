@@ -707,7 +707,7 @@ test('phase_pipeline: BIDS phase + magnitude echoes (mask optional) through tess
   wrong('qsmx', /config phase_pipeline: unknown method 'qsmx' \(methods: tkd, .*rts/);
   wrong({ method: 'tv', params: { lamda: 1e-3 } }, /config phase_pipeline\.params: tv has no parameter 'lamda' \(its parameters: lambda, /);
   wrong({ method: 'tv', params: { lambda: 5 } }, /config phase_pipeline\.params: tv\.lambda 5 is not a number in \(0, 1\]/);
-  wrong({ method: 'rts', options: { background: 'sharp' } }, /config phase_pipeline\.options: background 'sharp' is not one of vsharp, pdf/);
+  wrong({ method: 'rts', options: { background: 'harp' } }, /config phase_pipeline\.options: background 'harp' is not one of vsharp, pdf, lbv, ismv, sharp, resharp/);
   wrong({ method: 'rts', options: { vsharp: { radius: 4 } } }, /config phase_pipeline\.options: unknown option 'vsharp\.radius' \(options: .*vsharp\.maxRadius/);
   wrong({ method: 'rts', model: 'xqsm' }, /config phase_pipeline: give one inversion of the local field: method .* or model/);
   wrong({ model: 'xqsm', params: { delta: 0.1 } }, /config phase_pipeline\.params are a classical method's parameters: they need method/);

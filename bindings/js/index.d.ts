@@ -443,9 +443,17 @@ export interface PipelineRequest extends MethodOptions {
   mask?: ArrayLike<number> | Volume<VoxelArray>;
   geometry?: Geometry;
   unwrap?: 'region-growing' | 'laplacian';
-  background?: 'vsharp' | 'pdf';
+  background?: 'vsharp' | 'pdf' | 'lbv' | 'ismv' | 'sharp' | 'resharp';
   vsharp?: { maxRadius?: number; minRadius?: number; threshold?: number };
   pdf?: { maxIterations?: number; padVoxels?: number };
+  /** LBV (Zhou 2014): relative residual of its multigrid-preconditioned CG, iterations at most */
+  lbv?: { tolerance?: number; maxIterations?: number };
+  /** iSMV (Wen 2014): SMV radius (mm), relative change to stop at, iterations at most */
+  ismv?: { radius?: number; tolerance?: number; maxIterations?: number };
+  /** SHARP (Schweser 2011): SMV radius (mm), TSVD threshold */
+  sharp?: { radius?: number; threshold?: number };
+  /** RESHARP (Sun 2014): SMV radius (mm), Tikhonov weight, CG iterations at most, relative residual to stop at */
+  resharp?: { radius?: number; lambda?: number; maxIterations?: number; tolerance?: number };
   brainMask?: { erosion?: number; threshold?: 'otsu' | 'robust' };
   /** voxels whose echo fit leaves a larger RMS phase residual (rad) are left out of the background removal */
   fitResidualLimit?: number;

@@ -554,7 +554,7 @@ export class Tessera {
   /**
    * From a scanner's multi-echo phase to χ, in the C++ core: echo combination with phase unwrapping (unwrap:
    * 'region-growing' | 'laplacian'), a brain mask from the magnitude when no mask is given, Hz → ppm, background field
-   * removal (background: 'vsharp' | 'pdf'), then a classical method (method: 'rts', ...) or a network (model / spec and
+   * removal (background: 'vsharp' | 'pdf' | 'lbv' | 'ismv' | 'sharp' | 'resharp'), then a classical method (method: 'rts', ...) or a network (model / spec and
    * weights, as invert() takes them; network: further invert options). tessera.schema() lists every option.
    * phase: wrapped radians, every echo (a 4D Volume, or a Float32Array echo after echo with geometry); te: seconds,
    * one per echo; b0: tesla; magnitude (same size as phase), mask (optional).

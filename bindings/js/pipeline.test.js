@@ -73,10 +73,17 @@ test('pipeline: cancelled between two steps; bad inputs refused in one line each
   await assert.rejects(tessera.pipeline({ ...base, te, magnitude: new Float32Array(10) }), /magnitude holds 10 values/);
   await assert.rejects(tessera.pipeline({ ...base, te, mask: new Uint8Array(scan.mask.length) }), /mask/);
   await assert.rejects(tessera.pipeline({ ...base, te, tkd: { threshold: 3 } }), /tkd.threshold must be in/);
-  await assert.rejects(tessera.pipeline({ ...base, te, background: 'sharp' }), /background must be one of vsharp\|pdf/);
+  await assert.rejects(tessera.pipeline({ ...base, te, background: 'harp' }), /background must be one of vsharp\|pdf\|lbv\|ismv\|sharp\|resharp, got 'harp'/);
   // The runtime is still usable.
   const ok = await tessera.pipeline({ ...base, te, background: 'pdf', pdf: { maxIterations: 5, padVoxels: 8 } });
   assert.deepEqual(ok.report.plan.stages, ['echo fit', 'PDF', 'TKD']);
+  // The other background removals and their options, from the API.
+  for (const [background, options, stage] of [['lbv', { lbv: { maxIterations: 40 } }, 'LBV'], ['ismv', { ismv: { radius: 4, maxIterations: 10 } }, 'iSMV'],
+    ['sharp', { sharp: { radius: 6 } }, 'SHARP'], ['resharp', { resharp: { radius: 6, lambda: 0.001, maxIterations: 5 } }, 'RESHARP']]) {
+    const run = await tessera.pipeline({ ...base, te, background, ...options });
+    assert.deepEqual(run.report.plan.stages, ['echo fit', stage, 'TKD'], background);
+  }
+  await assert.rejects(tessera.pipeline({ ...base, te, background: 'ismv', ismv: { radius: 0.1 } }), /ismv\.radius must be in \[0\.5, 50\] mm/);
 });
 
 test('tessera-qsm pipeline: the same χ as the API, intermediates written, bad TEs a usage error', async () => {

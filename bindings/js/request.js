@@ -12,7 +12,9 @@ export const NETWORK_OPTIONS = Object.freeze([
 ]);
 
 /** Schema options of the pipeline's stages (unwrapping, the echo fit, the brain mask, background removal). */
-export const PIPELINE_OPTIONS = Object.freeze(['unwrap', 'fitResidualLimit', 'background', 'vsharp', 'pdf', 'brainMask']);
+export const PIPELINE_OPTIONS = Object.freeze([
+  'unwrap', 'fitResidualLimit', 'background', 'vsharp', 'pdf', 'lbv', 'ismv', 'sharp', 'resharp', 'brainMask',
+]);
 
 /**
  * The keys that are no schema option, each with what it holds: the volumes, the network's identity and weights, a

@@ -31,7 +31,7 @@ const NIFTI = /\.nii(\.gz)?$/;
 const LABEL = /^[a-zA-Z0-9]+$/;
 const MANIFEST_COLUMNS = ['subject', 'session', 'field', 'phase', 'magnitude', 'mask', 'te', 'b0', 'units', 'phase_units', 'model', 'method'];
 // The pipeline's own options (tessera-qsm pipeline --option N=V), as the schema names them.
-const PIPELINE_OPTION = /^(unwrap|background|fitResidualLimit|(vsharp|pdf|brainMask)\.\w+)$/;
+const PIPELINE_OPTION = /^(unwrap|background|fitResidualLimit|(vsharp|pdf|lbv|ismv|sharp|resharp|brainMask)\.\w+)$/;
 const FIELD_UNITS = { ppm: 'ppm', hz: 'hz', 'rad/s': 'rad/s' };
 const PHASE_UNITS = ['rad', 'deg', 'scanner'];
 /** The words a yes-or-no config value may be (snakemake --config passes them as text), by the value they mean. */

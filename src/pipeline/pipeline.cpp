@@ -23,8 +23,10 @@ const OptionSpec kOptions[] = {
      "voxels whose echo fit leaves a larger RMS phase residual (an inconsistent unwrap next to air) are left out of the "
      "background removal and the inversion"},
     {"background", "", 0, "vsharp", 0, 0, false, false,
-     "background field removal: vsharp (Wu 2012; erodes the mask by the smallest radius) or pdf (Liu 2011; keeps the mask)",
-     "vsharp|pdf"},
+     "background field removal: vsharp (Wu 2012; erodes the mask by the smallest radius), pdf (Liu 2011; keeps the "
+     "mask), lbv (Zhou 2014; peels the mask's border voxel), ismv (Wen 2014), sharp (Schweser 2011) or resharp (Sun "
+     "2014; these three erode the mask by their radius)",
+     "vsharp|pdf|lbv|ismv|sharp|resharp"},
     {"vsharp.maxRadius", "voxels", vsharp_defaults::kMaxRadiusVoxels, "", 1, 64, false, false,
      "the largest SMV radius, in voxels of the smallest edge (QSM.jl: 18)"},
     {"vsharp.minRadius", "voxels", vsharp_defaults::kMinRadiusVoxels, "", 1, 64, false, false,
@@ -34,6 +36,28 @@ const OptionSpec kOptions[] = {
      "conjugate-gradient iterations at most (MEDI toolbox: 30)"},
     {"pdf.padVoxels", "voxels", static_cast<double>(pdf_defaults::kPadVoxels), "", 0, 1024, false, true,
      "zero padding around the mask's box where background sources may lie (MEDI toolbox: 40)"},
+    {"lbv.tolerance", "", lbv_defaults::kTolerance, "", 0, 0.1, true, false,
+     "relative residual at which LBV's multigrid-preconditioned CG stops (QSM.rs: 1e-6)"},
+    {"lbv.maxIterations", "", static_cast<double>(lbv_defaults::kMaxIterations), "", 1, 10000, false, true,
+     "LBV's CG iterations at most (QSM.rs caps its solver at 500)"},
+    {"ismv.radius", "mm", ismv_defaults::kRadiusMm, "", 0.5, 50, false, false,
+     "iSMV's SMV radius: the mask is eroded by it (QSM.rs: 5 mm)"},
+    {"ismv.tolerance", "", ismv_defaults::kTolerance, "", 0, 0.1, true, false,
+     "relative change at which iSMV stops (QSM.rs: 1e-6)"},
+    {"ismv.maxIterations", "", static_cast<double>(ismv_defaults::kMaxIterations), "", 1, 10000, false, true,
+     "iSMV iterations at most (QSM.rs: 50)"},
+    {"sharp.radius", "mm", sharp_defaults::kRadiusMm, "", 0.5, 50, false, false,
+     "SHARP's SMV radius: the mask is eroded by it (SEPIA: 4 mm)"},
+    {"sharp.threshold", "", sharp_defaults::kThreshold, "", 0, 1, true, false,
+     "TSVD threshold of SHARP's deconvolution (QSM.jl: 0.05)"},
+    {"resharp.radius", "mm", resharp_defaults::kRadiusMm, "", 0.5, 50, false, false,
+     "RESHARP's SMV radius: the mask is eroded by it (QSM.rs: 6 mm)"},
+    {"resharp.lambda", "", resharp_defaults::kLambda, "", 0, 1, true, false,
+     "Tikhonov weight of RESHARP's deconvolution (QSM.rs: 1e-4)"},
+    {"resharp.maxIterations", "", static_cast<double>(resharp_defaults::kMaxIterations), "", 1, 10000, false, true,
+     "RESHARP's CG iterations at most (QSM.rs: 30)"},
+    {"resharp.tolerance", "", resharp_defaults::kTolerance, "", 0, 0.1, true, false,
+     "relative residual at which RESHARP's CG stops (QSM.rs: 1e-6)"},
     {"brainMask.erosion", "mm", brain_mask_defaults::kErosionMm, "", 0, 100, false, false,
      "erode the brain mask made from the magnitude by this much (none by default)"},
     {"brainMask.threshold", "", 0, "otsu", 0, 0, false, false,
@@ -63,8 +87,39 @@ class Once : public Iterative {
 uint32_t echo_fit_steps(size_t echoes) { return echoes > 1 ? static_cast<uint32_t>(echoes) + 1 : 1; }
 
 uint32_t background_steps(const Geometry& g, const PipelineRequest& r) {
-  if (r.background == BackgroundRemoval::Pdf) return r.pdf.max_iterations;
-  return static_cast<uint32_t>(vsharp_radii_mm(g.voxel_mm, r.vsharp).size()) + 1;
+  switch (r.background) {
+    case BackgroundRemoval::Vsharp: return static_cast<uint32_t>(vsharp_radii_mm(g.voxel_mm, r.vsharp).size()) + 1;
+    case BackgroundRemoval::Pdf: return r.pdf.max_iterations;
+    case BackgroundRemoval::Lbv: return r.lbv.max_iterations;
+    case BackgroundRemoval::Ismv: return r.ismv.max_iterations;
+    case BackgroundRemoval::Sharp: return 2;
+    case BackgroundRemoval::Resharp: return r.resharp.max_iterations;
+  }
+  throw Error(ErrorCode::Internal, "no such background removal");
+}
+
+uint64_t background_workspace_bytes(const Geometry& g, const PipelineRequest& r) {
+  switch (r.background) {
+    case BackgroundRemoval::Vsharp: return vsharp_workspace_bytes(g, r.vsharp, r.threads);
+    case BackgroundRemoval::Pdf: return pdf_workspace_bytes(g, r.pdf, r.threads);
+    case BackgroundRemoval::Lbv: return lbv_workspace_bytes(g, r.lbv, r.threads);
+    case BackgroundRemoval::Ismv: return ismv_workspace_bytes(g, r.ismv, r.threads);
+    case BackgroundRemoval::Sharp: return sharp_workspace_bytes(g, r.sharp, r.threads);
+    case BackgroundRemoval::Resharp: return resharp_workspace_bytes(g, r.resharp, r.threads);
+  }
+  throw Error(ErrorCode::Internal, "no such background removal");
+}
+
+const char* background_title(BackgroundRemoval b) {
+  switch (b) {
+    case BackgroundRemoval::Vsharp: return "V-SHARP";
+    case BackgroundRemoval::Pdf: return "PDF";
+    case BackgroundRemoval::Lbv: return "LBV";
+    case BackgroundRemoval::Ismv: return "iSMV";
+    case BackgroundRemoval::Sharp: return "SHARP";
+    case BackgroundRemoval::Resharp: return "RESHARP";
+  }
+  throw Error(ErrorCode::Internal, "no such background removal");
 }
 
 std::span<const float> first_echo(std::span<const float> magnitude, uint64_t n) {
@@ -82,6 +137,17 @@ void set_pipeline_option(PipelineRequest& r, std::string_view name, double value
   else if (name == "vsharp.threshold") r.vsharp.threshold = v;
   else if (name == "pdf.maxIterations") r.pdf.max_iterations = static_cast<uint32_t>(v);
   else if (name == "pdf.padVoxels") r.pdf.pad_voxels = static_cast<uint32_t>(v);
+  else if (name == "lbv.tolerance") r.lbv.tolerance = v;
+  else if (name == "lbv.maxIterations") r.lbv.max_iterations = static_cast<uint32_t>(v);
+  else if (name == "ismv.radius") r.ismv.radius_mm = v;
+  else if (name == "ismv.tolerance") r.ismv.tolerance = v;
+  else if (name == "ismv.maxIterations") r.ismv.max_iterations = static_cast<uint32_t>(v);
+  else if (name == "sharp.radius") r.sharp.radius_mm = v;
+  else if (name == "sharp.threshold") r.sharp.threshold = v;
+  else if (name == "resharp.radius") r.resharp.radius_mm = v;
+  else if (name == "resharp.lambda") r.resharp.lambda = v;
+  else if (name == "resharp.maxIterations") r.resharp.max_iterations = static_cast<uint32_t>(v);
+  else if (name == "resharp.tolerance") r.resharp.tolerance = v;
   else if (name == "brainMask.erosion") r.brain_mask.erosion_mm = v;
   else if (name == "fitResidualLimit") r.fit_residual_limit = v;
   else throw Error(ErrorCode::Internal, "no numeric pipeline option '" + std::string(name) + "'");
@@ -99,6 +165,10 @@ void set_pipeline_choice(PipelineRequest& r, std::string_view name, std::string_
   } else if (name == "background") {
     if (choice == "vsharp") r.background = BackgroundRemoval::Vsharp;
     else if (choice == "pdf") r.background = BackgroundRemoval::Pdf;
+    else if (choice == "lbv") r.background = BackgroundRemoval::Lbv;
+    else if (choice == "ismv") r.background = BackgroundRemoval::Ismv;
+    else if (choice == "sharp") r.background = BackgroundRemoval::Sharp;
+    else if (choice == "resharp") r.background = BackgroundRemoval::Resharp;
     else throw bad(find_option(pipeline_options(), name).choices);
   } else if (name == "brainMask.threshold") {
     if (choice == "otsu") r.brain_mask.threshold = MaskThreshold::Otsu;
@@ -118,6 +188,10 @@ Pipeline::Pipeline(const Geometry& g, std::span<const float> phase, std::span<co
   validate(request_.brain_mask);
   validate(request_.vsharp);
   validate(request_.pdf);
+  validate(request_.lbv);
+  validate(request_.ismv);
+  validate(request_.sharp);
+  validate(request_.resharp);
   const uint64_t n = g.voxel_count();
   if (!mask.empty()) {
     validate_volume_sizes(g, n, mask.size());
@@ -158,10 +232,15 @@ void Pipeline::next_stage() {
     } else if (stage_ == 2) {
       current_ = std::make_unique<EchoFit>(g, phase_, magnitude_, request_.te_s, result_.mask, request_.echo_fit, threads);
     } else if (stage_ == 3) {
-      if (request_.background == BackgroundRemoval::Vsharp) {
-        current_ = std::make_unique<VSharp>(g, result_.total_ppm, result_.fit_mask, request_.vsharp, threads);
-      } else {
-        current_ = std::make_unique<Pdf>(g, result_.total_ppm, result_.fit_mask, std::span<const float>{}, request_.pdf, threads);
+      const std::span<const float> f = result_.total_ppm;
+      const std::span<const uint8_t> m = result_.fit_mask;
+      switch (request_.background) {
+        case BackgroundRemoval::Vsharp: current_ = std::make_unique<VSharp>(g, f, m, request_.vsharp, threads); break;
+        case BackgroundRemoval::Pdf: current_ = std::make_unique<Pdf>(g, f, m, std::span<const float>{}, request_.pdf, threads); break;
+        case BackgroundRemoval::Lbv: current_ = std::make_unique<Lbv>(g, f, m, request_.lbv, threads); break;
+        case BackgroundRemoval::Ismv: current_ = std::make_unique<Ismv>(g, f, m, request_.ismv, threads); break;
+        case BackgroundRemoval::Sharp: current_ = std::make_unique<Sharp>(g, f, m, request_.sharp, threads); break;
+        case BackgroundRemoval::Resharp: current_ = std::make_unique<Resharp>(g, f, m, request_.resharp, threads); break;
       }
     } else if (stage_ == 4) {
       if (!request_.method) continue;
@@ -200,8 +279,15 @@ void Pipeline::step() {
                                                   " rad) everywhere in the mask: check the echo times and that the phase is of these echoes");
     }
   } else if (stage_ == 3) {
-    LocalField local = request_.background == BackgroundRemoval::Vsharp ? static_cast<VSharp&>(*current_).take_result()
-                                                                          : static_cast<Pdf&>(*current_).take_result();
+    LocalField local;
+    switch (request_.background) {
+      case BackgroundRemoval::Vsharp: local = static_cast<VSharp&>(*current_).take_result(); break;
+      case BackgroundRemoval::Pdf: local = static_cast<Pdf&>(*current_).take_result(); break;
+      case BackgroundRemoval::Lbv: local = static_cast<Lbv&>(*current_).take_result(); break;
+      case BackgroundRemoval::Ismv: local = static_cast<Ismv&>(*current_).take_result(); break;
+      case BackgroundRemoval::Sharp: local = static_cast<Sharp&>(*current_).take_result(); break;
+      case BackgroundRemoval::Resharp: local = static_cast<Resharp&>(*current_).take_result(); break;
+    }
     result_.local_ppm = std::move(local.field);
     result_.local_mask = std::move(local.mask);
   } else if (stage_ == 4) {
@@ -225,8 +311,7 @@ uint64_t pipeline_workspace_bytes(const Geometry& g, const PipelineRequest& r, b
   fit.keep_unwrapped = true;
   uint64_t stage = echo_fit_workspace_bytes(g, static_cast<uint32_t>(echoes), fit, r.threads);
   if (!mask_given) stage = std::max(stage, brain_mask_workspace_bytes(g, r.brain_mask, r.threads));
-  stage = std::max(stage, r.background == BackgroundRemoval::Vsharp ? vsharp_workspace_bytes(g, r.vsharp, r.threads)
-                                                                    : pdf_workspace_bytes(g, r.pdf, r.threads));
+  stage = std::max(stage, background_workspace_bytes(g, r));
   if (r.method) stage = std::max(stage, method_workspace_bytes(*r.method, g, r.method_params, r.threads));
   return saturating_add(kept, stage);
 }
@@ -238,7 +323,7 @@ PipelinePlan plan_pipeline(const Geometry& g, const PipelineRequest& r, bool mas
   PipelinePlan p;
   if (!mask_given) p.stages.push_back("brain mask");
   p.stages.push_back("echo fit");
-  p.stages.push_back(r.background == BackgroundRemoval::Vsharp ? "V-SHARP" : "PDF");
+  p.stages.push_back(background_title(r.background));
   if (r.method) p.stages.push_back(std::string(method_info(*r.method).title));
   p.input_bytes = saturating_add(saturating_mul(n, echoes * sizeof(float) * (magnitude ? 2 : 1)), saturating_mul(n, 1 + sizeof(float)));
   p.workspace_bytes = pipeline_workspace_bytes(g, r, mask_given);

@@ -1,5 +1,5 @@
 // The "From phase" options panel: one input per pipeline option of the C++ schema (unwrap, fitResidualLimit,
-// background, vsharp.*, pdf.*, brainMask.*) at its default, with its unit, range and help; the background's
+// background, vsharp.*, pdf.*, lbv.*, ismv.*, sharp.*, resharp.*, brainMask.*) at its default, with its unit, range and help; the background's
 // parameters follow the background chosen, the brain mask's show only when no mask file is loaded. A value that is not
 // a number is said here; the C++ plan refuses the rest in its own words (shown here and as the plan's advice).
 // Also the DICOM folder input (DicomInput): a folder chosen or dropped is converted in the page (web/dicom.js) and

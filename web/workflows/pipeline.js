@@ -17,6 +17,10 @@ export const TOP_OPTIONS = ['unwrap', 'fitResidualLimit', 'background'];
 export const GROUPS = [
   { group: 'vsharp', label: 'V-SHARP', when: (v) => v.background === 'vsharp' },
   { group: 'pdf', label: 'PDF', when: (v) => v.background === 'pdf' },
+  { group: 'lbv', label: 'LBV', when: (v) => v.background === 'lbv' },
+  { group: 'ismv', label: 'iSMV', when: (v) => v.background === 'ismv' },
+  { group: 'sharp', label: 'SHARP', when: (v) => v.background === 'sharp' },
+  { group: 'resharp', label: 'RESHARP', when: (v) => v.background === 'resharp' },
   { group: 'brainMask', label: 'Brain mask (made from the magnitude when no mask is given)', when: (v, maskGiven) => !maskGiven },
 ];
 

@@ -18,7 +18,7 @@
 
 namespace tessera {
 
-enum class BackgroundRemoval { Vsharp, Pdf };
+enum class BackgroundRemoval { Vsharp, Pdf, Lbv, Ismv, Sharp, Resharp };
 
 // The default fit_residual_limit (rad): above the noise's residual at any usable SNR (0.02 rad at SNR 100, about
 // 0.2–0.4 at SNR 5), below the residual of a voxel whose echoes were unwrapped inconsistently (≥ 1 on the phantom).
@@ -36,6 +36,10 @@ struct PipelineRequest {
   BackgroundRemoval background = BackgroundRemoval::Vsharp;
   VSharpParams vsharp;
   PdfParams pdf;
+  LbvParams lbv;
+  IsmvParams ismv;
+  SharpParams sharp;
+  ResharpParams resharp;
   std::optional<Method> method;     // the inversion; none: the pipeline ends at the local field (a network inverts it)
   MethodParams method_params;
   unsigned threads = 1;
@@ -54,7 +58,8 @@ struct PipelineResult {
   std::vector<float> chi;             // χ in ppm on local_mask; empty without a method
 };
 
-// The stages' schema options ("unwrap", "background", "vsharp.*", "pdf.*", "brainMask.*").
+// The stages' schema options ("unwrap", "background", "vsharp.*", "pdf.*", "lbv.*", "ismv.*", "sharp.*", "resharp.*",
+// "brainMask.*").
 std::span<const OptionSpec> pipeline_options();
 
 // Sets a pipeline option by its schema name (checked_option's range; a worded option by its choice).
@@ -76,7 +81,8 @@ class Pipeline : public Iterative {
   uint32_t steps_done() const override { return done_; }
   bool finished() const override { return finished_; }
   void step() override;
-  // The current stage: "brain mask", "echo fit", "V-SHARP", "PDF", or the method's title.
+  // The current stage: "brain mask", "echo fit", the background removal's name ("V-SHARP", "PDF", "LBV", "iSMV",
+  // "SHARP", "RESHARP"), or the method's title.
   std::string name() const override;
 
   // The intermediates; finished() is true. Moves them out (call once).
@@ -101,7 +107,7 @@ class Pipeline : public Iterative {
 // The plan of a pipeline: its stages, memory against the wasm heap limit, or the refusal with the largest volume.
 struct PipelinePlan {
   bool feasible = false;
-  std::vector<std::string> stages;  // "brain mask" (no mask given), "echo fit", "V-SHARP" | "PDF", the method's title
+  std::vector<std::string> stages;  // "brain mask" (no mask given), "echo fit", the background removal's name, the method's title
   uint64_t input_bytes = 0;         // phase and magnitude of every echo, the mask, χ copied out
   uint64_t workspace_bytes = 0;
   uint64_t module_heap_bytes = 0;

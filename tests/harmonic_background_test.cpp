@@ -1,0 +1,303 @@
+// Background field removal against analytic truths: LBV, iSMV, SHARP and RESHARP (V-SHARP and PDF alongside for
+// comparison) on a spherical mask, with the exterior fields of uniformly magnetised spheres (point-dipole fields) as
+// background and local sources.
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "support.h"
+#include "tessera/background/background.h"
+
+namespace tessera {
+namespace {
+
+// A uniformly magnetised sphere: centre (mm, in the volume's voxel coordinates times the edge), radius (mm), Δχ (ppm).
+struct Ball {
+  double c[3];
+  double radius;
+  double chi;
+};
+
+// Its relative field along B0 = z (ppm): 0 inside (Lorentz-corrected), Δχ/3 · a³ · (3 cos²θ − 1) / r³ outside.
+double ball_field(const Ball& b, double x, double y, double z) {
+  const double dx = x - b.c[0], dy = y - b.c[1], dz = z - b.c[2];
+  const double r2 = dx * dx + dy * dy + dz * dz;
+  if (r2 <= b.radius * b.radius) return 0.0;
+  const double r = std::sqrt(r2);
+  return b.chi / 3.0 * b.radius * b.radius * b.radius * (3.0 * dz * dz / r2 - 1.0) / (r2 * r);
+}
+
+// 64³ at 1 mm; a spherical mask of radius 24 mm about the centre; background sources outside it: an air-like ball
+// below (Δχ 9 ppm, 8 mm, its surface 8 mm from the mask) and a bone-like one at the side (−2 ppm, 6 mm); a local source
+// inside: a 4 mm ball of 0.2 ppm off the centre.
+struct Scene {
+  Geometry g;
+  std::vector<uint8_t> mask;
+  std::vector<float> background, local, total;
+};
+
+const Scene& scene() {
+  static const Scene s = [] {
+    Scene s;
+    s.g = test::head(64, 64, 64, 1.0);
+    const uint64_t n = s.g.voxel_count();
+    s.mask.assign(n, 0);
+    s.background.assign(n, 0.0f);
+    s.local.assign(n, 0.0f);
+    s.total.assign(n, 0.0f);
+    const Ball bg[2] = {{{32, 32, 32 - 40}, 8, 9.0}, {{32 + 36, 32 + 8, 32 + 6}, 6, -2.0}};
+    const Ball inner{{36, 29, 34}, 4, 0.2};
+    for (int64_t z = 0; z < 64; ++z)
+      for (int64_t y = 0; y < 64; ++y)
+        for (int64_t x = 0; x < 64; ++x) {
+          const uint64_t i = s.g.index(x, y, z);
+          const double dx = x - 32.0, dy = y - 32.0, dz = z - 32.0;
+          s.mask[i] = dx * dx + dy * dy + dz * dz <= 24.0 * 24.0;
+          const double b = ball_field(bg[0], x, y, z) + ball_field(bg[1], x, y, z);
+          const double l = ball_field(inner, x, y, z);
+          s.background[i] = static_cast<float>(b);
+          s.local[i] = static_cast<float>(l);
+          s.total[i] = static_cast<float>(b + l);
+        }
+    return s;
+  }();
+  return s;
+}
+
+double rms(std::span<const float> a, std::span<const uint8_t> m) {
+  double s = 0.0;
+  uint64_t k = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (m[i]) s += static_cast<double>(a[i]) * a[i], ++k;
+  return std::sqrt(s / static_cast<double>(k));
+}
+
+// ‖a − b‖ / ‖b‖ and Pearson's r over the mask.
+struct Agreement {
+  double relative = 0.0, r = 0.0;
+};
+Agreement agreement(std::span<const float> a, std::span<const float> b, std::span<const uint8_t> m) {
+  double sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0, d2 = 0, b2 = 0, k = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!m[i]) continue;
+    const double x = a[i], y = b[i];
+    sa += x, sb += y, saa += x * x, sbb += y * y, sab += x * y, d2 += (x - y) * (x - y), b2 += y * y, ++k;
+  }
+  Agreement out;
+  out.relative = std::sqrt(d2 / b2);
+  out.r = (sab - sa * sb / k) / std::sqrt((saa - sa * sa / k) * (sbb - sb * sb / k));
+  return out;
+}
+
+enum class Kind { Lbv, Ismv, Sharp, Resharp, VSharp, Pdf };
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::Lbv: return "LBV";
+    case Kind::Ismv: return "iSMV";
+    case Kind::Sharp: return "SHARP";
+    case Kind::Resharp: return "RESHARP";
+    case Kind::VSharp: return "V-SHARP";
+    case Kind::Pdf: return "PDF";
+  }
+  return "";
+}
+
+LocalField remove(Kind k, const Geometry& g, std::span<const float> f, std::span<const uint8_t> m, unsigned threads = 1) {
+  switch (k) {
+    case Kind::Lbv: return lbv(g, f, m, {}, threads);
+    case Kind::Ismv: return ismv(g, f, m, {}, threads);
+    case Kind::Sharp: return sharp(g, f, m, {}, threads);
+    case Kind::Resharp: return resharp(g, f, m, {}, threads);
+    case Kind::VSharp: return vsharp(g, f, m, {}, threads);
+    case Kind::Pdf: return pdf(g, f, m, {}, {}, threads);
+  }
+  return {};
+}
+
+constexpr Kind kNew[] = {Kind::Lbv, Kind::Ismv, Kind::Sharp, Kind::Resharp};
+constexpr Kind kAll[] = {Kind::Lbv, Kind::Ismv, Kind::Sharp, Kind::Resharp, Kind::VSharp, Kind::Pdf};
+
+// (a) A harmonic background alone is removed to under 1 % of its RMS on the method's mask. The fields are continuous
+// dipole fields sampled at the voxels; what remains is the methods' discretisation (the discrete sphere's or
+// Laplacian's error on a field varying over ~10 mm), well under 1 % at 1 mm voxels.
+TEST(HarmonicBackground, ABackgroundAloneIsRemoved) {
+  const Scene& s = scene();
+  for (Kind k : kAll) {
+    const LocalField out = remove(k, s.g, s.background, s.mask);
+    const double left = rms(out.field, out.mask), size = rms(s.background, out.mask);
+    uint64_t kept = 0;
+    for (uint8_t b : out.mask) kept += b;
+    std::printf("[ background ] %-8s background alone: RMS %.4f -> %.5f ppm (%.3f %%), %llu voxels kept\n", kind_name(k),
+                size, left, 100.0 * left / size, static_cast<unsigned long long>(kept));
+    if (k == Kind::Pdf) continue;  // PDF fits dipoles in the padded box only: not bound by the 1 % here
+    EXPECT_LT(left, 0.01 * size) << kind_name(k);
+  }
+}
+
+// (b) Background plus a local ball: the local field is recovered. Bounds: the local field is a dipole pattern of
+// 0.13 ppm at the ball's surface falling as 1/r³; the border values LBV and iSMV take as background carry ~1e-3 ppm of
+// it, SHARP's truncated deconvolution loses its lowest frequencies (all three showed 5 % relative error, r 0.9986 to
+// 0.9989); RESHARP's Tikhonov term (λ 1e-4) and its 30 CG iterations shrink it further (10 %, r 0.995). Bounds: 8 %
+// (15 % for RESHARP) and r above 0.99.
+TEST(HarmonicBackground, TheLocalFieldIsRecovered) {
+  const Scene& s = scene();
+  for (Kind k : kAll) {
+    const LocalField out = remove(k, s.g, s.total, s.mask);
+    for (size_t i = 0; i < out.mask.size(); ++i) ASSERT_TRUE(!out.mask[i] || s.mask[i]);
+    const Agreement a = agreement(out.field, s.local, out.mask);
+    std::printf("[ background ] %-8s local ball: relative error %.4f, r %.5f\n", kind_name(k), a.relative, a.r);
+    if (k == Kind::Pdf || k == Kind::VSharp) continue;
+    EXPECT_LT(a.relative, k == Kind::Resharp ? 0.15 : 0.08) << kind_name(k);
+    EXPECT_GT(a.r, 0.99) << kind_name(k);
+  }
+}
+
+// (c) The same bits for 1 and 2 threads.
+TEST(HarmonicBackground, BitIdenticalForOneAndTwoThreads) {
+  const Scene& s = scene();
+  for (Kind k : kNew) {
+    const LocalField one = remove(k, s.g, s.total, s.mask, 1), two = remove(k, s.g, s.total, s.mask, 2);
+    EXPECT_EQ(one.mask, two.mask) << kind_name(k);
+    ASSERT_EQ(one.field.size(), two.field.size());
+    EXPECT_EQ(0, std::memcmp(one.field.data(), two.field.data(), one.field.size() * sizeof(float))) << kind_name(k);
+  }
+}
+
+// (d) Cancelled between steps, with the step counts each plans.
+TEST(HarmonicBackground, CancelBetweenSteps) {
+  const Scene& s = scene();
+  std::atomic<bool> cancel{false};
+  auto stop_after_one = [&](uint64_t done, uint64_t) {
+    if (done == 1) cancel = true;
+  };
+  Lbv l(s.g, s.total, s.mask);
+  EXPECT_EQ(test::error_of([&] { run_to_end(l, stop_after_one, &cancel); }, ErrorCode::Cancelled),
+            "LBV cancelled after 1 of 500 steps");
+  EXPECT_FALSE(l.finished());
+  test::error_of([&] { l.take_result(); }, ErrorCode::Internal);
+  cancel = false;
+  Ismv i(s.g, s.total, s.mask);
+  EXPECT_EQ(test::error_of([&] { run_to_end(i, stop_after_one, &cancel); }, ErrorCode::Cancelled),
+            "iSMV cancelled after 1 of 50 steps");
+  cancel = false;
+  Sharp sh(s.g, s.total, s.mask);
+  EXPECT_EQ(test::error_of([&] { run_to_end(sh, stop_after_one, &cancel); }, ErrorCode::Cancelled),
+            "SHARP cancelled after 1 of 2 steps");
+  cancel = false;
+  Resharp r(s.g, s.total, s.mask);
+  EXPECT_EQ(test::error_of([&] { run_to_end(r, stop_after_one, &cancel); }, ErrorCode::Cancelled),
+            "RESHARP cancelled after 1 of 30 steps");
+  // Converged runs end early: LBV's multigrid-preconditioned CG needs tens of its 500 steps.
+  Lbv full(s.g, s.total, s.mask);
+  run_to_end(full);
+  EXPECT_LT(full.steps_done(), 60u);
+  EXPECT_LE(full.relative_residual(), lbv_defaults::kTolerance);
+  std::printf("[ background ] LBV converged to %.2g in %u steps\n", full.relative_residual(), full.steps_done());
+}
+
+// (e) Bad parameters and inputs are refused, naming them with their range and unit.
+TEST(HarmonicBackground, RefusesBadParametersByName) {
+  auto message = [](const std::function<void()>& f) { return test::error_of(f, ErrorCode::InvalidArgument); };
+  LbvParams l;
+  l.tolerance = 0;
+  EXPECT_EQ(message([&] { validate(l); }), "lbv: tolerance must be in (0, 0.1] (a relative residual; 1e-6 is customary, QSM.rs), got 0");
+  l = {};
+  l.max_iterations = 0;
+  EXPECT_NE(message([&] { validate(l); }).find("lbv: max_iterations must be in [1, 10000]"), std::string::npos);
+  IsmvParams i;
+  i.radius_mm = 0.1;
+  EXPECT_EQ(message([&] { validate(i); }), "ismv: radius_mm must be in [0.5, 50] mm, got 0.1");
+  i = {};
+  i.tolerance = 1;
+  EXPECT_NE(message([&] { validate(i); }).find("ismv: tolerance must be in (0, 0.1]"), std::string::npos);
+  i = {};
+  i.max_iterations = 20000;
+  EXPECT_NE(message([&] { validate(i); }).find("ismv: max_iterations must be in [1, 10000]"), std::string::npos);
+  SharpParams sp;
+  sp.radius_mm = 60;
+  EXPECT_EQ(message([&] { validate(sp); }), "sharp: radius_mm must be in [0.5, 50] mm, got 60");
+  sp = {};
+  sp.threshold = 1;
+  EXPECT_NE(message([&] { validate(sp); }).find("sharp: threshold must be in (0, 1)"), std::string::npos);
+  ResharpParams r;
+  r.lambda = 0;
+  EXPECT_NE(message([&] { validate(r); }).find("resharp: lambda must be in (0, 1]"), std::string::npos);
+  r = {};
+  r.tolerance = -1;
+  EXPECT_NE(message([&] { validate(r); }).find("resharp: tolerance must be in (0, 0.1]"), std::string::npos);
+  r = {};
+  r.max_iterations = 0;
+  EXPECT_NE(message([&] { validate(r); }).find("resharp: max_iterations must be in [1, 10000]"), std::string::npos);
+
+  // A 9×7×5 box at 1 mm: its deepest voxels lie 3 mm inside; a 4 mm kernel erodes it to nothing.
+  const Geometry g = test::geometry(24, 24, 24);
+  const std::vector<uint8_t> box = test::box_mask(g, {5, 5, 5}, {14, 12, 10});
+  const std::vector<float> zero(g.voxel_count(), 0.0f);
+  EXPECT_EQ(message([&] { Sharp(g, zero, box); }),
+            "sharp: radius_mm 4 mm erodes the mask to nothing: its deepest voxel lies 3 mm inside; give a smaller "
+            "radius or a larger mask");
+  EXPECT_NE(message([&] { Resharp(g, zero, box); }).find("resharp: radius_mm 6 mm erodes the mask to nothing"), std::string::npos);
+  EXPECT_NE(message([&] { Ismv(g, zero, box); }).find("ismv: radius_mm 5 mm erodes the mask to nothing"), std::string::npos);
+  // A one-voxel-thin mask has no interior for LBV; an empty one is named.
+  const std::vector<uint8_t> sheet = test::box_mask(g, {5, 5, 5}, {14, 12, 6});
+  EXPECT_NE(message([&] { Lbv(g, zero, sheet); }).find("lbv: no voxel of the mask has all 6 face neighbours"), std::string::npos);
+  const std::vector<uint8_t> empty(g.voxel_count(), 0);
+  EXPECT_NE(message([&] { Lbv(g, zero, empty); }).find("lbv: the mask holds no voxel"), std::string::npos);
+  // A zero field gives a zero local field on the mask each method keeps.
+  const std::vector<uint8_t> big = test::box_mask(g, {2, 2, 2}, {22, 22, 22});
+  for (Kind k : kNew) {
+    const LocalField out = remove(k, g, zero, big);
+    for (float v : out.field) ASSERT_EQ(v, 0.0f) << kind_name(k);
+  }
+  // NaN inside the mask is refused.
+  std::vector<float> nan = zero;
+  nan[g.index(10, 10, 10)] = std::nanf("");
+  EXPECT_NE(test::error_of([&] { Lbv(g, nan, big); }, ErrorCode::NonFiniteInput).find("lbv: the field holds 1 NaN/Inf"),
+            std::string::npos);
+}
+
+// The planners bound what a run at 256³ allocates, and fit the wasm heap.
+TEST(HarmonicBackground, WorkspaceBounds) {
+  const Geometry g = test::head(256, 256, 256, 1.0);
+  const uint64_t l = lbv_workspace_bytes(g, {}), i = ismv_workspace_bytes(g, {}), s = sharp_workspace_bytes(g, {}),
+                 r = resharp_workspace_bytes(g, {});
+  std::printf("workspace 256^3: LBV %.0f MB, iSMV %.0f MB, SHARP %.0f MB, RESHARP %.0f MB\n", l / 1e6, i / 1e6, s / 1e6,
+              r / 1e6);
+  const uint64_t n = 256ull * 256 * 256;
+  EXPECT_GT(l, n * 21);                  // active + five float volumes at least
+  EXPECT_GT(i, n * (1 + 12 + 8));        // E, S, R·f, b and a complex volume at least
+  EXPECT_GT(s, n * (1 + 4 + 8));
+  EXPECT_GT(r, n * (1 + 20 + 8));
+  for (uint64_t b : {l, i, s, r}) EXPECT_LT(b, 3'500'000'000ull);
+  ResharpParams wide;
+  wide.radius_mm = 12;
+  EXPECT_GT(resharp_workspace_bytes(g, wide), r);
+}
+
+// Native seconds at 160×192×144 (1 mm, an ellipsoid head mask), printed, not asserted: run with
+// --gtest_also_run_disabled_tests.
+TEST(HarmonicBackground, DISABLED_SecondsAt160x192x144) {
+  const Geometry g = test::head(160, 192, 144, 1.0);
+  const std::vector<uint8_t> mask = test::ellipsoid_mask(g, 0.85);
+  std::vector<float> f(g.voxel_count());
+  const Ball air{{80, 96, -30}, 20, 9.0};
+  const Ball spot{{90, 100, 70}, 5, 0.2};
+  for (int64_t z = 0; z < g.dims[2]; ++z)
+    for (int64_t y = 0; y < g.dims[1]; ++y)
+      for (int64_t x = 0; x < g.dims[0]; ++x)
+        f[g.index(x, y, z)] = static_cast<float>(ball_field(air, x, y, z) + ball_field(spot, x, y, z));
+  for (Kind k : kAll) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::clock_t c0 = std::clock();
+    const LocalField out = remove(k, g, f, mask, 1);
+    const double cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
+    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("[ background ] %-8s 160x192x144, 1 thread: %.2f s wall, %.2f s CPU\n", kind_name(k), sec, cpu);
+  }
+}
+
+}  // namespace
+}  // namespace tessera
