@@ -6,7 +6,7 @@
 //
 // Input: make_acquisition(geometry) in-process (seed 1, defaults: 5 echoes 4-20 ms, 3 T, no noise): its LOCAL field
 // (ppm, the brain's own field; background removal is measured elsewhere) inside the brain mask, the echo-1 magnitude
-// for MEDI, the brain χ as the truth. tessera_phantom --local-out/--chi-out/--mask-out/--magnitude-out writes the same
+// for MEDI and TFI, the brain χ as the truth; TFI (MethodInfo::total_field) gets the TOTAL field instead. tessera_phantom --local-out/--chi-out/--mask-out/--magnitude-out writes the same
 // volumes (bench/classical.js reads those).
 //
 //   build/native/tessera_methods_bench [--dims 160,192,144] [--voxel 1,1,1] [--methods tkd,tsvd,...] [--threads 1,2]
@@ -172,7 +172,9 @@ int main(int argc, char** argv) {
           row.plan_module_heap =
               plan_method(info.method, g, params, t, info.needs_magnitude ? 1 : 0, Target::Wasm).module_heap_bytes;
           const auto s0 = Clock::now();
-          auto c = start_method(info.method, g, field, mask, info.needs_magnitude ? magnitude : std::span<const float>{},
+          // a total-field method (TFI) gets the total field (the head in air) on the brain mask
+          auto c = start_method(info.method, g, info.total_field ? std::span<const float>(acq.total_field) : field, mask,
+                                info.needs_magnitude ? magnitude : std::span<const float>{},
                                 params, t);
           row.planned = c->total_steps();
           while (!c->finished() && since(s0) < time_limit) c->step();

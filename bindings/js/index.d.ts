@@ -375,7 +375,7 @@ export interface InvertRequest extends PlanRequest {
 }
 
 /** A classical method's name (the schema's `method` choices). */
-export type MethodName = 'tkd' | 'tsvd' | 'tikhonov' | 'tv' | 'rts' | 'ilsqr' | 'ndi' | 'medi';
+export type MethodName = 'tkd' | 'tsvd' | 'tikhonov' | 'tv' | 'rts' | 'ilsqr' | 'ndi' | 'medi' | 'tfi';
 /** A method's parameters, by the schema's `<method>.<param>` names without the prefix (tessera.schema() lists them). */
 export type MethodParams = Record<string, number | string>;
 
@@ -392,6 +392,8 @@ export interface MethodOptions {
   ilsqr?: { tolerance?: number; maxIterations?: number; coneThreshold?: number };
   ndi?: { tau?: number; lambda?: number; maxIterations?: number; tolerance?: number; phaseScale?: number };
   medi?: { lambda?: number; edgeFraction?: number; maxIterations?: number; tolerance?: number; cgMaxIterations?: number; cgTolerance?: number; phaseScale?: number };
+  /** total field inversion: its field is the TOTAL field (ppm); pipeline() runs no background removal before it */
+  tfi?: { lambda?: number; preconditioner?: number; edgeFraction?: number; maxIterations?: number; tolerance?: number; cgMaxIterations?: number; cgTolerance?: number };
 }
 
 /** invert({method}): a classical dipole inversion in the C++ core, no network and no weights. */
@@ -508,9 +510,9 @@ export interface PipelineResult {
   totalField: Volume<Float32Array>;
   fitResidual: Volume<Float32Array>;
   fitMask: Volume<Uint8Array>;
-  /** the local field (ppm) after background removal */
-  localField: Volume<Float32Array>;
-  /** where the local field and χ are defined (V-SHARP erodes the mask) */
+  /** the local field (ppm) after background removal; null for a total-field method (tfi: no background removal runs) */
+  localField: Volume<Float32Array> | null;
+  /** where the local field and χ are defined (V-SHARP erodes the mask; the fit mask for a total-field method) */
   localMask: Volume<Uint8Array>;
   /** χ (ppm); null when neither a method nor a network was asked for */
   chi: Volume<Float32Array> | null;

@@ -47,6 +47,33 @@ test('pipeline: wrapped multi-echo phase → RTS χ, every intermediate a Volume
   assert.equal(out.chi.data.every((v, i) => out.localMask.data[i] || v === 0), true, 'χ is 0 outside the local mask');
 });
 
+test('pipeline: method tfi inverts the total field, with no background removal; the CLI\'s --method tfi gives the same χ', async () => {
+  const out = await tessera.pipeline({ phase: scan.phase, magnitude: scan.magnitude, mask: scan.mask, geometry, te, b0: 3, method: 'tfi' });
+  assert.deepEqual(out.report.plan.stages, ['echo fit', 'TFI']);
+  assert.equal(out.localField, null);
+  assert.deepEqual(out.localMask.data, out.fitMask.data);
+  const chiR = r(out.chi.data, scan.chi, out.localMask.data);
+  // measured 0.69 over the whole fit mask, its edge included; 0.84 inside the brain eroded by 5 voxels (tests/tfi_test.cpp)
+  assert.ok(chiR > 0.65, `χ r ${chiR}`);
+  assert.equal(out.chi.data.every((v, i) => out.localMask.data[i] || v === 0), true, 'χ is 0 outside the fit mask');
+  const n = geometry.dims[0] * geometry.dims[1] * geometry.dims[2];
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-tfi-'));
+  try {
+    fs.writeFileSync(path.join(dir, 'phase.nii'), await writeNifti4d(scan.phase, geometry, te.length));
+    fs.writeFileSync(path.join(dir, 'mag.nii'), await writeNifti4d(scan.magnitude, geometry, te.length));
+    fs.writeFileSync(path.join(dir, 'mask.nii'), await writeNifti(Float32Array.from(scan.mask), { dims: geometry.dims, voxelMm: geometry.voxelMm }));
+    const run = spawnSync(process.execPath, [path.join(here, 'cli.js'), 'pipeline', '--phase', 'phase.nii', '--magnitude', 'mag.nii', '--mask', 'mask.nii', '--te', te.join(','), '--method', 'tfi', '--out', 'chi.nii.gz', '--keep-intermediates', 'stages', '--quiet'], { cwd: dir, encoding: 'utf8', timeout: 240000 });
+    assert.equal(run.status, 0, run.stderr);
+    const chi = readNifti(new Uint8Array(fs.readFileSync(path.join(dir, 'chi.nii.gz')))).data;
+    assert.equal(chi.length, n);
+    assert.equal(chi.every((v, i) => Object.is(v, out.chi.data[i])), true, 'the CLI\'s χ is the API\'s');
+    assert.ok(fs.existsSync(path.join(dir, 'stages', 'total_field_ppm.nii.gz')));
+    assert.ok(!fs.existsSync(path.join(dir, 'stages', 'local_field_ppm.nii.gz')), 'no local field before a total-field method');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('pipeline: no mask (made from the magnitude), and a network inverts the local field', async () => {
   const made = await tessera.pipeline({ phase: scan.phase, magnitude: scan.magnitude, geometry, te, method: 'tkd' });
   let both = 0, sum = 0;

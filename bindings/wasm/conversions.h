@@ -76,7 +76,7 @@ val pipeline_plan_to_val(const PipelinePlan& plan, unsigned threads);
 // echo, echo after echo), totalField, localField, backgroundField (ppm), te, b0}.
 val phantom_scan_to_val(const val& geometry, const val& options);
 // The pipeline's intermediates as standalone typed arrays ({mask, unwrappedPhase, offset, fieldHz, totalField,
-// fitResidual, fitMask, localField, localMask, chi (null without a method)}).
+// fitResidual, fitMask, localField (null for a total-field method), localMask, chi (null without a method)}).
 val pipeline_result_to_val(const PipelineResult& result);
 
 // A method's plan as plan() returns it: {feasible, message, method, title, methodSteps, threads, inputBytes,

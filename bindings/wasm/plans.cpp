@@ -57,7 +57,8 @@ val pipeline_result_to_val(const PipelineResult& r) {
   o.set("totalField", copy_out(std::span<const float>(r.total_ppm)));
   o.set("fitResidual", copy_out(std::span<const float>(r.residual_rad)));
   o.set("fitMask", copy_out(std::span<const uint8_t>(r.fit_mask)));
-  o.set("localField", copy_out(std::span<const float>(r.local_ppm)));
+  // null for a method that inverts the total field (no background removal ran)
+  o.set("localField", r.local_ppm.empty() ? val::null() : copy_out(std::span<const float>(r.local_ppm)));
   o.set("localMask", copy_out(std::span<const uint8_t>(r.local_mask)));
   o.set("chi", r.chi.empty() ? val::null() : copy_out(std::span<const float>(r.chi)));
   return o;

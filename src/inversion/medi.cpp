@@ -45,39 +45,15 @@ Medi::Medi(const Geometry& g, std::span<const float> field, std::span<const uint
   qsm_ops::check_magnitude("medi", g, magnitude, mask);
   validate(params);
   const uint64_t n = g.voxel_count();
-  // edge mask: |∇(magnitude · mask)| above the (1 − edge_fraction) quantile of the mask's components is an edge
   tmp_.resize(n);
-  parallel_for(n, threads, [&](uint64_t b, uint64_t e) {
-    for (uint64_t i = b; i < e; ++i) tmp_[i] = mask[i] ? magnitude[i] : 0.0f;
-  });
-  edges_.resize(3 * n);
-  const std::span<float> ex(edges_.data(), n), ey(edges_.data() + n, n), ez(edges_.data() + 2 * n, n);
-  qsm_ops::gradient(g, tmp_, ex, ey, ez, threads);
-  double threshold;
-  {
-    std::vector<float> inside;
-    inside.reserve(3 * n);
-    for (uint64_t a = 0; a < 3; ++a)
-      for (uint64_t i = 0; i < n; ++i)
-        if (mask[i]) inside.push_back(std::fabs(edges_[a * n + i]));
-    threshold = qsm_ops::percentile(inside, 100.0 * (1.0 - params.edge_fraction));
-  }
-  parallel_for(3 * n, threads, [&](uint64_t b, uint64_t e) {
-    for (uint64_t i = b; i < e; ++i) edges_[i] = std::fabs(edges_[i]) <= threshold ? 1.0f : 0.0f;
-  });
+  edges_ = qsm_ops::edge_mask(g, magnitude, mask, params.edge_fraction, tmp_, threads);
   // m² with m = magnitude / mean(magnitude in the mask) inside the mask; φ in radians
-  const double total = parallel_sum(n, threads, [&](uint64_t i) { return mask[i] ? static_cast<double>(magnitude[i]) : 0.0; });
-  const double count = parallel_sum(n, threads, [&](uint64_t i) { return mask[i] ? 1.0 : 0.0; });
-  const float inv_mean = static_cast<float>(count / total);
-  const float scale = static_cast<float>(params.phase_scale);
   m2_.resize(n);
+  qsm_ops::squared_magnitude_weights(magnitude, mask, m2_, threads);
+  const float scale = static_cast<float>(params.phase_scale);
   phase_.resize(n);
   parallel_for(n, threads, [&](uint64_t b, uint64_t e) {
-    for (uint64_t i = b; i < e; ++i) {
-      const float m = mask[i] ? magnitude[i] * inv_mean : 0.0f;
-      m2_[i] = m * m;
-      phase_[i] = mask[i] ? field[i] * scale : 0.0f;
-    }
+    for (uint64_t i = b; i < e; ++i) phase_[i] = mask[i] ? field[i] * scale : 0.0f;
   });
   kernel_ = dipole_kernel(g);
   chi_.assign(n, 0.0f);

@@ -12,6 +12,7 @@
 #include "tessera/inversion/medi.h"
 #include "tessera/inversion/ndi.h"
 #include "tessera/inversion/rts.h"
+#include "tessera/inversion/tfi.h"
 #include "tessera/inversion/tv_admm.h"
 
 namespace tessera {
@@ -28,6 +29,7 @@ const MethodInfo kMethods[] = {
     {Method::Ilsqr, "ilsqr", "iLSQR", false, "Li et al. 2015 NeuroImage; defaults as STI Suite / QSM.rs"},
     {Method::Ndi, "ndi", "NDI", false, "Polak et al. 2020 NMR Biomed; defaults as FANSI ndi"},
     {Method::Medi, "medi", "MEDI", true, "Liu et al. 2011/2012 MRM; defaults as the MEDI toolbox"},
+    {Method::Tfi, "tfi", "TFI", true, "Liu et al. 2018 MRM (preconditioned total field inversion); defaults as the MEDI toolbox", true},
 };
 
 constexpr double kBig = 1e10;
@@ -81,6 +83,17 @@ const OptionSpec kOptions[] = {
     {"medi.cgTolerance", "", medi_defaults::kCgTolerance, "", 0, 1, true, false, "relative CG residual that ends a Gauss-Newton iteration"},
     {"medi.phaseScale", "rad/ppm", medi_defaults::kPhaseScale, "", 0, 1000, true, false,
      "radians of phase per ppm of field, 2π·γ̄·B0·ΔTE (4.01 at 3 T, echo spacing 5 ms)"},
+    {"tfi.lambda", "ppm·mm", tfi_defaults::kLambda, "", 0, 1, true, false,
+     "weight of the gradient prior ‖M_G ∇χ‖₁ (1.25e-4: the MEDI toolbox's λ = 1000 in ppm)"},
+    {"tfi.preconditioner", "", tfi_defaults::kPreconditioner, "", 1, 1000, false, false,
+     "P outside the mask, where the background's sources are fitted (Liu 2018: 30)"},
+    {"tfi.edgeFraction", "", tfi_defaults::kEdgeFraction, "", 0, 1, false, false,
+     "share of the magnitude's strongest gradients taken as edges, left unpenalised (MEDI: 0.30)"},
+    {"tfi.maxIterations", "", static_cast<double>(tfi_defaults::kMaxIterations), "", 1, 100, false, true, "Gauss-Newton iterations at most"},
+    {"tfi.tolerance", "", tfi_defaults::kTolerance, "", 0, 1, false, false, "stop when ‖dy‖/‖y‖ is below this"},
+    {"tfi.cgMaxIterations", "", static_cast<double>(tfi_defaults::kCgMaxIterations), "", 1, 1000, false, true,
+     "conjugate-gradient iterations per Gauss-Newton iteration at most"},
+    {"tfi.cgTolerance", "", tfi_defaults::kCgTolerance, "", 0, 1, true, false, "relative CG residual that ends a Gauss-Newton iteration"},
 };
 
 std::string known_methods() {
@@ -215,6 +228,17 @@ MediParams medi_params(const MethodParams& p) {
   m.phase_scale = p.get("medi.phaseScale");
   return m;
 }
+TfiParams tfi_params(const MethodParams& p) {
+  TfiParams t;
+  t.lambda = p.get("tfi.lambda");
+  t.preconditioner = p.get("tfi.preconditioner");
+  t.edge_fraction = p.get("tfi.edgeFraction");
+  t.max_iterations = whole(p, "tfi.maxIterations");
+  t.tolerance = p.get("tfi.tolerance");
+  t.cg_max_iterations = whole(p, "tfi.cgMaxIterations");
+  t.cg_tolerance = p.get("tfi.cgTolerance");
+  return t;
+}
 
 }  // namespace
 
@@ -288,6 +312,8 @@ std::unique_ptr<MethodComputation> start_method(Method method, const Geometry& g
       return stepped(std::make_unique<Ndi>(g, field, mask, magnitude, ndi_params(p), threads), [](Ndi& n) { return n.take_result(); });
     case Method::Medi:
       return stepped(std::make_unique<Medi>(g, field, mask, magnitude, medi_params(p), threads), [](Medi& m) { return m.take_result(); });
+    case Method::Tfi:
+      return stepped(std::make_unique<Tfi>(g, field, mask, magnitude, tfi_params(p), threads), [](Tfi& t) { return t.take_result(); });
   }
   throw Error(ErrorCode::Internal, "method '" + std::string(info.name) + "' is listed but not dispatched");
 }
@@ -310,6 +336,7 @@ uint32_t method_steps(Method method, const MethodParams& p) {
     case Method::Ilsqr: return 2 * whole(p, "ilsqr.maxIterations") + 1;
     case Method::Ndi: return whole(p, "ndi.maxIterations");
     case Method::Medi: return whole(p, "medi.maxIterations") * whole(p, "medi.cgMaxIterations");
+    case Method::Tfi: return whole(p, "tfi.maxIterations") * whole(p, "tfi.cgMaxIterations");
   }
   throw Error(ErrorCode::Internal, "method '" + std::string(method_info(method).name) + "' has no step count");
 }
@@ -324,6 +351,7 @@ uint64_t method_workspace_bytes(Method method, const Geometry& g, const MethodPa
     case Method::Ilsqr: return ilsqr_workspace_bytes(g, ilsqr_params(p), threads);
     case Method::Ndi: return ndi_workspace_bytes(g, ndi_params(p), threads);
     case Method::Medi: return medi_workspace_bytes(g, medi_params(p), threads);
+    case Method::Tfi: return tfi_workspace_bytes(g, tfi_params(p), threads);
   }
   throw Error(ErrorCode::Internal, "method '" + std::string(method_info(method).name) + "' has no memory model");
 }

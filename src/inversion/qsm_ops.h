@@ -1,4 +1,4 @@
-// Volume operations the iterative dipole inversions share (iLSQR, NDI, MEDI): k-space kernel application without
+// Volume operations the iterative dipole inversions share (iLSQR, NDI, MEDI, TFI): k-space kernel application without
 // padding, forward-difference gradient and its exact adjoint, parallel dot products, percentiles, input checks.
 // Every loop runs on parallel_for / parallel_sum, so results are bit-identical for any thread count.
 #pragma once
@@ -92,6 +92,50 @@ inline double percentile(std::vector<float>& values, double p) {
   if (lo + 1 >= n) return vlo;
   const double vhi = *std::min_element(values.begin() + static_cast<std::ptrdiff_t>(lo) + 1, values.end());
   return vlo + (h - static_cast<double>(lo)) * (vhi - vlo);
+}
+
+// The MEDI edge mask M_G: 3 volumes (x, y, z gradient components), 1 where the gradient prior applies, 0 at an edge,
+// an edge being a component of |∇(magnitude · mask)| above the (1 − edge_fraction) quantile of the mask's components
+// (the MEDI toolbox's gradient_mask). scratch holds voxel_count values (overwritten).
+// magnitude and mask hold geometry.voxel_count() values; the mask holds a voxel; edge_fraction in [0, 1).
+inline std::vector<float> edge_mask(const Geometry& g, std::span<const float> magnitude, std::span<const uint8_t> mask,
+                                    double edge_fraction, std::span<float> scratch, unsigned threads) {
+  const uint64_t n = g.voxel_count();
+  parallel_for(n, threads, [&](uint64_t b, uint64_t e) {
+    for (uint64_t i = b; i < e; ++i) scratch[i] = mask[i] ? magnitude[i] : 0.0f;
+  });
+  std::vector<float> edges(3 * n);
+  const std::span<float> ex(edges.data(), n), ey(edges.data() + n, n), ez(edges.data() + 2 * n, n);
+  gradient(g, scratch, ex, ey, ez, threads);
+  double threshold;
+  {
+    std::vector<float> inside;
+    inside.reserve(3 * n);
+    for (uint64_t a = 0; a < 3; ++a)
+      for (uint64_t i = 0; i < n; ++i)
+        if (mask[i]) inside.push_back(std::fabs(edges[a * n + i]));
+    threshold = percentile(inside, 100.0 * (1.0 - edge_fraction));
+  }
+  parallel_for(3 * n, threads, [&](uint64_t b, uint64_t e) {
+    for (uint64_t i = b; i < e; ++i) edges[i] = std::fabs(edges[i]) <= threshold ? 1.0f : 0.0f;
+  });
+  return edges;
+}
+
+// m² with m = magnitude / mean(magnitude in the mask) inside the mask, 0 outside (the MEDI toolbox's SNR weighting).
+// magnitude and mask hold out.size() values; the magnitude's sum over the mask is > 0.
+inline void squared_magnitude_weights(std::span<const float> magnitude, std::span<const uint8_t> mask, std::span<float> out,
+                                      unsigned threads) {
+  const uint64_t n = out.size();
+  const double total = parallel_sum(n, threads, [&](uint64_t i) { return mask[i] ? static_cast<double>(magnitude[i]) : 0.0; });
+  const double count = parallel_sum(n, threads, [&](uint64_t i) { return mask[i] ? 1.0 : 0.0; });
+  const float inv_mean = static_cast<float>(count / total);
+  parallel_for(n, threads, [&](uint64_t b, uint64_t e) {
+    for (uint64_t i = b; i < e; ++i) {
+      const float m = mask[i] ? magnitude[i] * inv_mean : 0.0f;
+      out[i] = m * m;
+    }
+  });
 }
 
 // Refuses a method's parameter or input: Error(InvalidArgument) "method: what".

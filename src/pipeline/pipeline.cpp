@@ -86,7 +86,11 @@ class Once : public Iterative {
 
 uint32_t echo_fit_steps(size_t echoes) { return echoes > 1 ? static_cast<uint32_t>(echoes) + 1 : 1; }
 
+// A method that inverts the total field (TFI) fits the background itself: no background removal before it.
+bool pipeline_skips_background(const PipelineRequest& r) { return r.method && method_info(*r.method).total_field; }
+
 uint32_t background_steps(const Geometry& g, const PipelineRequest& r) {
+  if (pipeline_skips_background(r)) return 0;
   switch (r.background) {
     case BackgroundRemoval::Vsharp: return static_cast<uint32_t>(vsharp_radii_mm(g.voxel_mm, r.vsharp).size()) + 1;
     case BackgroundRemoval::Pdf: return r.pdf.max_iterations;
@@ -232,6 +236,10 @@ void Pipeline::next_stage() {
     } else if (stage_ == 2) {
       current_ = std::make_unique<EchoFit>(g, phase_, magnitude_, request_.te_s, result_.mask, request_.echo_fit, threads);
     } else if (stage_ == 3) {
+      if (pipeline_skips_background(request_)) {  // the method gets the total field on the fit mask
+        result_.local_mask = result_.fit_mask;
+        continue;
+      }
       const std::span<const float> f = result_.total_ppm;
       const std::span<const uint8_t> m = result_.fit_mask;
       switch (request_.background) {
@@ -244,7 +252,8 @@ void Pipeline::next_stage() {
       }
     } else if (stage_ == 4) {
       if (!request_.method) continue;
-      current_ = start_method(*request_.method, g, result_.local_ppm, result_.local_mask,
+      const bool total = pipeline_skips_background(request_);
+      current_ = start_method(*request_.method, g, total ? result_.total_ppm : result_.local_ppm, result_.local_mask,
                               first_echo(magnitude_, g.voxel_count()), request_.method_params, threads);
     } else {
       finished_ = true;
@@ -311,7 +320,7 @@ uint64_t pipeline_workspace_bytes(const Geometry& g, const PipelineRequest& r, b
   fit.keep_unwrapped = true;
   uint64_t stage = echo_fit_workspace_bytes(g, static_cast<uint32_t>(echoes), fit, r.threads);
   if (!mask_given) stage = std::max(stage, brain_mask_workspace_bytes(g, r.brain_mask, r.threads));
-  stage = std::max(stage, background_workspace_bytes(g, r));
+  if (!pipeline_skips_background(r)) stage = std::max(stage, background_workspace_bytes(g, r));
   if (r.method) stage = std::max(stage, method_workspace_bytes(*r.method, g, r.method_params, r.threads));
   return saturating_add(kept, stage);
 }
@@ -323,7 +332,7 @@ PipelinePlan plan_pipeline(const Geometry& g, const PipelineRequest& r, bool mas
   PipelinePlan p;
   if (!mask_given) p.stages.push_back("brain mask");
   p.stages.push_back("echo fit");
-  p.stages.push_back(background_title(r.background));
+  if (!pipeline_skips_background(r)) p.stages.push_back(background_title(r.background));
   if (r.method) p.stages.push_back(std::string(method_info(*r.method).title));
   p.input_bytes = saturating_add(saturating_mul(n, echoes * sizeof(float) * (magnitude ? 2 : 1)), saturating_mul(n, 1 + sizeof(float)));
   p.workspace_bytes = pipeline_workspace_bytes(g, r, mask_given);

@@ -201,7 +201,7 @@ ${s('phase')}  --magnitude FILE   magnitude with the phase's dims and echoes: ec
 Classical method (instead of a network)
 ${s('method')}  --param N=V        a parameter of the method (repeatable), e.g. --param threshold=0.15; the rest keep their
                      defaults (\`tessera-qsm methods\` lists them with their units, defaults and ranges)
-  --magnitude FILE   with --field: the magnitude (MEDI's edge prior)
+  --magnitude FILE   with --field: the magnitude (MEDI's and TFI's edge prior)
   --cores N          threads of its loops and FFTs (default: the machine's)
 Network (one of)
   --model ID         a registry network (see \`tessera-qsm models\`); --weights defaults to its official URL(s),
@@ -251,7 +251,8 @@ Usage:
 ${PIPELINE_USAGE}
 Stages, in the C++ core: a brain mask from the first echo's magnitude (when --mask is not given), the echo fit
 (each echo unwrapped, the receive-phase offset removed, a weighted line over TE: the total field in Hz and ppm),
-background field removal, and the inversion of the local field by a classical method or a registry network.
+background field removal, and the inversion of the local field by a classical method or a registry network; a
+total-field method (--method tfi) inverts the total field itself, with no background removal before it.
   --phase FILE       wrapped phase, 4D with the echoes along the 4th dim (rad; --phase-units / --phase-scale as for
                      invert)
   --magnitude FILE   magnitude with the phase's dims and echoes (the fit's weights; the mask is made from it)

@@ -85,7 +85,7 @@ export async function cmdPipeline(o, ctx) {
     await write('offset', out.offset.data, 'receive phase offset rad');
     await write('total_field_hz', out.fieldHz.data, 'total field Hz');
     await write('total_field_ppm', out.totalField.data, 'total field ppm');
-    await write('local_field_ppm', out.localField.data, 'local field ppm');
+    if (out.localField) await write('local_field_ppm', out.localField.data, 'local field ppm'); // none before a total-field method (tfi)
     await write('local_mask', f32(out.localMask), 'local field mask');
     const n = geometry.dims[0] * geometry.dims[1] * geometry.dims[2];
     for (let e = 0; e < echoes; e++) await write(`unwrapped_phase_echo${e + 1}`, out.unwrappedPhase.data.subarray(e * n, (e + 1) * n), `unwrapped phase echo ${e + 1} rad`);

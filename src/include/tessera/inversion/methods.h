@@ -1,7 +1,8 @@
-// The classical dipole inversions by name (tkd, tsvd, tikhonov, tv, rts, ilsqr, ndi, medi): what each takes, its
+// The classical dipole inversions by name (tkd, tsvd, tikhonov, tv, rts, ilsqr, ndi, medi, tfi): what each takes, its
 // parameters (the request schema's "<method>.<param>" options, defaults from each method's paper), the memory it
 // needs, and a computation that runs it one step (iteration) at a time on the step engine.
-// Volumes are x-fastest; the field is the local field in ppm; χ comes out in ppm, zero outside the mask.
+// Volumes are x-fastest; the field is the local field in ppm (the total field for a method marked total_field);
+// χ comes out in ppm, zero outside the mask.
 #pragma once
 
 #include <atomic>
@@ -20,7 +21,7 @@
 
 namespace tessera {
 
-enum class Method { Tkd, Tsvd, Tikhonov, Tv, Rts, Ilsqr, Ndi, Medi };
+enum class Method { Tkd, Tsvd, Tikhonov, Tv, Rts, Ilsqr, Ndi, Medi, Tfi };
 
 struct MethodInfo {
   Method method;
@@ -28,6 +29,9 @@ struct MethodInfo {
   std::string_view title;     // as people read it: "TV-ADMM"
   bool needs_magnitude;       // MEDI: its edge prior comes from the magnitude
   std::string_view citation;  // the paper its defaults come from
+  // TFI: it inverts the TOTAL field (ppm) on the mask as given, fitting the background's sources outside the mask
+  // itself; a pipeline runs no background removal before it. false: it inverts a local field.
+  bool total_field = false;
 };
 
 // Every method Tessera runs, in a stable order.

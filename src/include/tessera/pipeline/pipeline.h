@@ -1,6 +1,7 @@
 // From a scanner's multi-echo phase (and magnitude) to χ: echo combination with phase unwrapping (tessera/echo_fit.h),
 // a brain mask from the magnitude when none is given (tessera/brain_mask.h), Hz → ppm, background field removal
-// (tessera/background.h), and, when a method is asked for, the dipole inversion (tessera/methods.h). One Iterative: each
+// (tessera/background.h), and, when a method is asked for, the dipole inversion (tessera/methods.h); a method that
+// inverts the total field (MethodInfo::total_field, TFI) replaces the background removal and gets the total field. One Iterative: each
 // step is a step of the current stage, so a driver shows progress and cancels anywhere. Every intermediate is kept.
 #pragma once
 
@@ -53,8 +54,11 @@ struct PipelineResult {
   std::vector<float> total_ppm;       // the total field, ppm of the Larmor frequency
   std::vector<float> residual_rad;    // the echo fit's weighted RMS phase residual
   std::vector<uint8_t> fit_mask;      // the mask where the fit is reliable (residual ≤ fit_residual_limit)
-  std::vector<float> local_ppm;       // the local field after background removal, ppm
-  std::vector<uint8_t> local_mask;    // where the local field (and χ) is defined: V-SHARP erodes the mask
+  // The local field after background removal, ppm; empty for a method that inverts the total field (TFI: no
+  // background removal runs).
+  std::vector<float> local_ppm;
+  // Where the local field (and χ) is defined: V-SHARP erodes the mask; for a total-field method, the fit mask.
+  std::vector<uint8_t> local_mask;
   std::vector<float> chi;             // χ in ppm on local_mask; empty without a method
 };
 
@@ -107,7 +111,9 @@ class Pipeline : public Iterative {
 // The plan of a pipeline: its stages, memory against the wasm heap limit, or the refusal with the largest volume.
 struct PipelinePlan {
   bool feasible = false;
-  std::vector<std::string> stages;  // "brain mask" (no mask given), "echo fit", the background removal's name, the method's title
+  // "brain mask" (no mask given), "echo fit", the background removal's name (none before a total-field method), the
+  // method's title
+  std::vector<std::string> stages;
   uint64_t input_bytes = 0;         // phase and magnitude of every echo, the mask, χ copied out
   uint64_t workspace_bytes = 0;
   uint64_t module_heap_bytes = 0;

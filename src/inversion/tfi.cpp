@@ -1,0 +1,218 @@
+#include "tessera/inversion/tfi.h"
+
+#include <cmath>
+#include <string>
+
+#include "common/parallel.h"
+#include "inversion/qsm_ops.h"
+#include "tessera/common/dipole.h"
+#include "tessera/common/error.h"
+
+namespace tessera {
+
+void validate(const TfiParams& p) {
+  if (!(p.lambda > 0.0 && p.lambda <= 1.0)) {
+    qsm_ops::refuse("tfi", "lambda (gradient-prior weight) must be in (0, 1] ppm·mm (default 1.25e-4, the MEDI toolbox's), got " +
+                               std::to_string(p.lambda));
+  }
+  if (!(p.preconditioner >= 1.0 && p.preconditioner <= 1000.0)) {
+    qsm_ops::refuse("tfi", "preconditioner (P outside the mask) must be in [1, 1000] (Liu 2018: 30), got " +
+                               std::to_string(p.preconditioner));
+  }
+  if (!(p.edge_fraction >= 0.0 && p.edge_fraction < 1.0)) {
+    qsm_ops::refuse("tfi", "edge_fraction must be in [0, 1) of the mask's gradient components (MEDI: 0.3), got " +
+                               std::to_string(p.edge_fraction));
+  }
+  if (p.max_iterations < 1 || p.max_iterations > 100) {
+    qsm_ops::refuse("tfi", "max_iterations (Gauss-Newton) must be in [1, 100] (default 10), got " + std::to_string(p.max_iterations));
+  }
+  if (!(p.tolerance >= 0.0 && p.tolerance < 1.0)) {
+    qsm_ops::refuse("tfi", "tolerance (Gauss-Newton ‖dy‖/‖y‖) must be in [0, 1) (default 0.1), got " + std::to_string(p.tolerance));
+  }
+  if (p.cg_max_iterations < 1 || p.cg_max_iterations > 1000) {
+    qsm_ops::refuse("tfi", "cg_max_iterations must be in [1, 1000] (default 20), got " + std::to_string(p.cg_max_iterations));
+  }
+  if (!(p.cg_tolerance > 0.0 && p.cg_tolerance < 1.0)) {
+    qsm_ops::refuse("tfi", "cg_tolerance must be in (0, 1) (default 0.01), got " + std::to_string(p.cg_tolerance));
+  }
+}
+
+Tfi::Tfi(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask, std::span<const float> magnitude,
+         const TfiParams& params, unsigned threads)
+    : geometry_(g), params_(params), threads_(threads), mask_(mask), outside_(static_cast<float>(params.preconditioner)) {
+  qsm_ops::check_field_and_mask("tfi", g, field, mask);
+  if (magnitude.empty()) {
+    qsm_ops::refuse("tfi", "TFI needs the magnitude image (its data weights and edge prior come from it): give magnitude, or "
+                           "choose another method");
+  }
+  qsm_ops::check_magnitude("tfi", g, magnitude, mask);
+  validate(params);
+  const uint64_t n = g.voxel_count();
+  pv_.resize(n);
+  edges_ = qsm_ops::edge_mask(g, magnitude, mask, params.edge_fraction, pv_, threads);
+  w2_.resize(n);
+  qsm_ops::squared_magnitude_weights(magnitude, mask, w2_, threads);
+  field_.resize(n);
+  parallel_for(n, threads, [&](uint64_t b, uint64_t e) {
+    for (uint64_t i = b; i < e; ++i) field_[i] = mask[i] ? field[i] : 0.0f;
+  });
+  kernel_ = dipole_kernel(g);
+  y_.assign(n, 0.0f);
+  q_.resize(n);
+  dy_.resize(n);
+  r_.resize(n);
+  dir_.resize(n);
+  adir_.resize(n);
+  reg_.resize(n);
+  grad_.resize(3 * n);
+  buf_.resize(n);
+}
+
+void Tfi::regulariser(std::span<const float> chi, std::span<float> out) {
+  const uint64_t n = chi.size();
+  const std::span<float> gx(grad_.data(), n), gy(grad_.data() + n, n), gz(grad_.data() + 2 * n, n);
+  qsm_ops::gradient(geometry_, chi, gx, gy, gz, threads_);
+  parallel_for(3 * n, threads_, [&](uint64_t b, uint64_t e) {
+    for (uint64_t i = b; i < e; ++i) {
+      const float w = edges_[i];
+      grad_[i] = w * q_[i % n] * w * grad_[i];
+    }
+  });
+  qsm_ops::gradient_adjoint(geometry_, gx, gy, gz, out, threads_);
+}
+
+void Tfi::apply_system(std::span<const float> v, std::span<float> out) {
+  const uint64_t n = v.size();
+  parallel_for(n, threads_, [&](uint64_t b, uint64_t e) {
+    for (uint64_t i = b; i < e; ++i) pv_[i] = precondition(i) * v[i];
+  });
+  qsm_ops::convolve(geometry_.dims, kernel_, pv_, out, buf_, threads_);
+  parallel_for(n, threads_, [&](uint64_t b, uint64_t e) {
+    for (uint64_t i = b; i < e; ++i) out[i] *= w2_[i];
+  });
+  qsm_ops::convolve(geometry_.dims, kernel_, out, out, buf_, threads_);
+  regulariser(pv_, reg_);
+  const float lambda = static_cast<float>(params_.lambda);
+  parallel_for(n, threads_, [&](uint64_t b, uint64_t e) {
+    for (uint64_t i = b; i < e; ++i) out[i] = precondition(i) * (out[i] + lambda * reg_[i]);
+  });
+}
+
+void Tfi::start_gauss_newton() {
+  const uint64_t n = y_.size();
+  // χ = P y; Q = 1 / sqrt(|M_G ∇χ|² + e)
+  parallel_for(n, threads_, [&](uint64_t b, uint64_t e) {
+    for (uint64_t i = b; i < e; ++i) pv_[i] = precondition(i) * y_[i];
+  });
+  const std::span<float> gx(grad_.data(), n), gy(grad_.data() + n, n), gz(grad_.data() + 2 * n, n);
+  qsm_ops::gradient(geometry_, pv_, gx, gy, gz, threads_);
+  const double eps = tfi_defaults::kEpsilon;
+  parallel_for(n, threads_, [&](uint64_t b, uint64_t e) {
+    for (uint64_t i = b; i < e; ++i) {
+      const double ux = edges_[i] * gx[i], uy = edges_[n + i] * gy[i], uz = edges_[2 * n + i] * gz[i];
+      q_[i] = static_cast<float>(1.0 / std::sqrt(ux * ux + uy * uy + uz * uz + eps));
+    }
+  });
+  // the cost's gradient at y: P (D w² (D χ − f) + λ ∇ᵀ(M_G Q M_G ∇χ)); CG solves A dy = −gradient from dy = 0
+  qsm_ops::convolve(geometry_.dims, kernel_, pv_, adir_, buf_, threads_);
+  parallel_for(n, threads_, [&](uint64_t b, uint64_t e) {
+    for (uint64_t i = b; i < e; ++i) adir_[i] = w2_[i] * (adir_[i] - field_[i]);
+  });
+  qsm_ops::convolve(geometry_.dims, kernel_, adir_, adir_, buf_, threads_);
+  regulariser(pv_, reg_);
+  const float lambda = static_cast<float>(params_.lambda);
+  parallel_for(n, threads_, [&](uint64_t b, uint64_t e) {
+    for (uint64_t i = b; i < e; ++i) {
+      r_[i] = -precondition(i) * (adir_[i] + lambda * reg_[i]);
+      dir_[i] = r_[i];
+      dy_[i] = 0.0f;
+    }
+  });
+  rs_ = qsm_ops::dot(r_, r_, threads_);
+  bnorm_ = std::sqrt(rs_);
+  cg_done_ = 0;
+}
+
+void Tfi::end_gauss_newton() {
+  const double change = qsm_ops::norm(dy_, threads_), size = qsm_ops::norm(y_, threads_);
+  parallel_for(y_.size(), threads_, [&](uint64_t b, uint64_t e) {
+    for (uint64_t i = b; i < e; ++i) y_[i] += dy_[i];
+  });
+  ++gn_done_;
+  // ‖dy‖/‖y‖ with y before the update (infinite on the first iteration, from y = 0)
+  finished_ = gn_done_ >= params_.max_iterations || (size > 0.0 && change < params_.tolerance * size) || change == 0.0;
+}
+
+void Tfi::step() {
+  if (finished_) throw Error(ErrorCode::Internal, "tfi: step after the last");
+  ++done_;
+  if (cg_done_ == 0) {
+    start_gauss_newton();
+    if (bnorm_ == 0.0) {  // y is stationary: nothing to solve
+      end_gauss_newton();
+      finished_ = true;
+      return;
+    }
+  }
+  const uint64_t n = y_.size();
+  apply_system(dir_, adir_);
+  const double curvature = qsm_ops::dot(dir_, adir_, threads_);
+  ++cg_done_;
+  bool solved = !(curvature > 0.0);
+  if (!solved) {
+    const float alpha = static_cast<float>(rs_ / curvature);
+    parallel_for(n, threads_, [&](uint64_t b, uint64_t e) {
+      for (uint64_t i = b; i < e; ++i) {
+        dy_[i] += alpha * dir_[i];
+        r_[i] -= alpha * adir_[i];
+      }
+    });
+    const double rs_new = qsm_ops::dot(r_, r_, threads_);
+    solved = std::sqrt(rs_new) <= params_.cg_tolerance * bnorm_;
+    const float beta = static_cast<float>(rs_new / rs_);
+    rs_ = rs_new;
+    if (!solved) {
+      parallel_for(n, threads_, [&](uint64_t b, uint64_t e) {
+        for (uint64_t i = b; i < e; ++i) dir_[i] = r_[i] + beta * dir_[i];
+      });
+    }
+  }
+  if (solved || cg_done_ >= params_.cg_max_iterations) {
+    end_gauss_newton();
+    cg_done_ = 0;
+  }
+}
+
+std::vector<float> Tfi::whole_volume_chi() const {
+  if (!finished_) throw Error(ErrorCode::Internal, "tfi: whole_volume_chi before the last step");
+  std::vector<float> chi(y_.size());
+  parallel_for(chi.size(), threads_, [&](uint64_t b, uint64_t e) {
+    for (uint64_t i = b; i < e; ++i) chi[i] = precondition(i) * y_[i];
+  });
+  return chi;
+}
+
+std::vector<float> Tfi::take_result() {
+  if (!finished_) throw Error(ErrorCode::Internal, "tfi: take_result before the last step");
+  // inside the mask P = 1: χ = y
+  parallel_for(y_.size(), threads_, [&](uint64_t b, uint64_t e) {
+    for (uint64_t i = b; i < e; ++i) y_[i] = mask_[i] ? y_[i] : 0.0f;
+  });
+  return std::move(y_);
+}
+
+std::vector<float> tfi(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask,
+                       std::span<const float> magnitude, const TfiParams& params, unsigned threads) {
+  Tfi solver(g, field, mask, magnitude, params, threads);
+  run_to_end(solver);
+  return solver.take_result();
+}
+
+uint64_t tfi_workspace_bytes(const Geometry& g, const TfiParams& params, unsigned threads) {
+  validate_geometry(g);
+  validate(params);
+  const uint64_t n = g.voxel_count();
+  return 21 * n * sizeof(float) + n * sizeof(Complex) + fft3d_workspace_bytes(g.dims, threads);
+}
+
+}  // namespace tessera
