@@ -554,7 +554,7 @@ export class Tessera {
       from ??= { name: k, dims };
       geometry ??= geometryOf(v);
     }
-    if (!geometry) throw new TesseraError('score: give chi or reference as a Volume (readNifti), or give geometry ({dims})', 'InvalidArgument');
+    if (!Array.isArray(geometry?.dims) || geometry.dims.length !== 3) throw new TesseraError('score: give chi or reference as a Volume (readNifti), or give geometry ({dims: [nx, ny, nz]})', 'InvalidArgument');
     const data = (v) => (isVolume(v) ? (v.mask ?? v.data) : v);
     const f32 = (v) => (v instanceof Float32Array ? v : Float32Array.from(v));
     const n = geometry.dims[0] * geometry.dims[1] * geometry.dims[2];
