@@ -162,21 +162,29 @@ int64_t qsmci_mirror(int64_t q, int64_t n) {
   return m < n ? m : period - 1 - m;
 }
 
-// out = in correlated along one axis with the 2·radius + 1 weights k, mirrored edges; every voxel on its own.
+// out = in correlated along one axis with the 2·radius + 1 weights k, mirrored edges: line by line, each line copied
+// into a buffer extended by its mirror images, every output voxel on its own (the same bits for any thread count).
 void qsmci_filter_axis(const Geometry& g, const std::vector<double>& in, std::vector<double>& out, int axis,
                        const std::vector<double>& k, unsigned threads) {
   const int64_t n[3] = {g.dims[0], g.dims[1], g.dims[2]};
   const int64_t stride[3] = {1, n[0], n[0] * n[1]};
-  const int64_t radius = static_cast<int64_t>(k.size() / 2);
-  parallel_for(in.size(), threads, [&](uint64_t begin, uint64_t end) {
-    for (uint64_t i = begin; i < end; ++i) {
-      const int64_t c = (static_cast<int64_t>(i) / stride[axis]) % n[axis];
-      double s = 0.0;
-      for (int64_t d = -radius; d <= radius; ++d) {
-        const int64_t q = qsmci_mirror(c + d, n[axis]);
-        s += k[static_cast<size_t>(d + radius)] * in[static_cast<size_t>(static_cast<int64_t>(i) + (q - c) * stride[axis])];
+  const int64_t radius = static_cast<int64_t>(k.size() / 2), len = n[axis], step = stride[axis];
+  // A line is named by its voxel at coordinate 0 along the axis: the others' coordinates (u, w), u the faster.
+  const int other0 = axis == 0 ? 1 : 0, other1 = axis == 2 ? 1 : 2;
+  const uint64_t lines = static_cast<uint64_t>(n[other0] * n[other1]);
+  std::vector<int64_t> source(static_cast<size_t>(len + 2 * radius));
+  for (int64_t j = 0; j < len + 2 * radius; ++j) source[static_cast<size_t>(j)] = qsmci_mirror(j - radius, len);
+  parallel_for(lines, threads, [&](uint64_t begin, uint64_t end) {
+    std::vector<double> line(static_cast<size_t>(len + 2 * radius));
+    for (uint64_t l = begin; l < end; ++l) {
+      const int64_t u = static_cast<int64_t>(l) % n[other0], w = static_cast<int64_t>(l) / n[other0];
+      const int64_t first = u * stride[other0] + w * stride[other1];
+      for (size_t j = 0; j < line.size(); ++j) line[j] = in[static_cast<size_t>(first + source[j] * step)];
+      for (int64_t c = 0; c < len; ++c) {
+        double s = 0.0;
+        for (int64_t d = 0; d <= 2 * radius; ++d) s += k[static_cast<size_t>(d)] * line[static_cast<size_t>(c + d)];
+        out[static_cast<size_t>(first + c * step)] = s;
       }
-      out[i] = s;
     }
   });
 }
