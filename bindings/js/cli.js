@@ -3,7 +3,7 @@
 // a wrapped phase, 3D or 4D with the echoes along the 4th dim) and a mask, runs a deep-learning QSM network
 // through the Tessera runtime (C++ planner/tiler in wasm + ONNX Runtime worker pools) and writes χ (iQFM:
 // the local field) as NIfTI with the input's 3D header; `plan` prints the memory budget of a run, `models`
-// the registry.
+// the registry; `score` QSM-CI's scores of a χ map against a reference; `qsm-ci` a QSM-CI algorithm run on a directory.
 //
 // Exit codes: 0 success; 1 error (runtime, input files, weights); 2 usage error, or a run the
 // memory planner refuses; 130 cancelled by Ctrl-C (SIGINT), 143 by SIGTERM.
@@ -17,9 +17,11 @@ import { cmdMethods, cmdModels, cmdCalibrate, cmdReceptiveField } from './cli/in
 import { cmdInvert } from './cli/invert.js';
 import { cmdPipeline } from './cli/pipeline.js';
 import { cmdPlan } from './cli/plan.js';
+import { cmdQsmCi } from './cli/qsm-ci.js';
+import { cmdScore } from './cli/score.js';
 import { Progress } from './cli/progress.js';
 
-const COMMANDS = { invert: cmdInvert, pipeline: cmdPipeline, plan: cmdPlan, models: cmdModels, methods: cmdMethods, 'receptive-field': cmdReceptiveField, calibrate: cmdCalibrate };
+const COMMANDS = { invert: cmdInvert, pipeline: cmdPipeline, plan: cmdPlan, models: cmdModels, methods: cmdMethods, 'receptive-field': cmdReceptiveField, calibrate: cmdCalibrate, score: cmdScore, 'qsm-ci': cmdQsmCi };
 
 /** Commands whose flags include the request's options (from the schema). */
 const REQUEST_COMMANDS = ['invert', 'plan', 'pipeline'];
@@ -72,14 +74,16 @@ async function main(args) {
       out(`tessera-qsm ${versions().tessera ?? 'unknown'}\n`);
       return EXIT_OK;
     }
-    if (!COMMANDS[command]) throw usageError(`unknown command '${command}' (commands: invert, pipeline, plan, models, methods, receptive-field, calibrate); see \`tessera-qsm --help\``);
+    if (!COMMANDS[command]) throw usageError(`unknown command '${command}' (commands: invert, pipeline, plan, models, methods, receptive-field, calibrate, score, qsm-ci); see \`tessera-qsm --help\``);
     if (rest.includes('--help') || rest.includes('-h')) {
       out(helpText(command, helpNeedsSchema(command) ? await readSchema() : undefined));
       return EXIT_OK;
     }
     const schema = REQUEST_COMMANDS.includes(command) ? await readSchema() : undefined;
     controller.signal.throwIfAborted();
-    const { o, values } = parse(command, rest, schema);
+    // `qsm-ci DIR`: the input directory may come first, without its flag.
+    const argv = command === 'qsm-ci' && rest.length && !rest[0].startsWith('-') ? ['--in', ...rest] : rest;
+    const { o, values } = parse(command, argv, schema);
     progress = new Progress({ quiet: !!o.quiet });
     const ctx = {
       args,

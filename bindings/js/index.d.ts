@@ -498,6 +498,22 @@ export interface PipelinePlan {
   readonly warning: string;
 }
 
+/** score()'s result: QSM-CI's scores of a χ map against a reference. */
+export interface Scores {
+  /** 100 · ‖(chi − mean chi) − (reference − mean reference)‖ / ‖reference − mean reference‖ over the mask (%) */
+  nrmse: number;
+  /** the same after fitting chi = s · reference + i and replacing chi by (chi − i) / s (%) */
+  nrmseDetrended: number;
+  /** 100 · ‖LoG(chi) − LoG(reference)‖ / ‖LoG(reference)‖ over the mask, LoG σ 1.5 voxels (%) */
+  hfen: number;
+  /** Pearson's correlation over the mask */
+  cc: number;
+  /** SSIM with 5×5×5 uniform windows, C1 1e-4, C2 1e-6 (ppm²), averaged over the mask */
+  xsim: number;
+  /** voxels in the mask */
+  voxels: number;
+}
+
 /** pipeline()'s result: every intermediate as a Volume with the input's geometry. */
 export interface PipelineResult {
   mask: Volume<Uint8Array>;
@@ -572,6 +588,17 @@ export declare class Tessera {
   phantomScan(request: { geometry: Geometry; seed?: number; te?: number[]; b0?: number; snr?: number }): Promise<PhantomScan>;
   phantom(request: { geometry: Geometry; seed?: number; noise?: number }): Promise<{ chi: Float32Array; field: Float32Array; mask: Uint8Array }>;
   tkd(request: { field: Float32Array; mask?: ArrayLike<number>; geometry: Geometry; threshold?: number }): Promise<Float32Array>;
+  /**
+   * QSM-CI's scores of chi against reference inside mask (all voxels without one): nrmse (demeaned, %),
+   * nrmseDetrended (%), hfen (%; NaN when the reference has no high frequency in the mask), cc (Pearson), xsim
+   * (SSIM, 5×5×5 windows, C1 1e-4, C2 1e-6); voxels: the mask's count. Arrays need geometry (its dims).
+   */
+  score(request: {
+    chi: ArrayLike<number> | Volume<VoxelArray>;
+    reference: ArrayLike<number> | Volume<VoxelArray>;
+    mask?: ArrayLike<number> | Volume<VoxelArray>;
+    geometry?: Geometry;
+  }): Promise<Scores>;
   /** a field resampled to its B0-aligned grid and back (what b0Align does around the network) */
   b0Resample(request: {
     field: Float32Array | Volume<VoxelArray>;

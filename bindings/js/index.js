@@ -527,6 +527,46 @@ export class Tessera {
   }
 
   /**
+   * QSM-CI's scores of a χ map against a reference inside an evaluation mask, in the C++ core (double accumulation,
+   * the same result for any thread count): nrmse (demeaned, %), nrmseDetrended (after fitting chi = s·reference + i, %),
+   * hfen (Laplacian of Gaussian σ 1.5 voxels, %; NaN when the reference has no high frequency in the mask), cc
+   * (Pearson), xsim (SSIM with 5×5×5 windows, C1 1e-4, C2 1e-6), and voxels (the mask's count).
+   * chi, reference and mask: Volumes of the same dims (readNifti, readMask), or x-fastest arrays with geometry ({dims}).
+   * The mask holds a voxel, the reference is not constant in it, and chi and reference hold finite values only.
+   * @returns {Promise<{nrmse: number, nrmseDetrended: number, hfen: number, cc: number, xsim: number, voxels: number}>}
+   */
+  async score(a) {
+    const { chi, reference, mask } = a ?? {};
+    let geometry = a?.geometry;
+    const named = { chi, reference, mask };
+    let from = null;
+    for (const [k, v] of Object.entries(named)) {
+      if (v === undefined || v === null) {
+        if (k !== 'mask') throw new TesseraError(`score needs ${k}: a Volume or an x-fastest array`, 'InvalidArgument');
+        continue;
+      }
+      if (!isVolume(v)) continue;
+      const dims = v.dims.slice(0, 3);
+      if (v.echoes > 1) throw new TesseraError(`score: ${k} holds ${v.echoes} volumes; give one 3D volume`, 'InvalidArgument');
+      if (from && dims.some((d, i) => d !== from.dims[i])) {
+        throw new TesseraError(`score: ${k} is ${dims.join('×')} but ${from.name} is ${from.dims.join('×')}: the volumes must have the same dims`, 'InvalidArgument');
+      }
+      from ??= { name: k, dims };
+      geometry ??= geometryOf(v);
+    }
+    if (!Array.isArray(geometry?.dims) || geometry.dims.length !== 3) throw new TesseraError('score: give chi or reference as a Volume (readNifti), or give geometry ({dims: [nx, ny, nz]})', 'InvalidArgument');
+    const data = (v) => (isVolume(v) ? (v.mask ?? v.data) : v);
+    const f32 = (v) => (v instanceof Float32Array ? v : Float32Array.from(v));
+    const n = geometry.dims[0] * geometry.dims[1] * geometry.dims[2];
+    for (const [k, v] of Object.entries(named)) {
+      if (v !== undefined && v !== null && data(v).length !== n) {
+        throw new TesseraError(`score: ${k} holds ${data(v).length} values but the volume ${geometry.dims.join('×')} has ${n}`, 'InvalidArgument');
+      }
+    }
+    return this._call('score', { geometry, chi: f32(data(chi)), reference: f32(data(reference)), mask: mask === undefined || mask === null ? undefined : data(mask) });
+  }
+
+  /**
    * A field resampled to its B0-aligned grid (rotated about the volume centre so that B0 lies along the third axis, the
    * same voxel size) and back, by the C++ core: what a run with b0Align does around a network that assumes B0 along the
    * third axis. interpolation 'spline' (cubic B-spline; default, the runs'), 'cubic' (Keys) or 'linear'; masked (default true):

@@ -45,6 +45,9 @@ val phantom(val geometry, val options) { return guarded([&] { return phantom_to_
 val compare(val geometry, val test, val reference, val mask, val options) {
   return guarded([&] { return compare_to_val(geometry, test, reference, mask, options); });
 }
+val score(val geometry, val chi, val reference, val mask, unsigned threads) {
+  return guarded([&] { return score_to_val(geometry, chi, reference, mask, threads); });
+}
 val forward_of(val geometry, val chi) { return guarded([&] { return forward_field_to_val(geometry, chi); }); }
 val probe_edges(double voxels_run, double divisor, double largest_edge) {
   return guarded([&] { return speed_probe_edges_to_val(voxels_run, divisor, largest_edge); });
@@ -101,6 +104,7 @@ EMSCRIPTEN_BINDINGS(tessera) {
   function("phantom", &phantom);
   function("phantomScan", &phantom_scan);
   function("compare", &compare);
+  function("score", &score);
   function("forwardField", &forward_of);
   function("calibrationEdges", &calibration_edges);
   function("speedProbeEdges", &probe_edges);

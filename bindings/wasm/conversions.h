@@ -113,6 +113,10 @@ val verification_to_val(const Agreement& a, const VerifyRegion& region);
 // {voxels, r, nrmse, maxAbs, hfen} of test against reference inside mask; options {lo, hi, hfen} (tessera/fidelity.h).
 val compare_to_val(const val& geometry, const val& test, const val& reference, const val& mask, const val& options);
 
+// {voxels, nrmse, nrmseDetrended, hfen, cc, xsim}: QSM-CI's scores of chi against reference inside mask
+// (tessera/quality/fidelity.h challenge_scores), on up to threads threads.
+val score_to_val(const val& geometry, const val& chi, const val& reference, const val& mask, unsigned threads);
+
 // The local field of a χ map by the dipole forward model (B0 from the geometry, 2× zero padding; tessera/dipole.h).
 val forward_field_to_val(const val& geometry, const val& chi);
 

@@ -76,6 +76,22 @@ val compare_to_val(const val& geometry, const val& test, const val& reference, c
   return val(compare_maps(g, t, r, m, lo, hi, hfen));
 }
 
+val score_to_val(const val& geometry, const val& chi, const val& reference, const val& mask, unsigned threads) {
+  const Geometry g = geometry_from(geometry);
+  const std::vector<float> c = emscripten::convertJSArrayToNumberVector<float>(chi);
+  const std::vector<float> r = emscripten::convertJSArrayToNumberVector<float>(reference);
+  const std::vector<uint8_t> m = emscripten::convertJSArrayToNumberVector<uint8_t>(mask);
+  const ChallengeScores s = challenge_scores(g, c, r, m, threads);
+  val out = val::object();
+  out.set("voxels", static_cast<double>(s.voxels));
+  out.set("nrmse", s.nrmse);
+  out.set("nrmseDetrended", s.nrmse_detrended);
+  out.set("hfen", s.hfen);
+  out.set("cc", s.cc);
+  out.set("xsim", s.xsim);
+  return out;
+}
+
 val forward_field_to_val(const val& geometry, const val& chi) {
   const Geometry g = geometry_from(geometry);
   const std::vector<float> c = emscripten::convertJSArrayToNumberVector<float>(chi);

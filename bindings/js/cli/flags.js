@@ -27,6 +27,8 @@ export const CLI_FLAGS = {
     phase: TEXT, magnitude: TEXT, mask: TEXT, 'phase-units': TEXT, 'phase-scale': TEXT, model: TEXT, weights: MANY, param: MANY,
     option: MANY, cores: TEXT, out: OUT, 'keep-intermediates': TEXT, report: TEXT, quiet: QUIET, help: HELP,
   },
+  score: { chi: TEXT, reference: TEXT, mask: TEXT, cores: TEXT, json: SWITCH, help: HELP },
+  'qsm-ci': { in: TEXT, out: OUT, method: TEXT, background: TEXT, param: MANY, cores: TEXT, quiet: QUIET, help: HELP },
   models: { json: SWITCH, help: HELP },
   methods: { json: SWITCH, help: HELP },
   calibrate: { model: TEXT, spec: TEXT, weights: MANY, threads: TEXT, json: SWITCH, help: HELP },

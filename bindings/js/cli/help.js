@@ -32,6 +32,8 @@ ${INVERT_USAGE}  tessera-qsm plan   (--field f.nii[.gz] | --phase p.nii[.gz] [--
   tessera-qsm methods [--json]
 ${PIPELINE_USAGE}  tessera-qsm receptive-field (--model ID | --spec net.json) [--weights FILE|URL] [--probe] [--json]
   tessera-qsm calibrate --weights FILE|URL [--spec net.json | --model ID] [--threads N] [--json]
+  tessera-qsm score --chi a.nii[.gz] --reference b.nii[.gz] --mask m.nii[.gz] [--cores N] [--json]
+  tessera-qsm qsm-ci DIR | --in DIR [--out DIR] [--method NAME [--param N=V ...]] [--background vsharp|pdf] [--cores N] [--quiet]
   tessera-qsm <command> --help     tessera-qsm --version
 
 Exit codes: 0 success, 1 error (runtime, input files, weights), 2 usage error or a run the memory
@@ -82,6 +84,39 @@ and the response is summed by distance (the radius holding 90 % and 99 % of it, 
 --weights defaults to the registry's official file(s) for --model; --spec needs --weights FILE.
 --json prints {graph, probe, weightsSha256}: the file plan and invert take as --context FILE (the probe's within[]
 is the profile; the weights' sha256s let them refuse it for other weights).
+`,
+  score: `tessera-qsm score: QSM-CI's scores of a χ map against a reference
+
+Usage:
+  tessera-qsm score --chi a.nii[.gz] --reference b.nii[.gz] --mask m.nii[.gz] [--cores N] [--json]
+
+The three volumes must share one grid (dims, voxel size and voxel-to-world transform); otherwise the command says
+which differs. Inside the mask (nonzero = inside), with r the χ map and t the reference, as QSM-CI's scorer defines them:
+  NRMSE              100 · ‖(r − mean r) − (t − mean t)‖ / ‖t − mean t‖ (%)
+  NRMSE detrended    the same after fitting r = s · t + i (least squares on the demeaned values) and taking (r − i) / s
+  HFEN               100 · ‖LoG(r) − LoG(t)‖ / ‖LoG(t)‖ (%), LoG a Laplacian of Gaussian of σ 1.5 voxels truncated at
+                     5σ, filtered over the whole volumes (mirrored edges)
+  CC                 Pearson's correlation
+  XSIM               SSIM with 5×5×5 uniform windows (only voxels inside the volume), C1 1e-4, C2 1e-6 (ppm²),
+                     averaged over the mask
+Accumulated in double; the same numbers for any --cores. Every value of both maps must be finite. --json prints
+{nrmse, nrmseDetrended, hfen, cc, xsim, voxels, chi, reference, mask}.
+`,
+  'qsm-ci': `tessera-qsm qsm-ci: a QSM-CI algorithm run (multi-echo phase to total field, local field and χ)
+
+Usage:
+  tessera-qsm qsm-ci DIR | --in DIR [--out DIR] [--method NAME [--param N=V ...]] [--background vsharp|pdf] [--cores N] [--quiet]
+
+Reads QSM-CI's inputs from DIR: phase.nii.gz (wrapped phase in radians, 4D with the echoes along the 4th dim),
+magnitude.nii.gz (same dims and echoes; optional: without it the echoes weigh alike), mask.nii.gz, and params.json
+({"TE": [s, ...], "B0": T, "B0_dir": [x, y, z], "voxel_size": [mm, mm, mm]}; a BIDS sidecar's EchoTime and
+MagneticFieldStrength are read too; without B0_dir the phase header's B0 direction is used). Runs \`tessera-qsm pipeline\`'s
+stages with their defaults and writes, gzipped, in ppm, with the phase's header, into --out (default DIR):
+totalfield.nii.gz, localfield.nii.gz, chimap.nii.gz.
+  --method NAME      the dipole inversion (default rts, QSMxT's; \`tessera-qsm methods\` lists them)
+  --param N=V        a parameter of the --method (repeatable)
+  --background B     background field removal: vsharp (the pipeline's default) or pdf
+  --cores N          threads of the C++ stages (default: the machine's)
 `,
   calibrate: `tessera-qsm calibrate: measure a network's memory cost in ONNX Runtime Web
 

@@ -42,6 +42,11 @@ const methods = {
     const p = call(() => rt.M.phantom(a.geometry, { seed: a.seed ?? 1, noise: a.noise ?? 0 }));
     return { value: p, transfer: [p.chi.buffer, p.field.buffer, p.mask.buffer] };
   },
+  // QSM-CI's scores of a χ map against a reference inside a mask, on the module's threads (the same bits for any count).
+  score(a) {
+    const n = voxels(a.geometry);
+    return call(() => rt.M.score(a.geometry, a.chi, a.reference, n ? toMask(a.mask, n) : a.mask, hardwareThreads()));
+  },
   // plan(): the request read once and planned in C++; the plan is held, its view returned with its id.
   plan(a) {
     const { handle, view } = planOf(a, a.pipeline ? pipelineRequestOf(a) : requestOf(a));
