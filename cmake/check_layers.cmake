@@ -6,7 +6,7 @@ cmake_minimum_required(VERSION 3.20)
 # rank: layers
 set(TESSERA_LAYERS
   "0:common"
-  "1:phase;1:background;1:inversion;1:quality;1:sim;1:registry"
+  "1:phase;1:background;1:inversion;1:quality;1:sim;1:registry;1:contrast"
   "2:engine"
   "3:networks"
   "4:pipeline"

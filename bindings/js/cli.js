@@ -16,12 +16,13 @@ import { helpText, helpNeedsSchema } from './cli/help.js';
 import { cmdMethods, cmdModels, cmdCalibrate, cmdReceptiveField } from './cli/info.js';
 import { cmdInvert } from './cli/invert.js';
 import { cmdPipeline } from './cli/pipeline.js';
+import { cmdSwi, cmdR2star } from './cli/contrast.js';
 import { cmdPlan } from './cli/plan.js';
 import { cmdQsmCi } from './cli/qsm-ci.js';
 import { cmdScore } from './cli/score.js';
 import { Progress } from './cli/progress.js';
 
-const COMMANDS = { invert: cmdInvert, pipeline: cmdPipeline, plan: cmdPlan, models: cmdModels, methods: cmdMethods, 'receptive-field': cmdReceptiveField, calibrate: cmdCalibrate, score: cmdScore, 'qsm-ci': cmdQsmCi };
+const COMMANDS = { invert: cmdInvert, pipeline: cmdPipeline, swi: cmdSwi, r2star: cmdR2star, plan: cmdPlan, models: cmdModels, methods: cmdMethods, 'receptive-field': cmdReceptiveField, calibrate: cmdCalibrate, score: cmdScore, 'qsm-ci': cmdQsmCi };
 
 /** Commands whose flags include the request's options (from the schema). */
 const REQUEST_COMMANDS = ['invert', 'plan', 'pipeline'];
@@ -74,7 +75,7 @@ async function main(args) {
       out(`tessera-qsm ${versions().tessera ?? 'unknown'}\n`);
       return EXIT_OK;
     }
-    if (!COMMANDS[command]) throw usageError(`unknown command '${command}' (commands: invert, pipeline, plan, models, methods, receptive-field, calibrate, score, qsm-ci); see \`tessera-qsm --help\``);
+    if (!COMMANDS[command]) throw usageError(`unknown command '${command}' (commands: invert, pipeline, swi, r2star, plan, models, methods, receptive-field, calibrate, score, qsm-ci); see \`tessera-qsm --help\``);
     if (rest.includes('--help') || rest.includes('-h')) {
       out(helpText(command, helpNeedsSchema(command) ? await readSchema() : undefined));
       return EXIT_OK;

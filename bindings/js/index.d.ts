@@ -537,6 +537,80 @@ export interface PipelineResult {
   networkReport?: RunReport;
 }
 
+/** swi(): susceptibility-weighted imaging from a scanner's multi-echo wrapped phase and magnitude. */
+export interface SwiRequest {
+  /** wrapped phase (rad), every echo (a 4D Volume, or x-fastest echo after echo with geometry) */
+  phase: Float32Array | Volume<VoxelArray>;
+  /** same size as phase */
+  magnitude: Float32Array | Volume<VoxelArray>;
+  /** echo times in seconds, one per echo */
+  te: number[];
+  /** where the phase is unwrapped and high-passed (default: a brain mask made from the first echo's magnitude) */
+  mask?: ArrayLike<number> | Volume<VoxelArray>;
+  geometry?: Geometry;
+  unwrap?: 'region-growing' | 'laplacian';
+  brainMask?: { erosion?: number; threshold?: 'otsu' | 'robust' };
+  swi?: {
+    /** the phase mask's power (default 4, Haacke 2004) */
+    maskPower?: number;
+    /** Gaussian sigma of the phase high-pass in voxels, in plane (default 4) and along z (default 0: none) */
+    highPassSigmaXY?: number;
+    highPassSigmaZ?: number;
+    /** the minIP's sliding slab along the slice axis, mm (default 8) */
+    minIpSlab?: number;
+    /** the phase sign of paramagnetic sources, which the mask darkens (default 'negative', Haacke's) */
+    paramagneticPhase?: 'positive' | 'negative';
+  };
+  signal?: AbortSignal;
+  onProgress?: (p: Progress) => void;
+}
+
+/** swi()'s result: Volumes with the input's geometry. */
+export interface SwiResult {
+  /** the RSS magnitude × phase mask^power */
+  swi: Volume<Float32Array>;
+  /** the minimum-intensity projection of swi over the slab */
+  minIp: Volume<Float32Array>;
+  /** the echoes' root-sum-of-squares magnitude */
+  magnitude: Volume<Float32Array>;
+  /** the high-passed combined phase at the longest TE (rad) */
+  phase: Volume<Float32Array>;
+  /** the phase mask in [0, 1] before the power */
+  phaseMask: Volume<Float32Array>;
+  mask: Volume<Uint8Array>;
+  /** every echo's unwrapped phase (rad) */
+  unwrappedPhase: Volume<Float32Array>;
+  report: { wallSeconds: number; memory: { moduleHeapBytes: number } };
+}
+
+/** r2star(): R2* and T2* from the multi-echo magnitude. */
+export interface R2starRequest {
+  /** every echo (a 4D Volume, or x-fastest echo after echo with geometry) */
+  magnitude: Float32Array | Volume<VoxelArray>;
+  /** echo times in seconds, one per echo (ARLO: >= 3, equally spaced) */
+  te: number[];
+  /** the voxels fitted (default: every voxel whose first echo is > 0) */
+  mask?: ArrayLike<number> | Volume<VoxelArray>;
+  geometry?: Geometry;
+  r2star?: { method?: 'arlo' | 'loglinear' };
+  signal?: AbortSignal;
+  onProgress?: (p: Progress) => void;
+}
+
+/** r2star()'s result: Volumes with the input's geometry. */
+export interface R2starResult {
+  /** s⁻¹, in [0, 2000]; 0 outside the mask */
+  r2star: Volume<Float32Array>;
+  /** s: 1/R2*, 1 where R2* < 1 s⁻¹; 0 outside the mask */
+  t2star: Volume<Float32Array>;
+  /** the fitted signal at TE 0 */
+  s0: Volume<Float32Array>;
+  /** RMS residual of the fitted decay over the mean signal */
+  residual: Volume<Float32Array>;
+  method: 'arlo' | 'loglinear';
+  report: { wallSeconds: number; memory: { moduleHeapBytes: number } };
+}
+
 /** phantomScan()'s result: the phantom head scanned as multi-echo gradient echo, with its truths. */
 export interface PhantomScan {
   chi: Float32Array;
@@ -585,6 +659,8 @@ export declare class Tessera {
   invert(request: InvertRequest): Promise<{ chi: Float32Array; report: RunReport; quantity: 'chi' | 'local-field'; localField?: Float32Array }>;
   invert(request: MethodRequest): Promise<{ chi: Float32Array; report: { method: MethodName; wallSeconds: number; plan: Omit<MethodPlan, 'id'> & { readonly id?: string }; memory: { moduleHeapBytes: number; estimatedPeakBytes: number; moduleHeapVsPlan: number } }; quantity: 'chi' }>;
   pipeline(request: PipelineRequest): Promise<PipelineResult>;
+  swi(request: SwiRequest): Promise<SwiResult>;
+  r2star(request: R2starRequest): Promise<R2starResult>;
   phantomScan(request: { geometry: Geometry; seed?: number; te?: number[]; b0?: number; snr?: number }): Promise<PhantomScan>;
   phantom(request: { geometry: Geometry; seed?: number; noise?: number }): Promise<{ chi: Float32Array; field: Float32Array; mask: Uint8Array }>;
   tkd(request: { field: Float32Array; mask?: ArrayLike<number>; geometry: Geometry; threshold?: number }): Promise<Float32Array>;

@@ -619,6 +619,52 @@ export class Tessera {
   }
 
   /**
+   * Susceptibility-weighted imaging from a scanner's multi-echo wrapped phase and magnitude, in the C++ core on the
+   * step engine (progress and cancel between steps): a brain mask from the magnitude unless mask is given, every echo's
+   * phase unwrapped (unwrap: 'region-growing' | 'laplacian', as pipeline()), the echoes' phase combined into one
+   * frequency and high-passed (swi.highPassSigmaXY, default 4 voxels; swi.highPassSigmaZ, 0), Haacke's negative phase
+   * mask of the phase's paramagnetic sign (swi.paramagneticPhase 'negative' (default, Haacke's) | 'positive') raised to
+   * swi.maskPower (4), times the echoes' root-sum-of-squares magnitude; then the minimum-intensity projection over a
+   * sliding slab of swi.minIpSlab mm (8) along the slice axis.
+   * phase: wrapped radians, every echo (a 4D Volume, or a Float32Array echo after echo with geometry); magnitude as
+   * many values; te: seconds, one per echo.
+   * Volumes with the input's geometry: swi, minIp, magnitude (RSS), phase (the high-passed phase, rad), phaseMask,
+   * mask, unwrappedPhase (4D).
+   * @returns {Promise<object>}
+   */
+  async swi(a) {
+    const { signal, onProgress, ...args } = a ?? {};
+    const r = unwrapVolumes(args);
+    if (!r.geometry) throw new TesseraError('swi: give phase as a Volume (readNifti / readEchoes) or give geometry', 'InvalidArgument');
+    const out = await this._call('swi', r, { signal, onProgress });
+    const vol = (data, extra = {}) => (data ? makeVolume({ ...r.geometry, data, ...extra }) : null);
+    const result = { report: out.report };
+    for (const k of ['swi', 'minIp', 'magnitude', 'phase', 'phaseMask', 'mask']) result[k] = vol(out[k]);
+    result.unwrappedPhase = vol(out.unwrappedPhase, { echoes: Array.isArray(r.te) ? r.te.length : 1 });
+    return result;
+  }
+
+  /**
+   * R2* (s⁻¹) and T2* (s) maps from the multi-echo magnitude, in the C++ core on the step engine (a step per slice):
+   * r2star.method 'arlo' (default; Pei 2015, needs ≥ 3 equally spaced echoes) or 'loglinear' (a least-squares line of
+   * ln S on TE). T2* = 1/R2*, 1 s where R2* is below 1 s⁻¹; R2* in [0, 2000] s⁻¹. mask (optional): the voxels fitted
+   * (default: every voxel whose first echo is > 0).
+   * magnitude: every echo (a 4D Volume, or a Float32Array echo after echo with geometry); te: seconds, one per echo.
+   * Volumes with the input's geometry: r2star, t2star, s0 (the fitted signal at TE 0), residual (RMS residual of the
+   * fitted decay over the mean signal); method.
+   * @returns {Promise<object>}
+   */
+  async r2star(a) {
+    const { signal, onProgress, ...args } = a ?? {};
+    const r = unwrapVolumes(args);
+    if (!r.geometry) throw new TesseraError('r2star: give magnitude as a Volume (readNifti / readEchoes) or give geometry', 'InvalidArgument');
+    const out = await this._call('r2star', r, { signal, onProgress });
+    const result = { report: out.report, method: out.method };
+    for (const k of ['r2star', 't2star', 's0', 'residual']) result[k] = out[k] ? makeVolume({ ...r.geometry, data: out[k] }) : null;
+    return result;
+  }
+
+  /**
    * The phantom head scanned as multi-echo gradient echo (C++ make_acquisition): the brain's χ truth and mask, the head
    * mask, wrapped phase and magnitude of every echo (echo after echo), and the total, local and background fields (ppm).
    * te: seconds (default 4, 8, 12, 16, 20 ms); b0: tesla (3); snr: water's signal over the noise (0: none).

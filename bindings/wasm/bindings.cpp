@@ -2,6 +2,7 @@
 #include <emscripten/bind.h>
 
 #include "b0_aligned.h"
+#include "contrast_run.h"
 #include "conversions.h"
 #include "field_run.h"
 #include "value_types.h"
@@ -79,6 +80,19 @@ val b0_resample(val geometry, val field, val mask, val options) {
   return guarded([&] { return b0_resample_to_val(geometry, field, mask, options); });
 }
 
+std::unique_ptr<ContrastRun> make_contrast_run(val geometry, std::string kind, val request, bool mask_given) {
+  return guarded([&] { return std::make_unique<ContrastRun>(geometry, kind, request, mask_given); });
+}
+val contrast_magnitude_view(ContrastRun& r) { return guarded([&] { return r.magnitude_view(); }); }
+val contrast_phase_view(ContrastRun& r) { return guarded([&] { return r.phase_view(); }); }
+val contrast_mask_view(ContrastRun& r) { return guarded([&] { return r.mask_view(); }); }
+void contrast_start(ContrastRun& r) { guarded([&] { r.start(); }); }
+val contrast_next(const ContrastRun& r) { return r.next(); }
+bool contrast_step(ContrastRun& r) { return guarded([&] { return r.step(); }); }
+val contrast_report(ContrastRun& r) { return guarded([&] { return r.report(); }); }
+val contrast_result(const ContrastRun& r) { return guarded([&] { return r.result(); }); }
+val contrast_outputs(const ContrastRun& r) { return guarded([&] { return r.outputs(); }); }
+
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(tessera) {
@@ -138,6 +152,21 @@ EMSCRIPTEN_BINDINGS(tessera) {
       .function("boxPlan", &Verification::box_plan)
       .function("compare", &verification_compare)
       .function("dataConsistency", &verification_consistency);
+  // SWI (from wrapped phase) and R2*: a computation stepped by runtime/driver.js like a FieldRun.
+  function("contrastRun", &make_contrast_run);
+  class_<ContrastRun>("ContrastRun")
+      .function("magnitudeView", &contrast_magnitude_view)
+      .function("phaseView", &contrast_phase_view)
+      .function("maskView", &contrast_mask_view)
+      .function("start", &contrast_start)
+      .function("next", &contrast_next)
+      .function("step", &contrast_step)
+      .function("cancel", &ContrastRun::cancel)
+      .function("state", &ContrastRun::state)
+      .function("report", &contrast_report)
+      .function("result", &contrast_result)
+      .function("outputs", &contrast_outputs)
+      .function("echoes", &ContrastRun::echoes);
   function("alignB0", &align_b0);
   function("b0Resample", &b0_resample);
   class_<B0Aligned>("B0Aligned")

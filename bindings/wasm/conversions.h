@@ -18,6 +18,8 @@
 #include "tessera/networks/inversion.h"
 #include "tessera/inversion/methods.h"
 #include "tessera/pipeline/pipeline.h"
+#include "tessera/contrast/r2star.h"
+#include "tessera/pipeline/swi_from_phase.h"
 #include "tessera/engine/plan.h"
 #include "tessera/registry/registry.h"
 #include "tessera/engine/verify.h"
@@ -78,6 +80,11 @@ val phantom_scan_to_val(const val& geometry, const val& options);
 // The pipeline's intermediates as standalone typed arrays ({mask, unwrappedPhase, offset, fieldHz, totalField,
 // fitResidual, fitMask, localField (null for a total-field method), localMask, chi (null without a method)}).
 val pipeline_result_to_val(const PipelineResult& result);
+// An SWI request: {te: [s], unwrap, brainMask: {...}, swi: {maskPower, highPassSigmaXY, highPassSigmaZ, minIpSlab,
+// paramagneticPhase}, hardwareThreads}; every option checked against its table.
+SwiRequest swi_request_from(const val& v);
+// R2* parameters: {r2star: {method: 'arlo' | 'loglinear'}}.
+R2starParams r2star_params_from(const val& v);
 
 // A method's plan as plan() returns it: {feasible, message, method, title, methodSteps, threads, inputBytes,
 // workspaceBytes, moduleHeapBytes, peakBytes, largestVoxels, wholeVolume: true, networks: 0, tilesInFlight: 0, warning: ""}.

@@ -11,6 +11,8 @@
 #include "tessera/quality/fidelity.h"
 #include "tessera/sim/phantom.h"
 #include "tessera/session/request.h"
+#include "tessera/contrast/r2star.h"
+#include "tessera/pipeline/swi_from_phase.h"
 #include "tessera/engine/verify.h"
 #include "val_fields.h"
 
@@ -313,6 +315,49 @@ PipelineRequest pipeline_request_from(const val& v, RequestIdentity* identity) {
   }
   r.threads = std::max<uint32_t>(1, count(v, "hardwareThreads", 1));
   return r;
+}
+
+namespace {
+
+std::vector<double> contrast_te_from(const val& v, const char* what) {
+  std::vector<double> te_s;
+  const val te = v["te"];
+  if (te.isNumber()) return {te.as<double>()};
+  if (!te.isUndefined() && !te.isNull() && !te["length"].isUndefined()) {
+    for (unsigned i = 0; i < te["length"].as<unsigned>(); ++i) {
+      if (!te[i].isNumber()) throw Error(ErrorCode::InvalidArgument, std::string(what) + ": te must hold numbers (seconds, one per echo)");
+      te_s.push_back(te[i].as<double>());
+    }
+    return te_s;
+  }
+  throw Error(ErrorCode::InvalidArgument, std::string(what) + " needs te: the echo times in seconds, one per echo (e.g. [0.004, 0.008, 0.012])");
+}
+
+}  // namespace
+
+SwiRequest swi_request_from(const val& v) {
+  ++parses;
+  SwiRequest r;
+  r.te_s = contrast_te_from(v, "swi");
+  std::vector<OptionSpec> stages;
+  for (const OptionSpec& o : pipeline_options()) {
+    if (o.name == "unwrap" || o.name.starts_with("brainMask.")) stages.push_back(o);
+  }
+  read_options(v, stages, [&](const std::string& n, double x) { set_swi_option(r, n, x); },
+               [&](const std::string& n, const std::string& c) { set_swi_choice(r, n, c); }, nullptr);
+  read_options(v, swi_options(), [&](const std::string& n, double x) { set_swi_option(r, n, x); },
+               [&](const std::string& n, const std::string& c) { set_swi_choice(r, n, c); }, nullptr);
+  r.threads = std::max<uint32_t>(1, count(v, "hardwareThreads", 1));
+  return r;
+}
+
+R2starParams r2star_params_from(const val& v) {
+  ++parses;
+  R2starParams p;
+  read_options(v, r2star_options(),
+               [&](const std::string& n, double) { throw Error(ErrorCode::InvalidArgument, n + " must be arlo or loglinear"); },
+               [&](const std::string&, const std::string& c) { p.method = r2star_method_from_name(c); }, nullptr);
+  return p;
 }
 
 }  // namespace tessera::js

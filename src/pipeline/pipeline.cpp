@@ -14,7 +14,7 @@ namespace {
 
 // {name, unit, default, default text, min, max, min exclusive, integer, help, choices}; the defaults are the stages'
 // own constants (their headers cite where each comes from).
-const OptionSpec kOptions[] = {
+const OptionSpec kPipelineStageOptions[] = {
     {"unwrap", "", 0, "region-growing", 0, 0, false, false,
      "phase unwrapping of each echo: region-growing (quality-guided, in the spirit of ROMEO, Dymerska 2021; exact on a "
      "smooth field) or laplacian (Schofield & Zhu 2003, then made congruent with the wrapped phase)",
@@ -132,7 +132,7 @@ std::span<const float> first_echo(std::span<const float> magnitude, uint64_t n) 
 
 }  // namespace
 
-std::span<const OptionSpec> pipeline_options() { return kOptions; }
+std::span<const OptionSpec> pipeline_options() { return kPipelineStageOptions; }
 
 void set_pipeline_option(PipelineRequest& r, std::string_view name, double value) {
   const double v = checked_option(pipeline_options(), name, value);

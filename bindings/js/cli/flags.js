@@ -29,6 +29,11 @@ export const CLI_FLAGS = {
   },
   score: { chi: TEXT, reference: TEXT, mask: TEXT, cores: TEXT, json: SWITCH, help: HELP },
   'qsm-ci': { in: TEXT, out: OUT, method: TEXT, background: TEXT, param: MANY, cores: TEXT, quiet: QUIET, help: HELP },
+  swi: {
+    phase: TEXT, magnitude: TEXT, mask: TEXT, te: TEXT, 'phase-units': TEXT, 'phase-scale': TEXT, option: MANY, cores: TEXT,
+    out: OUT, 'min-ip': TEXT, quiet: QUIET, help: HELP,
+  },
+  r2star: { magnitude: TEXT, mask: TEXT, te: TEXT, method: TEXT, cores: TEXT, out: OUT, t2star: TEXT, quiet: QUIET, help: HELP },
   models: { json: SWITCH, help: HELP },
   methods: { json: SWITCH, help: HELP },
   calibrate: { model: TEXT, spec: TEXT, weights: MANY, threads: TEXT, json: SWITCH, help: HELP },

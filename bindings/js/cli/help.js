@@ -30,7 +30,9 @@ ${INVERT_USAGE}  tessera-qsm plan   (--field f.nii[.gz] | --phase p.nii[.gz] [--
                      [--core N --halo N --workers N | --whole] [--cores N] [--json]
   tessera-qsm models [--json]
   tessera-qsm methods [--json]
-${PIPELINE_USAGE}  tessera-qsm receptive-field (--model ID | --spec net.json) [--weights FILE|URL] [--probe] [--json]
+${PIPELINE_USAGE}  tessera-qsm swi --phase p.nii[.gz] --magnitude mag.nii[.gz] --te S,S,... --out swi.nii[.gz] [--min-ip minip.nii[.gz]]
+  tessera-qsm r2star --magnitude mag.nii[.gz] --te S,S,... [--out r2star.nii[.gz]] [--t2star t2star.nii[.gz]] [--method M]
+  tessera-qsm receptive-field (--model ID | --spec net.json) [--weights FILE|URL] [--probe] [--json]
   tessera-qsm calibrate --weights FILE|URL [--spec net.json | --model ID] [--threads N] [--json]
   tessera-qsm score --chi a.nii[.gz] --reference b.nii[.gz] --mask m.nii[.gz] [--cores N] [--json]
   tessera-qsm qsm-ci DIR | --in DIR [--out DIR] [--method NAME [--param N=V ...]] [--background vsharp|pdf] [--cores N] [--quiet]
@@ -84,6 +86,24 @@ and the response is summed by distance (the radius holding 90 % and 99 % of it, 
 --weights defaults to the registry's official file(s) for --model; --spec needs --weights FILE.
 --json prints {graph, probe, weightsSha256}: the file plan and invert take as --context FILE (the probe's within[]
 is the profile; the weights' sha256s let them refuse it for other weights).
+`,
+  swi: `tessera-qsm swi: susceptibility-weighted imaging and its minimum-intensity projection
+  tessera-qsm swi --phase p.nii[.gz] --magnitude mag.nii[.gz] --te S,S,... --out swi.nii[.gz] [--min-ip minip.nii[.gz]]
+The wrapped phase of every echo is unwrapped (as the pipeline's echo fit, inside a brain mask made from the magnitude
+unless --mask is given), combined into one frequency and high-passed (a Gaussian of 4 voxels in plane, CLEAR-SWI's);
+Haacke's negative phase mask (swi.paramagneticPhase=positive for the opposite convention) to the power 4 weights
+the echoes' root-sum-of-squares magnitude. The minIP takes the minimum over a sliding 8 mm slab along the slice axis.
+Outputs keep the input's header.
+  --phase-units U    rad, deg or scanner (as the pipeline; a phase that is not radians is refused in words)
+  --option N=V       swi.maskPower=4, swi.highPassSigmaXY=4 (voxels), swi.highPassSigmaZ=0, swi.minIpSlab=8 (mm),
+                     swi.paramagneticPhase=negative|positive, unwrap=region-growing|laplacian, brainMask.erosion=MM
+  --cores N          threads of the C++ stages (default 1)
+`,
+  r2star: `tessera-qsm r2star: R2* (1/s) and T2* (s) maps from the multi-echo magnitude
+  tessera-qsm r2star --magnitude mag.nii[.gz] --te S,S,... [--out r2star.nii[.gz]] [--t2star t2star.nii[.gz]]
+  --method M         arlo (default; Pei 2015, needs >= 3 equally spaced echoes) or loglinear (least squares of ln S)
+  --mask m.nii       the voxels fitted (default: every voxel whose first echo is > 0)
+T2* = 1/R2*, 1 s where R2* < 1/s; R2* is kept in [0, 2000] 1/s. Outputs keep the input's header.
 `,
   score: `tessera-qsm score: QSM-CI's scores of a χ map against a reference
 

@@ -10,7 +10,7 @@ import { TesseraError, errorToMessage } from '../errors.js';
 import { rt, call, hardwareThreads } from './context.js';
 import { toMask, voxels, planOf, requestOf, pipelineRequestOf } from './requests.js';
 import { holdPlan } from './plans.js';
-import { invert, runPipeline } from './runs.js';
+import { invert, runPipeline, runContrast } from './runs.js';
 import { calibrate } from './calibration.js';
 import { probeContext, measureSpeed } from './probes.js';
 import { dropSessions, keptWorkers } from './sessions.js';
@@ -55,6 +55,9 @@ const methods = {
   // The runtime's own counters (requests C++ has read): internal, not part of the package's API.
   counters: () => ({ requestParses: rt.M.requestParses() }),
   pipeline: runPipeline,
+  // SWI and minIP from wrapped phase, R2* and T2* from the magnitude (C++ ContrastRun on the step engine).
+  swi: (a, id) => runContrast('swi', a, id),
+  r2star: (a, id) => runContrast('r2star', a, id),
   // The phantom head scanned: multi-echo phase and magnitude with the truths (χ, local, background and total fields).
   phantomScan(a) {
     const p = call(() => rt.M.phantomScan(a.geometry, { seed: a.seed ?? 1, te: a.te, b0: a.b0, snr: a.snr ?? 0 }));

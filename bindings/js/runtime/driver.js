@@ -54,10 +54,11 @@ function breathe() {
  * each (none for a method).
  * @returns {Promise<{chi: Float32Array, report: object}>}
  */
-export async function runSteps(M, { volume, plan, pools = [], onProgress, signal, collect }) {
+export async function runSteps(M, { volume, plan, pools = [], onProgress, signal, collect, start }) {
   if (signal?.aborted) throw abortError();
   const started = performance.now();
-  const run = call(() => M.startFieldRun(volume, plan));
+  // start: a run made by the caller (a ContrastRun, inputs filled and started), stepped and deleted here alike.
+  const run = start ? start() : call(() => M.startFieldRun(volume, plan));
   const running = new Map(); // job → grid tile
   const startedTiles = new Set();
   const pending = new Set();

@@ -5,9 +5,9 @@
 import { runSteps } from './driver.js';
 import { TesseraError } from '../errors.js';
 import { heapText } from './pool-workers.js';
-import { rt, call, postProgress } from './context.js';
+import { rt, call, postProgress, hardwareThreads } from './context.js';
 import { takePlan } from './plans.js';
-import { makeVolume, echoesOf, planOf, costOf, requestOf, pipelineRequestOf } from './requests.js';
+import { makeVolume, echoesOf, planOf, costOf, requestOf, pipelineRequestOf, toMask } from './requests.js';
 import { startPools, stopPools, takeSession } from './sessions.js';
 import { verifyRun } from './verify.js';
 
@@ -235,4 +235,53 @@ export async function invert(a, id) {
     handle.delete();
     await stopPools(pools); // at the end of every run
   }
+}
+
+/**
+ * SWI from wrapped phase (kind 'swi': mask, echo fit, SWI, minIP) or R2* from the magnitude (kind 'r2star'): a C++
+ * ContrastRun on the step engine, progress and cancel between steps like the other runs. Returns its outputs (typed
+ * arrays) and the report.
+ */
+export async function runContrast(kind, a, id) {
+  const { geometry, magnitude, phase, mask, ...options } = a;
+  if (!geometry) throw new TesseraError(`${kind}: give the volumes as Volumes (readNifti / readEchoes) or give geometry`, 'InvalidArgument');
+  const maskGiven = mask !== undefined && mask !== null;
+  const run = call(() => rt.M.contrastRun(geometry, kind, { ...options, hardwareThreads: hardwareThreads() }, maskGiven));
+  try {
+    const echoes = run.echoes();
+    const n = geometry.dims[0] * geometry.dims[1] * geometry.dims[2];
+    const fill = (data, name, view) => {
+      if (!(data instanceof Float32Array)) throw new TesseraError(`${kind}: ${name} must be a Float32Array (x-fastest, echo after echo)`, 'InvalidArgument');
+      if (data.length !== n * echoes) {
+        const held = data.length % n === 0 ? `${data.length / n} echo(es)` : `${data.length} values`;
+        throw new TesseraError(`${kind}: ${name} holds ${held} of ${geometry.dims.join('×')} but te gives ${echoes} echo time(s): give one TE per echo`, 'InvalidArgument');
+      }
+      view().set(data);
+    };
+    if (magnitude === undefined || magnitude === null) throw new TesseraError(`${kind} needs the magnitude of every echo`, 'InvalidArgument');
+    fill(magnitude, 'magnitude', () => run.magnitudeView());
+    if (kind === 'swi') {
+      if (phase === undefined || phase === null) throw new TesseraError('swi needs the wrapped phase of every echo (radians)', 'InvalidArgument');
+      fill(phase, 'phase', () => run.phaseView());
+    }
+    if (maskGiven) run.maskView().set(toMask(mask, n));
+    call(() => run.start());
+  } catch (e) {
+    run.delete();
+    throw e;
+  }
+  const controller = new AbortController();
+  rt.running.set(id, controller);
+  let out;
+  try {
+    const onProgress = (p) => postProgress(id, { ...p, stage: kind });
+    out = await runSteps(rt.M, { start: () => run, signal: controller.signal, onProgress, collect: (r) => call(() => r.outputs()) });
+  } finally {
+    rt.running.delete(id);
+  }
+  const { outputs, ...report } = out.report;
+  report.memory = { moduleHeapBytes: rt.M.heapBytes() };
+  const value = { ...outputs, report };
+  const transfer = Object.values(value).filter((v) => ArrayBuffer.isView(v)).map((v) => v.buffer);
+  return { value, transfer };
 }
