@@ -7,6 +7,7 @@
 #include "engine/compute_run.h"
 #include "networks/runs.h"
 #include "tessera/common/error.h"
+#include "tessera/common/input_checks.h"
 
 namespace tessera::js {
 
@@ -35,12 +36,17 @@ FieldRun::FieldRun(std::shared_ptr<Volume> volume, PlanHandle plan) : volume_(st
       throw Error(ErrorCode::InvalidArgument, std::string("the plan was made for a run ") + (r.magnitude_echoes ? "with" : "without") +
                                                   " a magnitude: call plan() with this request");
     }
+    if (!r.field_units_given) {
+      if (const std::string refusal = implausible_ppm_text(v.field(), v.mask()); !refusal.empty()) throw Error(ErrorCode::InvalidArgument, refusal);
+    }
+    warnings_ = {voxel_size_warning(v.geo())};
+    if (warnings_[0].empty()) warnings_.clear();
     chi_.assign(v.voxel_count(), 0.0f);
     run_ = method_run(start_method(r.method.method, v.geo(), v.field(), v.mask(), v.magnitude(), r.method.params, r.method.threads), chi_);
     return;
   }
   const PreparedRun p = prepare_run(v, *plan_);
-  warning_ = p.warning;
+  if (!p.warning.empty()) warnings_.push_back(p.warning);
   chi_.assign(v.voxel_count(), 0.0f);
   run_ = start_run(p.request, p.plan, v.field(), v.mask(), v.magnitude(), chi_, r.run_threads);
 }
@@ -50,6 +56,17 @@ bool FieldRun::step() { return run_->step(); }
 val FieldRun::outputs() const {
   if (!succeeded_ || !pipeline_) throw Error(ErrorCode::Internal, "no outputs: a pipeline's report() has not confirmed its success");
   return pipeline_result_to_val(pipeline_result_);
+}
+
+val FieldRun::intermediates() const {
+  if (!pipeline_) throw Error(ErrorCode::Internal, "no intermediates: not a pipeline run");
+  return pipeline_result_to_val(succeeded_ ? pipeline_result_ : pipeline_->intermediates());
+}
+
+std::string FieldRun::warning() const {
+  std::string joined;
+  for (const std::string& w : warnings_) joined += (joined.empty() ? "" : "; ") + w;
+  return joined;
 }
 
 val FieldRun::next() {
@@ -103,7 +120,18 @@ val FieldRun::state() const {
 val FieldRun::report() {
   val r(run_->report());  // throws unless the run succeeded (native patching writes chi here)
   succeeded_ = true;
-  r.set("warning", warning_);
+  std::vector<std::string> all = warnings_;
+  if (pipeline_) all.insert(all.end(), pipeline_result_.warnings.begin(), pipeline_result_.warnings.end());
+  std::string joined;
+  val list = val::array();
+  for (const std::string& w : all) {
+    joined += (joined.empty() ? "" : "; ") + w;
+    list.call<void>("push", w);
+  }
+  r.set("warning", joined);
+  r.set("warnings", list);
+  // The steps that ran (an iterative method that converged early ran fewer than its plan's at most).
+  if (plan_->request.kind != ParsedRequest::Kind::Network) r.set("stepsRun", static_cast<double>(run_->done()));
   return r;
 }
 

@@ -41,16 +41,19 @@ class FieldRun {
   val report();
   // chi as a standalone Float32Array; only after a successful report().
   val result() const;
-  std::string warning() const { return warning_; }
+  // The run's warnings so far, "; "-joined (a network's B0 tilt, a method's voxel size).
+  std::string warning() const;
   // A pipeline's intermediates (conversions.h pipeline_result_to_val); only after a successful report().
   val outputs() const;
+  // A pipeline's intermediates of every stage that finished, also after a failed run (empty arrays for the rest).
+  val intermediates() const;
 
  private:
   std::shared_ptr<Volume> volume_;  // the run reads its field and mask
   PlanHandle plan_;                 // the run reads its request and plan
   std::vector<float> chi_;
   std::vector<float> staging_;  // one patch, gathered then copied out
-  std::string warning_;
+  std::vector<std::string> warnings_;
   std::unique_ptr<PatchSteps> run_;  // a StepRun or a NativePatchRun
   bool succeeded_ = false;           // report() confirmed success
   Pipeline* pipeline_ = nullptr;     // a pipeline run's computation (owned by run_)

@@ -47,6 +47,7 @@ struct ParsedRequest {
   uint32_t magnitude_echoes = 0;      // Kind::Method, Kind::Pipeline: a magnitude is given
   PipelineRequest pipeline;           // Kind::Pipeline
   bool mask_given = false;            // Kind::Pipeline
+  bool field_units_given = false;     // Kind::Method: fieldUnits 'ppm' states the field is ppm (no plausibility refusal)
   unsigned run_threads = 1;           // the threads the run's own loops and FFTs use (the request's hardwareThreads)
   // The network or method and every parameter of it (defaults filled in): two requests of the same kind run alike when
   // these agree.

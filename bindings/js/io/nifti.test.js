@@ -752,7 +752,7 @@ test('phaseToRadians: the stored datatype; each refusal, with advice in the call
       return true;
     },
   );
-  const head = (who, span, via = '') => `${who} spans ${span}${via}, outside [-π, π]: the phase networks need the wrapped phase in radians. `;
+  const head = (who, span, via = '') => `${who} spans ${span}${via}, outside [-π, π]: a wrapped phase must be in radians. `;
   // degrees?
   refused([-180, 179.99], cli, head('the phase p.nii', '[-180, 179.99]') + 'It looks like degrees: give --phase-units deg, or convert the file to radians (× π/180).');
   refused([-180, 179.99], page, head('The phase', '[-180, 179.99]') + 'It looks like degrees: choose “degrees”, or convert the file to radians (× π/180).');
