@@ -57,8 +57,8 @@ struct PipelineResult {
 };
 
 // A given mask whose voxels lie at or below the magnitude's tissue threshold (brain_mask's step 1: air, noise, bone)
-// in more than this share reaches outside the tissue: a warning. The phantom's true brain mask has none there at
-// SNR 100; grown by 2 voxels into skull and air it has 30 % (tests/pipeline_test.cpp).
+// in more than this share reaches outside the tissue: a warning. tests/pipeline_test.cpp checks the phantom's true brain
+// mask lies under it and the mask grown by 2 voxels into skull and air above it.
 inline constexpr double kMaskBackgroundWarnShare = 0.1;
 // ... in more than this share the mask is mostly background (an all-ones mask): refused, since χ would be made of air.
 inline constexpr double kMaskBackgroundRefuseShare = 0.5;
