@@ -42,7 +42,7 @@ TEST(InputChecks, AFieldInHzGivenAsPpmIsRefused) {
   const RobustRange ppm = robust_range(a.local_field, a.brain_mask);
   EXPECT_NEAR(r.p99, ppm.p99 * hz_per_ppm, 1e-3 * std::abs(r.p99));
   const std::string m = implausible_ppm_text(hz, a.brain_mask);
-  EXPECT_NE(m.find("beyond ±5 ppm"), std::string::npos) << m;
+  EXPECT_NE(m.find("beyond ±1 ppm"), std::string::npos) << m;
   EXPECT_NE(m.find("--units hz"), std::string::npos) << m;
   std::printf("[ inputs ] local field p1..p99 %.3f..%.3f ppm, as Hz %.1f..%.1f\n", ppm.p1, ppm.p99, r.p1, r.p99);
 }

@@ -20,7 +20,7 @@ export const PIPELINE_OPTIONS = Object.freeze(['unwrap', 'fitResidualLimit', 'ba
  */
 export const OTHER_KEYS = Object.freeze({
   field: 'the local field (ppm), a Float32Array or a Volume',
-  fieldUnits: "a method's field: 'ppm' states it is ppm (a field beyond ±5 ppm is otherwise refused as Hz or a total field)",
+  fieldUnits: "a method's field: 'ppm' states it is ppm (a field beyond ±1 ppm is otherwise refused as Hz or a total field)",
   phase: 'wrapped phase (rad), every echo, a Float32Array or a Volume',
   magnitude: 'magnitude, the size of the field or the phase, or a Volume',
   mask: 'the mask (nonzero = inside), or a Volume',

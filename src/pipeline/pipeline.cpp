@@ -176,8 +176,10 @@ void Pipeline::next_stage() {
         result_.mask = brain_mask(geometry_, first_echo(magnitude_, geometry_.voxel_count()), request_.brain_mask, request_.threads);
       });
     } else if (stage_ == 2) {
+      current_name_ = "echo fit";  // a stage refused as it starts is named by it
       current_ = std::make_unique<EchoFit>(g, phase_, magnitude_, request_.te_s, result_.mask, request_.echo_fit, threads);
     } else if (stage_ == 3) {
+      current_name_ = request_.background == BackgroundRemoval::Vsharp ? "V-SHARP" : "PDF";
       if (request_.background == BackgroundRemoval::Vsharp) {
         current_ = std::make_unique<VSharp>(g, result_.total_ppm, result_.fit_mask, request_.vsharp, threads);
       } else {
@@ -185,6 +187,7 @@ void Pipeline::next_stage() {
       }
     } else if (stage_ == 4) {
       if (!request_.method) continue;
+      current_name_ = std::string(method_info(*request_.method).title);
       current_ = start_method(*request_.method, g, result_.local_ppm, result_.local_mask,
                               first_echo(magnitude_, g.voxel_count()), request_.method_params, threads);
     } else {

@@ -31,10 +31,10 @@ inline constexpr int64_t kMinDipoleAxisVoxels = 3;
 // geometry valid.
 void validate_dipole_extent(const Geometry& geometry);
 
-// A local field in ppm inside the brain lies within about ±1 ppm (veins and bleeds reach 0.5–1 ppm, Haacke 2015); a
-// robust bound (1st or 99th percentile inside the mask) beyond this is not ppm: a field in Hz (1 ppm = 128 Hz at 3 T),
-// rad/s, or a total field with the background left in.
-inline constexpr double kMaxLocalFieldPpm = 5.0;
+// A local field in ppm inside the brain lies within about ±0.3 ppm at its 1st and 99th percentiles (veins and bleeds
+// reach 0.5–1 ppm in a few voxels, Haacke 2015; the phantom's spans ±0.03); a robust bound beyond ±1 ppm is not ppm: a
+// field in Hz (1 ppm = 128 Hz at 3 T; the phantom's in Hz spans ±3.5), rad/s, or a total field with the background left in.
+inline constexpr double kMaxLocalFieldPpm = 1.0;
 
 // The 1st and 99th percentiles of field inside mask (nearest rank over the finite values); {0, 0} for no finite value.
 // field.size() == mask.size().
