@@ -44,7 +44,43 @@ TEST(Methods, ParametersAreCheckedAgainstTheSchema) {
   p.set("tkd.threshold", 0.15);
   EXPECT_DOUBLE_EQ(p.get("tkd.threshold"), 0.15);
   const std::string message = test::error_of([&] { p.set("tkd.threshold", 0.9); }, ErrorCode::InvalidArgument);
-  EXPECT_NE(message.find("tkd.threshold must be in (0, 0.6666666667]"), std::string::npos) << message;
+  EXPECT_NE(message.find("tkd.threshold must be in (0, 2/3)"), std::string::npos) << message;
+}
+
+// The schema prints the range it checks: TKD's threshold below 2/3 (|D| reaches 2/3 only on the B0 axis, where
+// truncating at 2/3 would leave nothing regularised), iLSQR's tolerance below 1.
+TEST(Methods, TheSchemaPrintsTheRangeItChecks) {
+  MethodParams p;
+  for (const char* name : {"tkd.threshold", "tsvd.threshold", "rts.delta", "ilsqr.coneThreshold"}) {
+    EXPECT_EQ(range_text(request_option(name)), "in (0, 2/3)") << name;
+    test::error_of([&] { p.set(name, 2.0 / 3.0); }, ErrorCode::InvalidArgument);
+    p.set(name, std::nextafter(2.0 / 3.0, 0.0));  // the largest value below the printed bound is taken
+  }
+  EXPECT_EQ(range_text(request_option("ilsqr.tolerance")), "in (0, 1)");
+  const std::string one = test::error_of([&] { p.set("ilsqr.tolerance", 1.0); }, ErrorCode::InvalidArgument);
+  EXPECT_NE(one.find("ilsqr.tolerance must be in (0, 1),"), std::string::npos) << one;
+  EXPECT_EQ(range_text(request_option("tv.lambda")), "in (0, 1]");
+  p.set("tv.lambda", 1.0);
+  // A word for a number says the number's range, not an empty list of choices.
+  const std::string nan = test::error_of([&] { p.set_choice("tv.lambda", "NaN"); }, ErrorCode::InvalidArgument);
+  EXPECT_EQ(nan.rfind("tv.lambda must be a number in (0, 1] ppm·mm, got 'NaN'", 0), 0u) << nan;
+  const std::string word = test::error_of([&] { p.set_choice("tv.norm", "l3"); }, ErrorCode::InvalidArgument);
+  EXPECT_NE(word.find("tv.norm must be one of anisotropic|isotropic, got 'l3'"), std::string::npos) << word;
+}
+
+// A single slice (or two) cannot be inverted in 3D: refused in words, for every method.
+TEST(Methods, AVolumeTooThinForA3DInversionIsRefused) {
+  for (int64_t nz : {1, 2}) {
+    const Geometry g{{32, 32, nz}, {1, 1, 1}, {0, 0, 1}};
+    const std::vector<float> field(g.voxel_count(), 0.01f);
+    const std::vector<uint8_t> mask(g.voxel_count(), 1);
+    const std::string m = test::error_of([&] { start_method(Method::Tkd, g, field, mask, {}, MethodParams{}, 1); }, ErrorCode::InvalidArgument);
+    EXPECT_NE(m.find("along z: a 3D dipole inversion needs at least 3"), std::string::npos) << m;
+  }
+  const Geometry g{{32, 32, 3}, {1, 1, 1}, {0, 0, 1}};
+  const std::vector<float> field(g.voxel_count(), 0.01f);
+  const std::vector<uint8_t> mask(g.voxel_count(), 1);
+  EXPECT_NE(start_method(Method::Tkd, g, field, mask, {}, MethodParams{}, 1), nullptr);
 }
 
 TEST(Methods, TkdThroughTheMethodRunEqualsTkdBitForBit) {

@@ -10,6 +10,7 @@
 #include "tessera/quality/fidelity.h"
 #include "tessera/sim/phantom.h"
 #include "tessera/pipeline/pipeline.h"
+#include "tessera/common/input_checks.h"
 
 namespace tessera {
 namespace {
@@ -269,6 +270,103 @@ TEST(Pipeline, BadInputsGetOneClearLine) {
   r.method = Method::Medi;
   m = test::error_of([&] { Pipeline(g, a.phase, {}, a.brain_mask, r); }, ErrorCode::InvalidArgument);
   EXPECT_NE(m.find("needs the magnitude"), std::string::npos) << m;
+}
+
+// The brain mask grown by n voxels (6-neighbour steps) into what surrounds it.
+std::vector<uint8_t> grown(const Geometry& g, std::vector<uint8_t> m, int n) {
+  for (int step = 0; step < n; ++step) {
+    std::vector<uint8_t> next = m;
+    for (int64_t z = 0; z < g.dims[2]; ++z)
+      for (int64_t y = 0; y < g.dims[1]; ++y)
+        for (int64_t x = 0; x < g.dims[0]; ++x) {
+          if (m[g.index(x, y, z)]) continue;
+          const bool touch = (x > 0 && m[g.index(x - 1, y, z)]) || (x + 1 < g.dims[0] && m[g.index(x + 1, y, z)]) ||
+                             (y > 0 && m[g.index(x, y - 1, z)]) || (y + 1 < g.dims[1] && m[g.index(x, y + 1, z)]) ||
+                             (z > 0 && m[g.index(x, y, z - 1)]) || (z + 1 < g.dims[2] && m[g.index(x, y, z + 1)]);
+          next[g.index(x, y, z)] = touch;
+        }
+    m = std::move(next);
+  }
+  return m;
+}
+
+bool has_warning(const PipelineResult& out, const std::string& text) {
+  for (const std::string& w : out.warnings) {
+    if (w.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// A mask reaching outside the brain: grown by 2 voxels into CSF, skull and air, it warns (its magnitude there is
+// background); the true brain mask does not; an all-ones mask is refused (χ would be made of air).
+TEST(Pipeline, AMaskReachingOutsideTheTissueWarnsOrIsRefused) {
+  const Geometry g = head(64, 64, 48, 3.0);
+  const PhantomAcquisition& a = scan(100);
+  PipelineRequest r;
+  r.method = Method::Tkd;
+  const double truth = mask_background_share(a.magnitude, a.brain_mask, r.brain_mask);
+  const std::vector<uint8_t> big = grown(g, a.brain_mask, 2);
+  const double wide = mask_background_share(a.magnitude, big, r.brain_mask);
+  std::printf("[ pipeline ] mask share at or below the tissue threshold: true brain %.3f, grown by 2 voxels %.3f\n", truth, wide);
+  EXPECT_LE(truth, kMaskBackgroundWarnShare);
+  EXPECT_GT(wide, kMaskBackgroundWarnShare);
+  const PipelineResult fine = run(a, a.brain_mask, r);
+  EXPECT_FALSE(has_warning(fine, "reaches outside the brain")) << (fine.warnings.empty() ? "" : fine.warnings[0]);
+  const PipelineResult out = run(a, big, r);
+  EXPECT_TRUE(has_warning(out, "the mask reaches outside the brain"));
+  const std::vector<uint8_t> ones(g.voxel_count(), 1);
+  PipelineRequest pdf = r;
+  pdf.background = BackgroundRemoval::Pdf;
+  pdf.te_s = a.te_s;
+  const std::string m = test::error_of([&] { Pipeline(g, a.phase, a.magnitude, ones, pdf); }, ErrorCode::InvalidArgument);
+  EXPECT_NE(m.find("the mask is mostly outside the head"), std::string::npos) << m;
+}
+
+// A voxel of 100 mm is taken as given, with a warning; a single slice is refused before any stage runs.
+TEST(Pipeline, ImplausibleGeometryWarnsOrIsRefused) {
+  const PhantomAcquisition& a = scan(0);
+  PipelineRequest r;
+  r.te_s = a.te_s;
+  Geometry g = head(64, 64, 48, 3.0);
+  g.voxel_mm = {100, 100, 100};
+  Pipeline p(g, a.phase, a.magnitude, a.brain_mask, r);
+  EXPECT_TRUE(has_warning(p.intermediates(), "100×100×100 mm is outside 0.1–10 mm"));
+  const Geometry slice{{64, 64, 1}, {3, 3, 3}, {0, 0, 1}};
+  const uint64_t n = slice.voxel_count();
+  std::vector<float> one_echo_phase;
+  for (int e = 0; e < 4; ++e) one_echo_phase.insert(one_echo_phase.end(), a.phase.begin() + static_cast<std::ptrdiff_t>(e * g.voxel_count()), a.phase.begin() + static_cast<std::ptrdiff_t>(e * g.voxel_count() + n));
+  const std::vector<uint8_t> mask(n, 1);
+  const std::string m = test::error_of([&] { Pipeline(slice, one_echo_phase, {}, mask, r); }, ErrorCode::InvalidArgument);
+  EXPECT_NE(m.find("along z: a 3D dipole inversion"), std::string::npos) << m;
+}
+
+// A stage that fails names itself, and the stages that finished keep their intermediates; a stage that leaves out much
+// of the mask says how much and why.
+TEST(Pipeline, AFailedStageIsNamedAndTheFinishedStagesAreKept) {
+  const Geometry g = head(64, 64, 48, 3.0);
+  const PhantomAcquisition& a = scan(0);
+  PipelineRequest r;
+  r.te_s = a.te_s;
+  r.b0_tesla = a.b0_tesla;
+  r.vsharp.min_radius_voxels = 30;  // erodes the whole brain
+  r.vsharp.max_radius_voxels = 30;
+  Pipeline p(g, a.phase, a.magnitude, a.brain_mask, r);
+  const std::string m = test::error_of([&] {
+    while (!p.finished()) p.step();
+  }, ErrorCode::InvalidArgument);
+  EXPECT_EQ(m.rfind("the V-SHARP stage failed: ", 0), 0u) << m;
+  const PipelineResult& kept = p.intermediates();
+  EXPECT_EQ(kept.field_hz.size(), g.voxel_count());  // the echo fit finished
+  EXPECT_EQ(kept.total_ppm.size(), g.voxel_count());
+  EXPECT_TRUE(kept.local_ppm.empty());  // V-SHARP did not
+  // The default V-SHARP on this 3 mm head: its erosion's share is said when over the bound.
+  PipelineRequest d;
+  const PipelineResult out = run(a, a.brain_mask, d);
+  uint64_t fit = 0, local = 0;
+  for (size_t i = 0; i < out.local_mask.size(); ++i) fit += out.fit_mask[i] != 0, local += out.local_mask[i] != 0;
+  const double share = 1.0 - static_cast<double>(local) / static_cast<double>(fit);
+  std::printf("[ pipeline ] V-SHARP left out %.3f of the fit mask\n", share);
+  EXPECT_EQ(has_warning(out, "V-SHARP left out"), share > kLeftOutWarnShare);
 }
 
 }  // namespace

@@ -17,7 +17,9 @@ export class TesseraError extends Error {
 /** Serialisable form of an error, for postMessage. */
 export function errorToMessage(e) {
   if (e && typeof e === 'object') {
-    return { name: e.name ?? 'Error', code: e.code ?? 'Internal', message: e.message ?? String(e) };
+    const m = { name: e.name ?? 'Error', code: e.code ?? 'Internal', message: e.message ?? String(e) };
+    if (e.intermediates) m.intermediates = e.intermediates; // a failed pipeline's finished stages (typed arrays)
+    return m;
   }
   return { name: 'Error', code: 'Internal', message: String(e) };
 }
@@ -25,7 +27,9 @@ export function errorToMessage(e) {
 /** Rebuilds an error posted by errorToMessage: AbortError stays a DOMException, the rest TesseraError. */
 export function errorFromMessage(m) {
   if (m.name === 'AbortError') return new DOMException(m.message, 'AbortError');
-  return new TesseraError(m.message, m.code ?? 'Internal');
+  const e = new TesseraError(m.message, m.code ?? 'Internal');
+  if (m.intermediates) e.intermediates = m.intermediates;
+  return e;
 }
 
 /** A TesseraError from an error thrown by the wasm module (its name is "TesseraError" and it has a code). */

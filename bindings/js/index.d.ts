@@ -401,6 +401,9 @@ export interface MethodRequest extends MethodOptions {
   method: MethodName;
   /** local field (ppm), x-fastest, or a Volume */
   field: Float32Array | Volume<VoxelArray>;
+  /** 'ppm': the field is ppm as given (a field whose 1st–99th percentile in the mask reaches beyond ±1 ppm is otherwise refused) */
+  fieldUnits?: 'ppm';
+  /** the mask: inside where > 0 (0, negative and non-finite values are outside) */
   mask?: ArrayLike<number> | Volume<VoxelArray>;
   /** MEDI: the magnitude (its edge prior) */
   magnitude?: Float32Array | Volume<VoxelArray>;

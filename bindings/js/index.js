@@ -599,7 +599,9 @@ export class Tessera {
    * phase: wrapped radians, every echo (a 4D Volume, or a Float32Array echo after echo with geometry); te: seconds,
    * one per echo; b0: tesla; magnitude (same size as phase), mask (optional).
    * Every intermediate comes back as a Volume with the input's geometry: mask, unwrappedPhase (4D), offset, fieldHz,
-   * totalField, fitResidual, fitMask, localField, localMask, chi (null without a method or network).
+   * totalField, fitResidual, fitMask, localField, localMask, chi (null without a method or network). report.warnings
+   * lists what was assumed or left out (voxel size, a mask reaching outside the tissue, a stage leaving out much of
+   * the mask). When a stage fails, the error names it and its intermediates hold the stages that finished (the rest null).
    * @returns {Promise<object>}
    */
   async pipeline(a) {
@@ -607,13 +609,24 @@ export class Tessera {
     const { signal, onProgress, ...args } = a ?? {};
     const r = unwrapVolumes(args);
     if (!r.geometry) throw new TesseraError('pipeline: give phase as a Volume (readNifti / readEchoes) or give geometry', 'InvalidArgument');
-    const out = await this._call('pipeline', { ...r, plan: handedBack(r.plan) }, { signal, onProgress });
     const g = r.geometry;
     const echoes = Array.isArray(r.te) ? r.te.length : 1;
-    const vol = (data, extra = {}) => (data ? makeVolume({ ...g, data, ...extra }) : null);
-    const result = { report: out.report };
-    for (const k of ['mask', 'offset', 'fieldHz', 'totalField', 'fitResidual', 'fitMask', 'localField', 'localMask', 'chi']) result[k] = vol(out[k]);
-    result.unwrappedPhase = vol(out.unwrappedPhase, { echoes });
+    const vol = (data, extra = {}) => (data?.length ? makeVolume({ ...g, data, ...extra }) : null);
+    const volumes = (out) => {
+      const v = {};
+      for (const k of ['mask', 'offset', 'fieldHz', 'totalField', 'fitResidual', 'fitMask', 'localField', 'localMask', 'chi']) v[k] = vol(out[k]);
+      v.unwrappedPhase = vol(out.unwrappedPhase, { echoes });
+      return v;
+    };
+    let out;
+    try {
+      out = await this._call('pipeline', { ...r, plan: handedBack(r.plan) }, { signal, onProgress });
+    } catch (e) {
+      // A stage failed (its name is in the message): the stages that finished come back as Volumes (null: not reached).
+      if (e?.intermediates) e.intermediates = volumes(e.intermediates);
+      throw e;
+    }
+    const result = { report: out.report, ...volumes(out) };
     if (out.networkReport) result.networkReport = out.networkReport;
     return result;
   }

@@ -22,6 +22,7 @@ export const PIPELINE_OPTIONS = Object.freeze([
  */
 export const OTHER_KEYS = Object.freeze({
   field: 'the local field (ppm), a Float32Array or a Volume',
+  fieldUnits: "a method's field: 'ppm' states it is ppm (a field beyond ±1 ppm is otherwise refused as Hz or a total field)",
   phase: 'wrapped phase (rad), every echo, a Float32Array or a Volume',
   magnitude: 'magnitude, the size of the field or the phase, or a Volume',
   mask: 'the mask (nonzero = inside), or a Volume',
@@ -55,7 +56,7 @@ export const NETWORK_KEYS = Object.freeze([
  * methodNames: the schema's method choices (each method's parameters are an object under its name).
  */
 export function methodKeys(methodNames) {
-  return ['method', ...methodNames, 'field', 'mask', 'magnitude', 'geometry', 'plan', ...CALL_KEYS];
+  return ['method', ...methodNames, 'field', 'fieldUnits', 'mask', 'magnitude', 'geometry', 'plan', ...CALL_KEYS];
 }
 
 /**

@@ -145,7 +145,8 @@ EMSCRIPTEN_BINDINGS(tessera) {
       .function("state", &FieldRun::state)
       .function("report", &run_report)
       .function("result", &run_result)
-      .function("warning", &FieldRun::warning);
+      .function("warning", &FieldRun::warning)
+      .function("intermediates", &FieldRun::intermediates);
   function("startVerification", &start_verification);
   class_<Verification>("Verification")
       .function("box", &Verification::box)

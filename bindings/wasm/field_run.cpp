@@ -60,7 +60,12 @@ val FieldRun::state() const {
 
 val FieldRun::report() {
   val r(run_.report());  // throws unless the run succeeded (native patching writes chi here)
+  val list = val::array();
+  for (const std::string& w : run_.warnings()) list.call<void>("push", w);
   r.set("warning", run_.warning());
+  r.set("warnings", list);
+  // The steps that ran (an iterative method that converged early ran fewer than its plan's at most).
+  if (run_.kind() != Request::Kind::Network) r.set("stepsRun", static_cast<double>(run_.steps_run()));
   return r;
 }
 

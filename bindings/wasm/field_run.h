@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "session/run.h"
+#include "conversions.h"
 #include "volume.h"
 
 namespace tessera::js {
@@ -40,6 +41,8 @@ class FieldRun {
   std::string warning() const { return run_.warning(); }
   // A pipeline's intermediates (conversions.h pipeline_result_to_val); only after a successful report().
   val outputs() const;
+  // A pipeline's intermediates of every stage that finished, also after a failed run (empty arrays for the rest).
+  val intermediates() const { return pipeline_result_to_val(run_.intermediates()); }
 
  private:
   std::shared_ptr<Volume> volume_;  // the run reads its field and mask

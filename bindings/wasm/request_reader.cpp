@@ -44,6 +44,11 @@ Request parse_request(const val& geometry, const val& request) {
   } else if (is_method_request(request)) {
     MethodRequest method = method_request_from(request);
     p.run_threads = method.threads;
+    const val units = request["fieldUnits"];
+    if (!units.isUndefined() && !units.isNull() && !(units.isString() && units.as<std::string>() == "ppm")) {
+      throw Error(ErrorCode::InvalidArgument, "fieldUnits must be 'ppm' (the field is ppm, as given): convert a field in Hz or rad/s to ppm first");
+    }
+    p.field_units_given = units.isString();
     method_identity(method.method, method.params, p.identity);
     p.identity.emplace_back("magnitude", p.magnitude_echoes ? "given" : "none");
     p.what = std::move(method);

@@ -389,6 +389,9 @@ void register_value_types() {
       .field("min", &OptionSpec::min)
       .field("max", &OptionSpec::max)
       .field("minExclusive", &OptionSpec::min_exclusive)
+      .field("maxExclusive", &OptionSpec::max_exclusive)
+      .field("range", +[](const OptionSpec& o) { return range_text(o); }, "string")
+      .doc("the range in words as C++ checks it (\"in (0, 2/3)\", \"a whole number in [1, 64]\", \"≥ 0\"); empty for a worded option")
       .field("integer", &OptionSpec::integer)
       .text<&OptionSpec::help>("help")
       .field("choices", +[](const OptionSpec& o) {

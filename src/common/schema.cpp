@@ -51,19 +51,50 @@ double checked_option(std::span<const OptionSpec> table, std::string_view name, 
   return checked_value(find_option(table, name), value);
 }
 
+namespace {
+
+// A bound as range_text prints it: a whole number of thirds that is not whole as the fraction (2/3), else number_text.
+std::string bound_text(double v) {
+  const double thirds = v * 3.0;
+  if (v != std::floor(v) && std::abs(thirds - std::round(thirds)) < 1e-12 && std::round(thirds) / 3.0 == v) {
+    return message_number(std::round(thirds), 10) + "/3";
+  }
+  return number_text(v);
+}
+
+}  // namespace
+
+std::string range_text(const OptionSpec& o) {
+  if (!o.choices.empty()) return {};
+  if (o.name == "phaseSign") return "+1 or -1";
+  if (o.max >= kUnboundedOption && o.min <= -kUnboundedOption) return "a finite number";
+  const std::string kind = o.integer ? "a whole number " : "";
+  if (o.max >= kUnboundedOption) return kind + (o.min_exclusive ? "> " : "≥ ") + bound_text(o.min);
+  return kind + "in " + (o.min_exclusive ? "(" : "[") + bound_text(o.min) + ", " + bound_text(o.max) + (o.max_exclusive ? ")" : "]");
+}
+
+Error word_refusal(const OptionSpec& o, std::string_view word) {
+  const std::string unit = o.unit.empty() ? "" : " " + std::string(o.unit);
+  if (o.choices.empty()) {
+    const std::string range = range_text(o);
+    const std::string what = range.rfind("a ", 0) == 0 ? range : "a number " + range;
+    return Error(ErrorCode::InvalidArgument, std::string(o.name) + " must be " + what + unit + ", got '" + std::string(word) +
+                                                 "' (" + std::string(o.help) + ")");
+  }
+  return Error(ErrorCode::InvalidArgument, std::string(o.name) + " must be one of " + std::string(o.choices) + ", got '" +
+                                               std::string(word) + "'");
+}
+
 double checked_value(const OptionSpec& o, double value) {
   const bool low_ok = o.min_exclusive ? value > o.min : value >= o.min;
+  const bool high_ok = o.max_exclusive ? value < o.max : value <= o.max;
   const bool whole = !o.integer || value == std::floor(value);
   const bool sign_ok = o.name != "phaseSign" || value == 1.0 || value == -1.0;
-  if (std::isfinite(value) && low_ok && value <= o.max && whole && sign_ok) return value;
-  std::string range;
-  if (o.name == "phaseSign") {
-    range = "+1 or -1";
-  } else if (o.max >= kUnboundedOption && o.min <= -kUnboundedOption) {
-    range = "a finite number";
-  } else {
-    range = std::string(o.integer ? "a whole number in " : "in ") + (o.min_exclusive ? "(" : "[") + number_text(o.min) +
-            ", " + (o.max >= kUnboundedOption ? std::string("∞)") : number_text(o.max) + "]");
+  if (std::isfinite(value) && low_ok && high_ok && whole && sign_ok) return value;
+  // An unbounded range reads "in [1, ∞)" in a refusal (range_text's "≥ 1" is the schema's shorter form).
+  std::string range = range_text(o);
+  if (o.max >= kUnboundedOption && o.min > -kUnboundedOption) {
+    range = std::string(o.integer ? "a whole number in " : "in ") + (o.min_exclusive ? "(" : "[") + bound_text(o.min) + ", ∞)";
   }
   const std::string unit = o.unit.empty() ? "" : " " + std::string(o.unit);
   std::string message = std::string(o.name) + " must be " + range + unit + ", got " + number_text(value);

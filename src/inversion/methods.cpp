@@ -8,6 +8,8 @@
 #include "tessera/inversion/closed_form.h"
 #include "tessera/common/dipole.h"
 #include "tessera/common/error.h"
+#include "tessera/common/input_checks.h"
+#include "tessera/common/schema.h"
 #include "tessera/inversion/ilsqr.h"
 #include "tessera/inversion/medi.h"
 #include "tessera/inversion/ndi.h"
@@ -38,9 +40,9 @@ constexpr double kBig = 1e10;
 // own constants (their headers cite where each comes from).
 const OptionSpec kOptions[] = {
     {"tkd.threshold", "", static_cast<double>(kTkdThreshold), "", 0, 2.0 / 3.0, true, false,
-     "k-space values with |D| below this are truncated to ±threshold (Wharton et al. 2010)"},
+     "k-space values with |D| below this are truncated to ±threshold (Wharton et al. 2010)", "", true},
     {"tsvd.threshold", "", tsvd_defaults::kThreshold, "", 0, 2.0 / 3.0, true, false,
-     "k-space values with |D| below this are set to 0 (QSM.jl: 0.15)"},
+     "k-space values with |D| below this are set to 0 (QSM.jl: 0.15)", "", true},
     {"tsvd.padRatio", "", padding_defaults::kPadRatio, "", 1, padding_defaults::kMaxPadRatio, false, false,
      "zero padding: each axis to a 2,3,5-smooth length of at least this × its size (1: measured as accurate as 2, 3-9× cheaper)"},
     {"tikhonov.lambda", "", tikhonov_defaults::kLambda, "", 0, 1e3, true, false,
@@ -56,17 +58,17 @@ const OptionSpec kOptions[] = {
     {"tv.norm", "", 0, "anisotropic", 0, 0, false, false, "anisotropic (|∂x| + |∂y| + |∂z|) or isotropic (‖∇χ‖) total variation",
      "anisotropic|isotropic"},
     {"tv.padRatio", "", padding_defaults::kPadRatio, "", 1, padding_defaults::kMaxPadRatio, false, false, "zero padding ratio (as tsvd.padRatio)"},
-    {"rts.delta", "", rts_defaults::kDelta, "", 0, 2.0 / 3.0, true, false, "|D| above which k-space is solved in step 1 (Kames 2018: 0.15)"},
+    {"rts.delta", "", rts_defaults::kDelta, "", 0, 2.0 / 3.0, true, false, "|D| above which k-space is solved in step 1 (Kames 2018: 0.15)", "", true},
     {"rts.mu", "", rts_defaults::kMu, "", 0, kBig, true, false, "weight of step 1's k-space data in step 2 (1e5)"},
     {"rts.rho", "", rts_defaults::kRho, "", 0, 1e8, true, false, "initial ADMM penalty of step 2 (10)"},
     {"rts.tolerance", "", rts_defaults::kTolerance, "", 0, 1, false, false, "stop step 2 when χ changes by less than this (relative)"},
     {"rts.maxIterations", "", static_cast<double>(rts_defaults::kMaxIterations), "", 1, 10000, false, true, "ADMM iterations of step 2 at most"},
     {"rts.lsmrIterations", "", static_cast<double>(rts_defaults::kLsmrIterations), "", 1, 1000, false, true, "LSMR iterations of step 1"},
     {"rts.padRatio", "", padding_defaults::kPadRatio, "", 1, padding_defaults::kMaxPadRatio, false, false, "zero padding ratio (as tsvd.padRatio)"},
-    {"ilsqr.tolerance", "", ilsqr_defaults::kTolerance, "", 0, 1, true, false, "LSQR stopping tolerance of each solve (Li 2015: 0.01)"},
+    {"ilsqr.tolerance", "", ilsqr_defaults::kTolerance, "", 0, 1, true, false, "LSQR stopping tolerance of each solve (Li 2015: 0.01)", "", true},
     {"ilsqr.maxIterations", "", static_cast<double>(ilsqr_defaults::kMaxIterations), "", 1, 1000, false, true, "LSQR iterations per solve at most"},
     {"ilsqr.coneThreshold", "", ilsqr_defaults::kConeThreshold, "", 0, 2.0 / 3.0, true, false,
-     "|D| below which k-space is the ill-conditioned cone whose streaks are estimated (0.1)"},
+     "|D| below which k-space is the ill-conditioned cone whose streaks are estimated (0.1)", "", true},
     {"ndi.tau", "", ndi_defaults::kTau, "", 0, 4, true, false, "gradient step size (FANSI: 2)"},
     {"ndi.lambda", "", ndi_defaults::kLambda, "", 0, 1, false, false, "Tikhonov weight (FANSI: 1e-5)"},
     {"ndi.maxIterations", "", static_cast<double>(ndi_defaults::kMaxIterations), "", 1, 10000, false, true, "iterations at most"},
@@ -112,6 +114,7 @@ size_t option_index(std::string_view name) {
 void check_inputs(const MethodInfo& info, const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask,
                   std::span<const float> magnitude) {
   validate_geometry(g);
+  validate_dipole_extent(g);
   validate_volume_sizes(g, field.size(), mask.size());
   validate_finite(g, field);
   validate_mask_not_empty(g, mask);
@@ -278,8 +281,7 @@ void MethodParams::set_choice(std::string_view name, std::string_view choice) {
       return;
     }
   }
-  throw Error(ErrorCode::InvalidArgument, std::string(name) + " must be one of " + std::string(o.choices) + ", got '" +
-                                              std::string(choice) + "'");
+  throw word_refusal(o, choice);
 }
 
 std::unique_ptr<MethodComputation> start_method(Method method, const Geometry& g, std::span<const float> field,

@@ -139,6 +139,27 @@ double otsu(std::span<const float> values, double lo, double hi, int bins) {
 
 }  // namespace
 
+namespace {
+
+// Step 1's threshold t and the robust range [t2, t98] it was chosen in.
+struct MagnitudeThreshold {
+  double t, t2, t98;
+};
+MagnitudeThreshold brain_threshold(std::span<const float> magnitude, const BrainMaskParams& p) {
+  double t2, t98;
+  {
+    std::vector<float> copy(magnitude.begin(), magnitude.end());
+    t2 = quantile(copy, 0.02);
+    t98 = quantile(std::move(copy), 0.98);
+  }
+  const double t = p.threshold == MaskThreshold::Otsu ? otsu(magnitude, t2, t98, p.histogram_bins) : t2 + p.robust_fraction * (t98 - t2);
+  return {t, t2, t98};
+}
+
+}  // namespace
+
+double magnitude_threshold(std::span<const float> magnitude, const BrainMaskParams& p) { return brain_threshold(magnitude, p).t; }
+
 void validate(const BrainMaskParams& p) {
   if (p.threshold != MaskThreshold::Otsu && p.threshold != MaskThreshold::RobustRange) {
     throw Error(ErrorCode::InvalidArgument, "brain_mask: threshold must be Otsu or RobustRange, got value " +
@@ -221,14 +242,7 @@ std::vector<uint8_t> brain_mask(const Geometry& g, std::span<const float> magnit
     }
   }
   // 1. threshold over BET's robust range
-  double t2, t98;
-  {
-    std::vector<float> copy(magnitude.begin(), magnitude.end());
-    t2 = quantile(copy, 0.02);
-    t98 = quantile(std::move(copy), 0.98);
-  }
-  const double t = p.threshold == MaskThreshold::Otsu ? otsu(magnitude, t2, t98, p.histogram_bins)
-                                                      : t2 + p.robust_fraction * (t98 - t2);
+  const auto [t, t2, t98] = brain_threshold(magnitude, p);
   std::vector<uint8_t> mask(static_cast<size_t>(n));
   for (uint64_t i = 0; i < n; ++i) mask[i] = static_cast<double>(magnitude[i]) > t ? 1 : 0;
   // 2. opening

@@ -6,6 +6,8 @@
 #include <string>
 
 #include "tessera/common/error.h"
+#include "tessera/common/input_checks.h"
+#include "common/message_number.h"
 #include "tessera/common/schema.h"
 
 namespace tessera {
@@ -134,6 +136,18 @@ std::span<const float> first_echo(std::span<const float> magnitude, uint64_t n) 
 
 std::span<const OptionSpec> pipeline_options() { return kPipelineStageOptions; }
 
+double mask_background_share(std::span<const float> magnitude, std::span<const uint8_t> mask, const BrainMaskParams& params) {
+  const std::span<const float> first = magnitude.first(mask.size());
+  const double t = magnitude_threshold(first, params);
+  uint64_t inside = 0, dark = 0;
+  for (size_t i = 0; i < mask.size(); ++i) {
+    if (!mask[i]) continue;
+    ++inside;
+    dark += static_cast<double>(first[i]) <= t;
+  }
+  return inside ? static_cast<double>(dark) / static_cast<double>(inside) : 0.0;
+}
+
 void set_pipeline_option(PipelineRequest& r, std::string_view name, double value) {
   const double v = checked_option(pipeline_options(), name, value);
   if (name == "vsharp.maxRadius") r.vsharp.max_radius_voxels = v;
@@ -158,29 +172,18 @@ void set_pipeline_option(PipelineRequest& r, std::string_view name, double value
 }
 
 void set_pipeline_choice(PipelineRequest& r, std::string_view name, std::string_view choice) {
-  auto bad = [&](std::string_view choices) {
-    return Error(ErrorCode::InvalidArgument, std::string(name) + " must be one of " + std::string(choices) + ", got '" +
-                                                 std::string(choice) + "'");
-  };
-  if (name == "unwrap") {
-    if (choice == "region-growing") r.echo_fit.unwrapper = Unwrapper::RegionGrowing;
-    else if (choice == "laplacian") r.echo_fit.unwrapper = Unwrapper::Laplacian;
-    else throw bad(find_option(pipeline_options(), name).choices);
-  } else if (name == "background") {
-    if (choice == "vsharp") r.background = BackgroundRemoval::Vsharp;
-    else if (choice == "pdf") r.background = BackgroundRemoval::Pdf;
-    else if (choice == "lbv") r.background = BackgroundRemoval::Lbv;
-    else if (choice == "ismv") r.background = BackgroundRemoval::Ismv;
-    else if (choice == "sharp") r.background = BackgroundRemoval::Sharp;
-    else if (choice == "resharp") r.background = BackgroundRemoval::Resharp;
-    else throw bad(find_option(pipeline_options(), name).choices);
-  } else if (name == "brainMask.threshold") {
-    if (choice == "otsu") r.brain_mask.threshold = MaskThreshold::Otsu;
-    else if (choice == "robust") r.brain_mask.threshold = MaskThreshold::RobustRange;
-    else throw bad(find_option(pipeline_options(), name).choices);
-  } else {
-    throw Error(ErrorCode::Internal, "no worded pipeline option '" + std::string(name) + "'");
-  }
+  const OptionSpec& o = find_option(pipeline_options(), name);
+  if (name == "unwrap" && choice == "region-growing") r.echo_fit.unwrapper = Unwrapper::RegionGrowing;
+  else if (name == "unwrap" && choice == "laplacian") r.echo_fit.unwrapper = Unwrapper::Laplacian;
+  else if (name == "background" && choice == "vsharp") r.background = BackgroundRemoval::Vsharp;
+  else if (name == "background" && choice == "pdf") r.background = BackgroundRemoval::Pdf;
+  else if (name == "background" && choice == "lbv") r.background = BackgroundRemoval::Lbv;
+  else if (name == "background" && choice == "ismv") r.background = BackgroundRemoval::Ismv;
+  else if (name == "background" && choice == "sharp") r.background = BackgroundRemoval::Sharp;
+  else if (name == "background" && choice == "resharp") r.background = BackgroundRemoval::Resharp;
+  else if (name == "brainMask.threshold" && choice == "otsu") r.brain_mask.threshold = MaskThreshold::Otsu;
+  else if (name == "brainMask.threshold" && choice == "robust") r.brain_mask.threshold = MaskThreshold::RobustRange;
+  else throw word_refusal(o, choice);  // a word for a number ("NaN"), or not one of the choices
 }
 
 Pipeline::Pipeline(const Geometry& g, std::span<const float> phase, std::span<const float> magnitude,
@@ -196,12 +199,29 @@ Pipeline::Pipeline(const Geometry& g, std::span<const float> phase, std::span<co
   validate(request_.ismv);
   validate(request_.sharp);
   validate(request_.resharp);
+  validate_dipole_extent(g);
   const uint64_t n = g.voxel_count();
   if (!mask.empty()) {
     validate_volume_sizes(g, n, mask.size());
     validate_mask_not_empty(g, mask);
   } else if (magnitude.empty()) {
     throw Error(ErrorCode::InvalidArgument, "no mask and no magnitude: give a brain mask, or the magnitude to make one from");
+  }
+  if (std::string w = voxel_size_warning(g); !w.empty()) result_.warnings.push_back(std::move(w));
+  if (!mask.empty() && !magnitude.empty()) {
+    // A given mask that reaches outside the tissue: its share of voxels as dark as air, noise or bone.
+    const double share = mask_background_share(magnitude, mask, request_.brain_mask);
+    const std::string what = message_number(100.0 * share, 3) + " % of the mask's voxels have a magnitude at or below the tissue threshold (" +
+                             "air, noise or bone)";
+    if (share > kMaskBackgroundRefuseShare) {
+      throw Error(ErrorCode::InvalidArgument, what + ": the mask is mostly outside the head, and χ there would be made of "
+                                                     "noise. Give a brain mask, or leave the mask out to make one from the magnitude");
+    }
+    if (share > kMaskBackgroundWarnShare) {
+      result_.warnings.push_back(what + ": the mask reaches outside the brain, where the phase is noise and the field cannot "
+                                        "be trusted; χ near its edge will be wrong. Give a tighter brain mask (or leave it out "
+                                        "to make one from the magnitude)");
+    }
   }
   if (request_.method && method_info(*request_.method).needs_magnitude && magnitude.empty()) {
     throw Error(ErrorCode::InvalidArgument, std::string(method_info(*request_.method).title) +
@@ -234,12 +254,14 @@ void Pipeline::next_stage() {
         result_.mask = brain_mask(geometry_, first_echo(magnitude_, geometry_.voxel_count()), request_.brain_mask, request_.threads);
       });
     } else if (stage_ == 2) {
+      current_name_ = "echo fit";  // a stage refused as it starts is named by it
       current_ = std::make_unique<EchoFit>(g, phase_, magnitude_, request_.te_s, result_.mask, request_.echo_fit, threads);
     } else if (stage_ == 3) {
       if (pipeline_skips_background(request_)) {  // the method gets the total field on the fit mask
         result_.local_mask = result_.fit_mask;
         continue;
       }
+      current_name_ = background_title(request_.background);
       const std::span<const float> f = result_.total_ppm;
       const std::span<const uint8_t> m = result_.fit_mask;
       switch (request_.background) {
@@ -252,6 +274,7 @@ void Pipeline::next_stage() {
       }
     } else if (stage_ == 4) {
       if (!request_.method) continue;
+      current_name_ = std::string(method_info(*request_.method).title);
       const bool total = pipeline_skips_background(request_);
       current_ = start_method(*request_.method, g, total ? result_.total_ppm : result_.local_ppm, result_.local_mask,
                               first_echo(magnitude_, g.voxel_count()), request_.method_params, threads);
@@ -266,6 +289,15 @@ void Pipeline::next_stage() {
 
 void Pipeline::step() {
   if (finished_) throw Error(ErrorCode::Internal, "the pipeline has finished");
+  try {
+    advance();
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::Cancelled) throw;
+    throw Error(e.code(), "the " + current_name_ + " stage failed: " + e.what());
+  }
+}
+
+void Pipeline::advance() {
   current_->step();
   ++done_;
   if (!current_->finished()) return;
@@ -284,9 +316,17 @@ void Pipeline::step() {
       kept += result_.fit_mask[i];
     }
     if (kept == 0) {
-      throw Error(ErrorCode::InvalidArgument, "the echo fit's residual is above fitResidualLimit (" + std::to_string(request_.fit_residual_limit) +
+      throw Error(ErrorCode::InvalidArgument, "the echo fit's residual is above fitResidualLimit (" + number_text(request_.fit_residual_limit) +
                                                   " rad) everywhere in the mask: check the echo times and that the phase is of these echoes");
     }
+    uint64_t given = 0;
+    for (uint8_t m : result_.mask) given += m != 0;
+    std::string w = left_out_warning("the echo fit", kept, given,
+                                     "their echoes' fit residual is above fitResidualLimit (" + number_text(request_.fit_residual_limit) +
+                                         " rad): a phase the unwrapping could not make consistent (next to air, noise outside the "
+                                         "head, or echo times that are not the phase's); they are left out of the background "
+                                         "removal and χ");
+    if (!w.empty()) result_.warnings.push_back(std::move(w));
   } else if (stage_ == 3) {
     LocalField local;
     switch (request_.background) {
@@ -299,6 +339,16 @@ void Pipeline::step() {
     }
     result_.local_ppm = std::move(local.field);
     result_.local_mask = std::move(local.mask);
+    uint64_t given = 0, kept = 0;
+    for (size_t i = 0; i < result_.local_mask.size(); ++i) given += result_.fit_mask[i] != 0, kept += result_.local_mask[i] != 0;
+    const std::string why = request_.background == BackgroundRemoval::Vsharp
+                                ? "V-SHARP erodes the mask by its smallest sphere (vsharp.minRadius " +
+                                      number_text(request_.vsharp.min_radius_voxels) + " voxels), where the local field is not defined"
+                                : request_.background == BackgroundRemoval::Pdf
+                                      ? std::string("PDF left them without a local field")
+                                      : current_name_ + " defines the local field only on the mask it keeps (its erosion of the mask's border)";
+    std::string w = left_out_warning(current_name_, kept, given, why);
+    if (!w.empty()) result_.warnings.push_back(std::move(w));
   } else if (stage_ == 4) {
     result_.chi = static_cast<MethodComputation&>(*current_).take_result();
   }

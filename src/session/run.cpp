@@ -3,6 +3,7 @@
 #include "engine/compute_run.h"
 #include "networks/runs.h"
 #include "tessera/common/error.h"
+#include "tessera/common/input_checks.h"
 
 namespace tessera {
 
@@ -39,6 +40,10 @@ Run::Run(PlanHandle held, const VolumeData& v) : plan_(std::move(held)) {
     case Request::Kind::Method: {
       check_volume(*plan_, v.geometry, v.mask);
       check_magnitude(r, v, "a run");
+      if (!r.field_units_given) {
+        if (const std::string refusal = implausible_ppm_text(v.field, v.mask); !refusal.empty()) throw Error(ErrorCode::InvalidArgument, refusal);
+      }
+      if (std::string w = voxel_size_warning(v.geometry); !w.empty()) warnings_.push_back(std::move(w));
       chi_.assign(n, 0.0f);
       const MethodRequest& m = r.method();
       steps_ = method_run(start_method(m.method, v.geometry, v.field, v.mask, v.magnitude, m.params, m.threads), chi_);
@@ -46,7 +51,7 @@ Run::Run(PlanHandle held, const VolumeData& v) : plan_(std::move(held)) {
     }
     case Request::Kind::Network: {
       const PreparedRun p = prepare_run(*plan_, v);
-      warning_ = p.warning;
+      if (!p.warning.empty()) warnings_.push_back(p.warning);
       chi_.assign(n, 0.0f);
       steps_ = start_run(p.request, p.plan, v.field, v.mask, v.magnitude, chi_, r.run_threads);
       return;
@@ -63,6 +68,23 @@ RunReport Run::report() {
 std::span<const float> Run::chi() const {
   if (!succeeded_) throw Error(ErrorCode::Internal, "no result: report() has not confirmed a successful run");
   return chi_;
+}
+
+std::vector<std::string> Run::warnings() const {
+  std::vector<std::string> all = warnings_;
+  if (pipeline_ && succeeded_) all.insert(all.end(), pipeline_result_.warnings.begin(), pipeline_result_.warnings.end());
+  return all;
+}
+
+std::string Run::warning() const {
+  std::string joined;
+  for (const std::string& w : warnings()) joined += (joined.empty() ? "" : "; ") + w;
+  return joined;
+}
+
+const PipelineResult& Run::intermediates() const {
+  if (!pipeline_) throw Error(ErrorCode::Internal, "no intermediates: not a pipeline run");
+  return succeeded_ ? pipeline_result_ : pipeline_->intermediates();
 }
 
 const PipelineResult& Run::outputs() const {

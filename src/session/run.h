@@ -23,21 +23,31 @@ class Run {
   // The step engine's view of the run: next, finish, fail, step, cancel, state and report.
   PatchSteps& steps() { return *steps_; }
   const PatchSteps& steps() const { return *steps_; }
-  // The plan's warning (a network's: an assumption the run makes); empty when none.
-  const std::string& warning() const { return warning_; }
+  // What the run assumed so far (a network's B0 tilt, a method's voxel size; after report(), a pipeline's stages' too),
+  // one sentence each.
+  std::vector<std::string> warnings() const;
+  // warnings(), "; "-joined; empty when none.
+  std::string warning() const;
+  // The steps that ran (an iterative method that converged early ran fewer than its plan's at most).
+  uint64_t steps_run() const { return steps_->done(); }
   // The run's report; throws its first error (or Cancelled). Marks the run succeeded.
   RunReport report();
   // χ of the volume's voxel count (zeros where none was written); report() has succeeded (else Error Internal).
   std::span<const float> chi() const;
+  // The kind of the run's request.
+  Request::Kind kind() const { return plan_->request.kind(); }
   // Whether the run is a pipeline's (outputs() holds its intermediates).
   bool is_pipeline() const { return pipeline_ != nullptr; }
   // A pipeline's intermediates; is_pipeline() and report() has succeeded (else Error Internal).
   const PipelineResult& outputs() const;
+  // A pipeline's intermediates of every stage that finished, also after a failed run (empty for the rest).
+  // is_pipeline() (else Error Internal).
+  const PipelineResult& intermediates() const;
 
  private:
   PlanHandle plan_;
   std::vector<float> chi_;
-  std::string warning_;
+  std::vector<std::string> warnings_;
   std::unique_ptr<PatchSteps> steps_;
   bool succeeded_ = false;
   Pipeline* pipeline_ = nullptr;  // a pipeline run's computation (owned by steps_)

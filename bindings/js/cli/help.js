@@ -196,7 +196,8 @@ export function rangeText(option) {
   const high = option.max < UNBOUNDED ? option.max : null;
   const unit = option.unit ? ` ${option.unit}` : '';
   const kind = option.integer ? 'a whole number ' : '';
-  if (low !== null && high !== null) return `${kind}in ${option.minExclusive ? '(' : '['}${fmt(low)}, ${fmt(high)}]${unit}`;
+  // C++'s own words for a bounded range (range_text: the bounds it checks, 2/3 as the fraction).
+  if (low !== null && high !== null) return option.range ? `${option.range}${unit}` : `${kind}in ${option.minExclusive ? '(' : '['}${fmt(low)}, ${fmt(high)}${option.maxExclusive ? ')' : ']'}${unit}`;
   if (low !== null) return `${kind}${option.minExclusive ? '>' : '≥'} ${fmt(low)}${unit}`;
   return `${kind || 'a number '}`.trim() + unit;
 }

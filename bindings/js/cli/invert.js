@@ -42,15 +42,19 @@ async function cmdInvertMethod(o, ctx) {
   if (o.report !== undefined) checkWritable(o.report, 'report');
   removeStalePartials(o.out);
   const { signal, progress } = ctx;
-  const { like, field, magnitude, geometry, mask } = await readInputs(o, { needMask: true, units, b0, convert: true }, signal);
+  const { like, field, magnitude, geometry, mask, notes } = await readInputs(o, { needMask: true, units, b0, convert: true }, signal);
+  for (const note of notes) if (note.startsWith('warning: ')) process.stderr.write(`${note}\n`);
   const tessera = await ctx.start({ hardwareThreads: cores });
-  const request = defined({ geometry, mask, field, magnitude, method: name, [name]: Object.keys(params).length ? params : undefined });
+  // --units given: the field is in the stated units (converted to ppm), and its plausibility refusal does not apply.
+  const fieldUnits = o.units !== undefined ? 'ppm' : undefined;
+  const request = defined({ geometry, mask, field, magnitude, method: name, [name]: Object.keys(params).length ? params : undefined, fieldUnits });
   const plan = await tessera.plan(request);
   if (!plan.feasible) throw new CliError(plan.message, EXIT_USAGE, 'BudgetExceeded');
   progress.line(`${plan.title}: whole volume ${geometry.dims.join('×')}, at most ${plan.methodSteps} step${plan.methodSteps > 1 ? 's' : ''}, ${plan.threads} thread${plan.threads > 1 ? 's' : ''}, estimated peak ${size(plan.peakBytes)}`);
   const { chi, report } = await tessera.invert({ ...request, plan, signal, onProgress: (p) => progress.tiles(p, 'steps') });
   progress.close();
   signal.throwIfAborted();
+  for (const w of report.warnings ?? []) process.stderr.write(`warning: ${w}\n`);
   const bytes = await writeNifti(chi, like, { gzip: /\.gz$/i.test(o.out), description: `chi ppm, tessera-qsm ${name}`.slice(0, 79) });
   const outputs = [{ file: o.out, bytes }];
   if (o.report !== undefined) {
@@ -58,7 +62,7 @@ async function cmdInvertMethod(o, ctx) {
     outputs.push({ file: o.report, bytes: `${JSON.stringify(full, null, 2)}\n` });
   }
   await writeAtomic(outputs, signal);
-  progress.line(`wrote ${o.out}: χ (ppm) by ${plan.title} (${report.methodStepsRun ?? plan.methodSteps} steps, ${duration(report.wallSeconds)})`);
+  progress.line(`wrote ${o.out}: χ (ppm) by ${plan.title} (${report.stepsRun} step${report.stepsRun === 1 ? '' : 's'} run, ${duration(report.wallSeconds)})`);
   return EXIT_OK;
 }
 

@@ -28,6 +28,32 @@ export function stageOptions(list, schema) {
   return out;
 }
 
+/**
+ * The intermediates' files for --keep-intermediates ({file, bytes} for writeAtomic): every stage's Volume that is there
+ * (a failed run's stages that were not reached are null and left out). Creates dir.
+ */
+async function intermediateFiles(dir, out, like, geometry, echoes) {
+  fs.mkdirSync(dir, { recursive: true });
+  const files = [];
+  const f32 = (v) => (v.data instanceof Float32Array ? v.data : Float32Array.from(v.data));
+  const write = async (name, v, description, data = v && f32(v)) => {
+    if (v) files.push({ file: path.join(dir, `${name}.nii.gz`), bytes: await writeNifti(data, like, { gzip: true, description }) });
+  };
+  await write('mask', out.mask, 'brain mask');
+  await write('fit_mask', out.fitMask, 'echo fit reliable (residual <= limit)');
+  await write('fit_residual', out.fitResidual, 'echo fit RMS phase residual rad');
+  await write('offset', out.offset, 'receive phase offset rad');
+  await write('total_field_hz', out.fieldHz, 'total field Hz');
+  await write('total_field_ppm', out.totalField, 'total field ppm');
+  await write('local_field_ppm', out.localField, 'local field ppm');
+  await write('local_mask', out.localMask, 'local field mask');
+  const n = geometry.dims[0] * geometry.dims[1] * geometry.dims[2];
+  for (let e = 0; e < echoes && out.unwrappedPhase; e++) {
+    await write(`unwrapped_phase_echo${e + 1}`, out.unwrappedPhase, `unwrapped phase echo ${e + 1} rad`, out.unwrappedPhase.data.subarray(e * n, (e + 1) * n));
+  }
+  return files;
+}
+
 /** `tessera-qsm pipeline`: wrapped multi-echo phase → mask → total field → local field → χ, in the C++ core. */
 export async function cmdPipeline(o, ctx) {
   const t0 = performance.now();
@@ -55,8 +81,11 @@ export async function cmdPipeline(o, ctx) {
   if (o.report !== undefined) checkWritable(o.report, 'report');
   removeStalePartials(o.out);
   const { signal, progress } = ctx;
-  const { like, phase, magnitude, geometry, mask, echoes, phaseInfo } = await readInputs(o, { needMask: false, b0, phase: { te, units, scale }, convert: true }, signal);
-  for (const note of phaseInfo?.notes ?? []) progress.line(note);
+  const { like, phase, magnitude, geometry, mask, echoes, notes } = await readInputs(o, { needMask: false, b0, phase: { te, units, scale }, convert: true }, signal);
+  for (const note of notes) {
+    if (note.startsWith('warning: ')) process.stderr.write(`${note}\n`);
+    else progress.line(note);
+  }
   const tessera = await ctx.start({ hardwareThreads: cores });
   let weights;
   if (o.model !== undefined) {
@@ -70,26 +99,27 @@ export async function cmdPipeline(o, ctx) {
   const plan = await tessera.plan({ ...request, pipeline: true, phase: undefined });
   if (!plan.feasible) throw new CliError(plan.message, EXIT_USAGE, 'BudgetExceeded');
   progress.line(`pipeline: ${geometry.dims.join('×')}, ${echoes} echoes (TE ${te.map((t) => fmt(t * 1000)).join(', ')} ms), B0 ${b0} T: ${plan.stages.join(' → ')}${o.model ? ` → ${o.model}` : ''}, estimated peak ${size(plan.peakBytes)}`);
-  const out = await tessera.pipeline({ ...request, plan, signal, onProgress: (p) => progress.tiles(p, 'steps') });
+  let out;
+  try {
+    out = await tessera.pipeline({ ...request, plan, signal, onProgress: (p) => progress.tiles(p, 'steps') });
+  } catch (e) {
+    progress.close();
+    // A stage failed (the message names it): with --keep-intermediates the stages that finished are written first.
+    if (dir !== undefined && e?.intermediates && !signal.aborted) {
+      const kept = await intermediateFiles(dir, e.intermediates, like, geometry, echoes);
+      if (kept.length) {
+        await writeAtomic(kept, signal);
+        e.message += `; the stages that finished are in ${dir} (${kept.map((f) => path.basename(f.file)).join(', ')})`;
+      }
+    }
+    throw e;
+  }
   progress.close();
   signal.throwIfAborted();
+  for (const w of out.report.warnings ?? []) process.stderr.write(`warning: ${w}\n`);
   const gzip = /\.gz$/i.test(o.out);
   const outputs = [{ file: o.out, bytes: await writeNifti(out.chi.data, like, { gzip, description: `chi ppm, tessera-qsm pipeline ${method ?? o.model}`.slice(0, 79) }) }];
-  if (dir !== undefined) {
-    fs.mkdirSync(dir, { recursive: true });
-    const f32 = (v) => (v.data instanceof Float32Array ? v.data : Float32Array.from(v.data));
-    const write = async (name, data, description) => outputs.push({ file: path.join(dir, `${name}.nii.gz`), bytes: await writeNifti(data, like, { gzip: true, description }) });
-    await write('mask', f32(out.mask), 'brain mask');
-    await write('fit_mask', f32(out.fitMask), 'echo fit reliable (residual <= limit)');
-    await write('fit_residual', out.fitResidual.data, 'echo fit RMS phase residual rad');
-    await write('offset', out.offset.data, 'receive phase offset rad');
-    await write('total_field_hz', out.fieldHz.data, 'total field Hz');
-    await write('total_field_ppm', out.totalField.data, 'total field ppm');
-    if (out.localField) await write('local_field_ppm', out.localField.data, 'local field ppm'); // none before a total-field method (tfi)
-    await write('local_mask', f32(out.localMask), 'local field mask');
-    const n = geometry.dims[0] * geometry.dims[1] * geometry.dims[2];
-    for (let e = 0; e < echoes; e++) await write(`unwrapped_phase_echo${e + 1}`, out.unwrappedPhase.data.subarray(e * n, (e + 1) * n), `unwrapped phase echo ${e + 1} rad`);
-  }
+  if (dir !== undefined) outputs.push(...(await intermediateFiles(dir, out, like, geometry, echoes)));
   if (o.report !== undefined) {
     const full = { ...out.report, plan: planForFile(out.report.plan), networkReport: out.networkReport, command: ['tessera-qsm', ...ctx.args], cwd: process.cwd(), versions: versions(), startedAt, totalWallSeconds: (performance.now() - t0) / 1000, inputs: { phase: o.phase, magnitude: o.magnitude ?? null, mask: o.mask ?? null, te, b0, echoes }, options, inversion: method ? { method, params } : { model: o.model }, output: o.out, intermediates: dir ?? null };
     outputs.push({ file: o.report, bytes: `${JSON.stringify(full, null, 2)}\n` });

@@ -82,5 +82,6 @@ export async function readInputs(o, { needMask, units, b0, phase: phaseOpts, con
     phaseInfo: r.phaseInfo,
     geometry: r.geometry,
     mask: r.mask?.data,
+    notes: r.notes, // what was converted or assumed (phase units, a mask's values); "warning: ..." for the assumptions
   };
 }

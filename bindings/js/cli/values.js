@@ -68,7 +68,9 @@ export function optionValue(option, flag, v) {
     const bound = option.min > -UNBOUNDED ? ` ${option.minExclusive ? '>' : '>='} ${fmt(option.min)}` : '';
     throw usageError(`--${flag} must be ${kind}${bound}, got '${v}'`);
   }
-  if (option.max < UNBOUNDED && x > option.max) throw usageError(`--${flag} must be ${kind} <= ${fmt(option.max)}, got '${v}'`);
+  if (option.max < UNBOUNDED && (x > option.max || (option.maxExclusive && x === option.max))) {
+    throw usageError(`--${flag} must be ${option.range ? `${kind} ${option.range}` : `${kind} <= ${fmt(option.max)}`}, got '${v}'`);
+  }
   return x;
 }
 

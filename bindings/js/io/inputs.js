@@ -8,7 +8,7 @@
 // PhaseRefusals of phase-units.js; the message is a plain default: the CLI and the page phrase each code in
 // their own words (cli.js cliMessage, io-worker.js pageMessage).
 
-import { readNiftiAsync, readEchoesAsync, maskFromValues, thresholdMask, hzToPpm, radPerSecToPpm } from './nifti.js';
+import { readNiftiAsync, readEchoesAsync, maskFromValues, maskValuesWarning, thresholdMask, hzToPpm, radPerSecToPpm } from './nifti.js';
 import { phaseToRadians } from './phase-units.js';
 import { makeVolume, geometryOf } from './volume.js';
 
@@ -146,6 +146,8 @@ export async function loadInputs(files, options = {}) {
     const m = await read('mask', files.mask, false);
     if (!sameDims(m, input)) throw new InputError('DimsMismatch', mismatch('mask', m, kind, input));
     mask = makeVolume({ ...geometryOf(m), affine: m.affine, data: maskFromValues(m.data) });
+    const warning = maskValuesWarning(m.data);
+    if (warning) notes.push(`warning: ${warning}`);
   } else if (needMask) throw new InputError('NeedMask', {});
   // A magnitude with other echoes than the phase's (a 3D one) only made the mask.
   if (magnitude && magnitude.echoes !== echoes) magnitude = null;

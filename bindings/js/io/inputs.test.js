@@ -1,6 +1,7 @@
 // Tests for bindings/js/io/inputs.js: the input loader the CLI and the page's I/O worker share.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { loadInputs, checkEchoTimes, InputError, MAX_TE_SECONDS } from './inputs.js';
 import { writeNifti, GAMMA_BAR_MHZ_PER_T } from './nifti.js';
 import { PhaseRefusal } from './phase-units.js';
@@ -191,5 +192,27 @@ test('checkEchoTimes: seconds, one per echo, above 1 s taken for milliseconds', 
     const e = thrown(() => checkEchoTimes(bad));
     assert.equal(e.code, 'TeInvalid', String(bad));
     assert.equal(e.te[e.index], bad[e.index]);
+  }
+});
+
+// Real scanner exports (ROMEO.jl's small test set, ../shared/data/romeo-small/README.md): Phase.nii reads as a phase
+// spanning 0.0073 rad (its scl_slope is NaN), phase_with_nan.nii spans ±4.7 with NaN voxels. Neither is radians: each
+// is rescaled from its stored range to (-π, π] with a warning that says so, and the rescaled phase spans 2π.
+test('a real phase whose span is far from 2π is rescaled to (-π, π] with a warning', async (t) => {
+  const dir = new URL('../../../../shared/data/romeo-small/', import.meta.url);
+  if (!fs.existsSync(dir)) return t.skip('../shared/data/romeo-small is not here');
+  for (const [file, stored] of [['Phase.nii', (s) => s < 0.01], ['phase_with_nan.nii', (s) => s > 9 && s < 10]]) {
+    const bytes = fs.readFileSync(new URL(file, dir));
+    const mask = undefined;
+    const r = await loadInputs({ phase: bytes, mask }, { needMask: false });
+    const [lo, hi] = r.phaseInfo.range;
+    assert.ok(stored(hi - lo), `${file}: stored span ${hi - lo}`);
+    assert.equal(r.phaseInfo.units, 'rescaled', file);
+    const warning = r.notes.find((n) => n.startsWith('warning: the phase spans'));
+    assert.match(warning, /rescaled from that range to \(-π, π\]/, file);
+    let min = Infinity;
+    let max = -Infinity;
+    for (const v of r.phase.data) if (Number.isFinite(v)) (min = Math.min(min, v)), (max = Math.max(max, v));
+    assert.ok(min >= -Math.PI - 1e-5 && max <= Math.PI + 1e-5 && max - min > 0.99 * 2 * Math.PI, `${file}: [${min}, ${max}]`);
   }
 });

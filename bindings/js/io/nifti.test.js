@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import * as niftiReader from 'nifti-reader-js';
 import {
-  readNifti, readNiftiAsync, readMask, readEchoes, readEchoesAsync, thresholdMask, writeNifti, hzToPpm, radPerSecToPpm,
+  readNifti, readNiftiAsync, readMask, maskFromValues, maskValuesWarning, readEchoes, readEchoesAsync, thresholdMask, writeNifti, hzToPpm, radPerSecToPpm,
   phaseToRadians, GAMMA_BAR_MHZ_PER_T,
 } from './nifti.js';
 import { phrasePhaseRefusal, isPhaseUnitsRefusal, PhaseRefusal } from './phase-units.js';
@@ -461,10 +461,14 @@ test('nifti.js, phase-units.js and volume.js import no node built-in and await n
 // ---------------------------------------------------------------------------------------------------
 // Masks
 
-test('readMask: 1 where finite and non-zero', () => {
+test('readMask: 1 where finite and > 0 (a mask of -1 outside is not inside); values other than 0/1 are said', () => {
   const values = [0, 1, -1, NaN, Infinity, -Infinity, 0.5, -0, 2, 0, 3, 1e-20];
   const m = readMask(makeNifti1({ values }));
-  assert.deepEqual(Array.from(m.mask), [0, 1, 1, 0, 0, 0, 1, 0, 1, 0, 1, 1]);
+  assert.deepEqual(Array.from(m.mask), [0, 1, 0, 0, 0, 0, 1, 0, 1, 0, 1, 1]);
+  assert.match(maskValuesWarning(values), /^the mask holds 8 value\(s\) other than 0 and 1 .*read as inside where > 0, outside where 0, negative or not finite$/);
+  assert.equal(maskValuesWarning([0, 1, 1, 0]), '');
+  // -1 outside, 1 inside: only the ones are inside.
+  assert.deepEqual(Array.from(maskFromValues([-1, 1, -1, 1])), [0, 1, 0, 1]);
   assert.deepEqual(m.dims, [3, 2, 2]);
   const u8 = readMask(makeNifti1({ datatype: 2, values: [0, 1, 0, 1, 1, 1, 0, 0, 255, 0, 0, 1] }));
   assert.deepEqual(Array.from(u8.mask), [0, 1, 0, 1, 1, 1, 0, 0, 1, 0, 0, 1]);
@@ -752,7 +756,7 @@ test('phaseToRadians: the stored datatype; each refusal, with advice in the call
       return true;
     },
   );
-  const head = (who, span, via = '') => `${who} spans ${span}${via}, outside [-π, π]: the phase networks need the wrapped phase in radians. `;
+  const head = (who, span, via = '') => `${who} spans ${span}${via}, outside [-π, π]: a wrapped phase must be in radians. `;
   // degrees?
   refused([-180, 179.99], cli, head('the phase p.nii', '[-180, 179.99]') + 'It looks like degrees: give --phase-units deg, or convert the file to radians (× π/180).');
   refused([-180, 179.99], page, head('The phase', '[-180, 179.99]') + 'It looks like degrees: choose “degrees”, or convert the file to radians (× π/180).');

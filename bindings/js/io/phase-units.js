@@ -1,4 +1,4 @@
-// The phase-unit rules of the phase networks (iQSM, iQFM, iQSM+): a wrapped phase in radians, from radians,
+// The phase-unit rules of every wrapped-phase input (the pipeline, iQSM, iQFM, iQSM+): a wrapped phase in radians, from radians,
 // degrees, scanner integers or a scale, or a structured refusal that each caller phrases in its own words.
 //
 //   phaseToRadians(img, { units?, scale?, inPlace? }) → { phase, units, scale, rewrapped, range, nonFinite, notes }
@@ -60,7 +60,7 @@ export class PhaseRefusal extends Error {
  * angles), each with 0.01 rad of slack; anything else is refused, never passed on as radians. Non-finite
  * values pass through as they are (the caller decides what they mean).
  *
- * Returns { phase: Float32Array (img.data with inPlace, else a new array), units: 'rad' | 'deg' | 'scanner' |
+ * Returns { phase: Float32Array (img.data with inPlace, else a new array), units: 'rad' | 'deg' | 'scanner' | 'rescaled' |
  * 'unwrapped' | 'scale', scale (radians per stored unit), rewrapped, range: [min, max] stored (finite),
  * nonFinite (count), notes: string[] (what was done, in words) }.
  * @param {{data: Float32Array, datatype?: number, header?: {scl_slope: number, scl_inter: number}}} img
@@ -99,6 +99,18 @@ export function phaseToRadians(img, { units, scale, inPlace = false } = {}) {
     notes.push(`phase × ${fmt(factor)} rad per stored unit`);
   } else if (units === undefined && INTEGER_TYPES[img.datatype] && !isScaled(img.header)) {
     throw new PhaseRefusal('PhaseIntegers', { ...stored, datatype: INTEGER_TYPES[img.datatype] });
+  }
+  // A phase in no stated units whose stored span is far from 2π is not radians (a header's scl_slope left it scaled,
+  // or another scanner scale): rescaled from its stored range to (−π, π], as MriResearchTools' readphase does.
+  if (used === 'rad' && units === undefined && !whole && isRescaled(max - min)) {
+    const phase = inPlace ? data : new Float32Array(data.length);
+    const k = TWO_PI / (max - min);
+    for (let i = 0; i < data.length; i++) phase[i] = Number.isFinite(data[i]) ? wrapToPi((data[i] - min) * k - Math.PI) : data[i];
+    notes.push(
+      `warning: the phase spans [${fmt(min)}, ${fmt(max)}], ${max - min < Math.PI ? 'far less than' : 'far more than'} the 2π of a wrapped phase in radians: ` +
+        `rescaled from that range to (-π, π] (as MriResearchTools' readphase does); give its units (radians, degrees, scanner) or a scale if this is wrong`,
+    );
+    return { phase, units: 'rescaled', scale: k, rewrapped: true, range: [min, max], nonFinite, notes };
   }
   const lo = Math.min(min * factor, max * factor);
   const hi = Math.max(min * factor, max * factor);
@@ -157,7 +169,7 @@ export function phrasePhaseRefusal(e, words = API_PHASE_WORDS) {
     case 'PhaseNotRadians': {
       const via = e.units === 'scale' ? `${n.scale ?? 'scale'} ${fmt(e.scale)}` : n[e.units];
       const conversion = e.units === 'rad' ? '' : `, which ${via} maps to [${fmt(e.lo)}, ${fmt(e.hi)}] rad`;
-      return `${subject} spans ${range}${conversion}, outside [-π, π]: the phase networks need the wrapped phase in radians. ${phaseAdvice(e, e.units, words)}`;
+      return `${subject} spans ${range}${conversion}, outside [-π, π]: a wrapped phase must be in radians. ${phaseAdvice(e, e.units, words)}`;
     }
     default:
       return `${subject} was refused (${e.code}).`;
@@ -181,6 +193,15 @@ function phaseAdvice({ min: lo, max: hi, whole }, used, { verb, names: n }) {
   const scaleToo = n.scale ? `, or ${verb} ${n.scale} S (rad per stored unit)` : '';
   if (span <= 1.05 * TWO_PI) return `If it is in radians with an offset, ${rewrap}; otherwise convert it to radians${scaleToo}.`;
   return `If it is an unwrapped phase in radians, ${rewrap}; if it is a field map (Hz or ppm), ${verb} ${n.field} instead${scaleToo}.`;
+}
+
+/**
+ * Whether a stored phase span (no units given) is far from the 2π of a wrapped phase in radians: under π (a scaled
+ * phase), or between 1.05 · 2π and 4π (a wrapped phase on another scale; wider spans are degrees, scanner integers or
+ * an unwrapped phase, refused with advice instead).
+ */
+function isRescaled(span) {
+  return (span > 0 && span < Math.PI) || (span > 1.05 * TWO_PI && span < 2 * TWO_PI);
 }
 
 /** Into (−π, π] (π stays π); non-finite values unchanged. */

@@ -133,6 +133,16 @@ export async function runSteps(M, { volume, plan, pools = [], onProgress, signal
     report.wallSeconds = (performance.now() - started) / 1000;
     report.maxInFlightObserved = maxInFlight;
     return { chi, report };
+  } catch (e) {
+    // A failed pipeline keeps the stages that finished: the error carries them (collect reads them before the delete).
+    if (collect && !aborted && e && typeof e === 'object' && e.name !== 'AbortError') {
+      try {
+        e.intermediates = collect(run);
+      } catch {
+        // nothing finished to keep
+      }
+    }
+    throw e;
   } finally {
     signal?.removeEventListener('abort', onAbort);
     if (pending.size) await Promise.allSettled([...pending]);

@@ -2,21 +2,21 @@
 // module, the request object (network, method or pipeline), read by C++ once into the plan it holds (with the network's
 // memory cost beside its view).
 import { TesseraError } from '../errors.js';
+import { maskFromValues } from '../io/nifti.js';
 import { NETWORK_OPTIONS } from '../request.js';
 import { rt, call, hardwareThreads } from './context.js';
 import { releasePlan, takePlan } from './plans.js';
 import { sessionHolds } from './sessions.js';
 
-/** A mask as 0/1 bytes: all ones when absent. Precondition: n is the volume's voxel count. */
+/** A mask as 0/1 bytes (nifti.js maskFromValues' rule): all ones when absent. Precondition: n is the volume's voxel count. */
 export function toMask(mask, n) {
   if (mask === undefined || mask === null) return new Uint8Array(n).fill(1);
   if (mask.length !== n) {
     throw new TesseraError(`mask holds ${mask.length} values but the volume has ${n} voxels: field and mask must have the same dims`, 'InvalidArgument');
   }
   if (mask instanceof Uint8Array) return mask;
-  const out = new Uint8Array(n);
-  for (let i = 0; i < n; i++) out[i] = mask[i] ? 1 : 0;
-  return out;
+  return maskFromValues(mask); // > 0 inside: a mask of −1 outside is not taken as inside
+
 }
 
 // Copies field (or, for phase networks, the wrapped phase of every echo), mask and an optional magnitude into
@@ -137,7 +137,7 @@ function methodsOf() {
 
 /** A method request: its name, every methods' parameter objects given (C++ refuses another method's), the threads. */
 function methodRequestOf(a) {
-  const r = { method: a.method, hardwareThreads: hardwareThreads(), magnitudeEchoes: a.magnitude ? 1 : 0 };
+  const r = { method: a.method, hardwareThreads: hardwareThreads(), magnitudeEchoes: a.magnitude ? 1 : 0, fieldUnits: a.fieldUnits };
   for (const m of methodsOf()) if (a[m] !== undefined) r[m] = a[m];
   return r;
 }

@@ -89,7 +89,7 @@ export async function runPipeline(a, id) {
     volume = makeVolume(a.geometry, a.phase, a.mask, { echoes, magnitude: a.magnitude, what: 'phase' });
     rt.running.set(id, controller);
     const onProgress = (p) => postProgress(id, { ...p, stage: 'pipeline' });
-    out = await runSteps(rt.M, { volume, plan: handle, signal: controller.signal, onProgress, collect: (run) => call(() => run.outputs()) });
+    out = await runSteps(rt.M, { volume, plan: handle, signal: controller.signal, onProgress, collect: (run) => call(() => run.intermediates()) });
   } finally {
     rt.running.delete(id);
     volume?.delete();

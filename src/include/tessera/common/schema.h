@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tessera/common/budget.h"
+#include "tessera/common/error.h"
 
 namespace tessera {
 
@@ -20,11 +21,12 @@ struct OptionSpec {
   double default_value = 0;   // the default when default_text is empty
   std::string_view default_text;  // a default that is not a number ("auto", "the network's default halo")
   double min = 0;             // inclusive unless min_exclusive
-  double max = 0;             // inclusive
+  double max = 0;             // inclusive unless max_exclusive
   bool min_exclusive = false;
   bool integer = false;
   std::string_view help;      // one line
   std::string_view choices;   // a worded option's values, '|'-separated ("faithful|balanced|fast"); empty: a number
+  bool max_exclusive = false;
 };
 
 // A bound that stands for "no bound" in a table (printed as ∞ or "a finite number").
@@ -33,6 +35,14 @@ inline constexpr double kUnboundedOption = 1e15;
 // The option of table with this name.
 // name is one of table's names (else Error Internal).
 const OptionSpec& find_option(std::span<const OptionSpec> table, std::string_view name);
+
+// The option's range in words, as checked_value checks it: "in (0, 2/3)", "a whole number in [1, 64]", "≥ 0",
+// "+1 or -1", "a finite number"; a bound that is a whole number of thirds prints as the fraction. Empty for a worded option.
+std::string range_text(const OptionSpec& option);
+
+// The refusal of a word given for an option: a worded option's choices, or a numeric option's "must be a number in
+// (range) unit, got 'NaN'".
+Error word_refusal(const OptionSpec& option, std::string_view word);
 
 // Checks value against the option's range (and wholeness); returns it.
 // Throws Error(InvalidArgument) naming the option, its unit and range, e.g. "b0 must be in (0, 30] T, got 300".

@@ -68,6 +68,10 @@ void validate(const BrainMaskParams& params);
 std::vector<uint8_t> brain_mask(const Geometry& geometry, std::span<const float> magnitude,
                                 const BrainMaskParams& params = {}, unsigned threads = 1);
 
+// Step 1's threshold of brain_mask: tissue lies above it, background (air, noise, bone) at or below.
+// magnitude non-empty and finite; params valid.
+double magnitude_threshold(std::span<const float> magnitude, const BrainMaskParams& params = {});
+
 // Heap bytes brain_mask allocates at its peak beyond its input: the sorted copy for the percentiles (4·N), three
 // masks (3·N), squared distances (8·N), component labels (4·N), the flood queue (8·N), per-thread line buffers.
 // geometry valid; params valid (else Error InvalidArgument).

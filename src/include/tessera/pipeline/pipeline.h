@@ -60,7 +60,20 @@ struct PipelineResult {
   // Where the local field (and χ) is defined: V-SHARP erodes the mask; for a total-field method, the fit mask.
   std::vector<uint8_t> local_mask;
   std::vector<float> chi;             // χ in ppm on local_mask; empty without a method
+  // What was assumed or left out, one sentence each (input_checks.h, the mask's reach, the stages' shares of the mask).
+  std::vector<std::string> warnings;
 };
+
+// A given mask whose voxels lie at or below the magnitude's tissue threshold (brain_mask's step 1: air, noise, bone)
+// in more than this share reaches outside the tissue: a warning. tests/pipeline_test.cpp checks the phantom's true brain
+// mask lies under it and the mask grown by 2 voxels into skull and air above it.
+inline constexpr double kMaskBackgroundWarnShare = 0.1;
+// ... in more than this share the mask is mostly background (an all-ones mask): refused, since χ would be made of air.
+inline constexpr double kMaskBackgroundRefuseShare = 0.5;
+
+// The share of mask's voxels at or below the tissue threshold of magnitude's first echo.
+// magnitude holds at least mask.size() finite values; mask has a voxel.
+double mask_background_share(std::span<const float> magnitude, std::span<const uint8_t> mask, const BrainMaskParams& params);
 
 // The stages' schema options ("unwrap", "background", "vsharp.*", "pdf.*", "lbv.*", "ismv.*", "sharp.*", "resharp.*",
 // "brainMask.*").
@@ -74,7 +87,9 @@ void set_pipeline_choice(PipelineRequest& request, std::string_view name, std::s
 class Pipeline : public Iterative {
  public:
   // Checks everything up front (one clear line each): echoes vs TEs, TEs in seconds, a phase that is wrapped radians,
-  // a magnitude of the phase's size, a mask of the volume's size with a voxel, no mask and no magnitude.
+  // a magnitude of the phase's size, a mask of the volume's size with a voxel, no mask and no magnitude, a volume too
+  // thin for a 3D inversion, a given mask mostly outside the tissue (with a magnitude). Warns (result's warnings) of a
+  // voxel size outside 0.1–10 mm and a mask reaching outside the tissue.
   // geometry valid; phase holds te_s.size() · voxel_count wrapped radians (echo after echo); magnitude empty or as
   // many values; mask empty (made from the magnitude) or voxel_count values. All outlive the pipeline.
   Pipeline(const Geometry& geometry, std::span<const float> phase, std::span<const float> magnitude,
@@ -84,6 +99,7 @@ class Pipeline : public Iterative {
   uint32_t total_steps() const override;
   uint32_t steps_done() const override { return done_; }
   bool finished() const override { return finished_; }
+  // A step that fails throws its stage's Error with "the <stage> stage failed: " before its message (Cancelled as it is).
   void step() override;
   // The current stage: "brain mask", "echo fit", the background removal's name ("V-SHARP", "PDF", "LBV", "iSMV",
   // "SHARP", "RESHARP"), or the method's title.
@@ -92,8 +108,12 @@ class Pipeline : public Iterative {
   // The intermediates; finished() is true. Moves them out (call once).
   PipelineResult take_result();
 
+  // The intermediates of the stages that finished so far (after a failed step too: the failed stage's are empty).
+  const PipelineResult& intermediates() const { return result_; }
+
  private:
   void next_stage();
+  void advance();  // step() without the stage's name on an error
 
   Geometry geometry_;
   std::span<const float> phase_, magnitude_;
