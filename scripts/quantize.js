@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Opt-in reduced-precision variants of a network (issue #12, "Precision"): never a default; bench/precision.js measures
-// their speed in ONNX Runtime Web and the fidelity of their whole-volume χ against the fp32 one (bench/RESULTS.md).
+// their speed in ONNX Runtime Web and the fidelity of their whole-volume χ against the fp32 one.
 //
 //   node --no-experimental-fetch scripts/quantize.js IN.onnx OUT.onnx --mode int8-qdq|int8-dynamic|fp16
 //        [--calib N] [--calib-source phantom|random] [--calib-dims 96,96,80] [--calib-seed 1001] [--calib-group G]
@@ -32,7 +32,7 @@
 // Which Convs (int8 modes): --exclude (default first,last) keeps Convs fp32 by node name, or 'first' / 'last' (the
 // first and last Conv in graph order: they quantize the field itself and χ itself, and cost little: the first has one
 // input channel, the last is 1×1×1); 'none' quantizes every Conv. --min-out-channels C keeps Convs with fewer than C
-// output channels fp32 (in ORT Web, QLinearConv is slower than the f32 Conv on 16-channel 3D layers: RESULTS.md).
+// output channels fp32 (in ORT Web, QLinearConv is slower than the f32 Conv on 16-channel 3D layers).
 // --model ID: the registry network whose input normalisation ((field − inputMean) / inputStd) the calibration fields
 // get, as Tessera would feed them (default: none, the field in ppm as the demo U-Net takes it).
 import { parseArgs } from 'node:util';

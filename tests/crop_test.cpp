@@ -328,7 +328,7 @@ TEST(Crop, ABoxOverTheSinglePatchLimitRunsAsSlabsWhenFasterThanTilesAndTheChoice
 
 TEST(Crop, AMeasuredReachInsideTheFitLiftsTheCautionAndThePlanRunsFewerVoxels) {
   // The same 199-voxel graph reach, then a measured context inside the fit (a trained deep U-Net of that graph measured
-  // radius90 15, bench/RESULTS.md §34): the request's context replaces the graph's, the caution goes, and the plan
+  // radius90 15): the request's context replaces the graph's, the caution goes, and the plan
   // meets the target running fewer voxels, with no warning.
   InversionRequest r = auto_request(geometry(200, 200, 160), 1600, 199);
   const std::vector<uint8_t> mask = box_mask(r.geometry, {40, 36, 20}, {164, 170, 150});

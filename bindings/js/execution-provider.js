@@ -2,7 +2,7 @@
 // offers and what the network's graph needs. Pure functions: the pool asks them once per network, before any
 // worker starts; the worker then creates its session with the chosen EP and falls back to wasm if that fails.
 // For WebGPU the graph is first rewritten where that lets it run there (prepareModel, webgpu-graph.js); on wasm, the
-// operators the registry names for the network (its ConvTranspose, where measured faster: bench/RESULTS.md §40).
+// operators the registry names for the network (its ConvTranspose, where that ran 9-14 % faster per patch on wasm).
 //
 // What ONNX Runtime Web 1.30.0 cannot run, from its own files (node_modules/onnxruntime-web, found with the
 // `search` tool first at https://app.unpkg.com/onnxruntime-web@1.24.3/files/docs/webgpu-operators.md) and measured
@@ -169,7 +169,7 @@ export function selectExecutionProvider({ preference, platform, ops }) {
  * The model bytes a pool's workers load and the provider they run on: selectExecutionProvider on the graph, and where
  * that passes WebGPU over for operators only, the graph rewritten for it (rewriteForWebGpu) when the rewritten graph
  * lets WebGPU run; on wasm, the operators wasmRewriteOps names rewritten (rewriteForWebGpu's ops: the registry's
- * measured choice, bench/RESULTS.md §40). Returns {bytes (the model, or its rewrite), selection:
+ * measured choice: 9-14 % faster per patch for the demo, xQSM). Returns {bytes (the model, or its rewrite), selection:
  * selectExecutionProvider's result, plus graphRewrite: [{op, node, as}] when the bytes are the rewrite}. An unreadable
  * graph applies no operator rule (the workers' sessions then say what is wrong with the file).
  * Precondition: platform is {node, webgpu, webnn} as platformProviders returns it (a bad preference: checkPreference's

@@ -336,7 +336,7 @@ static std::optional<AutoPlan> whole_volume_choice(const AutoPlanRequest& r) {
                                   : ("no tiling that meets the " + target_text(r.quality) + " is estimated " +
                                      std::to_string(static_cast<int>(std::lround((1.0 - kTilingOverWhole) * 100))) + " % faster").c_str(),
                 r.crop.cropped ? "the whole-volume answer up to the network's response to the zeros left out (at a margin of 2-4 "
-                                 "voxels NRMSE <= 0.027 measured, bench/RESULTS.md §16, §35)"
+                                 "voxels NRMSE <= 0.027 measured on three phantoms)"
                                : "exact by definition",
                 threads, threads == 1 ? "" : "s");
   w.explanation = buf + estimate_text(w.estimated_seconds);
@@ -457,8 +457,8 @@ AutoPlan plan_auto(const AutoPlanRequest& r, std::span<const uint8_t> mask) {
   const MaskRuns runs(r.geometry, mask);
   std::vector<Candidate> all;
   // Patches off the whole volume's pooling grid alias in the network's max-poolings and miss the whole-volume answer
-  // everywhere, not only near their faces (bench/RESULTS.md §11): only configs whose every patch sits on the grid
-  // are candidates, with strides in whole divisors.
+  // everywhere, not only near their faces (off the grid, 2-4× the NRMSE of the same core on it): only configs whose
+  // every patch sits on the grid are candidates, with strides in whole divisors.
   const Dims3 pad_low = whole_volume_shape(r.geometry, r.network).pad_low;
   // done[k]: stride variant k of this (patch, halo) already has a candidate (from a smaller slack: a larger core on the
   // same patch, so fewer tiles).

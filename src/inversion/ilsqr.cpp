@@ -312,7 +312,7 @@ uint64_t ilsqr_workspace_bytes(const Geometry& g, const IlsqrParams& params, uns
   // second solve: LSQR (2·3n + 4n), gradient weights 3n, right-hand side 3n, operator temporaries 3n + n, x_lsqr n,
   // cone kernel n = 24 float volumes; one complex volume; FFT scratch. The first solve and FastQSM need less (13 float
   // volumes and 2 complex ones, plus a percentile copy of n floats), but wasm's allocator does not compact: the holes
-  // they leave do not all host the second solve's 3n-float buffers. Measured (bench/RESULTS.md §24): the module heap
+  // they leave do not all host the second solve's 3n-float buffers. Measured: the module heap
   // reached 1.07 of a plan without the first stage's 2 complex volumes and copy at 256×256×176; with them it is counted.
   return 25 * n * sizeof(float) + 3 * n * sizeof(Complex) + fft3d_workspace_bytes(g.dims, threads);
 }

@@ -109,7 +109,7 @@ std::string small_margin_text(uint32_t margin) {
   return "the crop margin of " + std::to_string(margin) + " voxel" + (margin == 1 ? "" : "s") + " is under the " +
          std::to_string(kMinCropMargin) + " measured faithful, and the predicted fidelity leaves out the box's own "
          "error (at 0 the demo U-Net's box moved by NRMSE 0.075 and 4-level U-Nets' by 0.11-0.22 against the whole "
-         "volume, bench/RESULTS.md §16, §35): leave cropMargin at its default";
+         "volume): leave cropMargin at its default";
 }
 
 std::string model_warning(const InversionRequest& r) {

@@ -36,7 +36,7 @@ constexpr CostMeasurement kXqsmCost = {
     .hosts = kXqsmHosts,
     .date = "2026-11-29",
     .networks = kXqsmHeap,
-    .evidence = "bench/CALIBRATION.md, bench/calibration.json, bench/RESULTS.md §4",
+    .evidence = "bench/CALIBRATION.md, bench/calibration.json",
     .note = "the fixed part is raised from the calibration's own 72.4 MB, which one Chromium 64³ heap passed by "
             "17 280 B",
 };
@@ -190,7 +190,7 @@ constexpr CostMeasurement kIqsmPlusCost = {
     .hosts = kPhaseHosts,
     .date = "2026-11-29",
     .networks = kIqsmPlusHeap,
-    .evidence = "bench/calibration-iqsm.json, bench/RESULTS.md §8",
+    .evidence = "bench/calibration-iqsm.json",
     .note = "1.24-1.50 GB at 160³ between repeats; the line keeps one heap growth step (≤ 96 MiB) to spare above "
             "every point, after a 128×160×128 run reached the 68 MiB line",
 };
@@ -261,10 +261,10 @@ constexpr ModelSpec kEntries[] = {
         .citation = "Gao Y, Zhu X, Moffat BA, et al. xQSM: quantitative susceptibility mapping with octave "
                     "convolutional and noise-regularized neural networks. NMR Biomed. 2021;34:e4461",
         // The xQSM-shaped stand-in at its published size (scripts/make_standins.js; graph-cost.test.js checks it): its
-        // time is this work at kSecondsPerMac (bench/RESULTS.md §38; the 6.3e-5 s per voxel measured in §16 ran 1.5-1.8×
-        // over the runs of §36).
+        // time is this work at kSecondsPerMac (within 25 % of the runs; the 6.3e-5 s per voxel measured
+        // earlier ran 1.5-1.8× over them).
         .macs_per_voxel = 396'524,
-        .wasm_conv_transpose_rewrite = true,  // measured on its stand-in (bench/RESULTS.md §40)
+        .wasm_conv_transpose_rewrite = true,  // its stand-in ran 8-14 % faster per patch, heap -16 %
         .receptive_radius = 65,
         .receptive_source = kStandinRadius,
     },
@@ -323,7 +323,7 @@ constexpr ModelSpec kEntries[] = {
         .citation = "Li M, Chen C, Xiong Z, et al. Quantitative susceptibility mapping via deep neural networks "
                     "with iterative reverse concatenations and recurrent modules. Med Phys. 2025 "
                     "(doi:10.1002/mp.17747)",
-        // The stand-in, 64³, node, 1 thread, scaled to a quiet machine by the xQSM stand-in run alongside (RESULTS §12).
+        // The stand-in, 64³, node, 1 thread, scaled to a quiet machine by the xQSM stand-in run alongside.
         .seconds_per_voxel = 4.7e-5,
     },
     {
@@ -342,7 +342,7 @@ constexpr ModelSpec kEntries[] = {
         .citation = "Lai KW, Aggarwal M, van Zijl P, Li X, Sulam J. Learned proximal networks for quantitative "
                     "susceptibility mapping. MICCAI 2020",
         .notes = "tiled mode runs the whole physics loop per patch: off-design, results approximate",
-        .seconds_per_voxel = 1.48e-4,  // the loop's 3 calls of the stand-in, 64³, 1 thread, load-scaled (RESULTS §12)
+        .seconds_per_voxel = 1.48e-4,  // the loop's 3 calls of the stand-in, 64³, 1 thread, load-scaled
     },
     {
         .id = "modl-qsm",
@@ -364,7 +364,7 @@ constexpr ModelSpec kEntries[] = {
         .citation = "Feng R, Zhao J, Wang H, et al. MoDL-QSM: model-based deep learning for quantitative "
                     "susceptibility mapping. NeuroImage. 2021;240:118376",
         .notes = "tiled mode runs the whole physics loop per patch: off-design, results approximate",
-        .seconds_per_voxel = 1.29e-4,  // the loop's 3 calls of the stand-in, 64³, 1 thread, load-scaled (RESULTS §12)
+        .seconds_per_voxel = 1.29e-4,  // the loop's 3 calls of the stand-in, 64³, 1 thread, load-scaled
     },
     {
         .id = "nextqsm",
@@ -384,7 +384,7 @@ constexpr ModelSpec kEntries[] = {
                     "data-consistent quantitative susceptibility mapping trained with hybrid data. Med Image Anal. "
                     "2023;84:102700",
         .notes = "tiled mode runs the whole physics loop per patch: off-design, results approximate",
-        .seconds_per_voxel = 1.26e-4,  // BF + 6 VJP calls of the stand-ins, 64³, 1 thread, load-scaled (RESULTS §12)
+        .seconds_per_voxel = 1.26e-4,  // BF + 6 VJP calls of the stand-ins, 64³, 1 thread, load-scaled
     },
     {
         .id = "autoqsm",
@@ -491,10 +491,10 @@ constexpr ModelSpec kEntries[] = {
         .citation = "Tessera demo network: a 1.4 M-parameter 3D U-Net trained on random synthetic susceptibility "
                     "patches (scripts/train_demo_net.md). A demonstration, not a clinical model",
         .notes = "demo only: r = 0.85 against the numerical phantom's truth; not for clinical use",
-        // The shipped graph's work (graph-cost.test.js checks it), at kSecondsPerMac (bench/RESULTS.md §38; the 7.1e-6 s
-        // per voxel of §16's probe ran 1.2-1.7× over the runs of §36).
+        // The shipped graph's work (graph-cost.test.js checks it), at kSecondsPerMac (within 25 % of the
+        // runs; the 7.1e-6 s per voxel of an earlier probe ran 1.2-1.7× over them).
         .macs_per_voxel = 53'616,
-        .wasm_conv_transpose_rewrite = true,  // measured on the shipped graph (bench/RESULTS.md §40)
+        .wasm_conv_transpose_rewrite = true,  // the shipped graph ran 6-9 % faster per patch, heap -18 %
         .receptive_radius = 51,
         .receptive_source = "the shipped graph (bindings/js/receptive-field.js; checked by receptive-field.test.js); "
                             "measured context from a probe of the shipped weights",

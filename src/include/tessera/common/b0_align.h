@@ -1,7 +1,7 @@
 // Resampling a volume to a grid whose third axis lies along B0, and back. The field → χ networks were trained with B0
 // along the volume's third axis; for an oblique acquisition Tessera rotates the field onto such a grid (about the volume
 // centre, by the smallest rotation that takes B0 to the third axis, same voxel size), runs the network there and
-// resamples χ back onto the source grid (bench/b0-tilt.js measures why: bench/RESULTS.md §13).
+// resamples χ back onto the source grid (ignoring a tilt costs the demo network NRMSE 0.02 per degree).
 #pragma once
 
 #include <array>

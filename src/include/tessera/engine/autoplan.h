@@ -16,11 +16,11 @@ namespace tessera {
 
 // How fast a network runs: seconds per patch voxel on one thread, and the parallel fraction of an
 // ONNX Runtime run (Amdahl: speed-up with T threads = 1 / ((1 - f) + f / T)).
-// Defaults measured on the xQSM-shaped stand-in: 3.94e-5 s per 64³-patch voxel on 1 thread (bench/RESULTS.md §1,
-// 2-core AMD EPYC, node), about 0.3 s of fixed cost per tile; 0.9 s to start a worker and run its first (slower)
-// patch, the measured start of the demo, xQSM-shaped and deep stand-ins, 0.6-1.0 s (RESULTS §38; it was 2 s, the
+// Defaults measured on the xQSM-shaped stand-in: 3.94e-5 s per 64³-patch voxel on 1 thread (measured
+// on a 2-core AMD EPYC, node), about 0.3 s of fixed cost per tile; 0.9 s to start a worker and run its first (slower)
+// patch, the measured start of the demo, xQSM-shaped and deep stand-ins, 0.6-1.0 s (it was 2 s, the
 // xQSM stand-in's on a slower host); the parallel fraction 0.90 fitted to the workers × threads sweeps on a quiet 2-core Intel Xeon host, in
-// node (0.905) and Chromium (0.900), 1 × 2 threads 1.70-1.81× one thread (RESULTS §22).
+// node (0.905) and Chromium (0.900), 1 × 2 threads 1.70-1.81× one thread.
 struct ThroughputModel {
   double seconds_per_voxel = 3.94e-5;  // per patch voxel at 1 thread
   double parallel_fraction = 0.90;
@@ -30,10 +30,10 @@ struct ThroughputModel {
 
 // Seconds per multiply-accumulate of a network's convolutions in ONNX Runtime Web on 1 thread: a field -> chi network
 // whose speed was not measured here is estimated at its graph's MACs per voxel times this (before its registry figure,
-// one machine's at one hour: 1.5-1.8× the runs of §36 where this is within 25 % in 11 of 12). Fitted to the demo U-Net
+// one machine's at one hour: 1.5-1.8× the runs where this is within 25 % in 11 of 12). Fitted to the demo U-Net
 // (53.6 k MACs per voxel), the xQSM-shaped stand-in (397 k) and the deep stand-in (65.5 k), run as one patch or as
-// slabs at 2 threads in node and Chromium: 0.046-0.057 µs per 1,000 MACs after the per-tile cost (bench/RESULTS.md
-// §38), mean 0.050, × 1.82 (the speed-up of 2 threads at parallel_fraction 0.90) for 1 thread.
+// slabs at 2 threads in node and Chromium: 0.046-0.057 µs per 1,000 MACs after the per-tile cost
+// (measured), mean 0.050, × 1.82 (the speed-up of 2 threads at parallel_fraction 0.90) for 1 thread.
 inline constexpr double kSecondsPerMac = 9.2e-11;
 
 // Where a throughput model's figures came from: the planner's defaults, the network's graph (its MACs per voxel at
@@ -64,12 +64,12 @@ inline constexpr double kSpeedProbeShare = 0.02;
 
 // The seconds the speed probe's timed runs add up to at the least: pairs of patches cheaper than that are timed again,
 // up to kSpeedProbeRounds pairs, and each edge's fastest is kept (a fresh worker's runs of a few milliseconds vary by
-// tens of percent while its code is being optimised: bench/RESULTS.md §32).
+// tens of percent while its code is being optimised).
 inline constexpr double kSpeedProbeLeastSeconds = 0.3;
 inline constexpr uint32_t kSpeedProbeRounds = 4;
 
 // The pairs the speed probe times at the least, each edge's fastest kept: a single pair timed while the machine is busy
-// with something else sets the estimate alone (bench/RESULTS.md §34, §35: one Chromium pair at 1.7-1.9× the quiet
+// with something else sets the estimate alone (one Chromium pair measured at 1.7-1.9× the quiet
 // host's times, the estimate 1.93× the run; on the quiet host every pair agrees within 15 %).
 inline constexpr uint32_t kSpeedProbeLeastRounds = 2;
 
@@ -104,12 +104,12 @@ struct FidelityTarget {
 FidelityTarget fidelity_target(Quality quality);
 
 // The planner aims under the target by this factor: the model's predictions were as low as 0.70 of the measured
-// NRMSE over the study (bench/RESULTS.md §11), so a predicted 0.7 × target is measured within the target.
+// NRMSE over the tiling study, so a predicted 0.7 × target is measured within the target.
 inline constexpr double kFidelityMargin = 0.7;
 
 // A tiling displaces the whole volume (or the mask's box as one patch) only when estimated at most this fraction of its
 // time: the whole-volume run is the reference, and patches cut to their mask that ran 7-10 % fewer voxels than the box
-// ran no faster on the demo network at 160×160×128 (bench/RESULTS.md §26) with twice its NRMSE against the whole volume.
+// ran no faster on the demo network at 160×160×128 with twice its NRMSE against the whole volume.
 inline constexpr double kTilingOverWhole = 0.85;
 
 // When a network's context is not known (a custom network with neither a receptive radius nor weights to derive

@@ -4,7 +4,7 @@
 // probe, or derived from the theoretical receptive radius). A voxel whose patch face lies at distance d misses the
 // part of the dependence beyond that face (minus what the whole-volume run misses too, beyond the mask's extent);
 // overlapping tiles blend their deficits with the run's own weights. The deficit maps to NRMSE and r through two
-// constants fitted to the tiling study (bench/fidelity-study.js, bench/RESULTS.md §11).
+// constants fitted to the tiling study (bench/fidelity-study.js: the demo U-Net on the 160×192×144 phantom).
 #pragma once
 
 #include <array>
@@ -54,10 +54,10 @@ struct FidelityFit {
 // the pooling grid, crop and cosine, patches 64³-128³ on the 160×192×144 phantom; predicted ÷ measured NRMSE 0.70-1.48
 // (median 1.01). On the two-level U-Net (probed: 99 % within 9 voxels) the same constants predict 6-15× the measured
 // NRMSE, and with profiles derived from the theoretical radius 0.76-2.2× (demo) and 58-245× (two-level): the model errs
-// towards caution (bench/RESULTS.md §11; bench/fit-fidelity.js). Its reach is the demo's graph radius, 51 voxels. On a
+// towards caution (bench/fit-fidelity.js). Its reach is the demo's graph radius, 51 voxels. On a
 // deeper network (the QSMnet-shaped stand-in: graph radius 199, probed radius90 58) it predicted 0.23-0.40× the
 // measured NRMSE of slabs with halos 2-48, so beyond that reach predictions carry a caution of 1 / 0.23 = 4.4
-// (bench/RESULTS.md §27-28).
+// (with it, predicted 0.108 where 0.105 was measured).
 inline constexpr FidelityFit kFidelityFit{0.548, 0.732, 0.536, 51, 4.4};
 
 struct FidelityPrediction {
