@@ -64,10 +64,10 @@ HeadVariation head_variation(uint64_t seed);
 
 struct PhantomOptions {
   uint64_t seed = 1;          // same seed, same phantom (positions, sizes, veins, noise)
-  HeadVariation head;         // the brain's size, shape and asymmetry (the rest of the head: make_acquisition)
   double noise_sigma = 0.0;   // Gaussian noise (ppm) added to the field inside the mask; 0 = none
   int pad_factor = 2;         // zero padding of the forward model (see forward_field)
   unsigned threads = 1;       // FFT threads (0 = hardware concurrency)
+  HeadVariation head;         // the brain's size, shape and asymmetry (the rest of the head: make_acquisition)
 };
 
 struct Phantom {
@@ -139,7 +139,6 @@ inline constexpr double kGammaBarMHzPerT = 42.57747892;
 
 struct AcquisitionOptions {
   uint64_t seed = 1;  // same seed, same head, brain, receive phase and noise
-  HeadVariation head;  // the head's size, shape, skull and cavities (default: the reference head)
   // Echo times in seconds, each in (0, 1] (4 ms is 0.004), at most 64 of them.
   std::vector<double> te_s{std::begin(acquisition_defaults::kEchoTimesS), std::end(acquisition_defaults::kEchoTimesS)};
   double b0_tesla = acquisition_defaults::kB0Tesla;  // (0, 20]
@@ -148,6 +147,7 @@ struct AcquisitionOptions {
   bool receive_phase = true;  // add the smooth receive phase offset phi0 (false: phi0 = 0)
   int pad_factor = 2;         // zero padding of both forward models, [1, 4] (see forward_field)
   unsigned threads = 1;       // FFT and signal threads (0 = hardware concurrency); results do not depend on it
+  HeadVariation head;  // the head's size, shape, skull and cavities (default: the reference head)
 };
 
 // Throws Error(InvalidArgument) naming the option, its range and unit.
