@@ -860,7 +860,7 @@ test('the request flags come from the schema: --stride and --blend reach the pla
     else assert.ok(entry.includes(`[${o.min}, ${o.max}]`), `--${flag} range: ${entry}`);
   }
   assert.equal(bigCore.code, 2);
-  assert.match(bigCore.stderr, new RegExp(`^error: --core must be a whole number <= ${option('tile.core').max}, got '${tooBig}'\\n$`));
+  assert.match(bigCore.stderr, new RegExp(`^error: --core must be a whole number in \\[1, ${option('tile.core').max}\\], got '${tooBig}'\\n$`));
   assert.equal(badBlend.code, 2);
   assert.equal(badBlend.stderr, `error: --blend must be ${option('tile.blend').choices.join(', ')}, got 'median'\n`);
   assert.equal(strideAlone.code, 2);

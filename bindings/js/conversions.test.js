@@ -117,7 +117,7 @@ const planShape = () => ({ ...shapeOf('TilePlan'), b0Align: shapeOf('PlannedB0Al
 const patchShape = () => ({
   job: N, tile: N, network: N, dims: [N, N, N, N, N], input: new Typed(Float32Array), extras: arrayOf(shapeOf('NamedInput')),
 });
-const runReportShape = () => ({ ...shapeOf('TileRunReport'), warning: S });
+const runReportShape = () => ({ ...shapeOf('TileRunReport'), warning: S, warnings: arrayOf(S) });
 const verificationShape = () => {
   const { hfen, ...agreement } = shapeOf('Agreement'); // the self-check has no HFEN
   return { ...agreement, compareLo: T3, compareHi: T3, margin: N };

@@ -235,7 +235,12 @@ export interface RunReport extends TileRunReport {
   maxOpenRequests?: number;
   maxInFlightObserved: number;
   wallSeconds: number;
+  /** what the run assumed, "; "-joined (empty when nothing) */
   warning: string;
+  /** the same, one sentence each */
+  warnings: string[];
+  /** a method's or a pipeline's run: the steps that ran (an iterative method that converged early ran fewer) */
+  stepsRun?: number;
   /** the plan the run obeyed (its id when it was handed back) */
   plan: Omit<Plan, 'id'> & { readonly id?: string };
   memory: {

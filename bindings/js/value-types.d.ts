@@ -295,7 +295,9 @@ export interface RequestOption {
   readonly max: number;
   readonly minExclusive: boolean;
   readonly maxExclusive: boolean;
-  /** the range in words as C++ checks it ("in (0, 2/3)", "a whole number in [1, 64]", "≥ 0"); empty for a worded option */
+  /**
+   * the range in words as C++ checks it ("in (0, 2/3)", "a whole number in [1, 64]", "≥ 0"); empty for a worded option
+   */
   readonly range: string;
   readonly integer: boolean;
   readonly help: string;

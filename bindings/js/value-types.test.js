@@ -173,7 +173,8 @@ test('the module\'s other values (patchFit, compare, fitCalibration, a volume\'s
     assert.equal(run.state().finished, true);
     const report = run.report();
     // The run adds its warning beside the driver's counts (bindings/wasm/field_run.cpp); index.d.ts's RunReport declares it.
-    const { warning, ...counts } = report;
+    const { warning, warnings, ...counts } = report;
+    assert.ok(Array.isArray(warnings) && warnings.every((w) => typeof w === 'string'));
     assert.equal(typeof warning, 'string');
     check(counts, 'TileRunReport', 'run.report()');
   } finally {

@@ -69,7 +69,7 @@ export function optionValue(option, flag, v) {
     throw usageError(`--${flag} must be ${kind}${bound}, got '${v}'`);
   }
   if (option.max < UNBOUNDED && (x > option.max || (option.maxExclusive && x === option.max))) {
-    throw usageError(`--${flag} must be ${option.range ? `${kind} ${option.range}` : `${kind} <= ${fmt(option.max)}`}, got '${v}'`);
+    throw usageError(`--${flag} must be ${option.range || `${kind} <= ${fmt(option.max)}`}, got '${v}'`);
   }
   return x;
 }

@@ -2,13 +2,13 @@
 // module, the request object (network, method or pipeline), read by C++ once into the plan it holds (with the network's
 // memory cost beside its view).
 import { TesseraError } from '../errors.js';
-import { maskFromValues } from '../io/nifti.js';
+import { maskFromValues } from '../io/mask-values.js';
 import { NETWORK_OPTIONS } from '../request.js';
 import { rt, call, hardwareThreads } from './context.js';
 import { releasePlan, takePlan } from './plans.js';
 import { sessionHolds } from './sessions.js';
 
-/** A mask as 0/1 bytes (nifti.js maskFromValues' rule): all ones when absent. Precondition: n is the volume's voxel count. */
+/** A mask as 0/1 bytes (io/mask-values.js' rule): all ones when absent. Precondition: n is the volume's voxel count. */
 export function toMask(mask, n) {
   if (mask === undefined || mask === null) return new Uint8Array(n).fill(1);
   if (mask.length !== n) {
