@@ -1303,7 +1303,7 @@ test('classical method: TKD from the schema (its threshold at the default, range
   await page.fill(input, '0.9');
   await page.waitForSelector('#methodMsg:not([hidden])', { timeout: 10000 });
   const msg = await page.textContent('#methodMsg');
-  assert.match(msg, /^tkd\.threshold must be in \(0, 0\.66+7\], got 0\.9/);
+  assert.match(msg, /^tkd\.threshold must be in \(0, 2\/3\), got 0\.9/);
   assert.equal(await page.textContent('#planAdvice'), msg);
   assert.equal(await page.getAttribute(input, 'aria-invalid'), 'true');
   assert.equal((await readData('#planReadout')).feasible, false);
