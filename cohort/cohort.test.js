@@ -570,8 +570,8 @@ test('phase_pipeline: BIDS phase + magnitude echoes (mask optional) through tess
   put(path.join(tree, 'MEGRE.json'), JSON.stringify({ MagneticFieldStrength: scan.MagneticFieldStrength }));
   fs.copyFileSync(files.mask, path.join(tree, 'sub-02', 'anat', 'sub-02_desc-brain_mask.nii'));
   // TV with a stronger λ than the default (the 4 mm phantom is coarse), V-SHARP radii up to 4 voxels (16 mm).
-  const pipeline = { method: 'tv', params: { lambda: 0.0005 }, options: { 'vsharp.maxRadius': 4 } };
-  const flags = ['--te', scan.EchoTime.join(','), '--b0', String(scan.MagneticFieldStrength), '--magnitude', files.magnitude, '--option', 'vsharp.maxRadius=4', '--cores', String(CORES)];
+  const pipeline = { method: 'tv', params: { lambda: 0.0005 }, options: { background: 'vsharp', 'vsharp.maxRadius': 4 } };
+  const flags = ['--te', scan.EchoTime.join(','), '--b0', String(scan.MagneticFieldStrength), '--magnitude', files.magnitude, '--option', 'background=vsharp', '--option', 'vsharp.maxRadius=4', '--cores', String(CORES)];
   // The direct runs (each under python's getrusage for its max RSS), all at once.
   fs.mkdirSync(q('ref'), { recursive: true });
   const py = 'import resource,subprocess,sys\nr=subprocess.run(sys.argv[1:])\nprint(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\nsys.exit(r.returncode)';
@@ -601,14 +601,16 @@ test('phase_pipeline: BIDS phase + magnitude echoes (mask optional) through tess
   assert.deepEqual(ran.filter((j) => ['invert', 'plan', 'weights'].includes(j.rule)), []);
   assert.equal(ran.filter((j) => j.rule === 'stack_echoes').length, 4); // phase and magnitude of each subject
   const rs = [];
-  const stages = ['desc-brain_mask', 'desc-echofit_mask', 'desc-echofit_residual', 'desc-echofit_phaseoffset', 'desc-echofit_fieldmap', 'desc-echofit_totalfield', 'desc-unwrapped_phase', 'desc-vsharp_localfield', 'desc-vsharp_mask'];
+  // The local field's derivatives are named after the background removal.
+  const bg = pipeline.options.background;
+  const stages = ['desc-brain_mask', 'desc-echofit_mask', 'desc-echofit_residual', 'desc-echofit_phaseoffset', 'desc-echofit_fieldmap', 'desc-echofit_totalfield', 'desc-unwrapped_phase', `desc-${bg}_localfield`, `desc-${bg}_mask`];
   for (const sub of ['sub-01', 'sub-02']) {
     const stem = path.join(out, sub, 'anat', sub);
     // χ: the direct `tessera-qsm pipeline` run's, bit for bit (header and data).
     assert.ok(gunzip(`${stem}_Chimap.nii.gz`).equals(refs2[sub].chi), `${sub}: χ differs from the direct tessera-qsm pipeline run`);
     // Against the phantom's truth where χ is defined (the pipeline's local mask, kept as an intermediate).
     const chi = readNifti(new Uint8Array(gunzip(`${stem}_Chimap.nii.gz`))).data;
-    const local = readNifti(new Uint8Array(gunzip(`${stem}_desc-vsharp_mask.nii.gz`))).data;
+    const local = readNifti(new Uint8Array(gunzip(`${stem}_desc-${bg}_mask.nii.gz`))).data;
     const rr = pearson(chi, truth, local);
     assert.ok(rr > 0.8, `${sub}: χ r ${rr.toFixed(3)} against the phantom's truth`);
     rs.push(`${sub} r ${rr.toFixed(3)}`);
@@ -619,7 +621,7 @@ test('phase_pipeline: BIDS phase + magnitude echoes (mask optional) through tess
     assert.equal(report.inputs.echoes, 3);
     assert.equal(report.inputs.mask === null, sub === 'sub-01');
     assert.deepEqual(report.inversion, { method: 'tv', params: { lambda: 0.0005 } });
-    assert.deepEqual(report.options, { vsharp: { maxRadius: 4 } });
+    assert.deepEqual(report.options, { background: 'vsharp', vsharp: { maxRadius: 4 } });
     assert.deepEqual(Object.values(report.intermediates), stages.map((s) => `${sub}_${s}.nii.gz`));
     const plan = JSON.parse(fs.readFileSync(path.join(out, '.tessera', `${sub}/anat/${sub}_pipeline-plan.json`), 'utf8'));
     assert.deepEqual(report.plan, plan.pipeline, `${sub}: the run's plan is not the declared one`);

@@ -348,6 +348,7 @@ TEST(Pipeline, AFailedStageIsNamedAndTheFinishedStagesAreKept) {
   PipelineRequest r;
   r.te_s = a.te_s;
   r.b0_tesla = a.b0_tesla;
+  r.background = BackgroundRemoval::Vsharp;
   r.vsharp.min_radius_voxels = 30;  // erodes the whole brain
   r.vsharp.max_radius_voxels = 30;
   Pipeline p(g, a.phase, a.magnitude, a.brain_mask, r);
@@ -359,8 +360,9 @@ TEST(Pipeline, AFailedStageIsNamedAndTheFinishedStagesAreKept) {
   EXPECT_EQ(kept.field_hz.size(), g.voxel_count());  // the echo fit finished
   EXPECT_EQ(kept.total_ppm.size(), g.voxel_count());
   EXPECT_TRUE(kept.local_ppm.empty());  // V-SHARP did not
-  // The default V-SHARP on this 3 mm head: its erosion's share is said when over the bound.
+  // V-SHARP at its defaults on this 3 mm head: its erosion's share is said when over the bound.
   PipelineRequest d;
+  d.background = BackgroundRemoval::Vsharp;
   const PipelineResult out = run(a, a.brain_mask, d);
   uint64_t fit = 0, local = 0;
   for (size_t i = 0; i < out.local_mask.size(); ++i) fit += out.fit_mask[i] != 0, local += out.local_mask[i] != 0;

@@ -163,7 +163,9 @@ TEST(Tfi, PhantomScanFromItsTotalFieldThroughThePipeline) {
   // TFI runs no background removal: its stages are the echo fit and TFI; it keeps no local field, and χ is defined on
   // the fit mask.
   EXPECT_EQ(tfi_stages, (std::vector<std::string>{"echo fit", "TFI"}));
-  EXPECT_EQ(rts_stages, (std::vector<std::string>{"echo fit", "V-SHARP", "RTS"}));
+  ASSERT_EQ(rts_stages.size(), 3u);  // the echo fit, the default background removal, RTS
+  EXPECT_EQ(rts_stages.front(), "echo fit");
+  EXPECT_EQ(rts_stages.back(), "RTS");
   EXPECT_TRUE(tfi.local_ppm.empty());
   EXPECT_EQ(tfi.local_mask, tfi.fit_mask);
   // χ against the brain truth inside the brain mask eroded by 5 voxels (both methods' χ are defined there).
@@ -177,9 +179,9 @@ TEST(Tfi, PhantomScanFromItsTotalFieldThroughThePipeline) {
   const double t_nrmse = tessera::test::demeaned_nrmse(tfi.chi, a.brain_chi, both);
   const double v_nrmse = tessera::test::demeaned_nrmse(rts.chi, a.brain_chi, both);
   std::printf("[ tfi ] phantom 64×64×48 at 3 mm, SNR 100, brain mask eroded by 5 voxels (%llu voxels): TFI r %.3f NRMSE "
-              "%.3f; V-SHARP + RTS r %.3f NRMSE %.3f\n",
+              "%.3f; the default background removal + RTS r %.3f NRMSE %.3f\n",
               static_cast<unsigned long long>(voxels), t.r, t_nrmse, v.r, v_nrmse);
-  // Measured: TFI r 0.844 (NRMSE 0.55), V-SHARP + RTS r 0.906 (NRMSE 0.43) with the defaults.
+  // Measured: TFI r 0.844 (NRMSE 0.55); V-SHARP + RTS r 0.906 (NRMSE 0.43) when V-SHARP was the default.
   EXPECT_GT(t.r, 0.80);
 }
 

@@ -232,7 +232,7 @@ test('qsm-ci: phase, magnitude, mask and params.json in; totalfield, localfield 
 
   const r = await runCli(['qsm-ci', input], { cwd: dir });
   assert.equal(r.code, 0, r.stderr);
-  assert.match(r.stderr, /qsm-ci: 64×64×48, 4 echoes \(TE 4, 8, 12, 16 ms\), B0 3 T: echo fit → V-SHARP → RTS/);
+  assert.match(r.stderr, /qsm-ci: 64×64×48, 4 echoes \(TE 4, 8, 12, 16 ms\), B0 3 T: echo fit → RESHARP → TV-ADMM/);
   const out = {};
   for (const name of ['totalfield', 'localfield', 'chimap']) {
     const bytes = new Uint8Array(fs.readFileSync(path.join(input, `${name}.nii.gz`)));
@@ -242,7 +242,7 @@ test('qsm-ci: phase, magnitude, mask and params.json in; totalfield, localfield 
     assert.deepEqual(out[name].voxelMm, [3, 3, 3], name);
     assert.deepEqual(out[name].affine, like.affine, name);
   }
-  // Against the phantom's truths where the local field is defined (V-SHARP's eroded mask less the voxels whose echo
+  // Against the phantom's truths where the local field is defined (the background removal's eroded mask less the voxels whose echo
   // fit is unreliable, next to air; χ and the local field are 0 elsewhere).
   const inside = (v) => scan.mask.map((m, i) => (m && v[i] !== 0 ? 1 : 0));
   const rTotal = pearson(out.totalfield.data, scan.totalField, inside(out.localfield.data));

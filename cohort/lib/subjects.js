@@ -478,6 +478,9 @@ export function assignModels(records, registry, config, packageRoot, schema = []
   const fieldNets = () => registry.filter((x) => !x.inputs.includes('phase')).map((x) => x.id).join(', ');
   const piped = records.some((r) => r.pipeline);
   const base = piped ? pipelineConfig(config, schema) ?? { options: {}, params: {} } : null;
+  // The background removal is always named (the schema's default when the config names none): the Snakefile names the
+  // local field's derivative after it.
+  if (base) base.options.background ??= schema.find((e) => e.name === 'background').default;
   const addModel = (id, m) => {
     if (models[id]) return;
     let given = config.weights?.[id];

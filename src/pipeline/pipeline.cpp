@@ -24,7 +24,7 @@ const OptionSpec kPipelineStageOptions[] = {
     {"fitResidualLimit", "rad", kFitResidualLimit, "", 0, 10, true, false,
      "voxels whose echo fit leaves a larger RMS phase residual (an inconsistent unwrap next to air) are left out of the "
      "background removal and the inversion"},
-    {"background", "", 0, "vsharp", 0, 0, false, false,
+    {"background", "", 0, background_name(kDefaultBackground), 0, 0, false, false,
      "background field removal: vsharp (Wu 2012; erodes the mask by the smallest radius), pdf (Liu 2011; keeps the "
      "mask), lbv (Zhou 2014; peels the mask's border voxel), ismv (Wen 2014), sharp (Schweser 2011) or resharp (Sun "
      "2014; these three erode the mask by their radius)",

@@ -35,7 +35,7 @@ ${PIPELINE_USAGE}  tessera-qsm swi --phase p.nii[.gz] --magnitude mag.nii[.gz] -
   tessera-qsm receptive-field (--model ID | --spec net.json) [--weights FILE|URL] [--probe] [--json]
   tessera-qsm calibrate --weights FILE|URL [--spec net.json | --model ID] [--threads N] [--json]
   tessera-qsm score --chi a.nii[.gz] --reference b.nii[.gz] --mask m.nii[.gz] [--cores N] [--json]
-  tessera-qsm qsm-ci DIR | --in DIR [--out DIR] [--method NAME [--param N=V ...]] [--background vsharp|pdf] [--cores N] [--quiet]
+  tessera-qsm qsm-ci DIR | --in DIR [--out DIR] [--method NAME [--param N=V ...]] [--background NAME] [--cores N] [--quiet]
   tessera-qsm <command> --help     tessera-qsm --version
 
 Exit codes: 0 success, 1 error (runtime, input files, weights), 2 usage error or a run the memory
@@ -125,7 +125,7 @@ Accumulated in double; the same numbers for any --cores. Every value of both map
   'qsm-ci': `tessera-qsm qsm-ci: a QSM-CI algorithm run (multi-echo phase to total field, local field and χ)
 
 Usage:
-  tessera-qsm qsm-ci DIR | --in DIR [--out DIR] [--method NAME [--param N=V ...]] [--background vsharp|pdf] [--cores N] [--quiet]
+  tessera-qsm qsm-ci DIR | --in DIR [--out DIR] [--method NAME [--param N=V ...]] [--background NAME] [--cores N] [--quiet]
 
 Reads QSM-CI's inputs from DIR: phase.nii.gz (wrapped phase in radians, 4D with the echoes along the 4th dim),
 magnitude.nii.gz (same dims and echoes; optional: without it the echoes weigh alike), mask.nii.gz, and params.json
@@ -133,9 +133,10 @@ magnitude.nii.gz (same dims and echoes; optional: without it the echoes weigh al
 MagneticFieldStrength are read too; without B0_dir the phase header's B0 direction is used). Runs \`tessera-qsm pipeline\`'s
 stages with their defaults and writes, gzipped, in ppm, with the phase's header, into --out (default DIR):
 totalfield.nii.gz, localfield.nii.gz, chimap.nii.gz.
-  --method NAME      the dipole inversion (default rts, QSMxT's; \`tessera-qsm methods\` lists them)
+  --method NAME      the dipole inversion (default tv: the best mean χ on varied heads after the pipeline's default
+                     background removal; \`tessera-qsm methods\` lists them)
   --param N=V        a parameter of the --method (repeatable)
-  --background B     background field removal: vsharp (the pipeline's default) or pdf
+  --background B     background field removal (\`tessera-qsm pipeline --help\` lists the choices and the default)
   --cores N          threads of the C++ stages (default: the machine's)
 `,
   calibrate: `tessera-qsm calibrate: measure a network's memory cost in ONNX Runtime Web

