@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { fileURLToPath } from 'node:url';
-import { createTessera, readNifti, readEchoes, writeNifti } from '../bindings/js/index.js';
+import { createTessera, readNifti, readEchoes, writeNifti, GAMMA_BAR_MHZ_PER_T } from '../bindings/js/index.js';
 import { lotNet } from '../tests/js/phase-networks.js';
 import { discover, pipelineConfig, CohortError } from './lib/subjects.js';
 
@@ -136,7 +136,7 @@ before(async () => {
       const mag = new Float32Array(2 * n);
       for (let e = 0; e < 2; e++) {
         const ph = Float32Array.from(field, (v) => {
-          const x = 2 * Math.PI * 42.577478 * B0 * TE[e] * v + 2.5;
+          const x = 2 * Math.PI * GAMMA_BAR_MHZ_PER_T * B0 * TE[e] * v + 2.5;
           return Math.atan2(Math.sin(x), Math.cos(x));
         });
         const mg = Float32Array.from(mask, (m, i) => (m ? 1 : 0.05) * Math.exp(-TE[e] / 0.04) * (1 + 0.1 * Math.sin(i)));

@@ -35,7 +35,7 @@ TEST(InputChecks, AFieldInHzGivenAsPpmIsRefused) {
   const Geometry g = head(64, 64, 48, 3.0);
   const PhantomAcquisition a = make_acquisition(g, AcquisitionOptions{});
   EXPECT_EQ(implausible_ppm_text(a.local_field, a.brain_mask), "");
-  const double hz_per_ppm = acquisition_defaults::kGammaBarMHzPerT * a.b0_tesla;
+  const double hz_per_ppm = kGammaBarMHzPerT * a.b0_tesla;
   std::vector<float> hz(a.local_field.size());
   for (size_t i = 0; i < hz.size(); ++i) hz[i] = static_cast<float>(a.local_field[i] * hz_per_ppm);
   const RobustRange r = robust_range(hz, a.brain_mask);

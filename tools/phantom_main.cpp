@@ -317,7 +317,7 @@ void write_json(const std::string& path, const tessera::Geometry& g, const tesse
       << ", " << num(g.voxel_mm[1]) << ", " << num(g.voxel_mm[2]) << "],\n  \"Seed\": " << o.seed
       << ",\n  \"SNR\": " << num(o.snr) << ",\n  \"NoiseSigma\": " << num(acq.noise_sigma)
       << ",\n  \"ReceivePhase\": " << (o.receive_phase ? "true" : "false")
-      << ",\n  \"GyromagneticRatioMHzPerT\": " << num(tessera::acquisition_defaults::kGammaBarMHzPerT);
+      << ",\n  \"GyromagneticRatioMHzPerT\": " << num(tessera::kGammaBarMHzPerT);
   const tessera::HeadVariation& v = o.head;
   auto vec = [&](const tessera::Vec3& x) { return "[" + num(x[0]) + ", " + num(x[1]) + ", " + num(x[2]) + "]"; };
   out << ",\n  \"HeadVariation\": {\"size\": " << num(v.size) << ", \"shape\": " << vec(v.shape)

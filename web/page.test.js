@@ -99,7 +99,7 @@ before(async () => {
     console.log(`# ${DEMO_NET} is missing: serving a stand-in U-Net there; the r > ${R_MIN} check is skipped`);
   }
   // The NIfTI pair: the C++ phantom (node flavour of the runtime), written with writeNifti.
-  const { createTessera, writeNifti } = await import('../bindings/js/index.js');
+  const { createTessera, writeNifti, GAMMA_BAR_MHZ_PER_T } = await import('../bindings/js/index.js');
   const t = await createTessera({ workers: 1 });
   try {
     qualityOption = (await t.schema()).find((o) => o.name === 'quality');
@@ -112,7 +112,7 @@ before(async () => {
       mask: p.mask,
       // the field in Hz at 3 T: the page converts it (units Hz, B0 3 T)
       fieldPpmSum: p.field.reduce((a, v, i) => a + (p.mask[i] ? v : 0), 0),
-      field: await writeNifti(p.field.map((v) => v * 42.577478 * 3), like, { gzip: true, description: 'phantom local field (Hz at 3 T)' }),
+      field: await writeNifti(p.field.map((v) => v * GAMMA_BAR_MHZ_PER_T * 3), like, { gzip: true, description: 'phantom local field (Hz at 3 T)' }),
       magnitude: await writeNifti(Float32Array.from(p.mask, (m, i) => (m ? 100 + (i % 7) : 1)), like, { gzip: true }),
       maskNii: await writeNifti(Float32Array.from(p.mask), like, { gzip: true, description: 'phantom mask' }),
       // the field in ppm as the node API gets it (the self-check test compares the page with node on it)

@@ -8,13 +8,12 @@ import fs from 'node:fs';
 import zlib from 'node:zlib';
 import os from 'node:os';
 import path from 'node:path';
-import { createTessera, readNifti, writeNifti } from './index.js';
+import { createTessera, readNifti, writeNifti, GAMMA_BAR_MHZ_PER_T } from './index.js';
 import { CLI, runCli } from '../../tests/js/run-cli.js';
 import { convStack, convStackReference, unet, prng } from '../../tests/js/networks.js';
 import { lotNet, LOT_KERNEL, LOT_SCALE } from '../../tests/js/phase-networks.js';
 import { baseFiles, headerCases, gzipCases } from '../../tests/js/nifti-fuzz.js';
 
-const GAMMA_BAR = 42.577478; // Hz per ppm per tesla
 const DIMS = [24, 20, 16];
 const N = DIMS[0] * DIMS[1] * DIMS[2];
 const MARGIN = 2; // mask: a box MARGIN voxels inside the faces
@@ -64,7 +63,7 @@ before(async () => {
   const like = { dims: DIMS, voxelMm: [1.2, 1.0, 0.9], affine: AFFINE };
   fs.writeFileSync(f('field.nii.gz'), await writeNifti(field, like, { gzip: true }));
   fs.writeFileSync(f('mask.nii'), await writeNifti(mask, like));
-  const hz = field.map((v) => v * GAMMA_BAR * 3);
+  const hz = field.map((v) => v * GAMMA_BAR_MHZ_PER_T * 3);
   fs.writeFileSync(f('field-hz.nii'), await writeNifti(hz, like));
   fs.writeFileSync(f('mask-small.nii'), await writeNifti(new Float32Array(24 * 20 * 15).fill(1), { dims: [24, 20, 15], voxelMm: [1, 1, 1] }));
   fs.writeFileSync(f('net.onnx'), convStack({ layers: 1, seed: 4 }));

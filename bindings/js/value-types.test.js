@@ -9,6 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { renderValueTypes, loadModuleFrom, VALUE_TYPES_DTS, VALUE_TYPES_COMMAND } from '../../scripts/value-types.js';
 import { createTessera } from './index.js';
+import { GAMMA_BAR_MHZ_PER_T } from './io/nifti.js';
 import { unionMembers } from '../../tests/js/type-text.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -24,6 +25,11 @@ before(async () => {
   tessera = await createTessera({ workers: 1, hardwareThreads: 1, wasmBase: wasmDir });
 });
 after(() => tessera?.terminate());
+
+test('io/nifti.js\'s γ̄ is the C++ constant (tessera/common/physics.h) the module registers', () => {
+  assert.equal(typeof M.GAMMA_BAR_MHZ_PER_T, 'number');
+  assert.equal(GAMMA_BAR_MHZ_PER_T, M.GAMMA_BAR_MHZ_PER_T);
+});
 
 test('the committed value-types.d.ts is what the module\'s registrations generate', () => {
   const want = renderValueTypes([...record.values()], INDEX_DTS);

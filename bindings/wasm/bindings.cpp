@@ -9,6 +9,7 @@
 #include "verification.h"
 #include "volume.h"
 #include "tessera/common/dipole.h"
+#include "tessera/common/physics.h"
 #include "tessera/session/request.h"
 
 using namespace emscripten;
@@ -97,6 +98,8 @@ val contrast_outputs(const ContrastRun& r) { return guarded([&] { return r.outpu
 
 EMSCRIPTEN_BINDINGS(tessera) {
   register_value_types();
+  // γ̄ for value-types.test.js, which holds io/nifti.js's copy (that module loads without wasm) equal to it
+  constant("GAMMA_BAR_MHZ_PER_T", tessera::kGammaBarMHzPerT);
   function("valueTypes", &value_types_record);  // their record: scripts/value-types.js writes value-types.d.ts from it
 
   function("registry", &registry);

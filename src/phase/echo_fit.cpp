@@ -31,12 +31,12 @@ void check_b0(double b0_tesla) {
 double hz_to_ppm(double hz, double b0_tesla) {
   check_b0(b0_tesla);
   // Hz / MHz = 1e-6: the Larmor frequency γ̄·B0 in MHz turns Hz into ppm directly
-  return hz / (kProtonGyromagneticMHzPerT * b0_tesla);
+  return hz / (kGammaBarMHzPerT * b0_tesla);
 }
 
 std::vector<float> hz_to_ppm(std::span<const float> hz, double b0_tesla) {
   check_b0(b0_tesla);
-  const double scale = 1.0 / (kProtonGyromagneticMHzPerT * b0_tesla);
+  const double scale = 1.0 / (kGammaBarMHzPerT * b0_tesla);
   std::vector<float> ppm(hz.size());
   for (size_t i = 0; i < hz.size(); ++i) ppm[i] = static_cast<float>(static_cast<double>(hz[i]) * scale);
   return ppm;

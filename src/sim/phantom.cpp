@@ -659,7 +659,7 @@ PhantomAcquisition make_acquisition(const Geometry& g, const AcquisitionOptions&
   const double sigma = acq.noise_sigma;
   for (uint64_t e = 0; e < echoes; ++e) {
     const double te = o.te_s[e];
-    const double rad_per_ppm = kTwoPi * acquisition_defaults::kGammaBarMHzPerT * o.b0_tesla * te;
+    const double rad_per_ppm = kTwoPi * kGammaBarMHzPerT * o.b0_tesla * te;
     float* mag = acq.magnitude.data() + e * n64;
     float* ph = acq.phase.data() + e * n64;
     parallel_for(n64, o.threads, [&](uint64_t begin, uint64_t end) {

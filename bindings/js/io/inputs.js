@@ -78,7 +78,7 @@ export function checkEchoTimes(te, echoes) {
  * Precondition: options.convert (default true); false reads geometry, echoes and mask only (a plan): no unit
  * conversion, no phase-unit check, input data as stored.
  *
- * The rules, once: field Hz → ppm (÷ 42.577478·B0) or rad/s → ppm; the phase to radians (phase-units.js, in
+ * The rules, once: field Hz → ppm (÷ γ̄·B0, GAMMA_BAR_MHZ_PER_T) or rad/s → ppm; the phase to radians (phase-units.js, in
  * place); mask and magnitude dims equal the input's; the magnitude has the phase's echoes, or is 3D when it only
  * makes the mask; TE in seconds, one per echo; NaN/Inf outside the mask set to 0 (counted in `fixed`), inside the
  * mask refused for phase and magnitude (a field's are left to the runtime, which names the first one's position).

@@ -29,8 +29,11 @@ export { phaseToRadians } from './phase-units.js';
 
 const HOST_LE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
-/** Gyromagnetic ratio of ¹H divided by 2π, in MHz/T (equivalently Hz per ppm per tesla). */
-export const GAMMA_BAR_MHZ_PER_T = 42.577478;
+/**
+ * Gyromagnetic ratio of ¹H divided by 2π, in MHz/T (equivalently Hz per ppm per tesla), CODATA 2018. Defined in C++
+ * (tessera/common/physics.h); kept here because this module loads without wasm; value-types.test.js holds them equal.
+ */
+export const GAMMA_BAR_MHZ_PER_T = 42.577478518;
 
 /** NIfTI datatype codes this module reads, with their byte size and typed-array constructor. */
 const DATATYPES = {
@@ -252,7 +255,7 @@ export async function writeNifti(data, like, { gzip = false, description } = {})
 // Units
 
 /**
- * Converts a field map from Hz to ppm of the ¹H Larmor frequency: ppm = Hz / (42.577478 · B0).
+ * Converts a field map from Hz to ppm of the ¹H Larmor frequency: ppm = Hz / (γ̄ · B0), γ̄ = GAMMA_BAR_MHZ_PER_T.
  * Precondition: `data` is a Float32Array (any numeric array-like works); b0Tesla is finite and > 0.
  * @param {Float32Array} data
  * @param {number} b0Tesla
@@ -263,7 +266,7 @@ export function hzToPpm(data, b0Tesla) {
 }
 
 /**
- * Converts a field map from rad/s to ppm: Hz = (rad/s) / 2π, then ppm = Hz / (42.577478 · B0).
+ * Converts a field map from rad/s to ppm: Hz = (rad/s) / 2π, then ppm = Hz / (γ̄ · B0), γ̄ = GAMMA_BAR_MHZ_PER_T.
  * Precondition: `data` is a Float32Array (any numeric array-like works); b0Tesla is finite and > 0.
  * Precondition: `data` is an angular frequency (rad/s), not a phase (rad): divide a phase by 2π·ΔTE first.
  * @param {Float32Array} data

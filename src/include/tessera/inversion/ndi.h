@@ -12,6 +12,7 @@
 #include "tessera/common/fft.h"
 #include "tessera/common/geometry.h"
 #include "tessera/common/iterative.h"
+#include "tessera/common/physics.h"
 
 namespace tessera {
 
@@ -25,9 +26,9 @@ inline constexpr uint32_t kMaxIterations = 100;
 // Stop when ‖χ_k+1 − χ_k‖ <= tolerance·‖χ_k+1‖: the relative update FANSI ndi.m reports every iteration (it runs a
 // fixed count); 1e-3 stops once an iteration changes χ by less than 0.1 %.
 inline constexpr double kTolerance = 1e-3;
-// Radians of phase per ppm of field: 2π · 42.577478 MHz/T · 3 T · 20 ms · 1e-6 = 16.05 rad/ppm, a 3 T brain
+// Radians of phase per ppm of field: 2π · γ̄ (kGammaBarMHzPerT, MHz/T) · 3 T · 20 ms · 1e-6 = 16.05 rad/ppm, a 3 T brain
 // acquisition at TE = 20 ms (QSM.rs ndi.rs exposes the same factor as phase_scale).
-inline constexpr double kPhaseScale = 2.0 * 3.14159265358979323846 * 42.577478 * 3.0 * 0.020;
+inline constexpr double kPhaseScale = 2.0 * 3.14159265358979323846 * kGammaBarMHzPerT * 3.0 * 0.020;
 }  // namespace ndi_defaults
 
 struct NdiParams {

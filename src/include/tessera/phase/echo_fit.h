@@ -11,11 +11,9 @@
 
 #include "tessera/common/geometry.h"
 #include "tessera/common/iterative.h"
+#include "tessera/common/physics.h"
 
 namespace tessera {
-
-// γ̄ = γ/2π of the proton, MHz/T (CODATA 2018).
-inline constexpr double kProtonGyromagneticMHzPerT = 42.57747892;
 
 // Field offset in Hz to ppm of the Larmor frequency at b0_tesla: hz / (γ̄·B0).
 // b0_tesla finite and > 0 (else Error InvalidArgument).

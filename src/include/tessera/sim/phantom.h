@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tessera/common/geometry.h"
+#include "tessera/common/physics.h"
 
 namespace tessera {
 
@@ -133,8 +134,6 @@ namespace acquisition_defaults {
 inline constexpr double kEchoTimesS[5] = {0.004, 0.008, 0.012, 0.016, 0.020};
 // Clinical field strength, tesla.
 inline constexpr double kB0Tesla = 3.0;
-// Proton gyromagnetic ratio over 2 pi, MHz/T (CODATA 2014).
-inline constexpr double kGammaBarMHzPerT = 42.57747892;
 }  // namespace acquisition_defaults
 
 struct AcquisitionOptions {
