@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -118,6 +119,24 @@ void expect_matches_separable(const Dims3& d) {
 }
 
 }  // namespace
+
+TEST(Fft, FastSizeIsTheNextTwoThreeFiveSmoothLength) {
+  // The 5-smooth (Hamming) numbers up to 64, listed by hand: 2^i 3^j 5^k.
+  const int64_t smooth[] = {1, 2, 3, 4, 5, 6, 8, 9, 10, 12, 15, 16, 18, 20, 24, 25, 27, 30, 32, 36, 40, 45, 48, 50, 54, 60, 64};
+  for (int64_t n = -2; n <= 64; ++n) {
+    int64_t want = 0;
+    for (int64_t m : smooth) {
+      if (m >= std::max<int64_t>(n, 1)) {
+        want = m;
+        break;
+      }
+    }
+    EXPECT_EQ(tessera::fast_fft_size(n), want) << n;
+  }
+  EXPECT_EQ(tessera::fast_fft_size(181), 192);    // 2^6·3
+  EXPECT_EQ(tessera::fast_fft_size(1001), 1024);  // 1001..1023 each hold a factor 7, 11, 13 or above
+  EXPECT_EQ(tessera::fast_fft_size(2187), 2187);  // 3^7
+}
 
 TEST(Fft, MatchesNaiveDftOnOddSizes) {
   expect_matches_naive({3, 5, 7});

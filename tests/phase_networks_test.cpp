@@ -1,3 +1,4 @@
+#include "tessera/common/morphology.h"
 #include "tessera/networks/phase_networks.h"
 
 #include <gtest/gtest.h>
@@ -106,13 +107,21 @@ PhaseSettings settings(std::vector<double> te = {0.02}) {
 }
 
 TEST(PhaseNetworks, ErosionMatchesTheSphereDefinition) {
-  const Geometry g = tessera::test::geometry(23, 19, 14);
-  for (uint64_t seed : {1u, 2u, 3u}) {
-    const std::vector<uint8_t> m = blob_mask(g, seed);
-    for (int r : {0, 1, 2, 3, 4}) {
-      EXPECT_EQ(tessera::erode_mask(g, m, r), erode_brute(g, m, r)) << "seed " << seed << " radius " << r;
+  // The sphere is in voxel units (offsets with dx²+dy²+dz² ≤ r²) whatever the voxel size: anisotropic voxels give the
+  // same set.
+  for (const tessera::Vec3 voxel : {tessera::Vec3{1.0, 1.0, 1.0}, tessera::Vec3{0.6, 1.3, 2.5}}) {
+    Geometry g = tessera::test::geometry(23, 19, 14);
+    g.voxel_mm = voxel;
+    for (uint64_t seed : {1u, 2u, 3u}) {
+      const std::vector<uint8_t> m = blob_mask(g, seed);
+      for (int r : {0, 1, 2, 3, 4, 5}) {
+        EXPECT_EQ(tessera::erode_mask_voxels(g, m, r), erode_brute(g, m, r))
+            << "seed " << seed << " radius " << r << " voxel " << voxel[0] << "×" << voxel[1] << "×" << voxel[2];
+      }
     }
   }
+  EXPECT_THROW(tessera::erode_mask_voxels(tessera::test::geometry(4, 4, 4), std::vector<uint8_t>(64, 1), 256),
+               tessera::Error);
 }
 
 TEST(PhaseNetworks, LayoutCropsToTheMaskAndPadsTo16) {

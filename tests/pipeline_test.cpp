@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "support.h"
+#include "tessera/common/morphology.h"
 #include "tessera/background/background.h"
 #include "tessera/quality/fidelity.h"
 #include "tessera/sim/phantom.h"
@@ -129,7 +130,7 @@ TEST(Pipeline, PdfKeepsTheMaskAndRemovesTheBackground) {
 TEST(Pipeline, EveryBackgroundRemovalOnThePhantom) {
   const Geometry g = head(64, 64, 48, 3.0);
   const PhantomAcquisition& a = scan(0);
-  const std::vector<uint8_t> core = erode_mask(g, a.brain_mask, 5 * 3.0);
+  const std::vector<uint8_t> core = erode_mask_mm(g, a.brain_mask, 5 * 3.0);
   struct Case {
     BackgroundRemoval background;
     const char* stage;
@@ -209,7 +210,7 @@ FrontEnd front_end(double tilt_degrees, Unwrapper unwrapper) {
   uint64_t wrong = 0;
   for (const double e : error) wrong += std::fabs(e - offset) > 0.1;
   const double n = static_cast<double>(error.size());
-  const std::vector<uint8_t> core = erode_mask(g, a.brain_mask, 5 * 3.0);
+  const std::vector<uint8_t> core = erode_mask_mm(g, a.brain_mask, 5 * 3.0);
   std::vector<uint8_t> compared(core.size());
   for (size_t i = 0; i < core.size(); ++i) compared[i] = core[i] && out.local_mask[i];
   const Agreement chi = compare_maps(g, out.chi, a.brain_chi, compared);

@@ -1,6 +1,7 @@
 // TFI, total field inversion (tessera/inversion/tfi.h): a sphere's χ from an analytic total field with a strong source
 // outside the mask, the phantom scan through the pipeline from its total field, thread-count bit-identity, cancel,
 // refusals.
+#include "tessera/common/morphology.h"
 #include "tessera/inversion/tfi.h"
 
 #include <gtest/gtest.h>
@@ -169,7 +170,7 @@ TEST(Tfi, PhantomScanFromItsTotalFieldThroughThePipeline) {
   EXPECT_TRUE(tfi.local_ppm.empty());
   EXPECT_EQ(tfi.local_mask, tfi.fit_mask);
   // χ against the brain truth inside the brain mask eroded by 5 voxels (both methods' χ are defined there).
-  const std::vector<uint8_t> core = tessera::erode_mask(g, a.brain_mask, 5 * g.voxel_mm[0]);
+  const std::vector<uint8_t> core = tessera::erode_mask_mm(g, a.brain_mask, 5 * g.voxel_mm[0]);
   std::vector<uint8_t> both(core.size());
   uint64_t voxels = 0;
   for (size_t i = 0; i < core.size(); ++i) voxels += both[i] = core[i] && tfi.local_mask[i] && rts.local_mask[i];

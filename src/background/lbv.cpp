@@ -179,7 +179,7 @@ struct Lbv::State {
   std::span<const uint8_t> mask;
   LbvParams params;
   unsigned threads = 1;
-  bgi::Box box;
+  MaskBox box;
   std::vector<LbvLevel> levels;
   std::vector<float> x, r, z, p, q;  // level 0's layout
   double rz = 0.0, b_norm = 0.0, relative = 1.0;
@@ -204,9 +204,9 @@ struct Lbv::State {
     const LbvLevel& L = levels[0];
     result.field.assign(static_cast<size_t>(g.voxel_count()), 0.0f);
     result.mask.assign(static_cast<size_t>(g.voxel_count()), 0);
-    for (int64_t zz = 0; zz < box.ext[2]; ++zz)
-      for (int64_t y = 0; y < box.ext[1]; ++y)
-        for (int64_t xx = 0; xx < box.ext[0]; ++xx) {
+    for (int64_t zz = 0; zz < box.ext()[2]; ++zz)
+      for (int64_t y = 0; y < box.ext()[1]; ++y)
+        for (int64_t xx = 0; xx < box.ext()[0]; ++xx) {
           const uint64_t i = L.at(xx, y, zz);
           if (!L.active[i]) continue;
           const uint64_t vi = g.index(box.lo[0] + xx, box.lo[1] + y, box.lo[2] + zz);
@@ -230,8 +230,8 @@ Lbv::Lbv(const Geometry& g, std::span<const float> field, std::span<const uint8_
   s.mask = mask;
   s.params = params;
   s.threads = threads;
-  s.box = bgi::mask_box(g, mask);
-  s.levels = lbv_shapes(s.box.ext, g.voxel_mm);
+  s.box = mask_box(g, mask);
+  s.levels = lbv_shapes(s.box.ext(), g.voxel_mm);
   // The interior: mask voxels whose 6 face neighbours are inside the mask (beyond the volume's faces is outside).
   LbvLevel& L = s.levels[0];
   L.active.assign(static_cast<size_t>(L.size), 0);

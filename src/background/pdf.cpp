@@ -38,7 +38,7 @@ namespace {
 
 Dims3 pdf_padded(const Dims3& ext, uint32_t pad) {
   Dims3 p;
-  for (int a = 0; a < 3; ++a) p[a] = bgi::fast_size(ext[a] + static_cast<int64_t>(pad));
+  for (int a = 0; a < 3; ++a) p[a] = fast_fft_size(ext[a] + static_cast<int64_t>(pad));
   return p;
 }
 
@@ -52,7 +52,7 @@ struct Pdf::State {
   std::span<const float> weights;
   PdfParams params;
   unsigned threads = 1;
-  bgi::Box box;
+  MaskBox box;
   std::vector<float> kernel;    // dipole kernel of the padded box
   std::vector<float> w2;        // W² inside the mask, 0 elsewhere
   std::vector<uint8_t> source;  // 1 outside the mask (the padding included): where background sources may sit
@@ -136,9 +136,9 @@ Pdf::Pdf(const Geometry& g, std::span<const float> field, std::span<const uint8_
   s.weights = weights;
   s.params = params;
   s.threads = threads;
-  s.box = bgi::mask_box(g, mask);
+  s.box = mask_box(g, mask);
   s.pg = g;
-  s.pg.dims = pdf_padded(s.box.ext, params.pad_voxels);
+  s.pg.dims = pdf_padded(s.box.ext(), params.pad_voxels);
   validate_geometry(s.pg);
 }
 

@@ -27,7 +27,7 @@ struct Sharp::State {
   std::span<const uint8_t> mask;
   SharpParams params;
   unsigned threads = 1;
-  bgi::Box box;
+  MaskBox box;
   Dims3 padded{0, 0, 0};
   std::vector<uint8_t> eroded;  // padded layout
   std::vector<float> s;         // S in k-space
@@ -48,8 +48,8 @@ Sharp::Sharp(const Geometry& g, std::span<const float> field, std::span<const ui
   s.mask = mask;
   s.params = params;
   s.threads = threads;
-  s.box = bgi::mask_box(g, mask);
-  s.padded = bgi::smv_padded(s.box.ext, g.voxel_mm, params.radius_mm);
+  s.box = mask_box(g, mask);
+  s.padded = bgi::smv_padded(s.box.ext(), g.voxel_mm, params.radius_mm);
   Geometry pg = g;
   pg.dims = s.padded;
   validate_geometry(pg);
@@ -129,7 +129,7 @@ uint64_t sharp_workspace_bytes(const Geometry& g, const SharpParams& params, uns
   const Dims3 padded = bgi::smv_padded(g.dims, g.voxel_mm, params.radius_mm);
   const uint64_t n = bgi::count(padded), v = g.voxel_count();
   // distances and EDT scratch (construction), eroded mask, kernel, one complex volume, result, FFT scratch
-  return bgi::erosion_workspace_bytes(g.dims, threads) + n * (1 + sizeof(float) + sizeof(Complex)) +
+  return erosion_workspace_bytes(g.dims, threads) + n * (1 + sizeof(float) + sizeof(Complex)) +
          v * (sizeof(float) + 1) +
          fft3d_workspace_bytes(padded, threads);
 }

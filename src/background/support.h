@@ -1,5 +1,6 @@
-// Background removal's shared helpers: input checks, the mask's box, padding, the exact Euclidean erosion, the SMV
-// kernel. Internal to the background layer (include as "background/support.h").
+// Background removal's shared helpers: input checks, padding, the refusing erosion on the padded box, the SMV kernel
+// (the mask's box and its erosion: tessera/common/morphology.h). Internal to the background layer (include as
+// "background/support.h").
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 
 #include "tessera/common/fft.h"
 #include "tessera/common/geometry.h"
+#include "tessera/common/morphology.h"
 
 namespace tessera::background_internal {
 
@@ -18,36 +20,19 @@ namespace tessera::background_internal {
 // Throws Error(InvalidArgument) or Error(NonFiniteInput) naming `what`.
 void check_inputs(const char* what, const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask);
 
-// The smallest n' >= n whose prime factors are 2, 3 and 5 (fast for the FFT).
-int64_t fast_size(int64_t n);
-
-// The mask's bounding box [lo, lo + ext).
-struct Box {
-  Dims3 lo{0, 0, 0};
-  Dims3 ext{0, 0, 0};
-};
-
-// The mask's bounding box; the mask holds a voxel.
-Box mask_box(const Geometry& g, std::span<const uint8_t> mask);
-
 uint64_t count(const Dims3& d);
 
 // Calls f(volume index, padded index) for every voxel of the box (the box sits at the padded volume's low corner).
 template <typename F>
-inline void for_each_box_voxel(const Geometry& g, const Box& box, const Dims3& padded, F&& f) {
-  for (int64_t z = 0; z < box.ext[2]; ++z)
-    for (int64_t y = 0; y < box.ext[1]; ++y) {
+inline void for_each_box_voxel(const Geometry& g, const MaskBox& box, const Dims3& padded, F&& f) {
+  const Dims3 ext = box.ext();
+  for (int64_t z = 0; z < ext[2]; ++z)
+    for (int64_t y = 0; y < ext[1]; ++y) {
       const uint64_t vi = g.index(box.lo[0], box.lo[1] + y, box.lo[2] + z);
       const uint64_t pi = static_cast<uint64_t>(padded[0]) * (static_cast<uint64_t>(y) + static_cast<uint64_t>(padded[1]) * static_cast<uint64_t>(z));
-      for (int64_t x = 0; x < box.ext[0]; ++x) f(vi + static_cast<uint64_t>(x), pi + static_cast<uint64_t>(x));
+      for (int64_t x = 0; x < ext[0]; ++x) f(vi + static_cast<uint64_t>(x), pi + static_cast<uint64_t>(x));
     }
 }
-
-// Squared distance (mm²) from every voxel of the box grown by one voxel on each side to the nearest voxel outside the
-// mask (beyond the volume's faces counts as outside); the grown layer is outside, so every line holds an outside voxel.
-// Layout: (ext + 2) per axis, x-fastest.
-std::vector<double> outside_distance2(const Geometry& g, std::span<const uint8_t> mask, const Box& box,
-                                      unsigned threads);
 
 double min_edge(const Vec3& v);
 double max_edge(const Vec3& v);
@@ -59,13 +44,10 @@ void load_real(std::vector<Complex>& c, const std::vector<float>& v, unsigned th
 Dims3 smv_padded(const Dims3& ext, const Vec3& voxel_mm, double r_mm);
 
 // The box's voxels (padded layout, the box at the low corner) whose sphere of radius_mm lies inside the mask: the exact
-// erosion of erode_mask. A radius that leaves no voxel is refused: Error(InvalidArgument) naming `parameter` (e.g.
+// erosion of erode_mask_mm. A radius that leaves no voxel is refused: Error(InvalidArgument) naming `parameter` (e.g.
 // "sharp: radius_mm"), the radius and how deep the mask's deepest voxel lies. geometry valid; the mask holds a voxel.
 std::vector<uint8_t> eroded_or_refuse(const std::string& parameter, const Geometry& g, std::span<const uint8_t> mask,
-                                      const Box& box, const Dims3& padded, double radius_mm, unsigned threads);
-
-// Heap bytes of outside_distance2 on a box of dims at most: the distances and each thread's line scratch.
-uint64_t erosion_workspace_bytes(const Dims3& dims, unsigned threads);
+                                      const MaskBox& box, const Dims3& padded, double radius_mm, unsigned threads);
 
 // Validates a kernel radius in mm: [0.5, 50] (else Error InvalidArgument naming `parameter` and its unit).
 void check_radius_mm(const std::string& parameter, double radius_mm);

@@ -76,7 +76,7 @@ struct VSharp::State {
   VSharpParams params;
   unsigned threads = 1;
   std::vector<double> radii;
-  bgi::Box box;
+  MaskBox box;
   Dims3 padded{0, 0, 0};
   std::vector<uint8_t> assign;     // per padded voxel: index of the radius that filters it, kUnassigned elsewhere
   std::vector<Complex> field_hat;  // FFT of the masked field in the padded box
@@ -99,8 +99,8 @@ VSharp::VSharp(const Geometry& g, std::span<const float> field, std::span<const 
   s.params = params;
   s.threads = threads;
   s.radii = vsharp_radii_mm(g.voxel_mm, params);
-  s.box = bgi::mask_box(g, mask);
-  const std::vector<double> d = bgi::outside_distance2(g, mask, s.box, threads);
+  s.box = mask_box(g, mask);
+  const std::vector<double> d = outside_distance2(g, mask, s.box, threads);
   double deepest = 0.0;
   for (double v : d) deepest = std::max(deepest, v);
   // Radii whose sphere fits around no voxel would filter nothing: the largest used is the largest that fits somewhere
@@ -112,17 +112,17 @@ VSharp::VSharp(const Geometry& g, std::span<const float> field, std::span<const 
             message_number(std::sqrt(deepest)) + " mm inside; lower min_radius_voxels or give a larger mask");
   }
   s.radii.erase(s.radii.begin(), fits);
-  s.padded = bgi::smv_padded(s.box.ext, g.voxel_mm, s.radii.front());
+  s.padded = bgi::smv_padded(s.box.ext(), g.voxel_mm, s.radii.front());
   {
     Geometry pg = g;
     pg.dims = s.padded;
     validate_geometry(pg);
   }
-  const Dims3 e{s.box.ext[0] + 2, s.box.ext[1] + 2, s.box.ext[2] + 2};
+  const Dims3 e{s.box.ext()[0] + 2, s.box.ext()[1] + 2, s.box.ext()[2] + 2};
   s.assign.assign(static_cast<size_t>(bgi::count(s.padded)), kUnassigned);
-  for (int64_t z = 0; z < s.box.ext[2]; ++z)
-    for (int64_t y = 0; y < s.box.ext[1]; ++y)
-      for (int64_t x = 0; x < s.box.ext[0]; ++x) {
+  for (int64_t z = 0; z < s.box.ext()[2]; ++z)
+    for (int64_t y = 0; y < s.box.ext()[1]; ++y)
+      for (int64_t x = 0; x < s.box.ext()[0]; ++x) {
         const double dd = d[static_cast<size_t>((x + 1) + e[0] * ((y + 1) + e[1] * (z + 1)))];
         uint8_t k = kUnassigned;
         for (size_t i = 0; i < s.radii.size(); ++i) {
@@ -245,7 +245,7 @@ uint64_t vsharp_workspace_bytes(const Geometry& g, const VSharpParams& params, u
   // FFT scratch
   const uint64_t steps = n * (1 + 2 * sizeof(Complex) + 2 * sizeof(float)) + v * (sizeof(float) + 1) +
                          fft3d_workspace_bytes(padded, threads);
-  return bgi::erosion_workspace_bytes(g.dims, threads) + steps;
+  return erosion_workspace_bytes(g.dims, threads) + steps;
 }
 
 }  // namespace tessera

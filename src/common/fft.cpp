@@ -288,4 +288,13 @@ uint64_t fft3d_workspace_bytes(const Dims3& dims, unsigned threads) {
   return peak;
 }
 
+int64_t fast_fft_size(int64_t n) {
+  for (int64_t m = std::max<int64_t>(n, 1);; ++m) {
+    int64_t r = m;
+    for (int64_t p : {2, 3, 5})
+      while (r % p == 0) r /= p;
+    if (r == 1) return m;
+  }
+}
+
 }  // namespace tessera

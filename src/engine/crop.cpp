@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tessera/common/error.h"
+#include "tessera/common/morphology.h"
 
 namespace tessera {
 
@@ -64,19 +65,9 @@ CropBox crop_to_support(const Geometry& g, std::span<const uint8_t> mask, const 
   validate_geometry(g);
   validate_volume_sizes(g, field.empty() ? g.voxel_count() : field.size(), mask.size());
   const bool unmasked_field = !field.empty() && !n.masked_input;
-  Dims3 lo{g.dims[0], g.dims[1], g.dims[2]}, hi{-1, -1, -1};
-  for (int64_t z = 0; z < g.dims[2]; ++z) {
-    for (int64_t y = 0; y < g.dims[1]; ++y) {
-      const uint64_t row = g.index(0, y, z);
-      for (int64_t x = 0; x < g.dims[0]; ++x) {
-        if (!mask[row + x] && !(unmasked_field && input_nonzero(n, field[row + x]))) continue;
-        lo[0] = std::min(lo[0], x), hi[0] = std::max(hi[0], x);
-        lo[1] = std::min(lo[1], y), hi[1] = std::max(hi[1], y);
-        lo[2] = std::min(lo[2], z), hi[2] = std::max(hi[2], z);
-      }
-    }
-  }
-  if (hi[0] < 0) throw Error(ErrorCode::InvalidArgument, "the mask is empty: nothing to crop to");
+  const MaskBox support =
+      box_where(g, [&](uint64_t i) { return mask[i] || (unmasked_field && input_nonzero(n, field[i])); });
+  if (support.empty()) throw Error(ErrorCode::InvalidArgument, "the mask is empty: nothing to crop to");
   const WholeVolumeShape s = whole_volume_shape(g, n);
   const int64_t d = std::max<int64_t>(1, n.cost.divisor);
   CropBox c;
@@ -84,8 +75,8 @@ CropBox crop_to_support(const Geometry& g, std::span<const uint8_t> mask, const 
   for (int a = 0; a < 3; ++a) {
     const int64_t g0 = -s.pad_low[a];                                    // the whole run's first patch voxel
     const int64_t g1 = g0 + static_cast<int64_t>(s.dims[a]);             // and its end
-    const int64_t p0 = std::max(g0, grid_floor(lo[a] - static_cast<int64_t>(margin), g0, d));
-    const int64_t p1 = std::min(g1, grid_ceil(hi[a] + 1 + static_cast<int64_t>(margin), g0, d));
+    const int64_t p0 = std::max(g0, grid_floor(support.lo[a] - static_cast<int64_t>(margin), g0, d));
+    const int64_t p1 = std::min(g1, grid_ceil(support.hi[a] + static_cast<int64_t>(margin), g0, d));
     c.patch_lo[a] = p0;
     c.patch_dims[a] = static_cast<uint64_t>(p1 - p0);
     c.lo[a] = std::max<int64_t>(0, p0);

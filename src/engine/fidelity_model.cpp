@@ -6,6 +6,7 @@
 
 #include "tessera/engine/blend.h"
 #include "tessera/common/error.h"
+#include "tessera/common/morphology.h"
 #include "tessera/engine/tiling.h"
 
 namespace tessera {
@@ -85,20 +86,17 @@ FidelityModel::FidelityModel(const Geometry& g, std::span<const uint8_t> mask, C
   if (profile_.within.empty()) throw Error(ErrorCode::InvalidArgument, "the fidelity model needs a context profile");
   beyond_ = beyond_plane(profile_);
   beyond_fit_ = beyond_fidelity_fit(profile_, fit_);
-  uint64_t count = 0;
-  for (uint8_t m : mask) count += m ? 1 : 0;
-  const uint64_t every = std::max<uint64_t>(1, count / std::max<uint64_t>(1, max_samples));
-  lo_ = {g.dims[0], g.dims[1], g.dims[2]};
+  const MaskBox box = mask_box(g, mask);
+  const uint64_t every = std::max<uint64_t>(1, box.voxels / std::max<uint64_t>(1, max_samples));
+  lo_ = box.lo;
+  hi_ = box.hi;
   uint64_t seen = 0;
   for (int64_t z = 0; z < g.dims[2]; ++z)
     for (int64_t y = 0; y < g.dims[1]; ++y)
       for (int64_t x = 0; x < g.dims[0]; ++x) {
         if (!mask[g.index(x, y, z)]) continue;
-        const int64_t p[3] = {x, y, z};
-        for (int a = 0; a < 3; ++a) lo_[a] = std::min(lo_[a], p[a]), hi_[a] = std::max(hi_[a], p[a] + 1);
         if (seen++ % every == 0) sample_.push_back({static_cast<int32_t>(x), static_cast<int32_t>(y), static_cast<int32_t>(z)});
       }
-  if (count == 0) lo_ = {0, 0, 0};
 }
 
 FidelityPrediction FidelityModel::predict(const TileConfig& cfg, uint64_t patch_edge) const {

@@ -4,30 +4,12 @@
 
 #include "tessera/common/dipole.h"
 #include "tessera/common/error.h"
+#include "tessera/common/morphology.h"
 #include "tessera/engine/fidelity_model.h"
 
 namespace tessera {
 
 namespace {
-
-// The mask's bounding box [lo, hi) and its voxel count; empty (lo == hi == 0) when the mask holds no voxel.
-uint64_t mask_extent(const Geometry& g, std::span<const uint8_t> mask, Dims3& lo, Dims3& hi) {
-  uint64_t count = 0;
-  lo = g.dims;
-  hi = {0, 0, 0};
-  for (int64_t z = 0; z < g.dims[2]; ++z)
-    for (int64_t y = 0; y < g.dims[1]; ++y) {
-      const uint8_t* row = mask.data() + g.index(0, y, z);
-      for (int64_t x = 0; x < g.dims[0]; ++x) {
-        if (!row[x]) continue;
-        ++count;
-        const int64_t p[3] = {x, y, z};
-        for (int a = 0; a < 3; ++a) lo[a] = std::min(lo[a], p[a]), hi[a] = std::max(hi[a], p[a] + 1);
-      }
-    }
-  if (hi[0] == 0) lo = {0, 0, 0};
-  return count;
-}
 
 template <typename T>
 std::vector<T> crop(const Geometry& g, std::span<const T> data, const Dims3& lo, const Dims3& hi) {
@@ -69,9 +51,10 @@ VerifyRegion plan_verification(const Geometry& g, std::span<const uint8_t> mask,
   validate_geometry(g);
   if (mask.size() != g.voxel_count()) validate_volume_sizes(g, g.voxel_count(), mask.size());
   VerifyRegion v;
-  Dims3 mlo, mhi;
-  const uint64_t total = mask_extent(g, mask, mlo, mhi);
-  if (mhi[0] == 0) {
+  const MaskBox mbox = mask_box(g, mask);
+  const Dims3 mlo = mbox.lo, mhi = mbox.hi;
+  const uint64_t total = mbox.voxels;
+  if (mbox.empty()) {
     v.message = "the mask holds no voxel: nothing to check";
     return v;
   }

@@ -15,13 +15,6 @@ namespace tessera {
 
 namespace {
 
-bool smooth235(int64_t n) {
-  for (int64_t p : {2, 3, 5}) {
-    while (n % p == 0) n /= p;
-  }
-  return n == 1;
-}
-
 // χ = F⁻¹[F(f) · inverse(D, L)] on the padded grid, cropped and masked.
 template <typename Inverse>
 std::vector<float> kspace_divide(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask,
@@ -67,9 +60,7 @@ Dims3 inversion_padded_dims(const Dims3& dims, double pad_ratio, const char* wha
                   std::string(what) + ": dims " + dims_text(dims) + " are invalid: every dimension must be at least 1");
     }
     int64_t n = static_cast<int64_t>(std::ceil(pad_ratio * static_cast<double>(dims[a]) - 1e-9));
-    n = std::max(n, dims[a]);
-    while (!smooth235(n)) ++n;
-    out[a] = n;
+    out[a] = fast_fft_size(std::max(n, dims[a]));
   }
   return out;
 }

@@ -9,6 +9,7 @@
 #include "tessera/common/b0_align.h"
 #include "tessera/common/budget.h"
 #include "tessera/common/error.h"
+#include "tessera/common/morphology.h"
 #include "tessera/common/schema.h"
 #include "tessera/engine/tiling.h"
 
@@ -37,53 +38,6 @@ bool takes_b0_direction(const ModelSpec& m) { return takes_input(m, InputRole::B
 void require_phase_model(const ModelSpec& m) {
   if (m.algorithm != Algorithm::PhaseNetwork || m.inputs.empty() || m.inputs.front() != InputRole::Phase) {
     throw Error(ErrorCode::InvalidArgument, "model '" + std::string(m.id) + "' does not reconstruct from wrapped phase");
-  }
-}
-
-// One line of the separable squared-distance pass: out[p] = min(cap, min_{|d|≤r} in[p+d] + d²), positions
-// outside the line being background (0).
-void distance_pass(const Geometry& g, int axis, uint32_t r, uint32_t cap, std::vector<uint16_t>& f) {
-  const int64_t len = g.dims[axis];
-  const int64_t stride = axis == 0 ? 1 : axis == 1 ? g.dims[0] : g.dims[0] * g.dims[1];
-  const int a1 = axis == 0 ? 1 : 0, a2 = axis == 2 ? 1 : 2;
-  const int64_t s1 = a1 == 0 ? 1 : g.dims[0];
-  const int64_t s2 = a2 == 1 ? g.dims[0] : g.dims[0] * g.dims[1];
-  const int64_t ri = r;
-  std::vector<uint16_t> line(static_cast<size_t>(len));
-  for (int64_t j = 0; j < g.dims[a2]; ++j) {
-    for (int64_t i = 0; i < g.dims[a1]; ++i) {
-      const int64_t base = i * s1 + j * s2;
-      for (int64_t p = 0; p < len; ++p) line[p] = f[base + p * stride];
-      for (int64_t p = 0; p < len; ++p) {
-        uint32_t best = line[p];
-        for (int64_t d = 1; d <= ri && best > 0; ++d) {
-          const uint32_t d2 = static_cast<uint32_t>(d * d);
-          const uint32_t lo = p - d >= 0 ? line[p - d] + d2 : d2;
-          const uint32_t hi = p + d < len ? line[p + d] + d2 : d2;
-          best = std::min({best, lo, hi});
-        }
-        f[base + p * stride] = static_cast<uint16_t>(std::min(best, cap));
-      }
-    }
-  }
-}
-
-// Bounding box [lo, hi) of the non-zero voxels; hi[0] == 0 when there are none.
-void bounding_box(const Geometry& g, std::span<const uint8_t> m, Dims3& lo, Dims3& hi) {
-  lo = g.dims;
-  hi = {0, 0, 0};
-  for (int64_t z = 0; z < g.dims[2]; ++z) {
-    for (int64_t y = 0; y < g.dims[1]; ++y) {
-      const uint64_t row = g.index(0, y, z);
-      for (int64_t x = 0; x < g.dims[0]; ++x) {
-        if (!m[row + x]) continue;
-        const Dims3 p{x, y, z};
-        for (int a = 0; a < 3; ++a) {
-          lo[a] = std::min(lo[a], p[a]);
-          hi[a] = std::max(hi[a], p[a] + 1);
-        }
-      }
-    }
   }
 }
 
@@ -134,25 +88,6 @@ void validate_settings(const PhaseSettings& s) {
 
 }  // namespace
 
-std::vector<uint8_t> erode_mask(const Geometry& g, std::span<const uint8_t> mask, uint32_t radius) {
-  validate_geometry(g);
-  if (mask.size() != g.voxel_count()) validate_volume_sizes(g, g.voxel_count(), mask.size());
-  if (radius > 255) throw Error(ErrorCode::InvalidArgument, "erode radius must be at most 255 voxels");
-  std::vector<uint8_t> out(mask.size());
-  if (radius == 0) {
-    for (size_t i = 0; i < mask.size(); ++i) out[i] = mask[i] ? 1 : 0;
-    return out;
-  }
-  // Squared distance to the nearest background voxel, capped at r²+1 (only "≤ r²" matters), by three
-  // separable passes: exact for the predicate because capping never lowers a value.
-  const uint32_t cap = radius * radius + 1;
-  std::vector<uint16_t> f(mask.size());
-  for (size_t i = 0; i < mask.size(); ++i) f[i] = mask[i] ? static_cast<uint16_t>(cap) : 0;
-  for (int axis = 0; axis < 3; ++axis) distance_pass(g, axis, radius, cap, f);
-  for (size_t i = 0; i < mask.size(); ++i) out[i] = (mask[i] && f[i] > radius * radius) ? 1 : 0;
-  return out;
-}
-
 PhaseLayout phase_layout(const ModelSpec& m, const Geometry& g, std::span<const uint8_t> eroded) {
   require_phase_model(m);
   validate_geometry(g);
@@ -168,9 +103,9 @@ PhaseLayout phase_layout(const ModelSpec& m, const Geometry& g, std::span<const 
     l.working.b0_dir = b;
   }
   l.b0_unit = b;
-  Dims3 lo, hi;
-  bounding_box(g, eroded, lo, hi);
-  if (hi[0] == 0) {
+  const MaskBox box = mask_box(g, eroded);
+  Dims3 lo = box.lo, hi = box.hi;
+  if (box.empty()) {
     throw Error(ErrorCode::InvalidArgument, "the brain mask is empty after erosion: give a mask of the brain (or a smaller "
                                             "erode radius)");
   }
@@ -235,7 +170,7 @@ TilePlan plan_phase(const ModelSpec& m, const Geometry& g, std::span<const uint8
   validate_geometry(g);
   if (mask.size() != g.voxel_count()) validate_volume_sizes(g, g.voxel_count(), mask.size());
   validate_settings(s);
-  return plan_layout(m, g, phase_layout(m, g, erode_mask(g, mask, s.erode_radius)), echoes, target);
+  return plan_layout(m, g, phase_layout(m, g, erode_mask_voxels(g, mask, s.erode_radius)), echoes, target);
 }
 
 // A phase network that assumes B0 along the third axis is warned about above this tilt (the page shows the plan's words).
@@ -281,7 +216,7 @@ NetworkTask phase_network_task(const ModelSpec& m, Geometry g, std::span<const f
     for (uint32_t e = 0; e < echoes; ++e) validate_finite(g, magnitude.subspan(e * n, n));
   }
 
-  const std::vector<uint8_t> eroded = erode_mask(g, mask, s.erode_radius);
+  const std::vector<uint8_t> eroded = erode_mask_voxels(g, mask, s.erode_radius);
   const PhaseLayout l = phase_layout(m, g, eroded);
   const TilePlan plan = plan_layout(m, g, l, echoes, target);
   if (!plan.feasible) throw Error(ErrorCode::BudgetExceeded, plan.message);

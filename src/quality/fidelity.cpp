@@ -6,6 +6,7 @@
 
 #include "tessera/common/dipole.h"
 #include "tessera/common/error.h"
+#include "tessera/common/morphology.h"
 #include "common/parallel.h"
 
 namespace tessera {
@@ -111,16 +112,9 @@ double data_consistency_residual(const Geometry& g, std::span<const float> chi, 
   // Outside the box holding the mask and χ's nonzero voxels there are no sources and nothing is summed: the forward
   // model runs over that box, zero-padded 2× (the whole volume's padding would only add zeros), at a fraction of the
   // memory.
-  Dims3 lo = g.dims, hi{0, 0, 0};
-  for (int64_t z = 0; z < g.dims[2]; ++z)
-    for (int64_t y = 0; y < g.dims[1]; ++y)
-      for (int64_t x = 0; x < g.dims[0]; ++x) {
-        const uint64_t i = g.index(x, y, z);
-        if (!mask[i] && chi[i] == 0.0f) continue;
-        const int64_t p[3] = {x, y, z};
-        for (int a = 0; a < 3; ++a) lo[a] = std::min(lo[a], p[a]), hi[a] = std::max(hi[a], p[a] + 1);
-      }
-  if (hi[0] == 0) throw Error(ErrorCode::InvalidArgument, "the mask is empty: no field to explain");
+  const MaskBox support = box_where(g, [&](uint64_t i) { return mask[i] || chi[i] != 0.0f; });
+  const Dims3 lo = support.lo, hi = support.hi;
+  if (support.empty()) throw Error(ErrorCode::InvalidArgument, "the mask is empty: no field to explain");
   Geometry b = g;
   for (int a = 0; a < 3; ++a) b.dims[a] = hi[a] - lo[a];
   std::vector<float> box_chi(b.voxel_count());

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "tessera/common/error.h"
+#include "tessera/common/morphology.h"
 #include "tessera/common/schema.h"
 
 namespace tessera {
@@ -128,27 +129,13 @@ VolumeKey volume_key(const Geometry& g, std::span<const uint8_t> mask) {
   VolumeKey k;
   k.geometry = g;
   uint64_t h = 1469598103934665603ull;  // FNV-1a
-  Dims3 lo{g.dims[0], g.dims[1], g.dims[2]}, hi{0, 0, 0};
-  uint64_t i = 0;
-  for (int64_t z = 0; z < g.dims[2]; ++z) {
-    for (int64_t y = 0; y < g.dims[1]; ++y) {
-      for (int64_t x = 0; x < g.dims[0]; ++x, ++i) {
-        const uint8_t m = mask[i] ? 1 : 0;
-        h = (h ^ m) * 1099511628211ull;
-        if (!m) continue;
-        ++k.inside;
-        const Dims3 p{x, y, z};
-        for (int a = 0; a < 3; ++a) {
-          lo[a] = std::min(lo[a], p[a]);
-          hi[a] = std::max(hi[a], p[a] + 1);
-        }
-      }
-    }
-  }
+  for (uint8_t v : mask) h = (h ^ (v ? 1u : 0u)) * 1099511628211ull;
   k.hash = h;
-  if (k.inside) {
-    k.lo = lo;
-    k.hi = hi;
+  const MaskBox box = mask_box(g, mask);
+  k.inside = box.voxels;
+  if (!box.empty()) {
+    k.lo = box.lo;
+    k.hi = box.hi;
   }
   return k;
 }

@@ -33,7 +33,7 @@ struct IsmvParams {
 // (0, 0.1], max_iterations in [1, 10000].
 void validate(const IsmvParams& params);
 
-// iSMV: with E the mask eroded by the radius (erode_mask) and R = mask − E its rim, b₀ = f and
+// iSMV: with E the mask eroded by the radius (erode_mask_mm) and R = mask − E its rim, b₀ = f and
 // b_{k+1} = E·(S∗b_k) + R·f until ‖b_{k+1} − b_k‖ <= tolerance · ‖E·f‖ or max_iterations; the local field is f − b on
 // E (returned). The volume is cut to the mask's box and zero padded by the radius. One iteration per step.
 class Ismv : public Iterative {

@@ -16,10 +16,4 @@ struct LocalField {
   std::vector<uint8_t> mask;  // 0 or 1
 };
 
-// The mask eroded by a sphere of radius_mm: voxels whose every neighbour within radius_mm (in mm, |d|² <= r²) is
-// inside the mask; voxels beyond the volume's faces count as outside. Exact (a Euclidean distance transform).
-// geometry valid; mask.size() == voxel_count (else Error InvalidArgument).
-std::vector<uint8_t> erode_mask(const Geometry& geometry, std::span<const uint8_t> mask, double radius_mm,
-                                unsigned threads = 1);
-
 }  // namespace tessera

@@ -37,7 +37,7 @@ struct ResharpParams {
 void validate(const ResharpParams& params);
 
 // RESHARP: the local field x minimising ‖M C (x − f)‖² + λ‖x‖², with C = 1 − S the SMV high-pass of the radius and M
-// the mask eroded by it (erode_mask), f the masked field; conjugate gradients on (C M C + λ) x = C M C f from x = 0.
+// the mask eroded by it (erode_mask_mm), f the masked field; conjugate gradients on (C M C + λ) x = C M C f from x = 0.
 // The result is x on the eroded mask (returned). The volume is cut to the mask's box and zero padded by the radius.
 // One CG iteration per step.
 class Resharp : public Iterative {

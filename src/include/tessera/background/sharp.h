@@ -32,7 +32,7 @@ struct SharpParams {
 // (0, 1).
 void validate(const SharpParams& params);
 
-// SHARP: the high-passed field f − S∗f of the masked field, kept on the mask eroded by the radius (erode_mask), is
+// SHARP: the high-passed field f − S∗f of the masked field, kept on the mask eroded by the radius (erode_mask_mm), is
 // deconvolved by 1 − S (TSVD: frequencies with |1 − S| < threshold set to 0) and kept on the eroded mask (returned).
 // The volume is cut to the mask's box and zero padded by the radius. Two steps: the filter, the deconvolution.
 class Sharp : public Iterative {

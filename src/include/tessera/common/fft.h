@@ -28,6 +28,9 @@ void fft3d_forward(std::span<Complex> data, const Dims3& dims, unsigned threads 
 // threads: as for fft3d_forward.
 void fft3d_inverse(std::span<Complex> data, const Dims3& dims, unsigned threads = 1);
 
+// The smallest m >= max(n, 1) whose only prime factors are 2, 3 and 5 (a 2-3-5-smooth length: fast for the FFT).
+int64_t fast_fft_size(int64_t n);
+
 // Heap bytes fft3d_forward / fft3d_inverse allocate beyond the volume itself (plans, twiddles, line buffers, per thread).
 // every dims[a] >= 1 (else Error InvalidArgument).
 // threads: the same value that will be passed to the transform (0 = hardware concurrency); an upper bound.

@@ -28,14 +28,9 @@ std::span<const OptionSpec> phase_network_options();
 struct PhaseSettings {
   std::vector<double> te_s;   // echo times in seconds, one per echo (> 0)
   double b0_tesla = defaults::kB0Tesla;  // field strength (> 0)
-  uint32_t erode_radius = defaults::kErodeRadius;  // mask erosion radius in voxels (0: none); the reference default is 3
+  uint32_t erode_radius = defaults::kErodeRadius;  // mask erosion radius in voxels (0: none; erode_mask_voxels); the reference default is 3
   double phase_sign = defaults::kPhaseSign;  // +1 or −1: multiplies the phase before the network (reference default −1)
 };
-
-// Binary erosion of mask by a sphere of radius r voxels (offsets with dx²+dy²+dz² ≤ r²); voxels outside
-// the volume count as background. Returns 0/1 per voxel.
-// mask holds geometry.voxel_count() values.
-std::vector<uint8_t> erode_mask(const Geometry& geometry, std::span<const uint8_t> mask, uint32_t radius);
 
 // Where a phase network's volume goes: after the optional y/z swap, the crop and the padding.
 struct PhaseLayout {
