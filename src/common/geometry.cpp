@@ -103,12 +103,8 @@ MaskBox mask_box(const Geometry& g, std::span<const uint8_t> mask) {
   return box_where(g, [&](uint64_t i) { return mask[i] != 0; });
 }
 
-namespace {
-
-// In-place 1D squared distance transform of one line (Felzenszwalb & Huttenlocher 2012, Theory of Computing):
-// d[i] = min_j (h (i − j))² + d[j]. v, z: scratch of n and n + 1 values.
-void edt_line(double* d, int64_t n, double h, std::vector<int64_t>& v, std::vector<double>& zb,
-              std::vector<double>& out) {
+void distance_transform_line(double* d, int64_t n, double h, std::vector<int64_t>& v, std::vector<double>& zb,
+                             std::vector<double>& out, double cap) {
   int64_t k = 0;
   v[0] = 0;
   zb[0] = -std::numeric_limits<double>::infinity();
@@ -130,12 +126,10 @@ void edt_line(double* d, int64_t n, double h, std::vector<int64_t>& v, std::vect
   for (int64_t q = 0; q < n; ++q) {
     while (zb[k + 1] < pos(q)) ++k;
     const double t = pos(q) - pos(v[k]);
-    out[q] = t * t + d[v[k]];
+    out[q] = std::min(cap, t * t + d[v[k]]);
   }
   std::memcpy(d, out.data(), static_cast<size_t>(n) * sizeof(double));
 }
-
-}  // namespace
 
 std::vector<double> outside_distance2(const Geometry& g, std::span<const uint8_t> mask, const MaskBox& box,
                                       unsigned threads) {
@@ -179,7 +173,7 @@ std::vector<double> outside_distance2(const Geometry& g, std::span<const uint8_t
       for (uint64_t l = begin; l < end; ++l) {
         const int64_t x = static_cast<int64_t>(l) % e[0], o = static_cast<int64_t>(l) / e[0];
         for (int64_t i = 0; i < n; ++i) line[i] = axis == 1 ? at(x, i, o) : at(x, o, i);
-        edt_line(line.data(), n, h, v, zb, out);
+        distance_transform_line(line.data(), n, h, v, zb, out);
         for (int64_t i = 0; i < n; ++i) (axis == 1 ? at(x, i, o) : at(x, o, i)) = line[i];
       }
     });

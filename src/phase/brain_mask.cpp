@@ -9,6 +9,7 @@
 #include "common/message_number.h"
 #include "common/parallel.h"
 #include "tessera/common/error.h"
+#include "tessera/common/morphology.h"
 
 namespace tessera {
 
@@ -24,8 +25,8 @@ void check_radius(const char* name, double value) {
 // "No feature on this line yet": large and finite, so the parabola arithmetic stays finite.
 constexpr double kFar = 1e30;
 
-// Squared Euclidean distance (mm²) of every voxel to the nearest voxel where feature[i] == want, exact, by
-// Felzenszwalb & Huttenlocher's lower envelope of parabolas along x, then y, then z.
+// Squared Euclidean distance (mm²) of every voxel to the nearest voxel where feature[i] == want (none beyond the
+// volume's faces), exact, by distance_transform_line along x, then y, then z.
 std::vector<double> squared_distance(const Geometry& g, std::span<const uint8_t> feature, bool want,
                                      unsigned threads) {
   const uint64_t n = g.voxel_count();
@@ -49,32 +50,8 @@ std::vector<double> squared_distance(const Geometry& g, std::span<const uint8_t>
       for (uint64_t l = begin; l < end; ++l) {
         const uint64_t first = line_start(l);
         for (int64_t q = 0; q < len; ++q) f[q] = d[first + static_cast<uint64_t>(q * stride[a])];
-        int64_t k = 0;
-        apex[0] = 0;
-        boundary[0] = -std::numeric_limits<double>::infinity();
-        boundary[1] = std::numeric_limits<double>::infinity();
-        for (int64_t q = 1; q < len; ++q) {
-          const double pq = static_cast<double>(q) * h;
-          double s;
-          while (true) {
-            const double pv = static_cast<double>(apex[k]) * h;
-            s = ((f[q] + pq * pq) - (f[apex[k]] + pv * pv)) / (2.0 * (pq - pv));
-            if (s > boundary[k]) break;
-            --k;  // boundary[0] is −∞: k stays ≥ 0
-          }
-          ++k;
-          apex[k] = q;
-          boundary[k] = s;
-          boundary[k + 1] = std::numeric_limits<double>::infinity();
-        }
-        k = 0;
-        for (int64_t q = 0; q < len; ++q) {
-          const double pq = static_cast<double>(q) * h;
-          while (boundary[k + 1] < pq) ++k;
-          const double diff = pq - static_cast<double>(apex[k]) * h;
-          out[q] = std::min(kFar, diff * diff + f[apex[k]]);
-        }
-        for (int64_t q = 0; q < len; ++q) d[first + static_cast<uint64_t>(q * stride[a])] = out[q];
+        distance_transform_line(f.data(), len, h, apex, boundary, out, kFar);
+        for (int64_t q = 0; q < len; ++q) d[first + static_cast<uint64_t>(q * stride[a])] = f[q];
       }
     });
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -44,9 +45,15 @@ MaskBox box_where(const Geometry& g, Inside&& inside) {
 // mask.size() == g.voxel_count() (unchecked).
 MaskBox mask_box(const Geometry& g, std::span<const uint8_t> mask);
 
+// One line of the exact squared Euclidean distance transform, in place (Felzenszwalb & Huttenlocher 2012, Theory of
+// Computing): d[i] = min(cap, min_j (h (i − j))² + d[j]), h the voxel spacing in mm.
+// n >= 1; every d[i] finite; v, zb, out hold at least n, n + 1 and n values (scratch).
+void distance_transform_line(double* d, int64_t n, double h, std::vector<int64_t>& v, std::vector<double>& zb,
+                             std::vector<double>& out, double cap = std::numeric_limits<double>::infinity());
+
 // Squared distance (mm²) from every voxel of the box grown by one voxel on each side to the nearest voxel outside the
-// mask (beyond the volume's faces counts as outside), by an exact Euclidean distance transform (Felzenszwalb &
-// Huttenlocher 2012). Layout: (ext + 2) per axis, x-fastest. Bit-identical for any thread count.
+// mask (beyond the volume's faces counts as outside), by distance_transform_line along each axis. Layout: (ext + 2)
+// per axis, x-fastest. Bit-identical for any thread count.
 // box is mask_box(g, mask) and not empty; mask.size() == g.voxel_count().
 std::vector<double> outside_distance2(const Geometry& g, std::span<const uint8_t> mask, const MaskBox& box,
                                       unsigned threads);
