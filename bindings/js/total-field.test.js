@@ -55,6 +55,17 @@ test('pipeline from a total field in Hz: no echo fit, the same χ as from ppm, a
   t.diagnostic(`χ r ${chiR.toFixed(4)} against the truth, ${paths.toFixed(4)} against the phase path (RESHARP + RTS)`);
 });
 
+test('pipeline from a total field with one echo\'s magnitude and no mask: the mask is made from it; every echo\'s magnitude is refused', async () => {
+  const n = geometry.dims[0] * geometry.dims[1] * geometry.dims[2];
+  const out = await tessera.pipeline({ totalField: hz, totalFieldUnits: 'hz', magnitude: scan.magnitude.subarray(0, n), geometry, method: 'tkd' });
+  assert.deepEqual(out.report.plan.stages, ['brain mask', 'RESHARP', 'TKD']);
+  let both = 0, sum = 0;
+  for (let i = 0; i < n; i++) (both += out.mask.data[i] && scan.mask[i] ? 1 : 0), (sum += (out.mask.data[i] ? 1 : 0) + (scan.mask[i] ? 1 : 0));
+  assert.ok((2 * both) / sum > 0.8, `mask Dice ${(2 * both) / sum}`);
+  assert.deepEqual(out.fitMask.data, out.mask.data);
+  await assert.rejects(tessera.pipeline({ totalField: hz, totalFieldUnits: 'hz', magnitude: scan.magnitude, geometry, method: 'tkd' }), /magnitude/);
+});
+
 test('pipeline from a total field: a Hz map given as ppm, a missing unit and te with a total field are refused in words', async () => {
   await assert.rejects(tessera.pipeline({ totalField: hz, totalFieldUnits: 'ppm', mask: scan.mask, geometry, method: 'tkd' }), /looks like Hz[\s\S]*--units hz/);
   await assert.rejects(tessera.pipeline({ totalField: hz, mask: scan.mask, geometry, method: 'tkd' }), /totalField needs totalFieldUnits/);
