@@ -48,6 +48,7 @@ TEST(Pipeline, FromWrappedPhaseToChiEveryStageAgainstItsTruth) {
   const Geometry g = head(64, 64, 48, 3.0);
   const PhantomAcquisition& a = scan(0);
   PipelineRequest r;
+  r.background = BackgroundRemoval::Vsharp;  // V-SHARP's stages against their truths (PDF's: the next tests)
   r.method = Method::Rts;
   const PipelineResult out = run(a, a.brain_mask, r);
   // The total field: exact up to the unresolvable constant (noiseless) where the fit is reliable, and the voxels left
@@ -88,6 +89,7 @@ TEST(Pipeline, NoisyScanWithAMaskFromTheMagnitude) {
   const Geometry g = head(64, 64, 48, 3.0);
   const PhantomAcquisition& a = scan(100);
   PipelineRequest r;
+  r.background = BackgroundRemoval::Vsharp;
   r.method = Method::Tv;
   r.method_params.set("tv.maxIterations", 60);
   const PipelineResult out = run(a, {}, r);

@@ -440,15 +440,19 @@ export interface MethodPlan {
   readonly warning: string;
 }
 
-/** pipeline(): from a scanner's multi-echo phase to χ. */
+/** pipeline(): from a scanner's multi-echo phase (phase and te) or its total field map (totalField and totalFieldUnits) to χ. */
 export interface PipelineRequest extends MethodOptions {
-  /** wrapped phase (rad), every echo (a 4D Volume, or x-fastest echo after echo with geometry) */
-  phase: Float32Array | Volume<VoxelArray>;
-  /** echo times in seconds, one per echo */
-  te: number[];
+  /** wrapped phase (rad), every echo (a 4D Volume, or x-fastest echo after echo with geometry); or give totalField */
+  phase?: Float32Array | Volume<VoxelArray>;
+  /** echo times in seconds, one per echo (with phase; none with totalField) */
+  te?: number[];
+  /** a total field map (a vendor B0 map), one 3D volume, instead of phase: no echo fit runs */
+  totalField?: Float32Array | Volume<VoxelArray>;
+  /** totalField's units; 'hz' for GE's and Philips' B0 maps */
+  totalFieldUnits?: 'hz' | 'rad/s' | 'ppm';
   /** tesla (default 3) */
   b0?: number;
-  /** same size as phase: the fit's weights; the brain mask is made from the first echo's when no mask is given */
+  /** same size as phase (one volume with totalField): the fit's weights; the brain mask is made from the first echo's when no mask is given */
   magnitude?: Float32Array | Volume<VoxelArray>;
   mask?: ArrayLike<number> | Volume<VoxelArray>;
   geometry?: Geometry;
@@ -525,14 +529,16 @@ export interface Scores {
 /** pipeline()'s result: every intermediate as a Volume with the input's geometry. */
 export interface PipelineResult {
   mask: Volume<Uint8Array>;
-  /** every echo's unwrapped phase (rad) */
-  unwrappedPhase: Volume<Float32Array>;
-  /** the receive-phase offset removed (rad) */
-  offset: Volume<Float32Array>;
+  /** every echo's unwrapped phase (rad); null from a total field */
+  unwrappedPhase: Volume<Float32Array> | null;
+  /** the receive-phase offset removed (rad); null from a total field */
+  offset: Volume<Float32Array> | null;
   fieldHz: Volume<Float32Array>;
   /** the total field (ppm) */
   totalField: Volume<Float32Array>;
-  fitResidual: Volume<Float32Array>;
+  /** null from a total field */
+  fitResidual: Volume<Float32Array> | null;
+  /** from a total field, the mask */
   fitMask: Volume<Uint8Array>;
   /** the local field (ppm) after background removal; null for a total-field method (tfi: no background removal runs) */
   localField: Volume<Float32Array> | null;

@@ -26,13 +26,13 @@ function isVolume(v) {
 }
 
 /**
- * Takes Volumes for field, phase, magnitude and mask: their data go to the runtime and the geometry comes from the
- * main one (field or phase) unless given. Volumes of other dims are refused by name.
+ * Takes Volumes for field, phase, totalField, magnitude and mask: their data go to the runtime and the geometry comes
+ * from the main one (field, phase or totalField) unless given. Volumes of other dims are refused by name.
  */
 function unwrapVolumes(args) {
   const out = { ...args };
   let from = null;
-  for (const k of ['field', 'phase', 'magnitude', 'mask']) {
+  for (const k of ['field', 'phase', 'totalField', 'magnitude', 'mask']) {
     const v = args[k];
     if (!isVolume(v)) continue;
     const dims = v.dims.slice(0, 3);
@@ -41,7 +41,7 @@ function unwrapVolumes(args) {
     }
     from ??= { name: k, dims };
     out.geometry ??= geometryOf(v);
-    out[k] = (k === 'field' || k === 'phase' || k === 'magnitude') && !(v.data instanceof Float32Array) ? Float32Array.from(v.data) : v.data;
+    out[k] = k !== 'mask' && !(v.data instanceof Float32Array) ? Float32Array.from(v.data) : v.data;
   }
   return out;
 }
@@ -279,7 +279,7 @@ export class Tessera {
     if (r.pipeline) {
       // A pipeline's plan (pipeline: true, with pipeline()'s options): its stages and memory. The phase and magnitude
       // stay here (the plan needs to know only whether a magnitude is given).
-      const { phase, magnitude, signal, onProgress, plan, ...options } = r;
+      const { phase, totalField, magnitude, signal, onProgress, plan, ...options } = r;
       return frozen(await this._call('plan', { ...options, magnitude: magnitude ? true : undefined }));
     }
     if (r.method !== undefined && r.method !== null) {
@@ -598,6 +598,10 @@ export class Tessera {
    * weights, as invert() takes them; network: further invert options). tessera.schema() lists every option.
    * phase: wrapped radians, every echo (a 4D Volume, or a Float32Array echo after echo with geometry); te: seconds,
    * one per echo; b0: tesla; magnitude (same size as phase), mask (optional).
+   * Or from a total field map (a vendor B0 map): totalField (a 3D Volume, or a Float32Array with geometry) with
+   * totalFieldUnits 'hz' | 'rad/s' | 'ppm' and no te: no echo fit runs, the field is converted to ppm at b0 and its
+   * fit mask is the mask (given, or made from magnitude, then one volume); NaN inside the mask, or values implausible
+   * for the units (a Hz map given as ppm), are refused. unwrappedPhase, offset and fitResidual are then null.
    * Every intermediate comes back as a Volume with the input's geometry: mask, unwrappedPhase (4D), offset, fieldHz,
    * totalField, fitResidual, fitMask, localField, localMask, chi (null without a method or network). report.warnings
    * lists what was assumed or left out (voxel size, a mask reaching outside the tissue, a stage leaving out much of
@@ -608,9 +612,9 @@ export class Tessera {
     await this._checkKeys(a ?? {}, 'pipeline');
     const { signal, onProgress, ...args } = a ?? {};
     const r = unwrapVolumes(args);
-    if (!r.geometry) throw new TesseraError('pipeline: give phase as a Volume (readNifti / readEchoes) or give geometry', 'InvalidArgument');
+    if (!r.geometry) throw new TesseraError('pipeline: give phase (or totalField) as a Volume (readNifti / readEchoes) or give geometry', 'InvalidArgument');
     const g = r.geometry;
-    const echoes = Array.isArray(r.te) ? r.te.length : 1;
+    const echoes = Array.isArray(r.te) && r.totalField == null ? r.te.length : 1;
     const vol = (data, extra = {}) => (data?.length ? makeVolume({ ...g, data, ...extra }) : null);
     const volumes = (out) => {
       const v = {};

@@ -24,6 +24,8 @@ export const OTHER_KEYS = Object.freeze({
   field: 'the local field (ppm), a Float32Array or a Volume',
   fieldUnits: "a method's field: 'ppm' states it is ppm (a field beyond ±1 ppm is otherwise refused as Hz or a total field)",
   phase: 'wrapped phase (rad), every echo, a Float32Array or a Volume',
+  totalField: "pipeline(): a total field map (a vendor B0 map), one 3D Float32Array or Volume, instead of phase and te",
+  totalFieldUnits: "pipeline(): the units of totalField, 'hz' | 'rad/s' | 'ppm'",
   magnitude: 'magnitude, the size of the field or the phase, or a Volume',
   mask: 'the mask (nonzero = inside), or a Volume',
   geometry: '{dims, voxelMm, b0Dir} when no Volume carries it',
@@ -64,7 +66,7 @@ export function methodKeys(methodNames) {
  * methodNames: the schema's method choices.
  */
 export function pipelineKeys(methodNames) {
-  return ['te', 'b0', ...PIPELINE_OPTIONS, 'method', ...methodNames, 'spec', 'phase', 'magnitude', 'mask', 'geometry', 'model', 'weights', 'network', 'plan', 'pipeline', ...CALL_KEYS];
+  return ['te', 'b0', ...PIPELINE_OPTIONS, 'method', ...methodNames, 'spec', 'phase', 'totalField', 'totalFieldUnits', 'magnitude', 'mask', 'geometry', 'model', 'weights', 'network', 'plan', 'pipeline', ...CALL_KEYS];
 }
 
 /** The schema's classical method names (its `method` option's choices). schema: what tessera.schema() returns. */

@@ -66,10 +66,11 @@ bool is_method_request(const val& v);
 MethodRequest method_request_from(const val& v);
 // Whether a request is a pipeline's (pipeline: true): from multi-echo phase to the local field or χ.
 bool is_pipeline_request(const val& v);
-// A pipeline request: {pipeline: true, te: [s], b0, unwrap, background, vsharp: {...}, pdf: {...}, lbv, ismv, sharp,
+// A pipeline request: {pipeline: true, te: [s] (or totalFieldUnits: 'hz' | 'rad/s' | 'ppm' when the volume holds a
+// total field map, and no te), b0, unwrap, background, vsharp: {...}, pdf: {...}, lbv, ismv, sharp,
 // resharp: {...}, brainMask: {...},
 // fitResidualLimit, method?, <method>: {...}, hardwareThreads}; every option checked against the schema. identity, when
-// given, receives te, b0 and every stage option in words (defaults filled in).
+// given, receives te (or totalFieldUnits), b0 and every stage option in words (defaults filled in).
 PipelineRequest pipeline_request_from(const val& v, RequestIdentity* identity = nullptr);
 // A pipeline's plan as plan() returns it: {feasible, message, pipeline: true, stages, inputBytes, workspaceBytes,
 // moduleHeapBytes, peakBytes, largestVoxels, threads, networks: 0, tilesInFlight: 0, warning}.

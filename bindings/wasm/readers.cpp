@@ -290,8 +290,18 @@ void read_options(const val& v, std::span<const OptionSpec> options, SetNumber s
 PipelineRequest pipeline_request_from(const val& v, RequestIdentity* identity) {
   ++parses;
   PipelineRequest r;
+  // totalFieldUnits ('hz' | 'rad/s' | 'ppm'): the volume holds a total field map in these units, not per-echo phase.
+  const val units = v["totalFieldUnits"];
+  if (!units.isUndefined() && !units.isNull()) {
+    if (!units.isString()) throw Error(ErrorCode::InvalidArgument, "totalFieldUnits must be 'hz', 'rad/s' or 'ppm'");
+    r.total_field_units = total_field_units_from_name(units.as<std::string>());
+  }
   const val te = v["te"];
-  if (te.isNumber()) {
+  if (r.total_field_units != TotalFieldUnits::None) {
+    if (!te.isUndefined() && !te.isNull()) {
+      throw Error(ErrorCode::InvalidArgument, "te belongs to a pipeline from phase: a total field map needs no echo times (leave te out)");
+    }
+  } else if (te.isNumber()) {
     r.te_s = {te.as<double>()};
   } else if (!te.isUndefined() && !te.isNull() && !te["length"].isUndefined()) {
     for (unsigned i = 0; i < te["length"].as<unsigned>(); ++i) {
@@ -299,11 +309,12 @@ PipelineRequest pipeline_request_from(const val& v, RequestIdentity* identity) {
       r.te_s.push_back(te[i].as<double>());
     }
   } else {
-    throw Error(ErrorCode::InvalidArgument, "the pipeline needs te: the echo times in seconds, one per echo (e.g. [0.004, 0.008])");
+    throw Error(ErrorCode::InvalidArgument, "the pipeline needs te: the echo times in seconds, one per echo (e.g. [0.004, 0.008]), or a total field map (totalField with totalFieldUnits)");
   }
   r.b0_tesla = option(v, "b0", "b0");
   if (identity) {
-    identity->emplace_back("te", numbers_text(r.te_s));
+    if (r.total_field_units != TotalFieldUnits::None) identity->emplace_back("totalFieldUnits", std::string(total_field_units_name(r.total_field_units)));
+    else identity->emplace_back("te", numbers_text(r.te_s));
     identity->emplace_back("b0", number_text(r.b0_tesla));
   }
   read_options(v, pipeline_options(), [&](const std::string& n, double x) { set_pipeline_option(r, n, x); },

@@ -1,6 +1,7 @@
 #include "tessera/pipeline/pipeline.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -88,6 +89,19 @@ class Once : public Iterative {
 
 uint32_t echo_fit_steps(size_t echoes) { return echoes > 1 ? static_cast<uint32_t>(echoes) + 1 : 1; }
 
+bool pipeline_from_total_field(const PipelineRequest& r) { return r.total_field_units != TotalFieldUnits::None; }
+
+// Hz per unit of a total field at b0_tesla.
+double total_field_hz_per_unit(TotalFieldUnits u, double b0_tesla) {
+  switch (u) {
+    case TotalFieldUnits::Hz: return 1.0;
+    case TotalFieldUnits::RadPerS: return 1.0 / (2.0 * 3.14159265358979323846);
+    case TotalFieldUnits::Ppm: return kProtonGyromagneticMHzPerT * b0_tesla;  // ppm · MHz = Hz
+    case TotalFieldUnits::None: break;
+  }
+  throw Error(ErrorCode::Internal, "no units for a total field");
+}
+
 // A method that inverts the total field (TFI) fits the background itself: no background removal before it.
 bool pipeline_skips_background(const PipelineRequest& r) { return r.method && method_info(*r.method).total_field; }
 
@@ -135,6 +149,54 @@ std::span<const float> first_echo(std::span<const float> magnitude, uint64_t n) 
 }  // namespace
 
 std::span<const OptionSpec> pipeline_options() { return kPipelineStageOptions; }
+
+TotalFieldUnits total_field_units_from_name(std::string_view name) {
+  std::string w(name);
+  for (char& c : w) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (w == "hz") return TotalFieldUnits::Hz;
+  if (w == "rad/s") return TotalFieldUnits::RadPerS;
+  if (w == "ppm") return TotalFieldUnits::Ppm;
+  throw Error(ErrorCode::InvalidArgument, "the total field's units must be hz, rad/s or ppm, got '" + std::string(name) + "'");
+}
+
+std::vector<float> total_field_to_ppm(std::span<const float> field, TotalFieldUnits units, double b0_tesla) {
+  if (units == TotalFieldUnits::Ppm) {
+    hz_to_ppm(0.0, b0_tesla);  // B0's check
+    return std::vector<float>(field.begin(), field.end());
+  }
+  const double to_hz = total_field_hz_per_unit(units, b0_tesla);
+  std::vector<float> hz(field.size());
+  for (size_t i = 0; i < field.size(); ++i) hz[i] = static_cast<float>(static_cast<double>(field[i]) * to_hz);
+  return units == TotalFieldUnits::Hz ? hz_to_ppm(field, b0_tesla) : hz_to_ppm(hz, b0_tesla);
+}
+
+std::string implausible_total_field_text(std::span<const float> total_ppm, std::span<const uint8_t> mask, TotalFieldUnits units,
+                                         double b0_tesla) {
+  uint64_t bad = 0;
+  for (size_t i = 0; i < mask.size(); ++i) bad += mask[i] && !std::isfinite(total_ppm[i]);
+  if (bad) {
+    return "the total field holds " + std::to_string(bad) + " NaN or infinite value(s) inside the mask: the field map is "
+           "undefined there (a vendor map's masked-out voxels?); give a mask that leaves them out, or fill them";
+  }
+  const RobustRange r = robust_range(total_ppm, mask);
+  const double reach = std::max(std::abs(r.p1), std::abs(r.p99));
+  if (reach <= kMaxTotalFieldPpm) return {};
+  const double hz_per_ppm = kProtonGyromagneticMHzPerT * b0_tesla;
+  const std::string given(total_field_units_name(units));
+  std::string likely;
+  if (units == TotalFieldUnits::Ppm) {
+    likely = reach / hz_per_ppm <= kMaxTotalFieldPpm ? "Hz (--units hz; API totalFieldUnits: 'hz')"
+                                                     : "rad/s (--units rad/s; API totalFieldUnits: 'rad/s')";
+  } else if (units == TotalFieldUnits::Hz) {
+    likely = "rad/s (--units rad/s; API totalFieldUnits: 'rad/s'), or B0 is not " + message_number(b0_tesla) + " T";
+  } else {
+    likely = "another unit, or B0 is not " + message_number(b0_tesla) + " T";
+  }
+  return "the total field, given in " + given + " at B0 " + message_number(b0_tesla) + " T, spans [" + message_number(r.p1, 4) +
+         ", " + message_number(r.p99, 4) + "] ppm inside the mask (1st–99th percentile), beyond the ±" +
+         message_number(kMaxTotalFieldPpm) + " ppm a head's total field reaches (1 ppm = " + message_number(hz_per_ppm, 4) +
+         " Hz here): it looks like " + likely + ". State the field's units";
+}
 
 double mask_background_share(std::span<const float> magnitude, std::span<const uint8_t> mask, const BrainMaskParams& params) {
   const std::span<const float> first = magnitude.first(mask.size());
@@ -189,9 +251,24 @@ void set_pipeline_choice(PipelineRequest& r, std::string_view name, std::string_
 Pipeline::Pipeline(const Geometry& g, std::span<const float> phase, std::span<const float> magnitude,
                    std::span<const uint8_t> mask, PipelineRequest request)
     : geometry_(g), phase_(phase), magnitude_(magnitude), given_mask_(mask), request_(std::move(request)) {
-  validate_echo_data(g, phase, magnitude, request_.te_s);
+  const bool from_total = pipeline_from_total_field(request_);
+  if (from_total) {
+    validate_geometry(g);
+    const uint64_t voxels = g.voxel_count();
+    if (phase.size() != voxels) {
+      throw Error(ErrorCode::InvalidArgument, "the total field holds " + std::to_string(phase.size()) + " values but the volume " +
+                                                  dims_text(g.dims) + " has " + std::to_string(voxels) +
+                                                  " voxels: give one 3D field map (not per-echo phase)");
+    }
+    if (!magnitude.empty() && magnitude.size() != voxels) {
+      throw Error(ErrorCode::InvalidArgument, "with a total field the magnitude is one volume of " + std::to_string(voxels) +
+                                                  " voxels, got " + std::to_string(magnitude.size()) + " values: give one echo's magnitude");
+    }
+  } else {
+    validate_echo_data(g, phase, magnitude, request_.te_s);
+  }
   if (!(std::isfinite(request_.b0_tesla) && request_.b0_tesla > 0)) checked_option(acquisition_options(), "b0", request_.b0_tesla);
-  validate(request_.echo_fit);
+  if (!from_total) validate(request_.echo_fit);
   validate(request_.brain_mask);
   validate(request_.vsharp);
   validate(request_.pdf);
@@ -228,7 +305,7 @@ Pipeline::Pipeline(const Geometry& g, std::span<const float> phase, std::span<co
                                                 " needs the magnitude (its edge prior comes from it): give magnitude, or choose another method");
   }
   request_.echo_fit.keep_unwrapped = true;
-  planned_ = (mask.empty() ? 1 : 0) + echo_fit_steps(request_.te_s.size()) + background_steps(g, request_) +
+  planned_ = (mask.empty() ? 1 : 0) + (from_total ? 0 : echo_fit_steps(request_.te_s.size())) + background_steps(g, request_) +
              (request_.method ? method_steps(*request_.method, request_.method_params) : 0);
   next_stage();
 }
@@ -254,6 +331,11 @@ void Pipeline::next_stage() {
         result_.mask = brain_mask(geometry_, first_echo(magnitude_, geometry_.voxel_count()), request_.brain_mask, request_.threads);
       });
     } else if (stage_ == 2) {
+      if (pipeline_from_total_field(request_)) {  // the given total field in ppm on the mask: no echo fit
+        current_name_ = "total field";  // a field refused here is named by it
+        start_from_total_field();
+        continue;
+      }
       current_name_ = "echo fit";  // a stage refused as it starts is named by it
       current_ = std::make_unique<EchoFit>(g, phase_, magnitude_, request_.te_s, result_.mask, request_.echo_fit, threads);
     } else if (stage_ == 3) {
@@ -285,6 +367,23 @@ void Pipeline::next_stage() {
     current_name_ = current_->name();
     return;
   }
+}
+
+void Pipeline::start_from_total_field() {
+  std::vector<float> ppm = total_field_to_ppm(phase_, request_.total_field_units, request_.b0_tesla);
+  if (const std::string refusal = implausible_total_field_text(ppm, result_.mask, request_.total_field_units, request_.b0_tesla);
+      !refusal.empty()) {
+    throw Error(ErrorCode::InvalidArgument, refusal);
+  }
+  // Outside the mask the map may hold anything (NaN where a vendor masked it): no stage reads it there.
+  for (size_t i = 0; i < ppm.size(); ++i) {
+    if (!result_.mask[i]) ppm[i] = 0.0f;
+  }
+  const double hz_per_ppm = kProtonGyromagneticMHzPerT * request_.b0_tesla;
+  result_.field_hz.resize(ppm.size());
+  for (size_t i = 0; i < ppm.size(); ++i) result_.field_hz[i] = static_cast<float>(static_cast<double>(ppm[i]) * hz_per_ppm);
+  result_.total_ppm = std::move(ppm);
+  result_.fit_mask = result_.mask;
 }
 
 void Pipeline::step() {
@@ -363,12 +462,16 @@ PipelineResult Pipeline::take_result() {
 
 uint64_t pipeline_workspace_bytes(const Geometry& g, const PipelineRequest& r, bool mask_given) {
   const uint64_t n = g.voxel_count();
+  const bool from_total = pipeline_from_total_field(r);
   const uint64_t echoes = r.te_s.size();
-  // Kept: mask, fit mask, local mask (u8); unwrapped echoes, offset, field Hz, total ppm, residual, local ppm, χ (f32).
-  const uint64_t kept = saturating_add(saturating_mul(n, 3), saturating_mul(n, (echoes + 6) * sizeof(float)));
+  // Kept: mask, fit mask, local mask (u8); unwrapped echoes, offset, field Hz, total ppm, residual, local ppm, χ (f32);
+  // from a total field: field Hz, total ppm, local ppm, χ.
+  const uint64_t kept_floats = from_total ? 4 : echoes + 6;
+  const uint64_t kept = saturating_add(saturating_mul(n, 3), saturating_mul(n, kept_floats * sizeof(float)));
   EchoFitParams fit = r.echo_fit;
   fit.keep_unwrapped = true;
-  uint64_t stage = echo_fit_workspace_bytes(g, static_cast<uint32_t>(echoes), fit, r.threads);
+  // From a total field in rad/s the conversion holds one more volume (its Hz) beside the kept ones.
+  uint64_t stage = from_total ? saturating_mul(n, sizeof(float)) : echo_fit_workspace_bytes(g, static_cast<uint32_t>(echoes), fit, r.threads);
   if (!mask_given) stage = std::max(stage, brain_mask_workspace_bytes(g, r.brain_mask, r.threads));
   if (!pipeline_skips_background(r)) stage = std::max(stage, background_workspace_bytes(g, r));
   if (r.method) stage = std::max(stage, method_workspace_bytes(*r.method, g, r.method_params, r.threads));
@@ -378,10 +481,11 @@ uint64_t pipeline_workspace_bytes(const Geometry& g, const PipelineRequest& r, b
 PipelinePlan plan_pipeline(const Geometry& g, const PipelineRequest& r, bool mask_given, bool magnitude, Target target) {
   validate_geometry(g);
   const uint64_t n = g.voxel_count();
-  const uint64_t echoes = std::max<uint64_t>(1, r.te_s.size());
+  const bool from_total = pipeline_from_total_field(r);
+  const uint64_t echoes = from_total ? 1 : std::max<uint64_t>(1, r.te_s.size());
   PipelinePlan p;
   if (!mask_given) p.stages.push_back("brain mask");
-  p.stages.push_back("echo fit");
+  if (!from_total) p.stages.push_back("echo fit");
   if (!pipeline_skips_background(r)) p.stages.push_back(background_title(r.background));
   if (r.method) p.stages.push_back(std::string(method_info(*r.method).title));
   p.input_bytes = saturating_add(saturating_mul(n, echoes * sizeof(float) * (magnitude ? 2 : 1)), saturating_mul(n, 1 + sizeof(float)));
@@ -391,10 +495,11 @@ PipelinePlan plan_pipeline(const Geometry& g, const PipelineRequest& r, bool mas
   p.largest_voxels = fit.largest_voxels;
   p.feasible = fit.fits;
   if (!p.feasible) {
-    p.message = "the pipeline on " + dims_text(g.dims) + " with " + std::to_string(echoes) + " echoes needs " +
+    const std::string input = from_total ? std::string("from a total field") : "with " + std::to_string(echoes) + " echoes";
+    p.message = "the pipeline on " + dims_text(g.dims) + " " + input + " needs " +
                 format_gb(p.module_heap_bytes) + " of the module's heap, over the " + format_gb(WASM_COMPUTE_HEAP_LIMIT_BYTES) +
                 " a browser heap can safely hold: the largest volume that fits holds " + std::to_string(p.largest_voxels) +
-                " voxels; crop the volume around the head, or give fewer echoes";
+                " voxels; crop the volume around the head" + (from_total ? "" : ", or give fewer echoes");
   }
   return p;
 }

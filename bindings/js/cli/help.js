@@ -19,6 +19,8 @@ const INVERT_USAGE = `  tessera-qsm invert --field f.nii[.gz] --mask m.nii[.gz] 
 const PIPELINE_USAGE = `  tessera-qsm pipeline --phase p.nii[.gz] --te S,S,... [--magnitude mag.nii[.gz]] [--mask m.nii[.gz]] [--b0 T]
                        (--method NAME [--param N=V ...] | --model ID [--weights FILE|URL]) [--option N=V ...]
                        --out chi.nii[.gz] [--keep-intermediates DIR] [--report r.json] [--cores N] [--quiet]
+  tessera-qsm pipeline --total-field map.nii[.gz] --units hz|rad/s|ppm [--magnitude mag.nii[.gz]] [--mask m.nii[.gz]]
+                       [--b0 T] (--method NAME ... | --model ID ...) [--option N=V ...] --out chi.nii[.gz] [...]
 `;
 
 /** The help of the commands without request flags, and the main help (none reads the schema). */
@@ -302,7 +304,7 @@ function stageOptions(schema) {
 
 function pipelineHelp(schema) {
   const flags = requestFlags('pipeline', schema).map(({ flag, option }) => optionLine(flag, option)).join('');
-  return `tessera-qsm pipeline: from a multi-echo scan's wrapped phase to susceptibility (χ, ppm)
+  return `tessera-qsm pipeline: from a multi-echo scan's wrapped phase, or a total field map, to susceptibility (χ, ppm)
 
 Usage:
 ${PIPELINE_USAGE}
@@ -312,7 +314,12 @@ background field removal, and the inversion of the local field by a classical me
 total-field method (--method tfi) inverts the total field itself, with no background removal before it.
   --phase FILE       wrapped phase, 4D with the echoes along the 4th dim (rad; --phase-units / --phase-scale as for
                      invert)
-  --magnitude FILE   magnitude with the phase's dims and echoes (the fit's weights; the mask is made from it)
+  --total-field FILE a total field map instead of --phase and --te (a scanner's B0 map, 3D): no echo fit runs, the
+                     field is converted to ppm at --b0 and the mask is its fit mask; NaN inside the mask, or values
+                     implausible for --units (a Hz map given as ppm), are refused
+  --units U          the total field's units: hz (GE's and Philips' B0 maps), rad/s or ppm
+  --magnitude FILE   magnitude with the phase's dims and echoes (the fit's weights; the mask is made from it); with
+                     --total-field, one 3D volume
   --mask FILE        brain mask (nonzero = inside); without it, one is made from the magnitude
 ${flags}  --param N=V        a parameter of the --method (repeatable; \`tessera-qsm methods\` lists them)
   --model ID         a registry network (with --weights as for invert)

@@ -1,4 +1,4 @@
-// `tessera-qsm pipeline`: a multi-echo scan's wrapped phase to χ through the C++ core's stages (brain mask, echo fit,
+// `tessera-qsm pipeline`: a multi-echo scan's wrapped phase (or a total field map) to χ through the C++ core's stages (brain mask, echo fit,
 // background removal) and a classical method or a registry network.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -59,10 +59,21 @@ export async function cmdPipeline(o, ctx) {
   const t0 = performance.now();
   const startedAt = new Date().toISOString();
   const see = 'see `tessera-qsm pipeline --help`';
-  if (o.phase === undefined) throw usageError(`--phase is required (the wrapped phase of every echo); ${see}`);
+  const fromTotal = o['total-field'] !== undefined;
+  if (fromTotal && o.phase !== undefined) throw usageError(`give --phase (with --te) or --total-field (with --units), not both; ${see}`);
+  if (!fromTotal && o.phase === undefined) throw usageError(`--phase is required (the wrapped phase of every echo), or --total-field with --units (a B0 map); ${see}`);
   const te = ctx.values.get('te');
   const method = ctx.values.get('method');
-  if (te === undefined) throw usageError('--te is required: the echo times in seconds, one per echo (e.g. --te 0.004,0.008,0.012)');
+  const fieldUnits = o.units?.toLowerCase();
+  if (fromTotal) {
+    if (fieldUnits === undefined) throw usageError("--total-field needs --units hz, rad/s or ppm (GE and Philips B0 maps are in Hz)");
+    if (!['hz', 'rad/s', 'ppm'].includes(fieldUnits)) throw usageError(`--units must be hz, rad/s or ppm, got '${o.units}'`);
+    if (te !== undefined) throw usageError('--te belongs to --phase: a total field map needs no echo times');
+    for (const f of ['phase-units', 'phase-scale']) if (o[f] !== undefined) throw usageError(`--${f} belongs to --phase, not --total-field`);
+  } else {
+    if (o.units !== undefined) throw usageError('--units states the units of --total-field (the phase is read in radians: --phase-units)');
+    if (te === undefined) throw usageError('--te is required: the echo times in seconds, one per echo (e.g. --te 0.004,0.008,0.012)');
+  }
   if (o.out === undefined) throw usageError(`--out is required; ${see}`);
   if (!niftiName(o.out)) throw usageError(`--out must end with .nii or .nii.gz, got '${o.out}'`);
   if ((o.method === undefined) === (o.model === undefined)) throw usageError(`give one inversion: --method NAME (classical) or --model ID (a network); ${see}`);
@@ -81,7 +92,10 @@ export async function cmdPipeline(o, ctx) {
   if (o.report !== undefined) checkWritable(o.report, 'report');
   removeStalePartials(o.out);
   const { signal, progress } = ctx;
-  const { like, phase, magnitude, geometry, mask, echoes, notes } = await readInputs(o, { needMask: false, b0, phase: { te, units, scale }, convert: true }, signal);
+  // A total field is read as it is (C++ converts its units, and refuses NaN inside the mask and implausible values).
+  const { like, phase, field: totalField, magnitude, geometry, mask, echoes, notes } = fromTotal
+    ? await readInputs({ ...o, field: o['total-field'] }, { needMask: false, units: 'ppm', convert: true }, signal)
+    : await readInputs(o, { needMask: false, b0, phase: { te, units, scale }, convert: true }, signal);
   for (const note of notes) {
     if (note.startsWith('warning: ')) process.stderr.write(`${note}\n`);
     else progress.line(note);
@@ -93,12 +107,13 @@ export async function cmdPipeline(o, ctx) {
     ({ weights } = await loadNetworkWeights(o, entry, tessera, ctx));
   }
   const request = defined({
-    geometry, phase, magnitude, mask, te, b0, ...options, method, [method ?? '-']: method && Object.keys(params).length ? params : undefined, model: o.model, weights,
+    geometry, phase, totalField, totalFieldUnits: fromTotal ? fieldUnits : undefined, magnitude, mask, te, b0, ...options, method, [method ?? '-']: method && Object.keys(params).length ? params : undefined, model: o.model, weights,
   });
   delete request['-'];
-  const plan = await tessera.plan({ ...request, pipeline: true, phase: undefined });
+  const plan = await tessera.plan({ ...request, pipeline: true, phase: undefined, totalField: undefined });
   if (!plan.feasible) throw new CliError(plan.message, EXIT_USAGE, 'BudgetExceeded');
-  progress.line(`pipeline: ${geometry.dims.join('×')}, ${echoes} echoes (TE ${te.map((t) => fmt(t * 1000)).join(', ')} ms), B0 ${b0} T: ${plan.stages.join(' → ')}${o.model ? ` → ${o.model}` : ''}, estimated peak ${size(plan.peakBytes)}`);
+  const input = fromTotal ? `a total field in ${fieldUnits === 'hz' ? 'Hz' : fieldUnits}` : `${echoes} echoes (TE ${te.map((t) => fmt(t * 1000)).join(', ')} ms)`;
+  progress.line(`pipeline: ${geometry.dims.join('×')}, ${input}, B0 ${b0} T: ${plan.stages.join(' → ')}${o.model ? ` → ${o.model}` : ''}, estimated peak ${size(plan.peakBytes)}`);
   let out;
   try {
     out = await tessera.pipeline({ ...request, plan, signal, onProgress: (p) => progress.tiles(p, 'steps') });
@@ -121,7 +136,7 @@ export async function cmdPipeline(o, ctx) {
   const outputs = [{ file: o.out, bytes: await writeNifti(out.chi.data, like, { gzip, description: `chi ppm, tessera-qsm pipeline ${method ?? o.model}`.slice(0, 79) }) }];
   if (dir !== undefined) outputs.push(...(await intermediateFiles(dir, out, like, geometry, echoes)));
   if (o.report !== undefined) {
-    const full = { ...out.report, plan: planForFile(out.report.plan), networkReport: out.networkReport, command: ['tessera-qsm', ...ctx.args], cwd: process.cwd(), versions: versions(), startedAt, totalWallSeconds: (performance.now() - t0) / 1000, inputs: { phase: o.phase, magnitude: o.magnitude ?? null, mask: o.mask ?? null, te, b0, echoes }, options, inversion: method ? { method, params } : { model: o.model }, output: o.out, intermediates: dir ?? null };
+    const full = { ...out.report, plan: planForFile(out.report.plan), networkReport: out.networkReport, command: ['tessera-qsm', ...ctx.args], cwd: process.cwd(), versions: versions(), startedAt, totalWallSeconds: (performance.now() - t0) / 1000, inputs: { phase: o.phase ?? null, totalField: o['total-field'] ?? null, totalFieldUnits: fromTotal ? fieldUnits : null, magnitude: o.magnitude ?? null, mask: o.mask ?? null, te, b0, echoes }, options, inversion: method ? { method, params } : { model: o.model }, output: o.out, intermediates: dir ?? null };
     outputs.push({ file: o.report, bytes: `${JSON.stringify(full, null, 2)}\n` });
   }
   await writeAtomic(outputs, signal);

@@ -70,15 +70,25 @@ async function invertMethod(a, id, request) {
 }
 
 /**
- * From multi-echo phase to the local field (and χ with a method): the C++ pipeline on the step engine, every
+ * From multi-echo phase (or a total field map: totalField, totalFieldUnits) to the local field (and χ with a method): the C++ pipeline on the step engine, every
  * intermediate returned; with a network (model or spec) its inversion of the local field follows (invert()).
  */
 export async function runPipeline(a, id) {
   if ((a.method !== undefined && a.method !== null) && (a.model !== undefined || a.spec !== undefined)) {
     throw new TesseraError('give a method or a network (model or spec) for the inversion, not both', 'InvalidArgument');
   }
-  if (!Array.isArray(a.te) && typeof a.te !== 'number') throw new TesseraError('pipeline needs te: the echo times in seconds, one per echo (e.g. [0.004, 0.008])', 'InvalidArgument');
-  const echoes = echoesOf(a);
+  const fromTotal = a.totalField !== undefined && a.totalField !== null;
+  if (fromTotal && a.phase !== undefined && a.phase !== null) {
+    throw new TesseraError('give phase (with te) or a total field map (totalField with totalFieldUnits), not both', 'InvalidArgument');
+  }
+  if (fromTotal && (a.totalFieldUnits === undefined || a.totalFieldUnits === null)) {
+    throw new TesseraError("totalField needs totalFieldUnits: 'hz', 'rad/s' or 'ppm' (GE and Philips B0 maps are in Hz)", 'InvalidArgument');
+  }
+  if (!fromTotal && a.totalFieldUnits !== undefined && a.totalFieldUnits !== null) {
+    throw new TesseraError('totalFieldUnits states the units of totalField: give the total field map as totalField', 'InvalidArgument');
+  }
+  if (!fromTotal && !Array.isArray(a.te) && typeof a.te !== 'number') throw new TesseraError('pipeline needs te: the echo times in seconds, one per echo (e.g. [0.004, 0.008]), or a total field map (totalField with totalFieldUnits)', 'InvalidArgument');
+  const echoes = fromTotal ? 1 : echoesOf(a);
   const request = pipelineRequestOf(a);
   const { handle, view: plan } = runPlan({ geometry: a.geometry, mask: a.mask, plan: a.plan }, request);
   let volume = null;
@@ -86,7 +96,9 @@ export async function runPipeline(a, id) {
   let out;
   try {
     if (!plan.feasible) throw new TesseraError(plan.message, 'BudgetExceeded');
-    volume = makeVolume(a.geometry, a.phase, a.mask, { echoes, magnitude: a.magnitude, what: 'phase' });
+    volume = fromTotal
+      ? makeVolume(a.geometry, a.totalField, a.mask, { magnitude: a.magnitude, what: 'totalField' })
+      : makeVolume(a.geometry, a.phase, a.mask, { echoes, magnitude: a.magnitude, what: 'phase' });
     rt.running.set(id, controller);
     const onProgress = (p) => postProgress(id, { ...p, stage: 'pipeline' });
     out = await runSteps(rt.M, { volume, plan: handle, signal: controller.signal, onProgress, collect: (run) => call(() => run.intermediates()) });

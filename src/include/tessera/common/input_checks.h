@@ -36,6 +36,11 @@ void validate_dipole_extent(const Geometry& geometry);
 // field in Hz (1 ppm = 128 Hz at 3 T; the phantom's in Hz spans ±3.5), rad/s, or a total field with the background left in.
 inline constexpr double kMaxLocalFieldPpm = 1.0;
 
+// A total field (background left in) in ppm inside the brain reaches 1–3 ppm only in the few voxels next to the sinuses
+// and ear canals (air–tissue Δχ ≈ 9 ppm), and a scanner's frequency offset adds well under 1 ppm; a robust bound
+// beyond ±5 ppm is not ppm: a field in Hz (1 ppm = 128 Hz at 3 T) or rad/s given as ppm, or rad/s given as Hz.
+inline constexpr double kMaxTotalFieldPpm = 5.0;
+
 // The 1st and 99th percentiles of field inside mask (nearest rank over the finite values); {0, 0} for no finite value.
 // field.size() == mask.size().
 struct RobustRange {

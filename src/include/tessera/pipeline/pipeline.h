@@ -45,7 +45,38 @@ inline constexpr BackgroundRemoval kDefaultBackground = BackgroundRemoval::Resha
 // 0.2–0.4 at SNR 5), below the residual of a voxel whose echoes were unwrapped inconsistently (≥ 1 on the phantom).
 inline constexpr double kFitResidualLimit = 1.0;
 
+// The units of a total field map the pipeline starts from instead of multi-echo phase (a vendor B0 map: GE and
+// Philips write Hz); None: the pipeline starts from phase.
+enum class TotalFieldUnits { None, Hz, RadPerS, Ppm };
+
+// The request's word for the units ("hz", "rad/s", "ppm"; "" for None).
+constexpr std::string_view total_field_units_name(TotalFieldUnits u) {
+  switch (u) {
+    case TotalFieldUnits::None: return "";
+    case TotalFieldUnits::Hz: return "hz";
+    case TotalFieldUnits::RadPerS: return "rad/s";
+    case TotalFieldUnits::Ppm: return "ppm";
+  }
+  return "";
+}
+
+// The units named by a word ("hz", "rad/s", "ppm"; case-insensitive); else Error(InvalidArgument) naming the choices.
+TotalFieldUnits total_field_units_from_name(std::string_view name);
+
+// The total field converted to ppm of the Larmor frequency at b0_tesla (the echo fit's γ̄, echo_fit.h).
+// units not None; b0_tesla finite and > 0.
+std::vector<float> total_field_to_ppm(std::span<const float> field, TotalFieldUnits units, double b0_tesla);
+
+// The refusal of a total field that is not finite inside mask, or whose robust range inside mask (input_checks.h's
+// robust_range, after conversion to ppm) reaches beyond ±kMaxTotalFieldPpm, naming the units that would fit and the
+// fix; empty when plausible. total_ppm.size() == mask.size().
+std::string implausible_total_field_text(std::span<const float> total_ppm, std::span<const uint8_t> mask, TotalFieldUnits units,
+                                         double b0_tesla);
+
 struct PipelineRequest {
+  // Not None: the pipeline starts from a total field map in these units (the constructor's phase holds it, one
+  // volume; te_s and echo_fit are unused): it is converted to ppm, the fit mask is the mask, and no echo fit runs.
+  TotalFieldUnits total_field_units = TotalFieldUnits::None;
   std::vector<double> te_s;         // one per echo, seconds
   double b0_tesla = 3.0;
   EchoFitParams echo_fit;           // the unwrapper
@@ -68,12 +99,13 @@ struct PipelineRequest {
 
 struct PipelineResult {
   std::vector<uint8_t> mask;          // the brain mask (given, or made from the first echo's magnitude)
-  std::vector<float> unwrapped_rad;   // every echo's unwrapped phase (rad), echo after echo
-  std::vector<float> offset_rad;      // the receive-phase offset removed
+  std::vector<float> unwrapped_rad;   // every echo's unwrapped phase (rad), echo after echo; empty from a total field
+  std::vector<float> offset_rad;      // the receive-phase offset removed; empty from a total field
   std::vector<float> field_hz;        // the total field, Hz
-  std::vector<float> total_ppm;       // the total field, ppm of the Larmor frequency
-  std::vector<float> residual_rad;    // the echo fit's weighted RMS phase residual
-  std::vector<uint8_t> fit_mask;      // the mask where the fit is reliable (residual ≤ fit_residual_limit)
+  std::vector<float> total_ppm;       // the total field, ppm of the Larmor frequency (0 outside the mask from a total field)
+  std::vector<float> residual_rad;    // the echo fit's weighted RMS phase residual; empty from a total field
+  // The mask where the fit is reliable (residual ≤ fit_residual_limit); from a total field, the mask.
+  std::vector<uint8_t> fit_mask;
   // The local field after background removal, ppm; empty for a method that inverts the total field (TFI: no
   // background removal runs).
   std::vector<float> local_ppm;
@@ -109,9 +141,11 @@ class Pipeline : public Iterative {
   // Checks everything up front (one clear line each): echoes vs TEs, TEs in seconds, a phase that is wrapped radians,
   // a magnitude of the phase's size, a mask of the volume's size with a voxel, no mask and no magnitude, a volume too
   // thin for a 3D inversion, a given mask mostly outside the tissue (with a magnitude). Warns (result's warnings) of a
-  // voxel size outside 0.1–10 mm and a mask reaching outside the tissue.
-  // geometry valid; phase holds te_s.size() · voxel_count wrapped radians (echo after echo); magnitude empty or as
-  // many values; mask empty (made from the magnitude) or voxel_count values. All outlive the pipeline.
+  // voxel size outside 0.1–10 mm and a mask reaching outside the tissue. From a total field (request's
+  // total_field_units): a field of the volume's size, finite inside the mask and plausible for its units.
+  // geometry valid; phase holds te_s.size() · voxel_count wrapped radians (echo after echo), or, from a total field,
+  // voxel_count values in its units; magnitude empty or as many values; mask empty (made from the magnitude) or
+  // voxel_count values. All outlive the pipeline.
   Pipeline(const Geometry& geometry, std::span<const float> phase, std::span<const float> magnitude,
            std::span<const uint8_t> mask, PipelineRequest request);
   ~Pipeline() override;
@@ -121,7 +155,7 @@ class Pipeline : public Iterative {
   bool finished() const override { return finished_; }
   // A step that fails throws its stage's Error with "the <stage> stage failed: " before its message (Cancelled as it is).
   void step() override;
-  // The current stage: "brain mask", "echo fit", the background removal's name ("V-SHARP", "PDF", "LBV", "iSMV",
+  // The current stage: "brain mask", "echo fit" ("total field" while a given total field is checked), the background removal's name ("V-SHARP", "PDF", "LBV", "iSMV",
   // "SHARP", "RESHARP"), or the method's title.
   std::string name() const override;
 
@@ -134,6 +168,7 @@ class Pipeline : public Iterative {
  private:
   void next_stage();
   void advance();  // step() without the stage's name on an error
+  void start_from_total_field();  // the given total field in ppm, checked on the mask, and the fit mask
 
   Geometry geometry_;
   std::span<const float> phase_, magnitude_;
@@ -151,10 +186,10 @@ class Pipeline : public Iterative {
 // The plan of a pipeline: its stages, memory against the wasm heap limit, or the refusal with the largest volume.
 struct PipelinePlan {
   bool feasible = false;
-  // "brain mask" (no mask given), "echo fit", the background removal's name (none before a total-field method), the
+  // "brain mask" (no mask given), "echo fit" (not from a total field), the background removal's name (none before a total-field method), the
   // method's title
   std::vector<std::string> stages;
-  uint64_t input_bytes = 0;         // phase and magnitude of every echo, the mask, χ copied out
+  uint64_t input_bytes = 0;         // phase and magnitude of every echo (or the total field and one magnitude), the mask, χ copied out
   uint64_t workspace_bytes = 0;
   uint64_t module_heap_bytes = 0;
   uint64_t largest_voxels = 0;
