@@ -30,9 +30,9 @@ const PhantomAcquisition& total_scan() {
   return a;
 }
 
-// The phantom's true total field (ppm) in units, with the phantom's own γ̄ (not the pipeline's).
+// The phantom's true total field (ppm) in units, with γ̄ (tessera/common/physics.h, the phantom's and the pipeline's).
 std::vector<float> in_units(const PhantomAcquisition& a, TotalFieldUnits units) {
-  const double hz_per_ppm = acquisition_defaults::kGammaBarMHzPerT * a.b0_tesla;
+  const double hz_per_ppm = kGammaBarMHzPerT * a.b0_tesla;
   const double scale = units == TotalFieldUnits::Hz ? hz_per_ppm : units == TotalFieldUnits::RadPerS ? 2 * M_PI * hz_per_ppm : 1.0;
   std::vector<float> f(a.total_field.size());
   for (size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(a.total_field[i] * scale);

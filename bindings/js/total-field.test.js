@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { agreement } from '../../bench/speed-web.js';
-import { createTessera, readNifti, writeNifti } from './index.js';
+import { createTessera, readNifti, writeNifti, GAMMA_BAR_MHZ_PER_T } from './index.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 let tessera;
@@ -16,13 +16,11 @@ let scan;
 let hz;
 const geometry = { dims: [64, 64, 48], voxelMm: [3, 3, 3], b0Dir: [0, 0, 1] };
 const te = [0.004, 0.008, 0.012, 0.016];
-// γ̄ of the proton (CODATA 2018), MHz/T: ppm · γ̄ · B0 = Hz.
-const GAMMA_BAR = 42.57747892;
 before(async () => {
   tessera = await createTessera({ workers: 1 });
   // Noiseless: the true total field given as a map and the field fitted from the phase then differ only by the fit.
   scan = await tessera.phantomScan({ geometry, te, snr: 0 });
-  hz = Float32Array.from(scan.totalField, (ppm) => ppm * GAMMA_BAR * 3);
+  hz = Float32Array.from(scan.totalField, (ppm) => ppm * GAMMA_BAR_MHZ_PER_T * 3);
 });
 after(async () => {
   await tessera?.terminate();

@@ -96,7 +96,7 @@ double total_field_hz_per_unit(TotalFieldUnits u, double b0_tesla) {
   switch (u) {
     case TotalFieldUnits::Hz: return 1.0;
     case TotalFieldUnits::RadPerS: return 1.0 / (2.0 * 3.14159265358979323846);
-    case TotalFieldUnits::Ppm: return kProtonGyromagneticMHzPerT * b0_tesla;  // ppm · MHz = Hz
+    case TotalFieldUnits::Ppm: return kGammaBarMHzPerT * b0_tesla;  // ppm · MHz = Hz
     case TotalFieldUnits::None: break;
   }
   throw Error(ErrorCode::Internal, "no units for a total field");
@@ -181,7 +181,7 @@ std::string implausible_total_field_text(std::span<const float> total_ppm, std::
   const RobustRange r = robust_range(total_ppm, mask);
   const double reach = std::max(std::abs(r.p1), std::abs(r.p99));
   if (reach <= kMaxTotalFieldPpm) return {};
-  const double hz_per_ppm = kProtonGyromagneticMHzPerT * b0_tesla;
+  const double hz_per_ppm = kGammaBarMHzPerT * b0_tesla;
   const std::string given(total_field_units_name(units));
   std::string likely;
   if (units == TotalFieldUnits::Ppm) {
@@ -379,7 +379,7 @@ void Pipeline::start_from_total_field() {
   for (size_t i = 0; i < ppm.size(); ++i) {
     if (!result_.mask[i]) ppm[i] = 0.0f;
   }
-  const double hz_per_ppm = kProtonGyromagneticMHzPerT * request_.b0_tesla;
+  const double hz_per_ppm = kGammaBarMHzPerT * request_.b0_tesla;
   result_.field_hz.resize(ppm.size());
   for (size_t i = 0; i < ppm.size(); ++i) result_.field_hz[i] = static_cast<float>(static_cast<double>(ppm[i]) * hz_per_ppm);
   result_.total_ppm = std::move(ppm);
