@@ -113,7 +113,7 @@ TEST(TotalField, HzRadPerSecondAndPpmGiveTheSameChiAsEachOtherAndAsThePhasePath)
   const Agreement paths = compare_maps(kGeometry, from_hz.chi, from_phase.chi, both);
   EXPECT_GT(paths.r, 0.98) << paths.r;
   std::printf("[ total field ] hz/rad/s vs ppm: local %.2g/%.2g, chi %.2g/%.2g; local NRMSE %.3f, chi r %.3f vs truth, %.4f vs "
-              "the phase path (RESHARP + TV 60)\n",
+              "the phase path (the default background removal + TV 60)\n",
               local_hz, local_rad, chi_hz, chi_rad, local, truth.r, paths.r);
 }
 
@@ -193,7 +193,7 @@ TEST(TotalField, PlanListsNoEchoFitAndPlansLessThanThePhasePath) {
   total.total_field_units = TotalFieldUnits::Hz;
   const PipelinePlan pp = plan_pipeline(kGeometry, phase, false, true);
   const PipelinePlan tp = plan_pipeline(kGeometry, total, false, true);
-  const std::vector<std::string> want{"brain mask", std::string("RESHARP"), std::string(method_info(Method::Tv).title)};
+  const std::vector<std::string> want{"brain mask", std::string("V-SHARP"), std::string(method_info(Method::Tv).title)};
   EXPECT_EQ(tp.stages, want);
   EXPECT_EQ(pp.stages.size(), 4u);
   // Inputs: the field and one magnitude (f32), the mask (u8) and χ copied out (f32).

@@ -39,7 +39,7 @@
 // 'tkd'}) on the same phantom, r vs truth > 0.8; Cancel during a method run (an iterative method when the schema lists
 // one, else TKD on 192×192×160) settles the page at once and no result arrives.
 // From phase (the pipeline, tessera.pipeline()): the options are the schema's at their defaults; the demo (phantom scan,
-// 128×128×96 at 1.5 mm, 4 echoes, SNR 100, mask from the magnitude eroded 3 mm, RESHARP, RTS) shows the stage while it
+// 128×128×96 at 1.5 mm, 4 echoes, SNR 100, mask from the magnitude eroded 3 mm, V-SHARP, RTS) shows the stage while it
 // runs, the plan's stages, each stage's figures, r vs truth > 0.8, and its χ is bit-identical to the node API's
 // pipeline() on the same scan; every intermediate can be shown; Cancel mid-pipeline stops it; a 4D phase + 4D magnitude
 // (writeNifti + dims) through the file inputs runs with TKD and its local field downloads bit-identical to node's;
@@ -1454,7 +1454,7 @@ async function startFromPhase() {
   await page.waitForFunction(() => document.querySelector('#planReadout').dataset.pipeline === 'true', null, { timeout: 20000, polling: 50 });
 }
 
-test('From phase: the demo (phantom scan, mask from the magnitude, RESHARP, RTS) runs to completion; χ r vs truth > 0.8 and bit-identical to the node API’s pipeline(); every intermediate shown and named', { skip, timeout: 180000 }, async () => {
+test('From phase: the demo (phantom scan, mask from the magnitude, V-SHARP, RTS) runs to completion; χ r vs truth > 0.8 and bit-identical to the node API’s pipeline(); every intermediate shown and named', { skip, timeout: 180000 }, async () => {
   const { createTessera } = await import('../bindings/js/index.js');
   // The node API on the same scan and options, made while the page makes its own.
   const node = (async () => {
@@ -1490,15 +1490,15 @@ test('From phase: the demo (phantom scan, mask from the magnitude, RESHARP, RTS)
   await waitState(['running'], 60000);
   await page.waitForFunction(() => /step \d+\/\d+/.test(document.querySelector('#progressText').textContent), null, { timeout: 60000, polling: 50 });
   const mid = await page.textContent('#progressText');
-  assert.match(mid, /^(brain mask|echo fit \((offset|echo \d of 4)\)|RESHARP → RTS): step \d+\/\d+ \(\d+%\)/);
+  assert.match(mid, /^(brain mask|echo fit \((offset|echo \d of 4)\)|V-SHARP → RTS): step \d+\/\d+ \(\d+%\)/);
   await waitState(['done', 'error'], 150000);
   assert.equal(await pageState(), 'done', await errorText());
   assert.deepEqual(served.slice(requests).filter((l) => /\.onnx /.test(l)), [], 'no network downloaded');
   // the plan readout: the stages and memory
   const plan = await readData('#planReadout');
-  assert.equal(plan.stages, 'brain mask|echo fit|RESHARP|RTS');
+  assert.equal(plan.stages, 'brain mask|echo fit|V-SHARP|RTS');
   assert.ok(plan.moduleHeapBytes > 0 && plan.moduleHeapBytes < plan.heapLimitBytes);
-  assert.match(await page.textContent('#planReadout'), /Stages\s*brain mask → echo fit → RESHARP → RTS/);
+  assert.match(await page.textContent('#planReadout'), /Stages\s*brain mask → echo fit → V-SHARP → RTS/);
   const report = await readData('#report');
   assert.equal(report.pipeline, true);
   assert.ok(report.finite, 'χ finite');
@@ -1509,7 +1509,7 @@ test('From phase: the demo (phantom scan, mask from the magnitude, RESHARP, RTS)
   const text = await page.textContent('#report');
   assert.match(text, /Brain mask\s*[\d,]+ voxels \(made from the magnitude: otsu threshold, eroded 3 mm\)/);
   assert.match(text, /Echo fit\s*region-growing unwrapping; fit mask [\d,]+ voxels/);
-  assert.match(text, /Background removal\s*RESHARP: local mask [\d,]+ voxels/);
+  assert.match(text, /Background removal\s*V-SHARP: local mask [\d,]+ voxels/);
   assert.match(text, /Inversion\s*RTS \(rts\)/);
   assert.match(text, /Wall time/);
   // every intermediate in the viewer's choice; χ downloads bit-identical to node's
@@ -1606,7 +1606,7 @@ test('From phase: a 4D phase NIfTI + magnitude through the file inputs runs end 
   assert.equal(await page.isDisabled('#run'), true);
   await page.fill('#te', te.join(', '));
   await page.waitForSelector('#phaseMsg', { state: 'hidden', timeout: 5000 });
-  await page.waitForFunction(() => document.querySelector('#planReadout').dataset.stages === 'brain mask|echo fit|RESHARP|TKD' && !document.querySelector('#run').disabled, null, { timeout: 20000 });
+  await page.waitForFunction(() => document.querySelector('#planReadout').dataset.stages === 'brain mask|echo fit|V-SHARP|TKD' && !document.querySelector('#run').disabled, null, { timeout: 20000 });
   await page.click('#run');
   await waitState(['done', 'error'], 120000);
   assert.equal(await pageState(), 'done', await errorText());

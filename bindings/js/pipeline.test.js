@@ -35,7 +35,7 @@ test('pipeline: wrapped multi-echo phase → RTS χ, every intermediate a Volume
     assert.deepEqual(out[k].voxelMm, geometry.voxelMm, k);
   }
   assert.equal(out.unwrappedPhase.echoes, te.length);
-  assert.deepEqual(out.report.plan.stages, ['echo fit', 'RESHARP', 'RTS']);
+  assert.deepEqual(out.report.plan.stages, ['echo fit', 'V-SHARP', 'RTS']);
   assert.ok(events.length > 5 && events.at(-1).done === events.at(-1).total, JSON.stringify(events.at(-1)));
   // The total field against the truth (up to the constant no echo fit recovers), where the fit is reliable.
   const totalR = r(out.totalField.data, scan.totalField, out.fitMask.data);

@@ -232,7 +232,7 @@ test('qsm-ci: phase, magnitude, mask and params.json in; totalfield, localfield 
 
   const r = await runCli(['qsm-ci', input], { cwd: dir });
   assert.equal(r.code, 0, r.stderr);
-  assert.match(r.stderr, /qsm-ci: 64×64×48, 4 echoes \(TE 4, 8, 12, 16 ms\), B0 3 T: echo fit → RESHARP → TV-ADMM/);
+  assert.match(r.stderr, /qsm-ci: 64×64×48, 4 echoes \(TE 4, 8, 12, 16 ms\), B0 3 T: echo fit → V-SHARP → TV-ADMM/);
   const out = {};
   for (const name of ['totalfield', 'localfield', 'chimap']) {
     const bytes = new Uint8Array(fs.readFileSync(path.join(input, `${name}.nii.gz`)));
