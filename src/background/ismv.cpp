@@ -71,12 +71,10 @@ Ismv::Ismv(const Geometry& g, std::span<const float> field, std::span<const uint
   s.mask = mask;
   s.params = params;
   s.threads = threads;
-  s.box = mask_box(g, mask);
-  s.padded = bgi::smv_padded(s.box.ext(), g.voxel_mm, params.radius_mm);
-  Geometry pg = g;
-  pg.dims = s.padded;
-  validate_geometry(pg);
-  s.eroded = bgi::eroded_or_refuse("ismv: radius_mm", g, mask, s.box, s.padded, params.radius_mm, threads);
+  bgi::SmvGrid grid = bgi::smv_grid("ismv: radius_mm", g, mask, params.radius_mm, threads);
+  s.box = grid.box;
+  s.padded = grid.padded;
+  s.eroded = std::move(grid.eroded);
 }
 
 Ismv::~Ismv() = default;

@@ -103,12 +103,10 @@ Resharp::Resharp(const Geometry& g, std::span<const float> field, std::span<cons
   s.mask = mask;
   s.params = params;
   s.threads = threads;
-  s.box = mask_box(g, mask);
-  s.padded = bgi::smv_padded(s.box.ext(), g.voxel_mm, params.radius_mm);
-  Geometry pg = g;
-  pg.dims = s.padded;
-  validate_geometry(pg);
-  s.eroded = bgi::eroded_or_refuse("resharp: radius_mm", g, mask, s.box, s.padded, params.radius_mm, threads);
+  bgi::SmvGrid grid = bgi::smv_grid("resharp: radius_mm", g, mask, params.radius_mm, threads);
+  s.box = grid.box;
+  s.padded = grid.padded;
+  s.eroded = std::move(grid.eroded);
 }
 
 Resharp::~Resharp() = default;

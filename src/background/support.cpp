@@ -61,6 +61,18 @@ Dims3 smv_padded(const Dims3& ext, const Vec3& voxel_mm, double r_mm) {
   return p;
 }
 
+SmvGrid smv_grid(const std::string& parameter, const Geometry& g, std::span<const uint8_t> mask, double radius_mm,
+                 unsigned threads) {
+  SmvGrid grid;
+  grid.box = mask_box(g, mask);
+  grid.padded = smv_padded(grid.box.ext(), g.voxel_mm, radius_mm);
+  Geometry pg = g;
+  pg.dims = grid.padded;
+  validate_geometry(pg);
+  grid.eroded = eroded_or_refuse(parameter, g, mask, grid.box, grid.padded, radius_mm, threads);
+  return grid;
+}
+
 std::vector<uint8_t> eroded_or_refuse(const std::string& parameter, const Geometry& g, std::span<const uint8_t> mask,
                                       const MaskBox& box, const Dims3& padded, double radius_mm, unsigned threads) {
   const std::vector<double> d = outside_distance2(g, mask, box, threads);

@@ -49,6 +49,19 @@ Dims3 smv_padded(const Dims3& ext, const Vec3& voxel_mm, double r_mm);
 std::vector<uint8_t> eroded_or_refuse(const std::string& parameter, const Geometry& g, std::span<const uint8_t> mask,
                                       const MaskBox& box, const Dims3& padded, double radius_mm, unsigned threads);
 
+// The grid of a one-radius SMV method (SHARP, RESHARP, iSMV): the mask's box, the box padded for the kernel, and the
+// box's voxels whose sphere lies inside the mask (padded layout).
+struct SmvGrid {
+  MaskBox box;
+  Dims3 padded{0, 0, 0};
+  std::vector<uint8_t> eroded;
+};
+
+// The SmvGrid of mask for a kernel of radius_mm: smv_padded, the padded grid checked, eroded_or_refuse (naming
+// `parameter` when the radius leaves no voxel). geometry valid; the mask holds a voxel.
+SmvGrid smv_grid(const std::string& parameter, const Geometry& g, std::span<const uint8_t> mask, double radius_mm,
+                 unsigned threads);
+
 // Validates a kernel radius in mm: [0.5, 50] (else Error InvalidArgument naming `parameter` and its unit).
 void check_radius_mm(const std::string& parameter, double radius_mm);
 
