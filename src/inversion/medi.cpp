@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/parallel.h"
+#include "inversion/gauss_newton_cg.h"
 #include "inversion/qsm_ops.h"
 #include "tessera/common/dipole.h"
 #include "tessera/common/error.h"
@@ -58,117 +59,49 @@ Medi::Medi(const Geometry& g, std::span<const float> field, std::span<const uint
   kernel_ = dipole_kernel(g);
   chi_.assign(n, 0.0f);
   p_weight_.resize(n);
-  dx_.resize(n);
-  r_.resize(n);
-  dir_.resize(n);
-  adir_.resize(n);
+  qsm_ops::resize(gn_, n);
   grad_.resize(3 * n);
   buf_.resize(n);
 }
 
-void Medi::regulariser(std::span<const float> v, std::span<float> out) {
-  const uint64_t n = v.size();
-  const std::span<float> gx(grad_.data(), n), gy(grad_.data() + n, n), gz(grad_.data() + 2 * n, n);
-  qsm_ops::gradient(geometry_, v, gx, gy, gz, threads_);
-  parallel_for(3 * n, threads_, [&](uint64_t b, uint64_t e) {
-    for (uint64_t i = b; i < e; ++i) {
-      const float w = edges_[i];
-      grad_[i] = w * p_weight_[i % n] * w * grad_[i];
-    }
-  });
-  qsm_ops::gradient_adjoint(geometry_, gx, gy, gz, out, threads_);
-}
-
-void Medi::start_gauss_newton() {
+void Medi::minus_gradient(std::span<float> r) {
   const uint64_t n = chi_.size();
   // P = 1 / sqrt(|M_G ∇χ|² + e)
-  const std::span<float> gx(grad_.data(), n), gy(grad_.data() + n, n), gz(grad_.data() + 2 * n, n);
-  qsm_ops::gradient(geometry_, chi_, gx, gy, gz, threads_);
-  const double eps = medi_defaults::kEpsilon;
-  parallel_for(n, threads_, [&](uint64_t b, uint64_t e) {
-    for (uint64_t i = b; i < e; ++i) {
-      const double ux = edges_[i] * gx[i], uy = edges_[n + i] * gy[i], uz = edges_[2 * n + i] * gz[i];
-      p_weight_[i] = static_cast<float>(1.0 / std::sqrt(ux * ux + uy * uy + uz * uz + eps));
-    }
-  });
-  // b = R(χ) + 2λ Dᵀ(m² sin(Dχ − φ)), the gradient of the cost at χ; CG solves A dχ = −b from dχ = 0
+  qsm_ops::tv_reweighting(geometry_, edges_, chi_, medi_defaults::kEpsilon, grad_, p_weight_, threads_);
+  // −(R(χ) + 2λ Dᵀ(m² sin(Dχ − φ))), minus the cost's gradient at χ
   qsm_ops::convolve(geometry_.dims, kernel_, chi_, tmp_, buf_, threads_);
   parallel_for(n, threads_, [&](uint64_t b, uint64_t e) {
     for (uint64_t i = b; i < e; ++i) tmp_[i] = m2_[i] * std::sin(tmp_[i] - phase_[i]);
   });
   qsm_ops::convolve(geometry_.dims, kernel_, tmp_, tmp_, buf_, threads_);
-  regulariser(chi_, r_);
+  qsm_ops::weighted_tv_term(geometry_, edges_, p_weight_, chi_, grad_, r, threads_);
   const float two_lambda = static_cast<float>(2.0 * params_.lambda);
   parallel_for(n, threads_, [&](uint64_t b, uint64_t e) {
-    for (uint64_t i = b; i < e; ++i) {
-      r_[i] = -(r_[i] + two_lambda * tmp_[i]);
-      dir_[i] = r_[i];
-      dx_[i] = 0.0f;
-    }
+    for (uint64_t i = b; i < e; ++i) r[i] = -(r[i] + two_lambda * tmp_[i]);
   });
-  rs_ = qsm_ops::dot(r_, r_, threads_);
-  bnorm_ = std::sqrt(rs_);
-  cg_done_ = 0;
 }
 
-void Medi::end_gauss_newton() {
-  const double change = qsm_ops::norm(dx_, threads_), size = qsm_ops::norm(chi_, threads_);
-  parallel_for(chi_.size(), threads_, [&](uint64_t b, uint64_t e) {
-    for (uint64_t i = b; i < e; ++i) chi_[i] += dx_[i];
+void Medi::apply_system(std::span<const float> v, std::span<float> out) {
+  // A v = R v + 2λ Dᵀ m² D v
+  const uint64_t n = v.size();
+  qsm_ops::convolve(geometry_.dims, kernel_, v, tmp_, buf_, threads_);
+  parallel_for(n, threads_, [&](uint64_t b, uint64_t e) {
+    for (uint64_t i = b; i < e; ++i) tmp_[i] *= m2_[i];
   });
-  ++gn_done_;
-  // ‖dχ‖/‖χ‖ with χ before the update (infinite on the first iteration, from χ = 0)
-  finished_ = gn_done_ >= params_.max_iterations || (size > 0.0 && change < params_.tolerance * size) || change == 0.0;
+  qsm_ops::convolve(geometry_.dims, kernel_, tmp_, tmp_, buf_, threads_);
+  qsm_ops::weighted_tv_term(geometry_, edges_, p_weight_, v, grad_, out, threads_);
+  const float two_lambda = static_cast<float>(2.0 * params_.lambda);
+  parallel_for(n, threads_, [&](uint64_t b, uint64_t e) {
+    for (uint64_t i = b; i < e; ++i) out[i] += two_lambda * tmp_[i];
+  });
 }
 
 void Medi::step() {
   if (finished_) throw Error(ErrorCode::Internal, "medi: step after the last");
   ++done_;
-  if (cg_done_ == 0) {
-    start_gauss_newton();
-    if (bnorm_ == 0.0) {  // χ is stationary: nothing to solve
-      end_gauss_newton();
-      finished_ = true;
-      return;
-    }
-  }
-  // one CG iteration on A = R + 2λ Dᵀ m² D
-  const uint64_t n = chi_.size();
-  qsm_ops::convolve(geometry_.dims, kernel_, dir_, tmp_, buf_, threads_);
-  parallel_for(n, threads_, [&](uint64_t b, uint64_t e) {
-    for (uint64_t i = b; i < e; ++i) tmp_[i] *= m2_[i];
-  });
-  qsm_ops::convolve(geometry_.dims, kernel_, tmp_, tmp_, buf_, threads_);
-  regulariser(dir_, adir_);
-  const float two_lambda = static_cast<float>(2.0 * params_.lambda);
-  parallel_for(n, threads_, [&](uint64_t b, uint64_t e) {
-    for (uint64_t i = b; i < e; ++i) adir_[i] += two_lambda * tmp_[i];
-  });
-  const double curvature = qsm_ops::dot(dir_, adir_, threads_);
-  ++cg_done_;
-  bool solved = !(curvature > 0.0);
-  if (!solved) {
-    const float alpha = static_cast<float>(rs_ / curvature);
-    parallel_for(n, threads_, [&](uint64_t b, uint64_t e) {
-      for (uint64_t i = b; i < e; ++i) {
-        dx_[i] += alpha * dir_[i];
-        r_[i] -= alpha * adir_[i];
-      }
-    });
-    const double rs_new = qsm_ops::dot(r_, r_, threads_);
-    solved = std::sqrt(rs_new) <= params_.cg_tolerance * bnorm_;
-    const float beta = static_cast<float>(rs_new / rs_);
-    rs_ = rs_new;
-    if (!solved) {
-      parallel_for(n, threads_, [&](uint64_t b, uint64_t e) {
-        for (uint64_t i = b; i < e; ++i) dir_[i] = r_[i] + beta * dir_[i];
-      });
-    }
-  }
-  if (solved || cg_done_ >= params_.cg_max_iterations) {
-    end_gauss_newton();
-    cg_done_ = 0;
-  }
+  finished_ = qsm_ops::gauss_newton_cg_step(
+      gn_, chi_, {params_.max_iterations, params_.tolerance, params_.cg_max_iterations, params_.cg_tolerance}, threads_, [&](std::span<float> r) { minus_gradient(r); },
+      [&](std::span<const float> v, std::span<float> out) { apply_system(v, out); });
 }
 
 std::vector<float> Medi::take_result() {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/parallel.h"
+#include "inversion/gauss_newton_cg.h"
 #include "inversion/qsm_ops.h"
 #include "tessera/common/dipole.h"
 #include "tessera/common/error.h"
@@ -59,26 +60,10 @@ Tfi::Tfi(const Geometry& g, std::span<const float> field, std::span<const uint8_
   kernel_ = dipole_kernel(g);
   y_.assign(n, 0.0f);
   q_.resize(n);
-  dy_.resize(n);
-  r_.resize(n);
-  dir_.resize(n);
-  adir_.resize(n);
+  qsm_ops::resize(gn_, n);
   reg_.resize(n);
   grad_.resize(3 * n);
   buf_.resize(n);
-}
-
-void Tfi::regulariser(std::span<const float> chi, std::span<float> out) {
-  const uint64_t n = chi.size();
-  const std::span<float> gx(grad_.data(), n), gy(grad_.data() + n, n), gz(grad_.data() + 2 * n, n);
-  qsm_ops::gradient(geometry_, chi, gx, gy, gz, threads_);
-  parallel_for(3 * n, threads_, [&](uint64_t b, uint64_t e) {
-    for (uint64_t i = b; i < e; ++i) {
-      const float w = edges_[i];
-      grad_[i] = w * q_[i % n] * w * grad_[i];
-    }
-  });
-  qsm_ops::gradient_adjoint(geometry_, gx, gy, gz, out, threads_);
 }
 
 void Tfi::apply_system(std::span<const float> v, std::span<float> out) {
@@ -91,96 +76,40 @@ void Tfi::apply_system(std::span<const float> v, std::span<float> out) {
     for (uint64_t i = b; i < e; ++i) out[i] *= w2_[i];
   });
   qsm_ops::convolve(geometry_.dims, kernel_, out, out, buf_, threads_);
-  regulariser(pv_, reg_);
+  qsm_ops::weighted_tv_term(geometry_, edges_, q_, pv_, grad_, reg_, threads_);
   const float lambda = static_cast<float>(params_.lambda);
   parallel_for(n, threads_, [&](uint64_t b, uint64_t e) {
     for (uint64_t i = b; i < e; ++i) out[i] = precondition(i) * (out[i] + lambda * reg_[i]);
   });
 }
 
-void Tfi::start_gauss_newton() {
+void Tfi::minus_gradient(std::span<float> r) {
   const uint64_t n = y_.size();
   // χ = P y; Q = 1 / sqrt(|M_G ∇χ|² + e)
   parallel_for(n, threads_, [&](uint64_t b, uint64_t e) {
     for (uint64_t i = b; i < e; ++i) pv_[i] = precondition(i) * y_[i];
   });
-  const std::span<float> gx(grad_.data(), n), gy(grad_.data() + n, n), gz(grad_.data() + 2 * n, n);
-  qsm_ops::gradient(geometry_, pv_, gx, gy, gz, threads_);
-  const double eps = tfi_defaults::kEpsilon;
+  qsm_ops::tv_reweighting(geometry_, edges_, pv_, tfi_defaults::kEpsilon, grad_, q_, threads_);
+  // minus the cost's gradient at y: −P (D w² (D χ − f) + λ ∇ᵀ(M_G Q M_G ∇χ)); r is free scratch until then
+  qsm_ops::convolve(geometry_.dims, kernel_, pv_, r, buf_, threads_);
   parallel_for(n, threads_, [&](uint64_t b, uint64_t e) {
-    for (uint64_t i = b; i < e; ++i) {
-      const double ux = edges_[i] * gx[i], uy = edges_[n + i] * gy[i], uz = edges_[2 * n + i] * gz[i];
-      q_[i] = static_cast<float>(1.0 / std::sqrt(ux * ux + uy * uy + uz * uz + eps));
-    }
+    for (uint64_t i = b; i < e; ++i) r[i] = w2_[i] * (r[i] - field_[i]);
   });
-  // the cost's gradient at y: P (D w² (D χ − f) + λ ∇ᵀ(M_G Q M_G ∇χ)); CG solves A dy = −gradient from dy = 0
-  qsm_ops::convolve(geometry_.dims, kernel_, pv_, adir_, buf_, threads_);
-  parallel_for(n, threads_, [&](uint64_t b, uint64_t e) {
-    for (uint64_t i = b; i < e; ++i) adir_[i] = w2_[i] * (adir_[i] - field_[i]);
-  });
-  qsm_ops::convolve(geometry_.dims, kernel_, adir_, adir_, buf_, threads_);
-  regulariser(pv_, reg_);
+  qsm_ops::convolve(geometry_.dims, kernel_, r, r, buf_, threads_);
+  qsm_ops::weighted_tv_term(geometry_, edges_, q_, pv_, grad_, reg_, threads_);
   const float lambda = static_cast<float>(params_.lambda);
   parallel_for(n, threads_, [&](uint64_t b, uint64_t e) {
-    for (uint64_t i = b; i < e; ++i) {
-      r_[i] = -precondition(i) * (adir_[i] + lambda * reg_[i]);
-      dir_[i] = r_[i];
-      dy_[i] = 0.0f;
-    }
+    for (uint64_t i = b; i < e; ++i) r[i] = -precondition(i) * (r[i] + lambda * reg_[i]);
   });
-  rs_ = qsm_ops::dot(r_, r_, threads_);
-  bnorm_ = std::sqrt(rs_);
-  cg_done_ = 0;
-}
-
-void Tfi::end_gauss_newton() {
-  const double change = qsm_ops::norm(dy_, threads_), size = qsm_ops::norm(y_, threads_);
-  parallel_for(y_.size(), threads_, [&](uint64_t b, uint64_t e) {
-    for (uint64_t i = b; i < e; ++i) y_[i] += dy_[i];
-  });
-  ++gn_done_;
-  // ‖dy‖/‖y‖ with y before the update (infinite on the first iteration, from y = 0)
-  finished_ = gn_done_ >= params_.max_iterations || (size > 0.0 && change < params_.tolerance * size) || change == 0.0;
 }
 
 void Tfi::step() {
   if (finished_) throw Error(ErrorCode::Internal, "tfi: step after the last");
   ++done_;
-  if (cg_done_ == 0) {
-    start_gauss_newton();
-    if (bnorm_ == 0.0) {  // y is stationary: nothing to solve
-      end_gauss_newton();
-      finished_ = true;
-      return;
-    }
-  }
-  const uint64_t n = y_.size();
-  apply_system(dir_, adir_);
-  const double curvature = qsm_ops::dot(dir_, adir_, threads_);
-  ++cg_done_;
-  bool solved = !(curvature > 0.0);
-  if (!solved) {
-    const float alpha = static_cast<float>(rs_ / curvature);
-    parallel_for(n, threads_, [&](uint64_t b, uint64_t e) {
-      for (uint64_t i = b; i < e; ++i) {
-        dy_[i] += alpha * dir_[i];
-        r_[i] -= alpha * adir_[i];
-      }
-    });
-    const double rs_new = qsm_ops::dot(r_, r_, threads_);
-    solved = std::sqrt(rs_new) <= params_.cg_tolerance * bnorm_;
-    const float beta = static_cast<float>(rs_new / rs_);
-    rs_ = rs_new;
-    if (!solved) {
-      parallel_for(n, threads_, [&](uint64_t b, uint64_t e) {
-        for (uint64_t i = b; i < e; ++i) dir_[i] = r_[i] + beta * dir_[i];
-      });
-    }
-  }
-  if (solved || cg_done_ >= params_.cg_max_iterations) {
-    end_gauss_newton();
-    cg_done_ = 0;
-  }
+  finished_ = qsm_ops::gauss_newton_cg_step(
+      gn_, y_, {params_.max_iterations, params_.tolerance, params_.cg_max_iterations, params_.cg_tolerance}, threads_,
+      [&](std::span<float> r) { minus_gradient(r); },
+      [&](std::span<const float> v, std::span<float> out) { apply_system(v, out); });
 }
 
 std::vector<float> Tfi::whole_volume_chi() const {

@@ -16,6 +16,7 @@
 #include "tessera/common/fft.h"
 #include "tessera/common/geometry.h"
 #include "tessera/common/iterative.h"
+#include "tessera/inversion/gauss_newton_cg.h"
 #include "tessera/common/physics.h"
 
 namespace tessera {
@@ -73,24 +74,23 @@ class Medi : public Iterative {
 
   // The edge mask M_G: 3 volumes (x, y, z gradient components, in that order), 1 where the prior applies, 0 at an edge.
   std::span<const float> edge_mask() const { return edges_; }
-  uint32_t gauss_newton_iterations() const { return gn_done_; }
+  uint32_t gauss_newton_iterations() const { return gn_.outer_done; }
   // χ in ppm, zero outside the mask. finished() is true. Moves the result out (call once).
   std::vector<float> take_result();
 
  private:
-  void start_gauss_newton();
-  void end_gauss_newton();
-  void regulariser(std::span<const float> v, std::span<float> out);  // out = ∇ᵀ(M_G P M_G ∇v)
+  void minus_gradient(std::span<float> r);                             // r = −(the cost's gradient at χ); sets P
+  void apply_system(std::span<const float> v, std::span<float> out);  // out = ∇ᵀ(M_G P M_G ∇v) + 2λ Dᵀ m² D v
 
   Geometry geometry_;
   MediParams params_;
   unsigned threads_;
   std::span<const uint8_t> mask_;
   std::vector<float> kernel_, m2_, phase_, edges_, chi_, p_weight_;
-  std::vector<float> dx_, r_, dir_, adir_, grad_, tmp_;
+  std::vector<float> grad_, tmp_;
   std::vector<Complex> buf_;
-  uint32_t done_ = 0, gn_done_ = 0, cg_done_ = 0;
-  double rs_ = 0.0, bnorm_ = 0.0;
+  GaussNewtonCg gn_;
+  uint32_t done_ = 0;
   bool finished_ = false;
 };
 

@@ -18,6 +18,7 @@
 #include "tessera/common/fft.h"
 #include "tessera/common/geometry.h"
 #include "tessera/common/iterative.h"
+#include "tessera/inversion/gauss_newton_cg.h"
 #include "tessera/inversion/medi.h"
 
 namespace tessera {
@@ -72,18 +73,16 @@ class Tfi : public Iterative {
   void step() override;
   std::string name() const override { return "TFI"; }
 
-  uint32_t gauss_newton_iterations() const { return gn_done_; }
+  uint32_t gauss_newton_iterations() const { return gn_.outer_done; }
   // χ = P y over the whole volume (the background sources outside the mask included), ppm. finished() is true.
   std::vector<float> whole_volume_chi() const;
   // χ in ppm, zero outside the mask. finished() is true. Moves the result out (call once).
   std::vector<float> take_result();
 
  private:
-  void start_gauss_newton();
-  void end_gauss_newton();
+  void minus_gradient(std::span<float> r);  // r = −(the cost's gradient at y); sets Q
   // out = P (D w² D P v + λ ∇ᵀ(M_G Q M_G ∇ P v)), with Q the reweighting; v and out distinct from the work buffers.
   void apply_system(std::span<const float> v, std::span<float> out);
-  void regulariser(std::span<const float> chi, std::span<float> out);  // out = ∇ᵀ(M_G Q M_G ∇χ)
   float precondition(uint64_t i) const { return mask_[i] ? 1.0f : outside_; }
 
   Geometry geometry_;
@@ -92,10 +91,10 @@ class Tfi : public Iterative {
   std::span<const uint8_t> mask_;
   float outside_;
   std::vector<float> kernel_, w2_, field_, edges_, y_, q_;
-  std::vector<float> dy_, r_, dir_, adir_, pv_, reg_, grad_;
+  std::vector<float> pv_, reg_, grad_;
   std::vector<Complex> buf_;
-  uint32_t done_ = 0, gn_done_ = 0, cg_done_ = 0;
-  double rs_ = 0.0, bnorm_ = 0.0;
+  GaussNewtonCg gn_;
+  uint32_t done_ = 0;
   bool finished_ = false;
 };
 
