@@ -142,6 +142,9 @@ async function demo() {
 $('demo').addEventListener('click', demo);
 
 async function main() {
+  // "Start from" is From a scan unless the address says otherwise (?start=field: a local field map).
+  const start = new URLSearchParams(location.search).get('start');
+  if ([...$('startFrom').options].some((o) => o.value === start)) $('startFrom').value = start;
   inputs.syncMask();
   const iso = globalThis.crossOriginIsolated === true;
   $('env').textContent = `${iso ? 'Cross-origin isolated' : 'NOT cross-origin isolated (threads unavailable: serve with COOP/COEP, e.g. npm start)'} · ${navigator.hardwareConcurrency} logical cores`;
