@@ -413,6 +413,9 @@ export class ViewerPanel {
     input.maskVoxels = countSet(h.mask);
     const c = h.changes();
     input.maskEdit = { source: h.source, ops: h.ops, added: c.added, removed: c.removed, voxels: input.maskVoxels };
+    // The load's note said how the mask would be made: it now says the mask was edited here.
+    input.loadNote ??= input.note ?? '';
+    input.note = [input.loadNote.replace(/(^|; )no mask[^;]*/, ''), 'the mask edited in this page'].filter(Boolean).join('; ');
     if (input.summary) {
       input.summary.maskVoxels = input.maskVoxels;
       if ('maskGiven' in input.summary) input.summary.maskGiven = true;
@@ -459,6 +462,7 @@ export class ViewerPanel {
     input.mask = this.original;
     input.maskVoxels = this.original ? countSet(this.original) : 0;
     delete input.maskEdit;
+    if (input.loadNote !== undefined) input.note = input.loadNote;
     if (input.summary) {
       input.summary.maskVoxels = this.original ? input.maskVoxels : undefined;
       if ('maskGiven' in input.summary) input.summary.maskGiven = !!this.original;
