@@ -102,13 +102,18 @@ export function valueText(v, unit) {
   return unit ? `${s} ${unit}` : s;
 }
 
+/** Whether the plan has a tile grid on these dims (not on a B0-aligned, resampled grid). */
+export function tilesFit(plan, dims) {
+  return !!plan?.grid?.tiles?.length && !(plan.b0Align?.resampled && plan.b0Align.alignedDims.join() !== dims.join());
+}
+
 /**
  * The plan's tiles as a label volume over dims (1 + the tile's index mod 8 in its core, 0 elsewhere and in skipped tiles),
  * for an overlay; null when the plan has no tile grid on these dims.
  */
 export function tileLabels(plan, dims) {
-  const grid = plan?.grid;
-  if (!grid?.tiles?.length || (plan.b0Align?.resampled && plan.b0Align.alignedDims.join() !== dims.join())) return null;
+  if (!tilesFit(plan, dims)) return null;
+  const grid = plan.grid;
   const [nx, ny] = dims;
   const out = new Float32Array(dims[0] * dims[1] * dims[2]);
   for (const t of grid.tiles) {

@@ -9,7 +9,7 @@
 import { Niivue, NVImage } from '@niivue/niivue';
 import { writeNifti, thresholdMask } from '../../bindings/js/index.js';
 import { $, addOption, setData, clearData } from '../dom.js';
-import { catalog, echoOf, defaultWindow, valueText, tileLabels } from '../viewer-catalog.js';
+import { catalog, echoOf, defaultWindow, valueText, tileLabels, tilesFit } from '../viewer-catalog.js';
 import { MaskHistory, brush, countSet, dilate, erode, fillHoles, largestComponent } from '../mask-edit.js';
 
 const NV_OPTIONS = {
@@ -310,6 +310,12 @@ export class ViewerPanel {
     $('maskDownload').disabled = !this.mask();
     for (const r of document.querySelectorAll('input[name=brush]')) r.disabled = !input || running;
     $('viewDownload').disabled = !this.base;
+    // The tile map is an overlay while the plan has tiles on the input's grid (plans come and go with the settings).
+    const ov = $('viewOverlay');
+    const tiles = [...ov.options].find((o) => o.value === 'tiles');
+    const fit = !!input && tilesFit(this.page.plan, input.geometry.dims);
+    if (fit && !tiles) addOption(ov, 'tiles', 'the tile map (the plan’s tile cores)');
+    if (!fit && tiles && ov.value !== 'tiles') tiles.remove();
     const info = $('maskInfo');
     clearData(info);
     if (!input) {
