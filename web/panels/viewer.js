@@ -324,14 +324,18 @@ export class ViewerPanel {
     }
     const m = this.mask();
     if (!this.history) {
+      // Counted once per mask (this runs on every refresh of the page's controls).
+      if (m && this.counted?.mask !== m) this.counted = { mask: m, n: countSet(m) };
+      const count = m ? this.counted.n : 0;
       info.textContent = m
-        ? `The mask: ${countSet(m).toLocaleString('en')} voxels (${input.maskEdit ? 'edited' : 'as loaded'}); edit it with the tools above.`
+        ? `The mask: ${count.toLocaleString('en')} voxels (${input.maskEdit ? 'edited' : 'as loaded'}); edit it with the tools above.`
         : 'No mask yet: the pipeline makes one from the magnitude. Move the threshold (or use a tool) to make and edit one here.';
-      setData(info, { voxels: m ? countSet(m) : 0, edits: 0 });
+      setData(info, { voxels: count, edits: 0 });
       return;
     }
-    const c = this.history.changes();
-    const voxels = countSet(this.history.mask);
+    if (this.counted?.mask !== this.history.mask) this.counted = { mask: this.history.mask, n: countSet(this.history.mask), changes: this.history.changes() };
+    const c = this.counted.changes ?? this.history.changes();
+    const voxels = this.counted.n;
     info.textContent = `The mask the run takes: ${voxels.toLocaleString('en')} voxels — from ${this.history.source}` +
       `${this.history.ops.length ? `, then ${this.history.ops.join(' → ')}` : ''}: ${c.added.toLocaleString('en')} added, ${c.removed.toLocaleString('en')} removed.`;
     setData(info, { voxels, added: c.added, removed: c.removed, ops: this.history.ops.join('|'), source: this.history.source, edits: this.history.stack.length - 1 });
