@@ -16,6 +16,7 @@ import { InputsPanel } from './panels/inputs.js';
 import { SettingsPanel } from './panels/settings.js';
 import { RunPanel } from './panels/run.js';
 import { ResultsPanel } from './panels/results.js';
+import { ViewerPanel } from './panels/viewer.js';
 import { applySchema, followDefaultHalo, watchTyped } from './schema.js';
 
 const page = new Page();
@@ -28,6 +29,7 @@ page.panels = {
   settings: new SettingsPanel(page),
   run: new RunPanel(page),
   results: new ResultsPanel(page, io),
+  viewer: new ViewerPanel(page, io),
 };
 const { network, method, inputs, settings, run, results } = page.panels;
 methodWorkflow.page = page;
@@ -142,6 +144,9 @@ async function demo() {
 $('demo').addEventListener('click', demo);
 
 async function main() {
+  // "Start from" is From a scan unless the address says otherwise (?start=field: a local field map).
+  const start = new URLSearchParams(location.search).get('start');
+  if ([...$('startFrom').options].some((o) => o.value === start)) $('startFrom').value = start;
   inputs.syncMask();
   const iso = globalThis.crossOriginIsolated === true;
   $('env').textContent = `${iso ? 'Cross-origin isolated' : 'NOT cross-origin isolated (threads unavailable: serve with COOP/COEP, e.g. npm start)'} · ${navigator.hardwareConcurrency} logical cores`;
@@ -155,7 +160,7 @@ async function main() {
     network.fill(page.registry);
     await method.fill(schema, tessera);
     page.panels.pipeline.fill(schema);
-    await results.ready();
+    await Promise.all([results.ready(), page.panels.viewer.ready]);
     page.started = true;
     network.changed();
     await settings.update();

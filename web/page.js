@@ -77,6 +77,7 @@ export class Page {
   /** Re-evaluates which controls are enabled (after any change of input, plan, network or state). */
   refresh() {
     this.panels?.run.sync();
+    this.panels?.viewer?.syncControls();
   }
 
   /** Shows axial slice z in the tile map and the result panels. */

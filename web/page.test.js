@@ -229,7 +229,7 @@ test('serve.js: isolation headers, MIME types, redirect, 404, no icon, no traver
 
 test('the page loads cross-origin isolated, with the runtime and a plan', { skip }, async () => {
   const t0 = Date.now();
-  await page.goto(`${srv.url}/`);
+  await page.goto(`${srv.url}/?start=field`); // the field workflows first (the page opens on From a scan)
   assert.equal(new URL(page.url()).pathname, '/web/');
   await page.waitForFunction(() => document.body.dataset.state === 'idle' && document.querySelector('#planReadout').dataset.feasible, null, { timeout: 60000 });
   assert.equal(await T(() => crossOriginIsolated), true);
@@ -1116,7 +1116,7 @@ async function settledWorkerTargets(ms = 20000) {
 /** A new tab of the app, idle (its own runtime started). */
 async function appTab() {
   const tab = await ctx.newPage();
-  await tab.goto(`${srv.url}/web/`);
+  await tab.goto(`${srv.url}/web/?start=field`);
   await tab.waitForFunction(() => document.body.dataset.state === 'idle' && document.querySelector('#planReadout').dataset.feasible, null, { timeout: 60000 });
   return tab;
 }

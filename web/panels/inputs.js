@@ -192,6 +192,7 @@ export class InputsPanel {
     }
     this.syncParams();
     this.page.schedulePlan();
+    this.page.panels.viewer?.setInput(input);
   }
 
   /** The input in words: dims, voxel size, echoes, B0 direction, mask voxels and the load's notes. */

@@ -171,6 +171,8 @@ export class ResultsPanel {
       if (r.warning) row('Warning', r.warning);
     } else this.networkRows(r, result, row);
     row(`${result.quantity === 'local-field' ? 'Local field' : 'χ'} in the mask`, `mean ${st.mean.toFixed(4)} ppm, std ${st.std.toFixed(4)} ppm over ${st.maskVoxels.toLocaleString()} voxels`);
+    const me = result.maskEdit;
+    if (me) row('Mask edited in the page', `${me.voxels.toLocaleString('en')} voxels: from ${me.source}${me.ops.length ? `, then ${me.ops.join(' → ')}` : ''}; ${me.added.toLocaleString('en')} added, ${me.removed.toLocaleString('en')} removed`);
     if (st.r !== undefined) row('Against the phantom truth', `r = ${st.r.toFixed(3)}, NRMSE = ${(100 * st.nrmse).toFixed(1)} %`);
     $('corr').textContent = st.r !== undefined ? `r vs truth = ${st.r.toFixed(3)}` : '';
     setData($('report'), {
@@ -178,6 +180,7 @@ export class ResultsPanel {
       quantity: result.quantity, workerHeapVsPlan: r.memory.workerHeapVsPlan, memoryWarning: !!r.memory.warning,
       warmStart: !!r.pool?.[0]?.warmStart, method: r.method, moduleHeapVsPlan: r.memory.moduleHeapVsPlan,
       moduleHeapBytes: r.method || result.outputs ? r.memory.moduleHeapBytes : undefined, ...st,
+      maskEdited: !!me, maskAdded: me?.added, maskRemoved: me?.removed, maskRunVoxels: me?.voxels,
     });
     if (result.outputs) {
       const o = result.outputs;

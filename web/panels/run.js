@@ -180,9 +180,10 @@ export class RunPanel {
       this.renderTiles();
       $('progress').max = 1;
       $('progress').value = 1;
-      page.result = { chi, input, quantity: quantity ?? 'chi', name: wf.runName?.(net, plan) ?? net.name, params, workflow: wf, outputs, stageSeconds, networkReport: outputs?.networkReport };
+      page.result = { chi, input, quantity: quantity ?? 'chi', name: wf.runName?.(net, plan) ?? net.name, params, workflow: wf, outputs, stageSeconds, networkReport: outputs?.networkReport, maskEdit: input.maskEdit };
       $('progressText').textContent = wf.doneText(report, fmtSeconds(report.wallSeconds));
       await results.show(page.result, report, seconds, plan);
+      await page.panels.viewer?.resultChanged();
       page.setState('done');
     } catch (e) {
       if (page.controller !== controller) return; // a cancel already settled the page

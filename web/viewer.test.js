@@ -1,0 +1,297 @@
+// The page's first screen, viewer and mask editing in Chromium (playwright-core driving Debian's /usr/bin/chromium,
+// served by scripts/serve.js), on one small scan (the phantom scanned at 48×48×40, 2 mm, 3 echoes) so that it stays
+// quick:
+//   - the first screen says what Tessera does and opens on From a scan; at 1280, 1600 and 1920 px nothing overflows
+//     horizontally (the document no wider than the window, no element past its card's right edge);
+//   - the viewer lists every echo of the phase and the magnitude (the echo navigator), and the value under the
+//     crosshair after a click is the data's at the voxel it names, with its unit; axial, coronal, sagittal and
+//     multiplanar views each show a picture (a screenshot per view in test-artifacts/);
+//   - the magnitude's threshold makes the mask (its voxels counted here independently: above the fraction of the first
+//     echo's 99th percentile); a brush stroke (remove, 3 mm) clears exactly the ball around the clicked voxel (the mask
+//     downloaded as NIfTI), the run report records the voxels removed, and the pipeline's χ changes: 0 under the
+//     stroke, and byte-identical to the node API's pipeline() given the downloaded mask; undo restores the mask and χ
+//     comes back byte-identical to the first run's;
+//   - after a run every Volume of the result is listed, and "Download this volume" writes χ with the input's header.
+// With TESSERA_UPDATE_SCREENSHOT=1 the first screen at 1600 px after the run is written to web/screenshot.png (the
+// README's); test-artifacts/ always gets it.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startServer } from '../scripts/serve.js';
+import { launchChromium, NO_FETCH_GLOBALS, testInChildWithFetchGlobals } from '../scripts/chromium.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const CHROMIUM = '/usr/bin/chromium';
+const ARTIFACTS = path.join(ROOT, 'test-artifacts');
+const skip = fs.existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: install it with scripts/bootstrap.sh --browser (apt-get install chromium)`;
+
+if (NO_FETCH_GLOBALS) {
+  await testInChildWithFetchGlobals(import.meta.url, 'viewer suite, in a child node with the fetch globals playwright-core needs', { skip, minPassed: 3 });
+} else suite();
+
+function suite() {
+const geometry = { dims: [48, 48, 40], voxelMm: [2, 2, 2], b0Dir: [0, 0, 1] };
+const te = [0.005, 0.01, 0.015];
+const n = 48 * 48 * 40;
+const like = { dims: geometry.dims, voxelMm: geometry.voxelMm };
+let srv, ctx, page, tmp, scan, api;
+const consoleErrors = [];
+
+before(async () => {
+  if (skip) return;
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-viewer-'));
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  api = await import('../bindings/js/index.js');
+  const t = await api.createTessera({ workers: 1 });
+  try {
+    scan = await t.phantomScan({ geometry, te, b0: 3, snr: 100, seed: 4 });
+  } finally {
+    await t.terminate();
+  }
+  srv = await startServer({});
+  ctx = await launchChromium(path.join(tmp, 'profile'), CHROMIUM, { acceptDownloads: true, viewport: { width: 1280, height: 1000 } });
+  page = ctx.pages()[0] ?? (await ctx.newPage());
+  page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
+  page.on('pageerror', (e) => consoleErrors.push(`uncaught: ${e.message}`));
+});
+
+after(async () => {
+  await ctx?.close().catch(() => {});
+  await srv?.close();
+  if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+const parse = (x) => (x === 'true' ? true : x === 'false' ? false : x !== '' && Number.isFinite(Number(x)) ? Number(x) : x);
+/** An element's data-* (numbers and booleans parsed; the keys in `lists` split at ','). */
+const readData = (selector, lists = []) =>
+  page.$eval(selector, (e) => ({ ...e.dataset })).then((d) => Object.fromEntries(Object.entries(d).map(([k, v]) => [k, lists.includes(k) ? v.split(',').map(parse) : parse(v)])));
+const waitState = (states, timeout = 60000) => page.waitForFunction((s) => s.includes(document.body.dataset.state), states, { timeout, polling: 100 });
+const errorText = async () => ((await page.isHidden('#error')) ? '' : await page.textContent('#error'));
+const bytesOf = (a) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+/** A download started by clicking `selector`: its file name and bytes. */
+async function download(selector) {
+  const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), page.click(selector)]);
+  return { name: dl.suggestedFilename(), bytes: fs.readFileSync(await dl.path()) };
+}
+/** A 4D NIfTI (echoes along dim 4) from writeNifti's 3D header. */
+async function nifti4d(data, echoes) {
+  const one = await api.writeNifti(data.subarray(0, n), like);
+  const out = new Uint8Array(352 + 4 * n * echoes);
+  out.set(one.subarray(0, 352));
+  out.set(new Uint8Array(data.buffer, data.byteOffset, 4 * n * echoes), 352);
+  const dv = new DataView(out.buffer);
+  dv.setInt16(40, 4, true);
+  dv.setInt16(48, echoes, true);
+  return Buffer.from(out);
+}
+/** How much of an element's screenshot is picture: bright pixels and grey levels. */
+async function pixels(selector) {
+  const png = await page.locator(selector).screenshot();
+  return page.evaluate(async (b64) => {
+    const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const bmp = await createImageBitmap(new Blob([bytes], { type: 'image/png' }));
+    const g = new OffscreenCanvas(bmp.width, bmp.height).getContext('2d');
+    g.drawImage(bmp, 0, 0);
+    const d = g.getImageData(0, 0, bmp.width, bmp.height).data;
+    const levels = new Set();
+    let bright = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      const l = (d[i] + d[i + 1] + d[i + 2]) / 3;
+      if (l > 40) bright++;
+      levels.add(Math.round(l / 8));
+    }
+    return { bright, total: d.length / 4, levels: levels.size, png: b64 };
+  }, png.toString('base64'));
+}
+/** Every visible element inside a card (or the header) that reaches past the card's right edge, in words. */
+const overflowing = () =>
+  page.evaluate(() => {
+    const out = [];
+    for (const card of document.querySelectorAll('.card, header')) {
+      const right = card.getBoundingClientRect().right;
+      for (const e of card.querySelectorAll('*')) {
+        if (!e.getClientRects().length) continue;
+        const r = e.getBoundingClientRect();
+        if (r.width && r.right > right + 0.5) out.push(`${card.id || card.tagName}: <${e.tagName.toLowerCase()}${e.id ? ` id=${e.id}` : ''}> right ${r.right.toFixed(0)} > ${right.toFixed(0)}`);
+      }
+      if (card.scrollWidth > card.clientWidth + 1) out.push(`${card.id || card.tagName} scrolls sideways (${card.scrollWidth} > ${card.clientWidth})`);
+    }
+    return { scrollWidth: document.documentElement.scrollWidth, innerWidth, out };
+  });
+
+/** Clicks the middle of the viewer's canvas and returns #viewValue's data (the voxel and value under the crosshair). */
+async function clickCentre() {
+  const before = await page.textContent('#viewValue');
+  const box = await page.locator('#nvMain').boundingBox();
+  await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
+  await page.waitForFunction((b) => document.querySelector('#viewValue').textContent !== b, before, { timeout: 5000 }).catch(() => {});
+  return readData('#viewValue', ['vox']);
+}
+
+test('the first screen: what Tessera does, From a scan first; no horizontal overflow at 1280, 1600 and 1920 px', { skip, timeout: 120000 }, async () => {
+  await page.goto(`${srv.url}/`);
+  await waitState(['idle']);
+  assert.equal(await page.inputValue('#startFrom'), 'pipeline');
+  assert.match(await page.textContent('#startFrom option:first-child'), /^From a scan: DICOM, or multi-echo phase \+ magnitude/);
+  const tagline = await page.textContent('#tagline');
+  assert.match(tagline, /multi-echo phase/);
+  assert.match(tagline, /never leave this machine/);
+  assert.match(tagline, /classical inversion or a deep network run in tiles/);
+  for (const start of ['pipeline', 'field']) {
+    await page.selectOption('#startFrom', start);
+    for (const width of [1280, 1600, 1920]) {
+      await page.setViewportSize({ width, height: 1000 });
+      await page.waitForTimeout(100);
+      const o = await overflowing();
+      assert.ok(o.scrollWidth <= o.innerWidth, `${start} at ${width} px: the document is ${o.scrollWidth} px wide`);
+      assert.deepEqual(o.out, [], `${start} at ${width} px`);
+      if (start === 'pipeline') await page.screenshot({ path: path.join(ARTIFACTS, `first-screen-${width}.png`) });
+    }
+  }
+  await page.selectOption('#startFrom', 'pipeline');
+  await page.setViewportSize({ width: 1280, height: 1000 });
+});
+
+let threshold; // the mask the threshold made, as counted here
+test('the viewer: every echo, the value under the crosshair with its unit, four views; the threshold makes the mask live', { skip, timeout: 120000 }, async () => {
+  await page.selectOption('#inversion', 'tkd');
+  await page.fill('#te', te.join(', '));
+  await page.fill('#b0', '3');
+  await page.setInputFiles('#magFile', { name: 'scan_mag.nii', mimeType: 'application/octet-stream', buffer: await nifti4d(scan.magnitude, 3) });
+  await page.setInputFiles('#pipePhaseFile', { name: 'scan_phase.nii', mimeType: 'application/octet-stream', buffer: await nifti4d(scan.phase, 3) });
+  await page.waitForFunction(() => document.querySelector('#inputInfo').dataset.echoes === '3' && document.body.dataset.state === 'idle', null, { timeout: 60000 });
+  await page.waitForFunction(() => document.querySelector('#viewerCard').dataset.volumes === 'input.phase,input.magnitude', null, { timeout: 20000 });
+  // The magnitude, echo 2 (the echo navigator), in the axial view: a click names a voxel and its value.
+  await page.selectOption('#viewVolume', 'input.magnitude');
+  await page.waitForFunction(() => document.querySelector('#viewerCard').dataset.volume === 'input.magnitude', null, { timeout: 10000 });
+  assert.equal(await page.isHidden('#viewEchoLabel'), false, 'the echo navigator shows for 3 echoes');
+  await page.$eval('#viewEcho', (e) => ((e.value = '2'), e.dispatchEvent(new Event('input'))));
+  await page.waitForFunction(() => document.querySelector('#viewerCard').dataset.echo === '2', null, { timeout: 10000 });
+  await page.selectOption('#viewType', 'axial');
+  const z0 = (await readData('#viewValue', ['vox'])).vox[2];
+  const at = await clickCentre();
+  assert.equal(at.volume, 'input.magnitude');
+  assert.equal(at.echo, 2);
+  assert.equal(at.vox[2], z0, 'an axial click keeps the slice');
+  for (const k of [0, 1]) assert.ok(Math.abs(at.vox[k] - geometry.dims[k] / 2) <= 4, `the canvas centre is near the volume's: ${at.vox}`);
+  const idx = at.vox[0] + 48 * (at.vox[1] + 48 * at.vox[2]);
+  assert.equal(at.value, +String(scan.magnitude[n + idx]), 'the value under the crosshair is echo 2 at that voxel');
+  assert.match(await page.textContent('#viewValue'), /^Magnitude, echo 2 at voxel \(\d+, \d+, \d+\): [\d.e+-]+ a\.u\./);
+  // The phase, at the echo the navigator shows (2): in rad.
+  await page.selectOption('#viewVolume', 'input.phase');
+  await page.waitForFunction(() => document.querySelector('#viewValue').dataset.volume === 'input.phase', null, { timeout: 10000 });
+  const ph = await readData('#viewValue', ['vox']);
+  assert.equal(ph.unit, 'rad');
+  assert.deepEqual([ph.vox, ph.echo], [at.vox, 2], 'the crosshair and the echo stay');
+  assert.equal(ph.value, +String(scan.phase[n + idx]), 'echo 2 of the phase at the same crosshair');
+  // Each view shows a picture.
+  for (const view of ['axial', 'coronal', 'sagittal', 'multiplanar']) {
+    await page.selectOption('#viewType', view);
+    await page.waitForFunction((v) => document.querySelector('#viewerCard').dataset.view === v, view, { timeout: 5000 });
+    await page.waitForTimeout(200);
+    const px = await pixels('#nvMain');
+    fs.writeFileSync(path.join(ARTIFACTS, `viewer-${view}.png`), Buffer.from(px.png, 'base64'));
+    assert.ok(px.bright > 0.05 * px.total && px.levels >= 8, `${view} view looks blank: ${JSON.stringify({ ...px, png: undefined })}`);
+  }
+  // The threshold: the first echo of the magnitude above 0.2 of its 99th percentile, counted here.
+  const mag1 = scan.magnitude.subarray(0, n);
+  const sorted = Float32Array.from(mag1).sort();
+  const t = 0.2 * sorted[Math.floor(0.99 * (n - 1))];
+  threshold = Uint8Array.from(mag1, (v) => (v > t ? 1 : 0));
+  const want = threshold.reduce((a, b) => a + b, 0);
+  await page.$eval('#maskThreshold', (e) => ((e.value = '0.2'), e.dispatchEvent(new Event('input'))));
+  await page.waitForFunction(() => document.querySelector('#maskInfo').dataset.voxels !== undefined && document.querySelector('#maskInfo').dataset.edits === '0', null, { timeout: 10000 });
+  const info = await readData('#maskInfo');
+  assert.equal(info.voxels, want, 'the threshold mask');
+  assert.deepEqual([info.added, info.removed], [0, 0]);
+  assert.equal((await readData('#inputInfo')).maskGiven, true, 'the mask goes with the input');
+  await page.waitForFunction(() => document.querySelector('#viewerCard').dataset.overlay === 'input.mask', null, { timeout: 10000 }); // the mask shows as an overlay
+  const m = await download('#maskDownload');
+  assert.equal(m.name, 'scan_phase_mask.nii.gz');
+  const nii = api.readNifti(m.bytes);
+  assert.deepEqual([nii.dims, nii.voxelMm], [geometry.dims, geometry.voxelMm]);
+  assert.deepEqual(Uint8Array.from(nii.data), threshold);
+});
+
+test('a brush stroke removes the ball under it; the run takes the edited mask (χ 0 there, equal to node’s with that mask); undo restores mask and χ', { skip, timeout: 180000 }, async () => {
+  const run = async () => {
+    await page.waitForFunction(() => document.querySelector('#planReadout').dataset.stages?.endsWith('TKD') && !document.querySelector('#run').disabled, null, { timeout: 20000 });
+    await page.click('#run');
+    await waitState(['done', 'error'], 120000);
+    assert.equal(await page.evaluate(() => document.body.dataset.state), 'done', await errorText());
+    await page.waitForFunction(() => document.querySelector('#viewerCard').dataset.volume === 'result.chi', null, { timeout: 10000 });
+    const d = await download('#download');
+    return api.readNifti(d.bytes).data;
+  };
+  assert.match(await page.textContent('#planReadout'), /echo fit/);
+  const chiA = await run();
+  let rep = await readData('#report');
+  assert.equal(rep.maskEdited, true);
+  assert.deepEqual([rep.maskAdded, rep.maskRemoved, rep.maskRunVoxels], [0, 0, threshold.reduce((a, b) => a + b, 0)]);
+  assert.match(await page.textContent('#report'), /Mask edited in the page\s*[\d,]+ voxels: from magnitude > 0\.2 × its robust maximum; 0 added, 0 removed/);
+  // Every Volume of the result is listed; "Download this volume" writes χ with the input's header.
+  const vols = (await readData('#viewerCard', ['volumes'])).volumes;
+  for (const k of ['result.chi', 'result.localField', 'result.totalField', 'result.unwrappedPhase', 'result.mask', 'result.fitMask', 'result.localMask', 'input.phase', 'input.magnitude', 'input.mask']) {
+    assert.ok(vols.includes(k), `${k} listed: ${vols}`);
+  }
+  const shown = await download('#viewDownload');
+  assert.equal(shown.name, 'scan_phase_chi.nii.gz');
+  assert.ok(bytesOf(api.readNifti(shown.bytes).data).equals(bytesOf(chiA)));
+  assert.match(await page.textContent('#viewValue'), /^χ at voxel \(\d+, \d+, \d+\): .* ppm/);
+  // The brush, remove, 3 mm, at the canvas centre in the axial view.
+  await page.selectOption('#viewType', 'axial');
+  await page.check('input[name=brush][value=remove]');
+  await page.fill('#maskBrushRadius', '3');
+  const at = await clickCentre();
+  await page.waitForFunction(() => document.querySelector('#maskInfo').dataset.edits === '1', null, { timeout: 10000 });
+  const c = at.vox;
+  const ball = [];
+  for (let z = 0; z < 40; z++)
+    for (let y = 0; y < 48; y++)
+      for (let x = 0; x < 48; x++) if (Math.hypot(2 * (x - c[0]), 2 * (y - c[1]), 2 * (z - c[2])) <= 3) ball.push(x + 48 * (y + 48 * z));
+  assert.equal(ball.length, 19, 'a 3 mm ball on 2 mm voxels: the centre, its 6 faces and 12 edges (2.83 mm)');
+  const edited = threshold.slice();
+  for (const i of ball) edited[i] = 0;
+  const removed = ball.filter((i) => threshold[i]).length;
+  assert.ok(removed > 0, 'the stroke lies in the mask');
+  const info = await readData('#maskInfo');
+  assert.deepEqual([info.added, info.removed, info.ops], [0, removed, 'brush remove 3 mm']);
+  const m = api.readNifti((await download('#maskDownload')).bytes);
+  assert.deepEqual(Uint8Array.from(m.data), edited, 'the downloaded mask is the threshold less the ball');
+  await page.check('input[name=brush][value=off]');
+  const chiB = await run();
+  rep = await readData('#report');
+  assert.deepEqual([rep.maskAdded, rep.maskRemoved], [0, removed]);
+  for (const i of ball) assert.equal(chiB[i], 0, 'χ is 0 where the mask was removed');
+  assert.ok(ball.some((i) => chiA[i] !== 0), 'χ was not 0 there before');
+  // The node API given the downloaded mask: the same χ, byte for byte.
+  const t = await api.createTessera({ workers: 1 });
+  let want;
+  try {
+    want = await t.pipeline({ phase: scan.phase, magnitude: scan.magnitude, mask: Uint8Array.from(m.data), geometry, te, b0: 3, method: 'tkd' });
+  } finally {
+    await t.terminate();
+  }
+  assert.ok(bytesOf(chiB).equals(bytesOf(want.chi.data)), 'the page’s χ equals the node API’s with the edited mask');
+  // Undo: the threshold's mask again, and χ as the first run's.
+  await page.click('#maskUndo');
+  await page.waitForFunction(() => document.querySelector('#maskInfo').dataset.edits === '0', null, { timeout: 10000 });
+  assert.deepEqual(Uint8Array.from(api.readNifti((await download('#maskDownload')).bytes).data), threshold);
+  const chiC = await run();
+  assert.ok(bytesOf(chiC).equals(bytesOf(chiA)), 'after undo χ is the first run’s');
+  // The first screen after a run: the README's screenshot.
+  await page.setViewportSize({ width: 1600, height: 1000 });
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.waitForTimeout(300);
+  const png = await page.screenshot();
+  fs.writeFileSync(path.join(ARTIFACTS, 'screenshot.png'), png);
+  if (process.env.TESSERA_UPDATE_SCREENSHOT === '1') fs.writeFileSync(path.join(ROOT, 'web/screenshot.png'), png);
+});
+
+test('no console error in the viewer session', { skip }, () => {
+  assert.deepEqual(consoleErrors, []);
+});
+}
