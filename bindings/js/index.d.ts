@@ -478,17 +478,7 @@ export interface PipelineRequest extends MethodOptions {
    */
   also?: 'swi' | 'r2star' | Array<'swi' | 'r2star'>;
   /** SWI's options with also 'swi' (as swi()'s) */
-  swi?: {
-    /** the phase mask's power (default 4, Haacke 2004) */
-    maskPower?: number;
-    /** Gaussian sigma of the phase high-pass in voxels, in plane (default 4) and along z (default 0: none) */
-    highPassSigmaXY?: number;
-    highPassSigmaZ?: number;
-    /** the minIP's sliding slab along the slice axis, mm (default 8) */
-    minIpSlab?: number;
-    /** the phase sign of paramagnetic sources, which the mask darkens (default 'negative', Haacke's) */
-    paramagneticPhase?: 'positive' | 'negative';
-  };
+  swi?: SwiOptions;
   /** R2*'s estimator with also 'r2star' (default arlo: Pei 2015; loglinear: least squares of ln S on TE) */
   r2star?: { method?: 'arlo' | 'loglinear' };
   /** the inversion: a classical method (with its parameters under its name) ... */
@@ -635,6 +625,20 @@ export interface CommandFiles {
   out?: string;
 }
 
+/** SWI's options (the schema's swi.*), for swi() and pipeline({also: 'swi'}). */
+export interface SwiOptions {
+  /** the phase mask's power (default 4, Haacke 2004) */
+  maskPower?: number;
+  /** Gaussian sigma of the phase high-pass in voxels, in plane (default 4) */
+  highPassSigmaXY?: number;
+  /** ... and along z (default 0: none) */
+  highPassSigmaZ?: number;
+  /** the minIP's sliding slab along the slice axis, mm (default 8) */
+  minIpSlab?: number;
+  /** the phase sign of paramagnetic sources, which the mask darkens (default negative, Haacke's) */
+  paramagneticPhase?: 'positive' | 'negative';
+}
+
 /** swi(): susceptibility-weighted imaging from a scanner's multi-echo wrapped phase and magnitude. */
 export interface SwiRequest {
   /** wrapped phase (rad), every echo (a 4D Volume, or x-fastest echo after echo with geometry) */
@@ -648,17 +652,7 @@ export interface SwiRequest {
   geometry?: Geometry;
   unwrap?: 'region-growing' | 'laplacian';
   brainMask?: { erosion?: number; threshold?: 'otsu' | 'robust' };
-  swi?: {
-    /** the phase mask's power (default 4, Haacke 2004) */
-    maskPower?: number;
-    /** Gaussian sigma of the phase high-pass in voxels, in plane (default 4) and along z (default 0: none) */
-    highPassSigmaXY?: number;
-    highPassSigmaZ?: number;
-    /** the minIP's sliding slab along the slice axis, mm (default 8) */
-    minIpSlab?: number;
-    /** the phase sign of paramagnetic sources, which the mask darkens (default 'negative', Haacke's) */
-    paramagneticPhase?: 'positive' | 'negative';
-  };
+  swi?: SwiOptions;
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
 }
