@@ -7,7 +7,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createTessera, readNifti, readEchoes, readMask, writeNifti, makeVolume } from './index.js';
+import { createTessera, readNifti, readEchoes, readMask, writeNifti } from './index.js';
+import { helpText, defaultText } from './cli/help.js';
+import { contrastOptions } from './cli/contrast.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 let tessera;
@@ -67,6 +69,23 @@ test('pipeline also: refused up front without a magnitude, from a total field, o
   await assert.rejects(tessera.pipeline({ phase: scan.phase, mask: scan.mask, geometry, te, method: 'tkd', also: 'swi' }), /SWI \(also\) needs the magnitude of every echo/);
   await assert.rejects(tessera.pipeline({ phase: scan.phase, magnitude: scan.magnitude, geometry, te, method: 'tkd', also: ['swi', 'qsm'] }), /also: the pipeline's optional outputs are swi and r2star, got 'qsm'/);
   await assert.rejects(tessera.pipeline({ phase: scan.phase, magnitude: scan.magnitude, geometry, te: [0.004, 0.008, 0.013, 0.016], method: 'tkd', also: 'r2star' }), /ARLO needs equally spaced echoes/);
+  await assert.rejects(tessera.pipeline({ totalField: scan.totalField, totalFieldUnits: 'ppm', magnitude: scan.magnitude.subarray(0, n), mask: scan.mask, geometry, method: 'tkd', also: 'swi' }), /SWI \(also\) needs every echo's phase and magnitude, not a total field map/);
+});
+
+test('the CLI\'s swi and r2star read their options from the schema: help, --option names and --method choices', async () => {
+  const schema = await tessera.schema();
+  const swiHelp = helpText('swi', schema).replace(/\n {21}/g, ' ');
+  for (const o of schema.filter((x) => x.name.startsWith('swi.'))) {
+    assert.ok(swiHelp.includes(`    ${o.name}`) && swiHelp.includes(o.help), `swi --help: ${o.name}`);
+    assert.ok(swiHelp.includes(`default ${defaultText(o)}`), `swi --help: ${o.name}'s default`);
+  }
+  const method = schema.find((x) => x.name === 'r2star.method');
+  assert.ok(helpText('r2star', schema).includes(method.choices.join('|')));
+  assert.throws(() => contrastOptions(['swi.maskpower=3'], schema), /--option swi\.maskpower is not an SWI option \(options: .*swi\.maskPower/);
+  assert.deepEqual(contrastOptions(['swi.maskPower=3', 'unwrap=laplacian'], schema), { swi: { maskPower: 3 }, unwrap: 'laplacian' });
+  const bad = spawnSync(process.execPath, [path.join(here, 'cli.js'), 'r2star', '--magnitude', 'm.nii', '--te', '0.004,0.008,0.012', '--method', 'arl0', '--out', 'r.nii'], { encoding: 'utf8' });
+  assert.equal(bad.status, 2, bad.stderr);
+  assert.match(bad.stderr, new RegExp(`--method must be ${method.choices.join(' or ')}, got 'arl0'`));
 });
 
 test('swi() and r2star() plan their memory: the heap of a fresh runtime stays within the plan; a volume over it is refused before any input is copied', async () => {
