@@ -745,6 +745,7 @@ test('phase_pipeline also: SWI, minIP, R2* and T2* as BIDS derivatives (_swi, _m
   const r = snakemake([`bids=${tree}`, `output=${out}`, `phase_pipeline=${JSON.stringify(pipeline)}`, `cores_per_job=${CORES}`]);
   assert.equal(r.code, 0, r.log);
   // The direct run on the same files.
+  fs.mkdirSync(q('ref'), { recursive: true });
   const direct = exec(process.execPath, [CLI, 'pipeline', '--phase', q('phase.nii'), '--magnitude', q('mag.nii'), '--te', te.join(','), '--b0', '3', '--method', 'tkd', '--option', 'vsharp.maxRadius=3', '--option', 'swi.maskPower=3', '--also', 'swi,r2star', '--out', q('ref', 'chi.nii.gz'), '--quiet'], { cwd: dir });
   assert.equal(direct.code, 0, direct.log);
   const stem = path.join(out, 'sub-01', 'anat', 'sub-01');
