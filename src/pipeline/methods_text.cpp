@@ -195,8 +195,10 @@ MethodsText pipeline_methods_text(const PipelineRequest& r, bool mask_given, std
     methods_param(s, swi_options(), "swi.highPassSigmaXY", r.swi.high_pass_sigma_xy_voxels);
     methods_param(s, swi_options(), "swi.highPassSigmaZ", r.swi.high_pass_sigma_z_voxels);
     s.parameters.emplace_back("swi.paramagneticPhase", r.swi.paramagnetic_positive ? "positive" : "negative");
-    s.sentence = "Susceptibility-weighted images (" + w.cited(s, kSwiCitation) + ") were computed as in CLEAR-SWI (" +
-                 w.cited(s, kClearSwiCitation) + "): the unwrapped echoes' phase combined into one frequency, high-passed (" +
+    // Cited in reading order (the operands of + are evaluated in no set order).
+    const std::string haacke = w.cited(s, kSwiCitation);
+    const std::string clear = w.cited(s, kClearSwiCitation);
+    s.sentence = "Susceptibility-weighted images (" + haacke + ") were computed as in CLEAR-SWI (" + clear + "): the unwrapped echoes' phase combined into one frequency, high-passed (" +
                  "Gaussian σ " + methods_value(r.swi.high_pass_sigma_xy_voxels, "voxels") + " in plane, " +
                  methods_value(r.swi.high_pass_sigma_z_voxels, "voxels") + " through plane), and its " +
                  (r.swi.paramagnetic_positive ? "positive" : "negative") + "-phase mask raised to the power " +
