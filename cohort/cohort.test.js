@@ -718,3 +718,55 @@ test('phase_pipeline: BIDS phase + magnitude echoes (mask optional) through tess
   });
   console.log(`# phase_pipeline: χ against the phantom's truth in the local mask: ${rs.join(', ')}; ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 });
+
+test('phase_pipeline also: SWI, minIP, R2* and T2* as BIDS derivatives (_swi, _minIP, _R2starmap, _T2starmap) with JSON sidecars, each the direct `tessera-qsm pipeline --also` run\'s', { timeout: 120000 }, async () => {
+  const d = p('also');
+  const q = (...a) => path.join(d, ...a);
+  fs.mkdirSync(d, { recursive: true });
+  // A small phantom scan from the API (3 equally spaced echoes: ARLO), written as BIDS echoes of one subject.
+  const geometry = { dims: [40, 40, 30], voxelMm: [5, 5, 5], b0Dir: [0, 0, 1] };
+  const te = [0.004, 0.008, 0.012];
+  const tessera = await createTessera({ workers: 1 });
+  const scan = await tessera.phantomScan({ geometry, te, snr: 100 });
+  await tessera.terminate();
+  fs.writeFileSync(q('phase.nii'), await writeNifti4D(scan.phase, geometry, te.length));
+  fs.writeFileSync(q('mag.nii'), await writeNifti4D(scan.magnitude, geometry, te.length));
+  const tree = q('bids');
+  const anat = path.join(tree, 'sub-01', 'anat');
+  const mags = splitEchoes(q('mag.nii'));
+  splitEchoes(q('phase.nii')).forEach((b, e) => {
+    put(path.join(anat, `sub-01_echo-${e + 1}_part-phase_MEGRE.nii.gz`), b);
+    put(path.join(anat, `sub-01_echo-${e + 1}_part-mag_MEGRE.nii.gz`), mags[e]);
+    put(path.join(anat, `sub-01_echo-${e + 1}_part-phase_MEGRE.json`), JSON.stringify({ EchoTime: te[e] }));
+  });
+  put(path.join(tree, 'MEGRE.json'), JSON.stringify({ MagneticFieldStrength: 3 }));
+  const pipeline = { method: 'tkd', also: ['swi', 'r2star'], options: { 'vsharp.maxRadius': 3, 'swi.maskPower': 3 } };
+  const out = q('deriv');
+  const r = snakemake([`bids=${tree}`, `output=${out}`, `phase_pipeline=${JSON.stringify(pipeline)}`, `cores_per_job=${CORES}`]);
+  assert.equal(r.code, 0, r.log);
+  // The direct run on the same files.
+  fs.mkdirSync(q('ref'), { recursive: true });
+  const direct = exec(process.execPath, [CLI, 'pipeline', '--phase', q('phase.nii'), '--magnitude', q('mag.nii'), '--te', te.join(','), '--b0', '3', '--method', 'tkd', '--option', 'vsharp.maxRadius=3', '--option', 'swi.maskPower=3', '--also', 'swi,r2star', '--out', q('ref', 'chi.nii.gz'), '--quiet'], { cwd: dir });
+  assert.equal(direct.code, 0, direct.log);
+  const stem = path.join(out, 'sub-01', 'anat', 'sub-01');
+  for (const [suffix, units, author] of [['swi', 'arbitrary', 'Haacke EM'], ['minIP', 'arbitrary', undefined], ['R2starmap', '1/s', 'Pei M'], ['T2starmap', 's', 'Pei M']]) {
+    const got = readNifti(new Uint8Array(gunzip(`${stem}_${suffix}.nii.gz`)));
+    const want = readNifti(new Uint8Array(gunzip(q('ref', `chi_${suffix}.nii.gz`))));
+    assert.deepEqual(got.dims.slice(0, 3), geometry.dims, suffix);
+    assert.ok(Buffer.from(got.data.buffer, got.data.byteOffset, got.data.byteLength).equals(Buffer.from(want.data.buffer, want.data.byteOffset, want.data.byteLength)), `${suffix}: the direct run's, bit for bit`);
+    const side = JSON.parse(fs.readFileSync(`${stem}_${suffix}.json`, 'utf8'));
+    assert.equal(side.Units, units, suffix);
+    assert.deepEqual(side.EchoTime, te);
+    if (author) assert.ok(side.References.some((x) => x.startsWith(author)), `${suffix}: cites ${author}`);
+  }
+  // R2* against the phantom's decay: inside the brain mask the tissue's T2* lies in tens of ms.
+  const t2 = readNifti(new Uint8Array(gunzip(`${stem}_T2starmap.nii.gz`))).data;
+  const inside = [...scan.mask.keys()].filter((i) => scan.mask[i]);
+  const median = inside.map((i) => t2[i]).sort((a, b) => a - b)[inside.length >> 1];
+  assert.ok(median > 0.01 && median < 0.2, `median T2* in the brain ${median} s`);
+  const side = JSON.parse(fs.readFileSync(`${stem}_swi.json`, 'utf8'));
+  assert.equal(side.Parameters['swi.maskPower'], '3');
+  assert.deepEqual(walk(out).filter((f) => /_Chimap_(swi|minIP|R2starmap|T2starmap)|partial/.test(f)), [], 'no CLI-named or partial file left');
+  // also's words are the schema's.
+  await assert.rejects(discover({ bids: tree, phase_pipeline: { method: 'tkd', also: ['swi', 'qsm'] } }), (e) => e instanceof CohortError && /config phase_pipeline\.also: unknown output 'qsm' \(outputs: swi, r2star\)/.test(e.message));
+});

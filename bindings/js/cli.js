@@ -25,7 +25,7 @@ import { Progress } from './cli/progress.js';
 const COMMANDS = { invert: cmdInvert, pipeline: cmdPipeline, swi: cmdSwi, r2star: cmdR2star, plan: cmdPlan, models: cmdModels, methods: cmdMethods, 'receptive-field': cmdReceptiveField, calibrate: cmdCalibrate, score: cmdScore, 'qsm-ci': cmdQsmCi };
 
 /** Commands whose flags include the request's options (from the schema). */
-const REQUEST_COMMANDS = ['invert', 'plan', 'pipeline'];
+const REQUEST_COMMANDS = ['invert', 'plan', 'pipeline', 'swi', 'r2star'];
 
 /** The request schema (tessera.schema()), from a runtime started for it alone and ended at once. */
 async function readSchema() {

@@ -471,6 +471,16 @@ export interface PipelineRequest extends MethodOptions {
   brainMask?: { erosion?: number; threshold?: 'otsu' | 'robust' };
   /** voxels whose echo fit leaves a larger RMS phase residual (rad) are left out of the background removal */
   fitResidualLimit?: number;
+  /**
+   * optional outputs from the same echoes, after the inversion (default none): 'swi' (SWI and its minIP: the result's
+   * swi, minIp, swiMagnitude, swiPhase, swiPhaseMask) and 'r2star' (R2*, T2*: r2star, t2star, s0, r2starResidual);
+   * both need phase and the magnitude of every echo (not totalField); R2* by ARLO needs >= 3 equally spaced echoes
+   */
+  also?: 'swi' | 'r2star' | Array<'swi' | 'r2star'>;
+  /** SWI's options with also 'swi' (as swi()'s) */
+  swi?: SwiOptions;
+  /** R2*'s estimator with also 'r2star' (default arlo: Pei 2015; loglinear: least squares of ln S on TE) */
+  r2star?: { method?: 'arlo' | 'loglinear' };
   /** the inversion: a classical method (with its parameters under its name) ... */
   method?: MethodName;
   /** ... or a network on the local field, with its weights and further invert() options */
@@ -546,9 +556,87 @@ export interface PipelineResult {
   localMask: Volume<Uint8Array>;
   /** χ (ppm); null when neither a method nor a network was asked for */
   chi: Volume<Float32Array> | null;
-  report: { plan: { feasible: boolean; stages: string[]; moduleHeapBytes: number; peakBytes: number }; wallSeconds: number; memory: { moduleHeapBytes: number; estimatedPeakBytes: number } };
+  /** also 'swi' (else null): the SWI (RSS magnitude × phase mask^power), as swi()'s swi */
+  swi: Volume<Float32Array> | null;
+  /** also 'swi': the SWI's minimum-intensity projection over the slab (swi.minIpSlab mm) */
+  minIp: Volume<Float32Array> | null;
+  /** also 'swi': the echoes' root-sum-of-squares magnitude */
+  swiMagnitude: Volume<Float32Array> | null;
+  /** also 'swi': the high-passed combined phase at the longest TE (rad) */
+  swiPhase: Volume<Float32Array> | null;
+  /** also 'swi': the phase mask in [0, 1] before the power */
+  swiPhaseMask: Volume<Float32Array> | null;
+  /** also 'r2star' (else null): R2* (s⁻¹) in [0, 2000] on the brain mask, 0 outside */
+  r2star: Volume<Float32Array> | null;
+  /** also 'r2star': T2* (s) = 1/R2*, 1 where R2* < 1 s⁻¹, 0 outside the mask */
+  t2star: Volume<Float32Array> | null;
+  /** also 'r2star': the fitted signal at TE 0 */
+  s0: Volume<Float32Array> | null;
+  /** also 'r2star': the goodness-of-fit map: RMS residual of the fitted decay over the mean signal */
+  r2starResidual: Volume<Float32Array> | null;
+  report: {
+    plan: { feasible: boolean; stages: string[]; moduleHeapBytes: number; peakBytes: number };
+    wallSeconds: number;
+    memory: { moduleHeapBytes: number; estimatedPeakBytes: number };
+    /** the methods text of the run (tessera.methodsText() lays it out as Markdown with the command) */
+    methods: MethodsText;
+  };
   /** the network's run report when a network inverted the local field */
   networkReport?: RunReport;
+}
+
+/**
+ * A pipeline run's methods text (pipeline()'s report.methods), made in C++ from the request it ran with: every step in
+ * order with its parameters and the paper of each method, cited from the C++ registry of methods and networks.
+ */
+export interface MethodsText {
+  /** the paragraph: the steps' sentences in order, papers cited as [n] */
+  text: string;
+  /** the numbered references (references[0] is [1]), in order of first citation */
+  references: string[];
+  steps: Array<{
+    /** 'acquisition' | 'brain mask' | 'unwrapping' | 'echo fit' | 'background removal' | 'inversion' | 'SWI' | 'minIP' | 'R2*' */
+    stage: string;
+    /** the method as people read it: 'V-SHARP', 'RTS', 'CLEAR-SWI', 'ARLO' ('' for the acquisition) */
+    title: string;
+    /** the step's sentence in text */
+    sentence: string;
+    /** the parameters it ran with, defaults filled in: schema name → value with its unit ('vsharp.maxRadius': '18 voxels') */
+    parameters: Record<string, string>;
+    /** the numbers of its references in references (1-based) */
+    references: number[];
+  }>;
+  /** the request's options the command restates (no volumes) */
+  request: Record<string, unknown>;
+  /** the `tessera-qsm pipeline` command that reruns the run, files as placeholders ('<phase.nii.gz>'): methodsText() names them */
+  command: string;
+}
+
+/** The files a reproducing command names (methodsText()); placeholders for those not given. */
+export interface CommandFiles {
+  /** holding the phase in radians as pipeline() was given it (the command reads it with --phase-units rad) */
+  phase?: string;
+  totalField?: string;
+  magnitude?: string;
+  mask?: string;
+  /** the network's ONNX file (with model) */
+  weights?: string;
+  /** χ's file (.nii or .nii.gz); the optional outputs go next to it as <out>_swi, _minIP, _R2starmap, _T2starmap */
+  out?: string;
+}
+
+/** SWI's options (the schema's swi.*), for swi() and pipeline({also: 'swi'}). */
+export interface SwiOptions {
+  /** the phase mask's power (default 4, Haacke 2004) */
+  maskPower?: number;
+  /** Gaussian sigma of the phase high-pass in voxels, in plane (default 4) */
+  highPassSigmaXY?: number;
+  /** ... and along z (default 0: none) */
+  highPassSigmaZ?: number;
+  /** the minIP's sliding slab along the slice axis, mm (default 8) */
+  minIpSlab?: number;
+  /** the phase sign of paramagnetic sources, which the mask darkens (default negative, Haacke's) */
+  paramagneticPhase?: 'positive' | 'negative';
 }
 
 /** swi(): susceptibility-weighted imaging from a scanner's multi-echo wrapped phase and magnitude. */
@@ -564,17 +652,7 @@ export interface SwiRequest {
   geometry?: Geometry;
   unwrap?: 'region-growing' | 'laplacian';
   brainMask?: { erosion?: number; threshold?: 'otsu' | 'robust' };
-  swi?: {
-    /** the phase mask's power (default 4, Haacke 2004) */
-    maskPower?: number;
-    /** Gaussian sigma of the phase high-pass in voxels, in plane (default 4) and along z (default 0: none) */
-    highPassSigmaXY?: number;
-    highPassSigmaZ?: number;
-    /** the minIP's sliding slab along the slice axis, mm (default 8) */
-    minIpSlab?: number;
-    /** the phase sign of paramagnetic sources, which the mask darkens (default 'negative', Haacke's) */
-    paramagneticPhase?: 'positive' | 'negative';
-  };
+  swi?: SwiOptions;
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
 }
@@ -594,7 +672,16 @@ export interface SwiResult {
   mask: Volume<Uint8Array>;
   /** every echo's unwrapped phase (rad) */
   unwrappedPhase: Volume<Float32Array>;
-  report: { wallSeconds: number; memory: { moduleHeapBytes: number } };
+  report: ContrastReport;
+}
+
+/** swi()'s and r2star()'s report: the memory plan the run was made under (refused up front, BudgetExceeded, when over it) and the heap it used. */
+export interface ContrastReport {
+  wallSeconds: number;
+  /** stages ('brain mask', 'echo fit', 'SWI', 'minIP'; or 'R2*'), inputBytes, workspaceBytes, moduleHeapBytes, largestVoxels */
+  plan: Omit<PipelinePlan, 'id' | 'pipeline'> & { pipeline: true };
+  /** moduleHeapVsPlan: the module's heap after the run over the plan's (<= 1 in a fresh runtime) */
+  memory: { moduleHeapBytes: number; estimatedPeakBytes: number; moduleHeapVsPlan: number };
 }
 
 /** r2star(): R2* and T2* from the multi-echo magnitude. */
@@ -622,7 +709,7 @@ export interface R2starResult {
   /** RMS residual of the fitted decay over the mean signal */
   residual: Volume<Float32Array>;
   method: 'arlo' | 'loglinear';
-  report: { wallSeconds: number; memory: { moduleHeapBytes: number } };
+  report: ContrastReport;
 }
 
 /** phantomScan()'s result: the phantom head scanned as multi-echo gradient echo, with its truths. */
@@ -673,6 +760,8 @@ export declare class Tessera {
   invert(request: InvertRequest): Promise<{ chi: Float32Array; report: RunReport; quantity: 'chi' | 'local-field'; localField?: Float32Array }>;
   invert(request: MethodRequest): Promise<{ chi: Float32Array; report: { method: MethodName; wallSeconds: number; plan: Omit<MethodPlan, 'id'> & { readonly id?: string }; memory: { moduleHeapBytes: number; estimatedPeakBytes: number; moduleHeapVsPlan: number } }; quantity: 'chi' }>;
   pipeline(request: PipelineRequest): Promise<PipelineResult>;
+  /** a pipeline() run's methods text as Markdown (paragraph, references, parameters, command) and its reproducing command on files */
+  methodsText(report: PipelineResult['report'], options?: { files?: CommandFiles }): { markdown: string; command: string; args: string[] };
   swi(request: SwiRequest): Promise<SwiResult>;
   r2star(request: R2starRequest): Promise<R2starResult>;
   phantomScan(request: { geometry: Geometry; seed?: number; te?: number[]; b0?: number; snr?: number }): Promise<PhantomScan>;
@@ -969,3 +1058,10 @@ export declare function phaseToRadians(
   nonFinite: number;
   notes: string[];
 };
+
+/** The `tessera-qsm pipeline` arguments that rerun a pipeline request (report.methods.request) on files. */
+export declare function pipelineArgs(request: MethodsText['request'], files?: CommandFiles): string[];
+/** Arguments as one shell line (words quoted where needed). */
+export declare function commandLine(args: string[]): string;
+/** A methods text as Markdown with the command (default: methods.command). */
+export declare function methodsMarkdown(methods: MethodsText, command?: string): string;

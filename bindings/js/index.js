@@ -9,6 +9,7 @@ import { graphReceptiveField } from './receptive-field.js';
 import { graphCost } from './graph-cost.js';
 import { checkPreference } from './execution-provider.js';
 import { NETWORK_KEYS, methodKeys, pipelineKeys, methodNamesOf, unknownKeysMessage } from './request.js';
+import { commandRequest, pipelineArgs, commandLine, methodsMarkdown } from './methods-text.js';
 
 export { TesseraError, loadModel, sha256Hex };
 export { graphReceptiveField, contextProfile } from './receptive-field.js';
@@ -17,6 +18,7 @@ export { makeVolume, geometryOf } from './io/volume.js';
 export { loadInputs, checkEchoTimes, InputError } from './io/inputs.js';
 export { PhaseRefusal, phrasePhaseRefusal } from './io/phase-units.js';
 export { bytesText } from './bytes.js';
+export { pipelineArgs, commandLine, methodsMarkdown } from './methods-text.js';
 export { readCachedWeights, cacheWeights, listCachedWeights, clearWeightsCache, loadWeightsCached } from './model-loader.js';
 export { readNifti, readNiftiAsync, readEchoes, readEchoesAsync, phaseToRadians, readMask, maskFromValues, writeNifti, hzToPpm, radPerSecToPpm, thresholdMask, GAMMA_BAR_MHZ_PER_T } from './io/nifti.js';
 
@@ -606,6 +608,11 @@ export class Tessera {
    * totalField, fitResidual, fitMask, localField, localMask, chi (null without a method or network). report.warnings
    * lists what was assumed or left out (voxel size, a mask reaching outside the tissue, a stage leaving out much of
    * the mask). When a stage fails, the error names it and its intermediates hold the stages that finished (the rest null).
+   * also: ['swi', 'r2star'] (or one of them) adds optional outputs from the same echoes, after the inversion, on the
+   * step engine and in the plan's memory: swi, minIp, swiMagnitude, swiPhase, swiPhaseMask (as swi() with the
+   * pipeline's brain mask and unwrapped phase; options swi: {...}) and r2star, t2star, s0, r2starResidual (as r2star();
+   * r2star: {method}); null when not asked for. report.methods: {text, steps, references, request, command}: the
+   * methods paragraph (every step, its parameters, its papers) and the command that reruns it (methodsText()).
    * @returns {Promise<object>}
    */
   async pipeline(a) {
@@ -619,6 +626,8 @@ export class Tessera {
     const volumes = (out) => {
       const v = {};
       for (const k of ['mask', 'offset', 'fieldHz', 'totalField', 'fitResidual', 'fitMask', 'localField', 'localMask', 'chi']) v[k] = vol(out[k]);
+      // The optional outputs (also: ['swi', 'r2star']): null unless asked for.
+      for (const k of ['swi', 'minIp', 'swiMagnitude', 'swiPhase', 'swiPhaseMask', 'r2star', 't2star', 's0', 'r2starResidual']) v[k] = vol(out[k]);
       v.unwrappedPhase = vol(out.unwrappedPhase, { echoes });
       return v;
     };
@@ -632,7 +641,26 @@ export class Tessera {
     }
     const result = { report: out.report, ...volumes(out) };
     if (out.networkReport) result.networkReport = out.networkReport;
+    // The command that reruns this request (files as placeholders: methodsText(report, {files}) names them).
+    const request = commandRequest(r);
+    result.report.methods = { ...out.report.methods, request, command: commandLine(pipelineArgs(request)) };
     return result;
+  }
+
+  /**
+   * The methods text of a pipeline() run as Markdown: a paragraph naming every step in order (brain mask, unwrapping,
+   * echo fit, background removal, inversion, SWI and minIP, R2*) with its parameters and the paper of each method
+   * ([n]), the numbered reference list, each step's parameters, and the `tessera-qsm pipeline` command that reproduces
+   * the run. files: {phase, magnitude, mask, totalField, weights, out}: the paths the command names (the phase file
+   * holding radians as pipeline() was given them); placeholders for those not given.
+   * report: pipeline()'s report (its methods). Returns {markdown, command, args}.
+   */
+  methodsText(report, { files } = {}) {
+    const m = report?.methods;
+    if (!m?.steps) throw new TesseraError('methodsText: give the report of a pipeline() run (report.methods)', 'InvalidArgument');
+    const args = pipelineArgs(m.request, files);
+    const command = commandLine(args);
+    return { markdown: methodsMarkdown(m, command), command, args };
   }
 
   /**

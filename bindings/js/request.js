@@ -11,9 +11,9 @@ export const NETWORK_OPTIONS = Object.freeze([
   'phaseSign', 'b0Align',
 ]);
 
-/** Schema options of the pipeline's stages (unwrapping, the echo fit, the brain mask, background removal). */
+/** Schema options of the pipeline's stages (unwrapping, the echo fit, the brain mask, background removal) and its optional outputs (also: SWI, R2*). */
 export const PIPELINE_OPTIONS = Object.freeze([
-  'unwrap', 'fitResidualLimit', 'background', 'vsharp', 'pdf', 'lbv', 'ismv', 'sharp', 'resharp', 'brainMask',
+  'unwrap', 'fitResidualLimit', 'background', 'vsharp', 'pdf', 'lbv', 'ismv', 'sharp', 'resharp', 'brainMask', 'also', 'swi', 'r2star',
 ]);
 
 /**

@@ -10,6 +10,7 @@
 #include "volume.h"
 #include "tessera/common/dipole.h"
 #include "tessera/common/physics.h"
+#include "tessera/pipeline/methods_text.h"
 #include "tessera/session/request.h"
 
 using namespace emscripten;
@@ -93,6 +94,11 @@ bool contrast_step(ContrastRun& r) { return guarded([&] { return r.step(); }); }
 val contrast_report(ContrastRun& r) { return guarded([&] { return r.report(); }); }
 val contrast_result(const ContrastRun& r) { return guarded([&] { return r.result(); }); }
 val contrast_outputs(const ContrastRun& r) { return guarded([&] { return r.outputs(); }); }
+val contrast_plan(const ContrastRun& r) { return guarded([&] { return r.plan(); }); }
+// The methods text of a pipeline request (tessera/pipeline/methods_text.h): {text, steps, references}.
+val pipeline_methods(val request, bool mask_given, std::string network) {
+  return guarded([&] { return methods_text_to_val(pipeline_methods_text(pipeline_request_read(request, nullptr), mask_given, network)); });
+}
 
 }  // namespace
 
@@ -128,6 +134,7 @@ EMSCRIPTEN_BINDINGS(tessera) {
   function("calibrationSlopeMeasured", &calibration_slope);
   function("fitCalibration", &fit_calibration);
   function("memoryCheck", &memory_check);
+  function("pipelineMethods", &pipeline_methods);
 
   class_<Volume>("Volume")
       .smart_ptr_constructor("Volume", &make_volume)
@@ -170,6 +177,7 @@ EMSCRIPTEN_BINDINGS(tessera) {
       .function("report", &contrast_report)
       .function("result", &contrast_result)
       .function("outputs", &contrast_outputs)
+      .function("plan", &contrast_plan)
       .function("echoes", &ContrastRun::echoes);
   function("alignB0", &align_b0);
   function("b0Resample", &b0_resample);

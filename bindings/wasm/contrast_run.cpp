@@ -39,11 +39,17 @@ ContrastRun::ContrastRun(const val& geometry, const std::string& kind, const val
     throw Error(ErrorCode::InvalidArgument, "a contrast run is swi or r2star, got '" + kind + "'");
   }
   if (te_s_.empty()) throw Error(ErrorCode::InvalidArgument, kind + ": no echo times given; give one TE (seconds) per echo");
+  // The memory plan, before any input is allocated: a run that does not fit is refused here.
+  plan_ = kind == "swi" ? plan_swi(geometry_, swi_request_, mask_given, Target::Wasm)
+                        : plan_r2star(geometry_, static_cast<uint32_t>(te_s_.size()), r2star_params_, threads_, Target::Wasm);
+  if (!plan_.feasible) throw Error(ErrorCode::BudgetExceeded, plan_.message);
   const uint64_t n = geometry_.voxel_count();
   magnitude_.assign(n * te_s_.size(), 0.0f);
   if (kind == "swi") phase_.assign(n * te_s_.size(), 0.0f);
   if (mask_given) mask_.assign(n, 0);
 }
+
+val ContrastRun::plan() const { return pipeline_plan_to_val(plan_, kind_ == "swi" ? swi_request_.threads : threads_); }
 
 val ContrastRun::magnitude_view() { return val(emscripten::typed_memory_view(magnitude_.size(), magnitude_.data())); }
 val ContrastRun::phase_view() {

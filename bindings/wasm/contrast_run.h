@@ -24,6 +24,9 @@ class ContrastRun {
   // echoes = the request's TEs; mask_given: the mask view is read (else SWI makes a brain mask, R2* fits every voxel
   // whose first echo is > 0). Throws Error(InvalidArgument) naming a bad option or kind.
   ContrastRun(const val& geometry, const std::string& kind, const val& request, bool mask_given);
+  // The run's memory plan (plan_swi / plan_r2star as a pipeline's plan object); the constructor refused one that does
+  // not fit (Error BudgetExceeded with the largest volume that does).
+  val plan() const;
   // Views on the heap, valid until the next allocating call: fill them at once.
   val magnitude_view();
   val phase_view();  // SWI only
@@ -50,6 +53,7 @@ class ContrastRun {
   unsigned threads_ = 1;
   std::vector<double> te_s_;
   SwiRequest swi_request_;
+  PipelinePlan plan_;
   R2starParams r2star_params_;
   std::vector<float> magnitude_, phase_;
   std::vector<uint8_t> mask_;

@@ -19,6 +19,7 @@
 #include "tessera/inversion/methods.h"
 #include "tessera/pipeline/pipeline.h"
 #include "tessera/contrast/r2star.h"
+#include "tessera/pipeline/methods_text.h"
 #include "tessera/pipeline/swi_from_phase.h"
 #include "tessera/engine/plan.h"
 #include "tessera/registry/registry.h"
@@ -72,6 +73,11 @@ bool is_pipeline_request(const val& v);
 // fitResidualLimit, method?, <method>: {...}, hardwareThreads}; every option checked against the schema. identity, when
 // given, receives te (or totalFieldUnits), b0 and every stage option in words (defaults filled in).
 PipelineRequest pipeline_request_from(const val& v, RequestIdentity* identity = nullptr);
+// pipeline_request_from without counting a parse: a request read again to describe a run (its methods text).
+PipelineRequest pipeline_request_read(const val& v, RequestIdentity* identity = nullptr);
+// A methods text (tessera/pipeline/methods_text.h) as {text, references: [string], steps: [{stage, title, sentence,
+// parameters: {name: value in words}, references: [n]}]}.
+val methods_text_to_val(const MethodsText& methods);
 // A pipeline's plan as plan() returns it: {feasible, message, pipeline: true, stages, inputBytes, workspaceBytes,
 // moduleHeapBytes, peakBytes, largestVoxels, threads, networks: 0, tilesInFlight: 0, warning}.
 val pipeline_plan_to_val(const PipelinePlan& plan, unsigned threads);
@@ -79,7 +85,9 @@ val pipeline_plan_to_val(const PipelinePlan& plan, unsigned threads);
 // echo, echo after echo), totalField, localField, backgroundField (ppm), te, b0}.
 val phantom_scan_to_val(const val& geometry, const val& options);
 // The pipeline's intermediates as standalone typed arrays ({mask, unwrappedPhase, offset, fieldHz, totalField,
-// fitResidual, fitMask, localField (null for a total-field method), localMask, chi (null without a method)}).
+// fitResidual, fitMask, localField (null for a total-field method), localMask, chi (null without a method), and the
+// optional outputs, null unless asked for: swi, swiMagnitude, swiPhase, swiPhaseMask, minIp, r2star, t2star, s0,
+// r2starResidual}).
 val pipeline_result_to_val(const PipelineResult& result);
 // An SWI request: {te: [s], unwrap, brainMask: {...}, swi: {maskPower, highPassSigmaXY, highPassSigmaZ, minIpSlab,
 // paramagneticPhase}, hardwareThreads}; every option checked against its table.

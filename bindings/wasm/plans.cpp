@@ -61,6 +61,41 @@ val pipeline_result_to_val(const PipelineResult& r) {
   o.set("localField", r.local_ppm.empty() ? val::null() : copy_out(std::span<const float>(r.local_ppm)));
   o.set("localMask", copy_out(std::span<const uint8_t>(r.local_mask)));
   o.set("chi", r.chi.empty() ? val::null() : copy_out(std::span<const float>(r.chi)));
+  // The optional outputs (also): null unless asked for and reached.
+  const auto optional = [&](const char* key, const std::vector<float>& v) { o.set(key, v.empty() ? val::null() : copy_out(std::span<const float>(v))); };
+  optional("swi", r.swi.swi);
+  optional("swiMagnitude", r.swi.magnitude);
+  optional("swiPhase", r.swi.phase_rad);
+  optional("swiPhaseMask", r.swi.phase_mask);
+  optional("minIp", r.min_ip);
+  optional("r2star", r.r2star.r2star);
+  optional("t2star", r.r2star.t2star);
+  optional("s0", r.r2star.s0);
+  optional("r2starResidual", r.r2star.residual);
+  return o;
+}
+
+val methods_text_to_val(const MethodsText& m) {
+  val o = val::object();
+  o.set("text", m.text);
+  val refs = val::array();
+  for (const std::string& r : m.references) refs.call<void>("push", r);
+  o.set("references", refs);
+  val steps = val::array();
+  for (const MethodsStep& s : m.steps) {
+    val step = val::object();
+    step.set("stage", s.stage);
+    step.set("title", s.title);
+    step.set("sentence", s.sentence);
+    val params = val::object();
+    for (const auto& [name, value] : s.parameters) params.set(name, value);
+    step.set("parameters", params);
+    val numbers = val::array();
+    for (unsigned n : s.references) numbers.call<void>("push", n);
+    step.set("references", numbers);
+    steps.call<void>("push", step);
+  }
+  o.set("steps", steps);
   return o;
 }
 

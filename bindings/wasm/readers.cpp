@@ -289,6 +289,10 @@ void read_options(const val& v, std::span<const OptionSpec> options, SetNumber s
 
 PipelineRequest pipeline_request_from(const val& v, RequestIdentity* identity) {
   ++parses;
+  return pipeline_request_read(v, identity);
+}
+
+PipelineRequest pipeline_request_read(const val& v, RequestIdentity* identity) {
   PipelineRequest r;
   // totalFieldUnits ('hz' | 'rad/s' | 'ppm'): the volume holds a total field map in these units, not per-echo phase.
   const val units = v["totalFieldUnits"];
@@ -319,6 +323,22 @@ PipelineRequest pipeline_request_from(const val& v, RequestIdentity* identity) {
   }
   read_options(v, pipeline_options(), [&](const std::string& n, double x) { set_pipeline_option(r, n, x); },
                [&](const std::string& n, const std::string& c) { set_pipeline_choice(r, n, c); }, identity);
+  // also: 'swi' | 'r2star', or a list of them: the optional outputs; their options count in the identity when asked for.
+  const val also = v["also"];
+  if (also.isString()) {
+    set_pipeline_also(r, also.as<std::string>());
+  } else if (!also.isUndefined() && !also.isNull()) {
+    if (!val::global("Array").call<bool>("isArray", also)) throw Error(ErrorCode::InvalidArgument, "also must be 'swi', 'r2star' or a list of them");
+    for (unsigned i = 0; i < also["length"].as<unsigned>(); ++i) {
+      if (!also[i].isString()) throw Error(ErrorCode::InvalidArgument, "also must be 'swi', 'r2star' or a list of them");
+      set_pipeline_also(r, also[i].as<std::string>());
+    }
+  }
+  if (identity) identity->emplace_back("also", std::string(r.also_swi ? "swi" : "") + (r.also_swi && r.also_r2star ? "," : "") + (r.also_r2star ? "r2star" : ""));
+  read_options(v, swi_options(), [&](const std::string& n, double x) { set_pipeline_option(r, n, x); },
+               [&](const std::string& n, const std::string& c) { set_pipeline_choice(r, n, c); }, r.also_swi ? identity : nullptr);
+  read_options(v, r2star_options(), [&](const std::string& n, double x) { set_pipeline_option(r, n, x); },
+               [&](const std::string& n, const std::string& c) { set_pipeline_choice(r, n, c); }, r.also_r2star ? identity : nullptr);
   if (is_method_request(v)) {
     const MethodRequest m = read_method_request(v);
     r.method = m.method;

@@ -31,7 +31,7 @@ const NIFTI = /\.nii(\.gz)?$/;
 const LABEL = /^[a-zA-Z0-9]+$/;
 const MANIFEST_COLUMNS = ['subject', 'session', 'field', 'phase', 'magnitude', 'mask', 'te', 'b0', 'units', 'phase_units', 'model', 'method'];
 // The pipeline's own options (tessera-qsm pipeline --option N=V), as the schema names them.
-const PIPELINE_OPTION = /^(unwrap|background|fitResidualLimit|(vsharp|pdf|lbv|ismv|sharp|resharp|brainMask)\.\w+)$/;
+const PIPELINE_OPTION = /^(unwrap|background|fitResidualLimit|(vsharp|pdf|lbv|ismv|sharp|resharp|brainMask|swi|r2star)\.\w+)$/;
 const FIELD_UNITS = { ppm: 'ppm', hz: 'hz', 'rad/s': 'rad/s' };
 const PHASE_UNITS = ['rad', 'deg', 'scanner'];
 /** The words a yes-or-no config value may be (snakemake --config passes them as text), by the value they mean. */
@@ -418,8 +418,8 @@ export function pipelineConfig(config, schema) {
   const what = 'config phase_pipeline';
   if (typeof p === 'string') p = { method: p };
   if (typeof p !== 'object' || Array.isArray(p)) throw new CohortError(`${what} must be a method name (rts) or {method: rts, params: {...}, options: {...}} or {model: <field network>}`);
-  const unknown = Object.keys(p).filter((k) => !['method', 'model', 'params', 'options'].includes(k));
-  if (unknown.length) throw new CohortError(`${what}: unknown key(s) ${unknown.join(', ')} (keys: method, model, params, options)`);
+  const unknown = Object.keys(p).filter((k) => !['method', 'model', 'params', 'options', 'also'].includes(k));
+  if (unknown.length) throw new CohortError(`${what}: unknown key(s) ${unknown.join(', ')} (keys: method, model, params, options, also)`);
   if ((p.method == null) === (p.model == null)) throw new CohortError(`${what}: give one inversion of the local field: method (classical: ${methodNames(schema).join(', ')}) or model (a field network)`);
   if (p.params != null && (typeof p.params !== 'object' || Array.isArray(p.params))) throw new CohortError(`${what}.params must be a mapping (name: value)`);
   if (p.options != null && (typeof p.options !== 'object' || Array.isArray(p.options))) throw new CohortError(`${what}.options must be a mapping (name: value), e.g. {background: pdf, vsharp.maxRadius: 12}`);
@@ -434,6 +434,13 @@ export function pipelineConfig(config, schema) {
     options[k] = schemaValue(entry, v, `${what}.options`);
   }
   const out = { options, params: {} };
+  // also: the optional outputs (the schema's also choices: swi, r2star), a list or a comma-separated string.
+  if (p.also != null) {
+    const choices = byName.get('also')?.choices ?? [];
+    const list = (Array.isArray(p.also) ? p.also : String(p.also).split(',')).map((x) => String(x).trim()).filter(Boolean);
+    for (const a of list) if (!choices.includes(a)) throw new CohortError(`${what}.also: unknown output '${a}' (outputs: ${choices.join(', ')})`);
+    if (list.length) out.also = [...new Set(list)];
+  }
   if (p.model != null) out.model = String(p.model);
   else {
     out.method = checkMethod(String(p.method), schema, what);
@@ -505,7 +512,7 @@ export function assignModels(records, registry, config, packageRoot, schema = []
   };
   for (const rec of records) {
     if (rec.pipeline) {
-      const p = { options: base.options };
+      const p = { options: base.options, ...(base.also && { also: base.also }) };
       if (rec.method !== undefined) {
         p.method = checkMethod(rec.method, schema, `${rec.source}: method`);
         p.params = p.method === base.method ? base.params : {};
@@ -525,6 +532,9 @@ export function assignModels(records, registry, config, packageRoot, schema = []
         }
         rec.model = p.model;
         addModel(p.model, m);
+      }
+      if (p.also && !rec.magnitude) {
+        throw new CohortError(`${rec.source}: config phase_pipeline.also (${p.also.join(', ')}) needs the magnitude of every echo (SWI weights it, R2* fits it): add its _part-mag echoes, or leave also out`);
       }
       rec.pipeline = p;
       rec.suffix = 'Chimap';

@@ -21,17 +21,56 @@ namespace tessera {
 
 namespace {
 
+// The methods' papers, each named once.
+constexpr Citation kShmueli2009{"Shmueli et al. 2009",
+                                "Shmueli K, de Zwart JA, van Gelderen P, et al. Magnetic susceptibility mapping of brain tissue "
+                                "in vivo using MRI phase data. Magn Reson Med 2009;62:1510-1522."};
+constexpr Citation kWharton2010{"Wharton et al. 2010",
+                                "Wharton S, Schafer A, Bowtell R. Susceptibility mapping in the human brain using "
+                                "threshold-based k-space division. Magn Reson Med 2010;63:1292-1304."};
+constexpr Citation kBilgic2014{"Bilgic et al. 2014",
+                               "Bilgic B, Fan AP, Polimeni JR, et al. Fast quantitative susceptibility mapping with "
+                               "L1-regularization and automatic parameter selection. Magn Reson Med 2014;72:1444-1459."};
+constexpr Citation kMilovic2018{"Milovic et al. 2018",
+                                "Milovic C, Bilgic B, Zhao B, Acosta-Cabronero J, Tejos C. Fast nonlinear susceptibility "
+                                "inversion with variational regularization. Magn Reson Med 2018;80:814-821."};
+constexpr Citation kKames2018{"Kames et al. 2018",
+                              "Kames C, Wiggermann V, Rauscher A. Rapid two-step dipole inversion for susceptibility mapping "
+                              "with sparsity priors. NeuroImage 2018;167:276-283."};
+constexpr Citation kLi2015{"Li et al. 2015",
+                           "Li W, Wang N, Yu F, et al. A method for estimating and removing streaking artifacts in "
+                           "quantitative susceptibility mapping. NeuroImage 2015;108:111-122."};
+constexpr Citation kPolak2020{"Polak et al. 2020",
+                              "Polak D, Chatnuntawech I, Yoon J, et al. Nonlinear dipole inversion (NDI) enables robust "
+                              "quantitative susceptibility mapping (QSM). NMR Biomed 2020;33:e4271."};
+constexpr Citation kLiu2012{"Liu et al. 2012",
+                            "Liu J, Liu T, de Rochefort L, et al. Morphology enabled dipole inversion for quantitative "
+                            "susceptibility mapping using structural consistency between the magnitude image and the "
+                            "susceptibility map. NeuroImage 2012;59:2560-2568."};
+constexpr Citation kLiu2017{"Liu et al. 2017",
+                            "Liu Z, Kee Y, Zhou D, Wang Y, Spincemaille P. Preconditioned total field inversion (TFI) method "
+                            "for quantitative susceptibility mapping. Magn Reson Med 2017;78:303-315."};
+constexpr Citation kTkdPapers[] = {kShmueli2009, kWharton2010};
+constexpr Citation kTsvdPapers[] = {kWharton2010};
+constexpr Citation kTikhonovPapers[] = {kBilgic2014};
+constexpr Citation kTvPapers[] = {kBilgic2014, kMilovic2018};
+constexpr Citation kRtsPapers[] = {kKames2018};
+constexpr Citation kIlsqrPapers[] = {kLi2015};
+constexpr Citation kNdiPapers[] = {kPolak2020};
+constexpr Citation kMediPapers[] = {kLiu2012};
+constexpr Citation kTfiPapers[] = {kLiu2017};
+
 // Methods in the order they are listed; each one's parameters follow in kOptions.
 const MethodInfo kMethods[] = {
-    {Method::Tkd, "tkd", "TKD", false, "Shmueli et al. 2009 MRM; Wharton et al. 2010 MRM (the threshold)"},
-    {Method::Tsvd, "tsvd", "TSVD", false, "Wharton et al. 2010 MRM; threshold as QSM.jl tsvd"},
-    {Method::Tikhonov, "tikhonov", "Tikhonov", false, "Bilgic et al. 2014 MRM (closed form); defaults as QSM.jl tikh"},
-    {Method::Tv, "tv", "TV-ADMM", false, "Bilgic et al. 2014 MRM; Milovic et al. 2018 MRM (FANSI); defaults as QSM.rs"},
-    {Method::Rts, "rts", "RTS", false, "Kames, Wiggermann, Rauscher 2018 NeuroImage; defaults as QSM.jl rts"},
-    {Method::Ilsqr, "ilsqr", "iLSQR", false, "Li et al. 2015 NeuroImage; defaults as STI Suite / QSM.rs"},
-    {Method::Ndi, "ndi", "NDI", false, "Polak et al. 2020 NMR Biomed; defaults as FANSI ndi"},
-    {Method::Medi, "medi", "MEDI", true, "Liu et al. 2011/2012 MRM; defaults as the MEDI toolbox"},
-    {Method::Tfi, "tfi", "TFI", true, "Liu et al. 2018 MRM (preconditioned total field inversion); defaults as the MEDI toolbox", true},
+    {Method::Tkd, "tkd", "TKD", false, "Shmueli et al. 2009 MRM; Wharton et al. 2010 MRM (the threshold)", false, kTkdPapers},
+    {Method::Tsvd, "tsvd", "TSVD", false, "Wharton et al. 2010 MRM; threshold as QSM.jl tsvd", false, kTsvdPapers},
+    {Method::Tikhonov, "tikhonov", "Tikhonov", false, "Bilgic et al. 2014 MRM (closed form); defaults as QSM.jl tikh", false, kTikhonovPapers},
+    {Method::Tv, "tv", "TV-ADMM", false, "Bilgic et al. 2014 MRM; Milovic et al. 2018 MRM (FANSI); defaults as QSM.rs", false, kTvPapers},
+    {Method::Rts, "rts", "RTS", false, "Kames, Wiggermann, Rauscher 2018 NeuroImage; defaults as QSM.jl rts", false, kRtsPapers},
+    {Method::Ilsqr, "ilsqr", "iLSQR", false, "Li et al. 2015 NeuroImage; defaults as STI Suite / QSM.rs", false, kIlsqrPapers},
+    {Method::Ndi, "ndi", "NDI", false, "Polak et al. 2020 NMR Biomed; defaults as FANSI ndi", false, kNdiPapers},
+    {Method::Medi, "medi", "MEDI", true, "Liu et al. 2011/2012 MRM; defaults as the MEDI toolbox", false, kMediPapers},
+    {Method::Tfi, "tfi", "TFI", true, "Liu et al. 2018 MRM (preconditioned total field inversion); defaults as the MEDI toolbox", true, kTfiPapers},
 };
 
 constexpr double kBig = 1e10;

@@ -92,6 +92,15 @@ class Once : public Iterative {
 
 uint32_t echo_fit_steps(size_t echoes) { return echoes > 1 ? static_cast<uint32_t>(echoes) + 1 : 1; }
 
+// The optional outputs' steps: SWI (an echo each, a smoothing axis each, the mask), the minIP and R2* (a slice each).
+uint32_t also_steps(const Geometry& g, const PipelineRequest& r) {
+  const uint32_t slices = static_cast<uint32_t>(g.dims[2]);
+  uint32_t steps = 0;
+  if (r.also_swi) steps += static_cast<uint32_t>(r.te_s.size()) + (r.swi.high_pass_sigma_z_voxels > 0.0 ? 3 : 2) + 1 + slices;
+  if (r.also_r2star) steps += slices;
+  return steps;
+}
+
 bool pipeline_from_total_field(const PipelineRequest& r) { return r.total_field_units != TotalFieldUnits::None; }
 
 // Hz per unit of a total field at b0_tesla.
@@ -214,6 +223,18 @@ double mask_background_share(std::span<const float> magnitude, std::span<const u
 }
 
 void set_pipeline_option(PipelineRequest& r, std::string_view name, double value) {
+  if (name.starts_with("swi.")) {
+    const OptionSpec& o = find_option(swi_options(), name);
+    if (!o.choices.empty()) throw word_refusal(o, number_text(value));  // a worded option given a number
+    const double v = checked_value(o, value);
+    if (name == "swi.maskPower") r.swi.mask_power = v;
+    else if (name == "swi.highPassSigmaXY") r.swi.high_pass_sigma_xy_voxels = v;
+    else if (name == "swi.highPassSigmaZ") r.swi.high_pass_sigma_z_voxels = v;
+    else if (name == "swi.minIpSlab") r.min_ip_slab_mm = v;
+    else throw Error(ErrorCode::Internal, "no numeric SWI option '" + std::string(name) + "'");
+    return;
+  }
+  if (name.starts_with("r2star.")) throw word_refusal(find_option(r2star_options(), name), number_text(value));
   const double v = checked_option(pipeline_options(), name, value);
   if (name == "vsharp.maxRadius") r.vsharp.max_radius_voxels = v;
   else if (name == "vsharp.minRadius") r.vsharp.min_radius_voxels = v;
@@ -237,7 +258,24 @@ void set_pipeline_option(PipelineRequest& r, std::string_view name, double value
   else throw Error(ErrorCode::Internal, "no numeric pipeline option '" + std::string(name) + "'");
 }
 
+void set_pipeline_also(PipelineRequest& r, std::string_view name) {
+  if (name == "swi") r.also_swi = true;
+  else if (name == "r2star") r.also_r2star = true;
+  else throw Error(ErrorCode::InvalidArgument, "also: the pipeline's optional outputs are swi and r2star, got '" + std::string(name) + "'");
+}
+
 void set_pipeline_choice(PipelineRequest& r, std::string_view name, std::string_view choice) {
+  if (name == "swi.paramagneticPhase") {
+    if (choice == "positive") r.swi.paramagnetic_positive = true;
+    else if (choice == "negative") r.swi.paramagnetic_positive = false;
+    else throw word_refusal(find_option(swi_options(), name), choice);
+    return;
+  }
+  if (name.starts_with("swi.")) throw word_refusal(find_option(swi_options(), name), choice);
+  if (name == "r2star.method") {
+    r.r2star.method = r2star_method_from_name(choice);
+    return;
+  }
   const OptionSpec& o = find_option(pipeline_options(), name);
   if (name == "unwrap" && choice == "region-growing") r.echo_fit.unwrapper = Unwrapper::RegionGrowing;
   else if (name == "unwrap" && choice == "laplacian") r.echo_fit.unwrapper = Unwrapper::Laplacian;
@@ -308,9 +346,26 @@ Pipeline::Pipeline(const Geometry& g, std::span<const float> phase, std::span<co
     throw Error(ErrorCode::InvalidArgument, std::string(method_info(*request_.method).title) +
                                                 " needs the magnitude (its edge prior comes from it): give magnitude, or choose another method");
   }
+  if (request_.also_swi || request_.also_r2star) {
+    const char* what = request_.also_swi ? "SWI" : "R2*";
+    if (from_total) {
+      throw Error(ErrorCode::InvalidArgument, std::string(what) + " (also) needs every echo's phase and magnitude, not a total field map: "
+                                                                  "give phase with te, or leave also out");
+    }
+    if (magnitude.empty()) {
+      throw Error(ErrorCode::InvalidArgument, std::string(what) + " (also) needs the magnitude of every echo: give magnitude, or leave also out");
+    }
+    validate(request_.swi);
+    min_ip_slices(request_.min_ip_slab_mm, g.voxel_mm[2]);
+    validate(request_.r2star);
+    if (request_.also_r2star && request_.r2star.method == R2starMethod::Arlo) validate_arlo_echoes(request_.te_s);
+    if (request_.also_r2star && request_.te_s.size() < 2) {
+      throw Error(ErrorCode::InvalidArgument, "R2* (also) needs at least 2 echoes, got 1: leave r2star out of also");
+    }
+  }
   request_.echo_fit.keep_unwrapped = true;
   planned_ = (mask.empty() ? 1 : 0) + (from_total ? 0 : echo_fit_steps(request_.te_s.size())) + background_steps(g, request_) +
-             (request_.method ? method_steps(*request_.method, request_.method_params) : 0);
+             (request_.method ? method_steps(*request_.method, request_.method_params) : 0) + also_steps(g, request_);
   next_stage();
 }
 
@@ -364,6 +419,15 @@ void Pipeline::next_stage() {
       const bool total = pipeline_skips_background(request_);
       current_ = start_method(*request_.method, g, total ? result_.total_ppm : result_.local_ppm, result_.local_mask,
                               first_echo(magnitude_, g.voxel_count()), request_.method_params, threads);
+    } else if (stage_ == 5) {  // SWI on the unwrapped echoes in the brain mask
+      if (!request_.also_swi) continue;
+      current_ = std::make_unique<Swi>(g, magnitude_, result_.unwrapped_rad, request_.te_s, result_.mask, request_.swi, threads);
+    } else if (stage_ == 6) {
+      if (!request_.also_swi) continue;
+      current_ = std::make_unique<MinIntensityProjection>(g, result_.swi.swi, request_.min_ip_slab_mm, threads);
+    } else if (stage_ == 7) {
+      if (!request_.also_r2star) continue;
+      current_ = std::make_unique<R2star>(g, magnitude_, request_.te_s, result_.mask, request_.r2star, threads);
     } else {
       finished_ = true;
       return;
@@ -454,6 +518,12 @@ void Pipeline::advance() {
     if (!w.empty()) result_.warnings.push_back(std::move(w));
   } else if (stage_ == 4) {
     result_.chi = static_cast<MethodComputation&>(*current_).take_result();
+  } else if (stage_ == 5) {
+    result_.swi = static_cast<Swi&>(*current_).take_result();
+  } else if (stage_ == 6) {
+    result_.min_ip = static_cast<MinIntensityProjection&>(*current_).take_result();
+  } else if (stage_ == 7) {
+    result_.r2star = static_cast<R2star&>(*current_).take_result();
   }
   // Planned steps of a stage that converged early are not waited for.
   next_stage();
@@ -479,7 +549,18 @@ uint64_t pipeline_workspace_bytes(const Geometry& g, const PipelineRequest& r, b
   if (!mask_given) stage = std::max(stage, brain_mask_workspace_bytes(g, r.brain_mask, r.threads));
   if (!pipeline_skips_background(r)) stage = std::max(stage, background_workspace_bytes(g, r));
   if (r.method) stage = std::max(stage, method_workspace_bytes(*r.method, g, r.method_params, r.threads));
-  return saturating_add(kept, stage);
+  // The optional outputs: kept are SWI's four maps and the minIP (20·N), R2*'s four maps (16·N); each stage's
+  // workspace is counted whole beside them (its results included: an upper bound).
+  uint64_t also_kept = 0;
+  if (r.also_swi) {
+    also_kept = saturating_add(also_kept, saturating_mul(n, 5 * sizeof(float)));
+    stage = std::max(stage, saturating_add(swi_workspace_bytes(g, r.swi, r.threads), min_intensity_projection_workspace_bytes(g)));
+  }
+  if (r.also_r2star) {
+    also_kept = saturating_add(also_kept, saturating_mul(n, 4 * sizeof(float)));
+    stage = std::max(stage, r2star_workspace_bytes(g, static_cast<uint32_t>(echoes), r.r2star, r.threads));
+  }
+  return saturating_add(saturating_add(kept, also_kept), stage);
 }
 
 PipelinePlan plan_pipeline(const Geometry& g, const PipelineRequest& r, bool mask_given, bool magnitude, Target target) {
@@ -492,6 +573,8 @@ PipelinePlan plan_pipeline(const Geometry& g, const PipelineRequest& r, bool mas
   if (!from_total) p.stages.push_back("echo fit");
   if (!pipeline_skips_background(r)) p.stages.push_back(background_title(r.background));
   if (r.method) p.stages.push_back(std::string(method_info(*r.method).title));
+  if (r.also_swi) p.stages.insert(p.stages.end(), {"SWI", "minIP"});
+  if (r.also_r2star) p.stages.push_back("R2*");
   p.input_bytes = saturating_add(saturating_mul(n, echoes * sizeof(float) * (magnitude ? 2 : 1)), saturating_mul(n, 1 + sizeof(float)));
   p.workspace_bytes = pipeline_workspace_bytes(g, r, mask_given);
   const HeapFit fit = fit_heap(g, p.input_bytes, p.workspace_bytes, target);

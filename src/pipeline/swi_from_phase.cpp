@@ -142,4 +142,50 @@ uint64_t swi_from_phase_workspace_bytes(const Geometry& g, const SwiRequest& req
   return saturating_add(kept, stage);
 }
 
+namespace {
+
+// A contrast run's plan from its inputs and workspace (fit_heap), refused with the largest volume that fits.
+PipelinePlan contrast_plan(const Geometry& g, const std::string& what, uint32_t echoes, std::vector<std::string> stages,
+                           uint64_t input_bytes, uint64_t workspace_bytes, Target target) {
+  PipelinePlan p;
+  p.stages = std::move(stages);
+  p.input_bytes = input_bytes;
+  p.workspace_bytes = workspace_bytes;
+  const HeapFit fit = fit_heap(g, p.input_bytes, p.workspace_bytes, target);
+  p.module_heap_bytes = fit.module_heap_bytes;
+  p.largest_voxels = fit.largest_voxels;
+  p.feasible = fit.fits;
+  if (!p.feasible) {
+    p.message = what + " on " + dims_text(g.dims) + " with " + std::to_string(echoes) + " echoes needs " + format_gb(p.module_heap_bytes) +
+                " of the module's heap, over the " + format_gb(WASM_COMPUTE_HEAP_LIMIT_BYTES) +
+                " a browser heap can safely hold: the largest volume that fits holds " + std::to_string(p.largest_voxels) +
+                " voxels; crop the volume around the head, or give fewer echoes";
+  }
+  return p;
+}
+
+}  // namespace
+
+PipelinePlan plan_swi(const Geometry& g, const SwiRequest& request, bool mask_given, Target target) {
+  validate_geometry(g);
+  validate(request.swi);
+  const uint64_t n = g.voxel_count();
+  const uint32_t echoes = static_cast<uint32_t>(std::max<size_t>(1, request.te_s.size()));
+  // phase and magnitude of every echo (f32), the mask (u8)
+  const uint64_t input = saturating_add(saturating_mul(saturating_mul(n, echoes), 2 * sizeof(float)), n);
+  std::vector<std::string> stages;
+  if (!mask_given) stages.push_back("brain mask");
+  stages.insert(stages.end(), {"echo fit", "SWI", "minIP"});
+  return contrast_plan(g, "SWI", echoes, std::move(stages), input, swi_from_phase_workspace_bytes(g, request, mask_given), target);
+}
+
+PipelinePlan plan_r2star(const Geometry& g, uint32_t echoes, const R2starParams& params, unsigned threads, Target target) {
+  validate_geometry(g);
+  const uint64_t n = g.voxel_count();
+  echoes = std::max<uint32_t>(1, echoes);
+  // the magnitude of every echo (f32), the mask (u8)
+  const uint64_t input = saturating_add(saturating_mul(saturating_mul(n, echoes), sizeof(float)), n);
+  return contrast_plan(g, "R2*", echoes, {"R2*"}, input, r2star_workspace_bytes(g, echoes, params, threads), target);
+}
+
 }  // namespace tessera

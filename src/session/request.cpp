@@ -12,6 +12,8 @@
 #include "tessera/inversion/methods.h"
 #include "tessera/networks/phase_networks.h"
 #include "tessera/pipeline/pipeline.h"
+#include "tessera/contrast/r2star.h"
+#include "tessera/contrast/swi.h"
 #include "tessera/common/error.h"
 
 namespace tessera {
@@ -107,6 +109,14 @@ const std::vector<OptionSpec>& all_options() {
     v.insert(v.end(), m.begin(), m.end());
     const std::span<const OptionSpec> stages = pipeline_options();
     v.insert(v.end(), stages.begin(), stages.end());
+    // SWI and R2* (tessera.swi(), tessera.r2star(), and the pipeline's optional outputs: also).
+    v.push_back({"also", "", 0, "none", 0, 0, false, false,
+                 "pipeline(): optional outputs from the same echoes, a list: swi (SWI and its minIP) and r2star (R2* and T2*)",
+                 "swi|r2star"});
+    const std::span<const OptionSpec> swi = swi_options();
+    v.insert(v.end(), swi.begin(), swi.end());
+    const std::span<const OptionSpec> r2 = r2star_options();
+    v.insert(v.end(), r2.begin(), r2.end());
     return v;
   }();
   return all;

@@ -7,10 +7,15 @@ import { duration } from './format.js';
 import { readInputs } from './read-inputs.js';
 import { echoTimes, keyValues, wholeNumber } from './values.js';
 
-/** --option NAME=VALUE (swi.maskPower=4, unwrap=laplacian, brainMask.erosion=2) → the request's fields. */
-function contrastOptions(list) {
+/**
+ * --option NAME=VALUE (swi.maskPower=4, unwrap=laplacian, brainMask.erosion=2) → the request's fields; NAME is one of
+ * the schema's SWI options (swi.*, unwrap, brainMask.*; C++ checks the values). schema: tessera.schema().
+ */
+export function contrastOptions(list, schema) {
+  const known = schema.filter((x) => ['swi', 'unwrap', 'brainMask'].includes(x.name.split('.')[0])).map((x) => x.name);
   const out = {};
   for (const [name, value] of Object.entries(keyValues(list, '--option'))) {
+    if (!known.includes(name)) throw usageError(`--option ${name} is not an SWI option (options: ${known.join(', ')}; see \`tessera-qsm swi --help\`)`);
     const [group, key] = name.split('.');
     if (key === undefined) out[group] = value;
     else (out[group] ??= {})[key] = value;
@@ -40,7 +45,7 @@ export async function cmdSwi(o, ctx) {
   if (units !== undefined && !['rad', 'deg', 'scanner'].includes(units)) throw usageError(`--phase-units must be rad, deg or scanner, got '${o['phase-units']}'`);
   const scale = o['phase-scale'] === undefined ? undefined : Number(o['phase-scale']);
   const cores = wholeNumber(o.cores, 'cores', 1);
-  const options = contrastOptions(o.option);
+  const options = contrastOptions(o.option, ctx.schema);
   const { signal, progress } = ctx;
   const { like, phase, magnitude, geometry, mask, echoes, phaseInfo } = await readInputs(o, { needMask: false, phase: { te, units, scale }, convert: true }, signal);
   for (const note of phaseInfo?.notes ?? []) progress.line(note);
@@ -67,7 +72,8 @@ export async function cmdR2star(o, ctx) {
   if (o.out === undefined && o.t2star === undefined) throw usageError(`give --out (R2*) and/or --t2star; ${see}`);
   requireOut(o, 'out');
   requireOut(o, 't2star');
-  if (o.method !== undefined && !['arlo', 'loglinear'].includes(o.method)) throw usageError(`--method must be arlo or loglinear, got '${o.method}'`);
+  const methods = ctx.schema.find((x) => x.name === 'r2star.method').choices;
+  if (o.method !== undefined && !methods.includes(o.method)) throw usageError(`--method must be ${methods.join(' or ')}, got '${o.method}'`);
   const cores = wholeNumber(o.cores, 'cores', 1);
   const { signal, progress } = ctx;
   let mag;

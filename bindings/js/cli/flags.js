@@ -25,7 +25,7 @@ export const CLI_FLAGS = {
   },
   pipeline: {
     phase: TEXT, 'total-field': TEXT, units: TEXT, magnitude: TEXT, mask: TEXT, 'phase-units': TEXT, 'phase-scale': TEXT, model: TEXT,
-    weights: MANY, param: MANY, option: MANY, cores: TEXT, out: OUT, 'keep-intermediates': TEXT, report: TEXT, quiet: QUIET, help: HELP,
+    weights: MANY, param: MANY, option: MANY, also: TEXT, cores: TEXT, out: OUT, 'keep-intermediates': TEXT, report: TEXT, quiet: QUIET, help: HELP,
   },
   score: { chi: TEXT, reference: TEXT, mask: TEXT, cores: TEXT, json: SWITCH, help: HELP },
   'qsm-ci': { in: TEXT, out: OUT, method: TEXT, background: TEXT, param: MANY, cores: TEXT, quiet: QUIET, help: HELP },

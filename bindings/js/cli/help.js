@@ -19,7 +19,8 @@ const INVERT_USAGE = `  tessera-qsm invert --field f.nii[.gz] --mask m.nii[.gz] 
 
 const PIPELINE_USAGE = `  tessera-qsm pipeline --phase p.nii[.gz] --te S,S,... [--magnitude mag.nii[.gz]] [--mask m.nii[.gz]] [--b0 T]
                        (--method NAME [--param N=V ...] | --model ID [--weights FILE|URL]) [--option N=V ...]
-                       --out chi.nii[.gz] [--keep-intermediates DIR] [--report r.json] [--cores N] [--quiet]
+                       [--also swi,r2star] --out chi.nii[.gz] [--keep-intermediates DIR] [--report r.json|methods.md]
+                       [--cores N] [--quiet]
   tessera-qsm pipeline --total-field map.nii[.gz] --units hz|rad/s|ppm [--magnitude mag.nii[.gz]] [--mask m.nii[.gz]]
                        [--b0 T] (--method NAME ... | --model ID ...) [--option N=V ...] --out chi.nii[.gz] [...]
 `;
@@ -90,24 +91,6 @@ and the response is summed by distance (the radius holding 90 % and 99 % of it, 
 --json prints {graph, probe, weightsSha256}: the file plan and invert take as --context FILE (the probe's within[]
 is the profile; the weights' sha256s let them refuse it for other weights).
 `,
-  swi: `tessera-qsm swi: susceptibility-weighted imaging and its minimum-intensity projection
-  tessera-qsm swi --phase p.nii[.gz] --magnitude mag.nii[.gz] --te S,S,... --out swi.nii[.gz] [--min-ip minip.nii[.gz]]
-The wrapped phase of every echo is unwrapped (as the pipeline's echo fit, inside a brain mask made from the magnitude
-unless --mask is given), combined into one frequency and high-passed (a Gaussian of 4 voxels in plane, CLEAR-SWI's);
-Haacke's negative phase mask (swi.paramagneticPhase=positive for the opposite convention) to the power 4 weights
-the echoes' root-sum-of-squares magnitude. The minIP takes the minimum over a sliding 8 mm slab along the slice axis.
-Outputs keep the input's header.
-  --phase-units U    rad, deg or scanner (as the pipeline; a phase that is not radians is refused in words)
-  --option N=V       swi.maskPower=4, swi.highPassSigmaXY=4 (voxels), swi.highPassSigmaZ=0, swi.minIpSlab=8 (mm),
-                     swi.paramagneticPhase=negative|positive, unwrap=region-growing|laplacian, brainMask.erosion=MM
-  --cores N          threads of the C++ stages (default 1)
-`,
-  r2star: `tessera-qsm r2star: R2* (1/s) and T2* (s) maps from the multi-echo magnitude
-  tessera-qsm r2star --magnitude mag.nii[.gz] --te S,S,... [--out r2star.nii[.gz]] [--t2star t2star.nii[.gz]]
-  --method M         arlo (default; Pei 2015, needs >= 3 equally spaced echoes) or loglinear (least squares of ln S)
-  --mask m.nii       the voxels fitted (default: every voxel whose first echo is > 0)
-T2* = 1/R2*, 1 s where R2* < 1/s; R2* is kept in [0, 2000] 1/s. Outputs keep the input's header.
-`,
   score: `tessera-qsm score: QSM-CI's scores of a χ map against a reference
 
 Usage:
@@ -159,7 +142,7 @@ give the divisor (default 1); --threads the ONNX Runtime threads (default 1, as 
 };
 
 /** Whether a command's help describes request flags (and so needs the schema). */
-export const helpNeedsSchema = (topic) => topic === 'invert' || topic === 'pipeline';
+export const helpNeedsSchema = (topic) => ['invert', 'pipeline', 'swi', 'r2star'].includes(topic);
 
 const WIDTH = 118;
 const COLUMN = 21;
@@ -303,6 +286,40 @@ function stageOptions(schema) {
     .join('');
 }
 
+/** The schema's options whose names start with one of prefixes ('swi.', 'unwrap'), one line each (--option N=V). */
+function schemaOptionLines(schema, prefixes) {
+  return schema
+    .filter((o) => prefixes.some((p) => o.name === p || o.name.startsWith(`${p}.`)))
+    .map((o) => {
+      const facts = [o.choices.length ? o.choices.join('|') : [rangeText(o), o.unit].filter(Boolean).join(' '), `default ${defaultText(o)}`].filter(Boolean);
+      return line(`    ${o.name}`, `${o.help} (${facts.join('; ')})`);
+    })
+    .join('');
+}
+
+function swiHelp(schema) {
+  return `tessera-qsm swi: susceptibility-weighted imaging and its minimum-intensity projection
+  tessera-qsm swi --phase p.nii[.gz] --magnitude mag.nii[.gz] --te S,S,... --out swi.nii[.gz] [--min-ip minip.nii[.gz]]
+The wrapped phase of every echo is unwrapped (as the pipeline's echo fit, inside a brain mask made from the magnitude
+unless --mask is given), combined into one frequency and high-passed (CLEAR-SWI, Eckstein 2021); Haacke's phase mask
+raised to a power weights the echoes' root-sum-of-squares magnitude (Haacke 2004); the minIP takes the minimum over a
+sliding slab along the slice axis. Outputs keep the input's header.
+  --phase-units U    rad, deg or scanner (as the pipeline; a phase that is not radians is refused in words)
+  --mask FILE        where the phase is unwrapped and high-passed (default: a brain mask made from the magnitude)
+  --option N=V       an SWI option (repeatable):
+${schemaOptionLines(schema, ['swi', 'unwrap', 'brainMask'])}  --cores N          threads of the C++ stages (default 1)
+`;
+}
+
+function r2starHelp(schema) {
+  const method = schema.find((o) => o.name === 'r2star.method');
+  return `tessera-qsm r2star: R2* (1/s) and T2* (s) maps from the multi-echo magnitude
+  tessera-qsm r2star --magnitude mag.nii[.gz] --te S,S,... [--out r2star.nii[.gz]] [--t2star t2star.nii[.gz]]
+${line('  --method M', `${method.help} (${method.choices.join('|')}; default ${defaultText(method)})`)}  --mask m.nii       the voxels fitted (default: every voxel whose first echo is > 0)
+T2* = 1/R2*, 1 s where R2* < 1/s; R2* is kept in [0, 2000] 1/s. Outputs keep the input's header.
+`;
+}
+
 function pipelineHelp(schema) {
   const flags = requestFlags('pipeline', schema).map(({ flag, option }) => optionLine(flag, option)).join('');
   return `tessera-qsm pipeline: from a multi-echo scan's wrapped phase, or a total field map, to susceptibility (χ, ppm)
@@ -325,7 +342,12 @@ total-field method (--method tfi) inverts the total field itself, with no backgr
 ${flags}  --param N=V        a parameter of the --method (repeatable; \`tessera-qsm methods\` lists them)
   --model ID         a registry network (with --weights as for invert)
   --option N=V       a stage option (repeatable), e.g. --option background=pdf or --option vsharp.maxRadius=12:
-${stageOptions(schema)}  --keep-intermediates DIR   also write mask, total field (Hz, ppm), fit residual and mask, receive-phase offset,
+${stageOptions(schema)}  --also LIST        optional outputs from the same echoes, comma-separated: swi (SWI and its minIP, options swi.*)
+                     and r2star (R2* and T2*, option r2star.method), written next to --out as <out>_swi, <out>_minIP,
+                     <out>_R2starmap and <out>_T2starmap (.nii or .nii.gz as --out)
+  --report FILE      a .md file: the methods text (every step, its parameters and papers, with references) and this
+                     command; any other name: the run's report as JSON
+  --keep-intermediates DIR   also write mask, total field (Hz, ppm), fit residual and mask, receive-phase offset,
                      each echo's unwrapped phase, local field and local mask there (NIfTI, the input's header)
   --cores N          threads of the C++ stages (default: the machine's)
 `;
@@ -338,5 +360,7 @@ ${stageOptions(schema)}  --keep-intermediates DIR   also write mask, total field
 export function helpText(topic, schema) {
   if (topic === 'invert') return invertHelp(schema);
   if (topic === 'pipeline') return pipelineHelp(schema);
+  if (topic === 'swi') return swiHelp(schema);
+  if (topic === 'r2star') return r2starHelp(schema);
   return STATIC_HELP[topic];
 }

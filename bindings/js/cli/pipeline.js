@@ -2,7 +2,7 @@
 // background removal) and a classical method or a registry network.
 import fs from 'node:fs';
 import path from 'node:path';
-import { writeNifti } from '../index.js';
+import { writeNifti, methodsMarkdown, commandLine } from '../index.js';
 import { PIPELINE_OPTIONS } from '../request.js';
 import { CliError, EXIT_OK, EXIT_USAGE, usageError } from './errors.js';
 import { niftiName, checkWritable, removeStalePartials, writeAtomic } from './files.js';
@@ -26,6 +26,36 @@ export function stageOptions(list, schema) {
     else (out[group] ??= {})[key] = value;
   }
   return out;
+}
+
+/**
+ * --also swi,r2star → ['swi', 'r2star']: the pipeline's optional outputs, checked against the schema's also choices.
+ */
+export function alsoOutputs(text, schema) {
+  if (text === undefined) return [];
+  const choices = schema.find((x) => x.name === 'also').choices;
+  const list = [...new Set(String(text).split(',').map((s) => s.trim()).filter(Boolean))];
+  for (const a of list) if (!choices.includes(a)) throw usageError(`--also takes ${choices.join(', ')} (comma-separated), got '${a}'`);
+  return list;
+}
+
+/**
+ * The optional outputs' files next to χ: <out without .nii[.gz]>_swi, _minIP, _R2starmap, _T2starmap (BIDS suffixes),
+ * the same extension as out. [{key (pipeline()'s result), file, description}].
+ */
+export function alsoFiles(out, also) {
+  const m = /^(.*?)(\.nii(?:\.gz)?)$/i.exec(out);
+  const [base, ext] = [m[1], m[2]];
+  const files = [];
+  if (also.includes('swi')) {
+    files.push({ key: 'swi', file: `${base}_swi${ext}`, description: 'SWI, tessera-qsm pipeline' });
+    files.push({ key: 'minIp', file: `${base}_minIP${ext}`, description: 'SWI minIP, tessera-qsm pipeline' });
+  }
+  if (also.includes('r2star')) {
+    files.push({ key: 'r2star', file: `${base}_R2starmap${ext}`, description: 'R2* 1/s, tessera-qsm pipeline' });
+    files.push({ key: 't2star', file: `${base}_T2starmap${ext}`, description: 'T2* s, tessera-qsm pipeline' });
+  }
+  return files;
 }
 
 /**
@@ -87,8 +117,16 @@ export async function cmdPipeline(o, ctx) {
   const scale = o['phase-scale'] === undefined ? undefined : Number(o['phase-scale']);
   const params = keyValues(o.param);
   const options = stageOptions(o.option, ctx.schema);
+  if (options.also !== undefined) throw usageError('give the optional outputs with --also swi,r2star, not --option also');
+  const also = alsoOutputs(o.also, ctx.schema);
+  if (also.length && fromTotal) throw usageError('--also needs every echo\'s phase and magnitude (--phase, --magnitude), not --total-field');
+  if (also.length && o.magnitude === undefined) throw usageError('--also needs --magnitude (every echo): SWI weights it and R2* fits it');
   const dir = o['keep-intermediates'];
   checkWritable(o.out, 'out');
+  for (const f of alsoFiles(o.out, also)) {
+    checkWritable(f.file, 'also');
+    removeStalePartials(f.file);
+  }
   if (o.report !== undefined) checkWritable(o.report, 'report');
   removeStalePartials(o.out);
   const { signal, progress } = ctx;
@@ -107,7 +145,7 @@ export async function cmdPipeline(o, ctx) {
     ({ weights } = await loadNetworkWeights(o, entry, tessera, ctx));
   }
   const request = defined({
-    geometry, phase, totalField, totalFieldUnits: fromTotal ? fieldUnits : undefined, magnitude, mask, te, b0, ...options, method, [method ?? '-']: method && Object.keys(params).length ? params : undefined, model: o.model, weights,
+    geometry, phase, totalField, totalFieldUnits: fromTotal ? fieldUnits : undefined, magnitude, mask, te, b0, ...options, also: also.length ? also : undefined, method, [method ?? '-']: method && Object.keys(params).length ? params : undefined, model: o.model, weights,
   });
   delete request['-'];
   const plan = await tessera.plan({ ...request, pipeline: true, phase: undefined, totalField: undefined });
@@ -134,12 +172,20 @@ export async function cmdPipeline(o, ctx) {
   for (const w of out.report.warnings ?? []) process.stderr.write(`warning: ${w}\n`);
   const gzip = /\.gz$/i.test(o.out);
   const outputs = [{ file: o.out, bytes: await writeNifti(out.chi.data, like, { gzip, description: `chi ppm, tessera-qsm pipeline ${method ?? o.model}`.slice(0, 79) }) }];
+  const extra = alsoFiles(o.out, also);
+  for (const { key, file, description } of extra) {
+    outputs.push({ file, bytes: await writeNifti(out[key].data, like, { gzip, description }) });
+  }
   if (dir !== undefined) outputs.push(...(await intermediateFiles(dir, out, like, geometry, echoes)));
-  if (o.report !== undefined) {
+  if (o.report !== undefined && /\.md$/i.test(o.report)) {
+    // The methods text: every step, its parameters and papers, and this command.
+    outputs.push({ file: o.report, bytes: methodsMarkdown(out.report.methods, commandLine(['tessera-qsm', ...ctx.args])) });
+  } else if (o.report !== undefined) {
     const full = { ...out.report, plan: planForFile(out.report.plan), networkReport: out.networkReport, command: ['tessera-qsm', ...ctx.args], cwd: process.cwd(), versions: versions(), startedAt, totalWallSeconds: (performance.now() - t0) / 1000, inputs: { phase: o.phase ?? null, totalField: o['total-field'] ?? null, totalFieldUnits: fromTotal ? fieldUnits : null, magnitude: o.magnitude ?? null, mask: o.mask ?? null, te, b0, echoes }, options, inversion: method ? { method, params } : { model: o.model }, output: o.out, intermediates: dir ?? null };
     outputs.push({ file: o.report, bytes: `${JSON.stringify(full, null, 2)}\n` });
   }
   await writeAtomic(outputs, signal);
-  progress.line(`wrote ${o.out}: χ (ppm)${dir !== undefined ? ` and the intermediates in ${dir}` : ''} (${duration((performance.now() - t0) / 1000)})`);
+  const wrote = extra.length ? `, ${extra.map((x) => path.basename(x.file)).join(', ')}` : '';
+  progress.line(`wrote ${o.out}: χ (ppm)${wrote}${dir !== undefined ? ` and the intermediates in ${dir}` : ''} (${duration((performance.now() - t0) / 1000)})`);
   return EXIT_OK;
 }

@@ -110,6 +110,8 @@ export async function runPipeline(a, id) {
   const { outputs, ...report } = out.report;
   report.plan = plan;
   report.memory = { moduleHeapBytes: rt.M.heapBytes(), estimatedPeakBytes: plan.peakBytes };
+  // Every step in order with its parameters and papers (C++ methods_text); the network's from the registry.
+  report.methods = call(() => rt.M.pipelineMethods(request, request.maskGiven, a.model ?? ''));
   const value = { ...outputs, report };
   if (a.model !== undefined || a.spec !== undefined) {
     // The network inverts the local field on the mask it is defined on.
@@ -258,8 +260,11 @@ export async function runContrast(kind, a, id) {
   const { geometry, magnitude, phase, mask, ...options } = a;
   if (!geometry) throw new TesseraError(`${kind}: give the volumes as Volumes (readNifti / readEchoes) or give geometry`, 'InvalidArgument');
   const maskGiven = mask !== undefined && mask !== null;
+  // The run plans its memory as it is made, and refuses (BudgetExceeded) one that does not fit before any input is copied.
   const run = call(() => rt.M.contrastRun(geometry, kind, { ...options, hardwareThreads: hardwareThreads() }, maskGiven));
+  let plan;
   try {
+    plan = call(() => run.plan());
     const echoes = run.echoes();
     const n = geometry.dims[0] * geometry.dims[1] * geometry.dims[2];
     const fill = (data, name, view) => {
@@ -292,7 +297,9 @@ export async function runContrast(kind, a, id) {
     rt.running.delete(id);
   }
   const { outputs, ...report } = out.report;
-  report.memory = { moduleHeapBytes: rt.M.heapBytes() };
+  report.plan = plan;
+  const moduleHeapBytes = rt.M.heapBytes();
+  report.memory = { moduleHeapBytes, estimatedPeakBytes: plan.moduleHeapBytes, moduleHeapVsPlan: moduleHeapBytes / plan.moduleHeapBytes };
   const value = { ...outputs, report };
   const transfer = Object.values(value).filter((v) => ArrayBuffer.isView(v)).map((v) => v.buffer);
   return { value, transfer };

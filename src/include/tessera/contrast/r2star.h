@@ -12,11 +12,17 @@
 #include <string_view>
 #include <vector>
 
+#include "tessera/common/citation.h"
 #include "tessera/common/geometry.h"
 #include "tessera/common/iterative.h"
 #include "tessera/common/schema.h"
 
 namespace tessera {
+
+inline constexpr Citation kArloCitation{
+    "Pei et al. 2015",
+    "Pei M, Nguyen TD, Thimmappa ND, et al. Algorithm for fast monoexponential fitting based on Auto-Regression on "
+    "Linear Operations (ARLO) of data. Magn Reson Med 2015;73:843-850."};
 
 enum class R2starMethod {
   Arlo,       // Pei et al. 2015

@@ -14,12 +14,22 @@
 #include <string>
 #include <vector>
 
+#include "tessera/common/citation.h"
 #include "tessera/common/geometry.h"
 #include "tessera/common/iterative.h"
 #include "tessera/common/schema.h"
 #include "tessera/contrast/min_intensity_projection.h"
 
 namespace tessera {
+
+inline constexpr Citation kSwiCitation{
+    "Haacke et al. 2004",
+    "Haacke EM, Xu Y, Cheng YCN, Reichenbach JR. Susceptibility weighted imaging (SWI). Magn Reson Med "
+    "2004;52:612-618."};
+inline constexpr Citation kClearSwiCitation{
+    "Eckstein et al. 2021",
+    "Eckstein K, Bachrata B, Hangel G, et al. Improved susceptibility weighted imaging at ultra-high field using "
+    "bipolar multi-echo acquisition and optimized image processing: CLEAR-SWI. NeuroImage 2021;237:118175."};
 
 namespace swi_defaults {
 // The phase mask's power: Haacke et al. 2004 MRM 52:612 (n = 4 maximises the venous contrast-to-noise); CLEAR-SWI's

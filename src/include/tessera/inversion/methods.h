@@ -17,6 +17,7 @@
 #include "tessera/common/budget.h"
 #include "tessera/common/geometry.h"
 #include "tessera/common/iterative.h"
+#include "tessera/common/citation.h"
 #include "tessera/common/schema.h"
 
 namespace tessera {
@@ -32,6 +33,8 @@ struct MethodInfo {
   // TFI: it inverts the TOTAL field (ppm) on the mask as given, fitting the background's sources outside the mask
   // itself; a pipeline runs no background removal before it. false: it inverts a local field.
   bool total_field = false;
+  // The papers of the method, as a methods text cites them (the first is the method's own).
+  std::span<const Citation> papers = {};
 };
 
 // Every method Tessera runs, in a stable order.

@@ -8,9 +8,16 @@
 #include <span>
 #include <vector>
 
+#include "tessera/common/citation.h"
 #include "tessera/common/geometry.h"
 
 namespace tessera {
+
+inline constexpr Citation kOtsuCitation{
+    "Otsu 1979",
+    "Otsu N. A threshold selection method from gray-level histograms. IEEE Trans Syst Man Cybern 1979;9:62-66."};
+inline constexpr Citation kBetCitation{
+    "Smith 2002", "Smith SM. Fast robust automated brain extraction. Hum Brain Mapp 2002;17:143-155."};
 
 enum class MaskThreshold {
   Otsu,         // Otsu's between-class variance maximum (Otsu 1979, IEEE Trans SMC 9:62)

@@ -11,9 +11,16 @@
 
 #include "tessera/common/geometry.h"
 #include "tessera/common/iterative.h"
+#include "tessera/common/citation.h"
 #include "tessera/common/physics.h"
 
 namespace tessera {
+
+// The receive-phase offset's removal (MCPC-3D-S).
+inline constexpr Citation kMcpc3dsCitation{
+    "Eckstein et al. 2018",
+    "Eckstein K, Dymerska B, Bachrata B, et al. Computationally efficient combination of multi-channel phase data from "
+    "multi-echo acquisitions (ASPIRE). Magn Reson Med 2018;79:2996-3006."};
 
 // Field offset in Hz to ppm of the Larmor frequency at b0_tesla: hz / (γ̄·B0).
 // b0_tesla finite and > 0 (else Error InvalidArgument).

@@ -8,9 +8,18 @@
 #include <string>
 #include <vector>
 
+#include "tessera/common/citation.h"
 #include "tessera/common/geometry.h"
 
 namespace tessera {
+
+inline constexpr Citation kLaplacianUnwrapCitation{
+    "Schofield & Zhu 2003",
+    "Schofield MA, Zhu Y. Fast phase unwrapping algorithm for interferometric applications. Opt Lett 2003;28:1194-1196."};
+inline constexpr Citation kRomeoCitation{
+    "Dymerska et al. 2021",
+    "Dymerska B, Eckstein K, Bachrata B, et al. Phase unwrapping with a rapid opensource minimum spanning tree algorithm "
+    "(ROMEO). Magn Reson Med 2021;85:2294-2308."};
 
 // Throws Error(InvalidArgument) unless every value is a finite wrapped phase in radians, [−π − 1e-3, π + 1e-3]; the
 // message names what the values look like (NaN, raw scanner units, degrees, [0, 2π), already unwrapped).

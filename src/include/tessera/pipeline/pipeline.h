@@ -13,6 +13,9 @@
 #include <vector>
 
 #include "tessera/background/background.h"
+#include "tessera/contrast/min_intensity_projection.h"
+#include "tessera/contrast/r2star.h"
+#include "tessera/contrast/swi.h"
 #include "tessera/phase/brain_mask.h"
 #include "tessera/phase/echo_fit.h"
 #include "tessera/inversion/methods.h"
@@ -97,8 +100,20 @@ struct PipelineRequest {
   ResharpParams resharp;
   std::optional<Method> method;     // the inversion; none: the pipeline ends at the local field (a network inverts it)
   MethodParams method_params;
+  // Optional outputs from the same echoes, after the inversion: SWI and its minIP (tessera/contrast/swi.h, on the echo
+  // fit's unwrapped phase and the brain mask) and R2*/T2* (tessera/contrast/r2star.h, on the magnitude and the brain
+  // mask). Both need multi-echo phase and magnitude (not a total field).
+  bool also_swi = false;
+  bool also_r2star = false;
+  SwiParams swi;
+  double min_ip_slab_mm = kMinIpSlabMm;  // the minIP's slab along z, mm
+  R2starParams r2star;
   unsigned threads = 1;
 };
+
+// The optional outputs' names as requests spell them ("swi", "r2star"), and the one that sets them from a name.
+// name is "swi" or "r2star" (else Error InvalidArgument naming both).
+void set_pipeline_also(PipelineRequest& request, std::string_view name);
 
 struct PipelineResult {
   std::vector<uint8_t> mask;          // the brain mask (given, or made from the first echo's magnitude)
@@ -115,6 +130,9 @@ struct PipelineResult {
   // Where the local field (and χ) is defined: V-SHARP erodes the mask; for a total-field method, the fit mask.
   std::vector<uint8_t> local_mask;
   std::vector<float> chi;             // χ in ppm on local_mask; empty without a method
+  SwiResult swi;                      // also_swi: SWI, the echoes' RSS, the high-passed phase and the phase mask
+  std::vector<float> min_ip;          // also_swi: the SWI's minimum-intensity projection
+  R2starResult r2star;                // also_r2star: R2* (s⁻¹), T2* (s), S0 and the fit's relative residual
   // What was assumed or left out, one sentence each (input_checks.h, the mask's reach, the stages' shares of the mask).
   std::vector<std::string> warnings;
 };
@@ -134,8 +152,8 @@ double mask_background_share(std::span<const float> magnitude, std::span<const u
 // "brainMask.*").
 std::span<const OptionSpec> pipeline_options();
 
-// Sets a pipeline option by its schema name (checked_option's range; a worded option by its choice).
-// name is one of pipeline_options()' (else Error Internal).
+// Sets a pipeline option by its schema name (checked_option's range; a worded option by its choice): one of
+// pipeline_options()', swi_options()' or r2star_options()' (else Error Internal).
 void set_pipeline_option(PipelineRequest& request, std::string_view name, double value);
 void set_pipeline_choice(PipelineRequest& request, std::string_view name, std::string_view choice);
 
@@ -159,7 +177,7 @@ class Pipeline : public Iterative {
   // A step that fails throws its stage's Error with "the <stage> stage failed: " before its message (Cancelled as it is).
   void step() override;
   // The current stage: "brain mask", "echo fit" ("total field" while a given total field is checked), the background removal's name ("V-SHARP", "PDF", "LBV", "iSMV",
-  // "SHARP", "RESHARP"), or the method's title.
+  // "SHARP", "RESHARP"), the method's title, then "SWI", "minIP", "R2* (ARLO)" or "R2* (log-linear)" when asked for.
   std::string name() const override;
 
   // The intermediates; finished() is true. Moves them out (call once).
@@ -178,7 +196,7 @@ class Pipeline : public Iterative {
   std::span<const uint8_t> given_mask_;
   PipelineRequest request_;
   PipelineResult result_;
-  int stage_ = 0;                          // 0 mask, 1 echo fit, 2 background, 3 inversion, 4 done
+  int stage_ = 0;                          // 1 mask, 2 echo fit, 3 background, 4 inversion, 5 SWI, 6 minIP, 7 R2*, then done
   std::unique_ptr<Iterative> current_;     // the stage running
   std::string current_name_;
   uint32_t done_ = 0;
@@ -190,7 +208,7 @@ class Pipeline : public Iterative {
 struct PipelinePlan {
   bool feasible = false;
   // "brain mask" (no mask given), "echo fit" (not from a total field), the background removal's name (none before a total-field method), the
-  // method's title
+  // method's title, then "SWI", "minIP" (also_swi) and "R2*" (also_r2star)
   std::vector<std::string> stages;
   uint64_t input_bytes = 0;         // phase and magnitude of every echo (or the total field and one magnitude), the mask, χ copied out
   uint64_t workspace_bytes = 0;

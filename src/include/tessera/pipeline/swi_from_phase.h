@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tessera/contrast/min_intensity_projection.h"
+#include "tessera/contrast/r2star.h"
 #include "tessera/contrast/swi.h"
 #include "tessera/phase/brain_mask.h"
 #include "tessera/phase/echo_fit.h"
@@ -79,5 +80,17 @@ class SwiFromPhase final : public Iterative {
 // stage's workspace (the brain mask, the echo fit, SWI with the minIP's output).
 // geometry valid; request's parameters valid (else Error InvalidArgument).
 uint64_t swi_from_phase_workspace_bytes(const Geometry& geometry, const SwiRequest& request, bool mask_given);
+
+// The memory plan of an SWI run (tessera.swi()) against the wasm heap limit, as a pipeline's: stages ("brain mask"
+// unless mask_given, "echo fit", "SWI", "minIP"), inputs (phase and magnitude of every echo, the mask), workspace
+// (swi_from_phase_workspace_bytes), the module heap and, when it does not fit, the refusal with the largest volume.
+// geometry valid; request's parameters valid (else Error InvalidArgument).
+PipelinePlan plan_swi(const Geometry& geometry, const SwiRequest& request, bool mask_given, Target target = kBuildTarget);
+
+// The memory plan of an R2* run (tessera.r2star()): inputs (the magnitude of every echo, the mask), workspace
+// (r2star_workspace_bytes), as plan_swi.
+// geometry valid; echoes ≥ 1; params valid (else Error InvalidArgument).
+PipelinePlan plan_r2star(const Geometry& geometry, uint32_t echoes, const R2starParams& params, unsigned threads,
+                         Target target = kBuildTarget);
 
 }  // namespace tessera
