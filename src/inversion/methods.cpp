@@ -70,7 +70,7 @@ const MethodInfo kMethods[] = {
     {Method::Ilsqr, "ilsqr", "iLSQR", false, "Li et al. 2015 NeuroImage; defaults as STI Suite / QSM.rs", false, kIlsqrPapers},
     {Method::Ndi, "ndi", "NDI", false, "Polak et al. 2020 NMR Biomed; defaults as FANSI ndi", false, kNdiPapers},
     {Method::Medi, "medi", "MEDI", true, "Liu et al. 2011/2012 MRM; defaults as the MEDI toolbox", false, kMediPapers},
-    {Method::Tfi, "tfi", "TFI", true, "Liu et al. 2018 MRM (preconditioned total field inversion); defaults as the MEDI toolbox", true, kTfiPapers},
+    {Method::Tfi, "tfi", "TFI", true, "Liu et al. 2017 MRM (preconditioned total field inversion); defaults as the MEDI toolbox", true, kTfiPapers},
 };
 
 constexpr double kBig = 1e10;
@@ -127,7 +127,7 @@ const OptionSpec kOptions[] = {
     {"tfi.lambda", "ppm·mm", tfi_defaults::kLambda, "", 0, 1, true, false,
      "weight of the gradient prior ‖M_G ∇χ‖₁ (1.25e-4: the MEDI toolbox's λ = 1000 in ppm)"},
     {"tfi.preconditioner", "", tfi_defaults::kPreconditioner, "", 1, 1000, false, false,
-     "P outside the mask, where the background's sources are fitted (Liu 2018: 30)"},
+     "P outside the mask, where the background's sources are fitted (Liu 2017: 30)"},
     {"tfi.edgeFraction", "", tfi_defaults::kEdgeFraction, "", 0, 1, false, false,
      "share of the magnitude's strongest gradients taken as edges, left unpenalised (MEDI: 0.30)"},
     {"tfi.maxIterations", "", static_cast<double>(tfi_defaults::kMaxIterations), "", 1, 100, false, true, "Gauss-Newton iterations at most"},

@@ -17,7 +17,7 @@ void validate(const TfiParams& p) {
                                std::to_string(p.lambda));
   }
   if (!(p.preconditioner >= 1.0 && p.preconditioner <= 1000.0)) {
-    qsm_ops::refuse("tfi", "preconditioner (P outside the mask) must be in [1, 1000] (Liu 2018: 30), got " +
+    qsm_ops::refuse("tfi", "preconditioner (P outside the mask) must be in [1, 1000] (Liu 2017: 30), got " +
                                std::to_string(p.preconditioner));
   }
   if (!(p.edge_fraction >= 0.0 && p.edge_fraction < 1.0)) {

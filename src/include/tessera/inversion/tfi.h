@@ -1,10 +1,10 @@
-// TFI, preconditioned total field inversion (Liu et al. 2018 MRM 80:823): χ from the TOTAL field, with no separate
+// TFI, preconditioned total field inversion (Liu et al. 2017 MRM 78:303): χ from the TOTAL field, with no separate
 // background removal. χ = P y over the whole volume, P = 1 inside the mask and P = Po outside (the sources of the
 // background field, air and bone, are large and lie outside), y minimising
 //   ½‖w (D P y − f)‖² + λ ‖M_G ∇ P y‖₁
 // with w the magnitude scaled to mean 1 in the mask and 0 outside (the field is measured only there), M_G the MEDI edge
 // mask of the magnitude, the L1 term by lagged-diffusivity reweighting (Gauss-Newton), each Gauss-Newton system solved
-// by conjugate gradients. The data term is linear in the field (ppm), as in Liu 2018's equation; no CSF term, no zero
+// by conjugate gradients. The data term is linear in the field (ppm), as in Liu 2017's equation; no CSF term, no zero
 // padding, no R2*-based preconditioner. One step is one CG iteration (two FFT pairs); the first of each Gauss-Newton
 // iteration also forms its system.
 // Volumes are x-fastest; the field is the total field in ppm; χ comes out in ppm, zero outside the mask.
@@ -28,7 +28,7 @@ namespace tfi_defaults {
 // in radians over ΔTE (medi_defaults::kPhaseScale s = 4.01 rad/ppm): λ_MEDI s² ‖m(Dχ − f)‖² + s ‖M_G ∇χ‖₁ in ppm,
 // i.e. ½‖m(Dχ − f)‖² + ‖M_G ∇χ‖₁ / (2 λ_MEDI s): 1.25e-4 ppm·mm.
 inline constexpr double kLambda = 1.0 / (2.0 * medi_defaults::kLambda * medi_defaults::kPhaseScale);
-// P outside the mask (Liu et al. 2018: Po = 30; MEDI toolbox TFI_L1 and wtTFI TFI_Linear: 30).
+// P outside the mask (Liu et al. 2017: Po = 30; MEDI toolbox TFI_L1 and wtTFI TFI_Linear: 30).
 inline constexpr double kPreconditioner = 30.0;
 // Edge fraction of the MEDI edge mask (as MEDI: medi_defaults::kEdgeFraction).
 inline constexpr double kEdgeFraction = medi_defaults::kEdgeFraction;
