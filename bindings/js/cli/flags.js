@@ -16,8 +16,8 @@ const QUIET = { type: 'boolean', short: 'q' };
 export const CLI_FLAGS = {
   invert: {
     field: TEXT, phase: TEXT, mask: TEXT, magnitude: TEXT, units: TEXT, 'phase-units': TEXT, 'phase-scale': TEXT, 'input-name': MANY,
-    model: TEXT, spec: TEXT, weights: MANY, param: MANY, cores: TEXT, verify: SWITCH, probe: SWITCH, context: TEXT, 'measure-speed': SWITCH,
-    out: OUT, report: TEXT, quiet: QUIET, help: HELP,
+    model: TEXT, spec: TEXT, weights: MANY, 'weights-unverified': SWITCH, param: MANY, cores: TEXT, verify: SWITCH, probe: SWITCH, context: TEXT,
+    'measure-speed': SWITCH, out: OUT, report: TEXT, quiet: QUIET, help: HELP,
   },
   plan: {
     field: TEXT, phase: TEXT, mask: TEXT, model: TEXT, spec: TEXT, weights: MANY, cores: TEXT, verify: SWITCH, probe: SWITCH,

@@ -267,6 +267,8 @@ Network (one of)
   --model ID         a registry network (see \`tessera-qsm models\`); --weights defaults to its official URL(s),
                      NeXtQSM takes two; byte size and sha256 are checked against the registry
 ${line('--spec FILE', `a network not in the registry: JSON object with any of ${specKeys(schema)}; network input = (field - inputMean) / inputStd, χ = outputStd · output + outputMean; needs --weights FILE. Without bytesPerVoxel the network's memory cost is calibrated first (a few seconds; see \`tessera-qsm calibrate --help\`)`)}  --weights SRC      ONNX file or URL (repeat for a model with several networks)
+  --weights-unverified  run --weights whose bytes differ from the registry's file (your own export of --model):
+                     the run warns and the report records their sha256; without it they are refused
 ${s('network')}Tiling (field networks; the phase networks always run on the whole volume)
   Without --core the auto-planner chooses core, halo, stride, blend, workers and threads (a halo given alone is
   kept); --stride and --blend shape a tiling with --core.
