@@ -454,7 +454,8 @@ export class Tessera {
     const files = [];
     for (let i = 0; i < m.weights.length; i++) {
       const w = m.weights[i];
-      const sha256 = list[i] instanceof Uint8Array ? await this._sha(list[i]) : null;
+      const b = list[i] instanceof Uint8Array ? list[i] : list[i] instanceof ArrayBuffer ? new Uint8Array(list[i]) : null;
+      const sha256 = b ? await this._sha(b) : null;
       files.push({ file: w.file, sha256, registrySha256: w.sha256 || null, verified: !!sha256 && sha256 === w.sha256 });
     }
     const warning = m.weights.map((w, i) => (files[i].sha256 ? unverifiedNote(w, files[i].sha256) : '')).filter(Boolean).join('; ');
@@ -504,13 +505,16 @@ export class Tessera {
 
   /**
    * A registry network's run report with the sha256 of the weights it ran (report.weights); with verifyWeights: false
-   * the files whose bytes differ from the registry's are said in report.warning.
+   * the files whose bytes differ from the registry's are said in report.warning and report.warnings.
    */
   async _recordWeights(out, r, verifyWeights) {
     const run = r.model ? await this._weightsRun(r.model, r.weights) : null;
     if (!run || !out?.report) return out;
     out.report.weights = run.files;
-    if (verifyWeights === false && run.warning) out.report.warning = out.report.warning ? `${out.report.warning}; ${run.warning}` : run.warning;
+    if (verifyWeights === false && run.warning) {
+      out.report.warning = out.report.warning ? `${out.report.warning}; ${run.warning}` : run.warning;
+      out.report.warnings = [...(out.report.warnings ?? []), run.warning];
+    }
     return out;
   }
 
