@@ -133,6 +133,11 @@ test('a registry network\'s own export: refused naming verifyWeights, run with v
   const registry = (await tessera.model('modl-qsm')).weights[0].sha256;
   assert.deepEqual(run.report.weights, [{ file: 'modl-qsm.onnx', sha256: sha, registrySha256: registry, verified: false }]);
   assert.match(run.report.warning, new RegExp(`weights not verified: sha256 ${sha} of modl-qsm.onnx differs from the registry's ${registry}`));
+  assert.ok(run.report.warnings.some((w) => w.startsWith(`weights not verified: sha256 ${sha}`)), run.report.warnings.join(' | '));
+  // Without verifyWeights: false the same bytes run as given (invert does not read files), recorded, not warned.
+  const quiet = await tessera.invert({ geometry, field, mask, model: 'modl-qsm', weights: bytes, whole: true });
+  assert.equal(quiet.report.weights[0].sha256, sha);
+  assert.doesNotMatch(quiet.report.warning, /weights not verified/);
 });
 
 test('network runs with a field: a 100 mm voxel warns, a field in Hz is refused unless fieldUnits says ppm', async () => {

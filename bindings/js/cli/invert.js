@@ -119,7 +119,7 @@ export async function cmdInvert(o, ctx) {
   // nothing. Otherwise (local files; a spec, whose reach comes from its graph; --probe and --measure-speed, which run
   // the network) the weights are read first and the plan takes them; a spec without bytesPerVoxel is calibrated first.
   const local = weightSources.length > 0 && !weightSources.some(isFetchable);
-  const weightsFirst = local || !entry || !!o.probe || !!o['measure-speed'];
+  const weightsFirst = local || !entry || !!o.probe || !!o['measure-speed'] || !!o['weights-unverified'];
   let loaded = weightsFirst ? await loadNetworkWeights(o, entry, tessera, ctx) : null;
   if (loaded && uncosted(rawSpec)) await calibrateSpec(tessera, loaded.weights, spec, ctx);
   // The run's plan: with the reach the weights' graph gives (or the probe measures, or --context gives).
