@@ -354,11 +354,20 @@ test('--weights-unverified runs your own export of a registry network: warned (e
   fs.writeFileSync(f('own.onnx'), net);
   const sha = createHash('sha256').update(net).digest('hex');
   const common = ['invert', '--field', 'own-field.nii', '--mask', 'own-mask.nii', '--model', 'modl-qsm', '--weights', 'own.onnx', '--whole', '--quiet'];
-  const [ran, refused, noFile] = await Promise.all([
+  const planArgs = ['plan', '--field', 'own-field.nii', '--mask', 'own-mask.nii', '--model', 'modl-qsm', '--weights', 'own.onnx', '--whole', '--json'];
+  const [ran, refused, noFile, planned, planRefused] = await Promise.all([
     run([...common, '--weights-unverified', '--out', 'own-chi.nii', '--report', 'own-report.json']),
     run([...common, '--out', 'own-never.nii']),
     run(['invert', '--field', 'own-field.nii', '--mask', 'own-mask.nii', '--model', 'modl-qsm', '--weights-unverified', '--out', 'own-never.nii']),
+    run([...planArgs, '--weights-unverified']),
+    run(planArgs),
   ]);
+  // plan takes the flag too (it reads --weights for the network's reach).
+  assert.equal(planned.code, 0, planned.stderr);
+  assert.ok(JSON.parse(planned.stdout).feasible);
+  assert.match(planned.stderr, /warning: weights not verified: sha256 [0-9a-f]{64} of modl-qsm\.onnx/);
+  assert.equal(planRefused.code, 1, planRefused.stderr);
+  assert.match(planRefused.stderr, /WeightsMismatch: .*--weights-unverified/);
   const tessera = await createTessera({ workers: 1 });
   try {
     const registry = (await tessera.model('modl-qsm')).weights[0].sha256;
