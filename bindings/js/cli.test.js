@@ -340,7 +340,7 @@ test('plan --crop off of a volume over the single-patch limit cuts the field of 
   noStack(r);
 });
 
-test('--weights-unverified runs your own export of a registry network: warned (even --quiet), its sha256 in the report, χ the API run\'s; without it refused naming the flag', async () => {
+test('--weights-unverified runs your own export of a registry network: warned (even --quiet), its sha256 in the report, χ the API run\'s; without it refused naming the flag; plan takes it, and its table names a training grid', async () => {
   // MoDL-QSM's stand-in (two channels in and out) on a 1 mm grid (its training grid: no resampling).
   const dims = [16, 16, 16];
   const like = { dims, voxelMm: [1, 1, 1] };
@@ -355,13 +355,21 @@ test('--weights-unverified runs your own export of a registry network: warned (e
   const sha = createHash('sha256').update(net).digest('hex');
   const common = ['invert', '--field', 'own-field.nii', '--mask', 'own-mask.nii', '--model', 'modl-qsm', '--weights', 'own.onnx', '--whole', '--quiet'];
   const planArgs = ['plan', '--field', 'own-field.nii', '--mask', 'own-mask.nii', '--model', 'modl-qsm', '--weights', 'own.onnx', '--whole', '--json'];
-  const [ran, refused, noFile, planned, planRefused] = await Promise.all([
+  // The 2016 challenge's voxels: 16 · 1.0625 = 17 mm, 16 · 1.071 = 17.136 mm, so 17 voxels of 1 mm (1.008 mm) per axis.
+  const challenge = { dims, voxelMm: [1.0625, 1.0625, 1.071] };
+  fs.writeFileSync(f('own-field-2016.nii'), await writeNifti(own, challenge));
+  fs.writeFileSync(f('own-mask-2016.nii'), await writeNifti(box, challenge));
+  const [ran, refused, noFile, planned, planRefused, table] = await Promise.all([
     run([...common, '--weights-unverified', '--out', 'own-chi.nii', '--report', 'own-report.json']),
     run([...common, '--out', 'own-never.nii']),
     run(['invert', '--field', 'own-field.nii', '--mask', 'own-mask.nii', '--model', 'modl-qsm', '--weights-unverified', '--out', 'own-never.nii']),
     run([...planArgs, '--weights-unverified']),
     run(planArgs),
+    run(['plan', '--field', 'own-field-2016.nii', '--mask', 'own-mask-2016.nii', '--model', 'modl-qsm', '--whole']),
   ]);
+  assert.equal(table.code, 0, table.stderr);
+  assert.match(table.stdout, /training grid +17×17×17 voxels, 1×1×1\.008 mm \(field resampled there in k-space, χ back; /);
+  assert.match(table.stdout, /resampled in k-space to 17×17×17/);
   // plan takes the flag too (it reads --weights for the network's reach).
   assert.equal(planned.code, 0, planned.stderr);
   assert.ok(JSON.parse(planned.stdout).feasible);
