@@ -376,9 +376,9 @@ export interface InvertRequest extends PlanRequest {
   /** the plan() of this request and volume, handed back: the run obeys the held plan (made here when absent) */
   plan?: Plan;
   /** ONNX bytes; an array for networks with several files (NeXtQSM) */
+  weights: Uint8Array | ArrayBuffer | (Uint8Array | ArrayBuffer)[];
   /** false: weights other than the registry's file run under its id (your own export): the run warns and report.weights records their sha256 */
   verifyWeights?: boolean;
-  weights: Uint8Array | ArrayBuffer | (Uint8Array | ArrayBuffer)[];
   /** this run's execution provider preference (default: the runtime's executionProviders) */
   executionProviders?: ExecutionProvider[];
   signal?: AbortSignal;
