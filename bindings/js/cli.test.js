@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createTessera, readNifti, writeNifti, GAMMA_BAR_MHZ_PER_T } from './index.js';
 import { CLI, runCli } from '../../tests/js/run-cli.js';
-import { convStack, convStackReference, unet, prng } from '../../tests/js/networks.js';
+import { convStack, convStackReference, unet, prng, twoChannel } from '../../tests/js/networks.js';
 import { lotNet, LOT_KERNEL, LOT_SCALE } from '../../tests/js/phase-networks.js';
 import { baseFiles, headerCases, gzipCases } from '../../tests/js/nifti-fuzz.js';
 
@@ -338,6 +338,66 @@ test('plan --crop off of a volume over the single-patch limit cuts the field of 
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /mode\s+the whole field of view \(0-160 × 0-160 × 0-128\) in \d+ slabs along [xyz], halo \d+/);
   noStack(r);
+});
+
+test('--weights-unverified runs your own export of a registry network: warned (even --quiet), its sha256 in the report, χ the API run\'s; without it refused naming the flag; plan takes it, and its table names a training grid', async () => {
+  // MoDL-QSM's stand-in (two channels in and out) on a 1 mm grid (its training grid: no resampling).
+  const dims = [16, 16, 16];
+  const like = { dims, voxelMm: [1, 1, 1] };
+  const rnd = prng(33);
+  const own = new Float32Array(16 ** 3).map(() => (rnd() * 2 - 1) * 0.1);
+  const box = new Float32Array(16 ** 3);
+  for (let z = 3; z < 13; z++) for (let y = 3; y < 13; y++) for (let x = 3; x < 13; x++) box[x + 16 * (y + 16 * z)] = 1;
+  fs.writeFileSync(f('own-field.nii'), await writeNifti(own, like));
+  fs.writeFileSync(f('own-mask.nii'), await writeNifti(box, like));
+  const net = twoChannel();
+  fs.writeFileSync(f('own.onnx'), net);
+  const sha = createHash('sha256').update(net).digest('hex');
+  const common = ['invert', '--field', 'own-field.nii', '--mask', 'own-mask.nii', '--model', 'modl-qsm', '--weights', 'own.onnx', '--whole', '--quiet'];
+  const planArgs = ['plan', '--field', 'own-field.nii', '--mask', 'own-mask.nii', '--model', 'modl-qsm', '--weights', 'own.onnx', '--whole', '--json'];
+  // The 2016 challenge's voxels: 16 · 1.0625 = 17 mm, 16 · 1.071 = 17.136 mm, so 17 voxels of 1 mm (1.008 mm) per axis.
+  const challenge = { dims, voxelMm: [1.0625, 1.0625, 1.071] };
+  fs.writeFileSync(f('own-field-2016.nii'), await writeNifti(own, challenge));
+  fs.writeFileSync(f('own-mask-2016.nii'), await writeNifti(box, challenge));
+  const [ran, refused, noFile, planned, planRefused, table] = await Promise.all([
+    run([...common, '--weights-unverified', '--out', 'own-chi.nii', '--report', 'own-report.json']),
+    run([...common, '--out', 'own-never.nii']),
+    run(['invert', '--field', 'own-field.nii', '--mask', 'own-mask.nii', '--model', 'modl-qsm', '--weights-unverified', '--out', 'own-never.nii']),
+    run([...planArgs, '--weights-unverified']),
+    run(planArgs),
+    run(['plan', '--field', 'own-field-2016.nii', '--mask', 'own-mask-2016.nii', '--model', 'modl-qsm', '--whole']),
+  ]);
+  assert.equal(table.code, 0, table.stderr);
+  assert.match(table.stdout, /training grid +17×17×17 voxels, 1×1×1\.008 mm \(field resampled there in k-space, χ back; /);
+  assert.match(table.stdout, /resampled in k-space to 17×17×17/);
+  // plan takes the flag too (it reads --weights for the network's reach).
+  assert.equal(planned.code, 0, planned.stderr);
+  assert.ok(JSON.parse(planned.stdout).feasible);
+  assert.match(planned.stderr, /warning: weights not verified: sha256 [0-9a-f]{64} of modl-qsm\.onnx/);
+  assert.equal(planRefused.code, 1, planRefused.stderr);
+  assert.match(planRefused.stderr, /WeightsMismatch: .*--weights-unverified/);
+  const tessera = await createTessera({ workers: 1 });
+  try {
+    const registry = (await tessera.model('modl-qsm')).weights[0].sha256;
+    assert.notEqual(sha, registry);
+    assert.equal(ran.code, 0, ran.stderr);
+    noStack(ran);
+    assert.ok(ran.stderr.includes(`warning: weights not verified: sha256 ${sha} of modl-qsm.onnx differs from the registry's ${registry} (--weights-unverified)\n`), ran.stderr);
+    const report = JSON.parse(fs.readFileSync(f('own-report.json'), 'utf8'));
+    assert.deepEqual(report.weights, [{ source: 'own.onnx', file: 'modl-qsm.onnx', bytes: net.byteLength, sha256: sha, registrySha256: registry, verified: false }]);
+    assert.ok(report.warning.includes(`weights not verified: sha256 ${sha}`), report.warning);
+    const geometry = { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
+    const api = await tessera.invert({ geometry, field: own, mask: Uint8Array.from(box), model: 'modl-qsm', weights: net, whole: true, verifyWeights: false });
+    assert.deepEqual(readNifti(bytes(f('own-chi.nii'))).data, api.chi);
+  } finally {
+    await tessera.terminate();
+  }
+  assert.equal(refused.code, 1, refused.stderr);
+  assert.match(refused.stderr, /^error: WeightsMismatch: .*own\.onnx have \d+ bytes, expected 1794143 bytes.*--weights-unverified/);
+  noStack(refused);
+  assert.equal(noFile.code, 2, noFile.stderr);
+  assert.match(noFile.stderr, /--weights-unverified runs your own export of the network: give it with --weights FILE/);
+  assert.ok(!fs.existsSync(f('own-never.nii')));
 });
 
 test('input errors: mask dims mismatch, unknown and non-numeric spec keys, wrong registry weights (exit 1)', async () => {

@@ -237,6 +237,8 @@ export interface RunReport extends TileRunReport {
   wallSeconds: number;
   /** what the run assumed, "; "-joined (empty when nothing) */
   warning: string;
+  /** a registry network's run: per weights file the sha256 of the bytes that ran, the registry's, and whether they agree */
+  weights?: { file: string; sha256: string | null; registrySha256: string | null; verified: boolean }[];
   /** the same, one sentence each */
   warnings: string[];
   /** a method's or a pipeline's run: the steps that ran (an iterative method that converged early ran fewer) */
@@ -328,6 +330,8 @@ export interface PlanRequest {
   verify?: boolean;
   /** networks that assume B0 along the third axis: resample to a B0-aligned grid (default auto: above the threshold) */
   b0Align?: B0Align;
+  /** 'ppm' states the field is ppm: a local field beyond ±1 ppm (a total-field network's beyond ±5 ppm) is otherwise refused as Hz or rad/s */
+  fieldUnits?: 'ppm';
   /** field -> chi networks, automatic plans: run only the mask's bounding box + cropMargin voxels, as one patch when it fits, else as slabs when faster than tiles (auto), or never (off: the whole field of view, itself cut into slabs when over the single-patch limit and faster or more faithful than tiles) (default auto) */
   crop?: 'auto' | 'off';
   /** voxels kept around the mask's bounding box before rounding out to the pooling grid (default 2) */
@@ -373,6 +377,8 @@ export interface InvertRequest extends PlanRequest {
   plan?: Plan;
   /** ONNX bytes; an array for networks with several files (NeXtQSM) */
   weights: Uint8Array | ArrayBuffer | (Uint8Array | ArrayBuffer)[];
+  /** false: weights other than the registry's file run under its id (your own export): the run warns and report.weights records their sha256 */
+  verifyWeights?: boolean;
   /** this run's execution provider preference (default: the runtime's executionProviders) */
   executionProviders?: ExecutionProvider[];
   signal?: AbortSignal;
@@ -754,6 +760,8 @@ export declare class Tessera {
       sources?: string | URL | Blob | ArrayBuffer | Uint8Array | (string | URL | Blob | ArrayBuffer | Uint8Array)[];
       onProgress?: (p: DownloadProgress & { file: string; index: number; files: number }) => void;
       signal?: AbortSignal;
+      /** false: skip the registry's size and sha256 checks (your own export of the network; a differing sha256 is warned) */
+      verifyWeights?: boolean;
     },
   ): Promise<Uint8Array[]>;
   /** chi holds the result; for iQFM (quantity 'local-field') it is the local field, also given as localField */

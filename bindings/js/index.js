@@ -11,6 +11,12 @@ import { checkPreference } from './execution-provider.js';
 import { NETWORK_KEYS, methodKeys, pipelineKeys, methodNamesOf, unknownKeysMessage } from './request.js';
 import { commandRequest, pipelineArgs, commandLine, methodsMarkdown } from './methods-text.js';
 
+/** The warning for a registry weights file run with other bytes (sha256 given), or '' when they are the registry's. */
+function unverifiedNote(w, sha256) {
+  if (!w.sha256 || sha256 === w.sha256) return '';
+  return `weights not verified: sha256 ${sha256} of ${w.file} differs from the registry's ${w.sha256} (verifyWeights: false); the results are your export's, not the published network's`;
+}
+
 export { TesseraError, loadModel, sha256Hex };
 export { graphReceptiveField, contextProfile } from './receptive-field.js';
 export { selectExecutionProvider, graphOperators, unsupportedOperators, platformProviders, EXECUTION_PROVIDERS } from './execution-provider.js';
@@ -288,11 +294,11 @@ export class Tessera {
       const { geometry, mask, method, magnitude } = r;
       return frozen(await this._call('plan', { geometry, mask, method, magnitude: magnitude ? true : undefined, ...(await this._methodOptions(r)) }));
     }
-    const { geometry, mask, field, model, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, phaseSign, quality, verify, b0Align, crop, cropMargin } = r;
+    const { geometry, mask, field, fieldUnits, model, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, phaseSign, quality, verify, b0Align, crop, cropMargin } = r;
     const context = contextOf(r);
     const graphMacsPerVoxel = graphMacsOf(r);
     const { spec, calibration } = await this._costed(r);
-    const args = { geometry, mask, field, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, phaseSign, quality, context, graphMacsPerVoxel, verify, calibration, b0Align, crop, cropMargin };
+    const args = { geometry, mask, field, fieldUnits, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, phaseSign, quality, context, graphMacsPerVoxel, verify, calibration, b0Align, crop, cropMargin };
     // A speed to measure on the threads this plan would give each worker: the plan without it first, then the same
     // request (held, not read again) planned with it.
     let draft = null;
@@ -401,9 +407,11 @@ export class Tessera {
   /**
    * Download (or read) a registered network's weights, checking byte size and sha256 against the registry.
    * sources: one per weights file (NeXtQSM has two); default the official URLs.
+   * verifyWeights: false reads them without those checks (a user's own export run under the registry's id): each file
+   * whose sha256 differs from the registry's is said in console.warn; invert() with verifyWeights: false records them.
    * @returns {Promise<Uint8Array[]>}
    */
-  async loadWeights(id, { sources, onProgress, signal } = {}) {
+  async loadWeights(id, { sources, onProgress, signal, verifyWeights = true } = {}) {
     const m = await this.model(id);
     // Bundled weights (the demo network) live in the package.
     const where = (w) => (w.bundled ? bundledWeightsUrl(w.url) : w.url);
@@ -411,19 +419,49 @@ export class Tessera {
     if (list.length !== m.weights.length) {
       throw new TesseraError(`${m.name} needs ${m.weights.length} weights file(s) (${m.weights.map((w) => w.file).join(', ')}), got ${list.length}`, 'InvalidArgument');
     }
+    const verify = verifyWeights !== false;
     const out = [];
     for (let i = 0; i < list.length; i++) {
       const w = m.weights[i];
-      out.push(
-        await loadModel(list[i], {
-          expectedBytes: w.bytes || undefined,
-          sha256: w.sha256 || undefined,
-          signal,
-          onProgress: onProgress && ((p) => onProgress({ ...p, file: w.file, index: i, files: list.length })),
-        }),
-      );
+      try {
+        out.push(
+          await loadModel(list[i], {
+            expectedBytes: verify ? w.bytes || undefined : undefined,
+            sha256: verify ? w.sha256 || undefined : undefined,
+            signal,
+            onProgress: onProgress && ((p) => onProgress({ ...p, file: w.file, index: i, files: list.length })),
+          }),
+        );
+      } catch (e) {
+        // Own exports of a registry network are refused unless asked for: say how to ask.
+        if (e?.code === 'WeightsMismatch') e.message += ' To run your own export of this network under its id anyway, pass verifyWeights: false (CLI: --weights-unverified).';
+        throw e;
+      }
+      if (!verify) {
+        const note = unverifiedNote(w, await this._sha(out[i]));
+        if (note) console.warn(`tessera: ${note}`);
+      }
     }
     return out;
+  }
+
+  /**
+   * What a registry network's run ran: per weights file {file, sha256 (of the bytes run), registrySha256, verified (they
+   * agree)}, and the warning of verifyWeights: false for the files that differ. null for a spec (no registry to compare).
+   */
+  async _weightsRun(model, weights) {
+    if (!model) return null;
+    const m = await this.model(model);
+    const list = Array.isArray(weights) ? weights : [weights];
+    const files = [];
+    for (let i = 0; i < m.weights.length; i++) {
+      const w = m.weights[i];
+      const b = list[i] instanceof Uint8Array ? list[i] : list[i] instanceof ArrayBuffer ? new Uint8Array(list[i]) : null;
+      const sha256 = b ? await this._sha(b) : null;
+      files.push({ file: w.file, sha256, registrySha256: w.sha256 || null, verified: !!sha256 && sha256 === w.sha256 });
+    }
+    const warning = m.weights.map((w, i) => (files[i].sha256 ? unverifiedNote(w, files[i].sha256) : '')).filter(Boolean).join('; ');
+    return { files, warning };
   }
 
   /**
@@ -450,17 +488,36 @@ export class Tessera {
     } catch (e) {
       return Promise.reject(e);
     }
-    const { measureSpeed, plan, ...rest } = unwrapped;
+    const { measureSpeed, plan, verifyWeights, ...rest } = unwrapped;
+    if (verifyWeights !== undefined && typeof verifyWeights !== 'boolean') {
+      throw new TesseraError(`verifyWeights must be true or false, got ${JSON.stringify(verifyWeights)}`, 'InvalidArgument');
+    }
     const warmKey = async () => this._warmKeyOf(rest.weights);
+    const recorded = (p) => p.then((out) => this._recordWeights(out, rest, verifyWeights));
     // A plan handed back: the held plan runs (its cost, reach and speed were settled when it was made).
-    if (plan !== undefined && plan !== null) return this._call('invert', { ...rest, plan: handedBack(plan), warmKey: await warmKey() }, { onProgress, signal });
+    if (plan !== undefined && plan !== null) return recorded(this._call('invert', { ...rest, plan: handedBack(plan), warmKey: await warmKey() }, { onProgress, signal }));
     // A speed to measure first: plan() measures it and plans once with it; that plan, made from this request, runs.
     if (measureSpeed && rest.speed === undefined) {
       const own = await this.plan({ ...args, signal });
-      return this._call('invert', { ...rest, plan: handedBack(own), ownPlan: true, warmKey: await warmKey() }, { onProgress, signal });
+      return recorded(this._call('invert', { ...rest, plan: handedBack(own), ownPlan: true, warmKey: await warmKey() }, { onProgress, signal }));
     }
     const { spec, calibration } = await this._costed(rest);
-    return this._call('invert', { ...rest, context: contextOf(rest), graphMacsPerVoxel: graphMacsOf(rest), spec, calibration, warmKey: await warmKey() }, { onProgress, signal });
+    return recorded(this._call('invert', { ...rest, context: contextOf(rest), graphMacsPerVoxel: graphMacsOf(rest), spec, calibration, warmKey: await warmKey() }, { onProgress, signal }));
+  }
+
+  /**
+   * A registry network's run report with the sha256 of the weights it ran (report.weights); with verifyWeights: false
+   * the files whose bytes differ from the registry's are said in report.warning and report.warnings.
+   */
+  async _recordWeights(out, r, verifyWeights) {
+    const run = r.model ? await this._weightsRun(r.model, r.weights) : null;
+    if (!run || !out?.report) return out;
+    out.report.weights = run.files;
+    if (verifyWeights === false && run.warning) {
+      out.report.warning = out.report.warning ? `${out.report.warning}; ${run.warning}` : run.warning;
+      out.report.warnings = [...(out.report.warnings ?? []), run.warning];
+    }
+    return out;
   }
 
   /** The classical methods' names (the C++ schema's method choices), read once. */

@@ -22,7 +22,8 @@ export const PIPELINE_OPTIONS = Object.freeze([
  */
 export const OTHER_KEYS = Object.freeze({
   field: 'the local field (ppm), a Float32Array or a Volume',
-  fieldUnits: "a method's field: 'ppm' states it is ppm (a field beyond ±1 ppm is otherwise refused as Hz or a total field)",
+  fieldUnits: "the field's units: 'ppm' states it is ppm (a local field beyond ±1 ppm, a total-field network's beyond ±5 ppm, is otherwise refused as Hz or rad/s)",
+  verifyWeights: "false: run a registry network's weights whose bytes differ from the registry's (your own export): the run warns and its report records their sha256",
   phase: 'wrapped phase (rad), every echo, a Float32Array or a Volume',
   totalField: "pipeline(): a total field map (a vendor B0 map), one 3D Float32Array or Volume, instead of phase and te",
   totalFieldUnits: "pipeline(): the units of totalField, 'hz' | 'rad/s' | 'ppm'",
@@ -49,7 +50,7 @@ const CALL_KEYS = ['signal', 'onProgress'];
 
 /** The keys of a network request (invert() and plan() of a network). */
 export const NETWORK_KEYS = Object.freeze([
-  ...NETWORK_OPTIONS, 'field', 'phase', 'magnitude', 'mask', 'geometry', 'model', 'weights', 'plan', 'inputNames', 'context', 'verify',
+  ...NETWORK_OPTIONS, 'field', 'fieldUnits', 'phase', 'magnitude', 'mask', 'geometry', 'model', 'weights', 'verifyWeights', 'plan', 'inputNames', 'context', 'verify',
   'executionProviders', 'speed', 'measureSpeed', ...CALL_KEYS,
 ]);
 

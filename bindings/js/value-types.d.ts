@@ -183,6 +183,19 @@ export interface CropBox {
   readonly split: BoxSplit;
 }
 
+/** A run resampled to the voxel grid its network was trained on (k-space, and χ back). */
+export interface PlannedTrainingGrid {
+  readonly resampled: boolean;
+  /** the training grid's dims (the plan's grid, tiles and memory are its) */
+  readonly dims: Dims3;
+  /** its voxel edges (mm): the field of view kept */
+  readonly voxelMm: Vec3;
+  /** module-heap bytes the resampling adds beside the run on the training grid */
+  readonly extraModuleBytes: number;
+  /** the source and resampled grids and the rule (also in plan.warning) */
+  readonly warning: string;
+}
+
 /** A plan as the planner makes it (plan() returns it with what the runtime adds: Plan). */
 export interface TilePlan {
   readonly feasible: boolean;
@@ -229,6 +242,10 @@ export interface TilePlan {
   readonly context: PlanContext | null;
   /** predicted agreement with the whole-volume run; null when the network's reach is unknown */
   readonly predictedFidelity: PredictedFidelity | null;
+  /**
+   * the network's training grid the run is resampled to (registry trainingVoxelMm); null: it runs on the input's grid
+   */
+  readonly trainingGrid: PlannedTrainingGrid | null;
 }
 
 /** What the C++ driver counted of a tiled run (invert()'s report adds the rest: RunReport). */
@@ -407,6 +424,8 @@ export interface ModelInfo {
   readonly outputChannels: number;
   readonly input: string;
   readonly output: string;
+  /** the voxel (mm) it was trained on: other grids are resampled there in k-space and χ back; null: none declared */
+  readonly trainingVoxelMm: Vec3 | null;
   /** what the output is (both ppm): chi, or the local field (iQFM) */
   readonly quantity: 'chi' | 'local-field';
   /** multi-input networks (the iQSM family): input roles in the reference order; empty for one input */

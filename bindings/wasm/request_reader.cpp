@@ -28,6 +28,19 @@ std::vector<float> field_from(const Request& r, const val& field) {
 
 }  // namespace
 
+namespace {
+
+// fieldUnits: 'ppm' states a field is ppm (no plausibility refusal of its range); anything else is refused.
+bool field_units_given(const val& request) {
+  const val units = request["fieldUnits"];
+  if (!units.isUndefined() && !units.isNull() && !(units.isString() && units.as<std::string>() == "ppm")) {
+    throw Error(ErrorCode::InvalidArgument, "fieldUnits must be 'ppm' (the field is ppm, as given): convert a field in Hz or rad/s to ppm first");
+  }
+  return units.isString();
+}
+
+}  // namespace
+
 Request parse_request(const val& geometry, const val& request) {
   Request p;
   p.geometry = geometry_from(geometry);
@@ -44,17 +57,14 @@ Request parse_request(const val& geometry, const val& request) {
   } else if (is_method_request(request)) {
     MethodRequest method = method_request_from(request);
     p.run_threads = method.threads;
-    const val units = request["fieldUnits"];
-    if (!units.isUndefined() && !units.isNull() && !(units.isString() && units.as<std::string>() == "ppm")) {
-      throw Error(ErrorCode::InvalidArgument, "fieldUnits must be 'ppm' (the field is ppm, as given): convert a field in Hz or rad/s to ppm first");
-    }
-    p.field_units_given = units.isString();
+    p.field_units_given = field_units_given(request);
     method_identity(method.method, method.params, p.identity);
     p.identity.emplace_back("magnitude", p.magnitude_echoes ? "given" : "none");
     p.what = std::move(method);
   } else {
     InversionRequest network = request_from(request);
     network.geometry = p.geometry;
+    p.field_units_given = field_units_given(request);
     // The physics loops' FFTs run on the driver worker's thread and the pool's threads it may use.
     const val hardware = request["hardwareThreads"];
     p.run_threads = hardware.isNumber() ? std::max(1u, hardware.as<unsigned>()) : 1u;

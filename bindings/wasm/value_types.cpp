@@ -313,6 +313,15 @@ void register_value_types() {
       .field("split", &CropBox::split)
       .doc("pieces > 1: the box is over the single-patch limit and runs as slabs (then wholeVolume is false and the grid holds the slabs)");
 
+  Fields<TrainingGridPlan>("PlannedTrainingGrid",
+                           "A run resampled to the voxel grid its network was trained on (k-space, and χ back).")
+      .field("resampled", &TrainingGridPlan::resampled)
+      .field("dims", &TrainingGridPlan::dims).doc("the training grid's dims (the plan's grid, tiles and memory are its)")
+      .field("voxelMm", &TrainingGridPlan::voxel_mm).doc("its voxel edges (mm): the field of view kept")
+      .number<&TrainingGridPlan::extra_module_bytes>("extraModuleBytes")
+      .doc("module-heap bytes the resampling adds beside the run on the training grid")
+      .field("warning", &TrainingGridPlan::warning).doc("the source and resampled grids and the rule (also in plan.warning)");
+
   Fields<TilePlan>("TilePlan", "A plan as the planner makes it (plan() returns it with what the runtime adds: Plan).")
       .field("feasible", &TilePlan::feasible)
       .field("tile", &TilePlan::tile).doc("the tile config planned (the auto-planner's choice for tile \"auto\")")
@@ -347,7 +356,10 @@ void register_value_types() {
       .field("context", +[](const TilePlan& p) { return or_null(!p.context.within.empty(), p.context); }, "PlanContext | null")
       .doc("how far the network looks, as the prediction took it; null when unknown")
       .field("predictedFidelity", +[](const TilePlan& p) { return or_null(p.fidelity_known, p.fidelity); }, "PredictedFidelity | null")
-      .doc("predicted agreement with the whole-volume run; null when the network's reach is unknown");
+      .doc("predicted agreement with the whole-volume run; null when the network's reach is unknown")
+      .field("trainingGrid", +[](const TilePlan& p) { return or_null(p.training_grid.resampled, p.training_grid); },
+             "PlannedTrainingGrid | null")
+      .doc("the network's training grid the run is resampled to (registry trainingVoxelMm); null: it runs on the input's grid");
 
   Fields<RunReport>("TileRunReport", "What the C++ driver counted of a tiled run (invert()'s report adds the rest: RunReport).")
       .number<&RunReport::tiles_total>("tilesTotal").doc("tiles in the grid")
@@ -490,6 +502,9 @@ void register_value_types() {
       .field("outputChannels", &ModelSpec::output_channels)
       .text<&ModelSpec::input>("input")
       .text<&ModelSpec::output>("output")
+      .field("trainingVoxelMm", +[](const ModelSpec& m) { return or_null(m.training_voxel_mm[0] > 0.0, m.training_voxel_mm); },
+             "Vec3 | null")
+      .doc("the voxel (mm) it was trained on: other grids are resampled there in k-space and χ back; null: none declared")
       .text<&ModelSpec::quantity>("quantity", "'chi' | 'local-field'")
       .doc("what the output is (both ppm): chi, or the local field (iQFM)")
       .field("inputs", +[](const ModelSpec& m) {

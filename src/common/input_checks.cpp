@@ -57,6 +57,15 @@ std::string implausible_ppm_text(std::span<const float> field, std::span<const u
          "(pipeline), or state that it is ppm (CLI: --units ppm; API: fieldUnits: 'ppm')";
 }
 
+std::string implausible_total_ppm_text(std::span<const float> field, std::span<const uint8_t> mask) {
+  const RobustRange r = robust_range(field, mask);
+  if (std::max(std::abs(r.p1), std::abs(r.p99)) <= kMaxTotalFieldPpm) return {};
+  return "the total field's 1st–99th percentile inside the mask is [" + message_number(r.p1, 4) + ", " +
+         message_number(r.p99, 4) + "], beyond ±" + message_number(kMaxTotalFieldPpm) +
+         " ppm: a total field in ppm lies within a few ppm, so this looks like Hz or rad/s (1 ppm = 128 Hz at 3 T). "
+         "Convert it to ppm (CLI: --units hz --b0 3), or state that it is ppm (CLI: --units ppm; API: fieldUnits: 'ppm')";
+}
+
 std::string left_out_warning(std::string_view stage, uint64_t kept, uint64_t given, std::string_view why) {
   if (given == 0 || kept >= given) return {};
   const double share = static_cast<double>(given - kept) / static_cast<double>(given);

@@ -48,7 +48,7 @@ class PatchSteps {
   // (a cancel get in) between two steps. Runs that only hand out patches compute in next() and finish(): false.
   virtual bool step() { return false; }
   // Stops handing out patches (and steps); those out may still be finished.
-  void cancel() { scheduler_.cancel(); }
+  virtual void cancel() { scheduler_.cancel(); }
 
   // No patch out and none will be handed out.
   virtual bool finished() const { return scheduler_.finished(); }

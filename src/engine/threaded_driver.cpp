@@ -86,7 +86,8 @@ RunReport drive_threaded(PatchSteps& run, std::span<PatchRunner* const> runners,
     }
     uint64_t reported = 0;
     bool first = true;
-    const size_t input_size = run.input_shape().size();
+    // A run may learn its patch shape in its first step (TrainingGridRun): the buffer follows it.
+    size_t input_size = run.input_shape().size();
     std::vector<float> buffer(input_size);
     std::vector<std::vector<float>> spare;  // gathered inputs of calls taken back, for the next patches
     for (;;) {
@@ -105,6 +106,11 @@ RunReport drive_threaded(PatchSteps& run, std::span<PatchRunner* const> runners,
         }
         if (c->gathered.size() == input_size) spare.push_back(std::move(c->gathered));
         std::erase_if(out, [&](const std::unique_ptr<Call>& p) { return p.get() == c; });
+      }
+      if (run.input_shape().size() != input_size) {
+        input_size = run.input_shape().size();
+        buffer.assign(input_size, 0.0f);
+        spare.clear();
       }
       bool handed = false;
       for (std::optional<PatchSteps::Patch> p; (p = run.next(buffer));) {

@@ -9,6 +9,7 @@
 #include "tessera/common/error.h"
 #include "tessera/engine/native_patching.h"
 #include "tessera/networks/physics_loops.h"
+#include "tessera/networks/training_grid.h"
 #include "tessera/common/schema.h"
 #include "tessera/engine/verify.h"
 
@@ -26,6 +27,33 @@ void refuse_tiling(const InversionRequest& r) {
 }
 
 uint32_t echo_count(const InversionRequest& r) { return static_cast<uint32_t>(std::max<size_t>(1, r.phase.te_s.size())); }
+
+bool on_training_grid_run(const InversionRequest& r) { return r.model && needs_training_grid(*r.model, r.geometry); }
+
+// The request on its network's training grid (the geometry resampled; a network reading its field unmasked is not
+// cropped there, its field not being resampled yet at plan time).
+InversionRequest training_request(const InversionRequest& r) {
+  InversionRequest t = r;
+  t.geometry = training_grid(r.geometry, r.model->training_voxel_mm);
+  if (!r.model->masked_input) t.crop = false;
+  return t;
+}
+
+// A plan made on the training grid, with the resampling's grid, bytes and warning.
+TilePlan with_training_grid(const InversionRequest& r, const Geometry& training, TilePlan p) {
+  TrainingGridPlan& g = p.training_grid;
+  g.resampled = true;
+  g.dims = training.dims;
+  g.voxel_mm = training.voxel_mm;
+  g.extra_module_bytes = training_grid_bytes(r.geometry.dims, training.dims);
+  g.warning = training_grid_warning(*r.model, r.geometry, training);
+  if (p.feasible) {
+    const uint64_t added = saturating_add(g.extra_module_bytes, wasm_heap_growth_slack(g.extra_module_bytes));
+    p.module_heap_bytes = saturating_add(p.module_heap_bytes, added);
+    p.peak_bytes = saturating_add(p.peak_bytes, added);
+  }
+  return p;
+}
 
 }  // namespace
 
@@ -50,6 +78,11 @@ bool runs_in_steps(const InversionRequest& r) {
 
 TilePlan plan_of_choice(const InversionRequest& r, std::span<const uint8_t> mask, const PlanChoice& c, Target target) {
   validate_mask_not_empty(r.geometry, mask);  // a run of a choice: an all-zero mask would write an all-zero χ
+  if (on_training_grid_run(r)) {
+    const InversionRequest t = training_request(r);
+    const std::vector<uint8_t> tm = kspace_resample_mask(r.geometry, mask, t.geometry.dims);
+    return with_training_grid(r, t.geometry, plan_of_choice(t, tm, c, target));
+  }
   if (assumes_b0_along_z(r) && request_b0_plan(r).resampled) {
     throw Error(ErrorCode::InvalidArgument, "this run resamples to a B0-aligned grid (b0Align): its plan is evaluated on "
                                             "the aligned volume (b0_alignment, to_aligned_grid), not on the source volume");
@@ -130,6 +163,10 @@ std::string model_warning(const InversionRequest& r) {
 
 std::string inversion_warning(const InversionRequest& r) {
   std::string w = model_warning(r);
+  if (on_training_grid_run(r)) {
+    const std::string t = training_grid_warning(*r.model, r.geometry, training_request(r).geometry);
+    w += (w.empty() ? "" : "; ") + t;
+  }
   if (assumes_b0_along_z(r)) {
     const std::string b0 = request_b0_plan(r).warning;
     if (!b0.empty()) w += (w.empty() ? "" : "; ") + b0;
@@ -173,6 +210,12 @@ TilePlan plan_unverified(const InversionRequest& r, std::span<const uint8_t> mas
 TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask, Target target, std::span<const float> field) {
   validate_mask_not_empty(r.geometry, mask);  // a plan: refused before anything runs
   validate_geometry(r.geometry);
+  if (on_training_grid_run(r)) {
+    // Planned on the training grid (its dims, the resampled mask), the resampling's volumes on top.
+    const InversionRequest t = training_request(r);
+    const std::vector<uint8_t> tm = kspace_resample_mask(r.geometry, mask, t.geometry.dims);
+    return with_training_grid(r, t.geometry, plan_inversion(t, tm, target, {}));
+  }
   B0Plan b0 = request_b0_plan(r);
   if (!b0.resampled) {
     TilePlan p = with_verification(r, mask, target, plan_unverified(r, mask, target, field));
@@ -303,6 +346,21 @@ RunReport run_inversion(const InversionRequest& r, std::span<const float> field,
   if (!magnitude.empty()) throw Error(ErrorCode::InvalidArgument, "a magnitude is only taken by the phase networks (iQSM family)");
   const FieldNetwork net = request_network(r);
   const ModelKind kind = r.model ? r.model->kind : ModelKind::FieldToChi;
+
+  if (on_training_grid_run(r)) {
+    // On the network's training grid: field and mask resampled there, the same run on it, χ resampled back.
+    validate_volume_sizes(r.geometry, field.size(), mask.size());
+    if (chi.size() != r.geometry.voxel_count()) throw Error(ErrorCode::InvalidArgument, "chi must hold the volume's voxel count");
+    validate_finite(r.geometry, field);
+    const InversionRequest t = training_request(r);
+    const std::vector<float> tf = kspace_resample(r.geometry, field, t.geometry.dims, options.threads);
+    const std::vector<uint8_t> tm = kspace_resample_mask(r.geometry, mask, t.geometry.dims, options.threads);
+    std::vector<float> tchi(t.geometry.voxel_count(), 0.0f);
+    const RunReport report = run_inversion(t, tf, tm, networks, options, tchi);
+    const std::vector<float> back = from_training_grid(t.geometry, tchi, r.geometry, mask, options.threads);
+    std::copy(back.begin(), back.end(), chi.begin());
+    return report;
+  }
 
   if (assumes_b0_along_z(r) && request_b0_plan(r).resampled) {
     // Through the B0-aligned grid: the field resampled there (× mask for a network that reads it masked), the same

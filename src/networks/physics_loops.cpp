@@ -7,6 +7,7 @@
 
 #include "tessera/common/dipole.h"
 #include "tessera/common/error.h"
+#include "tessera/networks/training_grid.h"
 #include "tessera/registry/registry.h"
 #include "networks/network_tasks.h"
 
@@ -181,13 +182,12 @@ NetworkTask modl_qsm_task(Geometry g, std::span<const float> field, std::span<co
   // The network assumes even dims: odd axes get one zero plane on the high side (registry divisor 2).
   const int64_t divisor = model_spec("modl-qsm").divisor;
   validate_inputs(g, field, mask);
-  for (int k = 0; k < 3; ++k) {
-    if (std::fabs(g.voxel_mm[k] - 1.0) > voxel_tolerance_mm) {
-      throw Error(ErrorCode::InvalidArgument,
-                  "modl-qsm assumes 1 mm isotropic voxels (it was trained so); got " + std::to_string(g.voxel_mm[0]) +
-                      " x " + std::to_string(g.voxel_mm[1]) + " x " + std::to_string(g.voxel_mm[2]) +
-                      " mm: resample the field to 1 mm first");
-    }
+  if (needs_training_grid(model_spec("modl-qsm"), g)) {
+    throw Error(ErrorCode::InvalidArgument,
+                "modl-qsm runs on its training grid of 1 mm voxels (it was trained so); got " + dims_text(g.dims) + " at " +
+                    std::to_string(g.voxel_mm[0]) + " x " + std::to_string(g.voxel_mm[1]) + " x " +
+                    std::to_string(g.voxel_mm[2]) + " mm: run it through invert (run_inversion), which resamples the "
+                    "field there in k-space and χ back");
   }
   const Padding pad(g, divisor);
   validate_geometry(pad.padded);

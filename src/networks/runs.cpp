@@ -8,6 +8,7 @@
 #include "engine/task_run.h"
 #include "tessera/common/error.h"
 #include "tessera/networks/physics_loops.h"
+#include "tessera/networks/training_grid.h"
 #include "tessera/engine/tiling.h"
 
 namespace tessera {
@@ -94,6 +95,86 @@ std::unique_ptr<PatchSteps> physics_loop_run(const InversionRequest& r, const Ti
   return std::make_unique<TaskRun>(active->size(), std::max<uint32_t>(1, plan.tiles_in_flight), loop_calls(m), start, done, base);
 }
 
+// A run on the network's training grid: its first step resamples field and mask there (and starts the run on them), the
+// run goes on as it would there, its last step resamples χ back onto the source grid (zero outside the source mask).
+class TrainingGridRun : public PatchSteps {
+ public:
+  TrainingGridRun(const InversionRequest& r, const TilePlan& plan, std::span<const float> field, std::span<const uint8_t> mask,
+                  std::span<float> chi, unsigned threads)
+      : PatchSteps(1, 1), source_(r), plan_(plan), field_(field), mask_(mask), chi_(chi), threads_(threads) {
+    validate_volume_sizes(r.geometry, field.size(), mask.size());
+    if (chi.size() != r.geometry.voxel_count()) throw Error(ErrorCode::InvalidArgument, "chi must hold the volume's voxel count");
+    training_ = source_;
+    training_.geometry = training_grid(r.geometry, r.model->training_voxel_mm);
+    std::fill(chi.begin(), chi.end(), 0.0f);
+  }
+
+  std::optional<Patch> next(std::span<float> input) override { return inner_ ? inner_->next(input) : std::nullopt; }
+  void finish(uint64_t job, std::span<const float> output) override { inner_->finish(job, output); }
+  void fail(uint64_t job, ErrorCode code, const std::string& message) override { inner_->fail(job, code, message); }
+  void cancel() override {
+    cancelled_ = true;
+    if (inner_) inner_->cancel();
+  }
+  bool step() override {
+    if (cancelled_) return false;
+    if (!inner_) {
+      validate_finite(source_.geometry, field_);
+      const Dims3& to = training_.geometry.dims;
+      field_t_ = kspace_resample(source_.geometry, field_, to, threads_);
+      mask_t_ = kspace_resample_mask(source_.geometry, mask_, to, threads_);
+      validate_mask_not_empty(training_.geometry, mask_t_);
+      chi_t_.assign(field_t_.size(), 0.0f);
+      inner_ = start_run(training_, plan_, field_t_, mask_t_, {}, chi_t_, threads_);
+      input_shape_ = inner_->input_shape();
+      return true;
+    }
+    if (restored_ || !inner_->finished()) return inner_->step();
+    try {
+      (void)inner_->report();
+    } catch (...) {
+      return false;  // report() passes the run's error on
+    }
+    const std::vector<float> back = from_training_grid(training_.geometry, chi_t_, source_.geometry, mask_, threads_);
+    std::copy(back.begin(), back.end(), chi_.begin());
+    restored_ = true;
+    return true;
+  }
+  bool finished() const override {
+    if (!inner_) return cancelled_;
+    if (!inner_->finished()) return false;
+    if (restored_ || cancelled_) return true;
+    try {
+      (void)inner_->report();
+    } catch (...) {
+      return true;  // failed: nothing to restore
+    }
+    return false;
+  }
+  // The inner run's units, and the two resampling steps.
+  uint64_t done() const override { return (inner_ ? 1 + inner_->done() : 0) + (restored_ ? 1 : 0); }
+  uint64_t total() const override { return 2 + (inner_ ? inner_->total() : 0); }
+  RunReport report() const override {
+    if (!inner_) throw Error(ErrorCode::Cancelled, "cancelled before the field was resampled to the training grid");
+    RunReport r = inner_->report();
+    if (!restored_) throw Error(ErrorCode::Cancelled, "cancelled before χ was resampled back from the training grid");
+    return r;
+  }
+
+ private:
+  InversionRequest source_, training_;
+  TilePlan plan_;
+  std::span<const float> field_;
+  std::span<const uint8_t> mask_;
+  std::span<float> chi_;
+  unsigned threads_;
+  std::vector<float> field_t_, chi_t_;
+  std::vector<uint8_t> mask_t_;
+  std::unique_ptr<PatchSteps> inner_;
+  bool restored_ = false;
+  bool cancelled_ = false;
+};
+
 }  // namespace
 
 std::unique_ptr<PatchSteps> start_run(const InversionRequest& r, const TilePlan& plan, std::span<const float> field,
@@ -116,6 +197,9 @@ std::unique_ptr<PatchSteps> start_run(const InversionRequest& r, const TilePlan&
     return std::make_unique<TaskRun>(1, 1, base.tiles_total, start, done, base);
   }
   if (!magnitude.empty()) throw Error(ErrorCode::InvalidArgument, "a magnitude is only taken by the phase networks (iQSM family)");
+  if (r.model && needs_training_grid(*r.model, r.geometry)) {
+    return std::make_unique<TrainingGridRun>(r, plan, field, mask, chi, threads);
+  }
   if (r.model && r.model->kind == ModelKind::PhysicsLoop) return physics_loop_run(r, plan, field, mask, chi, threads);
   if (r.model && r.model->kind == ModelKind::NativePatches) {
     const auto model = r.model->algorithm == Algorithm::AutoQsm ? NativePatchRun::Model::AutoQsm : NativePatchRun::Model::Qsmgan;

@@ -356,9 +356,11 @@ constexpr ModelSpec kEntries[] = {
         .cost_measurement = &kModlCost,
         .input_channels = 2,
         .output_channels = 2,
-        .input = "local field (ppm) and mask; 1 mm isotropic, even dims; 3 model-based iterations",
+        .input = "local field (ppm) and mask; trained at 1 mm isotropic (other voxels are resampled there), even dims; 3 model-based iterations",
         .output = "chi (ppm): channel 0 · mask",
         .algorithm = Algorithm::ModlQsm,
+        // models.md: "assumes 1 mm isotropic"; the authors' inference resamples the field to 1 mm in k-space and back.
+        .training_voxel_mm = {1.0, 1.0, 1.0},
         .weights = {{{"modl-qsm.onnx", 1794143, "1f8da7d39eaaa4c3f0f9e67298fba5f14230e769cfd6349c81d0b74a6f800c57"}}},
         .licence = kUnstatedLicence,
         .citation = "Feng R, Zhao J, Wang H, et al. MoDL-QSM: model-based deep learning for quantitative "

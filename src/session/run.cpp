@@ -51,6 +51,16 @@ Run::Run(PlanHandle held, const VolumeData& v) : plan_(std::move(held)) {
     }
     case Request::Kind::Network: {
       const PreparedRun p = prepare_run(*plan_, v);
+      if (!is_phase_network(p.request)) {
+        // A field input: the plausibility checks of the classical methods (NeXtQSM and AutoQSM take the total field).
+        const ModelSpec* m = p.request.model;
+        const bool total = m && (m->algorithm == Algorithm::NextQsm || m->algorithm == Algorithm::AutoQsm);
+        if (!r.field_units_given) {
+          const std::string refusal = total ? implausible_total_ppm_text(v.field, v.mask) : implausible_ppm_text(v.field, v.mask);
+          if (!refusal.empty()) throw Error(ErrorCode::InvalidArgument, refusal);
+        }
+        if (std::string w = voxel_size_warning(v.geometry); !w.empty()) warnings_.push_back(std::move(w));
+      }
       if (!p.warning.empty()) warnings_.push_back(p.warning);
       chi_.assign(n, 0.0f);
       steps_ = start_run(p.request, p.plan, v.field, v.mask, v.magnitude, chi_, r.run_threads);

@@ -16,16 +16,17 @@ const QUIET = { type: 'boolean', short: 'q' };
 export const CLI_FLAGS = {
   invert: {
     field: TEXT, phase: TEXT, mask: TEXT, magnitude: TEXT, units: TEXT, 'phase-units': TEXT, 'phase-scale': TEXT, 'input-name': MANY,
-    model: TEXT, spec: TEXT, weights: MANY, param: MANY, cores: TEXT, verify: SWITCH, probe: SWITCH, context: TEXT, 'measure-speed': SWITCH,
-    out: OUT, report: TEXT, quiet: QUIET, help: HELP,
+    model: TEXT, spec: TEXT, weights: MANY, 'weights-unverified': SWITCH, param: MANY, cores: TEXT, verify: SWITCH, probe: SWITCH, context: TEXT,
+    'measure-speed': SWITCH, out: OUT, report: TEXT, quiet: QUIET, help: HELP,
   },
   plan: {
-    field: TEXT, phase: TEXT, mask: TEXT, model: TEXT, spec: TEXT, weights: MANY, cores: TEXT, verify: SWITCH, probe: SWITCH,
-    context: TEXT, 'measure-speed': SWITCH, json: SWITCH, help: HELP,
+    field: TEXT, phase: TEXT, mask: TEXT, model: TEXT, spec: TEXT, weights: MANY, 'weights-unverified': SWITCH, cores: TEXT, verify: SWITCH,
+    probe: SWITCH, context: TEXT, 'measure-speed': SWITCH, json: SWITCH, help: HELP,
   },
   pipeline: {
     phase: TEXT, 'total-field': TEXT, units: TEXT, magnitude: TEXT, mask: TEXT, 'phase-units': TEXT, 'phase-scale': TEXT, model: TEXT,
-    weights: MANY, param: MANY, option: MANY, also: TEXT, cores: TEXT, out: OUT, 'keep-intermediates': TEXT, report: TEXT, quiet: QUIET, help: HELP,
+    weights: MANY, 'weights-unverified': SWITCH, param: MANY, option: MANY, also: TEXT, cores: TEXT, out: OUT, 'keep-intermediates': TEXT,
+    report: TEXT, quiet: QUIET, help: HELP,
   },
   score: { chi: TEXT, reference: TEXT, mask: TEXT, cores: TEXT, json: SWITCH, help: HELP },
   'qsm-ci': { in: TEXT, out: OUT, method: TEXT, background: TEXT, param: MANY, cores: TEXT, quiet: QUIET, help: HELP },
@@ -36,8 +37,8 @@ export const CLI_FLAGS = {
   r2star: { magnitude: TEXT, mask: TEXT, te: TEXT, method: TEXT, cores: TEXT, out: OUT, t2star: TEXT, quiet: QUIET, help: HELP },
   models: { json: SWITCH, help: HELP },
   methods: { json: SWITCH, help: HELP },
-  calibrate: { model: TEXT, spec: TEXT, weights: MANY, threads: TEXT, json: SWITCH, help: HELP },
-  'receptive-field': { model: TEXT, spec: TEXT, weights: MANY, probe: SWITCH, json: SWITCH, help: HELP },
+  calibrate: { model: TEXT, spec: TEXT, weights: MANY, 'weights-unverified': SWITCH, threads: TEXT, json: SWITCH, help: HELP },
+  'receptive-field': { model: TEXT, spec: TEXT, weights: MANY, 'weights-unverified': SWITCH, probe: SWITCH, json: SWITCH, help: HELP },
 };
 
 /** The schema options of the phase networks only (their flags need --phase). */

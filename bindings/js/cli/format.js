@@ -134,6 +134,10 @@ export function planTable(plan, limits, { o, run, entry, spec, geometry, maskVox
     if (plan.context) rows.push(['network reach', reachText(plan.context)]);
     if (plan.verify) rows.push(['self-check', plan.verify.possible ? `box ${boxText(plan.verify)}, compared ${plan.verify.margin} voxels away from its inner faces` : plan.verify.message]);
     if (plan.b0Align?.assumesZ) rows.push(['B0', plan.b0Align.summary]);
+    if (plan.trainingGrid) {
+      const g = plan.trainingGrid;
+      rows.push(['training grid', `${g.dims.join('×')} voxels, ${g.voxelMm.map((v) => +v.toFixed(4)).join('×')} mm (field resampled there in k-space, χ back; ${size(g.extraModuleBytes)} of the heap)`]);
+    }
     if (plan.fidelityWarning) rows.push(['warning', plan.fidelityWarning]);
     if (plan.warning) rows.push(['warning', plan.warning]);
   }

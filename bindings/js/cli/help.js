@@ -58,7 +58,7 @@ whole-volume run and the network's reach, the memory cost and where it came from
 --context FILE: a reach measured earlier) and
 calibrates a --spec that declares no bytesPerVoxel (without --weights its cost is marked assumed). --json prints the plan object instead of the table. With --phase (iqsm, iqfm,
 iqsm-plus) the echo count comes from the file (one network call per echo); --te is optional here.
-Options as for \`tessera-qsm invert --help\`.
+Options as for \`tessera-qsm invert --help\` (--weights-unverified too).
 `,
   methods: `tessera-qsm methods: the classical dipole inversions Tessera runs without a network
 
@@ -87,7 +87,8 @@ Prints the theoretical receptive radius per axis, derived from the ONNX graph (c
 transposed convolutions, resizes; global operations and operations it cannot follow are named). --probe
 also measures it: the network runs twice on a phantom field patch with the centre voxel raised and lowered,
 and the response is summed by distance (the radius holding 90 % and 99 % of it, and the profile).
---weights defaults to the registry's official file(s) for --model; --spec needs --weights FILE.
+--weights defaults to the registry's official file(s) for --model; --spec needs --weights FILE; --weights-unverified
+reads --weights of --model whose bytes differ from the registry's file (your own export), with a warning.
 --json prints {graph, probe, weightsSha256}: the file plan and invert take as --context FILE (the probe's within[]
 is the profile; the weights' sha256s let them refuse it for other weights).
 `,
@@ -136,7 +137,8 @@ and after the patch. The C++ core fits heap = fixed + bytes per voxel · edge³ 
 slope the growth-stepped heaps allow, +20 % (a heap commits up to 20 % more than it holds), with every measured
 heap under the line. Prints the points, the fit and the figures to declare in a --spec ("fixedBytes",
 "bytesPerVoxel"); a --spec without bytesPerVoxel is calibrated this way by plan and invert. --spec or --model
-give the divisor (default 1); --threads the ONNX Runtime threads (default 1, as invert's).
+give the divisor (default 1); --threads the ONNX Runtime threads (default 1, as invert's). --weights-unverified:
+--weights of --model whose bytes differ from the registry's file (your own export) are read, with a warning.
 --json prints {fixedBytes, bytesPerVoxel, points, seconds, fit}.
 `,
 };
@@ -250,6 +252,8 @@ Network (one of)
   --model ID         a registry network (see \`tessera-qsm models\`); --weights defaults to its official URL(s),
                      NeXtQSM takes two; byte size and sha256 are checked against the registry
 ${line('--spec FILE', `a network not in the registry: JSON object with any of ${specKeys(schema)}; network input = (field - inputMean) / inputStd, χ = outputStd · output + outputMean; needs --weights FILE. Without bytesPerVoxel the network's memory cost is calibrated first (a few seconds; see \`tessera-qsm calibrate --help\`)`)}  --weights SRC      ONNX file or URL (repeat for a model with several networks)
+  --weights-unverified  run --weights whose bytes differ from the registry's file (your own export of --model):
+                     the run warns and the report records their sha256; without it they are refused
 ${s('network')}Tiling (field networks; the phase networks always run on the whole volume)
   Without --core the auto-planner chooses core, halo, stride, blend, workers and threads (a halo given alone is
   kept); --stride and --blend shape a tiling with --core.
@@ -340,7 +344,7 @@ total-field method (--method tfi) inverts the total field itself, with no backgr
                      --total-field, one 3D volume
   --mask FILE        brain mask (nonzero = inside); without it, one is made from the magnitude
 ${flags}  --param N=V        a parameter of the --method (repeatable; \`tessera-qsm methods\` lists them)
-  --model ID         a registry network (with --weights as for invert)
+  --model ID         a registry network (with --weights and --weights-unverified as for invert)
   --option N=V       a stage option (repeatable), e.g. --option background=pdf or --option vsharp.maxRadius=12:
 ${stageOptions(schema)}  --also LIST        optional outputs from the same echoes, comma-separated: swi (SWI and its minIP, options swi.*)
                      and r2star (R2* and T2*, option r2star.method), written next to --out as <out>_swi, <out>_minIP,

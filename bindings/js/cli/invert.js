@@ -111,7 +111,7 @@ export async function cmdInvert(o, ctx) {
   }
   const phaseSettings = phaseNet ? { te: run.phase.te, b0, erodeRadius: run.phase.erodeRadius, phaseSign: run.phase.phaseSign } : {};
   const request = defined({
-    geometry, mask, field: phaseNet ? undefined : field, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, threadsPerWorker: threads,
+    geometry, mask, field: phaseNet ? undefined : field, fieldUnits: !phaseNet && o.units !== undefined ? 'ppm' : undefined, model: o.model, spec, tile: run.tile, whole: run.whole, workers: run.workers, threadsPerWorker: threads,
     quality: run.quality, verify: run.verify || undefined, b0Align: run.b0Align, crop: run.crop, cropMargin: run.cropMargin, ...phaseSettings,
   });
   // The run is planned once, and runs that plan. A registry network's weights still to download are its own files (size
@@ -119,7 +119,7 @@ export async function cmdInvert(o, ctx) {
   // nothing. Otherwise (local files; a spec, whose reach comes from its graph; --probe and --measure-speed, which run
   // the network) the weights are read first and the plan takes them; a spec without bytesPerVoxel is calibrated first.
   const local = weightSources.length > 0 && !weightSources.some(isFetchable);
-  const weightsFirst = local || !entry || !!o.probe || !!o['measure-speed'];
+  const weightsFirst = local || !entry || !!o.probe || !!o['measure-speed'] || !!o['weights-unverified'];
   let loaded = weightsFirst ? await loadNetworkWeights(o, entry, tessera, ctx) : null;
   if (loaded && uncosted(rawSpec)) await calibrateSpec(tessera, loaded.weights, spec, ctx);
   // The run's plan: with the reach the weights' graph gives (or the probe measures, or --context gives).
@@ -154,7 +154,7 @@ export async function cmdInvert(o, ctx) {
   try {
     const onProgress = (p) => (p.stage === 'verify' ? null : progress.tiles(p));
     if (run.verify) progress.line('self-check: after the tiles, the largest box that runs whole is run and compared');
-    result = await tessera.invert({ ...request, ...data, weights, plan, signal, onProgress });
+    result = await tessera.invert({ ...request, ...data, weights, plan, signal, onProgress, ...(loaded.unverified && { verifyWeights: false }) });
   } catch (e) {
     // The runtime names the API option; say the flag.
     if (e?.code === 'ModelLoadFailed' && /inputNames/.test(e.message ?? '')) e.message += ' (on the command line: --input-name ROLE=NAME, repeatable)';

@@ -31,7 +31,8 @@ export async function checkInputKind(o, entry, run, tessera) {
 
 /**
  * The network's weights: a registry network's from --weights or its official URL(s) (size and sha256 checked), a
- * --spec network's from its one --weights. Returns {weights, weightsInfo}.
+ * --spec network's from its one --weights. --weights-unverified: a registry network's --weights FILE whose bytes differ
+ * from the registry's runs (warned; weightsInfo records their sha256). Returns {weights, weightsInfo, unverified}.
  */
 export async function loadNetworkWeights(o, entry, tessera, ctx) {
   const { signal, progress } = ctx;
@@ -40,10 +41,20 @@ export async function loadNetworkWeights(o, entry, tessera, ctx) {
   if (entry) {
     const sources = weightSources.length ? weightSources : undefined;
     (sources ?? entry.weights.map((w) => w.url)).forEach((src, i) => progress.line(`weights ${entry.weights[i].file}: ${src}`));
-    const weights = await tessera.loadWeights(entry.id, { sources, signal, onProgress: onBytes });
+    const unverified = !!o['weights-unverified'];
+    if (unverified && !sources) throw usageError('--weights-unverified runs your own export of the network: give it with --weights FILE');
+    const weights = await tessera.loadWeights(entry.id, { sources, signal, onProgress: onBytes, verifyWeights: !unverified });
     signal.throwIfAborted();
-    const weightsInfo = entry.weights.map((w, i) => ({ source: sources?.[i] ?? w.url, file: w.file, bytes: weights[i].byteLength, sha256: w.sha256 || null, verified: !!w.sha256 }));
-    return { weights, weightsInfo };
+    const weightsInfo = [];
+    for (const [i, w] of entry.weights.entries()) {
+      // Unverified: the sha256 of the bytes that run, beside the registry's.
+      const sha256 = unverified ? await sha256Hex(weights[i]) : w.sha256 || null;
+      const verified = unverified ? sha256 === w.sha256 : !!w.sha256;
+      // Said even with --quiet: the results are not the published network's.
+      if (!verified && unverified) process.stderr.write(`warning: weights not verified: sha256 ${sha256} of ${w.file} differs from the registry's ${w.sha256} (--weights-unverified)\n`);
+      weightsInfo.push({ source: sources?.[i] ?? w.url, file: w.file, bytes: weights[i].byteLength, sha256, registrySha256: w.sha256 || null, verified });
+    }
+    return { weights, weightsInfo, unverified };
   }
   if (weightSources.length !== 1) throw usageError(`--spec needs exactly one --weights FILE (the ONNX network), got ${weightSources.length}`);
   const bytes = await loadModel(weightSources[0], { signal, onProgress: (p) => onBytes({ ...p, file: path.basename(weightSources[0]) }) });
@@ -57,7 +68,8 @@ export async function loadNetworkWeights(o, entry, tessera, ctx) {
  * loaded: loadNetworkWeights' result, or null.
  */
 export function weightsShas(entry, loaded) {
-  const shas = entry ? entry.weights.map((w) => w.sha256) : loaded?.weightsInfo.map((w) => w.sha256);
+  // --weights-unverified: the bytes read, not the registry's.
+  const shas = entry && !loaded?.unverified ? entry.weights.map((w) => w.sha256) : loaded?.weightsInfo.map((w) => w.sha256);
   return shas?.length && shas.every(Boolean) ? shas : null;
 }
 

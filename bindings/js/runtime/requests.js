@@ -162,6 +162,7 @@ export function requestOf(a) {
     graphMacsPerVoxel: a.graphMacsPerVoxel,
     speed: runSpeed(a),
     verify: !!a.verify,
+    fieldUnits: a.fieldUnits,
   };
 }
 

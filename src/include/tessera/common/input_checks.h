@@ -53,6 +53,10 @@ RobustRange robust_range(std::span<const float> field, std::span<const uint8_t> 
 // the fix (give its units, or remove the background); empty when plausible. field.size() == mask.size().
 std::string implausible_ppm_text(std::span<const float> field, std::span<const uint8_t> mask);
 
+// The refusal of a total field (background left in) whose robust range inside mask reaches beyond ±kMaxTotalFieldPpm,
+// naming the range and the fix; empty when plausible. field.size() == mask.size().
+std::string implausible_total_ppm_text(std::span<const float> field, std::span<const uint8_t> mask);
+
 // A stage that keeps fewer than this share of the voxels it was given says how many it left out and why.
 inline constexpr double kLeftOutWarnShare = 0.2;
 

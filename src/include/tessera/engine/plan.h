@@ -16,6 +16,16 @@ namespace tessera {
 
 struct VerifyRegion;  // tessera/verify.h
 
+// A run resampled to the voxel grid its network was trained on (tessera/networks/training_grid.h): the grid, and the
+// module bytes the resampling adds on top of the run on it.
+struct TrainingGridPlan {
+  bool resampled = false;
+  Dims3 dims{0, 0, 0};                 // the training grid's dims (resampled only)
+  Vec3 voxel_mm{0.0, 0.0, 0.0};        // its voxel edges (mm): the field of view kept, so near the training voxel
+  uint64_t extra_module_bytes = 0;
+  std::string warning;                 // names the source and the resampled grid (resampled only)
+};
+
 struct TilePlan {
   bool feasible = false;
   TileConfig tile;                  // the tile config planned (chosen, for an automatic plan)
@@ -45,6 +55,8 @@ struct TilePlan {
   bool fidelity_known = false;      // the network's context profile is known, so fidelity is predicted
   FidelityPrediction fidelity;      // predicted agreement with the whole-volume run (exact for a whole-volume plan)
   std::shared_ptr<const VerifyRegion> verify;  // the self-check's plan, when the request asks for one
+  TrainingGridPlan training_grid;   // resampled to the network's training grid (then grid, tiles and memory above are
+                                    // the training grid's, the resampling's bytes added)
   B0Plan b0;                        // B0's tilt and whether the run resamples to a B0-aligned grid (then grid, tiles and
                                     // memory above are the aligned grid's, the source volume's bytes added)
 };

@@ -27,7 +27,6 @@ constexpr double alpha = 1.101906418800354;
 constexpr double mean[2] = {-0.0022565326653420925, -0.0004852914426010102};
 constexpr double std_dev[2] = {0.026074999943375587, 0.004082275088876486};
 constexpr int iterations = 3;
-constexpr double voxel_tolerance_mm = 0.01;  // |voxel - 1 mm| allowed per axis
 }  // namespace modl_constants
 
 namespace nextqsm_constants {
@@ -59,7 +58,8 @@ std::vector<float> lpcnn_invert(const Geometry& geometry, std::span<const float>
 // MoDL-QSM (3 iterations, 2 channels, planes contiguous): y = a A^H(phi) with A^H(f) = [D f, f], A(x) = D x0 + x1;
 // L0 = y, L_i = x - a A^H(A(x)) + y; net on ((L_c - MEAN_c)/STD_c) m; x_c = (out_c m) STD_c + MEAN_c.
 // Returns x0 m, cropped. Three runner calls, [1,2,X,Y,Z] each.
-// geometry valid; voxel 1 mm isotropic within 0.01 mm (the network was trained so; else Error InvalidArgument).
+// geometry valid and on the network's 1 mm training grid (needs_training_grid false: tessera/networks/training_grid.h;
+// else Error InvalidArgument). run_inversion resamples other grids there.
 // odd dims are zero padded by one plane on the high side (the network needs even dims).
 // field.size() == mask.size() == voxel_count (else Error InvalidArgument); field finite (else Error NonFiniteInput).
 // net returns 2 * spatial() values per call (else Error RunnerFailed).

@@ -146,6 +146,9 @@ struct ModelSpec {
   // The inputs in the reference model's order (the first is the main input).
   std::span<const InputRole> inputs = kFieldInput;
   Algorithm algorithm = Algorithm::Network;
+  // The voxel grid (mm) the network was trained on, when its reference code resamples every input to it (k-space zero
+  // padding or cropping, and χ back: tessera/networks/training_grid.h); zeros: none declared (runs at the input's).
+  std::array<double, 3> training_voxel_mm{0.0, 0.0, 0.0};
   uint32_t crop_margin = 0;  // phase networks: crop to the eroded mask's bounding box + this margin (0: no crop)
   Normalization norm;
   PadRule pad = PadRule::SmallerHalfLow;

@@ -40,7 +40,7 @@ struct Request {
   std::variant<InversionRequest, MethodRequest, PipelineRequest> what;
   uint32_t magnitude_echoes = 0;  // Method, Pipeline: a magnitude of this many echoes is given
   bool mask_given = false;        // Pipeline: the volume's mask is the brain mask (else made from the magnitude)
-  bool field_units_given = false; // Method: the caller stated the field is ppm (no plausibility refusal of its range)
+  bool field_units_given = false; // Method, field network: the caller stated the field is ppm (no plausibility refusal of its range)
   unsigned run_threads = 1;       // the threads the run's own loops and FFTs use
   // The network or method and every parameter of it (defaults filled in): two requests of the same kind run alike when
   // these agree.
