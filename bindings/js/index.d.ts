@@ -450,6 +450,10 @@ export interface PipelineRequest extends MethodOptions {
   totalField?: Float32Array | Volume<VoxelArray>;
   /** totalField's units; 'hz' for GE's and Philips' B0 maps */
   totalFieldUnits?: 'hz' | 'rad/s' | 'ppm';
+  /** a phase difference of two echoes, φ(TE2) − φ(TE1) (a Siemens field map), one 3D wrapped phase in radians (scanner integers are read as such with a warning); instead of phase and te */
+  phaseDifference?: Float32Array | Volume<VoxelArray>;
+  /** TE2 − TE1 of phaseDifference, seconds */
+  deltaTE?: number;
   /** tesla (default 3) */
   b0?: number;
   /** same size as phase (one volume with totalField): the fit's weights; the brain mask is made from the first echo's when no mask is given */

@@ -24,7 +24,7 @@ export const CLI_FLAGS = {
     context: TEXT, 'measure-speed': SWITCH, json: SWITCH, help: HELP,
   },
   pipeline: {
-    phase: TEXT, 'total-field': TEXT, units: TEXT, magnitude: TEXT, mask: TEXT, 'phase-units': TEXT, 'phase-scale': TEXT, model: TEXT,
+    phase: TEXT, 'total-field': TEXT, 'phase-difference': TEXT, te1: TEXT, te2: TEXT, 'delta-te': TEXT, units: TEXT, magnitude: TEXT, mask: TEXT, 'phase-units': TEXT, 'phase-scale': TEXT, model: TEXT,
     weights: MANY, param: MANY, option: MANY, cores: TEXT, out: OUT, 'keep-intermediates': TEXT, report: TEXT, quiet: QUIET, help: HELP,
   },
   score: { chi: TEXT, reference: TEXT, mask: TEXT, cores: TEXT, json: SWITCH, help: HELP },
