@@ -10,6 +10,7 @@ import { graphCost } from './graph-cost.js';
 import { checkPreference } from './execution-provider.js';
 import { NETWORK_KEYS, methodKeys, pipelineKeys, methodNamesOf, unknownKeysMessage } from './request.js';
 import { apiPhaseRescale } from './io/phase-units.js';
+import { maskFromValues, maskValuesWarning } from './io/mask-values.js';
 
 export { TesseraError, loadModel, sha256Hex };
 export { graphReceptiveField, contextProfile } from './receptive-field.js';
@@ -624,8 +625,24 @@ export class Tessera {
     // A phase far from the 2π of radians (a header's scaling left in) is rescaled, a phase difference's scanner integers
     // read as such: each with a warning in the report.
     const assumed = [];
+    // A mask of other values than 0 and 1 (−1 outside): read as inside where > 0, said in the report.
+    if (r.mask && !(r.mask instanceof Uint8Array)) {
+      const w = maskValuesWarning(r.mask);
+      if (w) assumed.push(w);
+    }
+    const inside = r.mask ? (r.mask instanceof Uint8Array ? r.mask : maskFromValues(r.mask)) : null;
     for (const k of ['phase', 'phaseDifference']) {
       if (!(r[k] instanceof Float32Array)) continue;
+      // NaN or Inf outside a given mask does not matter: set to 0 (a copy), said in the report; inside, the core refuses.
+      if (inside) {
+        const nvox = inside.length;
+        let outside = 0;
+        for (let j = 0; j < r[k].length; j++) if (!Number.isFinite(r[k][j]) && !inside[j % nvox]) outside++;
+        if (outside) {
+          r[k] = Float32Array.from(r[k], (v, j) => (Number.isFinite(v) || inside[j % nvox] ? v : 0));
+          assumed.push(`${k} holds ${outside} NaN or infinite value(s) outside the mask: set to 0 there (no stage reads them)`);
+        }
+      }
       const fixed = apiPhaseRescale(r[k], { difference: k === 'phaseDifference' });
       if (fixed) {
         r[k] = fixed.phase;
