@@ -9,7 +9,8 @@
 //     or magnitude, Run disabled;
 //   - the NIfTI files dcm2niix made in the page go through the CLI (`tessera-qsm pipeline --total-field … --units hz`,
 //     `--phase-difference … --te1 --te2`): χ bit-identical to the page's download;
-//   - ROMEO's Phase.nii + Mag.nii dropped into From phase: the rescaling warning shows, a χ results.
+//   - ROMEO's Phase.nii + Mag.nii dropped together on the page's drop zone in From phase: the rescaling warning shows, a
+//     χ results.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -213,8 +214,13 @@ function suite() {
     await page.fill('#b0', '3');
     const seq = Number((await readData('#inputInfo')).seq ?? 0);
     await page.setInputFiles('#maskFile', []);
-    await page.setInputFiles('#magFile', path.join(ROMEO, 'Mag.nii'));
-    await page.setInputFiles('#pipePhaseFile', path.join(ROMEO, 'Phase.nii'));
+    // Dropped on the page's drop zone together (the names say which is the magnitude).
+    const files = ['Phase.nii', 'Mag.nii'].map((name) => ({ name, b64: fs.readFileSync(path.join(ROMEO, name)).toString('base64') }));
+    await page.evaluate((list) => {
+      const dt = new DataTransfer();
+      for (const f of list) dt.items.add(new File([Uint8Array.from(atob(f.b64), (c) => c.charCodeAt(0))], f.name));
+      document.querySelector('#drop').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    }, files);
     await page.waitForFunction((s) => Number(document.querySelector('#inputInfo').dataset.seq) > s && document.body.dataset.state === 'idle', seq, { timeout: 60000 });
     const info = await readData('#inputInfo');
     assert.equal(info.echoes, 3);
@@ -230,8 +236,6 @@ function suite() {
     // A scaled phase left as it was gives χ of at most 0.0035 ppm; rescaled, a brain's χ spans tenths of a ppm.
     assert.ok(p99 - p1 > 0.05 && p99 - p1 < 5, `χ 1st–99th percentile [${p1}, ${p99}] ppm`);
     console.log(`# ROMEO: χ in ${inside.length} voxels, 1st–99th percentile [${p1.toFixed(3)}, ${p99.toFixed(3)}] ppm`);
-    await page.setInputFiles('#magFile', []);
-    await page.setInputFiles('#pipePhaseFile', []);
   });
 
   test('no console error in the session but dcm2niix’s own', { skip }, () => {
