@@ -973,3 +973,11 @@ export declare function phaseToRadians(
   nonFinite: number;
   notes: string[];
 };
+/**
+ * A phase difference of two echoes (a Siemens field map, one 3D volume) to radians: integers spanning at least 4π are
+ * read as scanner integers with a warning in notes; anything else as phaseToRadians reads a phase.
+ */
+export declare function phaseDifferenceToRadians(
+  img: { data: Float32Array; datatype?: number; header?: Record<string, unknown> },
+  options?: { units?: 'rad' | 'deg' | 'scanner' | 'unwrapped'; scale?: number; inPlace?: boolean },
+): ReturnType<typeof phaseToRadians>;
