@@ -1,6 +1,7 @@
 // A DICOM folder for the page's From phase workflow: converted in the page by dcm2niix compiled to wasm (npm
 // @niivue/dcm2niix, in its own worker; nothing is uploaded), its NIfTI outputs sorted by their BIDS sidecars into the
-// multi-echo phase and magnitude, with the echo times and B0 from the DICOM headers.
+// multi-echo phase and magnitude, with the echo times and B0 from the DICOM headers; or into a scanner's field map: a
+// B0 map in Hz (GE, Philips) or a phase difference of two echoes with EchoTime1/EchoTime2 (Siemens), with its magnitude.
 //
 //   convertDicom(files, { signal, onProgress }) → [{ name, nii: File, sidecar }]  (dcm2niix's outputs)
 //   sortSeries(outputs)                         → { phase, magnitude, te, b0, phaseSeries, magnitudeSeries, notes }
@@ -25,7 +26,7 @@ const EXIT_NO_DICOM = 2;
 export class DicomError extends Error {
   /**
    * Precondition: code is NoFiles, NoDicom, ConverterFailed, NoPhase, SeveralPhase, SeveralMagnitude, EchoRepeated,
-   * EchoesMismatch, TeMismatch, DimsMismatch or NotOneVolume.
+   * EchoesMismatch, TeMismatch, DimsMismatch, NotOneVolume or SeveralFieldMaps.
    * Precondition: message names the problem and the fix.
    * @param {string} code
    * @param {string} message
@@ -124,9 +125,19 @@ function noDicom(files) {
 function partOf({ name, sidecar }) {
   const type = (Array.isArray(sidecar.ImageType) ? sidecar.ImageType : []).map((t) => String(t).toUpperCase());
   if (/_(real|imaginary)$/i.test(name) || type.includes('REAL') || type.includes('IMAGINARY')) return 'other';
+  // A B0 map already in Hz (GE, Philips: dcm2niix marks it FIELDMAPHZ and writes Units "Hz").
+  if (/_fieldmaphz$/i.test(name) || type.includes('FIELDMAPHZ') || sidecar.Units === 'Hz') return 'fieldmap';
   if (/_ph$/i.test(name) || type.includes('P') || type.includes('PHASE')) return 'phase';
   if (type.includes('M') || type.includes('MAGNITUDE')) return 'magnitude';
+  // Philips' enhanced field map: its first echo is the magnitude, typed only by dcm2niix's BIDS guess.
+  if (Array.isArray(sidecar.BidsGuess) && /_magnitude\d?$/.test(String(sidecar.BidsGuess[1] ?? ''))) return 'magnitude';
   return 'other';
+}
+
+/** A phase output that is a phase difference of two echoes (Siemens' field map): EchoTime1 < EchoTime2 in its sidecar. */
+function phaseDifferenceTimes(o) {
+  const [t1, t2] = [Number(o.sidecar.EchoTime1), Number(o.sidecar.EchoTime2)];
+  return t1 > 0 && t2 > t1 ? { te1: t1, te2: t2 } : null;
 }
 
 /** A series in words: "series 3 “gre_phase”". */
@@ -138,13 +149,18 @@ const seriesWords = (s) => `series ${s.number}${s.description ? ` “${s.descrip
  * in notes). A series is a SeriesNumber; its echoes are ordered by EchoNumber, else EchoTime. With several magnitude
  * series, the one of the phase's protocol, then the one with the phase's echo count, is taken.
  * Precondition: outputs as convertDicom returns them (nii may be any value; only name and sidecar are read).
- * Returns { phase: outputs (echo order), magnitude: outputs (echo order; [] when there is none), te: s[] | null (null
+ * Returns { kind: 'phase', phase: outputs (echo order), magnitude: outputs (echo order; [] when there is none), te: s[] | null (null
  * when an echo has no EchoTime), b0: T | null, phaseSeries, magnitudeSeries (null or {number, description, echoes}),
  * notes: string[] }; or throws a DicomError (NoPhase, SeveralPhase, SeveralMagnitude, EchoRepeated, EchoesMismatch,
- * TeMismatch).
+ * TeMismatch, SeveralFieldMaps).
+ * Scanner field maps: a B0 map in Hz (ImageType FIELDMAPHZ or Units "Hz": GE, Philips incl. enhanced DICOM) gives
+ * { kind: 'fieldmap', fieldMap: output, units: 'hz', magnitude: [its series' first magnitude echo] | [], te1, te2 (s or
+ * null), b0, fieldSeries, magnitudeSeries, notes }; one phase output with EchoTime1 < EchoTime2 (Siemens' phase
+ * difference) gives { kind: 'phasediff', phase: [output], magnitude, te1, te2, deltaTE (s), b0, phaseSeries,
+ * magnitudeSeries, notes }.
  */
 export function sortSeries(outputs) {
-  const groups = { phase: new Map(), magnitude: new Map() };
+  const groups = { phase: new Map(), magnitude: new Map(), fieldmap: new Map() };
   const others = new Set();
   for (const o of outputs) {
     const part = partOf(o);
@@ -160,6 +176,10 @@ export function sortSeries(outputs) {
   const phases = [...groups.phase.values()];
   let mags = [...groups.magnitude.values()];
   const found = () => [...mags.map((s) => `${seriesWords(s)} (magnitude)`), ...others].join(', ') || 'no image series';
+  const maps = [...groups.fieldmap.values()];
+  if (maps.length) return sortFieldMap(maps, phases, mags, others);
+  const diffs = phases.filter((p) => p.outputs.length === 1 && phaseDifferenceTimes(p.outputs[0]));
+  if (phases.length === 1 && diffs.length === 1) return sortPhaseDifference(diffs[0], mags, others);
   if (!phases.length) {
     throw new DicomError(
       'NoPhase',
@@ -206,7 +226,65 @@ export function sortSeries(outputs) {
   if (!mag) notes.push('no magnitude series: choose a mask (the pipeline makes its mask from the magnitude)');
   if (others.size) notes.push(`left out: ${[...others].join(', ')}`);
   const info = (s) => s && { number: s.number, description: s.description, echoes: s.outputs.length };
-  return { phase: phase.outputs, magnitude: mag?.outputs ?? [], te, b0: b0 > 0 ? b0 : null, phaseSeries: info(phase), magnitudeSeries: info(mag), notes };
+  return { kind: 'phase', phase: phase.outputs, magnitude: mag?.outputs ?? [], te, b0: b0 > 0 ? b0 : null, phaseSeries: info(phase), magnitudeSeries: info(mag), notes };
+}
+
+/** A series' facts for the page: {number, description, echoes}. */
+const seriesInfo = (s) => s && { number: s.number, description: s.description, echoes: s.outputs.length };
+
+/** The magnitude that goes with a field map's or phase difference's series: the same series, else the same protocol. */
+function fieldMapMagnitude(series, mags) {
+  const same = mags.filter((m) => m.number === series.number);
+  const list = same.length ? same : mags.filter((m) => m.protocol === series.protocol);
+  if (!list.length) return null;
+  const m = list[0];
+  sortEchoes(m, 'magnitude');
+  return m;
+}
+
+/** The notes of a field map's sorting: B0, the magnitude, what was left out. */
+function fieldMapNotes(b0, mag, others) {
+  const notes = [];
+  if (!(b0 > 0)) notes.push('B0 is not in the DICOM headers: type it');
+  if (!mag) notes.push('no magnitude series: choose a mask (the pipeline makes its mask from the magnitude)');
+  if (others.size) notes.push(`left out: ${[...others].join(', ')}`);
+  return notes;
+}
+
+/**
+ * A B0 map in Hz (FIELDMAPHZ: GE, Philips): the total field the pipeline starts from, with the first echo of its
+ * series' magnitude (or of the same protocol's). One field map only; a phase series beside it is refused (ambiguous).
+ */
+function sortFieldMap(maps, phases, mags, others) {
+  const all = maps.flatMap((m) => m.outputs);
+  if (all.length > 1 || phases.length) {
+    const what = [...maps.map((m) => `${seriesWords(m)} (${m.outputs.length} field map${m.outputs.length > 1 ? 's' : ''} in Hz)`), ...phases.map((p) => `${seriesWords(p)} (phase)`)];
+    throw new DicomError('SeveralFieldMaps', `The DICOM folder holds ${what.join(', ')}: choose a folder with one field map (its magnitude beside it), or with the multi-echo phase alone.`);
+  }
+  const series = maps[0];
+  const map = all[0];
+  const mag = fieldMapMagnitude(series, mags);
+  const b0 = Number(map.sidecar.MagneticFieldStrength);
+  const t = phaseDifferenceTimes(map);
+  const notes = fieldMapNotes(b0, mag, others);
+  return {
+    kind: 'fieldmap', fieldMap: map, units: 'hz', phase: [], magnitude: mag ? mag.outputs.slice(0, 1) : [], te: null, te1: t?.te1 ?? null, te2: t?.te2 ?? null,
+    b0: b0 > 0 ? b0 : null, phaseSeries: null, fieldSeries: seriesInfo(series), magnitudeSeries: seriesInfo(mag), notes,
+  };
+}
+
+/** A phase difference of two echoes (Siemens: EchoTime1, EchoTime2 in its sidecar), with a magnitude of its acquisition. */
+function sortPhaseDifference(series, mags, others) {
+  const o = series.outputs[0];
+  const { te1, te2 } = phaseDifferenceTimes(o);
+  // Siemens writes the magnitude of the same acquisition as the series before it (echo 1, and echo 2 when kept).
+  const narrowed = mags.filter((m) => m.protocol === series.protocol);
+  const mag = fieldMapMagnitude(series, narrowed.length ? narrowed : mags);
+  const b0 = Number(o.sidecar.MagneticFieldStrength);
+  return {
+    kind: 'phasediff', phase: [o], magnitude: mag ? mag.outputs.slice(0, 1) : [], te: null, te1, te2, deltaTE: +(te2 - te1).toPrecision(6),
+    b0: b0 > 0 ? b0 : null, phaseSeries: seriesInfo(series), magnitudeSeries: seriesInfo(mag), notes: fieldMapNotes(b0, mag, others),
+  };
 }
 
 /** Orders a series' outputs by EchoNumber (else EchoTime); an echo that appears twice is refused. */
@@ -239,14 +317,16 @@ function echoTimes(series) {
  * Returns { r (the io 'pipeline' op's result), magnitude: Float32Array | null, units (the ones used) }.
  */
 export async function loadDicom(io, { dicom, mask, magnitude }, units) {
+  if (dicom.kind === 'fieldmap') return loadFieldMap(io, { dicom, mask, magnitude });
   const read = async (u) => {
     const phases = await Promise.all(dicom.phase.map((o) => o.nii.arrayBuffer()));
     const bytes = {
       mask: mask ? await mask.arrayBuffer() : undefined,
       magnitude: !dicom.magnitude.length && magnitude ? await magnitude.arrayBuffer() : undefined,
     };
-    const names = { phase: `The DICOM phase (${seriesWords(dicom.phaseSeries)})`, mask: mask?.name, magnitude: magnitude?.name };
-    return io('pipeline', { phases, ...bytes, units: u, names }, [...phases, ...Object.values(bytes).filter(Boolean)]);
+    const what = dicom.kind === 'phasediff' ? 'phase difference' : 'phase';
+    const names = { phase: `The DICOM ${what} (${seriesWords(dicom.phaseSeries)})`, mask: mask?.name, magnitude: magnitude?.name };
+    return io('pipeline', { phases, ...bytes, units: u, names, difference: dicom.kind === 'phasediff' }, [...phases, ...Object.values(bytes).filter(Boolean)]);
   };
   let used = units;
   let r;
@@ -277,6 +357,20 @@ export async function loadDicom(io, { dicom, mask, magnitude }, units) {
     }
   }
   return { r, magnitude: mag, units: used };
+}
+
+/**
+ * A B0 map in Hz from a sorted DICOM conversion (sortSeries kind 'fieldmap'): the map as it is (Hz; the pipeline
+ * converts it and checks its values), its magnitude (first echo, when the folder has one) and the mask file, through the
+ * I/O worker's loader. Returns loadDicom's { r, magnitude: Float32Array | null, units: 'hz' }.
+ */
+async function loadFieldMap(io, { dicom, mask, magnitude }) {
+  const field = await dicom.fieldMap.nii.arrayBuffer();
+  const mag = dicom.magnitude.length ? await dicom.magnitude[0].nii.arrayBuffer() : magnitude ? await magnitude.arrayBuffer() : undefined;
+  const maskBytes = mask ? await mask.arrayBuffer() : undefined;
+  const names = { field: `The DICOM field map (${seriesWords(dicom.fieldSeries)})`, mask: mask?.name, magnitude: dicom.magnitude.length ? `The DICOM magnitude (${seriesWords(dicom.magnitudeSeries)})` : magnitude?.name };
+  const r = await io('totalField', { field, magnitude: mag, mask: maskBytes, names }, [field, mag, maskBytes].filter(Boolean));
+  return { r, magnitude: r.magnitude, units: 'hz' };
 }
 
 /**

@@ -102,6 +102,45 @@ test('sortSeries: each refusal names the problem and the fix', () => {
   );
 });
 
+test('sortSeries: scanner field maps — a B0 map in Hz (FIELDMAPHZ; Philips enhanced: its magnitude by the BIDS guess), a Siemens phase difference (EchoTime1/2)', () => {
+  // GE as dcm2niix writes it: the map and its magnitude in one series, the map's Units "Hz".
+  const ge = sortSeries([
+    out('series6_fieldmaphz', 6, undefined, undefined, ['ORIGINAL', 'PRIMARY', 'OTHER', 'FIELDMAPHZ'], { Units: 'Hz', EchoTime1: 0.004608, EchoTime2: 0.006912, MagneticFieldStrength: 3 }),
+    out('series6', 6, undefined, 0.004608, ['ORIGINAL', 'PRIMARY', 'OTHER', 'MAGNITUDE'], { MagneticFieldStrength: 3 }),
+  ]);
+  assert.equal(ge.kind, 'fieldmap');
+  assert.equal(ge.units, 'hz');
+  assert.equal(ge.fieldMap.name, 'series6_fieldmaphz');
+  assert.deepEqual(ge.magnitude.map((o) => o.name), ['series6']);
+  assert.deepEqual([ge.te1, ge.te2, ge.b0], [0.004608, 0.006912, 3]);
+  assert.deepEqual(ge.fieldSeries, { number: 6, description: 's6', echoes: 1 });
+  // Philips' enhanced DICOM: echo 1 typed T1\MIXED, a magnitude only by dcm2niix's BIDS guess; echo 2 the map.
+  const philips = sortSeries([
+    out('series801_e1', 801, 1, 0.00152, ['ORIGINAL', 'PRIMARY', 'T1', 'MIXED'], { BidsGuess: ['fmap', '_acq-SSRMFFE_run-801_magnitude'] }),
+    out('series801_e2_fieldmaphz', 801, 2, 0.00152, ['ORIGINAL', 'PRIMARY', 'T1', 'MIXED', 'FIELDMAPHZ'], { Units: 'Hz' }),
+  ]);
+  assert.equal(philips.kind, 'fieldmap');
+  assert.deepEqual(philips.magnitude.map((o) => o.name), ['series801_e1']);
+  // Siemens: the phase difference (series 3, EchoTime1 < EchoTime2) and the magnitude of echo 1 (series 2, another TE).
+  const siemens = sortSeries([
+    out('series3_e2_ph', 3, 2, 0.00765, P, { EchoTime1: 0.00519, EchoTime2: 0.00765 }),
+    out('series2', 2, undefined, 0.00519, M),
+  ]);
+  assert.equal(siemens.kind, 'phasediff');
+  assert.deepEqual([siemens.te1, siemens.te2, siemens.deltaTE], [0.00519, 0.00765, 0.00246]);
+  assert.deepEqual(siemens.phase.map((o) => o.name), ['series3_e2_ph']);
+  assert.deepEqual(siemens.magnitude.map((o) => o.name), ['series2']);
+  assert.deepEqual(siemens.notes, []);
+  // Without the magnitude series: said, not refused; a multi-echo phase keeps its kind.
+  assert.match(sortSeries([out('series3_e2_ph', 3, 2, 0.00765, P, { EchoTime1: 0.00519, EchoTime2: 0.00765 })]).notes.join(), /no magnitude series: choose a mask/);
+  assert.equal(sortSeries([out('p1', 3, 1, 0.005, P), out('m1', 2, 1, 0.005, M)]).kind, 'phase');
+  // Two field maps, or a field map beside a phase: refused.
+  assert.throws(
+    () => sortSeries([out('a_fieldmaphz', 6, 1, 0.004, ['FIELDMAPHZ'], { Units: 'Hz' }), out('p1', 3, 1, 0.005, P)]),
+    (e) => e.code === 'SeveralFieldMaps' && /series 6 “s6” \(1 field map in Hz\), series 3 “s3” \(phase\): choose a folder with one field map/.test(e.message),
+  );
+});
+
 // ---------------------------------------------------------------------------------------------------------------------
 // In Chromium
 

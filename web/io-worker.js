@@ -11,7 +11,10 @@
 //   phase     {phase, magnitude?, mask?, maskSource: 'file'|'magnitude', fraction, units: 'rad'|'deg'|'scanner'|'unwrapped',
 //              names: {phase, magnitude?}, te?: number[] (s)}
 //             → {fixed, dims, voxelMm, b0Dir, b0DirSource, like, echoes, phase, range, nonFinite, magnitude, magEchoes, mask, notes}
-//   pipeline  {phases: [bytes, ...] (one 4D file, or one 3D file per echo), magnitude?, mask?, units, names}
+//   totalField {field (a B0 map, 3D), magnitude? (3D), mask?, names}
+//             → the pipeline op's result with the map as stored (its units the caller's) as phase, echoes 1
+//   pipeline  {phases: [bytes, ...] (one 4D file, or one 3D file per echo), magnitude?, mask?, units, names,
+//              difference? (one phase difference of two echoes: scanner integers read as such, with a warning)}
 //             → {dims, voxelMm, b0Dir, like, echoes, phase, range, magnitude, mask (null: none given), fixed, notes}
 //             (From phase: the mask is optional, the pipeline makes it from the magnitude; 3D files are stacked as echoes)
 //   load      (new) the whole input of a run, field or phase, through loadInputs:
@@ -74,10 +77,19 @@ const ops = {
       magEchoes: r.magnitudeEchoes,
     };
   },
-  async pipeline({ phases, magnitude, mask, units, names }) {
+  async pipeline({ phases, magnitude, mask, units, names, difference = false }) {
     const phase = phases.length === 1 ? phases[0] : await stackEchoes(phases, names);
-    const r = await load({ phase, magnitude, mask }, { phaseUnits: units === 'rad' ? undefined : units, maskFrom: 'file', needMask: false }, names);
+    const r = await load({ phase, magnitude, mask }, { phaseUnits: units === 'rad' ? undefined : units, maskFrom: 'file', needMask: false, phaseDifference: difference }, names);
     return phaseResult(r);
+  },
+  async totalField({ field, magnitude, mask, names }) {
+    // As stored (Hz): the pipeline converts the units and refuses implausible values in its words.
+    const r = await load({ field, magnitude, mask }, { units: 'ppm', maskFrom: 'file', needMask: false }, names);
+    const { data, ...like } = r.field;
+    return {
+      fixed: r.fixed, dims: r.geometry.dims, voxelMm: r.geometry.voxelMm, b0Dir: r.geometry.b0Dir, like, echoes: 1, phase: data,
+      range: finiteRange(data), magnitude: r.magnitude?.data ?? null, mask: r.mask?.data ?? null, notes: r.notes,
+    };
   },
   async load({ field, phase, mask, magnitude, maskSource, fraction, units, b0, te, phaseUnits, names = {} }) {
     const r = await load(
@@ -100,6 +112,13 @@ const ops = {
     };
   },
 };
+
+/** [min, max] of the finite values. */
+function finiteRange(data) {
+  let lo = Infinity, hi = -Infinity;
+  for (const v of data) if (Number.isFinite(v)) (lo = Math.min(lo, v)), (hi = Math.max(hi, v));
+  return [lo, hi];
+}
 
 /**
  * Several 3D phase files (one per echo, in echo order) as one 4D NIfTI (float32, the first file's header with dim[0] = 4

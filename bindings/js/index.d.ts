@@ -456,6 +456,10 @@ export interface PipelineRequest extends MethodOptions {
   totalField?: Float32Array | Volume<VoxelArray>;
   /** totalField's units; 'hz' for GE's and Philips' B0 maps */
   totalFieldUnits?: 'hz' | 'rad/s' | 'ppm';
+  /** a phase difference of two echoes, φ(TE2) − φ(TE1) (a Siemens field map), one 3D wrapped phase in radians (scanner integers are read as such with a warning); instead of phase and te */
+  phaseDifference?: Float32Array | Volume<VoxelArray>;
+  /** TE2 − TE1 of phaseDifference, seconds */
+  deltaTE?: number;
   /** tesla (default 3) */
   b0?: number;
   /** same size as phase (one volume with totalField): the fit's weights; the brain mask is made from the first echo's when no mask is given */
@@ -1073,3 +1077,11 @@ export declare function pipelineArgs(request: MethodsText['request'], files?: Co
 export declare function commandLine(args: string[]): string;
 /** A methods text as Markdown with the command (default: methods.command). */
 export declare function methodsMarkdown(methods: MethodsText, command?: string): string;
+/**
+ * A phase difference of two echoes (a Siemens field map, one 3D volume) to radians: integers spanning at least 4π are
+ * read as scanner integers with a warning in notes; anything else as phaseToRadians reads a phase.
+ */
+export declare function phaseDifferenceToRadians(
+  img: { data: Float32Array; datatype?: number; header?: Record<string, unknown> },
+  options?: { units?: 'rad' | 'deg' | 'scanner' | 'unwrapped'; scale?: number; inPlace?: boolean },
+): ReturnType<typeof phaseToRadians>;

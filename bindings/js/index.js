@@ -16,6 +16,8 @@ function unverifiedNote(w, sha256) {
   if (!w.sha256 || sha256 === w.sha256) return '';
   return `weights not verified: sha256 ${sha256} of ${w.file} differs from the registry's ${w.sha256} (verifyWeights: false); the results are your export's, not the published network's`;
 }
+import { apiPhaseRescale } from './io/phase-units.js';
+import { maskFromValues, maskValuesWarning } from './io/mask-values.js';
 
 export { TesseraError, loadModel, sha256Hex };
 export { graphReceptiveField, contextProfile } from './receptive-field.js';
@@ -26,7 +28,7 @@ export { PhaseRefusal, phrasePhaseRefusal } from './io/phase-units.js';
 export { bytesText } from './bytes.js';
 export { pipelineArgs, commandLine, methodsMarkdown } from './methods-text.js';
 export { readCachedWeights, cacheWeights, listCachedWeights, clearWeightsCache, loadWeightsCached } from './model-loader.js';
-export { readNifti, readNiftiAsync, readEchoes, readEchoesAsync, phaseToRadians, readMask, maskFromValues, writeNifti, hzToPpm, radPerSecToPpm, thresholdMask, GAMMA_BAR_MHZ_PER_T } from './io/nifti.js';
+export { readNifti, readNiftiAsync, readEchoes, readEchoesAsync, phaseToRadians, phaseDifferenceToRadians, readMask, maskFromValues, writeNifti, hzToPpm, radPerSecToPpm, thresholdMask, GAMMA_BAR_MHZ_PER_T } from './io/nifti.js';
 
 /** A Volume ({dims, voxelMm, b0Dir, data, ...}, what the readers return) rather than a bare typed array. */
 function isVolume(v) {
@@ -34,13 +36,13 @@ function isVolume(v) {
 }
 
 /**
- * Takes Volumes for field, phase, totalField, magnitude and mask: their data go to the runtime and the geometry comes
- * from the main one (field, phase or totalField) unless given. Volumes of other dims are refused by name.
+ * Takes Volumes for field, phase, totalField, phaseDifference, magnitude and mask: their data go to the runtime and the
+ * geometry comes from the main one (field, phase, totalField or phaseDifference) unless given. Volumes of other dims are refused by name.
  */
 function unwrapVolumes(args) {
   const out = { ...args };
   let from = null;
-  for (const k of ['field', 'phase', 'totalField', 'magnitude', 'mask']) {
+  for (const k of ['field', 'phase', 'totalField', 'phaseDifference', 'magnitude', 'mask']) {
     const v = args[k];
     if (!isVolume(v)) continue;
     const dims = v.dims.slice(0, 3);
@@ -661,6 +663,11 @@ export class Tessera {
    * totalFieldUnits 'hz' | 'rad/s' | 'ppm' and no te: no echo fit runs, the field is converted to ppm at b0 and its
    * fit mask is the mask (given, or made from magnitude, then one volume); NaN inside the mask, or values implausible
    * for the units (a Hz map given as ppm), are refused. unwrappedPhase, offset and fitResidual are then null.
+   * Or from a phase difference of two echoes (a Siemens field map): phaseDifference (one 3D wrapped phase, radians, or
+   * the scanner's integers, read with a warning) with deltaTE = TE2 − TE1 (seconds) and no te: it is unwrapped as one
+   * echo at TE = ΔTE with no receive offset (it cancels in the difference).
+   * A phase (or phase difference) whose span is far from 2π is not radians: it is rescaled to (−π, π] and
+   * report.warnings says so.
    * Every intermediate comes back as a Volume with the input's geometry: mask, unwrappedPhase (4D), offset, fieldHz,
    * totalField, fitResidual, fitMask, localField, localMask, chi (null without a method or network). report.warnings
    * lists what was assumed or left out (voxel size, a mask reaching outside the tissue, a stage leaving out much of
@@ -676,9 +683,36 @@ export class Tessera {
     await this._checkKeys(a ?? {}, 'pipeline');
     const { signal, onProgress, ...args } = a ?? {};
     const r = unwrapVolumes(args);
-    if (!r.geometry) throw new TesseraError('pipeline: give phase (or totalField) as a Volume (readNifti / readEchoes) or give geometry', 'InvalidArgument');
+    if (!r.geometry) throw new TesseraError('pipeline: give phase (or totalField, or phaseDifference) as a Volume (readNifti / readEchoes) or give geometry', 'InvalidArgument');
     const g = r.geometry;
     const echoes = Array.isArray(r.te) && r.totalField == null ? r.te.length : 1;
+    // A phase far from the 2π of radians (a header's scaling left in) is rescaled, a phase difference's scanner integers
+    // read as such: each with a warning in the report.
+    const assumed = [];
+    // A mask of other values than 0 and 1 (−1 outside): read as inside where > 0, said in the report.
+    if (r.mask && !(r.mask instanceof Uint8Array)) {
+      const w = maskValuesWarning(r.mask);
+      if (w) assumed.push(w);
+    }
+    const inside = r.mask ? (r.mask instanceof Uint8Array ? r.mask : maskFromValues(r.mask)) : null;
+    for (const k of ['phase', 'phaseDifference']) {
+      if (!(r[k] instanceof Float32Array)) continue;
+      // NaN or Inf outside a given mask does not matter: set to 0 (a copy), said in the report; inside, the core refuses.
+      if (inside) {
+        const nvox = inside.length;
+        let outside = 0;
+        for (let j = 0; j < r[k].length; j++) if (!Number.isFinite(r[k][j]) && !inside[j % nvox]) outside++;
+        if (outside) {
+          r[k] = Float32Array.from(r[k], (v, j) => (Number.isFinite(v) || inside[j % nvox] ? v : 0));
+          assumed.push(`${k} holds ${outside} NaN or infinite value(s) outside the mask: set to 0 there (no stage reads them)`);
+        }
+      }
+      const fixed = apiPhaseRescale(r[k], { difference: k === 'phaseDifference' });
+      if (fixed) {
+        r[k] = fixed.phase;
+        assumed.push(...fixed.notes);
+      }
+    }
     const vol = (data, extra = {}) => (data?.length ? makeVolume({ ...g, data, ...extra }) : null);
     const volumes = (out) => {
       const v = {};
@@ -696,6 +730,7 @@ export class Tessera {
       if (e?.intermediates) e.intermediates = volumes(e.intermediates);
       throw e;
     }
+    if (assumed.length) out.report.warnings = [...assumed, ...(out.report.warnings ?? [])];
     const result = { report: out.report, ...volumes(out) };
     if (out.networkReport) result.networkReport = out.networkReport;
     // The command that reruns this request (files as placeholders: methodsText(report, {files}) names them).

@@ -27,6 +27,8 @@ export const OTHER_KEYS = Object.freeze({
   phase: 'wrapped phase (rad), every echo, a Float32Array or a Volume',
   totalField: "pipeline(): a total field map (a vendor B0 map), one 3D Float32Array or Volume, instead of phase and te",
   totalFieldUnits: "pipeline(): the units of totalField, 'hz' | 'rad/s' | 'ppm'",
+  phaseDifference: 'pipeline(): a phase difference of two echoes (a Siemens field map), one 3D wrapped phase (rad), instead of phase and te',
+  deltaTE: 'pipeline(): TE2 − TE1 of phaseDifference, seconds',
   magnitude: 'magnitude, the size of the field or the phase, or a Volume',
   mask: 'the mask (nonzero = inside), or a Volume',
   geometry: '{dims, voxelMm, b0Dir} when no Volume carries it',
@@ -67,7 +69,7 @@ export function methodKeys(methodNames) {
  * methodNames: the schema's method choices.
  */
 export function pipelineKeys(methodNames) {
-  return ['te', 'b0', ...PIPELINE_OPTIONS, 'method', ...methodNames, 'spec', 'phase', 'totalField', 'totalFieldUnits', 'magnitude', 'mask', 'geometry', 'model', 'weights', 'network', 'plan', 'pipeline', ...CALL_KEYS];
+  return ['te', 'b0', ...PIPELINE_OPTIONS, 'method', ...methodNames, 'spec', 'phase', 'totalField', 'totalFieldUnits', 'phaseDifference', 'deltaTE', 'magnitude', 'mask', 'geometry', 'model', 'weights', 'network', 'plan', 'pipeline', ...CALL_KEYS];
 }
 
 /** The schema's classical method names (its `method` option's choices). schema: what tessera.schema() returns. */

@@ -301,7 +301,16 @@ PipelineRequest pipeline_request_read(const val& v, RequestIdentity* identity) {
     r.total_field_units = total_field_units_from_name(units.as<std::string>());
   }
   const val te = v["te"];
-  if (r.total_field_units != TotalFieldUnits::None) {
+  // deltaTE (s): the volume holds one phase difference of two echoes ΔTE apart (a Siemens field map), not per-echo phase.
+  const val delta_te = v["deltaTE"];
+  if (!delta_te.isUndefined() && !delta_te.isNull()) {
+    if (!delta_te.isNumber()) throw Error(ErrorCode::InvalidArgument, "deltaTE must be a number: TE2 − TE1 of the phase difference, in seconds");
+    if (!te.isUndefined() && !te.isNull()) {
+      throw Error(ErrorCode::InvalidArgument, "te belongs to a pipeline from per-echo phase: a phase difference takes deltaTE (TE2 − TE1, seconds) alone");
+    }
+    r.phase_difference = true;
+    r.te_s = {delta_te.as<double>()};
+  } else if (r.total_field_units != TotalFieldUnits::None) {
     if (!te.isUndefined() && !te.isNull()) {
       throw Error(ErrorCode::InvalidArgument, "te belongs to a pipeline from phase: a total field map needs no echo times (leave te out)");
     }
@@ -318,6 +327,7 @@ PipelineRequest pipeline_request_read(const val& v, RequestIdentity* identity) {
   r.b0_tesla = option(v, "b0", "b0");
   if (identity) {
     if (r.total_field_units != TotalFieldUnits::None) identity->emplace_back("totalFieldUnits", std::string(total_field_units_name(r.total_field_units)));
+    else if (r.phase_difference) identity->emplace_back("deltaTE", numbers_text(r.te_s));
     else identity->emplace_back("te", numbers_text(r.te_s));
     identity->emplace_back("b0", number_text(r.b0_tesla));
   }

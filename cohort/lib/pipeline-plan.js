@@ -6,7 +6,8 @@
 // run, so the given mask, or with none the whole volume, stands for it (never smaller than the run's).
 // Prints nothing; writes {pipeline, network} as JSON (a temp file, renamed). Errors: "error: ..." on stderr, exit 1.
 //
-//   node cohort/lib/pipeline-plan.js --phase echo1.nii.gz --te 0.004,0.008 --b0 3 [--mask m.nii.gz] [--magnitude]
+//   node cohort/lib/pipeline-plan.js (--phase echo1.nii.gz --te 0.004,0.008 | --total-field map.nii.gz --units hz |
+//        --phase-difference pd.nii.gz --te1 S --te2 S) --b0 3 [--mask m.nii.gz] [--magnitude]
 //        --request '{"method": "rts", "params": {...}, "options": {"vsharp.maxRadius": 4}}' | '{"model": "xqsm", ...}'
 //        --cores N --out plan.json
 import fs from 'node:fs';
@@ -36,13 +37,15 @@ export function nest(options) {
 }
 
 /** The plans of a pipeline run: {pipeline, network: null | the network's plan}. */
-export async function planPipeline({ phase, mask, magnitude, te, b0, request, cores }) {
+export async function planPipeline({ phase, mask, magnitude, te, b0, request, cores, totalFieldUnits, deltaTE }) {
   const vol = readEchoes(bytesOf(phase)); // 3D (one echo of a BIDS series) or 4D
   const geometry = { dims: vol.dims.slice(0, 3), voxelMm: vol.voxelMm.slice(0, 3), b0Dir: vol.b0Dir };
   const m = mask ? readMask(bytesOf(mask)).mask : undefined;
   const tessera = await createTessera({ workers: 1, hardwareThreads: cores });
   try {
-    const r = { pipeline: true, geometry, te, b0, mask: m, magnitude: magnitude || undefined, ...nest(request.options) };
+    // A total field map plans with its units and no TE; a phase difference with its ΔTE.
+    const source = totalFieldUnits ? { totalFieldUnits } : deltaTE ? { deltaTE } : { te };
+    const r = { pipeline: true, geometry, ...source, b0, mask: m, magnitude: magnitude || undefined, ...nest(request.options) };
     if (request.method) {
       r.method = request.method;
       if (Object.keys(request.params ?? {}).length) r[request.method] = request.params;
@@ -67,7 +70,9 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   let code = 0;
   try {
     const plan = await planPipeline({
-      phase: o.phase, mask: o.mask, magnitude: o.magnitude, te: o.te.split(',').map(Number), b0: Number(o.b0),
+      phase: o.phase ?? o['total-field'] ?? o['phase-difference'], mask: o.mask, magnitude: o.magnitude, te: o.te?.split(',').map(Number), b0: Number(o.b0),
+      totalFieldUnits: o['total-field'] !== undefined ? o.units : undefined,
+      deltaTE: o['phase-difference'] !== undefined ? Number(o.te2) - Number(o.te1) : undefined,
       request: JSON.parse(o.request), cores: o.cores ? Number(o.cores) : undefined,
     });
     const tmp = path.join(path.dirname(path.resolve(o.out)), `.${path.basename(o.out)}.${process.pid}.partial`);

@@ -13,6 +13,12 @@
 //                 sidecars' EchoTime (seconds), B0 from MagneticFieldStrength (tesla); magnitude (optional)
 //                 <prefix>[_echo-<n>]_part-mag_MEGRE.nii[.gz], every echo of the phase
 //   mask          <prefix>_desc-brain_mask.nii[.gz] (the BIDS derivatives name), or <prefix>[_desc-<x>]_mask
+// BIDS field maps, in sub-<label>/[ses-<label>/]fmap/, through the pipeline (config phase_pipeline):
+//   total field   <prefix>_fieldmap.nii[.gz] with "Units" ("Hz", "rad/s" or "ppm") and MagneticFieldStrength in its
+//                 JSON sidecar, and optionally <prefix>_magnitude.nii[.gz] (the brain mask is made from it)
+//   phase diff.   <prefix>_phasediff.nii[.gz] with "EchoTime1" and "EchoTime2" (seconds) in its JSON sidecar, and
+//                 optionally <prefix>_magnitude1.nii[.gz]
+//   (a <prefix>_desc-brain_mask.nii[.gz] beside either is used; without one the magnitude makes it)
 // Manifest (TSV, header row; paths relative to the manifest's folder): subject, mask, and one of field | phase;
 // optional session, magnitude, te (seconds, comma-separated, one per echo; else the phase's JSON sidecar), b0,
 // units (field: ppm | hz | rad/s), phase_units (rad | deg | scanner), model, method.
@@ -132,20 +138,91 @@ function fieldStrength(b0, what, where) {
 }
 
 /** Lists sub-*[/ses-*]/anat folders: [{dir, subject, session}]. */
-function anatFolders(root) {
+function anatFolders(root, kind = 'anat') {
   const out = [];
   for (const s of fs.readdirSync(root, { withFileTypes: true })) {
     if (!s.isDirectory() || !/^sub-/.test(s.name)) continue;
     const sub = path.join(root, s.name);
-    const anat = path.join(sub, 'anat');
-    if (fs.existsSync(anat)) out.push({ dir: anat, rel: path.join(s.name, 'anat') });
+    const anat = path.join(sub, kind);
+    if (fs.existsSync(anat)) out.push({ dir: anat, rel: path.join(s.name, kind) });
     for (const t of fs.readdirSync(sub, { withFileTypes: true })) {
       if (!t.isDirectory() || !/^ses-/.test(t.name)) continue;
-      const a = path.join(sub, t.name, 'anat');
-      if (fs.existsSync(a)) out.push({ dir: a, rel: path.join(s.name, t.name, 'anat') });
+      const a = path.join(sub, t.name, kind);
+      if (fs.existsSync(a)) out.push({ dir: a, rel: path.join(s.name, t.name, kind) });
     }
   }
   return out;
+}
+
+/**
+ * The field-map runs of a BIDS tree's fmap/ folders (a total field <prefix>_fieldmap in its Units, or a phase difference
+ * <prefix>_phasediff with EchoTime1/EchoTime2), each through the pipeline: records of kind 'phase' with input
+ * 'fieldmap' (totalFieldUnits, b0) or 'phasediff' (te1, te2, b0), the map in phase[0], its magnitude in magnitude[0].
+ */
+function fieldMapRecords(root, config, want) {
+  const records = [];
+  for (const { dir, rel } of anatFolders(root, 'fmap')) {
+    const files = new Map(); // stem → {fieldmap, phasediff, magnitude, magnitude1}
+    const masks = [];
+    for (const name of fs.readdirSync(dir).sort()) {
+      if (!NIFTI.test(name)) continue;
+      const p = parseName(name);
+      if (!p) continue;
+      const file = path.join(dir, name);
+      if (p.suffix === 'mask') masks.push({ file, stem: stemOf(p.entities, ['desc']), desc: entity(p.entities, 'desc') });
+      else if (['fieldmap', 'phasediff', 'magnitude', 'magnitude1'].includes(p.suffix)) {
+        const stem = stemOf(p.entities);
+        if (!files.has(stem)) files.set(stem, { entities: p.entities });
+        files.get(stem)[p.suffix] = file;
+      }
+    }
+    for (const [stem, f] of files) {
+      if (!f.fieldmap && !f.phasediff) continue; // a magnitude alone: nothing to invert
+      const subject = /^sub-([a-zA-Z0-9]+)/.exec(stem)[1];
+      if (want && !want.has(subject)) continue;
+      const what = path.join(rel, stem);
+      if (f.fieldmap && f.phasediff) throw new CohortError(`${what}: both a field map and a phase difference are given: keep one per run (or name them with acq-<label>)`);
+      if (config.phase_pipeline == null) {
+        throw new CohortError(`${what}: a field map goes through the pipeline (background removal, then the inversion): set config phase_pipeline (a method, e.g. phase_pipeline=rts)`);
+      }
+      const map = f.fieldmap ?? f.phasediff;
+      const { meta, files: jsons } = sidecar(root, map);
+      const where = jsons.length ? `in ${jsons.at(-1)}` : `(no ${path.basename(map).replace(NIFTI, '.json')} found)`;
+      const rec = { path: path.join(rel, stem), subject, session: entity(f.entities, 'ses') ?? null, kind: 'phase', source: what, pipeline: true, phase: [map] };
+      rec.mask = findMask(masks, stem, what, dir, true);
+      const mag = f.fieldmap ? f.magnitude : f.magnitude1;
+      if (mag) rec.magnitude = [mag];
+      if (!rec.mask && !rec.magnitude) {
+        throw new CohortError(`${what}: no mask and no magnitude in ${dir}: the pipeline makes the brain mask from the magnitude: add ${stem}_${f.fieldmap ? 'magnitude' : 'magnitude1'}.nii.gz, or ${stem}_desc-brain_mask.nii.gz`);
+      }
+      if (f.fieldmap) {
+        rec.input = 'fieldmap';
+        if (meta.Units === undefined) throw new CohortError(`${what}: the field map has no "Units" ${where}: add "Units": "Hz" (or "rad/s", "ppm") to its JSON sidecar`);
+        const u = FIELD_UNITS[String(meta.Units).toLowerCase()];
+        if (!u) throw new CohortError(`${what}: Units ${JSON.stringify(meta.Units)} ${where} is not one of Hz, rad/s, ppm`);
+        rec.totalFieldUnits = u;
+        rec.te = null;
+        if (switchOf(config, 'keep_intermediates')) {
+          throw new CohortError(`${what}: keep_intermediates keeps the echo fit's stages, and a total field map has none (no echo fit runs): set keep_intermediates=false for a cohort with field maps`);
+        }
+      } else {
+        rec.input = 'phasediff';
+        for (const k of ['EchoTime1', 'EchoTime2']) {
+          if (meta[k] === undefined) throw new CohortError(`${what}: the phase difference has no "${k}" ${where}: add "EchoTime1" and "EchoTime2" (seconds) to its JSON sidecar`);
+        }
+        rec.te1 = echoTime(meta.EchoTime1, what, where);
+        rec.te2 = echoTime(meta.EchoTime2, what, where);
+        if (!(rec.te2 > rec.te1)) throw new CohortError(`${what}: EchoTime2 (${rec.te2}) must be later than EchoTime1 (${rec.te1}) ${where}: the phase difference is φ(TE2) − φ(TE1)`);
+        rec.te = [+(rec.te2 - rec.te1).toPrecision(12)];
+        if (config.phase_units !== undefined) rec.phaseUnits = config.phase_units;
+      }
+      const b0 = meta.MagneticFieldStrength ?? config.b0;
+      if (b0 === undefined) throw new CohortError(`${what}: no MagneticFieldStrength ${where}: add it (tesla), or set config b0=<tesla>`);
+      rec.b0 = fieldStrength(b0, what, where);
+      records.push(rec);
+    }
+  }
+  return records;
 }
 
 /** The mask of a run (its stem, without echo/part/desc): prefer desc-brain; several others are ambiguous. */
@@ -166,8 +243,8 @@ export function fromBids(root, config) {
   if (!fs.existsSync(root) || !fs.statSync(root).isDirectory()) throw new CohortError(`the BIDS folder ${root} does not exist (config bids=...)`);
   const folders = anatFolders(root);
   const want = config.participant_label?.length ? new Set(config.participant_label.map((s) => String(s).replace(/^sub-/, ''))) : null;
-  const records = [];
-  const found = new Set();
+  const records = fieldMapRecords(root, config, want);
+  const found = new Set(records.map((r) => r.subject));
   for (const { dir, rel } of folders) {
     const fields = [];
     const echoes = new Map(); // stem → {phase: Map(echo → file), mag: Map}

@@ -295,6 +295,9 @@ Pipeline::Pipeline(const Geometry& g, std::span<const float> phase, std::span<co
     : geometry_(g), phase_(phase), magnitude_(magnitude), given_mask_(mask), request_(std::move(request)) {
   const bool from_total = pipeline_from_total_field(request_);
   if (from_total) {
+    if (request_.phase_difference) {
+      throw Error(ErrorCode::InvalidArgument, "give a total field map or a phase difference with its ΔTE, not both");
+    }
     validate_geometry(g);
     const uint64_t voxels = g.voxel_count();
     if (phase.size() != voxels) {
@@ -307,6 +310,10 @@ Pipeline::Pipeline(const Geometry& g, std::span<const float> phase, std::span<co
                                                   " voxels, got " + std::to_string(magnitude.size()) + " values: give one echo's magnitude");
     }
   } else {
+    if (request_.phase_difference && request_.te_s.size() != 1) {
+      throw Error(ErrorCode::InvalidArgument, "a phase difference has one ΔTE = TE2 − TE1 (seconds), got " + std::to_string(request_.te_s.size()) +
+                                                  " echo times: give the difference of the two echo times");
+    }
     validate_echo_data(g, phase, magnitude, request_.te_s);
   }
   if (!(std::isfinite(request_.b0_tesla) && request_.b0_tesla > 0)) checked_option(acquisition_options(), "b0", request_.b0_tesla);

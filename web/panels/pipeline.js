@@ -188,17 +188,28 @@ class DicomInput {
       clearInterval(timer);
       this.controller = null;
     }
-    const { te, b0, phaseSeries: ps, magnitudeSeries: ms } = sorted;
-    $('te').value = te ? te.map((t) => +t.toPrecision(6)).join(', ') : '';
+    const { te, b0, phaseSeries: ps, magnitudeSeries: ms, kind } = sorted;
+    // A phase difference's one "echo time" is ΔTE = TE2 − TE1; a B0 map in Hz needs none.
+    const shownTe = kind === 'phasediff' ? [sorted.deltaTE] : te;
+    $('te').value = shownTe ? shownTe.map((t) => +t.toPrecision(6)).join(', ') : '';
     if (b0) $('b0').value = String(b0);
     const series = (s) => `series ${s.number}${s.description ? ` “${s.description}”` : ''}`;
+    const ms3 = (t) => +(t * 1000).toPrecision(4);
+    const what = {
+      phase: () => `phase ${series(ps)} (${ps.echoes} echo${ps.echoes > 1 ? 'es' : ''})`,
+      phasediff: () => `phase difference ${series(ps)} (TE1 ${ms3(sorted.te1)} ms, TE2 ${ms3(sorted.te2)} ms: ΔTE ${ms3(sorted.deltaTE)} ms)`,
+      fieldmap: () => `field map in Hz ${series(sorted.fieldSeries)}`,
+    }[kind]();
     this.status(
       'done',
-      `converted in ${seconds()} s: phase ${series(ps)} (${ps.echoes} echo${ps.echoes > 1 ? 'es' : ''})${ms ? `, magnitude ${series(ms)}` : ', no magnitude'}` +
-        `${te ? `, TE ${$('te').value} s` : ''}${b0 ? `, B0 ${b0} T` : ''}`,
-      { files: files.length, phaseSeries: ps.number, magnitudeSeries: ms?.number ?? null, echoes: ps.echoes, te: te ?? null, b0 },
+      `converted in ${seconds()} s: ${what}${ms ? `, magnitude ${series(ms)}` : ', no magnitude'}` +
+        `${kind === 'phase' && te ? `, TE ${$('te').value} s` : ''}${b0 ? `, B0 ${b0} T` : ''}`,
+      {
+        files: files.length, kind, phaseSeries: ps?.number ?? null, fieldSeries: sorted.fieldSeries?.number ?? null, magnitudeSeries: ms?.number ?? null,
+        echoes: ps?.echoes ?? 1, te: te ?? null, deltaTe: sorted.deltaTE ?? null, b0,
+      },
     );
-    const phaseFiles = sorted.phase.map((o) => o.nii);
+    const phaseFiles = kind === 'fieldmap' ? [sorted.fieldMap.nii] : sorted.phase.map((o) => o.nii);
     page.files.dicom = { ...sorted, folder, files: files.length, phaseFiles };
     page.files.pipeline = phaseFiles;
     page.setState('idle');

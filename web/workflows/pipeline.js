@@ -101,7 +101,7 @@ export function stageOf(done, stages, echoes) {
     if (done < 1) return { key: 'brain mask', text: 'brain mask' };
     at = 1;
   }
-  if (done < at + echoes + 1) return { key: 'echo fit', text: `echo fit (${done - at < 1 ? 'offset' : `echo ${done - at} of ${echoes}`})` };
+  if ((!stages || names.includes('echo fit')) && done < at + echoes + 1) return { key: 'echo fit', text: `echo fit (${done - at < 1 ? 'offset' : `echo ${done - at} of ${echoes}`})` };
   const rest = names.slice(names.indexOf('echo fit') + 1);
   return { key: 'rest', text: rest.length ? rest.join(' → ') : 'finishing' };
 }
@@ -154,7 +154,10 @@ export const pipelineWorkflow = {
    * Preconditions: `input` is the loaded input or null (any echo count then).
    */
   params(input) {
-    const acq = checkAcquisition({ te: $('te').value, b0: $('b0').value, erode: 0, sign: -1 }, input?.echoes ?? null);
+    // A B0 map in Hz needs no echo time (a stand-in passes the check); a phase difference's one TE is its ΔTE.
+    const fromMap = input?.from === 'fieldmap';
+    const acq = checkAcquisition({ te: fromMap ? String(PIPELINE_DEMO.te[0]) : $('te').value, b0: $('b0').value, erode: 0, sign: -1 }, input?.echoes ?? null);
+    if (fromMap) acq.te = null;
     const typed = this.page.panels.pipeline.read(!!input?.mask);
     const inversion = this.inversion();
     let problem = acq.problem ?? typed.problem ?? (inversion.kind === 'method' ? inversion.problem : null);
@@ -216,11 +219,17 @@ export const pipelineWorkflow = {
   async loadDicom(io, files) {
     const d = files.dicom;
     const { r, magnitude, units } = await loadDicom(io, files, $('phaseUnits').value);
-    $('phaseUnits').value = units;
-    const s = d.phaseSeries, m = d.magnitudeSeries;
+    if (units !== 'hz') $('phaseUnits').value = units;
+    const s = d.phaseSeries ?? d.fieldSeries, m = d.magnitudeSeries;
+    const ms = (t) => +(t * 1000).toPrecision(4);
+    const what = {
+      phase: `phase series ${s.number}${m ? `, magnitude series ${m.number}` : ''}, ${s.echoes} echo${s.echoes > 1 ? 'es' : ''}; TE and B0 from the DICOM headers`,
+      phasediff: `phase difference series ${s.number}${m ? `, magnitude series ${m.number}` : ''} (TE1 ${ms(d.te1)} ms, TE2 ${ms(d.te2)} ms): ` +
+        `the pipeline starts from it with ΔTE ${ms(d.deltaTE)} ms (the TE box); B0 from the DICOM headers`,
+      fieldmap: `field map in Hz, series ${s.number}${m ? `, its magnitude` : ''}: the pipeline starts from it as the total field (no echo fit); B0 from the DICOM headers`,
+    }[d.kind ?? 'phase'];
     const notes = [
-      `DICOM ${d.folder ? `folder “${d.folder}”` : 'files'} (${d.files} files) converted in this page by dcm2niix: phase series ${s.number}` +
-        `${m ? `, magnitude series ${m.number}` : ''}, ${s.echoes} echo${s.echoes > 1 ? 'es' : ''}; TE and B0 from the DICOM headers`,
+      `DICOM ${d.folder ? `folder “${d.folder}”` : 'files'} (${d.files} files) converted in this page by dcm2niix: ${what}`,
       ...d.notes.filter((n) => !/^no magnitude series/.test(n) || !(files.mask || r.magnitude)),
       ...r.notes,
     ];
@@ -236,19 +245,21 @@ export const pipelineWorkflow = {
       like: r.like,
       phaseRange: r.range,
       note: notes.join('; '),
+      // A scanner field map: 'fieldmap' (the total field in Hz, input.phase holds it) or 'phasediff' (ΔTE: the TE box).
+      from: d.kind === 'fieldmap' || d.kind === 'phasediff' ? d.kind : undefined,
     });
   },
 
-  /** Completes an input: kind, display (echo 1 of the phase), range [-π, π] and summary. */
+  /** Completes an input: kind, display (echo 1 of the phase, or the field map), range (±π, or the map's) and summary. */
   input(input) {
     const n = input.geometry.dims[0] * input.geometry.dims[1] * input.geometry.dims[2];
     input.kind = 'pipeline';
     input.display = input.phase.subarray(0, n);
-    input.range = [-PI, PI];
+    input.range = input.from === 'fieldmap' ? input.phaseRange : [-PI, PI];
     input.maskVoxels = input.mask ? countMask(input.mask) : 0;
     input.summary = {
       kind: 'pipeline', source: input.source, dims: input.geometry.dims, voxelMm: input.geometry.voxelMm, maskVoxels: input.mask ? input.maskVoxels : undefined,
-      echoes: input.echoes, phaseRange: input.phaseRange, magnitude: !!input.magnitude, maskGiven: !!input.mask,
+      echoes: input.echoes, phaseRange: input.phaseRange, magnitude: !!input.magnitude, maskGiven: !!input.mask, ...(input.from ? { from: input.from } : {}),
     };
     return input;
   },
@@ -274,6 +285,14 @@ export const pipelineWorkflow = {
       b0: p.b0 > 0 && p.b0 <= 30 ? p.b0 : 3,
       ...p.options,
     };
+    // A scanner field map: the total field in Hz (no TE), or a phase difference with its ΔTE.
+    if (input?.from === 'fieldmap') {
+      delete req.te;
+      req.totalFieldUnits = 'hz';
+    } else if (input?.from === 'phasediff') {
+      req.deltaTE = req.te[0];
+      delete req.te;
+    }
     if (input?.mask) req.mask = input.mask;
     // Without a mask the brain mask is planned from the magnitude (no input yet: the demo's magnitude).
     if (!input || input.magnitude) req.magnitude = input?.magnitude ?? true;
@@ -295,11 +314,11 @@ export const pipelineWorkflow = {
    */
   async execute(tessera, req, input, params, weights, run, plan) {
     const { pipeline, magnitude, mask, geometry, ...options } = req;
+    const source = input.from === 'fieldmap' ? { totalField: input.phase } : input.from === 'phasediff' ? { phaseDifference: input.phase } : { phase: input.phase, te: params.te };
     const request = {
       ...options,
       geometry,
-      phase: input.phase,
-      te: params.te,
+      ...source,
       b0: params.b0,
       ...(input.magnitude ? { magnitude: input.magnitude } : {}),
       ...(input.mask ? { mask: input.mask } : {}),
@@ -380,10 +399,11 @@ export const pipelineWorkflow = {
     const mask = countMask(o.mask.data), fit = countMask(o.fitMask.data), local = countMask(o.localMask.data);
     const times = result.stageSeconds ?? {};
     const t = (name) => (times[name] !== undefined ? ` · ${times[name].toFixed(1)} s` : '');
-    const te = params.te.map((x) => +x.toPrecision(6)).join(', ');
-    row('Acquisition', `${result.input.echoes} echoes, TE ${te} s, B0 ${params.b0} T`);
+    const te = (params.te ?? []).map((x) => +x.toPrecision(6)).join(', ');
+    const from = result.input.from;
+    row('Acquisition', from === 'fieldmap' ? `a field map in Hz, B0 ${params.b0} T` : from === 'phasediff' ? `a phase difference, ΔTE ${te} s, B0 ${params.b0} T` : `${result.input.echoes} echoes, TE ${te} s, B0 ${params.b0} T`);
     row('Brain mask', `${n(mask)} voxels (${result.input.mask ? 'the mask given' : `made from the magnitude: ${params.options.brainMask?.threshold ?? 'default'} threshold, eroded ${params.options.brainMask?.erosion ?? 0} mm`})${t('brain mask')}`);
-    row('Echo fit', `${params.options.unwrap ?? 'default'} unwrapping; fit mask ${n(fit)} voxels (${n(mask - fit)} left out: residual above the limit)${t('echo fit')}`);
+    if (from !== 'fieldmap') row('Echo fit', `${params.options.unwrap ?? 'default'} unwrapping; fit mask ${n(fit)} voxels (${n(mask - fit)} left out: residual above the limit)${t('echo fit')}`);
     const bg = (plan.stages ?? []).find((s) => /SHARP|PDF/.test(s)) ?? params.options.background;
     row('Background removal', `${bg}: local mask ${n(local)} voxels`);
     const inv = params.inversion;
@@ -404,6 +424,8 @@ export const pipelineWorkflow = {
   },
 
   fieldCaption(input) {
+    if (input.from === 'fieldmap') return 'Field map (Hz)';
+    if (input.from === 'phasediff') return 'Phase difference (rad)';
     return `Wrapped phase (rad${input.echoes > 1 ? ', echo 1' : ''})`;
   },
 };

@@ -24,9 +24,9 @@ export const CLI_FLAGS = {
     probe: SWITCH, context: TEXT, 'measure-speed': SWITCH, json: SWITCH, help: HELP,
   },
   pipeline: {
-    phase: TEXT, 'total-field': TEXT, units: TEXT, magnitude: TEXT, mask: TEXT, 'phase-units': TEXT, 'phase-scale': TEXT, model: TEXT,
-    weights: MANY, 'weights-unverified': SWITCH, param: MANY, option: MANY, also: TEXT, cores: TEXT, out: OUT, 'keep-intermediates': TEXT,
-    report: TEXT, quiet: QUIET, help: HELP,
+    phase: TEXT, 'total-field': TEXT, 'phase-difference': TEXT, te1: TEXT, te2: TEXT, 'delta-te': TEXT, units: TEXT, magnitude: TEXT,
+    mask: TEXT, 'phase-units': TEXT, 'phase-scale': TEXT, model: TEXT, weights: MANY, 'weights-unverified': SWITCH, param: MANY,
+    option: MANY, also: TEXT, cores: TEXT, out: OUT, 'keep-intermediates': TEXT, report: TEXT, quiet: QUIET, help: HELP,
   },
   score: { chi: TEXT, reference: TEXT, mask: TEXT, cores: TEXT, json: SWITCH, help: HELP },
   'qsm-ci': { in: TEXT, out: OUT, method: TEXT, background: TEXT, param: MANY, cores: TEXT, quiet: QUIET, help: HELP },

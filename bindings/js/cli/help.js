@@ -23,6 +23,8 @@ const PIPELINE_USAGE = `  tessera-qsm pipeline --phase p.nii[.gz] --te S,S,... [
                        [--cores N] [--quiet]
   tessera-qsm pipeline --total-field map.nii[.gz] --units hz|rad/s|ppm [--magnitude mag.nii[.gz]] [--mask m.nii[.gz]]
                        [--b0 T] (--method NAME ... | --model ID ...) [--option N=V ...] --out chi.nii[.gz] [...]
+  tessera-qsm pipeline --phase-difference pd.nii[.gz] (--te1 S --te2 S | --delta-te S) [--magnitude mag.nii[.gz]]
+                       [--mask m.nii[.gz]] [--b0 T] (--method NAME ... | --model ID ...) --out chi.nii[.gz] [...]
 `;
 
 /** The help of the commands without request flags, and the main help (none reads the schema). */
@@ -340,6 +342,10 @@ total-field method (--method tfi) inverts the total field itself, with no backgr
                      field is converted to ppm at --b0 and the mask is its fit mask; NaN inside the mask, or values
                      implausible for --units (a Hz map given as ppm), are refused
   --units U          the total field's units: hz (GE's and Philips' B0 maps), rad/s or ppm
+  --phase-difference FILE  a phase difference of two echoes instead of --phase and --te (a Siemens field map,
+                     φ(TE2) − φ(TE1), 3D): unwrapped as one echo at TE = ΔTE with no receive offset; scanner
+                     integers (−4096…4094) are read as such with a warning
+  --te1 S, --te2 S   its two echo times in seconds (EchoTime1, EchoTime2 of the sidecar); or --delta-te S (TE2 − TE1)
   --magnitude FILE   magnitude with the phase's dims and echoes (the fit's weights; the mask is made from it); with
                      --total-field, one 3D volume
   --mask FILE        brain mask (nonzero = inside); without it, one is made from the magnitude

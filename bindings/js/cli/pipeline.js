@@ -10,6 +10,7 @@ import { schemaDefault } from './flags.js';
 import { size, duration, versions, planForFile } from './format.js';
 import { loadNetworkWeights, defined } from './network.js';
 import { readInputs } from './read-inputs.js';
+import { MAX_TE_SECONDS } from '../io/inputs.js';
 import { wholeNumber, keyValues, fmt } from './values.js';
 
 /**
@@ -84,15 +85,44 @@ async function intermediateFiles(dir, out, like, geometry, echoes) {
   return files;
 }
 
+/**
+ * ΔTE (s) of --phase-difference: --te2 − --te1, or --delta-te; each a number of seconds (over 1: refused as ms).
+ * Precondition: o holds the pipeline's flags as parsed.
+ */
+function deltaEchoTime(o) {
+  const seconds = (flag) => {
+    const v = Number(o[flag]);
+    if (!Number.isFinite(v) || v <= 0) throw usageError(`--${flag} must be an echo time in seconds (> 0), got '${o[flag]}'`);
+    if (v > MAX_TE_SECONDS) throw usageError(`--${flag} ${o[flag]} is implausible for an echo time in seconds: give seconds, not milliseconds (${o[flag]} ms = ${+(v / 1000).toPrecision(6)})`);
+    return v;
+  };
+  if (o['delta-te'] !== undefined) {
+    if (o.te1 !== undefined || o.te2 !== undefined) throw usageError('give --te1 and --te2, or --delta-te, not both');
+    return seconds('delta-te');
+  }
+  if (o.te1 === undefined || o.te2 === undefined) {
+    throw usageError('--phase-difference needs its two echo times: --te1 S --te2 S (seconds; EchoTime1 and EchoTime2 in a Siemens sidecar), or --delta-te S');
+  }
+  const [t1, t2] = [seconds('te1'), seconds('te2')];
+  if (!(t2 > t1)) throw usageError(`--te2 (${o.te2}) must be later than --te1 (${o.te1}): the phase difference is φ(TE2) − φ(TE1)`);
+  return t2 - t1;
+}
+
 /** `tessera-qsm pipeline`: wrapped multi-echo phase → mask → total field → local field → χ, in the C++ core. */
 export async function cmdPipeline(o, ctx) {
   const t0 = performance.now();
   const startedAt = new Date().toISOString();
   const see = 'see `tessera-qsm pipeline --help`';
   const fromTotal = o['total-field'] !== undefined;
-  if (fromTotal && o.phase !== undefined) throw usageError(`give --phase (with --te) or --total-field (with --units), not both; ${see}`);
-  if (!fromTotal && o.phase === undefined) throw usageError(`--phase is required (the wrapped phase of every echo), or --total-field with --units (a B0 map); ${see}`);
-  const te = ctx.values.get('te');
+  const fromDiff = o['phase-difference'] !== undefined;
+  const inputs = [o.phase !== undefined && '--phase', fromTotal && '--total-field', fromDiff && '--phase-difference'].filter(Boolean);
+  if (inputs.length > 1) throw usageError(`give one of --phase (with --te), --total-field (with --units) or --phase-difference (with --te1 and --te2), not ${inputs.join(' and ')}; ${see}`);
+  if (!inputs.length) throw usageError(`--phase is required (the wrapped phase of every echo), or --total-field with --units (a B0 map), or --phase-difference with --te1 and --te2; ${see}`);
+  if (!fromDiff) for (const f of ['te1', 'te2', 'delta-te']) if (o[f] !== undefined) throw usageError(`--${f} belongs to --phase-difference`);
+  const deltaTe = fromDiff ? deltaEchoTime(o) : undefined;
+  if (fromDiff && ctx.values.get('te') !== undefined) throw usageError('--te belongs to --phase: a phase difference takes --te1 and --te2 (or --delta-te)');
+  if (fromDiff) o = { ...o, phase: o['phase-difference'] };
+  const te = fromDiff ? [deltaTe] : ctx.values.get('te');
   const method = ctx.values.get('method');
   const fieldUnits = o.units?.toLowerCase();
   if (fromTotal) {
@@ -133,7 +163,7 @@ export async function cmdPipeline(o, ctx) {
   // A total field is read as it is (C++ converts its units, and refuses NaN inside the mask and implausible values).
   const { like, phase, field: totalField, magnitude, geometry, mask, echoes, notes } = fromTotal
     ? await readInputs({ ...o, field: o['total-field'] }, { needMask: false, units: 'ppm', convert: true }, signal)
-    : await readInputs(o, { needMask: false, b0, phase: { te, units, scale }, convert: true }, signal);
+    : await readInputs(o, { needMask: false, b0, phase: { te, units, scale, difference: fromDiff }, convert: true }, signal);
   for (const note of notes) {
     if (note.startsWith('warning: ')) process.stderr.write(`${note}\n`);
     else progress.line(note);
@@ -145,12 +175,13 @@ export async function cmdPipeline(o, ctx) {
     ({ weights } = await loadNetworkWeights(o, entry, tessera, ctx));
   }
   const request = defined({
-    geometry, phase, totalField, totalFieldUnits: fromTotal ? fieldUnits : undefined, magnitude, mask, te, b0, ...options, also: also.length ? also : undefined, method, [method ?? '-']: method && Object.keys(params).length ? params : undefined, model: o.model, weights,
+    geometry, phase: fromDiff ? undefined : phase, phaseDifference: fromDiff ? phase : undefined, deltaTE: deltaTe, totalField,
+    totalFieldUnits: fromTotal ? fieldUnits : undefined, magnitude, mask, te: fromDiff ? undefined : te, b0, ...options, also: also.length ? also : undefined, method, [method ?? '-']: method && Object.keys(params).length ? params : undefined, model: o.model, weights,
   });
   delete request['-'];
-  const plan = await tessera.plan({ ...request, pipeline: true, phase: undefined, totalField: undefined });
+  const plan = await tessera.plan({ ...request, pipeline: true, phase: undefined, totalField: undefined, phaseDifference: undefined });
   if (!plan.feasible) throw new CliError(plan.message, EXIT_USAGE, 'BudgetExceeded');
-  const input = fromTotal ? `a total field in ${fieldUnits === 'hz' ? 'Hz' : fieldUnits}` : `${echoes} echoes (TE ${te.map((t) => fmt(t * 1000)).join(', ')} ms)`;
+  const input = fromTotal ? `a total field in ${fieldUnits === 'hz' ? 'Hz' : fieldUnits}` : fromDiff ? `a phase difference (ΔTE ${fmt(deltaTe * 1000)} ms)` : `${echoes} echoes (TE ${te.map((t) => fmt(t * 1000)).join(', ')} ms)`;
   progress.line(`pipeline: ${geometry.dims.join('×')}, ${input}, B0 ${b0} T: ${plan.stages.join(' → ')}${o.model ? ` → ${o.model}` : ''}, estimated peak ${size(plan.peakBytes)}`);
   let out;
   try {
@@ -181,7 +212,7 @@ export async function cmdPipeline(o, ctx) {
     // The methods text: every step, its parameters and papers, and this command.
     outputs.push({ file: o.report, bytes: methodsMarkdown(out.report.methods, commandLine(['tessera-qsm', ...ctx.args])) });
   } else if (o.report !== undefined) {
-    const full = { ...out.report, plan: planForFile(out.report.plan), networkReport: out.networkReport, command: ['tessera-qsm', ...ctx.args], cwd: process.cwd(), versions: versions(), startedAt, totalWallSeconds: (performance.now() - t0) / 1000, inputs: { phase: o.phase ?? null, totalField: o['total-field'] ?? null, totalFieldUnits: fromTotal ? fieldUnits : null, magnitude: o.magnitude ?? null, mask: o.mask ?? null, te, b0, echoes }, options, inversion: method ? { method, params } : { model: o.model }, output: o.out, intermediates: dir ?? null };
+    const full = { ...out.report, plan: planForFile(out.report.plan), networkReport: out.networkReport, command: ['tessera-qsm', ...ctx.args], cwd: process.cwd(), versions: versions(), startedAt, totalWallSeconds: (performance.now() - t0) / 1000, inputs: { phase: fromDiff ? null : o.phase ?? null, phaseDifference: o['phase-difference'] ?? null, te1: o.te1 === undefined ? null : Number(o.te1), te2: o.te2 === undefined ? null : Number(o.te2), deltaTE: deltaTe ?? null, totalField: o['total-field'] ?? null, totalFieldUnits: fromTotal ? fieldUnits : null, magnitude: o.magnitude ?? null, mask: o.mask ?? null, te, b0, echoes }, options, inversion: method ? { method, params } : { model: o.model }, output: o.out, intermediates: dir ?? null };
     outputs.push({ file: o.report, bytes: `${JSON.stringify(full, null, 2)}\n` });
   }
   await writeAtomic(outputs, signal);

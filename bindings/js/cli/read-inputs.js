@@ -66,7 +66,7 @@ export async function readInputs(o, { needMask, units, b0, phase: phaseOpts, con
   let r;
   try {
     r = await loadInputs(files, {
-      units, b0, te: phaseOpts?.te, phaseUnits: phaseOpts?.units, phaseScale: phaseOpts?.scale, maskFrom: 'file', needMask, convert,
+      units, b0, te: phaseOpts?.te, phaseUnits: phaseOpts?.units, phaseScale: phaseOpts?.scale, phaseDifference: phaseOpts?.difference, maskFrom: 'file', needMask, convert,
     });
   } catch (e) {
     throw cliError(e, o);

@@ -9,7 +9,7 @@
 // their own words (cli.js cliMessage, io-worker.js pageMessage).
 
 import { readNiftiAsync, readEchoesAsync, maskFromValues, maskValuesWarning, thresholdMask, hzToPpm, radPerSecToPpm } from './nifti.js';
-import { phaseToRadians } from './phase-units.js';
+import { phaseToRadians, phaseDifferenceToRadians } from './phase-units.js';
 import { makeVolume, geometryOf } from './volume.js';
 
 /** Longest plausible echo time, in seconds: a larger value is taken for milliseconds. */
@@ -72,6 +72,8 @@ export function checkEchoTimes(te, echoes) {
  * Precondition: options.units (field) is 'ppm' (default), 'hz' or 'rad/s'; hz and rad/s need options.b0 (T, > 0).
  * Precondition: options.te (phase), when given, echo times in seconds (checkEchoTimes, one per echo).
  * Precondition: options.phaseUnits / options.phaseScale as phaseToRadians' units / scale (at most one).
+ * Precondition: options.phaseDifference: files.phase is one phase difference of two echoes (3D; te, when given, its one
+ * ΔTE): read by phaseDifferenceToRadians (scanner integers taken as such, with a warning).
  * Precondition: options.maskFrom is 'file' (default when files.mask is given) or 'magnitude' (threshold the
  * magnitude, its first echo, at options.fraction of its robust maximum, default 0.1).
  * Precondition: options.needMask (default true): without a mask the run cannot start (NeedMask).
@@ -92,7 +94,7 @@ export function checkEchoTimes(te, echoes) {
  *          fraction?: number, needMask?: boolean, convert?: boolean}} [options]
  */
 export async function loadInputs(files, options = {}) {
-  const { units = 'ppm', b0, te, phaseUnits, phaseScale, fraction = 0.1, needMask = true, convert = true } = options;
+  const { units = 'ppm', b0, te, phaseUnits, phaseScale, fraction = 0.1, needMask = true, convert = true, phaseDifference = false } = options;
   if (!files || (files.field === undefined) === (files.phase === undefined)) {
     throw new TypeError('loadInputs: give exactly one of files.field (a field map) or files.phase (a wrapped phase)');
   }
@@ -113,7 +115,8 @@ export async function loadInputs(files, options = {}) {
     notes.push(`field converted from ${units === 'hz' ? 'Hz' : 'rad/s'} at ${b0} T`);
   }
   if (convert && kind === 'phase') {
-    const { phase, ...info } = phaseToRadians(input, { units: phaseUnits, scale: phaseScale, inPlace: true });
+    const toRadians = phaseDifference ? phaseDifferenceToRadians : phaseToRadians;
+    const { phase, ...info } = toRadians(input, { units: phaseUnits, scale: phaseScale, inPlace: true });
     phaseInfo = info;
     notes.push(...info.notes);
   }

@@ -25,7 +25,7 @@ import { maskFromValues, maskValuesWarning } from './mask-values.js';
 
 export { maskFromValues, maskValuesWarning };
 
-export { phaseToRadians } from './phase-units.js';
+export { phaseToRadians, phaseDifferenceToRadians } from './phase-units.js';
 
 const HOST_LE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 

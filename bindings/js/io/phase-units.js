@@ -2,6 +2,7 @@
 // degrees, scanner integers or a scale, or a structured refusal that each caller phrases in its own words.
 //
 //   phaseToRadians(img, { units?, scale?, inPlace? }) → { phase, units, scale, rewrapped, range, nonFinite, notes }
+//   phaseDifferenceToRadians(img, ...)                → the same for a two-echo phase difference (scanner integers read as such)
 //   phrasePhaseRefusal(error, words?)                 → the refusal in words, with advice naming the caller's options
 //   isPhaseUnitsRefusal(error)                        → whether the refusal is about units (a usage problem)
 //
@@ -126,6 +127,47 @@ export function phaseToRadians(img, { units, scale, inPlace = false } = {}) {
     for (let i = 0; i < data.length; i++) phase[i] = data[i] * factor;
   } else if (!inPlace) phase.set(data);
   return { phase, units: used, scale: factor, rewrapped, range: [min, max], nonFinite, notes };
+}
+
+/**
+ * A phase difference of two echoes (a Siemens field map: φ(TE2) − φ(TE1), one 3D volume) to radians in [−π, π].
+ * Precondition: as phaseToRadians.
+ * With no units or scale given, integers spanning at least 4π are scanner integers (Siemens writes the difference as
+ * −4096…4094): read as units 'scanner' (the stored span taken as 2π) with a warning in notes; anything else as
+ * phaseToRadians reads a phase (a scaled one rescaled with a warning, radians kept, the rest refused).
+ * Returns phaseToRadians' result.
+ * @param {{data: Float32Array, datatype?: number, header?: {scl_slope: number, scl_inter: number}}} img
+ * @param {{units?: string, scale?: number, inPlace?: boolean}} [opts]
+ */
+export function phaseDifferenceToRadians(img, { units, scale, inPlace = false } = {}) {
+  if (units === undefined && scale === undefined && img?.data) {
+    const { lo, hi, whole } = valueStats(img.data);
+    if (lo <= hi && whole && hi - lo >= 2 * TWO_PI) {
+      const r = phaseToRadians(img, { units: 'scanner', inPlace });
+      r.notes = r.notes.map((n) => `warning: the phase difference is stored as integers; ${n} (scanner integers, as Siemens writes its field map); give its units if this is wrong`);
+      return r;
+    }
+  }
+  return phaseToRadians(img, { units, scale, inPlace });
+}
+
+/**
+ * The API's reading of a phase given as numbers (no file, no stated units): a phase whose span is far from the 2π of
+ * radians (phaseToRadians' rescale) and, for a phase difference, scanner integers, come back converted with a warning;
+ * anything else comes back null (left as given: the core refuses a phase that is not wrapped radians in its words).
+ * Precondition: data is a Float32Array (not changed); difference: it is a two-echo phase difference.
+ * Returns null or { phase: Float32Array (new), notes: string[] (each a warning, without the 'warning: ' prefix) }.
+ * @param {Float32Array} data
+ * @param {{difference?: boolean}} [opts]
+ */
+export function apiPhaseRescale(data, { difference = false } = {}) {
+  const { lo, hi, whole } = valueStats(data);
+  if (!(lo <= hi)) return null;
+  const scanner = difference && whole && hi - lo >= 2 * TWO_PI;
+  if (!scanner && (whole || !isRescaled(hi - lo))) return null;
+  const r = (difference ? phaseDifferenceToRadians : phaseToRadians)({ data });
+  const notes = r.notes.filter((n) => n.startsWith('warning: ')).map((n) => n.slice('warning: '.length));
+  return notes.length ? { phase: r.phase, notes } : null;
 }
 
 /** Whether a refusal is about the phase's units (the caller's choice can fix it), not its values. */

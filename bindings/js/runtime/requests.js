@@ -173,6 +173,6 @@ function runSpeed(a) {
 
 /** The request a pipeline sends to C++: its options pass through as given (C++ reads and checks them), the volumes stay. */
 export function pipelineRequestOf(a) {
-  const { phase, totalField, magnitude, mask, geometry, weights, model, spec, network, plan, ...options } = a;
+  const { phase, totalField, phaseDifference, magnitude, mask, geometry, weights, model, spec, network, plan, ...options } = a;
   return { ...options, pipeline: true, maskGiven: mask !== undefined && mask !== null, magnitudeEchoes: magnitude ? 1 : 0, hardwareThreads: hardwareThreads() };
 }

@@ -70,7 +70,7 @@ async function invertMethod(a, id, request) {
 }
 
 /**
- * From multi-echo phase (or a total field map: totalField, totalFieldUnits) to the local field (and χ with a method): the C++ pipeline on the step engine, every
+ * From multi-echo phase (or a total field map: totalField, totalFieldUnits; or a phase difference: phaseDifference, deltaTE) to the local field (and χ with a method): the C++ pipeline on the step engine, every
  * intermediate returned; with a network (model or spec) its inversion of the local field follows (invert()).
  */
 export async function runPipeline(a, id) {
@@ -87,8 +87,18 @@ export async function runPipeline(a, id) {
   if (!fromTotal && a.totalFieldUnits !== undefined && a.totalFieldUnits !== null) {
     throw new TesseraError('totalFieldUnits states the units of totalField: give the total field map as totalField', 'InvalidArgument');
   }
-  if (!fromTotal && !Array.isArray(a.te) && typeof a.te !== 'number') throw new TesseraError('pipeline needs te: the echo times in seconds, one per echo (e.g. [0.004, 0.008]), or a total field map (totalField with totalFieldUnits)', 'InvalidArgument');
-  const echoes = fromTotal ? 1 : echoesOf(a);
+  const fromDiff = a.phaseDifference !== undefined && a.phaseDifference !== null;
+  if (fromDiff && ((a.phase !== undefined && a.phase !== null) || fromTotal)) {
+    throw new TesseraError('give one of phase (with te), totalField (with totalFieldUnits) or phaseDifference (with deltaTE)', 'InvalidArgument');
+  }
+  if (fromDiff && typeof a.deltaTE !== 'number') {
+    throw new TesseraError('phaseDifference needs deltaTE: TE2 − TE1 of its two echoes, in seconds (e.g. 0.00246)', 'InvalidArgument');
+  }
+  if (!fromDiff && a.deltaTE !== undefined && a.deltaTE !== null) {
+    throw new TesseraError('deltaTE is the echo-time difference of a phase difference: give the phase difference as phaseDifference', 'InvalidArgument');
+  }
+  if (!fromTotal && !fromDiff && !Array.isArray(a.te) && typeof a.te !== 'number') throw new TesseraError('pipeline needs te: the echo times in seconds, one per echo (e.g. [0.004, 0.008]), or a total field map (totalField with totalFieldUnits)', 'InvalidArgument');
+  const echoes = fromTotal || fromDiff ? 1 : echoesOf(a);
   const request = pipelineRequestOf(a);
   const { handle, view: plan } = runPlan({ geometry: a.geometry, mask: a.mask, plan: a.plan }, request);
   let volume = null;
@@ -98,7 +108,9 @@ export async function runPipeline(a, id) {
     if (!plan.feasible) throw new TesseraError(plan.message, 'BudgetExceeded');
     volume = fromTotal
       ? makeVolume(a.geometry, a.totalField, a.mask, { magnitude: a.magnitude, what: 'totalField' })
-      : makeVolume(a.geometry, a.phase, a.mask, { echoes, magnitude: a.magnitude, what: 'phase' });
+      : fromDiff
+        ? makeVolume(a.geometry, a.phaseDifference, a.mask, { echoes, magnitude: a.magnitude, what: 'phaseDifference' })
+        : makeVolume(a.geometry, a.phase, a.mask, { echoes, magnitude: a.magnitude, what: 'phase' });
     rt.running.set(id, controller);
     const onProgress = (p) => postProgress(id, { ...p, stage: 'pipeline' });
     out = await runSteps(rt.M, { volume, plan: handle, signal: controller.signal, onProgress, collect: (run) => call(() => run.intermediates()) });

@@ -83,7 +83,11 @@ struct PipelineRequest {
   // Not None: the pipeline starts from a total field map in these units (the constructor's phase holds it, one
   // volume; te_s and echo_fit are unused): it is converted to ppm, the fit mask is the mask, and no echo fit runs.
   TotalFieldUnits total_field_units = TotalFieldUnits::None;
-  std::vector<double> te_s;         // one per echo, seconds
+  // true: the phase is one phase difference of two echoes (a Siemens field map, φ(TE2) − φ(TE1), wrapped radians) and
+  // te_s holds its one ΔTE = TE2 − TE1: the echo fit unwraps it as one echo at TE = ΔTE with no receive-phase offset
+  // (the offset cancels in the difference), so the field is the unwrapped difference / (2π·ΔTE).
+  bool phase_difference = false;
+  std::vector<double> te_s;         // one per echo, seconds (a phase difference: its ΔTE)
   double b0_tesla = 3.0;
   EchoFitParams echo_fit;           // the unwrapper
   BrainMaskParams brain_mask;       // used when no mask is given

@@ -1,0 +1,244 @@
+// Real vendor field maps (../shared/data/dcm-fieldmaps: dcm2niix's validation DICOM from GE, Philips and Siemens) and a
+// real scan whose header leaves the phase scaled (../shared/data/romeo-small), in the page (Chromium, playwright-core,
+// the page served by scripts/serve.js):
+//   - GE's and Philips' (enhanced DICOM) B0 maps in Hz (ImageType FIELDMAPHZ) are sorted as field maps with their
+//     magnitude, B0 from the headers, and the pipeline starts from them as the total field (no echo fit) to χ;
+//   - Siemens' phase difference (EchoTime1/EchoTime2) with its magnitude series: ΔTE from the headers fills TE, the
+//     scanner integers are read as such with a warning, and the pipeline runs to χ;
+//   - Siemens' magnitude folder alone is refused naming the phase it lacks; its phase difference alone asks for a mask
+//     or magnitude, Run disabled;
+//   - the NIfTI files dcm2niix made in the page go through the CLI (`tessera-qsm pipeline --total-field … --units hz`,
+//     `--phase-difference … --te1 --te2`): χ bit-identical to the page's download;
+//   - ROMEO's Phase.nii + Mag.nii dropped together on the page's drop zone in From phase: the rescaling warning shows, a
+//     χ results.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { NO_FETCH_GLOBALS, testInChildWithFetchGlobals } from '../scripts/chromium.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const CHROMIUM = '/usr/bin/chromium';
+const DATA = path.resolve(ROOT, '../shared/data');
+const FMAPS = path.join(DATA, 'dcm-fieldmaps');
+const ROMEO = path.join(DATA, 'romeo-small');
+const skip = !fs.existsSync(CHROMIUM)
+  ? `${CHROMIUM} is missing: install it with scripts/bootstrap.sh --browser (apt-get install chromium)`
+  : !fs.existsSync(FMAPS) || !fs.existsSync(ROMEO) ? `no ${FMAPS} or ${ROMEO}` : false;
+
+if (NO_FETCH_GLOBALS) {
+  await testInChildWithFetchGlobals(import.meta.url, 'vendor field maps and ROMEO in the page, in a child node with the fetch globals playwright-core needs', { skip, minPassed: 5 });
+} else suite();
+
+function suite() {
+  let srv, ctx, page, tmp;
+  const consoleErrors = [];
+
+  before(async () => {
+    if (skip) return;
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-fmaps-'));
+    const { startServer } = await import('../scripts/serve.js');
+    const { launchChromium } = await import('../scripts/chromium.js');
+    srv = await startServer();
+    ctx = await launchChromium(path.join(tmp, 'profile'), CHROMIUM, { acceptDownloads: true, viewport: { width: 1280, height: 1000 } });
+    page = ctx.pages()[0] ?? (await ctx.newPage());
+    page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
+    page.on('pageerror', (e) => consoleErrors.push(`uncaught: ${e.message}`));
+    await page.goto(`${srv.url}/web/`);
+    await page.waitForFunction(() => document.body.dataset.state === 'idle' && document.querySelector('#planReadout').dataset.feasible, null, { timeout: 60000 });
+    await page.selectOption('#startFrom', 'pipeline');
+    await page.waitForFunction(() => document.querySelector('#planReadout').dataset.pipeline === 'true', null, { timeout: 20000, polling: 50 });
+    await page.selectOption('#inversion', 'tkd');
+  });
+
+  after(async () => {
+    await ctx?.close().catch(() => {});
+    await srv?.close();
+    if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  const readData = (selector) =>
+    page.$eval(selector, (e) => {
+      const parse = (x) => (x === 'true' ? true : x === 'false' ? false : x !== '' && Number.isFinite(Number(x)) ? Number(x) : x);
+      return Object.fromEntries(Object.entries(e.dataset).map(([k, v]) => [k, ['te', 'dims', 'voxelMm', 'phaseRange'].includes(k) ? v.split(',').map(parse) : parse(v)]));
+    });
+  const errorText = async () => ((await page.isHidden('#error')) ? '' : await page.textContent('#error'));
+
+  /** Gives a folder to the DICOM input; waits for its conversion and, when it converted, for the input to load. */
+  async function chooseFolder(dir) {
+    const seq = Number((await readData('#inputInfo')).seq ?? 0);
+    await page.setInputFiles('#dicomDir', dir);
+    await page.waitForFunction(() => ['done', 'error', 'cancelled'].includes(document.querySelector('#dicomText').dataset.state), null, { timeout: 90000, polling: 50 });
+    const status = await readData('#dicomText');
+    if (status.state === 'done') {
+      await page.waitForFunction((s) => (Number(document.querySelector('#inputInfo').dataset.seq) > s || !document.querySelector('#error').hidden) && document.body.dataset.state === 'idle', seq, { timeout: 60000 });
+    }
+    return status;
+  }
+
+  /** Runs the loaded input with the plan's stages; returns the χ download's bytes. */
+  async function runToChi(stages, file) {
+    await page.waitForFunction((want) => document.querySelector('#planReadout').dataset.stages === want && !document.querySelector('#run').disabled, stages, { timeout: 30000 });
+    await page.click('#run');
+    await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.state), null, { timeout: 180000 });
+    assert.equal(await page.evaluate(() => document.body.dataset.state), 'done', await errorText());
+    const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), page.click('#download')]);
+    assert.equal(dl.suggestedFilename(), file);
+    return fs.readFileSync(await dl.path());
+  }
+
+  /** dcm2niix's outputs of a folder, converted in the page as the DICOM input does, written to dir: {name: sidecar}. */
+  async function convertInPage(folder, dir) {
+    await page.evaluate(() => {
+      if (document.querySelector('#probeDir')) return;
+      const i = Object.assign(document.createElement('input'), { type: 'file', multiple: true, id: 'probeDir', hidden: true });
+      i.webkitdirectory = true;
+      document.body.append(i);
+    });
+    await page.setInputFiles('#probeDir', folder);
+    const outs = await page.evaluate(async () => {
+      const { convertDicom } = await import('/web/dicom.js');
+      const outputs = await convertDicom([...document.querySelector('#probeDir').files]);
+      const b64 = async (f) => {
+        const u = new Uint8Array(await f.arrayBuffer());
+        let s = '';
+        for (let k = 0; k < u.length; k += 0x8000) s += String.fromCharCode(...u.subarray(k, k + 0x8000));
+        return btoa(s);
+      };
+      return Promise.all(outputs.map(async (o) => ({ name: o.name, sidecar: o.sidecar, nii: await b64(o.nii) })));
+    });
+    fs.mkdirSync(dir, { recursive: true });
+    const sidecars = {};
+    for (const o of outs) {
+      fs.writeFileSync(path.join(dir, `${o.name}.nii`), Buffer.from(o.nii, 'base64'));
+      sidecars[o.name] = o.sidecar;
+    }
+    return sidecars;
+  }
+
+  /** The CLI's pipeline in dir; returns its χ's data (readNifti). */
+  async function cliChi(dir, args) {
+    const run = spawnSync(process.execPath, [path.join(ROOT, 'bindings/js/cli.js'), 'pipeline', ...args, '--method', 'tkd', '--out', 'chi.nii'], { cwd: dir, encoding: 'utf8', timeout: 240000 });
+    assert.equal(run.status, 0, run.stderr);
+    const { readNifti } = await import('../bindings/js/index.js');
+    return { chi: readNifti(fs.readFileSync(path.join(dir, 'chi.nii'))).data, stderr: run.stderr, stdout: run.stdout };
+  }
+
+  const same = (a, b) => a.length === b.length && a.every((v, i) => Object.is(v, b[i]));
+
+  for (const [vendor, folder, mapName, magName, dims] of [
+    ['GE', 'GE/6_CV_Neuro', 'series6_fieldmaphz', 'series6', [128, 128, 16]],
+    ['Philips (enhanced DICOM)', 'Philips/fmap', 'series801_e2_fieldmaphz', 'series801_e1', [64, 64, 32]],
+  ]) {
+    test(`${vendor}: the B0 map in Hz (FIELDMAPHZ) and its magnitude go from DICOM to χ as a total field; the converted NIfTI through the CLI gives the same χ`, { skip, timeout: 300000 }, async () => {
+      const status = await chooseFolder(path.join(FMAPS, folder));
+      assert.equal(status.state, 'done', await errorText());
+      assert.equal(status.kind, 'fieldmap');
+      assert.equal(status.b0, 3);
+      assert.equal(await page.inputValue('#b0'), '3');
+      const info = await readData('#inputInfo');
+      assert.equal(info.from, 'fieldmap');
+      assert.equal(info.magnitude, true);
+      assert.deepEqual(info.dims, dims);
+      assert.match(await page.textContent('#inputInfo'), /field map in Hz, series \d+, its magnitude: the pipeline starts from it as the total field \(no echo fit\)/);
+      const { readNifti } = await import('../bindings/js/index.js');
+      const chiPage = readNifti(await runToChi('brain mask|V-SHARP|TKD', `${path.basename(folder)}_chi.nii.gz`));
+      assert.deepEqual(chiPage.dims, dims);
+      assert.ok(chiPage.data.every(Number.isFinite), 'χ finite');
+      const nonzero = chiPage.data.filter((v) => v !== 0).length;
+      assert.ok(nonzero > 1000, `χ defined in ${nonzero} voxels`);
+      assert.match(await page.textContent('#report'), /a field map in Hz, B0 3 T/);
+      // The same conversion to NIfTI, through the CLI.
+      const dir = path.join(tmp, vendor.split(' ')[0]);
+      const sidecars = await convertInPage(path.join(FMAPS, folder), dir);
+      assert.equal(sidecars[mapName].Units, 'Hz');
+      const cli = await cliChi(dir, ['--total-field', `${mapName}.nii`, '--units', 'hz', '--magnitude', `${magName}.nii`, '--b0', String(sidecars[mapName].MagneticFieldStrength)]);
+      assert.match(cli.stdout + cli.stderr, /a total field in Hz, B0 3 T: brain mask → V-SHARP → TKD/);
+      assert.ok(same(cli.chi, chiPage.data), 'the CLI\'s χ is the page\'s');
+      const sorted = chiPage.data.filter((v) => v !== 0).sort();
+      const [p1, p99] = [sorted[Math.floor(0.01 * sorted.length)], sorted[Math.floor(0.99 * sorted.length)]];
+      const warnings = (await page.textContent('#report')).match(/Warning(.*?)χ in the mask/)?.[1] ?? 'none';
+      console.log(`# ${vendor}: χ in ${nonzero} voxels, 1st–99th percentile [${p1.toFixed(3)}, ${p99.toFixed(3)}] ppm; CLI bit-identical; warnings: ${warnings}`);
+    });
+  }
+
+  test('Siemens: the phase difference (EchoTime1/2) and its magnitude series go from DICOM to χ with ΔTE from the headers; the CLI with --te1 --te2 gives the same χ', { skip, timeout: 300000 }, async () => {
+    const status = await chooseFolder(path.join(FMAPS, 'Siemens'));
+    assert.equal(status.state, 'done', await errorText());
+    assert.equal(status.kind, 'phasediff');
+    assert.equal(status.phaseSeries, 3);
+    assert.equal(status.magnitudeSeries, 2);
+    assert.equal(status.deltaTe, 0.00246);
+    assert.equal(await page.inputValue('#te'), '0.00246');
+    const info = await readData('#inputInfo');
+    assert.equal(info.from, 'phasediff');
+    assert.equal(info.echoes, 1);
+    assert.deepEqual(info.dims, [64, 64, 36]);
+    const text = await page.textContent('#inputInfo');
+    assert.match(text, /phase difference series 3, magnitude series 2 \(TE1 5\.19 ms, TE2 7\.65 ms\): the pipeline starts from it with ΔTE 2\.46 ms/);
+    assert.match(text, /the phase difference is stored as integers; phase from scanner integers in \[-4096, 4094\]/);
+    const { readNifti } = await import('../bindings/js/index.js');
+    const chiPage = readNifti(await runToChi('brain mask|echo fit|V-SHARP|TKD', 'Siemens_chi.nii.gz'));
+    assert.ok(chiPage.data.every(Number.isFinite), 'χ finite');
+    const nonzero = chiPage.data.filter((v) => v !== 0).length;
+    assert.ok(nonzero > 1000, `χ defined in ${nonzero} voxels`);
+    assert.match(await page.textContent('#report'), /a phase difference, ΔTE 0\.00246 s, B0 3 T/);
+    const dir = path.join(tmp, 'Siemens');
+    const sidecars = await convertInPage(path.join(FMAPS, 'Siemens'), dir);
+    const ph = sidecars.series3_e2_ph;
+    const cli = await cliChi(dir, ['--phase-difference', 'series3_e2_ph.nii', '--te1', String(ph.EchoTime1), '--te2', String(ph.EchoTime2), '--magnitude', 'series2.nii', '--b0', '3']);
+    assert.match(cli.stderr, /warning: the phase difference is stored as integers/);
+    assert.ok(same(cli.chi, chiPage.data), 'the CLI\'s χ is the page\'s');
+    console.log(`# Siemens phase difference: χ in ${nonzero} voxels; CLI bit-identical`);
+  });
+
+  test('Siemens: the magnitude folder alone is refused naming the phase it lacks; the phase difference alone asks for a magnitude or mask', { skip, timeout: 120000 }, async () => {
+    const status = await chooseFolder(path.join(FMAPS, 'Siemens/2_gre_field_magph'));
+    assert.equal(status.state, 'error');
+    await page.waitForFunction(() => !document.querySelector('#error').hidden, null, { timeout: 20000 });
+    assert.match(await errorText(), /holds no phase series \(found: series 2 “gre_field_magph” \(magnitude\)\)/);
+    assert.equal(await page.isDisabled('#run'), true);
+    const alone = await chooseFolder(path.join(FMAPS, 'Siemens/3_gre_field_magph'));
+    assert.equal(alone.state, 'done', await errorText());
+    assert.equal(alone.kind, 'phasediff');
+    assert.match(await page.textContent('#dicomText'), /no magnitude/);
+    await page.waitForFunction(() => /No mask and no magnitude/.test(document.querySelector('#phaseMsg')?.textContent ?? ''), null, { timeout: 20000 });
+    assert.equal(await page.isDisabled('#run'), true);
+  });
+
+  test('ROMEO’s Phase.nii + Mag.nii (a header that leaves the phase scaled) in From phase: the rescaling warning shows and a χ results', { skip, timeout: 300000 }, async () => {
+    await page.fill('#te', '0.004, 0.008, 0.012');
+    await page.fill('#b0', '3');
+    const seq = Number((await readData('#inputInfo')).seq ?? 0);
+    await page.setInputFiles('#maskFile', []);
+    // Dropped on the page's drop zone together (the names say which is the magnitude).
+    const files = ['Phase.nii', 'Mag.nii'].map((name) => ({ name, b64: fs.readFileSync(path.join(ROMEO, name)).toString('base64') }));
+    await page.evaluate((list) => {
+      const dt = new DataTransfer();
+      for (const f of list) dt.items.add(new File([Uint8Array.from(atob(f.b64), (c) => c.charCodeAt(0))], f.name));
+      document.querySelector('#drop').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    }, files);
+    await page.waitForFunction((s) => Number(document.querySelector('#inputInfo').dataset.seq) > s && document.body.dataset.state === 'idle', seq, { timeout: 60000 });
+    const info = await readData('#inputInfo');
+    assert.equal(info.echoes, 3);
+    assert.deepEqual(info.dims, [51, 51, 41]);
+    assert.match(await page.textContent('#inputInfo'), /warning: the phase spans \[[^\]]+\], far less than the 2π of a wrapped phase in radians: rescaled/);
+    const { readNifti } = await import('../bindings/js/index.js');
+    const chi = readNifti(await runToChi('brain mask|echo fit|V-SHARP|TKD', 'Phase_chi.nii.gz'));
+    assert.ok(chi.data.every(Number.isFinite), 'χ finite');
+    const inside = chi.data.filter((v) => v !== 0);
+    assert.ok(inside.length > 1000, `χ defined in ${inside.length} voxels`);
+    const sorted = Float32Array.from(inside).sort();
+    const p1 = sorted[Math.floor(0.01 * sorted.length)], p99 = sorted[Math.floor(0.99 * sorted.length)];
+    // A scaled phase left as it was gives χ of at most 0.0035 ppm; rescaled, a brain's χ spans tenths of a ppm.
+    assert.ok(p99 - p1 > 0.05 && p99 - p1 < 5, `χ 1st–99th percentile [${p1}, ${p99}] ppm`);
+    console.log(`# ROMEO: χ in ${inside.length} voxels, 1st–99th percentile [${p1.toFixed(3)}, ${p99.toFixed(3)}] ppm`);
+  });
+
+  test('no console error in the session but dcm2niix’s own', { skip }, () => {
+    assert.deepEqual(consoleErrors.filter((e) => !/dcm2niix|Dcm2niix/i.test(e)), []);
+  });
+}
