@@ -430,6 +430,8 @@ export interface MethodPlan {
   readonly id: string;
   readonly feasible: boolean;
   readonly message: string;
+  /** why it is not feasible: 'BudgetExceeded' (over the module's heap) or 'InvalidArgument' (an input missing) */
+  readonly refusal: string;
   readonly method: MethodName;
   readonly title: string;
   /** steps planned (iterations; an upper bound) */

@@ -22,11 +22,20 @@ const needsMagnitude = (m) => m === 'medi' || m === 'tfi';
 /** r every method reaches on the phantom's local field; TFI, a total-field method, also fits sources outside the mask there (measured 0.818). */
 const floorR = (m) => (m === 'tfi' ? 0.8 : 0.85);
 
-test('every method in the schema has its parameters listed and plans', async () => {
+test('every method in the schema has its parameters listed and plans; one that needs the magnitude is refused without it as InvalidArgument', async () => {
   const schema = await tessera.schema();
   const names = schema.find((o) => o.name === 'method').choices;
   assert.ok(names.includes('tkd'));
   for (const m of names) {
+    // Without a magnitude, exactly the methods that need one are refused, as a missing input (not as over budget).
+    const bare = await tessera.plan({ geometry, mask: phantom.mask, method: m });
+    assert.equal(bare.feasible, !needsMagnitude(m), `${m}: ${bare.message}`);
+    if (needsMagnitude(m)) {
+      assert.equal(bare.refusal, 'InvalidArgument');
+      assert.match(bare.message, /needs the magnitude/);
+      await assert.rejects(tessera.invert({ field: phantom.field, mask: phantom.mask, geometry, method: m }),
+        (e) => e.code === 'InvalidArgument' && /needs the magnitude/.test(e.message));
+    }
     const plan = await tessera.plan({ geometry, mask: phantom.mask, method: m, magnitude: needsMagnitude(m) ? phantom.field : undefined });
     assert.equal(plan.feasible, true, `${m}: ${plan.message}`);
     assert.equal(plan.method, m);

@@ -8,6 +8,7 @@
 
 #include "tessera/engine/calibration.h"
 #include "tessera/common/dipole.h"
+#include "tessera/common/error.h"
 #include "tessera/quality/fidelity.h"
 #include "tessera/sim/phantom.h"
 #include "tessera/session/request.h"
@@ -106,6 +107,7 @@ val method_plan_to_val(const MethodPlan& plan) {
   p.set("title", plan.title);
   p.set("methodSteps", plan.steps);
   p.set("wholeVolume", true);
+  p.set("refusal", std::string(error_code_name(plan.refusal)));
   return p;
 }
 

@@ -429,6 +429,7 @@ MethodPlan plan_method(Method method, const Geometry& g, const MethodParams& par
   p.feasible = fit.fits;
   if (info.needs_magnitude && magnitude_echoes == 0) {
     p.feasible = false;
+    p.refusal = ErrorCode::InvalidArgument;
     p.message = p.title + " needs the magnitude image (its edge prior comes from it): give magnitude, or choose another method";
   } else if (!p.feasible) {
     const double scale = std::cbrt(static_cast<double>(p.largest_voxels) / static_cast<double>(n));

@@ -157,6 +157,10 @@ const std::string& Plan::message() const {
   }
 }
 
+ErrorCode Plan::refusal() const {
+  return request.kind() == Request::Kind::Method ? method_plan.refusal : ErrorCode::BudgetExceeded;
+}
+
 bool plan_reads_field(const Request& r) {
   if (r.kind() != Request::Kind::Network) return false;
   const InversionRequest& n = r.network();
@@ -185,7 +189,7 @@ void check_volume(const Plan& held, const Geometry& g, std::span<const uint8_t> 
   const VolumeKey& want = held.volume;
   check_geometry(want.geometry, g);
   check_mask(want, volume_key(g, mask));
-  if (!held.feasible()) throw Error(ErrorCode::BudgetExceeded, held.message().empty() ? "the plan is not feasible" : held.message());
+  if (!held.feasible()) throw Error(held.refusal(), held.message().empty() ? "the plan is not feasible" : held.message());
 }
 
 void check_request(const Plan& held, const Request& r) {

@@ -52,7 +52,7 @@ async function invertMethod(a, id, request) {
   let volume = null;
   const controller = new AbortController();
   try {
-    if (!plan.feasible) throw new TesseraError(plan.message, 'BudgetExceeded');
+    if (!plan.feasible) throw new TesseraError(plan.message, plan.refusal); // over the heap, or an input missing
     volume = makeVolume(a.geometry, a.field, a.mask, { magnitude: a.magnitude });
     rt.running.set(id, controller);
     const onProgress = (p) => postProgress(id, { ...p, stage: a.method });

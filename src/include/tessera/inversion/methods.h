@@ -18,6 +18,7 @@
 #include "tessera/common/geometry.h"
 #include "tessera/common/iterative.h"
 #include "tessera/common/citation.h"
+#include "tessera/common/error.h"
 #include "tessera/common/schema.h"
 
 namespace tessera {
@@ -110,6 +111,7 @@ struct MethodPlan {
   uint64_t peak_bytes = 0;         // = module_heap_bytes (no network workers)
   uint64_t largest_voxels = 0;     // the most voxels a volume of this shape may hold and fit (wasm)
   std::string message;             // the refusal with advice; empty when feasible
+  ErrorCode refusal = ErrorCode::BudgetExceeded;  // why it is not feasible: over the heap, or an input missing
 };
 
 // The module heap a computation of the C++ core needs on a volume: its inputs and workspace on the baseline, with

@@ -71,6 +71,7 @@ struct Plan {
   PipelinePlan pipeline_plan;  // Pipeline
   bool feasible() const;
   const std::string& message() const;  // the refusal with advice; empty when feasible
+  ErrorCode refusal() const;           // the refusal's code: BudgetExceeded, or InvalidArgument for a missing input
 };
 
 using PlanHandle = std::shared_ptr<Plan>;  // a plan is never changed once made
