@@ -158,6 +158,11 @@ TEST(TotalField, AHzMapDeclaredAsPpmIsRefusedNamingTheFix) {
   }
   // The true field in ppm is plausible.
   EXPECT_EQ(implausible_total_field_text(a.total_field, a.brain_mask, TotalFieldUnits::Ppm, a.b0_tesla), "");
+  // A map in rad/s declared as Hz is 2π too large: refused, naming rad/s.
+  std::vector<float> rad = in_units(a, TotalFieldUnits::RadPerS);
+  const std::string as_hz = implausible_total_field_text(total_field_to_ppm(rad, TotalFieldUnits::Hz, a.b0_tesla), a.brain_mask,
+                                                         TotalFieldUnits::Hz, a.b0_tesla);
+  EXPECT_NE(as_hz.find("it looks like rad/s"), std::string::npos) << as_hz;
   const RobustRange range = robust_range(a.total_field, a.brain_mask);
   std::printf("[ total field ] the phantom's total field spans [%.3f, %.3f] ppm (1st–99th percentile in the brain)\n", range.p1, range.p99);
 }
