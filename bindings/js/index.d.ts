@@ -460,8 +460,8 @@ export interface PipelineRequest extends MethodOptions {
   background?: 'vsharp' | 'pdf' | 'lbv' | 'ismv' | 'sharp' | 'resharp';
   vsharp?: { maxRadius?: number; minRadius?: number; threshold?: number };
   pdf?: { maxIterations?: number; padVoxels?: number };
-  /** LBV (Zhou 2014): relative residual of its multigrid-preconditioned CG, iterations at most */
-  lbv?: { tolerance?: number; maxIterations?: number };
+  /** LBV (Zhou 2014): relative residual of its multigrid-preconditioned CG, iterations at most, the mask's border peeled off before the solve (mm, default 4) */
+  lbv?: { tolerance?: number; maxIterations?: number; peel?: number };
   /** iSMV (Wen 2014): SMV radius (mm), relative change to stop at, iterations at most */
   ismv?: { radius?: number; tolerance?: number; maxIterations?: number };
   /** SHARP (Schweser 2011): SMV radius (mm), TSVD threshold */

@@ -22,6 +22,10 @@ void validate(const LbvParams& p) {
     bgi::invalid("lbv: max_iterations must be in [1, 10000] (500 is QSM.rs's cap), got " +
                  std::to_string(p.max_iterations));
   }
+  if (!(p.peel_mm >= 0.0 && p.peel_mm <= 20.0)) {
+    bgi::invalid("lbv: peel_mm must be in [0, 20] mm (the mask's border left out before the solve), got " +
+                 message_number(p.peel_mm));
+  }
 }
 
 namespace {
@@ -176,7 +180,6 @@ void lbv_vcycle(std::vector<LbvLevel>& levels, size_t l, unsigned threads) {
 struct Lbv::State {
   Geometry g;
   std::span<const float> field;
-  std::span<const uint8_t> mask;
   LbvParams params;
   unsigned threads = 1;
   MaskBox box;
@@ -227,9 +230,18 @@ Lbv::Lbv(const Geometry& g, std::span<const float> field, std::span<const uint8_
   State& s = *state_;
   s.g = g;
   s.field = field;
-  s.mask = mask;
   s.params = params;
   s.threads = threads;
+  // M: the mask less its peeled border (the mask itself when peel_mm is 0).
+  std::vector<uint8_t> peeled;
+  if (params.peel_mm > 0.0) {
+    peeled = erode_mask_mm(g, mask, params.peel_mm, threads);
+    if (std::none_of(peeled.begin(), peeled.end(), [](uint8_t v) { return v != 0; })) {
+      bgi::invalid("lbv: peel_mm " + message_number(params.peel_mm) +
+                   " mm erodes the mask to nothing: lower peel_mm or give a larger mask");
+    }
+    mask = peeled;
+  }
   s.box = mask_box(g, mask);
   s.levels = lbv_shapes(s.box.ext(), g.voxel_mm);
   // The interior: mask voxels whose 6 face neighbours are inside the mask (beyond the volume's faces is outside).
@@ -250,8 +262,9 @@ Lbv::Lbv(const Geometry& g, std::span<const float> field, std::span<const uint8_
         interior += in;
       }
   if (interior == 0) {
-    bgi::invalid("lbv: no voxel of the mask has all 6 face neighbours inside it (the mask is one voxel thin "
-                 "everywhere): give a thicker mask");
+    bgi::invalid(std::string("lbv: no voxel of the mask") + (params.peel_mm > 0.0 ? " less its peeled border" : "") +
+                 " has all 6 face neighbours inside it (the mask is one voxel thin everywhere): give a thicker mask" +
+                 (params.peel_mm > 0.0 ? " or lower peel_mm" : ""));
   }
 }
 
@@ -360,14 +373,16 @@ LocalField lbv(const Geometry& g, std::span<const float> field, std::span<const 
 }
 
 uint64_t lbv_workspace_bytes(const Geometry& g, const LbvParams& params, unsigned threads) {
-  (void)threads;
   validate_geometry(g);
   validate(params);
   const std::vector<LbvLevel> levels = lbv_shapes(g.dims, g.voxel_mm);
-  // level 0: active, x, r, z, p, q; coarser levels: active, e, rhs, res; the result
+  // level 0: active, x, r, z, p, q; coarser levels: active, e, rhs, res; the result; the peeled mask while the
+  // interior is found from it (and the erosion's scratch while it is made, before the levels exist)
   uint64_t bytes = levels[0].size * (1 + 5 * sizeof(float));
   for (size_t l = 1; l < levels.size(); ++l) bytes += levels[l].size * (1 + 3 * sizeof(float));
-  return bytes + g.voxel_count() * (sizeof(float) + 1);
+  const uint64_t peel = params.peel_mm > 0.0 ? g.voxel_count() : 0;
+  const uint64_t erosion = params.peel_mm > 0.0 ? erosion_workspace_bytes(g.dims, threads) + g.voxel_count() : 0;
+  return std::max(bytes + g.voxel_count() * (sizeof(float) + 1) + peel, erosion);
 }
 
 }  // namespace tessera

@@ -27,7 +27,7 @@ const OptionSpec kPipelineStageOptions[] = {
      "background removal and the inversion"},
     {"background", "", 0, background_name(kDefaultBackground), 0, 0, false, false,
      "background field removal: vsharp (Wu 2012; erodes the mask by the smallest radius), pdf (Liu 2011; keeps the "
-     "mask), lbv (Zhou 2014; peels the mask's border voxel), ismv (Wen 2014), sharp (Schweser 2011) or resharp (Sun "
+     "mask), lbv (Zhou 2014; peels lbv.peel mm and a voxel off the mask), ismv (Wen 2014), sharp (Schweser 2011) or resharp (Sun "
      "2014; these three erode the mask by their radius)",
      "vsharp|pdf|lbv|ismv|sharp|resharp"},
     {"vsharp.maxRadius", "voxels", vsharp_defaults::kMaxRadiusVoxels, "", 1, 64, false, false,
@@ -43,6 +43,9 @@ const OptionSpec kPipelineStageOptions[] = {
      "relative residual at which LBV's multigrid-preconditioned CG stops (QSM.rs: 1e-6)"},
     {"lbv.maxIterations", "", static_cast<double>(lbv_defaults::kMaxIterations), "", 1, 10000, false, true,
      "LBV's CG iterations at most (QSM.rs caps its solver at 500)"},
+    {"lbv.peel", "mm", lbv_defaults::kPeelMm, "", 0, 20, false, false,
+     "the mask's border left out before LBV takes the field on its edge as background (MEDI's peel; 4 mm clears the "
+     "cortical ribbon, whose own field LBV would otherwise spread through the brain)"},
     {"ismv.radius", "mm", ismv_defaults::kRadiusMm, "", 0.5, 50, false, false,
      "iSMV's SMV radius: the mask is eroded by it (QSM.rs: 5 mm)"},
     {"ismv.tolerance", "", ismv_defaults::kTolerance, "", 0, 0.1, true, false,
@@ -222,6 +225,7 @@ void set_pipeline_option(PipelineRequest& r, std::string_view name, double value
   else if (name == "pdf.padVoxels") r.pdf.pad_voxels = static_cast<uint32_t>(v);
   else if (name == "lbv.tolerance") r.lbv.tolerance = v;
   else if (name == "lbv.maxIterations") r.lbv.max_iterations = static_cast<uint32_t>(v);
+  else if (name == "lbv.peel") r.lbv.peel_mm = v;
   else if (name == "ismv.radius") r.ismv.radius_mm = v;
   else if (name == "ismv.tolerance") r.ismv.tolerance = v;
   else if (name == "ismv.maxIterations") r.ismv.max_iterations = static_cast<uint32_t>(v);
