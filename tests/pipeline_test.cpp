@@ -403,7 +403,7 @@ TEST(Pipeline, AFailedStageIsNamedAndTheFinishedStagesAreKept) {
   for (size_t i = 0; i < out.local_mask.size(); ++i) fit += out.fit_mask[i] != 0, local += out.local_mask[i] != 0;
   const double share = 1.0 - static_cast<double>(local) / static_cast<double>(fit);
   std::printf("[ pipeline ] V-SHARP left out %.3f of the fit mask\n", share);
-  EXPECT_EQ(has_warning(out, "V-SHARP left out"), share > kLeftOutWarnShare);
+  EXPECT_EQ(has_warning(out, "V-SHARP left out"), share > kBackgroundLeftOutWarnShare);
 }
 
 }  // namespace

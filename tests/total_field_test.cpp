@@ -198,7 +198,17 @@ TEST(TotalField, PlanListsNoEchoFitAndPlansLessThanThePhasePath) {
   total.total_field_units = TotalFieldUnits::Hz;
   const PipelinePlan pp = plan_pipeline(kGeometry, phase, false, true);
   const PipelinePlan tp = plan_pipeline(kGeometry, total, false, true);
-  const std::vector<std::string> want{"brain mask", std::string("V-SHARP"), std::string(method_info(Method::Tv).title)};
+  // The default background removal's title (the schema's default, whichever it is).
+  const char* background = nullptr;
+  switch (kDefaultBackground) {
+    case BackgroundRemoval::Vsharp: background = "V-SHARP"; break;
+    case BackgroundRemoval::Pdf: background = "PDF"; break;
+    case BackgroundRemoval::Lbv: background = "LBV"; break;
+    case BackgroundRemoval::Ismv: background = "iSMV"; break;
+    case BackgroundRemoval::Sharp: background = "SHARP"; break;
+    case BackgroundRemoval::Resharp: background = "RESHARP"; break;
+  }
+  const std::vector<std::string> want{"brain mask", std::string(background), std::string(method_info(Method::Tv).title)};
   EXPECT_EQ(tp.stages, want);
   EXPECT_EQ(pp.stages.size(), 4u);
   // Inputs: the field and one magnitude (f32), the mask (u8) and χ copied out (f32).

@@ -465,7 +465,7 @@ void Pipeline::advance() {
                                 : request_.background == BackgroundRemoval::Pdf
                                       ? std::string("PDF left them without a local field")
                                       : current_name_ + " defines the local field only on the mask it keeps (its erosion of the mask's border)";
-    std::string w = left_out_warning(current_name_, kept, given, why);
+    std::string w = left_out_warning(current_name_, kept, given, why, kBackgroundLeftOutWarnShare);
     if (!w.empty()) result_.warnings.push_back(std::move(w));
   } else if (stage_ == 4) {
     result_.chi = static_cast<MethodComputation&>(*current_).take_result();
