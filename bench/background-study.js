@@ -20,9 +20,11 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 
-// Six heads: different variation seeds and noise seeds, voxel sizes (anisotropic ones too), one oblique slab (B0 30°
+// Seven heads: different variation seeds and noise seeds, voxel sizes (anisotropic ones too), one oblique slab (B0 30°
 // off the volume's z in the y-z plane), SNR 40-200, 3-8 echoes, one at 160×192×144. A field of view smaller than a head
-// shrinks the head uniformly to fit (phantom.h): the 0.8×0.8×1.2 mm head is a small one.
+// shrinks the head uniformly to fit (phantom.h): the 0.8×0.8×1.2 mm head is a small one. h7 is a partial-coverage slab
+// (AcquisitionOptions::slab): a 50 mm field of view along z cuts through a full-size head 10 mm above the brain's centre,
+// so the brain mask is cut by the slab's top and bottom slices, as in a real slab acquisition.
 const te = (n, first = 4, step = 4) => Array.from({ length: n }, (_, i) => first + i * step);
 const HEADS = [
   { name: 'h1', dims: [96, 112, 80], voxel: [2, 2, 2], b0: [0, 0, 1], seed: 1, variation: 1, snr: 100, teMs: te(5) },
@@ -31,6 +33,7 @@ const HEADS = [
   { name: 'h4', dims: [112, 128, 96], voxel: [1.5, 1.5, 1.5], b0: [0, 0, 1], seed: 4, variation: 4, snr: 40, teMs: te(3, 5, 7) },
   { name: 'h5', dims: [96, 112, 72], voxel: [1.5, 1.5, 2.5], b0: [0, 0, 1], seed: 5, variation: 5, snr: 200, teMs: te(8, 3, 3) },
   { name: 'h6 160x192x144', dims: [160, 192, 144], voxel: [1, 1, 1], b0: [0, 0, 1], seed: 6, variation: 6, snr: 80, teMs: te(5) },
+  { name: 'h7 slab 50mm', dims: [128, 144, 40], voxel: [1.5, 1.5, 1.25], b0: [0, 0, 1], seed: 7, variation: 7, snr: 80, teMs: te(4, 4, 5), slab: 10 },
 ];
 
 const { values: args } = parseArgs({
@@ -57,7 +60,7 @@ for (const h of heads) {
   const argv = ['--dims', ...h.dims.map(String), '--voxel', ...h.voxel.map(String), '--b0', ...h.b0.map(String),
                 '--seed', String(h.seed), '--variation', String(h.variation), '--snr', String(h.snr),
                 '--te-ms', h.teMs.join(','), '--backgrounds', backgrounds, '--methods', args.methods,
-                '--erode', '5', '--mask', 'given', '--threads', args.threads];
+                '--erode', '5', '--mask', 'given', '--threads', args.threads, ...(h.slab === undefined ? [] : ['--slab', String(h.slab)])];
   console.error(`${h.name}: ${args.bin} ${argv.join(' ')}`);
   const t0 = performance.now();
   const out = execFileSync(args.bin, argv, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 26 });
@@ -111,6 +114,22 @@ for (const s of summary) {
               `${lpad(mw(s.localNrmse, f1), 13)} ${lpad(mw(s.chiR, f3), 13)} ${lpad(mw(s.chiNrmse, f1), 13)} ` +
               `${lpad(mw(s.backgroundSeconds, f1), 11)} ${lpad(mw(s.methodSeconds, f1), 11)}`);
 }
+
+// The plausibility checks' quantities (tessera/common/input_checks.h, the pipeline's mask check) on each head: the
+// total field's and each local field's 1st/99th percentiles (ppm), the shares of the mask each stage leaves out, the
+// share of the true brain mask at or below the magnitude's tissue threshold.
+console.log('\nPlausibility quantities per head (ppm: 1st / 99th percentile; shares in %):');
+console.log(`${pad('head', 16)} ${lpad('total field', 17)} ${lpad('mask dark', 9)} ${lpad('fit left out', 12)}  per background: local field [p1, p99], left out`);
+for (const r of results) {
+  const first = r.runs[0];
+  const perBg = r.runs.filter((x) => x.method === r.runs[0].method)
+    .map((x) => `${x.background} [${x.localP1.toFixed(3)}, ${x.localP99.toFixed(3)}] ${(100 * x.backgroundLeftOut).toFixed(1)}`);
+  console.log(`${pad(r.name, 16)} ${lpad(`[${first.totalP1.toFixed(2)}, ${first.totalP99.toFixed(2)}]`, 17)} ` +
+              `${lpad((100 * r.maskDarkShare).toFixed(1), 9)} ${lpad((100 * first.fitLeftOut).toFixed(1), 12)}  ${perBg.join('; ')}`);
+}
+const warned = results.flatMap((r) => r.runs.filter((x) => x.method === r.runs[0].method && x.warnings.length)
+  .map((x) => `${r.name} ${x.background}: ${x.warnings.join(' | ')}`));
+if (warned.length) console.log(`\nWarnings:\n${warned.join('\n')}`);
 
 if (args.json) {
   fs.writeFileSync(args.json, JSON.stringify({ backgrounds: backgrounds.split(','), methods: args.methods.split(','),

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "support.h"
+#include "tessera/common/dipole.h"
 #include "tessera/common/error.h"
 #include "tessera/sim/phantom.h"
 
@@ -641,4 +642,61 @@ TEST(Acquisition, RefusesBadHeadVariationByName) {
   EXPECT_THROW(tessera::make_phantom(g, p), tessera::Error);
   // Every drawn head is valid.
   for (uint64_t v = 0; v < 200; ++v) EXPECT_NO_THROW(tessera::validate(tessera::head_variation(v)));
+}
+
+// ---- a slab through the head ----
+
+// A slab acquisition keeps the head's size (only x and y fit the field of view) and cuts the brain with its top and
+// bottom slices; its local field is the forward model of the brain inside the slab alone and its total field the
+// local plus the background field.
+TEST(Acquisition, ASlabCutsThroughAFullSizeHead) {
+  Geometry tall;  // x and y as the slab's, z tall enough for the whole head (no shrink along any axis)
+  tall.dims = {64, 72, 64};
+  tall.voxel_mm = {3.0, 3.0, 3.0};
+  Geometry slab = tall;
+  slab.dims[2] = 16;  // 48 mm
+  AcquisitionOptions o = options(5, 0.0);
+  o.te_s = {0.004, 0.012};
+  const PhantomAcquisition whole = tessera::make_acquisition(tall, o);
+  o.slab = true;
+  o.slab_centre_mm = 6.0;
+  const PhantomAcquisition cut = tessera::make_acquisition(slab, o);
+  const uint64_t nxy = 64 * 72;
+  auto slice_voxels = [&](const std::vector<uint8_t>& m, int64_t z) {
+    uint64_t k = 0;
+    for (uint64_t i = 0; i < nxy; ++i) k += m[static_cast<size_t>(static_cast<uint64_t>(z) * nxy + i)];
+    return k;
+  };
+  auto extent_x = [&](const Geometry& g, const std::vector<uint8_t>& m) {
+    int64_t lo = g.dims[0], hi = -1;
+    for (uint64_t i = 0; i < m.size(); ++i)
+      if (m[i]) lo = std::min<int64_t>(lo, static_cast<int64_t>(i % 64)), hi = std::max<int64_t>(hi, static_cast<int64_t>(i % 64));
+    return hi - lo + 1;
+  };
+  // The brain is cut by the field of view: its first and last slices hold brain voxels.
+  EXPECT_GT(slice_voxels(cut.brain_mask, 0), 100u);
+  EXPECT_GT(slice_voxels(cut.brain_mask, 15), 100u);
+  // The same head, the same width: the tall volume's brain spans as many columns in x as the slab's.
+  EXPECT_EQ(extent_x(slab, cut.brain_mask), extent_x(tall, whole.brain_mask));
+  // Its local field is the forward model of the slab's brain alone; total = local + background.
+  const std::vector<float> local = tessera::forward_field(slab, cut.brain_chi, o.pad_factor, 1);
+  EXPECT_TRUE(same_bits(local, cut.local_field));
+  for (size_t i = 0; i < local.size(); ++i) {  // up to float rounding, as for a whole head
+    const double sum = static_cast<double>(cut.local_field[i]) + static_cast<double>(cut.background_field[i]);
+    const double scale = std::fabs(cut.total_field[i]) + std::fabs(cut.local_field[i]) + 1e-6;
+    ASSERT_LE(std::fabs(sum - cut.total_field[i]), 2e-7 * scale) << i;
+  }
+  // The field of the head outside the slab reaches into it: the total field is not that of the cut head alone.
+  std::vector<float> cut_head(cut.chi.size());
+  for (size_t i = 0; i < cut_head.size(); ++i) cut_head[i] = cut.chi[i] - tessera::head_chi::air;
+  const std::vector<float> alone = tessera::forward_field(slab, cut_head, o.pad_factor, 1);
+  double diff = 0.0;
+  uint64_t inside = 0;
+  for (size_t i = 0; i < alone.size(); ++i)
+    if (cut.brain_mask[i]) diff += std::fabs(alone[i] - cut.total_field[i]), ++inside;
+  EXPECT_GT(diff / static_cast<double>(inside), 0.05);  // ppm: the cut faces would add a 9.4 ppm interface
+  // A slab centre outside [-100, 100] mm is refused by name.
+  o.slab_centre_mm = 150.0;
+  EXPECT_NE(tessera::test::error_of([&] { tessera::validate(o); }, tessera::ErrorCode::InvalidArgument).find("slab_centre_mm must be in [-100, 100] mm"),
+            std::string::npos);
 }

@@ -10,6 +10,7 @@
 
 #include "support.h"
 #include "tessera/background/background.h"
+#include "tessera/common/morphology.h"
 
 namespace tessera {
 namespace {
@@ -140,8 +141,8 @@ TEST(HarmonicBackground, ABackgroundAloneIsRemoved) {
 // (b) Background plus a local ball: the local field is recovered. Bounds: the local field is a dipole pattern of
 // 0.13 ppm at the ball's surface falling as 1/r³; the border values LBV and iSMV take as background carry ~1e-3 ppm of
 // it, SHARP's truncated deconvolution loses its lowest frequencies (all three showed 5 % relative error, r 0.9986 to
-// 0.9989); RESHARP's Tikhonov term (λ 1e-4) and its 30 CG iterations shrink it further (10 %, r 0.995). Bounds: 8 %
-// (15 % for RESHARP) and r above 0.99.
+// 0.9989); RESHARP's Tikhonov term (λ 1e-4) and its 30 CG iterations shrink it further (11.5 %, r 0.9935 at the 5 mm its
+// radius shrinks to on this ball; 10 %, r 0.995 at a fixed 6 mm). Bounds: 8 % (15 % for RESHARP) and r above 0.99.
 TEST(HarmonicBackground, TheLocalFieldIsRecovered) {
   const Scene& s = scene();
   for (Kind k : kAll) {
@@ -281,7 +282,14 @@ TEST(HarmonicBackground, RefusesBadParametersByName) {
   EXPECT_EQ(message([&] { Sharp(g, zero, box); }),
             "sharp: radius_mm 4 mm erodes the mask to nothing: its deepest voxel lies 3 mm inside; give a smaller "
             "radius or a larger mask");
-  EXPECT_NE(message([&] { Resharp(g, zero, box); }).find("resharp: radius_mm 6 mm erodes the mask to nothing"), std::string::npos);
+  // RESHARP's radius shrinks to the box's depth (below); with min_kept_share 0 it keeps 6 mm and is refused.
+  ResharpParams fixed;
+  fixed.min_kept_share = 0.0;
+  EXPECT_NE(message([&] { Resharp(g, zero, box, fixed); }).find("resharp: radius_mm 6 mm erodes the mask to nothing"),
+            std::string::npos);
+  r = {};
+  r.min_kept_share = 1.5;
+  EXPECT_NE(message([&] { validate(r); }).find("resharp: min_kept_share must be in [0, 1]"), std::string::npos);
   EXPECT_NE(message([&] { Ismv(g, zero, box); }).find("ismv: radius_mm 5 mm erodes the mask to nothing"), std::string::npos);
   // A one-voxel-thin mask has no interior for LBV; an empty one is named.
   const std::vector<uint8_t> sheet = test::box_mask(g, {5, 5, 5}, {14, 12, 6});
@@ -304,6 +312,64 @@ TEST(HarmonicBackground, RefusesBadParametersByName) {
   nan[g.index(10, 10, 10)] = std::nanf("");
   EXPECT_NE(test::error_of([&] { Lbv(g, nan, big); }, ErrorCode::NonFiniteInput).find("lbv: the field holds 1 NaN/Inf"),
             std::string::npos);
+}
+
+// (f) RESHARP's radius adapts to a small mask. A 9×7×5 box at 1 mm, whose deepest voxels lie 3 mm inside, used to be
+// refused at 6 mm; now no radius from 6 mm down keeps half of it, so the radius stops at the floor, 2 voxels of the
+// largest edge (2 mm), which keeps the 5×3×1 voxels deeper than 2 mm. A 10 mm ball at 1 mm keeps (1 − r/10)³ of itself
+// (up to the discrete sphere): a half at r ≤ 2.06 mm, so the radius steps down by 0.5 mm from 6 mm to 2 mm; there a
+// harmonic background (a 9 ppm air ball 6 mm beyond the mask) is removed to under 1 % of its RMS, as the mean value
+// property of a harmonic field says, up to the discrete sphere's error. The whole 24 mm ball of the scenes above keeps under half
+// at 6 mm and shrinks to 5 mm (below).
+TEST(HarmonicBackground, ResharpRadiusShrinksToASmallMask) {
+  const Geometry g = test::geometry(24, 24, 24);
+  const std::vector<uint8_t> box = test::box_mask(g, {5, 5, 5}, {14, 12, 10});
+  const std::vector<float> zero(g.voxel_count(), 0.0f);
+  Resharp small(g, zero, box);
+  EXPECT_DOUBLE_EQ(small.radius_mm(), 2.0);
+  run_to_end(small);
+  uint64_t kept = 0;
+  for (uint8_t b : small.take_result().mask) kept += b;
+  EXPECT_EQ(kept, 5u * 3u * 1u);
+
+  const Geometry h = test::head(32, 32, 32, 1.0);
+  std::vector<uint8_t> ball(h.voxel_count(), 0);
+  std::vector<float> background(h.voxel_count(), 0.0f);
+  const Ball air{{16, 16, 16 - 20}, 4, 9.0};
+  for (int64_t z = 0; z < 32; ++z)
+    for (int64_t y = 0; y < 32; ++y)
+      for (int64_t x = 0; x < 32; ++x) {
+        const uint64_t i = h.index(x, y, z);
+        const double dx = x - 16.0, dy = y - 16.0, dz = z - 16.0;
+        ball[i] = dx * dx + dy * dy + dz * dz <= 10.0 * 10.0;
+        background[i] = static_cast<float>(ball_field(air, x, y, z));
+      }
+  Resharp r(h, background, ball);
+  EXPECT_DOUBLE_EQ(r.radius_mm(), 2.0);
+  run_to_end(r);
+  const LocalField out = r.take_result();
+  const double left = rms(out.field, out.mask), size = rms(background, out.mask);
+  std::printf("[ background ] RESHARP on a 10 mm ball: radius %.2f mm, background RMS %.4f -> %.5f ppm (%.3f %%)\n", 2.0,
+              size, left, 100.0 * left / size);
+  EXPECT_LT(left, 0.01 * size);
+
+  // The 24 mm ball: a voxel ρ from the centre lies about 24.5 − ρ from the nearest voxel outside (the outside voxels'
+  // centres lie beyond 24 mm, half a voxel on average), so a radius r keeps about (24.5 − r)³ / 24³ of it: 6 mm 46 %,
+  // 5.5 mm 50 % (just under), 5 mm 54 %. The erosion itself (erode_mask_mm, the SMV methods' rule) says the same.
+  const Scene& s = scene();
+  auto kept_share = [&](double radius) {
+    uint64_t in = 0, kept = 0;
+    const std::vector<uint8_t> e = erode_mask_mm(s.g, s.mask, radius);
+    for (size_t i = 0; i < e.size(); ++i) in += s.mask[i], kept += e[i];
+    return static_cast<double>(kept) / static_cast<double>(in);
+  };
+  EXPECT_LT(kept_share(6.0), 0.5);
+  EXPECT_LT(kept_share(5.5), 0.5);
+  EXPECT_GE(kept_share(5.0), 0.5);
+  EXPECT_DOUBLE_EQ(Resharp(s.g, s.total, s.mask).radius_mm(), 5.0);
+  ResharpParams fixed;
+  fixed.min_kept_share = 0.0;
+  EXPECT_DOUBLE_EQ(Resharp(s.g, s.total, s.mask, fixed).radius_mm(), 6.0);
 }
 
 // The planners bound what a run at 256³ allocates, and fit the wasm heap.

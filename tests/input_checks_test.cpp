@@ -59,9 +59,15 @@ TEST(InputChecks, RobustRangeIsTheFirstAndNinetyNinthPercentileInsideTheMask) {
 }
 
 TEST(InputChecks, AStageThatLeavesOutMuchOfTheMaskSaysSo) {
-  EXPECT_EQ(left_out_warning("V-SHARP", 90, 100, "erosion"), "");  // 10 %: within
-  EXPECT_EQ(left_out_warning("V-SHARP", 80, 100, "erosion"), "");  // 20 %: the bound itself
+  EXPECT_EQ(left_out_warning("the echo fit", 90, 100, "its residual"), "");  // 10 %: within
+  EXPECT_EQ(left_out_warning("the echo fit", 80, 100, "its residual"), "");  // 20 %: the bound itself
+  EXPECT_EQ(left_out_warning("the echo fit", 79, 100, "its residual"), "the echo fit left out 21 of 100 mask voxels (21 %): its residual");
   EXPECT_EQ(left_out_warning("the echo fit", 35, 100, "its residual"), "the echo fit left out 65 of 100 mask voxels (65 %): its residual");
+  // A background removal's erosion: a whole head's 23–43 % is within, more than half is said.
+  EXPECT_EQ(left_out_warning("RESHARP", 57, 100, "erosion", kBackgroundLeftOutWarnShare), "");  // 43 %
+  EXPECT_EQ(left_out_warning("RESHARP", 50, 100, "erosion", kBackgroundLeftOutWarnShare), "");  // 50 %: the bound itself
+  EXPECT_EQ(left_out_warning("RESHARP", 42, 100, "erosion", kBackgroundLeftOutWarnShare),
+            "RESHARP left out 58 of 100 mask voxels (58 %): erosion");
 }
 
 }  // namespace

@@ -159,6 +159,11 @@ TEST(TotalField, AHzMapDeclaredAsPpmIsRefusedNamingTheFix) {
   }
   // The true field in ppm is plausible.
   EXPECT_EQ(implausible_total_field_text(a.total_field, a.brain_mask, TotalFieldUnits::Ppm, a.b0_tesla), "");
+  // A map in rad/s declared as Hz is 2π too large: refused, naming rad/s.
+  std::vector<float> rad = in_units(a, TotalFieldUnits::RadPerS);
+  const std::string as_hz = implausible_total_field_text(total_field_to_ppm(rad, TotalFieldUnits::Hz, a.b0_tesla), a.brain_mask,
+                                                         TotalFieldUnits::Hz, a.b0_tesla);
+  EXPECT_NE(as_hz.find("it looks like rad/s"), std::string::npos) << as_hz;
   const RobustRange range = robust_range(a.total_field, a.brain_mask);
   std::printf("[ total field ] the phantom's total field spans [%.3f, %.3f] ppm (1st–99th percentile in the brain)\n", range.p1, range.p99);
 }
@@ -239,7 +244,17 @@ TEST(TotalField, PlanListsNoEchoFitAndPlansLessThanThePhasePath) {
   total.total_field_units = TotalFieldUnits::Hz;
   const PipelinePlan pp = plan_pipeline(kGeometry, phase, false, true);
   const PipelinePlan tp = plan_pipeline(kGeometry, total, false, true);
-  const std::vector<std::string> want{"brain mask", std::string("V-SHARP"), std::string(method_info(Method::Tv).title)};
+  // The default background removal's title (the schema's default, whichever it is).
+  const char* background = nullptr;
+  switch (kDefaultBackground) {
+    case BackgroundRemoval::Vsharp: background = "V-SHARP"; break;
+    case BackgroundRemoval::Pdf: background = "PDF"; break;
+    case BackgroundRemoval::Lbv: background = "LBV"; break;
+    case BackgroundRemoval::Ismv: background = "iSMV"; break;
+    case BackgroundRemoval::Sharp: background = "SHARP"; break;
+    case BackgroundRemoval::Resharp: background = "RESHARP"; break;
+  }
+  const std::vector<std::string> want{"brain mask", std::string(background), std::string(method_info(Method::Tv).title)};
   EXPECT_EQ(tp.stages, want);
   EXPECT_EQ(pp.stages.size(), 4u);
   // Inputs: the field and one magnitude (f32), the mask (u8) and χ copied out (f32).

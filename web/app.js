@@ -10,7 +10,7 @@ import { fieldWorkflow } from './workflows/index.js';
 import { NetworkPanel } from './panels/network.js';
 import { MethodPanel } from './panels/method.js';
 import { methodWorkflow } from './workflows/method.js';
-import { pipelineWorkflow, PIPELINE_DEMO } from './workflows/pipeline.js';
+import { pipelineWorkflow, PIPELINE_DEMO, GROUPS } from './workflows/pipeline.js';
 import { PipelinePanel } from './panels/pipeline.js';
 import { InputsPanel } from './panels/inputs.js';
 import { SettingsPanel } from './panels/settings.js';
@@ -55,9 +55,10 @@ function syncDemoText() {
   if (!page.workflow().pipeline) return method.syncDemoText();
   const m = method.active();
   const g = PIPELINE_DEMO.geometry;
+  const background = GROUPS.find((x) => x.group === page.schema?.get('background')?.default)?.label ?? 'background removal';
   $('demoText').textContent =
     `Numerical head phantom scanned (${g.dims.join('×')}, ${g.voxelMm[0]} mm, ${PIPELINE_DEMO.te.length} echoes, SNR ${PIPELINE_DEMO.snr}): ` +
-    `mask from the magnitude (eroded ${PIPELINE_DEMO.brainMask.erosion} mm), echo fit, V-SHARP, then ${m ? method.titles.get(m) : 'RTS'} — no download, no file needed.`;
+    `mask from the magnitude (eroded ${PIPELINE_DEMO.brainMask.erosion} mm), echo fit, ${background}, then ${m ? method.titles.get(m) : 'RTS'} — no download, no file needed.`;
 }
 
 // "Start from": the field → χ workflows, or From phase (the pipeline). From phase inverts with RTS unless a method or a

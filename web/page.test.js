@@ -39,7 +39,7 @@
 // 'tkd'}) on the same phantom, r vs truth > 0.8; Cancel during a method run (an iterative method when the schema lists
 // one, else TKD on 192×192×160) settles the page at once and no result arrives.
 // From phase (the pipeline, tessera.pipeline()): the options are the schema's at their defaults; the demo (phantom scan,
-// 128×128×96 at 1.5 mm, 4 echoes, SNR 100, mask from the magnitude eroded 3 mm, V-SHARP, RTS) shows the stage while it
+// 128×128×96 at 1.5 mm, 4 echoes, SNR 100, mask from the magnitude eroded 3 mm, the default background removal, RTS) shows the stage while it
 // runs, the plan's stages, each stage's figures, r vs truth > 0.8, and its χ is bit-identical to the node API's
 // pipeline() on the same scan; every intermediate can be shown; Cancel mid-pipeline stops it; a 4D phase + 4D magnitude
 // (writeNifti + dims) through the file inputs runs with TKD and its local field downloads bit-identical to node's;
@@ -60,6 +60,10 @@ import { fileURLToPath } from 'node:url';
 import { createHash } from 'node:crypto';
 import { startServer } from '../scripts/serve.js';
 import { launchChromium, NO_FETCH_GLOBALS, testInChildWithFetchGlobals } from '../scripts/chromium.js';
+
+/** The stage title of the pipeline's default background removal (the schema's default, whichever removal it is). */
+const BACKGROUND_TITLES = { vsharp: 'V-SHARP', pdf: 'PDF', lbv: 'LBV', ismv: 'iSMV', sharp: 'SHARP', resharp: 'RESHARP' };
+const backgroundTitle = (schema) => BACKGROUND_TITLES[schema.find((o) => o.name === 'background').default];
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CHROMIUM = '/usr/bin/chromium';
@@ -1454,7 +1458,7 @@ async function startFromPhase() {
   await page.waitForFunction(() => document.querySelector('#planReadout').dataset.pipeline === 'true', null, { timeout: 20000, polling: 50 });
 }
 
-test('From phase: the demo (phantom scan, mask from the magnitude, V-SHARP, RTS) runs to completion; χ r vs truth > 0.8 and bit-identical to the node API’s pipeline(); every intermediate shown and named', { skip, timeout: 180000 }, async () => {
+test('From phase: the demo (phantom scan, mask from the magnitude, the default background removal, RTS) runs to completion; χ r vs truth > 0.8 and bit-identical to the node API’s pipeline(); every intermediate shown and named', { skip, timeout: 180000 }, async () => {
   const { createTessera } = await import('../bindings/js/index.js');
   // The node API on the same scan and options, made while the page makes its own.
   const node = (async () => {
@@ -1477,6 +1481,7 @@ test('From phase: the demo (phantom scan, mask from the magnitude, V-SHARP, RTS)
   assert.equal(await page.isHidden('#maskSourceBox'), true, 'mask and magnitude are both optional');
   assert.equal(await page.isHidden('#tileControls'), true);
   const { schema, out: want } = await node;
+  const bg = backgroundTitle(schema);
   // the pipeline's options are the schema's, at its defaults
   const options = await page.$$eval('#pipelineParams [data-option]', (e) => e.map((x) => [x.dataset.option, x.value]));
   const names = options.map(([n]) => n);
@@ -1490,15 +1495,15 @@ test('From phase: the demo (phantom scan, mask from the magnitude, V-SHARP, RTS)
   await waitState(['running'], 60000);
   await page.waitForFunction(() => /step \d+\/\d+/.test(document.querySelector('#progressText').textContent), null, { timeout: 60000, polling: 50 });
   const mid = await page.textContent('#progressText');
-  assert.match(mid, /^(brain mask|echo fit \((offset|echo \d of 4)\)|V-SHARP → RTS): step \d+\/\d+ \(\d+%\)/);
+  assert.match(mid, new RegExp(`^(brain mask|echo fit \\((offset|echo \\d of 4)\\)|${bg} → RTS): step \\d+/\\d+ \\(\\d+%\\)`));
   await waitState(['done', 'error'], 150000);
   assert.equal(await pageState(), 'done', await errorText());
   assert.deepEqual(served.slice(requests).filter((l) => /\.onnx /.test(l)), [], 'no network downloaded');
   // the plan readout: the stages and memory
   const plan = await readData('#planReadout');
-  assert.equal(plan.stages, 'brain mask|echo fit|V-SHARP|RTS');
+  assert.equal(plan.stages, `brain mask|echo fit|${bg}|RTS`);
   assert.ok(plan.moduleHeapBytes > 0 && plan.moduleHeapBytes < plan.heapLimitBytes);
-  assert.match(await page.textContent('#planReadout'), /Stages\s*brain mask → echo fit → V-SHARP → RTS/);
+  assert.match(await page.textContent('#planReadout'), new RegExp(`Stages\\s*brain mask → echo fit → ${bg} → RTS`));
   const report = await readData('#report');
   assert.equal(report.pipeline, true);
   assert.ok(report.finite, 'χ finite');
@@ -1509,7 +1514,7 @@ test('From phase: the demo (phantom scan, mask from the magnitude, V-SHARP, RTS)
   const text = await page.textContent('#report');
   assert.match(text, /Brain mask\s*[\d,]+ voxels \(made from the magnitude: otsu threshold, eroded 3 mm\)/);
   assert.match(text, /Echo fit\s*region-growing unwrapping; fit mask [\d,]+ voxels/);
-  assert.match(text, /Background removal\s*V-SHARP: local mask [\d,]+ voxels/);
+  assert.match(text, new RegExp(`Background removal\\s*${bg}: local mask [\\d,]+ voxels`));
   assert.match(text, /Inversion\s*RTS \(rts\)/);
   assert.match(text, /Wall time/);
   // every intermediate in the viewer's choice; χ downloads bit-identical to node's
@@ -1606,7 +1611,8 @@ test('From phase: a 4D phase NIfTI + magnitude through the file inputs runs end 
   assert.equal(await page.isDisabled('#run'), true);
   await page.fill('#te', te.join(', '));
   await page.waitForSelector('#phaseMsg', { state: 'hidden', timeout: 5000 });
-  await page.waitForFunction(() => document.querySelector('#planReadout').dataset.stages === 'brain mask|echo fit|V-SHARP|TKD' && !document.querySelector('#run').disabled, null, { timeout: 20000 });
+  const stages = `brain mask|echo fit|${backgroundTitle(await nodeSchema())}|TKD`;
+  await page.waitForFunction((want) => document.querySelector('#planReadout').dataset.stages === want && !document.querySelector('#run').disabled, stages, { timeout: 20000 });
   await page.click('#run');
   await waitState(['done', 'error'], 120000);
   assert.equal(await pageState(), 'done', await errorText());

@@ -478,8 +478,9 @@ export interface PipelineRequest extends MethodOptions {
   ismv?: { radius?: number; tolerance?: number; maxIterations?: number };
   /** SHARP (Schweser 2011): SMV radius (mm), TSVD threshold */
   sharp?: { radius?: number; threshold?: number };
-  /** RESHARP (Sun 2014): SMV radius (mm), Tikhonov weight, CG iterations at most, relative residual to stop at */
-  resharp?: { radius?: number; lambda?: number; maxIterations?: number; tolerance?: number };
+  /** RESHARP (Sun 2014): SMV radius (mm), Tikhonov weight, CG iterations at most, relative residual to stop at; the
+   *  least share of the mask the radius keeps before it shrinks (to 2 voxels of the largest edge at the least; 0: never) */
+  resharp?: { radius?: number; lambda?: number; maxIterations?: number; tolerance?: number; minKeptShare?: number };
   brainMask?: { erosion?: number; threshold?: 'otsu' | 'robust' };
   /** voxels whose echo fit leaves a larger RMS phase residual (rad) are left out of the background removal */
   fitResidualLimit?: number;

@@ -22,7 +22,7 @@
 // Manifest (TSV, header row; paths relative to the manifest's folder): subject, mask, and one of field | phase;
 // optional session, magnitude, te (seconds, comma-separated, one per echo; else the phase's JSON sidecar), b0,
 // units (field: ppm | hz | rad/s), phase_units (rad | deg | scanner), model, method.
-// The classical pipeline (`tessera-qsm pipeline`: mask from the magnitude, echo fit with unwrapping, V-SHARP or PDF, a
+// The classical pipeline (`tessera-qsm pipeline`: mask from the magnitude, echo fit with unwrapping, background removal, a
 // classical method or a field network on the local field) instead of a phase network: config phase_pipeline
 // ({method, params, options} or {model}; a string is a method) takes every wrapped phase there, or a manifest phase
 // row's method column takes that row. Such a run needs no mask when it has a magnitude (the pipeline makes one).

@@ -8,6 +8,7 @@
 #include "common/message_number.h"
 #include "common/parallel.h"
 #include "tessera/common/error.h"
+#include "tessera/background/vsharp.h"
 #include "tessera/common/fft.h"
 
 namespace tessera {
@@ -27,6 +28,10 @@ void validate(const ResharpParams& p) {
   if (!(p.tolerance > 0.0 && p.tolerance <= 0.1)) {
     bgi::invalid("resharp: tolerance must be in (0, 0.1] (a relative residual; 1e-6 is customary, QSM.rs), got " +
                  message_number(p.tolerance));
+  }
+  if (!(p.min_kept_share >= 0.0 && p.min_kept_share <= 1.0)) {
+    bgi::invalid("resharp: min_kept_share must be in [0, 1] (a share of the mask's voxels; 0 keeps radius_mm always), got " +
+                 message_number(p.min_kept_share));
   }
 }
 
@@ -103,7 +108,10 @@ Resharp::Resharp(const Geometry& g, std::span<const float> field, std::span<cons
   s.mask = mask;
   s.params = params;
   s.threads = threads;
-  bgi::SmvGrid grid = bgi::smv_grid("resharp: radius_mm", g, mask, params.radius_mm, threads);
+  const bgi::SmvAdapt adapt{params.min_kept_share, vsharp_defaults::kMinRadiusVoxels * bgi::max_edge(g.voxel_mm),
+                            0.5 * bgi::min_edge(g.voxel_mm)};
+  bgi::SmvGrid grid = bgi::smv_grid("resharp: radius_mm", g, mask, params.radius_mm, threads, adapt);
+  s.params.radius_mm = grid.radius_mm;
   s.box = grid.box;
   s.padded = grid.padded;
   s.eroded = std::move(grid.eroded);
@@ -116,6 +124,7 @@ uint32_t Resharp::steps_done() const { return state_->done; }
 bool Resharp::finished() const { return state_->finished; }
 std::string Resharp::name() const { return "RESHARP"; }
 double Resharp::relative_residual() const { return state_->relative; }
+double Resharp::radius_mm() const { return state_->params.radius_mm; }
 
 void Resharp::step() {
   if (finished()) throw Error(ErrorCode::Internal, "RESHARP: step() after the last step");

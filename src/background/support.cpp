@@ -61,30 +61,22 @@ Dims3 smv_padded(const Dims3& ext, const Vec3& voxel_mm, double r_mm) {
   return p;
 }
 
-SmvGrid smv_grid(const std::string& parameter, const Geometry& g, std::span<const uint8_t> mask, double radius_mm,
-                 unsigned threads) {
-  SmvGrid grid;
-  grid.box = mask_box(g, mask);
-  grid.padded = smv_padded(grid.box.ext(), g.voxel_mm, radius_mm);
-  Geometry pg = g;
-  pg.dims = grid.padded;
-  validate_geometry(pg);
-  grid.eroded = eroded_or_refuse(parameter, g, mask, grid.box, grid.padded, radius_mm, threads);
-  return grid;
-}
+namespace {
 
-std::vector<uint8_t> eroded_or_refuse(const std::string& parameter, const Geometry& g, std::span<const uint8_t> mask,
-                                      const MaskBox& box, const Dims3& padded, double radius_mm, unsigned threads) {
-  const std::vector<double> d = outside_distance2(g, mask, box, threads);
-  const Dims3 e{box.ext()[0] + 2, box.ext()[1] + 2, box.ext()[2] + 2};
+// The box voxels deeper than radius_mm (depth2: outside_distance2's squared depths, mm², on the box and a voxel
+// border), padded layout (the box at the low corner); refused when none is.
+std::vector<uint8_t> erode_box_or_refuse(const std::string& parameter, const std::vector<double>& depth2, const MaskBox& box,
+                                         const Dims3& padded, double radius_mm) {
+  const Dims3 ext = box.ext();
+  const Dims3 e{ext[0] + 2, ext[1] + 2, ext[2] + 2};
   const double r2 = radius_mm * radius_mm;
   std::vector<uint8_t> out(static_cast<size_t>(count(padded)), 0);
   double deepest = 0.0;
   uint64_t kept = 0;
-  for (int64_t z = 0; z < box.ext()[2]; ++z)
-    for (int64_t y = 0; y < box.ext()[1]; ++y)
-      for (int64_t x = 0; x < box.ext()[0]; ++x) {
-        const double dd = d[static_cast<size_t>((x + 1) + e[0] * ((y + 1) + e[1] * (z + 1)))];
+  for (int64_t z = 0; z < ext[2]; ++z)
+    for (int64_t y = 0; y < ext[1]; ++y)
+      for (int64_t x = 0; x < ext[0]; ++x) {
+        const double dd = depth2[static_cast<size_t>((x + 1) + e[0] * ((y + 1) + e[1] * (z + 1)))];
         deepest = std::max(deepest, dd);
         const uint8_t in = dd > r2 ? 1 : 0;
         out[static_cast<size_t>(x + padded[0] * (y + padded[1] * z))] = in;
@@ -95,6 +87,39 @@ std::vector<uint8_t> eroded_or_refuse(const std::string& parameter, const Geomet
             message_number(std::sqrt(deepest)) + " mm inside; give a smaller radius or a larger mask");
   }
   return out;
+}
+
+}  // namespace
+
+SmvGrid smv_grid(const std::string& parameter, const Geometry& g, std::span<const uint8_t> mask, double radius_mm,
+                 unsigned threads, const SmvAdapt& adapt) {
+  SmvGrid grid;
+  grid.box = mask_box(g, mask);
+  const std::vector<double> depth2 = outside_distance2(g, mask, grid.box, threads);
+  grid.radius_mm = radius_mm;
+  if (adapt.min_share > 0.0 && radius_mm > adapt.floor_mm) {
+    uint64_t inside = 0;
+    for (double d : depth2) inside += d > 0.0;
+    auto share = [&](double r) {
+      uint64_t kept = 0;
+      for (double d : depth2) kept += d > r * r;
+      return static_cast<double>(kept) / static_cast<double>(inside);
+    };
+    while (grid.radius_mm > adapt.floor_mm && share(grid.radius_mm) < adapt.min_share) {
+      grid.radius_mm = std::max(adapt.floor_mm, grid.radius_mm - adapt.step_mm);
+    }
+  }
+  grid.padded = smv_padded(grid.box.ext(), g.voxel_mm, grid.radius_mm);
+  Geometry pg = g;
+  pg.dims = grid.padded;
+  validate_geometry(pg);
+  grid.eroded = erode_box_or_refuse(parameter, depth2, grid.box, grid.padded, grid.radius_mm);
+  return grid;
+}
+
+std::vector<uint8_t> eroded_or_refuse(const std::string& parameter, const Geometry& g, std::span<const uint8_t> mask,
+                                      const MaskBox& box, const Dims3& padded, double radius_mm, unsigned threads) {
+  return erode_box_or_refuse(parameter, outside_distance2(g, mask, box, threads), box, padded, radius_mm);
 }
 
 void check_radius_mm(const std::string& parameter, double radius_mm) {

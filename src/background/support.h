@@ -49,18 +49,28 @@ Dims3 smv_padded(const Dims3& ext, const Vec3& voxel_mm, double r_mm);
 std::vector<uint8_t> eroded_or_refuse(const std::string& parameter, const Geometry& g, std::span<const uint8_t> mask,
                                       const MaskBox& box, const Dims3& padded, double radius_mm, unsigned threads);
 
-// The grid of a one-radius SMV method (SHARP, RESHARP, iSMV): the mask's box, the box padded for the kernel, and the
-// box's voxels whose sphere lies inside the mask (padded layout).
+// The grid of a one-radius SMV method (SHARP, RESHARP, iSMV): the mask's box, the box padded for the kernel, the
+// box's voxels whose sphere lies inside the mask (padded layout), and the radius used.
 struct SmvGrid {
   MaskBox box;
   Dims3 padded{0, 0, 0};
   std::vector<uint8_t> eroded;
+  double radius_mm = 0.0;
 };
 
-// The SmvGrid of mask for a kernel of radius_mm: smv_padded, the padded grid checked, eroded_or_refuse (naming
-// `parameter` when the radius leaves no voxel). geometry valid; the mask holds a voxel.
+// How a radius shrinks to the mask's depth: from the asked radius down by step_mm while its erosion keeps less than
+// min_share of the mask's voxels, to floor_mm at the least. min_share 0: the asked radius always.
+struct SmvAdapt {
+  double min_share = 0.0;
+  double floor_mm = 0.0;
+  double step_mm = 0.0;
+};
+
+// The SmvGrid of mask for a kernel of radius_mm (or, with adapt, the largest radius of adapt's rule): smv_padded, the
+// padded grid checked, the erosion (refused naming `parameter`, the radius and the mask's depth when the radius leaves
+// no voxel). geometry valid; the mask holds a voxel; adapt.step_mm > 0 when adapt.min_share > 0.
 SmvGrid smv_grid(const std::string& parameter, const Geometry& g, std::span<const uint8_t> mask, double radius_mm,
-                 unsigned threads);
+                 unsigned threads, const SmvAdapt& adapt = {});
 
 // Validates a kernel radius in mm: [0.5, 50] (else Error InvalidArgument naming `parameter` and its unit).
 void check_radius_mm(const std::string& parameter, double radius_mm);

@@ -66,10 +66,10 @@ std::string implausible_total_ppm_text(std::span<const float> field, std::span<c
          "Convert it to ppm (CLI: --units hz --b0 3), or state that it is ppm (CLI: --units ppm; API: fieldUnits: 'ppm')";
 }
 
-std::string left_out_warning(std::string_view stage, uint64_t kept, uint64_t given, std::string_view why) {
+std::string left_out_warning(std::string_view stage, uint64_t kept, uint64_t given, std::string_view why, double bound) {
   if (given == 0 || kept >= given) return {};
   const double share = static_cast<double>(given - kept) / static_cast<double>(given);
-  if (share <= kLeftOutWarnShare) return {};
+  if (share <= bound) return {};
   return std::string(stage) + " left out " + std::to_string(given - kept) + " of " + std::to_string(given) +
          " mask voxels (" + message_number(100.0 * share, 3) + " %): " + std::string(why);
 }

@@ -64,6 +64,9 @@ const OptionSpec kPipelineStageOptions[] = {
      "RESHARP's CG iterations at most (QSM.rs: 30)"},
     {"resharp.tolerance", "", resharp_defaults::kTolerance, "", 0, 0.1, true, false,
      "relative residual at which RESHARP's CG stops (QSM.rs: 1e-6)"},
+    {"resharp.minKeptShare", "", resharp_defaults::kMinKeptShare, "", 0, 1, false, false,
+     "when the radius's erosion keeps less than this share of the mask (a small head, a slab), the radius shrinks to "
+     "keep it, to 2 voxels of the largest edge at the least, with a warning; 0: the radius never shrinks"},
     {"brainMask.erosion", "mm", brain_mask_defaults::kErosionMm, "", 0, 100, false, false,
      "erode the brain mask made from the magnitude by this much (none by default)"},
     {"brainMask.threshold", "", 0, "otsu", 0, 0, false, false,
@@ -253,6 +256,7 @@ void set_pipeline_option(PipelineRequest& r, std::string_view name, double value
   else if (name == "resharp.lambda") r.resharp.lambda = v;
   else if (name == "resharp.maxIterations") r.resharp.max_iterations = static_cast<uint32_t>(v);
   else if (name == "resharp.tolerance") r.resharp.tolerance = v;
+  else if (name == "resharp.minKeptShare") r.resharp.min_kept_share = v;
   else if (name == "brainMask.erosion") r.brain_mask.erosion_mm = v;
   else if (name == "fitResidualLimit") r.fit_residual_limit = v;
   else throw Error(ErrorCode::Internal, "no numeric pipeline option '" + std::string(name) + "'");
@@ -509,7 +513,18 @@ void Pipeline::advance() {
       case BackgroundRemoval::Lbv: local = static_cast<Lbv&>(*current_).take_result(); break;
       case BackgroundRemoval::Ismv: local = static_cast<Ismv&>(*current_).take_result(); break;
       case BackgroundRemoval::Sharp: local = static_cast<Sharp&>(*current_).take_result(); break;
-      case BackgroundRemoval::Resharp: local = static_cast<Resharp&>(*current_).take_result(); break;
+      case BackgroundRemoval::Resharp: {
+        auto& resharp = static_cast<Resharp&>(*current_);
+        if (resharp.radius_mm() < request_.resharp.radius_mm) {
+          result_.warnings.push_back(
+              "RESHARP's radius (resharp.radius " + number_text(request_.resharp.radius_mm) + " mm) would keep less than " +
+              number_text(100.0 * request_.resharp.min_kept_share) + " % of the mask (a small head or a slab that cuts the "
+              "brain): it ran with " + message_number(resharp.radius_mm(), 3) + " mm, which keeps more of the mask at the "
+              "cost of a less accurate local field near its edge (resharp.minKeptShare 0 keeps the radius)");
+        }
+        local = resharp.take_result();
+        break;
+      }
     }
     result_.local_ppm = std::move(local.field);
     result_.local_mask = std::move(local.mask);
@@ -521,7 +536,7 @@ void Pipeline::advance() {
                                 : request_.background == BackgroundRemoval::Pdf
                                       ? std::string("PDF left them without a local field")
                                       : current_name_ + " defines the local field only on the mask it keeps (its erosion of the mask's border)";
-    std::string w = left_out_warning(current_name_, kept, given, why);
+    std::string w = left_out_warning(current_name_, kept, given, why, kBackgroundLeftOutWarnShare);
     if (!w.empty()) result_.warnings.push_back(std::move(w));
   } else if (stage_ == 4) {
     result_.chi = static_cast<MethodComputation&>(*current_).take_result();

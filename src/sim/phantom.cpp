@@ -582,14 +582,62 @@ void validate(const AcquisitionOptions& o) {
     throw Error(ErrorCode::InvalidArgument,
                 "make_acquisition: pad_factor must be 1 to 4, got " + std::to_string(o.pad_factor));
   }
+  if (!(std::isfinite(o.slab_centre_mm) && o.slab_centre_mm >= -100.0 && o.slab_centre_mm <= 100.0)) {
+    throw Error(ErrorCode::InvalidArgument, "make_acquisition: slab_centre_mm must be in [-100, 100] mm, got " +
+                                                message_number(o.slab_centre_mm));
+  }
   validate(o.head);
 }
+
+namespace {
+
+// A slab's whole-head volume: the slab's x and y, enough slices for the head (unshrunk along z, its jitter included)
+// and the slab's offset, and the first of the slab's slices in it.
+struct SlabFrame {
+  Geometry whole;
+  int64_t z0 = 0;
+};
+SlabFrame slab_frame(const Geometry& g, const AcquisitionOptions& o) {
+  const HeadVariation& v = o.head;
+  const double head_semi_z = (kBrainSemi[2] * v.shape[2] + head_thickness_mm(v)) * v.size * 1.03;
+  const int64_t head_slices = static_cast<int64_t>(std::ceil(head_semi_z / (kFill * g.voxel_mm[2])));
+  const int64_t offset = static_cast<int64_t>(std::ceil(std::fabs(o.slab_centre_mm) / g.voxel_mm[2]));
+  SlabFrame f;
+  f.whole = g;
+  f.whole.dims[2] = std::max(head_slices, g.dims[2] + 2 * offset + 2);
+  const double centre = 0.5 * static_cast<double>(f.whole.dims[2] - g.dims[2]) + o.slab_centre_mm / g.voxel_mm[2];
+  f.z0 = std::clamp(static_cast<int64_t>(std::nearbyint(centre)), int64_t{0}, f.whole.dims[2] - g.dims[2]);
+  return f;
+}
+
+// The slices [z0, z0 + nz) of each of count x-fastest volumes of `whole`'s dims, nxy voxels a slice.
+template <typename T>
+std::vector<T> crop_slices(const std::vector<T>& v, uint64_t nxy, int64_t whole_nz, int64_t z0, int64_t nz, uint64_t count = 1) {
+  std::vector<T> out;
+  out.reserve(static_cast<size_t>(nxy * static_cast<uint64_t>(nz) * count));
+  for (uint64_t c = 0; c < count; ++c) {
+    const auto first = v.begin() + static_cast<std::ptrdiff_t>(nxy * (c * static_cast<uint64_t>(whole_nz) + static_cast<uint64_t>(z0)));
+    out.insert(out.end(), first, first + static_cast<std::ptrdiff_t>(nxy * static_cast<uint64_t>(nz)));
+  }
+  return out;
+}
+
+}  // namespace
 
 uint64_t acquisition_workspace_bytes(const Geometry& g, const AcquisitionOptions& o) {
   validate_geometry(g);
   validate(o);
-  const uint64_t n = g.voxel_count();
   const uint64_t echoes = o.te_s.size();
+  if (o.slab) {
+    // The whole head's acquisition, the slab's copy of its outputs and the slab's own forward model.
+    const SlabFrame f = slab_frame(g, o);
+    AcquisitionOptions whole = o;
+    whole.slab = false;
+    const uint64_t n = g.voxel_count();
+    return acquisition_workspace_bytes(f.whole, whole) + n * (6 * sizeof(float) + 3) + 2 * echoes * n * sizeof(float) +
+           dipole_workspace_bytes(g, o.pad_factor, o.threads);
+  }
+  const uint64_t n = g.voxel_count();
   // chi, brain_chi, three fields, phase_offset (float); brain_mask, head_mask, tissue (uint8); magnitude and phase
   // (float per echo); chi - air for the forward model; one forward model at a time.
   return n * (6 * sizeof(float) + 3) + 2 * echoes * n * sizeof(float) + n * sizeof(float) +
@@ -606,6 +654,33 @@ PhantomAcquisition make_acquisition(const Geometry& g, const AcquisitionOptions&
                                                 dims_text(g.dims) + " voxels do not fit in memory: use fewer echoes");
   }
   const size_t n = static_cast<size_t>(n64);
+  if (o.slab) {
+    const SlabFrame f = slab_frame(g, o);
+    AcquisitionOptions whole_options = o;
+    whole_options.slab = false;
+    PhantomAcquisition whole = make_acquisition(f.whole, whole_options);
+    const uint64_t nxy = static_cast<uint64_t>(g.dims[0]) * static_cast<uint64_t>(g.dims[1]);
+    const int64_t wz = f.whole.dims[2], z0 = f.z0, nz = g.dims[2];
+    PhantomAcquisition acq;
+    acq.chi = crop_slices(whole.chi, nxy, wz, z0, nz);
+    acq.brain_chi = crop_slices(whole.brain_chi, nxy, wz, z0, nz);
+    acq.brain_mask = crop_slices(whole.brain_mask, nxy, wz, z0, nz);
+    acq.head_mask = crop_slices(whole.head_mask, nxy, wz, z0, nz);
+    acq.tissue = crop_slices(whole.tissue, nxy, wz, z0, nz);
+    acq.total_field = crop_slices(whole.total_field, nxy, wz, z0, nz);
+    acq.phase_offset = crop_slices(whole.phase_offset, nxy, wz, z0, nz);
+    acq.magnitude = crop_slices(whole.magnitude, nxy, wz, z0, nz, echoes);
+    acq.phase = crop_slices(whole.phase, nxy, wz, z0, nz, echoes);
+    whole = PhantomAcquisition{};
+    // The brain inside the slab is the local field's source; everything else is background.
+    acq.local_field = forward_field(g, acq.brain_chi, o.pad_factor, o.threads);
+    acq.background_field.resize(n);
+    for (size_t i = 0; i < n; ++i) acq.background_field[i] = acq.total_field[i] - acq.local_field[i];
+    acq.te_s = o.te_s;
+    acq.b0_tesla = o.b0_tesla;
+    acq.noise_sigma = o.snr > 0.0 ? 1.0 / o.snr : 0.0;
+    return acq;
+  }
   const Anatomy an = build_anatomy(g, o.seed, o.head);
   const Head head = build_head(g, an, o.seed, o.receive_phase, o.head);
   Phantom brain = make_phantom_chi(g, o.seed, o.head);

@@ -1,7 +1,7 @@
 // The "From phase" workflow: a scanner's multi-echo wrapped phase (one 4D NIfTI, one 3D file per echo, or a DICOM folder
 // converted in the page: web/dicom.js), an optional magnitude (every echo) and an optional mask in, with TE (s, one per echo) and B0; the C++ pipeline
 // (tessera.pipeline()) makes the brain mask from the magnitude when no mask is given, fits the echoes with phase
-// unwrapping (Hz → ppm), removes the background field (V-SHARP or PDF) and inverts the local field with a classical
+// unwrapping (Hz → ppm), removes the background field (RESHARP by default) and inverts the local field with a classical
 // method (the Inversion select) or a network (the network panel). Every intermediate comes back and can be shown and
 // downloaded (OUTPUTS). The pipeline's options (unwrap, background and its parameters, the brain mask's) are the C++
 // schema's: this file keeps no copy of their defaults or ranges. Same shape as field.js / phase.js / method.js.
@@ -91,7 +91,7 @@ export const PIPELINE_DEMO = {
  * The stage the next step of the pipeline belongs to (done: steps finished), as far as the planned step counts say it:
  * the brain mask (1 step, when it is made) and the echo fit (an offset step, then one per echo) have fixed counts;
  * background removal and the method may converge early (the total shrinks only at the end), so past the echo fit the
- * step is named by both ("V-SHARP → RTS"). The runtime's progress events do not name the stage (stage: 'pipeline').
+ * step is named by both ("RESHARP → RTS"). The runtime's progress events do not name the stage (stage: 'pipeline').
  * Returns { key: 'brain mask' | 'echo fit' | 'rest', text }.
  */
 export function stageOf(done, stages, echoes) {

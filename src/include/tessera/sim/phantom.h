@@ -147,6 +147,13 @@ struct AcquisitionOptions {
   int pad_factor = 2;         // zero padding of both forward models, [1, 4] (see forward_field)
   unsigned threads = 1;       // FFT and signal threads (0 = hardware concurrency); results do not depend on it
   HeadVariation head;  // the head's size, shape, skull and cavities (default: the reference head)
+  // A slab acquisition: the field of view cuts through the head along z (the volume's third axis) instead of the head
+  // shrinking to fit it, as in a real slab; only the x and y fields of view shrink the head. The slab's centre lies
+  // slab_centre_mm above the brain's centre (negative: below), in [-100, 100] mm. total_field and background_field are
+  // those of the whole head (tissue and air outside the slab shape the field inside it); local_field is the forward
+  // model of the brain inside the slab (the brain's field from outside the slab is background there).
+  bool slab = false;
+  double slab_centre_mm = 0.0;
 };
 
 // Throws Error(InvalidArgument) naming the option, its range and unit.
@@ -170,7 +177,8 @@ struct PhantomAcquisition {
   double noise_sigma = 0.0;             // per real and imaginary part (1 / snr; 0 = none)
 };
 
-// Simulates a multi-echo GRE scan of the phantom brain inside a head. Per voxel and echo e:
+// Simulates a multi-echo GRE scan of the phantom brain inside a head (or, with options.slab, of a slab through it: the
+// whole head is simulated on a volume tall enough to hold it and the slab's slices are kept). Per voxel and echo e:
 //   magnitude = M0 * exp(-TE_e / T2*)  (tissue_signal),
 //   phase = wrap(phi0 + 2 pi * gamma_bar * B0 * TE_e * total_field * 1e-6),
 // then complex Gaussian noise of sigma 1 / snr added to magnitude * exp(i phase).
