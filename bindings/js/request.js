@@ -13,7 +13,7 @@ export const NETWORK_OPTIONS = Object.freeze([
 
 /** Schema options of the pipeline's stages (unwrapping, the echo fit, the brain mask, background removal). */
 export const PIPELINE_OPTIONS = Object.freeze([
-  'unwrap', 'fitResidualLimit', 'background', 'vsharp', 'pdf', 'lbv', 'ismv', 'sharp', 'resharp', 'brainMask',
+  'unwrap', 'fitResidualLimit', 'fitOffset', 'fitOffsetSigma', 'background', 'vsharp', 'pdf', 'lbv', 'ismv', 'sharp', 'resharp', 'brainMask',
 ]);
 
 /**
