@@ -569,9 +569,9 @@ test('phase_pipeline: BIDS phase + magnitude echoes (mask optional) through tess
   }
   put(path.join(tree, 'MEGRE.json'), JSON.stringify({ MagneticFieldStrength: scan.MagneticFieldStrength }));
   fs.copyFileSync(files.mask, path.join(tree, 'sub-02', 'anat', 'sub-02_desc-brain_mask.nii'));
-  // TV with a stronger λ than the default (the 4 mm phantom is coarse), V-SHARP radii up to 4 voxels (16 mm).
-  const pipeline = { method: 'tv', params: { lambda: 0.0005 }, options: { background: 'vsharp', 'vsharp.maxRadius': 4 } };
-  const flags = ['--te', scan.EchoTime.join(','), '--b0', String(scan.MagneticFieldStrength), '--magnitude', files.magnitude, '--option', 'background=vsharp', '--option', 'vsharp.maxRadius=4', '--cores', String(CORES)];
+  // TV with a stronger λ than the default (the 4 mm phantom is coarse), V-SHARP radii up to 16 mm (4 voxels).
+  const pipeline = { method: 'tv', params: { lambda: 0.0005 }, options: { background: 'vsharp', 'vsharp.maxRadius': 16 } };
+  const flags = ['--te', scan.EchoTime.join(','), '--b0', String(scan.MagneticFieldStrength), '--magnitude', files.magnitude, '--option', 'background=vsharp', '--option', 'vsharp.maxRadius=16', '--cores', String(CORES)];
   // The direct runs (each under python's getrusage for its max RSS), all at once.
   fs.mkdirSync(q('ref'), { recursive: true });
   const py = 'import resource,subprocess,sys\nr=subprocess.run(sys.argv[1:])\nprint(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\nsys.exit(r.returncode)';
@@ -621,7 +621,7 @@ test('phase_pipeline: BIDS phase + magnitude echoes (mask optional) through tess
     assert.equal(report.inputs.echoes, 3);
     assert.equal(report.inputs.mask === null, sub === 'sub-01');
     assert.deepEqual(report.inversion, { method: 'tv', params: { lambda: 0.0005 } });
-    assert.deepEqual(report.options, { background: 'vsharp', vsharp: { maxRadius: 4 } });
+    assert.deepEqual(report.options, { background: 'vsharp', vsharp: { maxRadius: 16 } });
     assert.deepEqual(Object.values(report.intermediates), stages.map((s) => `${sub}_${s}.nii.gz`));
     const plan = JSON.parse(fs.readFileSync(path.join(out, '.tessera', `${sub}/anat/${sub}_pipeline-plan.json`), 'utf8'));
     assert.deepEqual(report.plan, plan.pipeline, `${sub}: the run's plan is not the declared one`);

@@ -110,7 +110,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // Small, fast settings for the checks that need not run the defaults.
 VSharpParams quick_vsharp() {
   VSharpParams p;
-  p.max_radius_voxels = 6.0;
+  p.max_radius_mm = 18.0;  // 6 of the scene's 3 mm voxels
   return p;
 }
 
@@ -140,10 +140,11 @@ TEST(Background, VSharpMaskIsTheErosionBySmallestRadius) {
   const Scene& s = scene();
   VSharp v(s.g, s.total, s.mask, quick_vsharp());
   const std::vector<double> radii = v.radii_mm();
-  ASSERT_EQ(radii.size(), 5u);  // 18, 15, 12, 9, 6 mm at 3 mm voxels
+  ASSERT_EQ(radii.size(), 3u);  // 18, 12, 6 mm at 3 mm voxels (steps of 2 voxels)
   EXPECT_DOUBLE_EQ(radii.front(), 18.0);
+  EXPECT_DOUBLE_EQ(radii[1], 12.0);
   EXPECT_DOUBLE_EQ(radii.back(), 6.0);
-  EXPECT_EQ(v.total_steps(), 6u);
+  EXPECT_EQ(v.total_steps(), 4u);
   EXPECT_EQ(v.name(), "V-SHARP");
   run_to_end(v);
   const LocalField out = v.take_result();
@@ -167,7 +168,8 @@ TEST(Background, ErodeMaskMatchesBruteForceOnAnisotropicVoxels) {
 TEST(Background, SharpIsOneRadius) {
   const Scene& s = scene();
   VSharpParams p;
-  p.max_radius_voxels = p.min_radius_voxels = 4.0;
+  p.max_radius_mm = 12.0;  // the scene's voxels are 3 mm: min_radius_voxels 4 is 12 mm too
+  p.min_radius_voxels = 4.0;
   VSharp v(s.g, s.total, s.mask, p);
   EXPECT_EQ(v.name(), "SHARP");
   EXPECT_EQ(v.total_steps(), 2u);
@@ -273,7 +275,7 @@ TEST(Background, CancelBetweenSteps) {
   };
   VSharp v(s.g, s.total, s.mask, quick_vsharp());
   std::string m = test::error_of([&] { run_to_end(v, stop_after_two, &cancel); }, ErrorCode::Cancelled);
-  EXPECT_EQ(m, "V-SHARP cancelled after 2 of 6 steps");
+  EXPECT_EQ(m, "V-SHARP cancelled after 2 of 4 steps");
   cancel = false;
   Pdf p(s.g, s.total, s.mask, {}, quick_pdf());
   m = test::error_of([&] { run_to_end(p, stop_after_two, &cancel); }, ErrorCode::Cancelled);
@@ -290,7 +292,7 @@ TEST(Background, RefusesBadInputsByName) {
   EXPECT_NE(test::error_of([&] { Pdf(s.g, s.total, empty); }, ErrorCode::InvalidArgument).find("pdf: the mask holds no voxel"),
             std::string::npos);
   // A 9×7×5 box at 1 mm: its deepest voxels lie 3 mm from the nearest outside voxel (along z). A smallest radius that
-  // erodes it to nothing is named, with the depth; the default largest radius (18 voxels) fits nowhere there, and the
+  // erodes it to nothing is named, with the depth; the default largest radius fits nowhere there, and the
   // radii that fit no voxel are dropped: V-SHARP runs from the largest that fits (2 mm).
   const Geometry bg = test::geometry(24, 24, 24);
   const std::vector<uint8_t> box = test::box_mask(bg, {5, 5, 5}, {14, 12, 10});
@@ -319,8 +321,18 @@ TEST(Background, RefusesBadInputsByName) {
   EXPECT_NE(test::error_of([&] { validate(p); }, ErrorCode::InvalidArgument).find("min_radius_voxels must be in [1, "),
             std::string::npos);
   p = {};
+  p.max_radius_mm = 0.5;
+  EXPECT_NE(test::error_of([&] { validate(p); }, ErrorCode::InvalidArgument).find("max_radius_mm must be in [1, 100] mm"),
+            std::string::npos);
+  p = {};
   p.step_voxels = 0.01;
-  EXPECT_NE(test::error_of([&] { validate(p); }, ErrorCode::InvalidArgument).find("raise step_voxels"), std::string::npos);
+  EXPECT_NE(test::error_of([&] { vsharp_radii_mm({1.0, 1.0, 1.0}, p); }, ErrorCode::InvalidArgument).find("raise step_voxels"),
+            std::string::npos);
+  p = {};
+  p.max_radius_mm = 3.0;  // below the smallest radius (2 voxels of 2 mm): that one radius
+  p.min_radius_voxels = 2.0;
+  EXPECT_EQ(vsharp_radii_mm({2.0, 2.0, 2.0}, p), (std::vector<double>{4.0}));
+  EXPECT_EQ(vsharp_radii_mm({100.0, 100.0, 100.0}, VSharpParams{}), (std::vector<double>{200.0}));
   PdfParams q;
   q.max_iterations = 0;
   EXPECT_NE(test::error_of([&] { validate(q); }, ErrorCode::InvalidArgument).find("max_iterations must be in [1, 10000]"),
@@ -357,7 +369,7 @@ TEST(Background, WorkspaceFitsAndGrows) {
   EXPECT_LT(v, 3'500'000'000ull);
   EXPECT_LT(p, 3'500'000'000ull);
   VSharpParams big;
-  big.max_radius_voxels = 30;
+  big.max_radius_mm = 60;
   PdfParams wide;
   wide.pad_voxels = 80;
   EXPECT_GT(vsharp_workspace_bytes(g, big), v);

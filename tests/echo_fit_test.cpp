@@ -15,6 +15,7 @@
 namespace {
 
 using tessera::EchoFitParams;
+using tessera::OffsetFit;
 using tessera::ErrorCode;
 using tessera::Geometry;
 using tessera::Unwrapper;
@@ -38,7 +39,9 @@ struct Echoes {
   std::vector<float> field_hz, offset, phase, magnitude;
   std::vector<uint8_t> mask;
 };
-Echoes make_echoes(int64_t nx, int64_t ny, int64_t nz, double noise, uint64_t seed = 1) {
+// smooth_offset: θ a smooth function of position (a receive phase: a tilt and a bend of ~1.5 rad over the volume)
+// instead of random per voxel.
+Echoes make_echoes(int64_t nx, int64_t ny, int64_t nz, double noise, uint64_t seed = 1, bool smooth_offset = false) {
   Echoes d;
   d.g = tessera::test::geometry(nx, ny, nz);
   d.g.voxel_mm = {3.0, 3.0, 3.0};
@@ -57,7 +60,10 @@ Echoes make_echoes(int64_t nx, int64_t ny, int64_t nz, double noise, uint64_t se
         const double f = 20.0 + 45.0 * std::exp(-r1 / (2 * 64 * sx * sx)) - 35.0 * std::exp(-r2 / (2 * 49 * sx * sx)) +
                          0.5 * (x - nx / 2.0) / sx;
         d.field_hz[d.g.index(x, y, z)] = static_cast<float>(f);
-        d.offset[d.g.index(x, y, z)] = static_cast<float>(std::numbers::pi * rng.uniform());
+        const double random = std::numbers::pi * rng.uniform();
+        const double u = (x - nx / 2.0) / nx, v = (y - ny / 2.0) / ny, w = (z - nz / 2.0) / nz;
+        d.offset[d.g.index(x, y, z)] =
+            static_cast<float>(smooth_offset ? 2.5 + 1.2 * u - 0.8 * v + 0.5 * w + 0.9 * u * u - 0.6 * v * w : random);
       }
   d.mask = tessera::test::ellipsoid_mask(d.g, 0.85);
   d.phase.resize(d.te.size() * n);
@@ -103,6 +109,16 @@ double cramer_rao_hz(const std::vector<double>& te, double noise) {
   return std::sqrt(sw / (sw * swtt - swt * swt)) / kTwoPi;
 }
 
+// The same bound for a line through the origin (the offset known): σ_ω² = 1 / Σ w_e·TE_e².
+double cramer_rao_origin_hz(const std::vector<double>& te, double noise) {
+  double swtt = 0;
+  for (const double t : te) {
+    const double m = std::exp(-t / 0.04);
+    swtt += m * m / (noise * noise) * t * t;
+  }
+  return std::sqrt(1.0 / swtt) / kTwoPi;
+}
+
 }  // namespace
 
 TEST(EchoFit, HzToPpm) {
@@ -121,6 +137,7 @@ TEST(EchoFit, NoiselessFieldAndOffsetAreExactWithEitherUnwrapper) {
   for (const Unwrapper u : {Unwrapper::RegionGrowing, Unwrapper::Laplacian}) {
     EchoFitParams p;
     p.unwrapper = u;
+    p.offset = OffsetFit::Free;  // random offsets per voxel: no smooth offset to assume
     const auto r = tessera::echo_fit(d.g, d.phase, d.magnitude, d.te, d.mask, p);
     const Errors e = errors(d, r);
     std::printf("noiseless, %s: NRMSE %.2e, max |error| %.2e Hz, offset max error %.2e rad\n",
@@ -137,8 +154,10 @@ TEST(EchoFit, NoiselessFieldAndOffsetAreExactWithEitherUnwrapper) {
 TEST(EchoFit, RecoversAKnownFieldFromNoisyEchoesWithRandomOffsets) {
   // SNR 50 at the first echo (σ = 0.02, M = 1, T2* = 40 ms)
   const Echoes d = make_echoes(64, 64, 48, 0.02);
+  EchoFitParams free;
+  free.offset = OffsetFit::Free;  // random offsets per voxel: no smooth offset to assume
   const auto t0 = std::chrono::steady_clock::now();
-  const auto r = tessera::echo_fit(d.g, d.phase, d.magnitude, d.te, d.mask);
+  const auto r = tessera::echo_fit(d.g, d.phase, d.magnitude, d.te, d.mask, free);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const Errors e = errors(d, r);
   double residual = 0;
@@ -159,7 +178,7 @@ TEST(EchoFit, RecoversAKnownFieldFromNoisyEchoesWithRandomOffsets) {
 
   // through the origin after the offset removal: the two-echo offset's noise enters the field, so it is worse
   EchoFitParams p;
-  p.fit_intercept = false;
+  p.offset = OffsetFit::FirstEchoes;
   const Errors e0 = errors(d, tessera::echo_fit(d.g, d.phase, d.magnitude, d.te, d.mask, p));
   std::printf("same, through the origin: NRMSE %.4f, RMS error %.3f Hz, max |error| %.3f Hz\n", e0.nrmse, e0.rms_hz,
               e0.max_abs);
@@ -167,16 +186,43 @@ TEST(EchoFit, RecoversAKnownFieldFromNoisyEchoesWithRandomOffsets) {
   EXPECT_GT(e0.nrmse, e.nrmse);
 
   // without magnitudes (uniform weights) the late, noisier echoes weigh as much: still recovered
-  const Errors eu = errors(d, tessera::echo_fit(d.g, d.phase, {}, d.te, d.mask));
+  const Errors eu = errors(d, tessera::echo_fit(d.g, d.phase, {}, d.te, d.mask, free));
   std::printf("same, uniform weights: NRMSE %.4f, RMS error %.3f Hz\n", eu.nrmse, eu.rms_hz);
   EXPECT_LT(eu.rms_hz, 1.3 * bound);
   EXPECT_GE(eu.rms_hz, e.rms_hz);
+}
+
+TEST(EchoFit, SmoothOffsetReachesTheThroughOriginBound) {
+  // A smooth receive phase, SNR 50: the fitted offset, smoothed and removed, leaves the field's noise at the bound of a
+  // line through the origin (the offset known), below the free intercept's bound (1.4× here).
+  const Echoes d = make_echoes(64, 64, 48, 0.02, 3, true);
+  const double origin = cramer_rao_origin_hz(d.te, 0.02), intercept = cramer_rao_hz(d.te, 0.02);
+  EchoFitParams p;
+  p.offset = OffsetFit::Smooth;
+  const auto r = tessera::echo_fit(d.g, d.phase, d.magnitude, d.te, d.mask, p);
+  const Errors e = errors(d, r);
+  p.offset = OffsetFit::Free;
+  const Errors ef = errors(d, tessera::echo_fit(d.g, d.phase, d.magnitude, d.te, d.mask, p));
+  double residual = 0;
+  uint64_t count = 0;
+  for (size_t i = 0; i < d.mask.size(); ++i)
+    if (d.mask[i]) residual += r.residual_rad[i], ++count;
+  std::printf("smooth offset, SNR 50: RMS error %.4f Hz (through-origin bound %.4f Hz), free intercept %.4f Hz (its "
+              "bound %.4f Hz), offset max error %.4f rad, mean residual %.4f rad\n",
+              e.rms_hz, origin, ef.rms_hz, intercept, e.offset_max, residual / double(count));
+  EXPECT_LT(e.rms_hz, 1.1 * origin);
+  EXPECT_GT(e.rms_hz, 0.9 * origin);  // noise is there: an error below the bound would be a broken measurement
+  EXPECT_LT(ef.rms_hz, 1.1 * intercept);
+  EXPECT_GT(ef.rms_hz, 1.25 * e.rms_hz);
+  EXPECT_LT(e.offset_max, 0.05);  // the smoothed offset is the true one, at the edge of the mask too
+  EXPECT_LT(residual / double(count), 0.05);
 }
 
 TEST(EchoFit, LaplacianUnwrapperOnNoisyEchoes) {
   const Echoes d = make_echoes(48, 48, 36, 0.02, 5);
   EchoFitParams p;
   p.unwrapper = Unwrapper::Laplacian;
+  p.offset = OffsetFit::Free;  // random offsets per voxel
   const auto t0 = std::chrono::steady_clock::now();
   const Errors e = errors(d, tessera::echo_fit(d.g, d.phase, d.magnitude, d.te, d.mask, p));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -204,23 +250,26 @@ TEST(EchoFit, SingleEchoIsTheUnwrappedPhaseOverTE) {
 TEST(EchoFit, StepsOneEchoAtATime) {
   const Echoes d = make_echoes(24, 24, 16, 0.01);
   tessera::EchoFit fit(d.g, d.phase, d.magnitude, d.te, d.mask);
-  EXPECT_EQ(fit.total_steps(), 6u);  // the offset, then five echoes
+  EXPECT_EQ(fit.total_steps(), 7u);  // the offset, five echoes, the smoothed offset's refit
   EXPECT_EQ(fit.steps_done(), 0u);
   std::string m = error_of([&] { fit.take_result(); }, ErrorCode::InvalidArgument);
-  EXPECT_NE(m.find("before the last step (0 of 6)"), std::string::npos) << m;
+  EXPECT_NE(m.find("before the last step (0 of 7)"), std::string::npos) << m;
   std::vector<uint64_t> seen;
   tessera::run_to_end(fit, [&](uint64_t done, uint64_t total) {
     seen.push_back(done);
-    EXPECT_EQ(total, 6u);
+    EXPECT_EQ(total, 7u);
   });
-  EXPECT_EQ(seen, (std::vector<uint64_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(seen, (std::vector<uint64_t>{1, 2, 3, 4, 5, 6, 7}));
+  EchoFitParams free;
+  free.offset = OffsetFit::Free;
+  EXPECT_EQ(tessera::EchoFit(d.g, d.phase, d.magnitude, d.te, d.mask, free).total_steps(), 6u);
   EXPECT_TRUE(fit.finished());
   const auto r = fit.take_result();
   EXPECT_EQ(r.field_hz.size(), d.g.voxel_count());
 }
 
 TEST(EchoFit, BitIdenticalForAnyThreadCount) {
-  const Echoes d = make_echoes(40, 40, 30, 0.02, 7);
+  const Echoes d = make_echoes(40, 40, 30, 0.02, 7, true);
   for (const Unwrapper u : {Unwrapper::RegionGrowing, Unwrapper::Laplacian}) {
     EchoFitParams p;
     p.unwrapper = u;

@@ -385,7 +385,7 @@ TEST(Pipeline, AFailedStageIsNamedAndTheFinishedStagesAreKept) {
   r.b0_tesla = a.b0_tesla;
   r.background = BackgroundRemoval::Vsharp;
   r.vsharp.min_radius_voxels = 30;  // erodes the whole brain
-  r.vsharp.max_radius_voxels = 30;
+  r.vsharp.max_radius_mm = 90;
   Pipeline p(g, a.phase, a.magnitude, a.brain_mask, r);
   const std::string m = test::error_of([&] {
     while (!p.finished()) p.step();

@@ -470,6 +470,7 @@ export interface PipelineRequest extends MethodOptions {
   geometry?: Geometry;
   unwrap?: 'region-growing' | 'laplacian';
   background?: 'vsharp' | 'pdf' | 'lbv' | 'ismv' | 'sharp' | 'resharp';
+  /** V-SHARP (Wu 2012): the largest SMV radius (mm), the smallest (voxels of the largest edge), TSVD threshold */
   vsharp?: { maxRadius?: number; minRadius?: number; threshold?: number };
   pdf?: { maxIterations?: number; padVoxels?: number };
   /** LBV (Zhou 2014): relative residual of its multigrid-preconditioned CG, iterations at most, the mask's border peeled off before the solve (mm, default 4) */
@@ -484,6 +485,10 @@ export interface PipelineRequest extends MethodOptions {
   brainMask?: { erosion?: number; threshold?: 'otsu' | 'robust' };
   /** voxels whose echo fit leaves a larger RMS phase residual (rad) are left out of the background removal */
   fitResidualLimit?: number;
+  /** the echo fit's receive-phase offset: 'smooth' (default: fitted, smoothed, removed, the field through the origin) or 'free' (an intercept per voxel) */
+  fitOffset?: 'smooth' | 'free';
+  /** Gaussian sigma (mm) of the offset's smoothing (default 3) */
+  fitOffsetSigma?: number;
   /**
    * optional outputs from the same echoes, after the inversion (default none): 'swi' (SWI and its minIP: the result's
    * swi, minIp, swiMagnitude, swiPhase, swiPhaseMask) and 'r2star' (R2*, T2*: r2star, t2star, s0, r2starResidual);

@@ -13,7 +13,8 @@ export const NETWORK_OPTIONS = Object.freeze([
 
 /** Schema options of the pipeline's stages (unwrapping, the echo fit, the brain mask, background removal) and its optional outputs (also: SWI, R2*). */
 export const PIPELINE_OPTIONS = Object.freeze([
-  'unwrap', 'fitResidualLimit', 'background', 'vsharp', 'pdf', 'lbv', 'ismv', 'sharp', 'resharp', 'brainMask', 'also', 'swi', 'r2star',
+  'unwrap', 'fitResidualLimit', 'fitOffset', 'fitOffsetSigma', 'background', 'vsharp', 'pdf', 'lbv', 'ismv', 'sharp', 'resharp', 'brainMask',
+  'also', 'swi', 'r2star',
 ]);
 
 /**

@@ -19,13 +19,13 @@ namespace bgi = background_internal;
 // ---------------------------------------------------------------------------------------------------------------
 
 void validate(const VSharpParams& p) {
-  if (!(p.max_radius_voxels >= 1.0 && p.max_radius_voxels <= 64.0)) {
-    bgi::invalid("vsharp: max_radius_voxels must be in [1, 64] voxels (18 is customary), got " +
-            message_number(p.max_radius_voxels));
+  if (!(p.max_radius_mm >= 1.0 && p.max_radius_mm <= 100.0)) {
+    bgi::invalid("vsharp: max_radius_mm must be in [1, 100] mm (" + message_number(vsharp_defaults::kMaxRadiusMm) +
+            " by default), got " + message_number(p.max_radius_mm));
   }
-  if (!(p.min_radius_voxels >= 1.0 && p.min_radius_voxels <= p.max_radius_voxels)) {
-    bgi::invalid("vsharp: min_radius_voxels must be in [1, max_radius_voxels = " + message_number(p.max_radius_voxels) +
-            "] voxels (a smaller sphere holds no neighbour), got " + message_number(p.min_radius_voxels));
+  if (!(p.min_radius_voxels >= 1.0 && p.min_radius_voxels <= 64.0)) {
+    bgi::invalid("vsharp: min_radius_voxels must be in [1, 64] voxels (a smaller sphere holds no neighbour), got " +
+            message_number(p.min_radius_voxels));
   }
   if (!(p.step_voxels > 0.0 && p.step_voxels <= 64.0)) {
     bgi::invalid("vsharp: step_voxels must be in (0, 64] voxels (1 is customary), got " + message_number(p.step_voxels));
@@ -34,12 +34,6 @@ void validate(const VSharpParams& p) {
     bgi::invalid("vsharp: threshold must be in (0, 1) (0.05 is customary, Wu et al. 2012), got " +
             message_number(p.threshold));
   }
-  const double radii = std::floor((p.max_radius_voxels - p.min_radius_voxels) / p.step_voxels) + 2.0;
-  if (radii > static_cast<double>(kVSharpMaxRadii)) {
-    bgi::invalid("vsharp: radii from " + message_number(p.max_radius_voxels) + " to " +
-            message_number(p.min_radius_voxels) + " voxels by " + message_number(p.step_voxels) +
-            " make more than " + std::to_string(kVSharpMaxRadii) + " kernels: raise step_voxels");
-  }
 }
 
 std::vector<double> vsharp_radii_mm(const Vec3& voxel_mm, const VSharpParams& p) {
@@ -47,14 +41,14 @@ std::vector<double> vsharp_radii_mm(const Vec3& voxel_mm, const VSharpParams& p)
   for (int a = 0; a < 3; ++a) {
     if (!(voxel_mm[a] > 0.0 && std::isfinite(voxel_mm[a]))) bgi::invalid("vsharp: voxel size must be positive and finite");
   }
-  const double hi = p.max_radius_voxels * bgi::min_edge(voxel_mm);
+  const double hi = p.max_radius_mm;
   const double lo = p.min_radius_voxels * bgi::max_edge(voxel_mm);
   const double step = p.step_voxels * bgi::max_edge(voxel_mm);
-  if (hi < lo) {
-    bgi::invalid("vsharp: the largest radius " + message_number(hi) + " mm (max_radius_voxels " +
-            message_number(p.max_radius_voxels) + " × the smallest voxel edge) is below the smallest " +
-            message_number(lo) + " mm (min_radius_voxels " +
-            message_number(p.min_radius_voxels) + " × the largest edge): raise max_radius_voxels");
+  if (hi <= lo) return {lo};  // coarse voxels: the smallest radius alone (SHARP)
+  if (std::floor((hi - lo) / step) + 2.0 > static_cast<double>(kVSharpMaxRadii)) {
+    bgi::invalid("vsharp: radii from " + message_number(hi) + " mm to " + message_number(lo) + " mm by " +
+            message_number(step) + " mm make more than " + std::to_string(kVSharpMaxRadii) +
+            " kernels: raise step_voxels or lower max_radius_mm");
   }
   std::vector<double> radii;
   for (double r = hi; r > lo + 1e-9 * lo; r -= step) radii.push_back(r);

@@ -26,6 +26,42 @@ void check_b0(double b0_tesla) {
   }
 }
 
+// The free fit's residual (rad) above which a voxel's offset is left out of the smoothing: the pipeline's
+// fitResidualLimit default, where an unwrap is inconsistent.
+constexpr double kOffsetResidualGate = 1.0;
+// The distance (rad) of a voxel's offset from the plainly smoothed one above which it is left out: the free offset's
+// noise is ~0.1 rad at SNR 40 (3 echoes), a consistently mis-unwrapped voxel's offset is off by 2π·k·TE1/ΔTE.
+constexpr double kOffsetOutlierGate = 0.5;
+
+// Three passes of a box of half-width h (zeros beyond the volume) along one axis, in place: a Gaussian of variance
+// (2h + 1)² − 1)/4 voxels² (Wells 1986). Each line is summed on its own, in order: the result does not depend on
+// the thread count.
+void echo_fit_box_smooth(std::vector<float>& v, const Dims3& d, int axis, int64_t h, unsigned threads) {
+  if (h <= 0) return;
+  const int64_t len = d[axis];
+  const int64_t stride = axis == 0 ? 1 : axis == 1 ? d[0] : d[0] * d[1];
+  const uint64_t lines = static_cast<uint64_t>(d[0] * d[1] * d[2] / len);
+  parallel_for(lines, threads, [&](uint64_t begin, uint64_t end) {
+    std::vector<double> a(static_cast<size_t>(len)), b(static_cast<size_t>(len));
+    for (uint64_t l = begin; l < end; ++l) {
+      const int64_t li = static_cast<int64_t>(l);
+      const int64_t base = axis == 0 ? li * d[0] : axis == 1 ? (li % d[0]) + (li / d[0]) * d[0] * d[1] : li;
+      for (int64_t j = 0; j < len; ++j) a[static_cast<size_t>(j)] = v[static_cast<size_t>(base + j * stride)];
+      for (int pass = 0; pass < 3; ++pass) {
+        double sum = 0.0;
+        for (int64_t j = 0; j < std::min(h, len); ++j) sum += a[static_cast<size_t>(j)];
+        for (int64_t j = 0; j < len; ++j) {
+          if (j + h < len) sum += a[static_cast<size_t>(j + h)];
+          b[static_cast<size_t>(j)] = sum;
+          if (j - h >= 0) sum -= a[static_cast<size_t>(j - h)];
+        }
+        a.swap(b);
+      }
+      for (int64_t j = 0; j < len; ++j) v[static_cast<size_t>(base + j * stride)] = static_cast<float>(a[static_cast<size_t>(j)]);
+    }
+  });
+}
+
 }  // namespace
 
 double hz_to_ppm(double hz, double b0_tesla) {
@@ -47,6 +83,20 @@ void validate(const EchoFitParams& p) {
     throw Error(ErrorCode::InvalidArgument, "echo_fit: unwrapper must be laplacian or region-growing, got value " +
                                                 std::to_string(static_cast<int>(p.unwrapper)));
   }
+  if (p.offset != OffsetFit::Free && p.offset != OffsetFit::Smooth && p.offset != OffsetFit::FirstEchoes) {
+    throw Error(ErrorCode::InvalidArgument, "echo_fit: offset must be free, smooth or first-echoes, got value " +
+                                                std::to_string(static_cast<int>(p.offset)));
+  }
+  if (!(p.offset_sigma_mm >= 1.0 && p.offset_sigma_mm <= 50.0)) {
+    throw Error(ErrorCode::InvalidArgument, "echo_fit: offset_sigma_mm must be in [1, 50] mm (" +
+                                                message_number(echo_fit_defaults::kOffsetSigmaMm) +
+                                                " by default), got " + message_number(p.offset_sigma_mm));
+  }
+}
+
+uint32_t echo_fit_steps(uint32_t echoes, const EchoFitParams& p) {
+  if (echoes < 2) return echoes;
+  return echoes + 1 + (p.offset == OffsetFit::Smooth ? 1 : 0);
 }
 
 void validate_echo_data(const Geometry& g, std::span<const float> phase, std::span<const float> magnitude,
@@ -140,7 +190,7 @@ EchoFit::EchoFit(const Geometry& g, std::span<const float> phase, std::span<cons
   for (auto* sum : {&sw_, &swt_, &swtt_, &swp_, &swtp_, &swpp_}) sum->assign(static_cast<size_t>(n_), 0.0f);
 }
 
-uint32_t EchoFit::total_steps() const { return echoes_ + (echoes_ >= 2 ? 1 : 0); }
+uint32_t EchoFit::total_steps() const { return echo_fit_steps(echoes_, params_); }
 
 void EchoFit::step() {
   if (finished()) {
@@ -148,6 +198,8 @@ void EchoFit::step() {
   }
   if (echoes_ >= 2 && done_ == 0) {
     estimate_offset();
+  } else if (echoes_ >= 2 && done_ == echoes_ + 1) {
+    refit_smooth_offset();
   } else {
     const uint32_t e = done_ - (echoes_ >= 2 ? 1 : 0);
     add_echo(e);
@@ -257,7 +309,7 @@ void EchoFit::finish() {
   result_.field_hz.assign(static_cast<size_t>(n_), 0.0f);
   result_.offset_rad.assign(static_cast<size_t>(n_), 0.0f);
   result_.residual_rad.assign(static_cast<size_t>(n_), 0.0f);
-  const bool intercept = params_.fit_intercept && echoes_ >= 2;
+  const bool intercept = params_.offset != OffsetFit::FirstEchoes && echoes_ >= 2;
   const double tm = te_mean_;
   parallel_for(n_, threads_, [&](uint64_t begin, uint64_t end) {
     for (uint64_t i = begin; i < end; ++i) {
@@ -289,9 +341,132 @@ void EchoFit::finish() {
       result_.residual_rad[i] = static_cast<float>(std::sqrt(std::max(0.0, residual2) / sw));
     }
   });
-  // the buffers of the fit are no longer needed
-  for (auto* v : {&sw_, &swt_, &swtt_, &swp_, &swtp_, &swpp_, &omega0_, &theta0_}) *v = std::vector<float>();
   labels_ = std::vector<uint32_t>();
+  // the buffers of the fit are no longer needed, unless the smooth offset's refit follows
+  if (params_.offset == OffsetFit::Smooth && echoes_ >= 2) return;
+  for (auto* v : {&sw_, &swt_, &swtt_, &swp_, &swtp_, &swpp_, &omega0_, &theta0_}) *v = std::vector<float>();
+}
+
+void EchoFit::refit_smooth_offset() {
+  // The free fit's offset θf as phasors w·e^{iθf} (w = Σ magnitude², its inverse variance up to a factor), smoothed
+  // by a Gaussian (three box passes per axis): θs. To first order θs is θ at the weighted centroid of the window,
+  // x + c(x), which leaves x near the mask's edge or a change of weight: θ(x) = θs − g·c with g the offset's gradient,
+  // itself from the smoothed phasors of neighbour differences (first-order normalised convolution, Knutsson &
+  // Westin 1993).
+  const Dims3 d = geometry_.dims;
+  const size_t n = static_cast<size_t>(n_);
+  int64_t half[3];
+  for (int a = 0; a < 3; ++a) {
+    const double s = params_.offset_sigma_mm / geometry_.voxel_mm[a];
+    half[a] = static_cast<int64_t>(std::nearbyint(0.5 * (std::sqrt(4.0 * s * s + 1.0) - 1.0)));
+  }
+  auto smooth_volume = [&](std::vector<float>& v) {
+    for (int a = 0; a < 3; ++a) echo_fit_box_smooth(v, d, a, half[a], threads_);
+  };
+  // Voxels whose free fit is off are left out of the smoothing (they would pull their neighbours' offset): a residual
+  // above kOffsetResidualGate (an inconsistent unwrap), or an offset more than kOffsetOutlierGate from a first,
+  // plain smoothing (echoes unwrapped by a consistent wrong 2π·k: a line of small residual, its offset shifted).
+  std::vector<float> re(n, 0.0f), im(n, 0.0f), sum_w(n, 0.0f), shift(n, 0.0f);
+  std::vector<float> w_in(n, 0.0f);
+  parallel_for(n_, threads_, [&](uint64_t begin, uint64_t end) {
+    for (uint64_t i = begin; i < end; ++i) {
+      if (!mask_[i] || !(sw_[i] > 0.0f) || !(result_.residual_rad[i] <= kOffsetResidualGate)) continue;
+      const double w = static_cast<double>(sw_[i]), theta = static_cast<double>(result_.offset_rad[i]);
+      w_in[i] = sw_[i];
+      re[i] = static_cast<float>(w * std::cos(theta));
+      im[i] = static_cast<float>(w * std::sin(theta));
+    }
+  });
+  smooth_volume(re);
+  smooth_volume(im);
+  parallel_for(n_, threads_, [&](uint64_t begin, uint64_t end) {
+    for (uint64_t i = begin; i < end; ++i) {
+      if (w_in[i] == 0.0f) continue;
+      const double plain = std::atan2(static_cast<double>(im[i]), static_cast<double>(re[i]));
+      if (std::fabs(wrap_phase(static_cast<double>(result_.offset_rad[i]) - plain)) > kOffsetOutlierGate) w_in[i] = 0.0f;
+    }
+  });
+  auto weight = [&](uint64_t i) { return static_cast<double>(w_in[i]); };
+  parallel_for(n_, threads_, [&](uint64_t begin, uint64_t end) {
+    for (uint64_t i = begin; i < end; ++i) {
+      const double w = weight(i), theta = static_cast<double>(result_.offset_rad[i]);
+      re[i] = static_cast<float>(w * std::cos(theta));
+      im[i] = static_cast<float>(w * std::sin(theta));
+      sum_w[i] = static_cast<float>(w);
+    }
+  });
+  smooth_volume(re);
+  smooth_volume(im);
+  smooth_volume(sum_w);
+  std::vector<float> gre(n), gim(n), centroid(n);
+  for (int a = 0; a < 3; ++a) {
+    const int64_t stride = a == 0 ? 1 : a == 1 ? d[0] : d[0] * d[1];
+    // the pairs (i, i + e_a) inside: w_pair·e^{i(θ(i+e_a) − θ(i))}; the weight times the coordinate (voxels, from
+    // the volume's centre)
+    parallel_for(n_, threads_, [&](uint64_t begin, uint64_t end) {
+      for (uint64_t i = begin; i < end; ++i) {
+        const int64_t pos = (static_cast<int64_t>(i) / stride) % d[a];
+        const double w = weight(i);
+        centroid[i] = static_cast<float>(w * (static_cast<double>(pos) - 0.5 * static_cast<double>(d[a] - 1)));
+        gre[i] = gim[i] = 0.0f;
+        if (w == 0.0 || pos + 1 >= d[a]) continue;
+        const uint64_t j = i + static_cast<uint64_t>(stride);
+        const double wj = weight(j);
+        if (wj == 0.0) continue;
+        const double dt = static_cast<double>(result_.offset_rad[j]) - static_cast<double>(result_.offset_rad[i]);
+        const double wp = std::min(w, wj);
+        gre[i] = static_cast<float>(wp * std::cos(dt));
+        gim[i] = static_cast<float>(wp * std::sin(dt));
+      }
+    });
+    smooth_volume(gre);
+    smooth_volume(gim);
+    smooth_volume(centroid);
+    // shift += g_a·c_a (radians): g_a per voxel, c_a = the window's weighted mean coordinate − the voxel's
+    parallel_for(n_, threads_, [&](uint64_t begin, uint64_t end) {
+      for (uint64_t i = begin; i < end; ++i) {
+        if (!mask_[i] || !(sum_w[i] > 0.0f)) continue;
+        const int64_t pos = (static_cast<int64_t>(i) / stride) % d[a];
+        const double c = static_cast<double>(centroid[i]) / static_cast<double>(sum_w[i]) -
+                         (static_cast<double>(pos) - 0.5 * static_cast<double>(d[a] - 1));
+        const double g = (gre[i] != 0.0f || gim[i] != 0.0f) ? std::atan2(static_cast<double>(gim[i]), static_cast<double>(gre[i])) : 0.0;
+        shift[i] = static_cast<float>(static_cast<double>(shift[i]) + g * c);
+      }
+    });
+  }
+  std::vector<float>().swap(gre);
+  std::vector<float>().swap(gim);
+  std::vector<float>().swap(centroid);
+  std::vector<float>().swap(sum_w);
+  std::vector<float>().swap(w_in);
+  const double tm = te_mean_;
+  parallel_for(n_, threads_, [&](uint64_t begin, uint64_t end) {
+    for (uint64_t i = begin; i < end; ++i) {
+      if (!mask_[i]) continue;
+      const double sw = sw_[i], swt = swt_[i], swtt = swtt_[i], swp = swp_[i], swtp = swtp_[i], swpp = swpp_[i];
+      if (!(sw > 0.0)) continue;
+      if (re[i] == 0.0f && im[i] == 0.0f) continue;  // no offset to smooth around it: the free fit stands
+      const double smooth =
+          std::atan2(static_cast<double>(im[i]), static_cast<double>(re[i])) - static_cast<double>(shift[i]);
+      // δ = θ0 − θs, unwrapped through the free fit's offset θf: (θ0 − θf) + wrap(θf − θs), θf − θ0 = a − b·tm
+      // from the free fit (the residuals r_e = u_e − ω0·TE_e then satisfy r_e + δ = b·TE_e)
+      const double det = sw * swtt - swt * swt;
+      double free_shift = 0.0;  // θf − θ0 (0 where finish() fitted through the origin: too few echoes with signal)
+      if (det > 1e-6 * sw * swtt) {
+        const double b_free = (sw * swtp - swt * swp) / det;
+        free_shift = (swp - b_free * swt) / sw - b_free * tm;
+      }
+      const double theta_free = static_cast<double>(theta0_[i]) + free_shift;
+      const double delta = -free_shift + wrap_phase(theta_free - smooth);
+      const double st = swt + tm * sw, stt = swtt + 2.0 * tm * swt + tm * tm * sw, stp = swtp + tm * swp + delta * st;
+      const double b = stt > 0.0 ? stp / stt : 0.0;
+      const double rr = swpp + 2.0 * delta * swp + delta * delta * sw;
+      result_.field_hz[i] = static_cast<float>((static_cast<double>(omega0_[i]) + b) / kTwoPi);
+      result_.offset_rad[i] = static_cast<float>(wrap_phase(smooth));
+      result_.residual_rad[i] = static_cast<float>(std::sqrt(std::max(0.0, rr - b * stp) / sw));
+    }
+  });
+  for (auto* v : {&sw_, &swt_, &swtt_, &swp_, &swtp_, &swpp_, &omega0_, &theta0_}) *v = std::vector<float>();
 }
 
 EchoFitResult EchoFit::take_result() {
@@ -320,8 +495,10 @@ uint64_t echo_fit_workspace_bytes(const Geometry& g, uint32_t echoes, const Echo
   const uint64_t unwrapper = params.unwrapper == Unwrapper::Laplacian ? unwrap_laplacian_workspace_bytes(g, threads)
                                                                       : unwrap_region_growing_workspace_bytes(g);
   // labels 4 (+ the labelling queue 4), ω and θ 8, sums 24, corrected and unwrapped echo 8, results 12; component
-  // sums and counts (at most one component per 2 voxels: 16 bytes each)
-  return 60 * n + unwrapper + 8 * n + static_cast<uint64_t>(echoes) * sizeof(double);
+  // sums and counts (at most one component per 2 voxels: 16 bytes each); the smooth offset's refit: the labels and
+  // echoes (16·N) freed, eight float volumes (32·N) in their place
+  const uint64_t refit = params.offset == OffsetFit::Smooth && echoes >= 2 ? 60 * n - 16 * n + 32 * n : 0;
+  return std::max(60 * n + unwrapper + 8 * n, refit) + static_cast<uint64_t>(echoes) * sizeof(double);
 }
 
 }  // namespace tessera

@@ -22,6 +22,12 @@ const OptionSpec kPipelineStageOptions[] = {
      "phase unwrapping of each echo: region-growing (quality-guided, in the spirit of ROMEO, Dymerska 2021; exact on a "
      "smooth field) or laplacian (Schofield & Zhu 2003, then made congruent with the wrapped phase)",
      "region-growing|laplacian"},
+    {"fitOffset", "", 0, "smooth", 0, 0, false, false,
+     "the echo fit's receive-phase offset: smooth (the fitted offset smoothed, removed, the field fitted through the "
+     "origin, as MCPC-3D-S and MEDI: less noise) or free (an intercept per voxel: no assumption on the offset)",
+     "smooth|free"},
+    {"fitOffsetSigma", "mm", echo_fit_defaults::kOffsetSigmaMm, "", 1, 50, false, false,
+     "Gaussian sigma of the offset's smoothing (fitOffset smooth; MCPC-3D-S: 10 voxels in-plane, with no first-order correction)"},
     {"fitResidualLimit", "rad", kFitResidualLimit, "", 0, 10, true, false,
      "voxels whose echo fit leaves a larger RMS phase residual (an inconsistent unwrap next to air) are left out of the "
      "background removal and the inversion"},
@@ -30,8 +36,8 @@ const OptionSpec kPipelineStageOptions[] = {
      "mask), lbv (Zhou 2014; peels lbv.peel mm and a voxel off the mask), ismv (Wen 2014), sharp (Schweser 2011) or resharp (Sun "
      "2014; these three erode the mask by their radius)",
      "vsharp|pdf|lbv|ismv|sharp|resharp"},
-    {"vsharp.maxRadius", "voxels", vsharp_defaults::kMaxRadiusVoxels, "", 1, 64, false, false,
-     "the largest SMV radius, in voxels of the smallest edge (QSM.jl: 18)"},
+    {"vsharp.maxRadius", "mm", vsharp_defaults::kMaxRadiusMm, "", 1, 100, false, false,
+     "the largest SMV radius; radii whose sphere fits nowhere in the mask are dropped (QSM.jl: 18 voxels)"},
     {"vsharp.minRadius", "voxels", vsharp_defaults::kMinRadiusVoxels, "", 1, 64, false, false,
      "the smallest SMV radius: the mask is eroded by it (QSM.jl: 2)"},
     {"vsharp.threshold", "", vsharp_defaults::kThreshold, "", 0, 1, true, false, "TSVD threshold of the deconvolution (Wu 2012: 0.05)"},
@@ -92,8 +98,6 @@ class Once : public Iterative {
   std::function<void()> body_;
   bool done_ = false;
 };
-
-uint32_t echo_fit_steps(size_t echoes) { return echoes > 1 ? static_cast<uint32_t>(echoes) + 1 : 1; }
 
 // The optional outputs' steps: SWI (an echo each, a smoothing axis each, the mask), the minIP and R2* (a slice each).
 uint32_t also_steps(const Geometry& g, const PipelineRequest& r) {
@@ -239,7 +243,7 @@ void set_pipeline_option(PipelineRequest& r, std::string_view name, double value
   }
   if (name.starts_with("r2star.")) throw word_refusal(find_option(r2star_options(), name), number_text(value));
   const double v = checked_option(pipeline_options(), name, value);
-  if (name == "vsharp.maxRadius") r.vsharp.max_radius_voxels = v;
+  if (name == "vsharp.maxRadius") r.vsharp.max_radius_mm = v;
   else if (name == "vsharp.minRadius") r.vsharp.min_radius_voxels = v;
   else if (name == "vsharp.threshold") r.vsharp.threshold = v;
   else if (name == "pdf.maxIterations") r.pdf.max_iterations = static_cast<uint32_t>(v);
@@ -259,6 +263,7 @@ void set_pipeline_option(PipelineRequest& r, std::string_view name, double value
   else if (name == "resharp.minKeptShare") r.resharp.min_kept_share = v;
   else if (name == "brainMask.erosion") r.brain_mask.erosion_mm = v;
   else if (name == "fitResidualLimit") r.fit_residual_limit = v;
+  else if (name == "fitOffsetSigma") r.echo_fit.offset_sigma_mm = v;
   else throw Error(ErrorCode::Internal, "no numeric pipeline option '" + std::string(name) + "'");
 }
 
@@ -283,6 +288,8 @@ void set_pipeline_choice(PipelineRequest& r, std::string_view name, std::string_
   const OptionSpec& o = find_option(pipeline_options(), name);
   if (name == "unwrap" && choice == "region-growing") r.echo_fit.unwrapper = Unwrapper::RegionGrowing;
   else if (name == "unwrap" && choice == "laplacian") r.echo_fit.unwrapper = Unwrapper::Laplacian;
+  else if (name == "fitOffset" && choice == "smooth") r.echo_fit.offset = OffsetFit::Smooth;
+  else if (name == "fitOffset" && choice == "free") r.echo_fit.offset = OffsetFit::Free;
   else if (name == "background" && choice == "vsharp") r.background = BackgroundRemoval::Vsharp;
   else if (name == "background" && choice == "pdf") r.background = BackgroundRemoval::Pdf;
   else if (name == "background" && choice == "lbv") r.background = BackgroundRemoval::Lbv;
@@ -375,7 +382,7 @@ Pipeline::Pipeline(const Geometry& g, std::span<const float> phase, std::span<co
     }
   }
   request_.echo_fit.keep_unwrapped = true;
-  planned_ = (mask.empty() ? 1 : 0) + (from_total ? 0 : echo_fit_steps(request_.te_s.size())) + background_steps(g, request_) +
+  planned_ = (mask.empty() ? 1 : 0) + (from_total ? 0 : echo_fit_steps(static_cast<uint32_t>(std::max<size_t>(1, request_.te_s.size())), request_.echo_fit)) + background_steps(g, request_) +
              (request_.method ? method_steps(*request_.method, request_.method_params) : 0) + also_steps(g, request_);
   next_stage();
 }

@@ -64,9 +64,10 @@ SwiFromPhase::SwiFromPhase(const Geometry& g, std::span<const float> phase, std:
   if (mask.empty()) validate(request_.brain_mask);
   min_ip_slices(request_.min_ip_slab_mm, g.voxel_mm[2]);
   request_.echo_fit.keep_unwrapped = true;
+  request_.echo_fit.offset = OffsetFit::Free;  // SWI takes the unwrapped echoes, not the fitted field
   const uint32_t echoes = static_cast<uint32_t>(request_.te_s.size());
   const uint32_t swi_steps = echoes + (request_.swi.high_pass_sigma_z_voxels > 0.0 ? 3 : 2) + 1;
-  planned_ = (mask.empty() ? 1 : 0) + echoes + (echoes >= 2 ? 1 : 0) + swi_steps + static_cast<uint32_t>(g.dims[2]);
+  planned_ = (mask.empty() ? 1 : 0) + echo_fit_steps(echoes, request_.echo_fit) + swi_steps + static_cast<uint32_t>(g.dims[2]);
   if (!mask.empty()) {
     result_.mask.assign(mask.begin(), mask.end());
     stage_ = 1;
