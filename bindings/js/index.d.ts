@@ -485,7 +485,7 @@ export interface PipelineRequest extends MethodOptions {
   brainMask?: { erosion?: number; threshold?: 'otsu' | 'robust' };
   /** voxels whose echo fit leaves a larger RMS phase residual (rad) are left out of the background removal */
   fitResidualLimit?: number;
-  /** the echo fit's receive-phase offset: 'smooth' (default: fitted, smoothed, removed, the field through the origin) or 'free' (an intercept per voxel) */
+  /** the echo fit's receive-phase offset: 'smooth' (fitted, smoothed, removed, the field refitted through the origin) or 'free' (an intercept per voxel); default smooth */
   fitOffset?: 'smooth' | 'free';
   /** Gaussian sigma (mm) of the offset's smoothing (default 3) */
   fitOffsetSigma?: number;
