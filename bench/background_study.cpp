@@ -4,7 +4,7 @@
 // field and local mask (run_method: the call the pipeline's inversion stage makes), and prints one JSON object.
 //
 // Scores, inside the evaluation mask = the pipeline's local_mask ∩ the true brain mask eroded by --erode voxels
-// (erode_mask_mm, a sphere): Pearson r and the demeaned NRMSE (QSM-CI: 100 · ‖(x − mean x) − (t − mean t)‖ / ‖t − mean t‖,
+// (erode_mask_voxels, a sphere of that many voxels): Pearson r and the demeaned NRMSE (QSM-CI: 100 · ‖(x − mean x) − (t − mean t)‖ / ‖t − mean t‖,
 // both maps demeaned inside the mask, then compare_maps) of the local field against the true local field (the forward
 // model of the brain's χ alone) and of χ against the brain's χ.
 //
@@ -361,7 +361,7 @@ int main(int argc, char** argv) {
     auto t0 = Clock::now();
     const PhantomAcquisition acq = make_acquisition(g, o);
     const double simulate_s = since(t0);
-    const std::vector<uint8_t> eroded = erode_mask_mm(g, acq.brain_mask, erode);
+    const std::vector<uint8_t> eroded = erode_mask_voxels(g, acq.brain_mask, erode);
 
     std::ostringstream out;
     out << "{\"dims\": [" << g.dims[0] << ", " << g.dims[1] << ", " << g.dims[2] << "], \"voxelMm\": ["

@@ -75,7 +75,7 @@ void background_step(MethodsWriter& w, const PipelineRequest& r) {
   MethodsStep& s = w.add("background removal", kTitles[static_cast<int>(r.background)]);
   switch (r.background) {
     case BackgroundRemoval::Vsharp:
-      methods_param(s, t, "vsharp.maxRadius", r.vsharp.max_radius_voxels);
+      methods_param(s, t, "vsharp.maxRadius", r.vsharp.max_radius_mm);
       methods_param(s, t, "vsharp.minRadius", r.vsharp.min_radius_voxels);
       methods_param(s, t, "vsharp.threshold", r.vsharp.threshold);
       break;
@@ -86,6 +86,7 @@ void background_step(MethodsWriter& w, const PipelineRequest& r) {
     case BackgroundRemoval::Lbv:
       methods_param(s, t, "lbv.tolerance", r.lbv.tolerance);
       methods_param(s, t, "lbv.maxIterations", r.lbv.max_iterations);
+      methods_param(s, t, "lbv.peel", r.lbv.peel_mm);
       break;
     case BackgroundRemoval::Ismv:
       methods_param(s, t, "ismv.radius", r.ismv.radius_mm);
@@ -101,6 +102,7 @@ void background_step(MethodsWriter& w, const PipelineRequest& r) {
       methods_param(s, t, "resharp.lambda", r.resharp.lambda);
       methods_param(s, t, "resharp.maxIterations", r.resharp.max_iterations);
       methods_param(s, t, "resharp.tolerance", r.resharp.tolerance);
+      methods_param(s, t, "resharp.minKeptShare", r.resharp.min_kept_share);
       break;
   }
   s.sentence = "The background field was removed with " + s.title + " (" + w.cited(s, background_citation(r.background)) + "; " +
@@ -166,16 +168,24 @@ MethodsText pipeline_methods_text(const PipelineRequest& r, bool mask_given, std
     const bool romeo = r.echo_fit.unwrapper == Unwrapper::RegionGrowing;
     MethodsStep& u = w.add("unwrapping", romeo ? "region growing" : "Laplacian");
     u.parameters.emplace_back("unwrap", romeo ? "region-growing" : "laplacian");
-    const std::string offset = w.cited(u, kMcpc3dsCitation);
-    u.sentence = "The receive-phase offset was removed (MCPC-3D-S, " + offset + ") and each echo's phase was unwrapped by " +
+    u.sentence = "Each echo's phase was unwrapped by " +
                  (romeo ? "quality-guided region growing in the spirit of ROMEO (" + w.cited(u, kRomeoCitation) + ")"
                         : "Laplacian unwrapping (" + w.cited(u, kLaplacianUnwrapCitation) + ")") +
                  ".";
     MethodsStep& f = w.add("echo fit", "weighted least squares");
+    const bool smooth = r.echo_fit.offset == OffsetFit::Smooth && r.te_s.size() > 1;
+    f.parameters.emplace_back("fitOffset", smooth ? "smooth" : "free");
+    if (smooth) methods_param(f, pipeline_options(), "fitOffsetSigma", r.echo_fit.offset_sigma_mm);
     methods_param(f, pipeline_options(), "fitResidualLimit", r.fit_residual_limit);
-    f.sentence = "The total field was fitted over the echo times by magnitude-weighted least squares and converted to ppm; "
-                 "voxels whose fit left an RMS phase residual above " + methods_value(r.fit_residual_limit, "rad") +
-                 " were excluded from the following steps.";
+    f.sentence = (smooth ? "The receive-phase offset was estimated, smoothed (Gaussian, σ " +
+                               methods_value(r.echo_fit.offset_sigma_mm, "mm") + ") and removed, as in MCPC-3D-S (" +
+                               w.cited(f, kMcpc3dsCitation) +
+                               "), and the total field was fitted through the origin over the echo times by magnitude-weighted "
+                               "least squares"
+                         : std::string("The total field was fitted over the echo times by magnitude-weighted least squares "
+                                       "with a free phase offset per voxel")) +
+                 " and converted to ppm; voxels whose fit left an RMS phase residual above " +
+                 methods_value(r.fit_residual_limit, "rad") + " were excluded from the following steps.";
   }
   const bool total_method = r.method && method_info(*r.method).total_field;
   if (!total_method) background_step(w, r);
