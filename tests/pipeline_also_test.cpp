@@ -76,7 +76,8 @@ TEST(PipelineAlso, PlannedAndRefusedUpFront) {
   r.also_swi = r.also_r2star = true;
   EXPECT_GE(pipeline_workspace_bytes(g, r, false) - without, 36 * g.voxel_count());
   const PipelinePlan p = plan_pipeline(g, r, false, true);
-  EXPECT_EQ(p.stages, (std::vector<std::string>{"brain mask", "echo fit", "V-SHARP", "TKD", "SWI", "minIP", "R2*"}));
+  EXPECT_EQ(p.stages, (std::vector<std::string>{"brain mask", "echo fit", std::string(background_title(kDefaultBackground)), "TKD", "SWI",
+                                                "minIP", "R2*"}));
   const PhantomAcquisition& a = also_scan();
   r.te_s = a.te_s;
   EXPECT_THROW(Pipeline(g, a.phase, {}, a.brain_mask, r), Error);  // no magnitude

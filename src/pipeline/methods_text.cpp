@@ -71,8 +71,7 @@ const Citation& background_citation(BackgroundRemoval b) {
 // The background removal's title and parameters.
 void background_step(MethodsWriter& w, const PipelineRequest& r) {
   const std::span<const OptionSpec> t = pipeline_options();
-  static constexpr const char* kTitles[] = {"V-SHARP", "PDF", "LBV", "iSMV", "SHARP", "RESHARP"};
-  MethodsStep& s = w.add("background removal", kTitles[static_cast<int>(r.background)]);
+  MethodsStep& s = w.add("background removal", std::string(background_title(r.background)));
   switch (r.background) {
     case BackgroundRemoval::Vsharp:
       methods_param(s, t, "vsharp.maxRadius", r.vsharp.max_radius_mm);

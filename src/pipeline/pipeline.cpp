@@ -149,18 +149,6 @@ uint64_t background_workspace_bytes(const Geometry& g, const PipelineRequest& r)
   throw Error(ErrorCode::Internal, "no such background removal");
 }
 
-const char* background_title(BackgroundRemoval b) {
-  switch (b) {
-    case BackgroundRemoval::Vsharp: return "V-SHARP";
-    case BackgroundRemoval::Pdf: return "PDF";
-    case BackgroundRemoval::Lbv: return "LBV";
-    case BackgroundRemoval::Ismv: return "iSMV";
-    case BackgroundRemoval::Sharp: return "SHARP";
-    case BackgroundRemoval::Resharp: return "RESHARP";
-  }
-  throw Error(ErrorCode::Internal, "no such background removal");
-}
-
 std::span<const float> first_echo(std::span<const float> magnitude, uint64_t n) {
   return magnitude.empty() ? magnitude : magnitude.first(static_cast<size_t>(n));
 }
@@ -420,7 +408,7 @@ void Pipeline::next_stage() {
         result_.local_mask = result_.fit_mask;
         continue;
       }
-      current_name_ = background_title(request_.background);
+      current_name_ = std::string(background_title(request_.background));
       const std::span<const float> f = result_.total_ppm;
       const std::span<const uint8_t> m = result_.fit_mask;
       switch (request_.background) {
@@ -600,7 +588,7 @@ PipelinePlan plan_pipeline(const Geometry& g, const PipelineRequest& r, bool mas
   PipelinePlan p;
   if (!mask_given) p.stages.push_back("brain mask");
   if (!from_total) p.stages.push_back("echo fit");
-  if (!pipeline_skips_background(r)) p.stages.push_back(background_title(r.background));
+  if (!pipeline_skips_background(r)) p.stages.emplace_back(background_title(r.background));
   if (r.method) p.stages.push_back(std::string(method_info(*r.method).title));
   if (r.also_swi) p.stages.insert(p.stages.end(), {"SWI", "minIP"});
   if (r.also_r2star) p.stages.push_back("R2*");

@@ -37,6 +37,19 @@ constexpr std::string_view background_name(BackgroundRemoval b) {
   return "";
 }
 
+// A background removal as people read it ("V-SHARP", "PDF", "LBV", "iSMV", "SHARP", "RESHARP").
+constexpr std::string_view background_title(BackgroundRemoval b) {
+  switch (b) {
+    case BackgroundRemoval::Vsharp: return "V-SHARP";
+    case BackgroundRemoval::Pdf: return "PDF";
+    case BackgroundRemoval::Lbv: return "LBV";
+    case BackgroundRemoval::Ismv: return "iSMV";
+    case BackgroundRemoval::Sharp: return "SHARP";
+    case BackgroundRemoval::Resharp: return "RESHARP";
+  }
+  return "";
+}
+
 // The pipeline's background removal when none is asked for: RESHARP (Sun & Wilman 2014), whose radius shrinks to the
 // mask's depth. Measured on seven generated heads that vary in size, shape, sinuses, skull, an oblique slab, a
 // partial-coverage slab, anisotropic voxels (0.8–2.5 mm), SNR 40–200 and 3–8 echoes, against each head's true local
