@@ -12,10 +12,10 @@ export const stem = (name) => name.replace(/ \(\+\d+\)$/, '').replace(/\.nii(\.g
  * file, data, echoes, what }] } — each offered file is data (Float32Array or Uint8Array, echoes × the volume) written
  * as NIfTI with the input's header.
  * Preconditions: input is the run's input (source 'files' | 'dicom' | 'demo', phase, echoes, magnitude, mask, from,
- * fixed: voxels the loader changed, maskEdit when edited in the page); files is page.files at the run
- * (pipeline: File[], magnitude, mask: File | null); phaseUnits is the Phase units select's value.
+ * fixed: voxels the loader changed, phaseUnitsRead: the units the loader read the phase file in, maskEdit when
+ * edited in the page); files is page.files at the run (pipeline: File[], magnitude, mask: File | null).
  */
-export function commandFiles(input, files, phaseUnits) {
+export function commandFiles(input, files) {
   const base = stem(input.name);
   const fromFiles = input.source === 'files';
   const out = { out: `${base}_chi.nii.gz` };
@@ -24,7 +24,7 @@ export function commandFiles(input, files, phaseUnits) {
   if (input.from === 'fieldmap') {
     out.totalField = `${base}_fieldmap_Hz.nii`;
     offer.push({ role: 'totalField', file: out.totalField, data: input.phase, echoes: 1, what: 'the field map (Hz) the run started from' });
-  } else if (fromFiles && files.pipeline?.length === 1 && phaseUnits === 'rad' && !input.fixed) {
+  } else if (fromFiles && files.pipeline?.length === 1 && input.phaseUnitsRead === 'rad' && !input.fixed) {
     out.phase = files.pipeline[0].name;
   } else {
     out.phase = `${base}_phase_rad.nii`;

@@ -11,16 +11,17 @@ const geometry = { dims, voxelMm: [1, 1, 1] };
 const file = (name) => ({ name });
 
 test('commandFiles: a radians phase file taken as it is is named; other units, fixed voxels, several files, DICOM are written', () => {
-  const input = { name: 'sub-01_phase.nii.gz', source: 'files', geometry, phase: new Float32Array(3 * n), echoes: 3, magnitude: new Float32Array(3 * n), mask: null, fixed: 0 };
+  const input = { name: 'sub-01_phase.nii.gz', source: 'files', geometry, phase: new Float32Array(3 * n), echoes: 3, magnitude: new Float32Array(3 * n), mask: null, fixed: 0, phaseUnitsRead: 'rad' };
   const files = { pipeline: [file('sub-01_phase.nii.gz')], magnitude: file('sub-01_mag.nii.gz'), mask: null };
-  assert.deepEqual(commandFiles(input, files, 'rad'), { files: { out: 'sub-01_phase_chi.nii.gz', phase: 'sub-01_phase.nii.gz', magnitude: 'sub-01_mag.nii.gz' }, offer: [] });
-  for (const [inp, fl, units] of [
-    [input, files, 'scanner'],
-    [{ ...input, fixed: 5 }, files, 'rad'],
-    [input, { ...files, pipeline: [file('a.nii'), file('b.nii')] }, 'rad'],
-    [{ ...input, source: 'dicom', name: 'GRE' }, files, 'rad'],
+  assert.deepEqual(commandFiles(input, files), { files: { out: 'sub-01_phase_chi.nii.gz', phase: 'sub-01_phase.nii.gz', magnitude: 'sub-01_mag.nii.gz' }, offer: [] });
+  for (const [inp, fl] of [
+    [{ ...input, phaseUnitsRead: 'scanner' }, files],
+    [{ ...input, phaseUnitsRead: 'rescaled' }, files],
+    [{ ...input, fixed: 5 }, files],
+    [input, { ...files, pipeline: [file('a.nii'), file('b.nii')] }],
+    [{ ...input, source: 'dicom', name: 'GRE' }, files],
   ]) {
-    const r = commandFiles(inp, fl, units);
+    const r = commandFiles(inp, fl);
     const phase = r.offer.find((o) => o.role === 'phase');
     assert.ok(phase, JSON.stringify(r.files));
     assert.equal(r.files.phase, phase.file);
@@ -28,16 +29,16 @@ test('commandFiles: a radians phase file taken as it is is named; other units, f
     assert.equal(phase.echoes, 3);
   }
   // DICOM: the magnitude series too.
-  const d = commandFiles({ ...input, source: 'dicom', name: 'GRE' }, { pipeline: [], magnitude: null, mask: null }, 'rad');
+  const d = commandFiles({ ...input, source: 'dicom', name: 'GRE' }, { pipeline: [], magnitude: null, mask: null });
   assert.deepEqual(d.offer.map((o) => [o.role, o.file, o.echoes]), [['phase', 'GRE_phase_rad.nii', 3], ['magnitude', 'GRE_magnitude.nii', 3]]);
   // A mask file as it is is named; a mask edited in the page is the page's mask download.
   const mask = new Uint8Array(n).fill(1);
-  assert.equal(commandFiles({ ...input, mask }, { ...files, mask: file('m.nii') }, 'rad').files.mask, 'm.nii');
-  const edited = commandFiles({ ...input, mask, maskEdit: { added: 1 } }, { ...files, mask: file('m.nii') }, 'rad');
+  assert.equal(commandFiles({ ...input, mask }, { ...files, mask: file('m.nii') }).files.mask, 'm.nii');
+  const edited = commandFiles({ ...input, mask, maskEdit: { added: 1 } }, { ...files, mask: file('m.nii') });
   assert.equal(edited.files.mask, 'sub-01_phase_mask.nii.gz');
   assert.equal(edited.offer.at(-1).data, mask);
   // A field map: the total field, no phase.
-  const fm = commandFiles({ ...input, from: 'fieldmap', echoes: 1, phase: new Float32Array(n) }, files, 'rad');
+  const fm = commandFiles({ ...input, from: 'fieldmap', echoes: 1, phase: new Float32Array(n) }, files);
   assert.equal(fm.files.phase, undefined);
   assert.equal(fm.files.totalField, 'sub-01_phase_fieldmap_Hz.nii');
 });

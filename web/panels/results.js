@@ -235,7 +235,7 @@ export class ResultsPanel {
     const input = result.input;
     let command = null, args = null, offer = [], markdown;
     if (input.from !== 'phasediff') {
-      const cf = commandFiles(input, this.page.files, $('phaseUnits').value);
+      const cf = commandFiles(input, this.page.files);
       ({ markdown, command, args } = this.page.tessera.methodsText(report, { files: cf.files }));
       offer = cf.offer;
     } else markdown = methodsMarkdown(m, '(no command: a phase difference input is not yet restated as a tessera-qsm command)');

@@ -219,6 +219,7 @@ export const pipelineWorkflow = {
       like: r.like,
       phaseRange: r.range,
       fixed: r.fixed ?? 0,
+      phaseUnitsRead: r.units, // the units the loader read the phase in ('rad': the file holds radians as run)
       note: notes.join('; '),
     });
   },
