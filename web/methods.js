@@ -1,7 +1,7 @@
 // Which files the `tessera-qsm pipeline` command of a From phase run names (plain JS, no DOM): the user's own NIfTI
 // files where the page ran on them as they are (one phase file in radians with no voxel changed, the magnitude file,
 // the mask file), else NIfTI files the page writes from what it ran on (a DICOM folder's conversion, the demo's scan,
-// a phase in other units or stacked from several files, a field map, a mask made or edited in the page), offered as
+// a phase in other units or stacked from several files, a field map or phase difference, a mask made or edited in the page), offered as
 // downloads beside the command. χ's file is the name the page's χ download gets.
 
 /** A file name's stem: no .nii(.gz), no " (+n)" of stacked echoes. */
@@ -24,6 +24,9 @@ export function commandFiles(input, files) {
   if (input.from === 'fieldmap') {
     out.totalField = `${base}_fieldmap_Hz.nii`;
     offer.push({ role: 'totalField', file: out.totalField, data: input.phase, echoes: 1, what: 'the field map (Hz) the run started from' });
+  } else if (input.from === 'phasediff') {
+    out.phase = `${base}_phasediff_rad.nii`;
+    offer.push({ role: 'phase', file: out.phase, data: input.phase, echoes: 1, what: 'the phase difference (rad) the run was given' });
   } else if (fromFiles && files.pipeline?.length === 1 && input.phaseUnitsRead === 'rad' && !input.fixed) {
     out.phase = files.pipeline[0].name;
   } else {

@@ -41,6 +41,9 @@ test('commandFiles: a radians phase file taken as it is is named; other units, f
   const fm = commandFiles({ ...input, from: 'fieldmap', echoes: 1, phase: new Float32Array(n) }, files);
   assert.equal(fm.files.phase, undefined);
   assert.equal(fm.files.totalField, 'sub-01_phase_fieldmap_Hz.nii');
+  // A phase difference: always the page's file (the loader made radians of it).
+  const pd = commandFiles({ ...input, from: 'phasediff', echoes: 1, phase: new Float32Array(n) }, files);
+  assert.deepEqual([pd.files.phase, pd.offer[0].file, pd.offer[0].echoes], ['sub-01_phase_phasediff_rad.nii', 'sub-01_phase_phasediff_rad.nii', 1]);
 });
 
 test('stackNifti: echoes along dim 4, read back by readEchoes voxel for voxel', async () => {

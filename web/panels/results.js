@@ -11,7 +11,6 @@ import { verifiedRows, verifiedData } from '../fidelity.js';
 import { robustRange } from '../tilemap.js';
 import { Viewer } from '../viewer.js';
 import { OUTPUTS, countMask } from '../workflows/pipeline.js';
-import { methodsMarkdown } from '../../bindings/js/index.js';
 import { commandFiles, stackNifti, stem } from '../methods.js';
 
 /** One network file's execution provider, in words: what ran, and why each preferred one did not. */
@@ -233,12 +232,9 @@ export class ResultsPanel {
     const box = $('methodsBox');
     if (!result.outputs || !m?.steps) return;
     const input = result.input;
-    let command = null, args = null, offer = [], markdown;
-    if (input.from !== 'phasediff') {
-      const cf = commandFiles(input, this.page.files);
-      ({ markdown, command, args } = this.page.tessera.methodsText(report, { files: cf.files }));
-      offer = cf.offer;
-    } else markdown = methodsMarkdown(m, '(no command: a phase difference input is not yet restated as a tessera-qsm command)');
+    const cf = commandFiles(input, this.page.files);
+    const { markdown, command, args } = this.page.tessera.methodsText(report, { files: cf.files });
+    const offer = cf.offer;
     this.methodsShown = { markdown, name: `${stem(input.name)}_methods.md` };
     $('methodsText').textContent = m.text;
     const refs = $('methodsRefs');
@@ -256,7 +252,7 @@ export class ResultsPanel {
       li.textContent = `${st.stage}${st.title ? `: ${st.title}` : ''}${ps ? ` (${ps})` : ''}${st.references.length ? ` [${st.references.join(', ')}]` : ''}`;
       steps.append(li);
     }
-    $('methodsCommand').textContent = command ?? 'A phase difference input is not yet restated as a tessera-qsm command.';
+    $('methodsCommand').textContent = command;
     const filesBox = $('methodsFiles');
     filesBox.textContent = '';
     for (const f of offer) {
