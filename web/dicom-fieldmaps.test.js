@@ -158,6 +158,21 @@ function suite() {
       const cli = await cliChi(dir, ['--total-field', `${mapName}.nii`, '--units', 'hz', '--magnitude', `${magName}.nii`, '--b0', String(sidecars[mapName].MagneticFieldStrength)]);
       assert.match(cli.stdout + cli.stderr, /a total field in Hz, B0 3 T: brain mask → V-SHARP → TKD/);
       assert.ok(same(cli.chi, chiPage.data), 'the CLI\'s χ is the page\'s');
+      // The methods' command names the field map and magnitude the page offers as NIfTI; on them it gives the page's χ.
+      const box = await readData('#methodsBox');
+      const stemName = path.basename(folder);
+      assert.equal(box.files, `${stemName}_fieldmap_Hz.nii|${stemName}_magnitude.nii`);
+      const args = JSON.parse(box.command);
+      assert.equal(args[args.indexOf('--total-field') + 1], `${stemName}_fieldmap_Hz.nii`);
+      const offered = path.join(dir, 'offered');
+      fs.mkdirSync(offered);
+      for (const f of box.files.split('|')) {
+        const [d] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), page.click(`#methodsFiles button[data-file="${f}"]`)]);
+        fs.copyFileSync(await d.path(), path.join(offered, f));
+      }
+      const rerun = spawnSync(process.execPath, [path.join(ROOT, 'bindings/js/cli.js'), ...args.slice(1)], { cwd: offered, encoding: 'utf8', timeout: 240000 });
+      assert.equal(rerun.status, 0, rerun.stderr);
+      assert.ok(same(readNifti(fs.readFileSync(path.join(offered, args[args.indexOf('--out') + 1]))).data, chiPage.data), 'the methods command gives the page\'s χ');
       const sorted = chiPage.data.filter((v) => v !== 0).sort();
       const [p1, p99] = [sorted[Math.floor(0.01 * sorted.length)], sorted[Math.floor(0.99 * sorted.length)]];
       const warnings = (await page.textContent('#report')).match(/Warning(.*?)χ in the mask/)?.[1] ?? 'none';
@@ -192,6 +207,20 @@ function suite() {
     const cli = await cliChi(dir, ['--phase-difference', 'series3_e2_ph.nii', '--te1', String(ph.EchoTime1), '--te2', String(ph.EchoTime2), '--magnitude', 'series2.nii', '--b0', '3']);
     assert.match(cli.stderr, /warning: the phase difference is stored as integers/);
     assert.ok(same(cli.chi, chiPage.data), 'the CLI\'s χ is the page\'s');
+    // The methods' command: --phase-difference on the phase difference the page offers (rad), with the run's ΔTE.
+    const box = await readData('#methodsBox');
+    assert.equal(box.files, 'Siemens_phasediff_rad.nii|Siemens_magnitude.nii');
+    const args = JSON.parse(box.command);
+    assert.deepEqual(args.slice(args.indexOf('--phase-difference'), args.indexOf('--phase-difference') + 6), ['--phase-difference', 'Siemens_phasediff_rad.nii', '--phase-units', 'rad', '--delta-te', await page.inputValue('#te')]); // the ΔTE the run used (the TE box)
+    const offered = path.join(dir, 'offered');
+    fs.mkdirSync(offered);
+    for (const f of box.files.split('|')) {
+      const [d] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), page.click(`#methodsFiles button[data-file="${f}"]`)]);
+      fs.copyFileSync(await d.path(), path.join(offered, f));
+    }
+    const rerun = spawnSync(process.execPath, [path.join(ROOT, 'bindings/js/cli.js'), ...args.slice(1)], { cwd: offered, encoding: 'utf8', timeout: 240000 });
+    assert.equal(rerun.status, 0, rerun.stderr);
+    assert.ok(same(readNifti(fs.readFileSync(path.join(offered, args[args.indexOf('--out') + 1]))).data, chiPage.data), 'the methods command gives the page\'s χ');
     console.log(`# Siemens phase difference: χ in ${nonzero} voxels; CLI bit-identical`);
   });
 

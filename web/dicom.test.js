@@ -348,6 +348,21 @@ function browserSuite() {
     let differ = 0;
     for (let v = 0; v < n; v++) if (chi.data[v] !== want.chi.data[v]) differ++;
     assert.equal(differ, 0, `χ bit-identical to the node API's pipeline() on the converted data: ${differ} voxels differ`);
+    // The methods' command names the converted NIfTI files the page offers; run in node on them it gives the page's χ.
+    const box = await page.$eval('#methodsBox', (e) => ({ ...e.dataset }));
+    const args = JSON.parse(box.command);
+    assert.deepEqual(box.files.split('|'), ['phantom_phase_rad.nii', 'phantom_magnitude.nii']);
+    for (const f of box.files.split('|')) assert.equal(args[args.indexOf(f === 'phantom_phase_rad.nii' ? '--phase' : '--magnitude') + 1], f, args.join(' '));
+    const cli = fs.mkdtempSync(path.join(tmp, 'cli-'));
+    for (const f of box.files.split('|')) {
+      const [d] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), page.click(`#methodsFiles button[data-file="${f}"]`)]);
+      assert.equal(d.suggestedFilename(), f);
+      fs.copyFileSync(await d.path(), path.join(cli, f));
+    }
+    const { execFileSync } = await import('node:child_process');
+    execFileSync(process.execPath, ['--no-experimental-fetch', path.join(ROOT, 'bindings/js/cli.js'), ...args.slice(1)], { cwd: cli, stdio: 'pipe', timeout: 180000 });
+    const cliChi = readNifti(fs.readFileSync(path.join(cli, args[args.indexOf('--out') + 1])));
+    assert.ok(Buffer.from(cliChi.data.buffer, cliChi.data.byteOffset, cliChi.data.byteLength).equals(Buffer.from(chi.data.buffer, chi.data.byteOffset, chi.data.byteLength)), 'the command on the offered NIfTI files gives the page’s χ byte for byte');
     assert.ok(chi.data.every(Number.isFinite), 'χ finite');
     // r in the phantom's brain mask at the written positions: vs χ of the scan itself, and vs the truth
     const corr = (a, b, inside) => {

@@ -40,6 +40,7 @@ function phaseResult(r) {
     echoes: r.echoes,
     phase: data,
     range: r.phaseInfo.range,
+    units: r.phaseInfo.units,
     magnitude: r.magnitude?.data ?? null,
     mask: r.mask?.data ?? null,
     notes: r.phaseInfo.notes,

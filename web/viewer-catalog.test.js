@@ -2,7 +2,8 @@
 // their units; the input's echoes), an echo's slice of a 4D array, the default windows, the tile map's labels.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { catalog, echoOf, defaultWindow, valueText, tileLabels } from './viewer-catalog.js';
+import fs from 'node:fs';
+import { catalog, echoOf, defaultWindow, valueText, tileLabels, VOLUME_INFO } from './viewer-catalog.js';
 
 const dims = [4, 3, 2];
 const n = 24;
@@ -49,4 +50,16 @@ test('tileLabels: each run tile’s core is labelled, skipped tiles and the rest
   for (let z = 0; z < 2; z++) for (let y = 0; y < 4; y++) for (let x = 0; x < 8; x++) assert.equal(l[x + 8 * (y + 4 * z)], x < 4 ? 1 : 0);
   assert.equal(tileLabels({ ...plan, b0Align: { resampled: true, alignedDims: [9, 4, 2] } }, d), null);
   assert.equal(tileLabels({}, d), null);
+});
+
+test('VOLUME_INFO names every Volume that index.d.ts declares on PipelineResult (its keys, not others)', () => {
+  const dts = fs.readFileSync(new URL('../bindings/js/index.d.ts', import.meta.url), 'utf8');
+  const body = dts.slice(dts.indexOf('export interface PipelineResult {'));
+  const block = body.slice(0, body.indexOf('\n}'));
+  const keys = [...block.matchAll(/^\s+(\w+)\??: Volume</gm)].map((m) => m[1]);
+  for (const k of ['swi', 'minIp', 'swiPhaseMask', 'r2star', 't2star', 'r2starResidual']) assert.ok(keys.includes(k), `${k} in PipelineResult: ${keys}`);
+  for (const k of keys) assert.ok(VOLUME_INFO[k], `VOLUME_INFO lacks ${k}`);
+  // BIDS-like derivative names for the contrasts.
+  assert.deepEqual(['swi', 'minIp', 'r2star', 't2star'].map((k) => VOLUME_INFO[k].file), ['swi', 'minIP', 'R2starmap', 'T2starmap']);
+  assert.deepEqual([VOLUME_INFO.r2star.unit, VOLUME_INFO.t2star.unit, VOLUME_INFO.swiPhase.unit], ['s⁻¹', 's', 'rad']);
 });

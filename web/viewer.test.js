@@ -11,7 +11,11 @@
 //     downloaded as NIfTI), the run report records the voxels removed, and the pipeline's χ changes: 0 under the
 //     stroke, and byte-identical to the node API's pipeline() given the downloaded mask; undo restores the mask and χ
 //     comes back byte-identical to the first run's;
-//   - after a run every Volume of the result is listed, and "Download this volume" writes χ with the input's header.
+//   - after a run every Volume of the result is listed, and "Download this volume" writes χ with the input's header;
+//   - a run with also SWI + R2*: SWI, minIP, R2*, T2* listed with their units and downloadable with BIDS-like names and
+//     the input's header, equal to node's pipeline(); the methods text names each step, its parameters and papers; its
+//     `tessera-qsm` command, run in node on the files the page names (the ones loaded, the ones it offers), gives χ
+//     byte-identical to the page's.
 // With TESSERA_UPDATE_SCREENSHOT=1 the first screen at 1600 px after the run is written to web/screenshot.png (the
 // README's); test-artifacts/ always gets it.
 import { test, before, after } from 'node:test';
@@ -289,6 +293,97 @@ test('a brush stroke removes the ball under it; the run takes the edited mask (�
   const png = await page.screenshot();
   fs.writeFileSync(path.join(ARTIFACTS, 'screenshot.png'), png);
   if (process.env.TESSERA_UPDATE_SCREENSHOT === '1') fs.writeFileSync(path.join(ROOT, 'web/screenshot.png'), png);
+});
+
+test('also SWI + R2*: SWI, minIP, R2*, T2* listed and downloadable (BIDS-like names, the input’s header, node’s values); the methods text; its command in node gives the page’s χ byte for byte', { skip, timeout: 240000 }, async () => {
+  await page.selectOption('#viewType', 'axial');
+  await page.check('#also-swi');
+  await page.check('#also-r2star');
+  // Their options, from the schema, show once checked.
+  assert.equal(await page.isHidden('#pipelineParams fieldset[data-group="swi"]'), false);
+  assert.equal(await page.isHidden('#pipelineParams fieldset[data-group="r2star"]'), false);
+  assert.equal(await page.inputValue('[data-option="swi.maskPower"]'), '4');
+  assert.equal(await page.inputValue('[data-option="swi.minIpSlab"]'), '8');
+  assert.equal(await page.inputValue('[data-option="r2star.method"]'), 'arlo');
+  await page.waitForFunction(() => /TKD\|SWI\|minIP\|R2\*$/.test(document.querySelector('#planReadout').dataset.stages ?? '') && !document.querySelector('#run').disabled, null, { timeout: 20000 });
+  await page.click('#run');
+  await waitState(['done', 'error'], 180000);
+  assert.equal(await page.evaluate(() => document.body.dataset.state), 'done', await errorText());
+  await page.waitForFunction(() => document.querySelector('#viewerCard').dataset.volume === 'result.chi', null, { timeout: 10000 });
+  const chi = api.readNifti((await download('#download')).bytes).data;
+  const mask = Uint8Array.from(api.readNifti((await download('#maskDownload')).bytes).data);
+  // The node API on the same echoes and mask.
+  const t = await api.createTessera({ workers: 1 });
+  let want;
+  try {
+    want = await t.pipeline({ phase: scan.phase, magnitude: scan.magnitude, mask, geometry, te, b0: 3, method: 'tkd', also: ['swi', 'r2star'] });
+  } finally {
+    await t.terminate();
+  }
+  assert.ok(bytesOf(chi).equals(bytesOf(want.chi.data)), 'χ as node’s');
+  const vols = (await readData('#viewerCard', ['volumes'])).volumes;
+  const files = { swi: ['swi', 'a.u.'], minIp: ['minIP', 'a.u.'], r2star: ['R2starmap', 's⁻¹'], t2star: ['T2starmap', 's'] };
+  for (const [k, [file, unit]] of Object.entries(files)) {
+    assert.ok(vols.includes(`result.${k}`), `result.${k} listed: ${vols}`);
+    await page.selectOption('#viewVolume', `result.${k}`);
+    await page.waitForFunction((v) => document.querySelector('#viewerCard').dataset.volume === v && document.querySelector('#viewValue').dataset.volume === v, `result.${k}`, { timeout: 10000 });
+    assert.equal((await readData('#viewValue')).unit, unit, `${k}'s unit`);
+    const d = await download('#viewDownload');
+    assert.equal(d.name, `scan_phase_${file}.nii.gz`);
+    const nii = api.readNifti(d.bytes);
+    assert.deepEqual([nii.dims, nii.voxelMm], [geometry.dims, geometry.voxelMm], `${k}: the input's header`);
+    assert.ok(bytesOf(nii.data).equals(bytesOf(want[k].data)), `${k} as node's pipeline() gives it`);
+  }
+  for (const k of ['swiPhaseMask', 'r2starResidual', 's0']) assert.ok(vols.includes(`result.${k}`), `result.${k} listed`);
+  // R2* in the brain: a GRE's 3 echoes over 15 ms; T2* = 1/R2* where R2* ≥ 1 s⁻¹ (index.d.ts).
+  const r2 = want.r2star.data, t2 = want.t2star.data;
+  for (let i = 0; i < n; i += 97) if (mask[i] && r2[i] >= 1) assert.ok(Math.abs(t2[i] * r2[i] - 1) < 1e-5, `T2*·R2* at ${i}`);
+
+  // The methods text: each step, its parameters, its papers.
+  const box = await readData('#methodsBox');
+  assert.equal(await page.isHidden('#methodsBox'), false);
+  const steps = String(box.steps).split('|');
+  const paragraph = await page.textContent('#methodsText');
+  const refs = await page.$$eval('#methodsRefs li', (e) => e.map((x) => x.textContent));
+  const stepLines = await page.$$eval('#methodsSteps li', (e) => e.map((x) => x.textContent));
+  assert.equal(stepLines.length, steps.length);
+  assert.equal(refs.length, box.references);
+  for (const [re, what] of [[/V-SHARP/, 'background removal'], [/TKD|truncated k-space/i, 'the inversion'], [/SWI|susceptibility-weighted/i, 'SWI'], [/minimum[- ]intensity projection|minIP/i, 'minIP'], [/R2\*/, 'R2*'], [/ARLO|auto-regression/i, 'ARLO']]) {
+    assert.match(paragraph, re, `the paragraph names ${what}`);
+  }
+  assert.match(paragraph, /3 T/, 'B0');
+  assert.match(paragraph, /\b8 mm\b/, 'the minIP slab');
+  assert.match(stepLines.join('\n'), /swi\.maskPower 4\b/, 'the phase mask’s power');
+  for (const [re, paper] of [[/Haacke/, 'SWI (Haacke 2004)'], [/Pei/, 'ARLO (Pei 2015)'], [/Shmueli/, 'TKD (Shmueli 2009)']]) assert.ok(refs.some((r) => re.test(r)), `${paper} in the references: ${refs.join(' | ')}`);
+  for (const r of refs) assert.match(r, /(19|20)\d\d/, `a reference with its year: ${r}`);
+  const md = await download('#methodsDownload');
+  assert.equal(md.name, 'scan_phase_methods.md');
+  const mdText = md.bytes.toString('utf8');
+  assert.ok(mdText.includes(paragraph.trim()), 'the Markdown holds the paragraph');
+  refs.forEach((r, i) => assert.ok(mdText.includes(`${i + 1}. ${r}`), `reference ${i + 1} numbered`));
+
+  // The command, in node, on the files the page names: the user's own (as loaded here) and those it offers.
+  const args = JSON.parse(box.command);
+  assert.equal(args[0], 'tessera-qsm');
+  assert.equal(await page.textContent('#methodsCommand'), args.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a}'`)).join(' '));
+  assert.ok(args.includes('--also') && args[args.indexOf('--also') + 1] === 'swi,r2star', args.join(' '));
+  const dir = fs.mkdtempSync(path.join(tmp, 'cli-'));
+  fs.writeFileSync(path.join(dir, 'scan_phase.nii'), await nifti4d(scan.phase, 3));
+  fs.writeFileSync(path.join(dir, 'scan_mag.nii'), await nifti4d(scan.magnitude, 3));
+  const offered = box.files === '' ? [] : String(box.files).split('|');
+  assert.ok(offered.includes('scan_phase_mask.nii.gz'), `the mask made in the page is offered: ${offered}`);
+  for (const f of offered) {
+    const d = await download(`#methodsFiles button[data-file="${f}"]`);
+    assert.equal(d.name, f);
+    fs.writeFileSync(path.join(dir, f), d.bytes);
+  }
+  const { execFileSync } = await import('node:child_process');
+  execFileSync(process.execPath, ['--no-experimental-fetch', path.join(ROOT, 'bindings/js/cli.js'), ...args.slice(1)], { cwd: dir, stdio: 'pipe', timeout: 180000 });
+  const out = args[args.indexOf('--out') + 1];
+  const cliChi = api.readNifti(fs.readFileSync(path.join(dir, out))).data;
+  assert.ok(bytesOf(cliChi).equals(bytesOf(chi)), 'the command’s χ equals the page’s, byte for byte');
+  await page.uncheck('#also-swi');
+  await page.uncheck('#also-r2star');
 });
 
 test('no console error in the viewer session', { skip }, () => {

@@ -19,27 +19,29 @@ export function shellWord(s) {
 /** The options of a pipeline request that a command restates (no volumes, no callbacks): a plain object. */
 export function commandRequest(request) {
   const r = {};
-  for (const k of ['te', 'b0', 'totalFieldUnits', 'method', 'model', 'also', ...OPTION_GROUPS]) if (request[k] !== undefined && request[k] !== null) r[k] = request[k];
+  for (const k of ['te', 'deltaTE', 'b0', 'totalFieldUnits', 'method', 'model', 'also', ...OPTION_GROUPS]) if (request[k] !== undefined && request[k] !== null) r[k] = request[k];
   if (typeof r.method === 'string' && request[r.method] !== undefined) r.params = request[r.method];
   r.mask = request.mask !== undefined && request.mask !== null;
   r.magnitude = request.magnitude !== undefined && request.magnitude !== null;
   r.fromTotal = request.totalField !== undefined && request.totalField !== null;
+  r.fromDifference = request.phaseDifference !== undefined && request.phaseDifference !== null;
   return r;
 }
 
 /**
  * The `tessera-qsm pipeline` arguments that rerun a request (commandRequest's) on files: {phase | totalField,
- * magnitude, mask, out, weights} (placeholders where not given). The phase file holds radians as pipeline() was given
- * them (--phase-units rad).
+ * magnitude, mask, out, weights} (placeholders where not given). The phase file (a phase difference's too) holds
+ * radians as pipeline() was given them (--phase-units rad).
  */
 export function pipelineArgs(r, files = {}) {
   const f = { ...COMMAND_PLACEHOLDERS, ...files };
   const args = ['tessera-qsm', 'pipeline'];
   if (r.fromTotal) args.push('--total-field', f.totalField, '--units', r.totalFieldUnits);
+  else if (r.fromDifference) args.push('--phase-difference', f.phase, '--phase-units', 'rad', '--delta-te', String(r.deltaTE));
   else args.push('--phase', f.phase, '--phase-units', 'rad');
   if (r.magnitude) args.push('--magnitude', f.magnitude);
   if (r.mask) args.push('--mask', f.mask);
-  if (!r.fromTotal) args.push('--te', [].concat(r.te).join(','));
+  if (!r.fromTotal && !r.fromDifference) args.push('--te', [].concat(r.te).join(','));
   if (r.b0 !== undefined) args.push('--b0', String(r.b0));
   if (r.method) {
     args.push('--method', r.method);

@@ -1,13 +1,14 @@
 // The "From phase" options panel: one input per pipeline option of the C++ schema (unwrap, fitResidualLimit,
-// background, vsharp.*, pdf.*, lbv.*, ismv.*, sharp.*, resharp.*, brainMask.*) at its default, with its unit, range and help; the background's
-// parameters follow the background chosen, the brain mask's show only when no mask file is loaded. A value that is not
+// background, vsharp.*, pdf.*, lbv.*, ismv.*, sharp.*, resharp.*, brainMask.*, swi.*, r2star.*) at its default, with its unit, range and help; the background's
+// parameters follow the background chosen, the brain mask's show only when no mask file is loaded; the optional outputs
+// (the schema's `also`: checkboxes "also SWI + minIP", "also R2*/T2*") show their options when checked. A value that is not
 // a number is said here; the C++ plan refuses the rest in its own words (shown here and as the plan's advice).
 // Also the DICOM folder input (DicomInput): a folder chosen or dropped is converted in the page (web/dicom.js) and
-// becomes the phase, magnitude, TE and B0. Published: each input's data-option; #pipelineParams' data-background;
+// becomes the phase, magnitude, TE and B0. Published: each input's data-option; #pipelineParams' data-background and data-also;
 // #dicomText's data-state (converting | done | cancelled | error) and the conversion's series, echoes, te, b0.
 import { $, setData, clearData } from '../dom.js';
 import { optionLabel, showOptionProblem } from '../schema.js';
-import { GROUPS, pipelineParams, readPipelineParams, pipelineWorkflow } from '../workflows/pipeline.js';
+import { GROUPS, ALSO_LABELS, alsoChoices, pipelineParams, readPipelineParams, pipelineWorkflow } from '../workflows/pipeline.js';
 import { convertDicom, sortSeries, folderName, dropEntries, entryFiles } from '../dicom.js';
 
 export class PipelinePanel {
@@ -15,6 +16,7 @@ export class PipelinePanel {
   constructor(page) {
     this.page = page;
     this.fields = [];
+    this.also = []; // the optional outputs' checkboxes (input[data-also])
     this.maskGiven = false;
     this.dicom = new DicomInput(page);
   }
@@ -24,6 +26,20 @@ export class PipelinePanel {
     const box = $('pipelineParams');
     box.textContent = '';
     this.fields = pipelineParams(schema);
+    // The optional outputs (SWI + minIP, R2*/T2*): one checkbox per `also` choice; their options show when checked.
+    const alsoOption = (schema instanceof Map ? schema.get('also') : schema.find((o) => o.name === 'also'));
+    this.also = alsoChoices(schema).map((value) => {
+      const label = document.createElement('label');
+      label.title = alsoOption?.help ?? '';
+      const el = document.createElement('input');
+      el.type = 'checkbox';
+      el.dataset.also = value;
+      el.id = `also-${value}`;
+      el.addEventListener('change', () => this.edited());
+      label.append(el, ` ${ALSO_LABELS[value] ?? `also ${value}`}`);
+      box.append(label);
+      return el;
+    });
     const groups = new Map([['', box]]);
     for (const g of GROUPS) {
       const fs = document.createElement('fieldset');
@@ -44,15 +60,22 @@ export class PipelinePanel {
     return Object.fromEntries(this.fields.map((f) => [f.name, f.el.value]));
   }
 
-  /** Sets options by name (the demo); the rest stay as they are. */
+  /** The optional outputs checked (['swi', 'r2star'], or []). */
+  alsoChecked() {
+    return this.also.filter((el) => el.checked).map((el) => el.dataset.also);
+  }
+
+  /** Sets options by name (the demo; `also`: the optional outputs, a list); the rest stay as they are. */
   set(values) {
     for (const f of this.fields) if (values[f.name] !== undefined) f.el.value = String(values[f.name]);
+    if (values.also !== undefined) for (const el of this.also) el.checked = [].concat(values.also).includes(el.dataset.also);
     this.sync();
   }
 
-  /** Back to the schema's defaults. */
+  /** Back to the schema's defaults (no optional outputs). */
   reset() {
     for (const f of this.fields) f.el.value = f.value;
+    for (const el of this.also) el.checked = false;
     this.sync();
   }
 
@@ -63,18 +86,23 @@ export class PipelinePanel {
   read(maskGiven) {
     this.maskGiven = maskGiven;
     const v = this.values();
-    const active = this.fields.filter((f) => !f.group || GROUPS.find((g) => g.group === f.group).when({ background: v.background }, maskGiven));
-    return readPipelineParams(active, v);
+    const also = this.alsoChecked();
+    const active = this.fields.filter((f) => !f.group || GROUPS.find((g) => g.group === f.group).when({ background: v.background, also }, maskGiven));
+    const r = readPipelineParams(active, v);
+    if (also.length) r.options.also = also;
+    return r;
   }
 
   /** Shows the groups that apply. */
   sync() {
     const background = this.fields.find((f) => f.name === 'background')?.el.value;
+    const also = this.alsoChecked();
     for (const g of GROUPS) {
       const fs = document.querySelector(`#pipelineParams fieldset[data-group="${g.group}"]`);
-      if (fs) fs.hidden = !g.when({ background }, this.maskGiven);
+      if (fs) fs.hidden = !g.when({ background, also }, this.maskGiven);
     }
     $('pipelineParams').dataset.background = background ?? '';
+    $('pipelineParams').dataset.also = also.join(',');
   }
 
   edited() {

@@ -11,6 +11,7 @@ import { verifiedRows, verifiedData } from '../fidelity.js';
 import { robustRange } from '../tilemap.js';
 import { Viewer } from '../viewer.js';
 import { OUTPUTS, countMask } from '../workflows/pipeline.js';
+import { commandFiles, stackNifti, stem } from '../methods.js';
 
 /** One network file's execution provider, in words: what ran, and why each preferred one did not. */
 function epText(ep) {
@@ -32,6 +33,7 @@ export class ResultsPanel {
     const display = () => this.viewer.setChiDisplay($('cmap').value, Number($('winMin').value), Number($('winMax').value));
     for (const id of ['cmap', 'winMin', 'winMax']) $(id).addEventListener('input', display);
     for (const id of ['winMin', 'winMax']) $(id).addEventListener('input', () => (this.windowSet = true));
+    $('methodsDownload').addEventListener('click', () => this.downloadMethods());
     // From phase: which intermediate the χ panel shows (and Download writes).
     $('output').addEventListener('change', () => this.showOutput().catch((e) => page.showError(e)));
   }
@@ -111,6 +113,9 @@ export class ResultsPanel {
     rows($('verifyReadout'));
     clearData($('verifyReadout'));
     $('verifyBox').hidden = true;
+    $('methodsBox').hidden = true;
+    this.methodsShown = null;
+    clearData($('methodsBox'));
     $('outputLabel').hidden = true;
     clearData($('output'));
     $('corr').textContent = '';
@@ -144,6 +149,7 @@ export class ResultsPanel {
     const st = stats(chi, result.outputs ? { mask: result.outputs.localMask.data, truth: input.truth } : input);
     this.report(report, seconds, st, result);
     this.verified(report.verify, plan);
+    this.methods(result, report);
     if (!this.windowSet) {
       // A symmetric χ window from the data (the truth in the demo), once; the user's window is kept after.
       const [a, z] = robustRange(input.truth ?? chi, result.outputs?.localMask.data ?? input.mask);
@@ -214,6 +220,71 @@ export class ResultsPanel {
     setData(table, verifiedData(v, plan?.predictedFidelity ?? null));
   }
 
+  /**
+   * A pipeline run's methods text (report.methods: the paragraph, the references, each step's parameters) and the
+   * `tessera-qsm pipeline` command that reruns it on the files it names (web/methods.js: the user's files where the
+   * run took them as they are, else files written here, offered as downloads). #methodsBox's data-*: steps (the
+   * stages, |-separated), references (their count), command (the command's arguments as JSON), files (the offered
+   * files' names, |-separated). Other runs hide the box.
+   */
+  methods(result, report) {
+    const m = report.methods;
+    const box = $('methodsBox');
+    if (!result.outputs || !m?.steps) return;
+    const input = result.input;
+    const cf = commandFiles(input, this.page.files);
+    const { markdown, command, args } = this.page.tessera.methodsText(report, { files: cf.files });
+    const offer = cf.offer;
+    this.methodsShown = { markdown, name: `${stem(input.name)}_methods.md` };
+    $('methodsText').textContent = m.text;
+    const refs = $('methodsRefs');
+    refs.textContent = '';
+    for (const r of m.references) {
+      const li = document.createElement('li');
+      li.textContent = r;
+      refs.append(li);
+    }
+    const steps = $('methodsSteps');
+    steps.textContent = '';
+    for (const st of m.steps) {
+      const li = document.createElement('li');
+      const ps = Object.entries(st.parameters).map(([k, v]) => `${k} ${v}`).join('; ');
+      li.textContent = `${st.stage}${st.title ? `: ${st.title}` : ''}${ps ? ` (${ps})` : ''}${st.references.length ? ` [${st.references.join(', ')}]` : ''}`;
+      steps.append(li);
+    }
+    $('methodsCommand').textContent = command;
+    const filesBox = $('methodsFiles');
+    filesBox.textContent = '';
+    for (const f of offer) {
+      const b = document.createElement('button');
+      b.className = 'small';
+      b.dataset.file = f.file;
+      b.textContent = `Download ${f.file}`;
+      b.title = `${f.what}, as NIfTI with the input's header`;
+      b.addEventListener('click', () => this.downloadInput(f, input).catch((e) => this.page.showError(e)));
+      filesBox.append(b);
+    }
+    clearData(box);
+    setData(box, { steps: m.steps.map((s) => s.stage).join('|'), references: m.references.length, command: JSON.stringify(args), files: offer.map((f) => f.file).join('|') });
+    box.hidden = false;
+  }
+
+  /** One of the command's input files the page writes (commandFiles' offer), with the input's header. */
+  async downloadInput(f, input) {
+    const { data, ...like } = input.like;
+    const n = input.geometry.dims[0] * input.geometry.dims[1] * input.geometry.dims[2];
+    const all = Float32Array.from(f.data);
+    const gzip = f.echoes === 1 && f.file.endsWith('.gz');
+    let bytes = await this.io('write', { data: all.slice(0, n), like, gzip, description: `Tessera input: ${f.role}` });
+    if (f.echoes > 1) bytes = stackNifti(bytes, all, f.echoes);
+    saveBytes(bytes, f.file, gzip ? 'application/gzip' : 'application/octet-stream');
+  }
+
+  /** The methods text as Markdown. */
+  downloadMethods() {
+    if (this.methodsShown) saveBytes(new TextEncoder().encode(this.methodsShown.markdown), this.methodsShown.name, 'text/markdown');
+  }
+
   /** The last run's output as .nii.gz with its input's header (whatever network is selected now). */
   async download() {
     const res = this.page.result;
@@ -235,6 +306,17 @@ export class ResultsPanel {
     a.remove();
     setTimeout(() => URL.revokeObjectURL(a.href), 10000);
   }
+}
+
+/** Saves bytes as a download named `name`. */
+function saveBytes(bytes, name, type) {
+  const a = document.createElement('a');
+  a.href = URL.createObjectURL(new Blob([bytes], { type }));
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10000);
 }
 
 /**

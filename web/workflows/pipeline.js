@@ -22,7 +22,19 @@ export const GROUPS = [
   { group: 'sharp', label: 'SHARP', when: (v) => v.background === 'sharp' },
   { group: 'resharp', label: 'RESHARP', when: (v) => v.background === 'resharp' },
   { group: 'brainMask', label: 'Brain mask (made from the magnitude when no mask is given)', when: (v, maskGiven) => !maskGiven },
+  { group: 'swi', label: 'SWI + minIP', when: (v) => !!v.also?.includes('swi') },
+  { group: 'r2star', label: 'R2*/T2*', when: (v) => !!v.also?.includes('r2star') },
 ];
+
+/** The pipeline's optional outputs (the schema's `also` choices) in the page's words; a choice not listed shows its name. */
+export const ALSO_LABELS = { swi: 'also SWI + minIP', r2star: 'also R2*/T2*' };
+
+/** The schema's `also` choices (['swi', 'r2star']), or none when the runtime's schema has no `also`. */
+export function alsoChoices(schema) {
+  const list = schema instanceof Map ? [...schema.values()] : schema;
+  const o = list.find((x) => x.name === 'also');
+  return o?.choices?.length ? [...o.choices] : [];
+}
 
 /**
  * The inputs of the pipeline's options, from the schema: methodParams' shape ({name, param, label, unit, help, kind,
@@ -206,6 +218,8 @@ export const pipelineWorkflow = {
       mask: r.mask ?? null,
       like: r.like,
       phaseRange: r.range,
+      fixed: r.fixed ?? 0,
+      phaseUnitsRead: r.units, // the units the loader read the phase in ('rad': the file holds radians as run)
       note: notes.join('; '),
     });
   },
