@@ -20,6 +20,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NO_FETCH_GLOBALS, testInChildWithFetchGlobals } from '../scripts/chromium.js';
 import { sortSeries, DicomError } from './dicom.js';
+import { defaultBackgroundTitle } from '../tests/js/background-titles.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CHROMIUM = '/usr/bin/chromium';
@@ -176,8 +177,7 @@ function browserSuite() {
       // the pipeline on the scan itself (no DICOM, no quantisation): what the DICOM round trip is compared with
       direct = await t.pipeline({ phase: scan.phase, magnitude: scan.magnitude, geometry, te: SCAN.te, b0: SCAN.b0, method: 'tkd' });
       // the stage title of the schema's default background removal, whichever it is
-      const titles = { vsharp: 'V-SHARP', pdf: 'PDF', lbv: 'LBV', ismv: 'iSMV', sharp: 'SHARP', resharp: 'RESHARP' };
-      background = titles[(await t.schema()).find((o) => o.name === 'background').default];
+      background = await defaultBackgroundTitle(t);
     } finally {
       await t.terminate();
     }

@@ -60,10 +60,9 @@ import { fileURLToPath } from 'node:url';
 import { createHash } from 'node:crypto';
 import { startServer } from '../scripts/serve.js';
 import { launchChromium, NO_FETCH_GLOBALS, testInChildWithFetchGlobals } from '../scripts/chromium.js';
+import { backgroundTitle } from '../tests/js/background-titles.js';
 
 /** The stage title of the pipeline's default background removal (the schema's default, whichever removal it is). */
-const BACKGROUND_TITLES = { vsharp: 'V-SHARP', pdf: 'PDF', lbv: 'LBV', ismv: 'iSMV', sharp: 'SHARP', resharp: 'RESHARP' };
-const backgroundTitle = (schema) => BACKGROUND_TITLES[schema.find((o) => o.name === 'background').default];
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CHROMIUM = '/usr/bin/chromium';

@@ -9,11 +9,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { agreement } from '../../bench/speed-web.js';
 import { createTessera, readNifti, writeNifti } from './index.js';
+import { BACKGROUND_TITLES, defaultBackgroundTitle } from '../../tests/js/background-titles.js';
 
 
 /** The stage title of the pipeline's default background removal, from the schema's default (whichever removal it is). */
-const BACKGROUND_TITLES = { vsharp: 'V-SHARP', pdf: 'PDF', lbv: 'LBV', ismv: 'iSMV', sharp: 'SHARP', resharp: 'RESHARP' };
-const defaultBackgroundTitle = async (t) => BACKGROUND_TITLES[(await t.schema()).find((o) => o.name === 'background').default];
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
@@ -112,6 +111,7 @@ test('pipeline: cancelled between two steps; bad inputs refused in one line each
   // The other background removals and their options, from the API.
   for (const [background, options, stage] of [['lbv', { lbv: { maxIterations: 40 } }, 'LBV'], ['ismv', { ismv: { radius: 4, maxIterations: 10 } }, 'iSMV'],
     ['sharp', { sharp: { radius: 6 } }, 'SHARP'], ['resharp', { resharp: { radius: 6, lambda: 0.001, maxIterations: 5 } }, 'RESHARP']]) {
+    assert.equal(BACKGROUND_TITLES[background], stage, 'tests/js/background-titles.js names the stage as C++ does');
     const run = await tessera.pipeline({ ...base, te, background, ...options });
     assert.deepEqual(run.report.plan.stages, ['echo fit', stage, 'TKD'], background);
   }

@@ -8,11 +8,10 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { createTessera, readNifti, writeNifti, makeVolume } from './index.js';
 import { runCli } from '../../tests/js/run-cli.js';
+import { defaultBackgroundTitle } from '../../tests/js/background-titles.js';
 
 
 /** The stage title of the pipeline's default background removal, from the schema's default (whichever removal it is). */
-const BACKGROUND_TITLES = { vsharp: 'V-SHARP', pdf: 'PDF', lbv: 'LBV', ismv: 'iSMV', sharp: 'SHARP', resharp: 'RESHARP' };
-const defaultBackgroundTitle = async (t) => BACKGROUND_TITLES[(await t.schema()).find((o) => o.name === 'background').default];
 
 let tessera;
 let dir;

@@ -9,11 +9,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { agreement } from '../../bench/speed-web.js';
 import { createTessera, readNifti, writeNifti, GAMMA_BAR_MHZ_PER_T } from './index.js';
+import { defaultBackgroundTitle } from '../../tests/js/background-titles.js';
 
 
-/** The stage title of the pipeline's default background removal, from the schema's default (whichever removal it is). */
-const BACKGROUND_TITLES = { vsharp: 'V-SHARP', pdf: 'PDF', lbv: 'LBV', ismv: 'iSMV', sharp: 'SHARP', resharp: 'RESHARP' };
-const defaultBackgroundTitle = async (t) => BACKGROUND_TITLES[(await t.schema()).find((o) => o.name === 'background').default];
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 let tessera;
