@@ -53,11 +53,10 @@ constexpr std::string_view background_title(BackgroundRemoval b) {
 // The pipeline's background removal when none is asked for: RESHARP (Sun & Wilman 2014), whose radius shrinks to the
 // mask's depth. Measured on seven generated heads that vary in size, shape, sinuses, skull, an oblique slab, a
 // partial-coverage slab, anisotropic voxels (0.8–2.5 mm), SNR 40–200 and 3–8 echoes, against each head's true local
-// field inside the brain mask eroded by 5 voxels, mean / worst r: RESHARP 0.905 / 0.759, LBV 0.888 / 0.759, PDF
-// 0.882 / 0.749, V-SHARP 0.871 / 0.745, iSMV 0.864 / 0.745, SHARP 0.787 / 0.660; χ r after TV 0.926 / 0.761 (LBV
-// 0.914 / 0.763, V-SHARP 0.892 / 0.755), after RTS 0.847 / 0.682 (V-SHARP 0.835 / 0.692). The best mean everywhere; the
-// worst cases, all on the noisiest head, lie within 0.01 of the best. It runs on a small head and a real
-// 24 × 24 × 41 mm slab (keeping 40–42 % of the mask, as V-SHARP does), where LBV keeps 3–6 %.
+// field inside the brain mask eroded by 5 voxels, mean / worst r: RESHARP 0.966 / 0.927, V-SHARP 0.961 / 0.920, LBV
+// 0.961 / 0.914, PDF 0.950 / 0.889, iSMV 0.938 / 0.898, SHARP 0.850 / 0.727; χ r after TV RESHARP 0.970 / 0.940
+// (V-SHARP 0.971 / 0.904). The best mean and worst case of the local field, the best worst case of χ. It runs on a
+// small head and a real 24 × 24 × 41 mm slab (keeping 40–42 % of the mask, as V-SHARP does), where LBV keeps 3–6 %.
 inline constexpr BackgroundRemoval kDefaultBackground = BackgroundRemoval::Resharp;
 
 // The default fit_residual_limit (rad): above the noise's residual at any usable SNR (0.02 rad at SNR 100, about
