@@ -321,6 +321,26 @@ TEST(HarmonicBackground, RefusesBadParametersByName) {
 // harmonic background (a 9 ppm air ball 6 mm beyond the mask) is removed to under 1 % of its RMS, as the mean value
 // property of a harmonic field says, up to the discrete sphere's error. The whole 24 mm ball of the scenes above keeps under half
 // at 6 mm and shrinks to 5 mm (below).
+// A radius under every voxel edge makes a sphere of its centre alone (the whole field would be background, the local
+// field zero): RESHARP runs at its floor, 2 voxels of the largest edge; SHARP, with no rule to adapt, refuses in words.
+TEST(HarmonicBackground, ARadiusUnderTheVoxelEdgeIsNotASphereOfOneVoxel) {
+  const Geometry g = test::head(24, 24, 24, 100.0);
+  const std::vector<uint8_t> box = test::box_mask(g, {4, 4, 4}, {20, 20, 20});
+  std::vector<float> field(g.voxel_count(), 0.0f);
+  for (uint64_t i = 0; i < field.size(); ++i) field[i] = static_cast<float>(0.01 * std::sin(0.7 * static_cast<double>(i % 24)));
+  Resharp r(g, field, box);
+  EXPECT_DOUBLE_EQ(r.radius_mm(), 200.0);
+  run_to_end(r);
+  const LocalField out = r.take_result();
+  uint64_t nonzero = 0;
+  for (size_t i = 0; i < out.field.size(); ++i) nonzero += out.mask[i] && out.field[i] != 0.0f;
+  EXPECT_GT(nonzero, 0u) << "a local field of zeros: the kernel held only its centre";
+  EXPECT_EQ(test::error_of([&] { Sharp(g, field, box); }, ErrorCode::InvalidArgument),
+            "sharp: radius_mm 4 mm is under the smallest voxel edge (100 mm): the sphere holds only its centre, so the "
+            "whole field would be taken for background; give a radius of at least one voxel edge, or check the header's "
+            "voxel size");
+}
+
 TEST(HarmonicBackground, ResharpRadiusShrinksToASmallMask) {
   const Geometry g = test::geometry(24, 24, 24);
   const std::vector<uint8_t> box = test::box_mask(g, {5, 5, 5}, {14, 12, 10});

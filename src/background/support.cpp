@@ -109,6 +109,17 @@ SmvGrid smv_grid(const std::string& parameter, const Geometry& g, std::span<cons
       grid.radius_mm = std::max(adapt.floor_mm, grid.radius_mm - adapt.step_mm);
     }
   }
+  // A sphere narrower than every voxel edge holds only its centre: the mean value is the field itself, so the whole
+  // field would be taken for background and the local field would be zero.
+  if (grid.radius_mm < min_edge(g.voxel_mm)) {
+    if (adapt.min_share > 0.0 && adapt.floor_mm >= min_edge(g.voxel_mm)) {
+      grid.radius_mm = adapt.floor_mm;
+    } else {
+      invalid(parameter + " " + message_number(radius_mm) + " mm is under the smallest voxel edge (" +
+              message_number(min_edge(g.voxel_mm)) + " mm): the sphere holds only its centre, so the whole field would "
+              "be taken for background; give a radius of at least one voxel edge, or check the header's voxel size");
+    }
+  }
   grid.padded = smv_padded(grid.box.ext(), g.voxel_mm, grid.radius_mm);
   Geometry pg = g;
   pg.dims = grid.padded;

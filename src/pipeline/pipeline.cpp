@@ -510,7 +510,12 @@ void Pipeline::advance() {
       case BackgroundRemoval::Sharp: local = static_cast<Sharp&>(*current_).take_result(); break;
       case BackgroundRemoval::Resharp: {
         auto& resharp = static_cast<Resharp&>(*current_);
-        if (resharp.radius_mm() < request_.resharp.radius_mm) {
+        if (resharp.radius_mm() > request_.resharp.radius_mm) {
+          result_.warnings.push_back(
+              "RESHARP's radius (resharp.radius " + number_text(request_.resharp.radius_mm) + " mm) is under the voxel "
+              "edge, where its sphere holds only its centre: it ran with " + message_number(resharp.radius_mm(), 3) +
+              " mm (2 voxels of the largest edge)");
+        } else if (resharp.radius_mm() < request_.resharp.radius_mm) {
           result_.warnings.push_back(
               "RESHARP's radius (resharp.radius " + number_text(request_.resharp.radius_mm) + " mm) would keep less than " +
               number_text(100.0 * request_.resharp.min_kept_share) + " % of the mask (a small head or a slab that cuts the "
