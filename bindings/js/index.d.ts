@@ -645,6 +645,8 @@ export interface Status {
   /** workers measureSpeed kept for the next run (counted in liveWorkers) */
   warmWorkers: number;
   moduleHeapBytes: number;
+  /** the allocator's break: every byte the module's malloc took (its high-water), below moduleHeapBytes */
+  moduleHeapBreakBytes: number;
 }
 
 export interface DownloadProgress {
