@@ -168,6 +168,20 @@ TilePlan with_verification(const InversionRequest& r, std::span<const uint8_t> m
 TilePlan plan_unverified(const InversionRequest& r, std::span<const uint8_t> mask, Target target,
                          std::span<const float> field);
 
+// A physics loop run whole holds its loop's volumes on the padded grid (physics_loop_module_bytes_per_voxel) where
+// plan_whole counts a patch's in and out: the module heap is planned again with them (field, mask, χ of the volume).
+TilePlan with_loop_heap(const InversionRequest& r, TilePlan p) {
+  if (!r.model || r.model->kind != ModelKind::PhysicsLoop || !p.whole_volume || !p.feasible) return p;
+  const uint64_t padded = saturating_mul(p.patch_dims[0], saturating_mul(p.patch_dims[1], p.patch_dims[2]));
+  const uint64_t volumes = saturating_mul(r.geometry.voxel_count(), sizeof(float) + 1 + sizeof(float));
+  const uint64_t need = saturating_add(saturating_add(WASM_MODULE_BASELINE_BYTES, volumes),
+                                       saturating_mul(padded, physics_loop_module_bytes_per_voxel(r.model->name)));
+  const uint64_t heap = std::max(p.module_heap_bytes, saturating_add(need, wasm_heap_growth_slack(need)));
+  p.peak_bytes = saturating_add(p.peak_bytes - p.module_heap_bytes, heap);
+  p.module_heap_bytes = heap;
+  return p;
+}
+
 }  // namespace
 
 TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask, Target target, std::span<const float> field) {
@@ -215,7 +229,9 @@ TilePlan plan_unverified(const InversionRequest& r, std::span<const uint8_t> mas
   if (is_phase_network(r)) refuse_tiling(r);
   if (is_phase_network(r)) return with_threads(plan_phase(*r.model, r.geometry, mask, r.phase, echo_count(r), target), r);
   const FieldNetwork net = request_network(r);
-  if (r.whole_volume || (r.model && r.model->kind == ModelKind::NativePatches)) return with_threads(plan_whole(r.geometry, net, target), r);
+  if (r.whole_volume || (r.model && r.model->kind == ModelKind::NativePatches)) {
+    return with_threads(with_loop_heap(r, plan_whole(r.geometry, net, target)), r);
+  }
   if (!r.auto_tile) return with_threads(plan_tiled(r.geometry, mask, net, r.tile, r.workers, target), r);
   AutoPlanRequest a;
   a.geometry = r.geometry;

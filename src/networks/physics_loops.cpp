@@ -143,6 +143,16 @@ Dims3 pad_to_divisor(const Dims3& dims, int64_t divisor) {
   return out;
 }
 
+uint64_t physics_loop_module_bytes_per_voxel(std::string_view model) {
+  // LPCNN: field, mask, kernel, A^H y, p, the estimate (f32 each) = 24; at a network call its input, the call's copy,
+  // the output and its host copy (16); or two nested convolutions (their complex volume 8, two results 8): 40.
+  if (model == "lpcnn") return 40;
+  // MoDL-QSM: φ, mask, kernel, y (2 channels), the network's input and estimate (2 channels each) = 36; at a call the
+  // call's input, its output and the new estimate (2 channels each: 24): 60. A convolution adds 16, under that.
+  if (model == "modl-qsm") return 60;
+  return 4 * 2 * 2;
+}
+
 NetworkTask lpcnn_task(Geometry g, std::span<const float> field, std::span<const uint8_t> mask, unsigned threads) {
   using namespace lpcnn_constants;
   const int64_t divisor = model_spec("lpcnn").divisor;  // the registry's, which the planner tiles with

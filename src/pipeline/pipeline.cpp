@@ -464,18 +464,29 @@ uint64_t pipeline_workspace_bytes(const Geometry& g, const PipelineRequest& r, b
   const uint64_t n = g.voxel_count();
   const bool from_total = pipeline_from_total_field(r);
   const uint64_t echoes = r.te_s.size();
-  // Kept: mask, fit mask, local mask (u8); unwrapped echoes, offset, field Hz, total ppm, residual, local ppm, χ (f32);
-  // from a total field: field Hz, total ppm, local ppm, χ.
-  const uint64_t kept_floats = from_total ? 4 : echoes + 6;
-  const uint64_t kept = saturating_add(saturating_mul(n, 3), saturating_mul(n, kept_floats * sizeof(float)));
+  const uint64_t f32 = saturating_mul(n, sizeof(float));
   EchoFitParams fit = r.echo_fit;
   fit.keep_unwrapped = true;
-  // From a total field in rad/s the conversion holds one more volume (its Hz) beside the kept ones.
-  uint64_t stage = from_total ? saturating_mul(n, sizeof(float)) : echo_fit_workspace_bytes(g, static_cast<uint32_t>(echoes), fit, r.threads);
-  if (!mask_given) stage = std::max(stage, brain_mask_workspace_bytes(g, r.brain_mask, r.threads));
-  if (!pipeline_skips_background(r)) stage = std::max(stage, background_workspace_bytes(g, r));
-  if (r.method) stage = std::max(stage, method_workspace_bytes(*r.method, g, r.method_params, r.threads));
-  return saturating_add(kept, stage);
+  // The stages run one after another: each one's peak is what the earlier stages kept plus its own workspace.
+  // Brain mask (when none is given): its workspace, its result mask included.
+  uint64_t peak = mask_given ? 0 : brain_mask_workspace_bytes(g, r.brain_mask, r.threads);
+  // Echo fit over the mask (u8): its workspace and the unwrapped echoes it keeps; from a total field, the ppm and Hz.
+  const uint64_t fit_stage = from_total ? saturating_mul(f32, 2)
+                                        : saturating_add(echo_fit_workspace_bytes(g, static_cast<uint32_t>(echoes), fit, r.threads),
+                                                         saturating_mul(f32, echoes));
+  peak = std::max(peak, saturating_add(n, fit_stage));
+  // Kept after it: mask, fit mask (u8); unwrapped echoes, offset, field Hz, total ppm, residual (f32); from a total
+  // field, field Hz and total ppm.
+  uint64_t kept = saturating_add(saturating_mul(n, 2), saturating_mul(f32, from_total ? 2 : echoes + 4));
+  if (!pipeline_skips_background(r)) {
+    peak = std::max(peak, saturating_add(kept, background_workspace_bytes(g, r)));
+    kept = saturating_add(kept, saturating_add(n, f32));  // local mask (u8), local field (f32)
+  } else {
+    kept = saturating_add(kept, n);  // the local mask: the fit mask's copy
+  }
+  // The method: its workspace and χ.
+  if (r.method) peak = std::max(peak, saturating_add(kept, saturating_add(method_workspace_bytes(*r.method, g, r.method_params, r.threads), f32)));
+  return std::max(peak, kept);
 }
 
 PipelinePlan plan_pipeline(const Geometry& g, const PipelineRequest& r, bool mask_given, bool magnitude, Target target) {
@@ -488,7 +499,8 @@ PipelinePlan plan_pipeline(const Geometry& g, const PipelineRequest& r, bool mas
   if (!from_total) p.stages.push_back("echo fit");
   if (!pipeline_skips_background(r)) p.stages.push_back(background_title(r.background));
   if (r.method) p.stages.push_back(std::string(method_info(*r.method).title));
-  p.input_bytes = saturating_add(saturating_mul(n, echoes * sizeof(float) * (magnitude ? 2 : 1)), saturating_mul(n, 1 + sizeof(float)));
+  // phase (or the total field) and magnitude (f32 per echo); the volume's mask and the plan's (u8)
+  p.input_bytes = saturating_add(saturating_mul(n, echoes * sizeof(float) * (magnitude ? 2 : 1)), saturating_mul(n, 2));
   p.workspace_bytes = pipeline_workspace_bytes(g, r, mask_given);
   const HeapFit fit = fit_heap(g, p.input_bytes, p.workspace_bytes, target);
   p.module_heap_bytes = fit.module_heap_bytes;

@@ -203,7 +203,8 @@ struct PipelinePlan {
 PipelinePlan plan_pipeline(const Geometry& geometry, const PipelineRequest& request, bool mask_given, bool magnitude,
                            Target target = kBuildTarget);
 
-// Heap bytes the pipeline holds at its peak beyond its inputs: the intermediates kept and the largest stage's workspace.
+// Heap bytes the pipeline holds at its peak beyond its inputs: the largest of its stages' peaks, each what the earlier stages
+// kept plus its own workspace.
 // geometry valid; request's parameters valid.
 uint64_t pipeline_workspace_bytes(const Geometry& geometry, const PipelineRequest& request, bool mask_given);
 
