@@ -3,14 +3,18 @@
 // (wasm memory never shrinks) and reads the module's heap after the run (report.memory.moduleHeapBytes: the wasm
 // memory's size, its high-water), next to plan.moduleHeapBytes. Inputs come from a separate runtime.
 // Iterative methods run a few iterations: their memory is all allocated before the first one ends.
+// The physics loops run small convolution stacks of the networks' channels (tests/js/networks.js) unless --standins
+// names the stand-ins' folder: the module heap holds the loop's volumes, not the network's activations (those live
+// in the ONNX Runtime workers), so it is the same for any network of the same inputs and outputs.
 // Usage: node --no-experimental-fetch bench/memory-plans.js [--dims 160,192,144] [--pipeline-dims 160,192,144;256,256,176]
 //          [--echoes 4] [--pipeline-methods tkd,rts] [--only tkd,tv,pipeline,modl-qsm,...] [--standins /tmp/standins] [--loop-dims 96,96,96] [--json out.json]
-// The physics loops need `node scripts/make_standins.js /tmp/standins --only modl-qsm` (and --only lpcnn) first.
+// --standins: the stand-ins of `node scripts/make_standins.js /tmp/standins --only modl-qsm` (and --only lpcnn).
 import { parseArgs } from 'node:util';
 import fs from 'node:fs';
 import os from 'node:os';
 import { createTessera } from '../bindings/js/index.js';
 import { loadavg } from './common.js';
+import { convStack } from '../tests/js/networks.js';
 
 const { values: a } = parseArgs({
   options: {
@@ -20,7 +24,7 @@ const { values: a } = parseArgs({
     echoes: { type: 'string', default: '4' },
     'pipeline-methods': { type: 'string', default: 'tkd' },
     only: { type: 'string' },
-    standins: { type: 'string', default: '/tmp/standins' },
+    standins: { type: 'string' },
     threads: { type: 'string', default: '2' },
     json: { type: 'string' },
   },
@@ -97,15 +101,16 @@ for (const pd of a['pipeline-dims'].split(';').map(parseDims)) {
 const ldims = parseDims(a['loop-dims']);
 for (const model of ['modl-qsm', 'lpcnn']) {
   if (!wanted(model)) continue;
-  const file = `${a.standins}/${model}-standin.onnx`;
-  if (!fs.existsSync(file)) {
+  const channels = model === 'modl-qsm' ? 2 : 1; // MoDL-QSM's network takes and gives 2 channels, LPCNN's 1
+  const file = a.standins && `${a.standins}/${model}-standin.onnx`;
+  if (file && !fs.existsSync(file)) {
     console.log(`${model}: no stand-in at ${file} (node scripts/make_standins.js ${a.standins} --only ${model})`);
     continue;
   }
-  const weights = new Uint8Array(fs.readFileSync(file));
+  const weights = file ? new Uint8Array(fs.readFileSync(file)) : convStack({ layers: 2, channels: 4, inChannels: channels, outChannels: channels, seed: 5 });
   const g = geom(ldims);
   const ph = await maker.phantom({ geometry: g, seed: 1 });
-  await row(`${model} whole (stand-in)`, ldims, async (t) => {
+  await row(`${model} whole (${file ? 'stand-in' : 'small net'})`, ldims, async (t) => {
     const req = { geometry: g, field: ph.field, mask: ph.mask, model, weights, whole: true };
     const plan = await t.plan(req);
     if (!plan.feasible) throw new Error(plan.message);

@@ -434,6 +434,8 @@ export interface MethodPlan {
   readonly moduleHeapBytes: number;
   readonly peakBytes: number;
   readonly largestVoxels: number;
+  /** the volume's dims scaled alike to hold at most largestVoxels: the largest crop that fits the module heap */
+  readonly largestDims: readonly [number, number, number];
   readonly wholeVolume: true;
   readonly networks: 0;
   readonly tilesInFlight: 0;
@@ -504,6 +506,8 @@ export interface PipelinePlan {
   readonly moduleHeapBytes: number;
   readonly peakBytes: number;
   readonly largestVoxels: number;
+  /** the volume's dims scaled alike to hold at most largestVoxels: the largest crop that fits the module heap */
+  readonly largestDims: readonly [number, number, number];
   readonly threads: number;
   readonly networks: 0;
   readonly tilesInFlight: 0;

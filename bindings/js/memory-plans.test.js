@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTessera } from './index.js';
-import { twoChannel } from '../../tests/js/networks.js';
+import { twoChannel, convStack } from '../../tests/js/networks.js';
 
 const geometry = { dims: [96, 96, 80], voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
 let maker;
@@ -67,4 +67,23 @@ test('a physics loop (MoDL-QSM, whole): the module-heap plan is within 1â€“1.25Ã
     return { plan, heap: out.report.memory.moduleHeapBytes };
   });
   within('modl-qsm', r);
+});
+
+test('a physics loop the auto-planner runs whole is planned with its loop\'s volumes, as when asked to run whole', { timeout: 60000 }, async () => {
+  const t = await createTessera({ workers: 1, hardwareThreads: 2 });
+  try {
+    for (const [model, channels] of [['modl-qsm', 2], ['lpcnn', 1]]) {
+      const weights = convStack({ layers: 2, channels: 4, inChannels: channels, outChannels: channels, seed: 5 });
+      const req = { geometry, field: phantom.field, mask: phantom.mask, model, weights };
+      const auto = await t.plan(req);
+      const whole = await t.plan({ ...req, whole: true });
+      assert.ok(auto.wholeVolume, `${model}: the auto-planner ran it tiled (${auto.explanation})`);
+      assert.equal(auto.moduleHeapBytes, whole.moduleHeapBytes, model);
+      // Above a plain network's (its input and output, 16 bytes a patch voxel) by the loop's volumes.
+      const plain = await t.plan({ ...req, model: undefined, spec: { divisor: 8, bytesPerVoxel: 430 }, whole: true });
+      assert.ok(whole.moduleHeapBytes > plain.moduleHeapBytes + 24 * 96 * 96 * 80, `${model}: ${whole.moduleHeapBytes} vs ${plain.moduleHeapBytes}`);
+    }
+  } finally {
+    await t.terminate();
+  }
 });

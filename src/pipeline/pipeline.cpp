@@ -505,13 +505,21 @@ PipelinePlan plan_pipeline(const Geometry& g, const PipelineRequest& r, bool mas
   const HeapFit fit = fit_heap(g, p.input_bytes, p.workspace_bytes, target);
   p.module_heap_bytes = fit.module_heap_bytes;
   p.largest_voxels = fit.largest_voxels;
+  p.largest_dims = fit.largest_dims;
   p.feasible = fit.fits;
+  if (!p.feasible) {
+    const uint64_t inputs_per_voxel = p.input_bytes / n;
+    p.largest_dims = largest_fitting_crop(g, fit.largest_dims, [&](const Geometry& c) {
+      return fit_heap(c, saturating_mul(c.voxel_count(), inputs_per_voxel), pipeline_workspace_bytes(c, r, mask_given), target).fits;
+    });
+    p.largest_voxels = std::min(p.largest_voxels, static_cast<uint64_t>(p.largest_dims[0] * p.largest_dims[1] * p.largest_dims[2]));
+  }
   if (!p.feasible) {
     const std::string input = from_total ? std::string("from a total field") : "with " + std::to_string(echoes) + " echoes";
     p.message = "the pipeline on " + dims_text(g.dims) + " " + input + " needs " +
                 format_gb(p.module_heap_bytes) + " of the module's heap, over the " + format_gb(WASM_COMPUTE_HEAP_LIMIT_BYTES) +
-                " a browser heap can safely hold: the largest volume that fits holds " + std::to_string(p.largest_voxels) +
-                " voxels; crop the volume around the head" + (from_total ? "" : ", or give fewer echoes");
+                " a browser heap can safely hold: the largest crop that fits is about " + dims_text(p.largest_dims) + " (" +
+                std::to_string(p.largest_voxels) + " voxels); crop the volume around the head" + (from_total ? "" : ", or give fewer echoes");
   }
   return p;
 }

@@ -48,9 +48,9 @@ void network_to_host(const Dims3& dims, std::span<const float> network, std::spa
 // every dims[a] >= 1 and divisor >= 1 (else Error InvalidArgument).
 Dims3 pad_to_divisor(const Dims3& dims, int64_t divisor);
 
-// Module heap a physics loop holds per voxel of its padded grid while it runs whole (its volumes, the dipole
-// convolution's complex volume and the network call's input and output); 16 (a network's in and out, held twice) for a
-// network that is not a counted loop.
+// Module heap a physics loop holds per voxel of its padded grid while it runs (its volumes, the dipole convolution's
+// complex volume and the network call's input and output): the planner's FieldNetwork::module_bytes_per_patch_voxel.
+// model: a registry id (lpcnn, modl-qsm); any other gets FieldNetwork's default.
 uint64_t physics_loop_module_bytes_per_voxel(std::string_view model);
 
 // LPCNN (3 iterations, divisor 8): p0 = a D(y); p_i = den + a D(y) - a D(D(den)); net on ((p - mu)/sigma) m;

@@ -196,6 +196,7 @@ struct PipelinePlan {
   uint64_t workspace_bytes = 0;
   uint64_t module_heap_bytes = 0;
   uint64_t largest_voxels = 0;
+  Dims3 largest_dims{};             // the volume's dims scaled alike to hold at most largest_voxels: the largest crop
   std::string message;              // the refusal with advice; empty when feasible
 };
 
