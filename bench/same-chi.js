@@ -44,7 +44,7 @@ async function outputs(wasmBase) {
     const ph = await t.phantom({ geometry });
     const methods = (await t.schema()).find((o) => o.name === 'method').choices;
     for (const method of methods) {
-      const magnitude = method === 'medi' ? { magnitude: ph.chi.map((v) => 1 + Math.abs(v)) } : {};
+      const magnitude = method === 'medi' || method === 'tfi' ? { magnitude: ph.chi.map((v) => 1 + Math.abs(v)) } : {};
       out.push([method, (await t.invert({ field: ph.field, mask: ph.mask, geometry, method, ...magnitude })).chi]);
     }
     const [weights] = await t.loadWeights('demo-unet');
