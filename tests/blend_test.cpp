@@ -210,7 +210,8 @@ TEST(Blend, ANonFiniteOutputFailsTheTileWithoutWritingIt) {
 }
 
 TEST(Blend, ThePlanCountsTheAccumulator) {
-  const Geometry g = geometry(64, 64, 64);
+  // Large enough that both plans are above the module's initial memory (which no plan goes under).
+  const Geometry g = geometry(128, 128, 128);
   const std::vector<uint8_t> mask(g.voxel_count(), 1);
   const TilePlan crop = plan_tiled(g, mask, plain(8), TileConfig{24, 4}, 1, Target::Wasm);
   const TilePlan blended = plan_tiled(g, mask, plain(8), TileConfig{24, 4, 12, Blend::Cosine}, 1, Target::Wasm);

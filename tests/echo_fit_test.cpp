@@ -314,7 +314,10 @@ TEST(EchoFit, WorkspaceBytes) {
   const Geometry g = tessera::test::geometry(64, 64, 48);
   EchoFitParams p;
   const uint64_t n = g.voxel_count();
-  EXPECT_GE(tessera::echo_fit_workspace_bytes(g, 5, p), 60 * n + tessera::unwrap_region_growing_workspace_bytes(g));
+  // Held while an echo is unwrapped: labels 4, ω and θ 8, six sums 24, the echo's corrected phase 4; and the unwrapper's.
+  EXPECT_GE(tessera::echo_fit_workspace_bytes(g, 5, p), 40 * n + tessera::unwrap_region_growing_workspace_bytes(g));
   p.unwrapper = Unwrapper::Laplacian;
-  EXPECT_GE(tessera::echo_fit_workspace_bytes(g, 5, p), 60 * n + tessera::unwrap_laplacian_workspace_bytes(g));
+  EXPECT_GE(tessera::echo_fit_workspace_bytes(g, 5, p), 40 * n + tessera::unwrap_laplacian_workspace_bytes(g));
+  // The results (12) come with the sums still held: at least 48 bytes a voxel whatever the unwrapper.
+  EXPECT_GE(tessera::echo_fit_workspace_bytes(g, 1, p), 48 * n);
 }

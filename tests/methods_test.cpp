@@ -197,5 +197,23 @@ TEST(Methods, APlanOverTheHeapIsRefusedWithTheLargestVolumeThatFits) {
   EXPECT_TRUE(plan_method(Method::Tkd, fits, MethodParams{}, 2, 0, Target::Wasm).feasible) << dims_text(fits.dims);
 }
 
+TEST(Methods, TheLargestCropOfARefusedPlanFitsAndIsNearlyTheLargest) {
+  // A volume just over the limit, where the heap's growth slack is at its cap (not 20 % of the need).
+  const Geometry big = head(448, 448, 320, 0.5);
+  for (Method m : {Method::Ilsqr, Method::Tv, Method::Tkd}) {
+    const MethodPlan refused = plan_method(m, big, MethodParams{}, 1, 0, Target::Wasm);
+    if (refused.feasible) continue;  // TKD fits this volume
+    Geometry crop = big;
+    crop.dims = refused.largest_dims;
+    EXPECT_LE(crop.voxel_count(), refused.largest_voxels);
+    EXPECT_NE(refused.message.find(dims_text(crop.dims)), std::string::npos) << refused.message;
+    EXPECT_TRUE(plan_method(m, crop, MethodParams{}, 1, 0, Target::Wasm).feasible) << dims_text(crop.dims);
+    // 5 % more along every axis no longer fits: the crop is close to the largest of the volume's shape.
+    Geometry larger = big;
+    for (int a = 0; a < 3; ++a) larger.dims[a] = static_cast<int64_t>(static_cast<double>(crop.dims[a]) * 1.05);
+    EXPECT_FALSE(plan_method(m, larger, MethodParams{}, 1, 0, Target::Wasm).feasible) << dims_text(larger.dims);
+  }
+}
+
 }  // namespace
 }  // namespace tessera

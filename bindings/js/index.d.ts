@@ -442,6 +442,8 @@ export interface MethodPlan {
   readonly moduleHeapBytes: number;
   readonly peakBytes: number;
   readonly largestVoxels: number;
+  /** the volume's dims scaled alike to hold at most largestVoxels: the largest crop that fits the module heap */
+  readonly largestDims: readonly [number, number, number];
   readonly wholeVolume: true;
   readonly networks: 0;
   readonly tilesInFlight: 0;
@@ -532,6 +534,8 @@ export interface PipelinePlan {
   readonly moduleHeapBytes: number;
   readonly peakBytes: number;
   readonly largestVoxels: number;
+  /** the volume's dims scaled alike to hold at most largestVoxels: the largest crop that fits the module heap */
+  readonly largestDims: readonly [number, number, number];
   readonly threads: number;
   readonly networks: 0;
   readonly tilesInFlight: 0;
@@ -750,6 +754,8 @@ export interface Status {
   /** workers measureSpeed kept for the next run (counted in liveWorkers) */
   warmWorkers: number;
   moduleHeapBytes: number;
+  /** the allocator's break: every byte the module's malloc took (its high-water), below moduleHeapBytes */
+  moduleHeapBreakBytes: number;
 }
 
 export interface DownloadProgress {

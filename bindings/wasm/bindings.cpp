@@ -1,5 +1,8 @@
 // Embind registrations only: every conversion lives behind conversions.h.
 #include <emscripten/bind.h>
+#include <unistd.h>
+
+#include <cstdint>
 
 #include "b0_aligned.h"
 #include "contrast_run.h"
@@ -27,6 +30,9 @@ val limits() { return guarded([] { return limits_to_val(); }); }
 val patch_fit(val tile, val cost) { return guarded([&] { return val(wasm_patch_fit(tile_from(tile), cost_from(cost))); }); }
 // Current size of the module's wasm memory: it never shrinks, so this is also its high-water mark.
 double heap_bytes() { return static_cast<double>(__builtin_wasm_memory_size(0)) * 65536.0; }
+// The top of the allocator's break (static data, stack and every byte malloc ever took): never lowered, so its
+// high-water; the heap is this plus what Emscripten's growth committed beyond it.
+double heap_break_bytes() { return static_cast<double>(reinterpret_cast<uintptr_t>(sbrk(0))); }
 // The request read once and planned: the handle the driver worker holds (plan() returns its view).
 PlanHandle plan(val geometry, val mask, val request, val field) {
   return guarded([&] { return plan_request(geometry, mask, request, field); });
@@ -114,6 +120,7 @@ EMSCRIPTEN_BINDINGS(tessera) {
   function("schema", &schema);
   function("patchFit", &patch_fit);
   function("heapBytes", &heap_bytes);
+  function("heapBreakBytes", &heap_break_bytes);
   function("plan", &plan);
   // Requests read so far (one per API call): the runtime's internal counters, not the package's API.
   function("requestParses", &parses);

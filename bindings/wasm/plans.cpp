@@ -21,7 +21,8 @@ namespace {
 
 // The fields of a plan without tiles (a pipeline's or a method's): its verdict, its memory and no networks.
 val untiled_plan(bool feasible, const std::string& message, uint64_t input_bytes, uint64_t workspace_bytes,
-                 uint64_t module_heap_bytes, uint64_t peak_bytes, uint64_t largest_voxels, unsigned threads) {
+                 uint64_t module_heap_bytes, uint64_t peak_bytes, uint64_t largest_voxels, const Dims3& largest_dims,
+                 unsigned threads) {
   val p = val::object();
   p.set("feasible", feasible);
   p.set("message", message);
@@ -30,6 +31,9 @@ val untiled_plan(bool feasible, const std::string& message, uint64_t input_bytes
   p.set("moduleHeapBytes", static_cast<double>(module_heap_bytes));
   p.set("peakBytes", static_cast<double>(peak_bytes));
   p.set("largestVoxels", static_cast<double>(largest_voxels));
+  val dims = val::array();
+  for (int64_t d : largest_dims) dims.call<void>("push", static_cast<double>(d));
+  p.set("largestDims", dims);
   p.set("threads", threads);
   p.set("networks", 0);
   p.set("tilesInFlight", 0);
@@ -41,7 +45,7 @@ val untiled_plan(bool feasible, const std::string& message, uint64_t input_bytes
 
 val pipeline_plan_to_val(const PipelinePlan& plan, unsigned threads) {
   val p = untiled_plan(plan.feasible, plan.message, plan.input_bytes, plan.workspace_bytes, plan.module_heap_bytes,
-                       plan.module_heap_bytes, plan.largest_voxels, threads);
+                       plan.module_heap_bytes, plan.largest_voxels, plan.largest_dims, threads);
   p.set("pipeline", true);
   val stages = val::array();
   for (const std::string& stage : plan.stages) stages.call<void>("push", stage);
@@ -102,7 +106,7 @@ val methods_text_to_val(const MethodsText& m) {
 
 val method_plan_to_val(const MethodPlan& plan) {
   val p = untiled_plan(plan.feasible, plan.message, plan.input_bytes, plan.workspace_bytes, plan.module_heap_bytes,
-                       plan.peak_bytes, plan.largest_voxels, plan.threads);
+                       plan.peak_bytes, plan.largest_voxels, plan.largest_dims, plan.threads);
   p.set("method", plan.method);
   p.set("title", plan.title);
   p.set("methodSteps", plan.steps);

@@ -235,11 +235,13 @@ uint64_t vsharp_workspace_bytes(const Geometry& g, const VSharpParams& params, u
   const std::vector<double> radii = vsharp_radii_mm(g.voxel_mm, params);
   const Dims3 padded = bgi::smv_padded(g.dims, g.voxel_mm, radii.front());
   const uint64_t n = bgi::count(padded), v = g.voxel_count();
-  // distances and EDT scratch (construction), assignment, two complex volumes, inverse kernel, assembled field, result,
-  // FFT scratch
-  const uint64_t steps = n * (1 + 2 * sizeof(Complex) + 2 * sizeof(float)) + v * (sizeof(float) + 1) +
-                         fft3d_workspace_bytes(padded, threads);
-  return erosion_workspace_bytes(g.dims, threads) + steps;
+  // The largest of: the construction (distances and EDT scratch, the assignment); the radii (assignment, two complex
+  // volumes, inverse kernel, assembled field); the deconvolution (assignment, one complex volume, inverse kernel, the
+  // result's field and mask: the field's transform and the assembled field are freed by then); FFT scratch.
+  const uint64_t construction = erosion_workspace_bytes(g.dims, threads) + n;
+  const uint64_t per_radius = n * (1 + 2 * sizeof(Complex) + 2 * sizeof(float));
+  const uint64_t deconvolution = n * (1 + sizeof(Complex) + sizeof(float)) + v * (sizeof(float) + 1);
+  return std::max({construction, per_radius, deconvolution}) + fft3d_workspace_bytes(padded, threads);
 }
 
 }  // namespace tessera

@@ -83,6 +83,10 @@ uint32_t patch_concurrency(uint64_t bytes_per_tile, uint32_t pool, Target target
 
 uint64_t wasm_heap_growth_slack(uint64_t needed_bytes) { return std::min<uint64_t>(needed_bytes / 5, 96ull << 20); }
 
+uint64_t wasm_module_heap_bytes(uint64_t needed_bytes) {
+  return std::max(WASM_MODULE_INITIAL_MEMORY_BYTES, saturating_add(needed_bytes, wasm_heap_growth_slack(needed_bytes)));
+}
+
 std::string format_gb(uint64_t bytes) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f GB", static_cast<double>(bytes) / 1e9);

@@ -8,16 +8,16 @@
 namespace tessera {
 
 namespace {
-// The module's baseline plus field (f32), mask (u8) and chi (f32) of the whole volume.
+// The module's baseline plus field (f32), the volume's mask and the plan's (u8) and chi (f32) of the whole volume.
 uint64_t volume_bytes(const Geometry& g) {
-  return saturating_add(WASM_MODULE_BASELINE_BYTES, saturating_mul(g.voxel_count(), 4 + 1 + 4));
+  return saturating_add(WASM_MODULE_BASELINE_BYTES, saturating_mul(g.voxel_count(), 4 + 1 + 1 + 4));
 }
 // The end of a feasible tiled plan: the module heap (need plus the heap's growth slack), the peak, and the fidelity
 // predicted by `predict` on the given model, else on one made from the network's context when it is known.
 template <class Predict>
 void finish_plan(TilePlan& p, const Geometry& g, std::span<const uint8_t> mask, const FieldNetwork& network,
                  uint64_t need, const FidelityModel* fidelity, Predict predict) {
-  p.module_heap_bytes = saturating_add(need, wasm_heap_growth_slack(need));
+  p.module_heap_bytes = wasm_module_heap_bytes(need);
   p.peak_bytes = saturating_add(p.activation_bytes, p.module_heap_bytes);
   p.feasible = true;
   if (fidelity) {
@@ -73,12 +73,12 @@ TilePlan plan_tiled(const Geometry& g, std::span<const uint8_t> mask, const Fiel
   p.tiles_skipped = grid.skipped;
   const uint32_t in_flight = static_cast<uint32_t>(std::min<uint64_t>(p.tiles_in_flight, std::max<uint64_t>(1, grid.active)));
   p.activation_bytes = saturating_mul(p.bytes_per_tile, in_flight);
-  const uint64_t patch_io = saturating_mul(saturating_mul(p.patch_edge, saturating_mul(p.patch_edge, p.patch_edge)), 4 * 2);
-  // Per tile in flight: the gathered input and the network's output, each held twice at the hand-over
-  // (the driver's buffer and the bridge's copy).
+  const uint64_t patch_module = saturating_mul(saturating_mul(p.patch_edge, saturating_mul(p.patch_edge, p.patch_edge)),
+                                              network.module_bytes_per_patch_voxel);
+  // Per tile in flight: what its patch holds in the module (FieldNetwork::module_bytes_per_patch_voxel).
   // Overlapping tiles also hold the blend accumulator (tessera/blend.h).
   const uint64_t need = saturating_add(saturating_add(volume_bytes(g), TileWriter::extra_bytes(g, cfg)),
-                                       saturating_mul(saturating_mul(patch_io, 2), in_flight));
+                                       saturating_mul(patch_module, in_flight));
   finish_plan(p, g, mask, network, need, fidelity, [&](const FidelityModel& m) { return m.predict(cfg, p.patch_edge); });
   return p;
 }
@@ -118,8 +118,8 @@ TilePlan plan_box_split(const Geometry& g, std::span<const uint8_t> mask, const 
   p.tiles_in_flight = patch_concurrency(p.bytes_per_tile, p.workers, target);
   const uint32_t in_flight = static_cast<uint32_t>(std::min<uint64_t>(p.tiles_in_flight, std::max<uint64_t>(1, p.grid.active)));
   p.activation_bytes = saturating_mul(p.bytes_per_tile, in_flight);
-  // Per slab in flight: the gathered input and the network's output, each held twice at the hand-over.
-  const uint64_t need = saturating_add(volume_bytes(g), saturating_mul(saturating_mul(voxels, 4 * 2 * 2), in_flight));
+  // Per slab in flight: what its patch holds in the module.
+  const uint64_t need = saturating_add(volume_bytes(g), saturating_mul(saturating_mul(voxels, network.module_bytes_per_patch_voxel), in_flight));
   finish_plan(p, g, mask, network, need, fidelity, [&](const FidelityModel& m) { return m.predict_grid(p.grid, p.patch_dims); });
   return p;
 }
@@ -146,8 +146,8 @@ TilePlan plan_whole(const Geometry& g, const FieldNetwork& network, Target targe
   p.tiles_active = 1;
   p.activation_bytes = s.bytes;
   const uint64_t padded = saturating_mul(s.dims[0], saturating_mul(s.dims[1], s.dims[2]));
-  const uint64_t need = saturating_add(volume_bytes(g), saturating_mul(padded, 4 * 2 * 2));
-  p.module_heap_bytes = saturating_add(need, wasm_heap_growth_slack(need));
+  const uint64_t need = saturating_add(volume_bytes(g), saturating_mul(padded, network.module_bytes_per_patch_voxel));
+  p.module_heap_bytes = wasm_module_heap_bytes(need);
   p.peak_bytes = saturating_add(p.activation_bytes, p.module_heap_bytes);
   p.grid = whole_volume_grid(g, Dims3{-s.pad_low[0], -s.pad_low[1], -s.pad_low[2]}, p.patch_edge);
   if (cropped) {

@@ -124,7 +124,8 @@ uint64_t medi_workspace_bytes(const Geometry& g, const MediParams& params, unsig
   validate_geometry(g);
   validate(params);
   const uint64_t n = g.voxel_count();
-  return 21 * n * sizeof(float) + n * sizeof(Complex) + fft3d_workspace_bytes(g.dims, threads);
+  // kernel, m², φ, edges (3), χ, P, dχ, r, direction, A·direction, gradient (3), scratch (f32 each); one complex volume
+  return 16 * n * sizeof(float) + n * sizeof(Complex) + fft3d_workspace_bytes(g.dims, threads);
 }
 
 }  // namespace tessera

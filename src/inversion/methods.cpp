@@ -397,14 +397,29 @@ uint64_t method_workspace_bytes(Method method, const Geometry& g, const MethodPa
   throw Error(ErrorCode::Internal, "method '" + std::string(method_info(method).name) + "' has no memory model");
 }
 
+Dims3 largest_fitting_crop(const Geometry& g, Dims3 start, const std::function<bool(const Geometry&)>& fits) {
+  Geometry c = g;
+  c.dims = start;
+  // A workspace that is not linear in the voxel count (FFT sizes, padding): 2 % smaller per axis until it fits.
+  for (int i = 0; i < 100 && !fits(c); ++i) {
+    for (int a = 0; a < 3; ++a) c.dims[a] = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(c.dims[a]) * 0.98));
+  }
+  return c.dims;
+}
+
 HeapFit fit_heap(const Geometry& g, uint64_t input_bytes, uint64_t workspace_bytes, Target target) {
   validate_geometry(g);
   HeapFit f;
   const uint64_t need = saturating_add(saturating_add(WASM_MODULE_BASELINE_BYTES, input_bytes), workspace_bytes);
-  f.module_heap_bytes = saturating_add(need, wasm_heap_growth_slack(need));
-  // The largest volume of this shape that fits: memory grows linearly with the voxel count.
-  const double per_voxel = static_cast<double>(f.module_heap_bytes - WASM_MODULE_BASELINE_BYTES) / static_cast<double>(g.voxel_count());
-  f.largest_voxels = static_cast<uint64_t>(static_cast<double>(WASM_COMPUTE_HEAP_LIMIT_BYTES - WASM_MODULE_BASELINE_BYTES) / per_voxel);
+  f.module_heap_bytes = wasm_module_heap_bytes(need);
+  // The largest volume of this shape that fits, the need growing linearly with the voxel count: the heap is the need
+  // and its slack (20 % of it, or at most the cap), so it fits when either 1.2 · need or need + cap is within the limit.
+  const double per_voxel = static_cast<double>(saturating_add(input_bytes, workspace_bytes)) / static_cast<double>(g.voxel_count());
+  const double limit = static_cast<double>(WASM_COMPUTE_HEAP_LIMIT_BYTES), base = static_cast<double>(WASM_MODULE_BASELINE_BYTES);
+  const double cap = static_cast<double>(wasm_heap_growth_slack(UINT64_MAX));
+  f.largest_voxels = static_cast<uint64_t>(std::max(limit / 1.2 - base, limit - cap - base) / per_voxel);
+  const double scale = std::min(1.0, std::cbrt(static_cast<double>(f.largest_voxels) / static_cast<double>(g.voxel_count())));
+  for (int a = 0; a < 3; ++a) f.largest_dims[a] = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(g.dims[a]) * scale));
   f.fits = target == Target::Native || f.module_heap_bytes <= WASM_COMPUTE_HEAP_LIMIT_BYTES;
   return f;
 }
@@ -419,25 +434,29 @@ MethodPlan plan_method(Method method, const Geometry& g, const MethodParams& par
   p.threads = std::max(1u, threads);
   p.steps = method_steps(method, params);
   const uint64_t n = g.voxel_count();
-  // field (f32), mask (u8), χ (f32), magnitude (f32 per echo)
-  const uint64_t per_voxel_inputs = 2 * sizeof(float) + sizeof(uint8_t) + uint64_t{magnitude_echoes} * sizeof(float);
+  // field (f32), the volume's mask and the plan's (u8), χ (f32), magnitude (f32 per echo)
+  const uint64_t per_voxel_inputs = 2 * sizeof(float) + 2 * sizeof(uint8_t) + uint64_t{magnitude_echoes} * sizeof(float);
   p.input_bytes = saturating_mul(n, per_voxel_inputs);
   p.workspace_bytes = method_workspace_bytes(method, g, params, p.threads);
   const HeapFit fit = fit_heap(g, p.input_bytes, p.workspace_bytes, target);
   p.module_heap_bytes = p.peak_bytes = fit.module_heap_bytes;
   p.largest_voxels = fit.largest_voxels;
+  p.largest_dims = fit.largest_dims;
   p.feasible = fit.fits;
+  if (!p.feasible) {
+    p.largest_dims = largest_fitting_crop(g, fit.largest_dims, [&](const Geometry& c) {
+      return fit_heap(c, saturating_mul(c.voxel_count(), per_voxel_inputs), method_workspace_bytes(method, c, params, p.threads), target).fits;
+    });
+    p.largest_voxels = std::min(p.largest_voxels, static_cast<uint64_t>(p.largest_dims[0] * p.largest_dims[1] * p.largest_dims[2]));
+  }
   if (info.needs_magnitude && magnitude_echoes == 0) {
     p.feasible = false;
     p.refusal = ErrorCode::InvalidArgument;
     p.message = p.title + " needs the magnitude image (its edge prior comes from it): give magnitude, or choose another method";
   } else if (!p.feasible) {
-    const double scale = std::cbrt(static_cast<double>(p.largest_voxels) / static_cast<double>(n));
-    Dims3 fit{};
-    for (int a = 0; a < 3; ++a) fit[a] = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(g.dims[a]) * scale));
     p.message = p.title + " on " + dims_text(g.dims) + " needs " + format_gb(p.module_heap_bytes) + " of the module's heap, over the " +
                 format_gb(WASM_COMPUTE_HEAP_LIMIT_BYTES) + " a browser heap can safely hold: the largest volume that fits holds " +
-                std::to_string(p.largest_voxels) + " voxels (about " + dims_text(fit) +
+                std::to_string(p.largest_voxels) + " voxels (about " + dims_text(p.largest_dims) +
                 "); crop the volume to the mask's bounding box, or choose a method with less memory (tkd, tikhonov)";
   }
   return p;

@@ -141,7 +141,9 @@ uint64_t tfi_workspace_bytes(const Geometry& g, const TfiParams& params, unsigne
   validate_geometry(g);
   validate(params);
   const uint64_t n = g.voxel_count();
-  return 21 * n * sizeof(float) + n * sizeof(Complex) + fft3d_workspace_bytes(g.dims, threads);
+  // kernel, w², field, edges (3), y, q, dy, r, direction, A·direction, P, regulariser, gradient (3) (f32 each); one
+  // complex volume
+  return 17 * n * sizeof(float) + n * sizeof(Complex) + fft3d_workspace_bytes(g.dims, threads);
 }
 
 }  // namespace tessera

@@ -59,6 +59,8 @@ TilePlan with_training_grid(const InversionRequest& r, const Geometry& training,
 
 FieldNetwork request_network(const InversionRequest& r) {
   FieldNetwork n = r.model ? field_network(*r.model) : r.custom;
+  // A physics loop's patch (the whole volume, run whole) holds the loop's volumes in the module.
+  if (r.model && r.model->kind == ModelKind::PhysicsLoop) n.module_bytes_per_patch_voxel = physics_loop_module_bytes_per_voxel(r.model->id);
   // A probe's profile first; then the registry's measured one while the weights' graph agrees with the registry's;
   // else the profile of the given radius (the weights' graph, or the custom network's declaration).
   const bool registry_measured = r.model && !r.model->measured_context.empty();
@@ -195,7 +197,7 @@ TilePlan with_verification(const InversionRequest& r, std::span<const uint8_t> m
     // forward model join the module heap.
     const uint64_t need = saturating_add(saturating_add(p.module_heap_bytes, v->module_heap_bytes),
                                          dipole_workspace_bytes(r.geometry, 2));
-    p.module_heap_bytes = saturating_add(need, wasm_heap_growth_slack(need));
+    p.module_heap_bytes = wasm_module_heap_bytes(need);
     p.peak_bytes = saturating_add(std::max(p.activation_bytes, v->plan.activation_bytes), p.module_heap_bytes);
   }
   p.verify = std::move(v);
@@ -258,7 +260,9 @@ TilePlan plan_unverified(const InversionRequest& r, std::span<const uint8_t> mas
   if (is_phase_network(r)) refuse_tiling(r);
   if (is_phase_network(r)) return with_threads(plan_phase(*r.model, r.geometry, mask, r.phase, echo_count(r), target), r);
   const FieldNetwork net = request_network(r);
-  if (r.whole_volume || (r.model && r.model->kind == ModelKind::NativePatches)) return with_threads(plan_whole(r.geometry, net, target), r);
+  if (r.whole_volume || (r.model && r.model->kind == ModelKind::NativePatches)) {
+    return with_threads(plan_whole(r.geometry, net, target), r);
+  }
   if (!r.auto_tile) return with_threads(plan_tiled(r.geometry, mask, net, r.tile, r.workers, target), r);
   AutoPlanRequest a;
   a.geometry = r.geometry;

@@ -75,7 +75,7 @@ uint64_t phase_module_bytes(const Geometry& g, const PhaseLayout& l, uint32_t ec
   need = saturating_add(need, saturating_mul(n, saturating_add(saturating_mul(echoes, echoes > 1 ? 8 : 4), 1 + 1 + 4)));
   need = saturating_add(need, saturating_mul(crop, 4 + 4 + 4 + 4 + 1));
   need = saturating_add(need, saturating_mul(padded, 4 * 4 * 2));
-  return saturating_add(need, wasm_heap_growth_slack(need));
+  return wasm_module_heap_bytes(need);
 }
 
 void validate_settings(const PhaseSettings& s) {

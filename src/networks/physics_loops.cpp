@@ -8,6 +8,7 @@
 #include "tessera/common/dipole.h"
 #include "tessera/common/error.h"
 #include "tessera/networks/training_grid.h"
+#include "tessera/engine/driver.h"
 #include "tessera/registry/registry.h"
 #include "networks/network_tasks.h"
 
@@ -142,6 +143,17 @@ Dims3 pad_to_divisor(const Dims3& dims, int64_t divisor) {
     out[a] = (dims[a] + divisor - 1) / divisor * divisor;
   }
   return out;
+}
+
+uint64_t physics_loop_module_bytes_per_voxel(std::string_view model) {
+  // LPCNN: field, mask, kernel, A^H y, p, the estimate (f32 each) = 24; at a network call its input, the call's copy,
+  // the output and its host copy (16), while a convolution's complex volume (8) is still held: 48.
+  if (model == "lpcnn") return 48;
+  // MoDL-QSM: φ, mask, kernel, y (2 channels), the network's input and estimate (2 channels each) = 36; at a call the
+  // call's input, its output and the new estimate (2 channels each: 24), with a convolution's complex volume and its
+  // result (16): 76.
+  if (model == "modl-qsm") return 76;
+  return FieldNetwork{}.module_bytes_per_patch_voxel;
 }
 
 NetworkTask lpcnn_task(Geometry g, std::span<const float> field, std::span<const uint8_t> mask, unsigned threads) {

@@ -494,11 +494,13 @@ uint64_t echo_fit_workspace_bytes(const Geometry& g, uint32_t echoes, const Echo
   const uint64_t n = g.voxel_count();
   const uint64_t unwrapper = params.unwrapper == Unwrapper::Laplacian ? unwrap_laplacian_workspace_bytes(g, threads)
                                                                       : unwrap_region_growing_workspace_bytes(g);
-  // labels 4 (+ the labelling queue 4), ω and θ 8, sums 24, corrected and unwrapped echo 8, results 12; component
-  // sums and counts (at most one component per 2 voxels: 16 bytes each); the smooth offset's refit: the labels and
-  // echoes (16·N) freed, eight float volumes (32·N) in their place
-  const uint64_t refit = params.offset == OffsetFit::Smooth && echoes >= 2 ? 60 * n - 16 * n + 32 * n : 0;
-  return std::max(60 * n + unwrapper + 8 * n, refit) + static_cast<uint64_t>(echoes) * sizeof(double);
+  // Held throughout: labels 4, ω and θ 8, the six sums 24. Then the largest of: an echo's corrected phase 4 and its
+  // unwrapping (whose result is the unwrapped echo); the alignment of an unwrapped echo (corrected and unwrapped 8,
+  // component sums and counts: at most one component per 2 voxels, 16 bytes each); the results 12; the smooth offset's
+  // refit (eight float volumes, 32). The unwrapped echoes kept for the caller are the caller's (keep_unwrapped).
+  const uint64_t held = 36 * n;
+  const uint64_t refit = params.offset == OffsetFit::Smooth && echoes >= 2 ? 32 * n : 0;
+  return held + std::max({4 * n + unwrapper, 16 * n, 12 * n, refit}) + static_cast<uint64_t>(echoes) * sizeof(double);
 }
 
 }  // namespace tessera

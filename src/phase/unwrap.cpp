@@ -382,8 +382,9 @@ std::vector<float> unwrap_region_growing(const Geometry& g, std::span<const floa
 uint64_t unwrap_region_growing_workspace_bytes(const Geometry& g) {
   validate_geometry(g);
   const uint64_t n = g.voxel_count();
-  // weights 3, visited 1, seeds 8, queue 6 pushes · 8 bytes · 2 (vector growth), result 4; bucket counts
-  return 112 * n + (6 * 255 + 1) * sizeof(uint64_t) + 256 * 3 * sizeof(void*);
+  // weights 3, visited 1, seeds 8, result 4; the bucket queue: one pending item (8 bytes) per voxel, in vectors that
+  // double (a growing region's frontier holds far fewer than the 6 pushes per voxel a voxel may receive); bucket counts
+  return 32 * n + (6 * 255 + 1) * sizeof(uint64_t) + 256 * 3 * sizeof(void*);
 }
 
 }  // namespace tessera

@@ -560,29 +560,43 @@ uint64_t pipeline_workspace_bytes(const Geometry& g, const PipelineRequest& r, b
   const uint64_t n = g.voxel_count();
   const bool from_total = pipeline_from_total_field(r);
   const uint64_t echoes = r.te_s.size();
-  // Kept: mask, fit mask, local mask (u8); unwrapped echoes, offset, field Hz, total ppm, residual, local ppm, χ (f32);
-  // from a total field: field Hz, total ppm, local ppm, χ.
-  const uint64_t kept_floats = from_total ? 4 : echoes + 6;
-  const uint64_t kept = saturating_add(saturating_mul(n, 3), saturating_mul(n, kept_floats * sizeof(float)));
+  const uint64_t f32 = saturating_mul(n, sizeof(float));
   EchoFitParams fit = r.echo_fit;
   fit.keep_unwrapped = true;
-  // From a total field in rad/s the conversion holds one more volume (its Hz) beside the kept ones.
-  uint64_t stage = from_total ? saturating_mul(n, sizeof(float)) : echo_fit_workspace_bytes(g, static_cast<uint32_t>(echoes), fit, r.threads);
-  if (!mask_given) stage = std::max(stage, brain_mask_workspace_bytes(g, r.brain_mask, r.threads));
-  if (!pipeline_skips_background(r)) stage = std::max(stage, background_workspace_bytes(g, r));
-  if (r.method) stage = std::max(stage, method_workspace_bytes(*r.method, g, r.method_params, r.threads));
-  // The optional outputs: kept are SWI's four maps and the minIP (20·N), R2*'s four maps (16·N); each stage's
-  // workspace is counted whole beside them (its results included: an upper bound).
-  uint64_t also_kept = 0;
+  // The stages run one after another: each one's peak is what the earlier stages kept plus its own workspace.
+  // Brain mask (when none is given): its workspace, its result mask included.
+  uint64_t peak = mask_given ? 0 : brain_mask_workspace_bytes(g, r.brain_mask, r.threads);
+  // Echo fit over the mask (u8): its workspace and the unwrapped echoes it keeps; from a total field, the ppm and Hz.
+  const uint64_t fit_stage = from_total ? saturating_mul(f32, 2)
+                                        : saturating_add(echo_fit_workspace_bytes(g, static_cast<uint32_t>(echoes), fit, r.threads),
+                                                         saturating_mul(f32, echoes));
+  peak = std::max(peak, saturating_add(n, fit_stage));
+  // Kept after it: mask, fit mask (u8); unwrapped echoes, offset, field Hz, total ppm, residual (f32); from a total
+  // field, field Hz and total ppm.
+  uint64_t kept = saturating_add(saturating_mul(n, 2), saturating_mul(f32, from_total ? 2 : echoes + 4));
+  if (!pipeline_skips_background(r)) {
+    peak = std::max(peak, saturating_add(kept, background_workspace_bytes(g, r)));
+    kept = saturating_add(kept, saturating_add(n, f32));  // local mask (u8), local field (f32)
+  } else {
+    kept = saturating_add(kept, n);  // the local mask: the fit mask's copy
+  }
+  // The method: its workspace and χ.
+  if (r.method) {
+    peak = std::max(peak, saturating_add(kept, saturating_add(method_workspace_bytes(*r.method, g, r.method_params, r.threads), f32)));
+    kept = saturating_add(kept, f32);  // χ
+  }
+  // The optional outputs after it: SWI (its workspace and the minIP's), then its four maps and the minIP kept (20·N);
+  // R2* (its workspace), then its four maps kept (16·N).
   if (r.also_swi) {
-    also_kept = saturating_add(also_kept, saturating_mul(n, 5 * sizeof(float)));
-    stage = std::max(stage, saturating_add(swi_workspace_bytes(g, r.swi, r.threads), min_intensity_projection_workspace_bytes(g)));
+    peak = std::max(peak, saturating_add(kept, saturating_add(swi_workspace_bytes(g, r.swi, r.threads),
+                                                              min_intensity_projection_workspace_bytes(g))));
+    kept = saturating_add(kept, saturating_mul(f32, 5));
   }
   if (r.also_r2star) {
-    also_kept = saturating_add(also_kept, saturating_mul(n, 4 * sizeof(float)));
-    stage = std::max(stage, r2star_workspace_bytes(g, static_cast<uint32_t>(echoes), r.r2star, r.threads));
+    peak = std::max(peak, saturating_add(kept, r2star_workspace_bytes(g, static_cast<uint32_t>(echoes), r.r2star, r.threads)));
+    kept = saturating_add(kept, saturating_mul(f32, 4));
   }
-  return saturating_add(saturating_add(kept, also_kept), stage);
+  return std::max(peak, kept);
 }
 
 PipelinePlan plan_pipeline(const Geometry& g, const PipelineRequest& r, bool mask_given, bool magnitude, Target target) {
@@ -597,18 +611,27 @@ PipelinePlan plan_pipeline(const Geometry& g, const PipelineRequest& r, bool mas
   if (r.method) p.stages.push_back(std::string(method_info(*r.method).title));
   if (r.also_swi) p.stages.insert(p.stages.end(), {"SWI", "minIP"});
   if (r.also_r2star) p.stages.push_back("R2*");
-  p.input_bytes = saturating_add(saturating_mul(n, echoes * sizeof(float) * (magnitude ? 2 : 1)), saturating_mul(n, 1 + sizeof(float)));
+  // phase (or the total field) and magnitude (f32 per echo); the volume's mask and the plan's (u8)
+  p.input_bytes = saturating_add(saturating_mul(n, echoes * sizeof(float) * (magnitude ? 2 : 1)), saturating_mul(n, 2));
   p.workspace_bytes = pipeline_workspace_bytes(g, r, mask_given);
   const HeapFit fit = fit_heap(g, p.input_bytes, p.workspace_bytes, target);
   p.module_heap_bytes = fit.module_heap_bytes;
   p.largest_voxels = fit.largest_voxels;
+  p.largest_dims = fit.largest_dims;
   p.feasible = fit.fits;
+  if (!p.feasible) {
+    const uint64_t inputs_per_voxel = p.input_bytes / n;
+    p.largest_dims = largest_fitting_crop(g, fit.largest_dims, [&](const Geometry& c) {
+      return fit_heap(c, saturating_mul(c.voxel_count(), inputs_per_voxel), pipeline_workspace_bytes(c, r, mask_given), target).fits;
+    });
+    p.largest_voxels = std::min(p.largest_voxels, static_cast<uint64_t>(p.largest_dims[0] * p.largest_dims[1] * p.largest_dims[2]));
+  }
   if (!p.feasible) {
     const std::string input = from_total ? std::string("from a total field") : "with " + std::to_string(echoes) + " echoes";
     p.message = "the pipeline on " + dims_text(g.dims) + " " + input + " needs " +
                 format_gb(p.module_heap_bytes) + " of the module's heap, over the " + format_gb(WASM_COMPUTE_HEAP_LIMIT_BYTES) +
-                " a browser heap can safely hold: the largest volume that fits holds " + std::to_string(p.largest_voxels) +
-                " voxels; crop the volume around the head" + (from_total ? "" : ", or give fewer echoes");
+                " a browser heap can safely hold: the largest crop that fits is about " + dims_text(p.largest_dims) + " (" +
+                std::to_string(p.largest_voxels) + " voxels); crop the volume around the head" + (from_total ? "" : ", or give fewer echoes");
   }
   return p;
 }

@@ -2,6 +2,8 @@
 // next to each target, renamed into place), so that a file on disk is complete.
 import fs from 'node:fs';
 import path from 'node:path';
+import zlib from 'node:zlib';
+import { readNiftiHeader } from '../io/nifti.js';
 import { CliError, EXIT_ERROR } from './errors.js';
 
 /** Whether a path names a NIfTI file (.nii or .nii.gz). */
@@ -15,6 +17,39 @@ export async function readBytes(file, what, signal) {
   } catch (e) {
     if (e.name === 'AbortError') throw e;
     throw new CliError(`could not read the ${what} ${file}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`, EXIT_ERROR, 'ReadFailed');
+  }
+}
+
+/** The most bytes read for a header: a NIfTI-2 header is 540 bytes; a .nii.gz needs some of its deflate stream. */
+const HEADER_PREFIX_BYTES = 64 * 1024;
+
+/**
+ * A NIfTI file's header alone (io/nifti.js readNiftiHeader), read from the file's first bytes without its image: the
+ * dims, echoes, datatype and geometry a run is planned (or refused) from before the data is read. multiEcho: as
+ * readNiftiHeader. A file that is not a NIfTI header is refused as the full read would (CliError, InvalidNifti).
+ */
+export async function readHeader(file, what, { multiEcho = true, signal } = {}) {
+  let prefix;
+  try {
+    const fh = await fs.promises.open(file, 'r');
+    try {
+      const { bytesRead, buffer } = await fh.read({ buffer: Buffer.alloc(HEADER_PREFIX_BYTES), position: 0 });
+      prefix = buffer.subarray(0, bytesRead);
+    } finally {
+      await fh.close();
+    }
+  } catch (e) {
+    throw new CliError(`could not read the ${what} ${file}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`, EXIT_ERROR, 'ReadFailed');
+  }
+  signal?.throwIfAborted();
+  try {
+    // A .nii.gz: what the prefix's deflate stream yields (a sync flush takes a stream cut anywhere).
+    const bytes = prefix.length >= 2 && prefix[0] === 0x1f && prefix[1] === 0x8b
+      ? zlib.gunzipSync(prefix, { finishFlush: zlib.constants.Z_SYNC_FLUSH })
+      : prefix;
+    return readNiftiHeader(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), { multiEcho });
+  } catch (e) {
+    throw new CliError(`the ${what} ${file} is not a NIfTI volume Tessera reads: ${e.message}`, EXIT_ERROR, 'InvalidNifti');
   }
 }
 

@@ -22,6 +22,8 @@ export const CLI_FLAGS = {
   plan: {
     field: TEXT, phase: TEXT, mask: TEXT, model: TEXT, spec: TEXT, weights: MANY, 'weights-unverified': SWITCH, cores: TEXT, verify: SWITCH,
     probe: SWITCH, context: TEXT, 'measure-speed': SWITCH, json: SWITCH, help: HELP,
+    // a classical run's plan from the input's header: --method (with --param), --pipeline (with its inputs and --option)
+    pipeline: SWITCH, 'total-field': TEXT, units: TEXT, magnitude: TEXT, param: MANY, option: MANY,
   },
   pipeline: {
     phase: TEXT, 'total-field': TEXT, 'phase-difference': TEXT, te1: TEXT, te2: TEXT, 'delta-te': TEXT, units: TEXT, magnitude: TEXT,
@@ -64,7 +66,7 @@ function takes(command, option, methodNames) {
   if (command === 'invert' || command === 'plan') {
     // tile is given by its fields' flags, spec by a --spec file's keys.
     if (NETWORK_OPTIONS.includes(top)) return option.name !== 'tile' && top !== 'spec';
-    return command === 'invert' && option.name === 'method';
+    return option.name === 'method';
   }
   if (command === 'pipeline') {
     // Its stages' options are --option NAME=VALUE, a method's parameters --param.

@@ -34,6 +34,9 @@ export const STATIC_HELP = {
 Usage:
 ${INVERT_USAGE}  tessera-qsm plan   (--field f.nii[.gz] | --phase p.nii[.gz] [--te S[,S...]]) [--mask m.nii[.gz]] (--model ID | --spec net.json)
                      [--core N --halo N --workers N | --whole] [--cores N] [--json]
+  tessera-qsm plan   --method NAME --field f.nii[.gz] [--mask m.nii[.gz]] [--magnitude mag.nii[.gz]] [--param NAME=VALUE ...] [--json]
+  tessera-qsm plan   --pipeline (--phase p.nii[.gz] --te S,S,... | --total-field f.nii[.gz] --units U) (--mask m.nii[.gz] | --magnitude mag.nii[.gz])
+                     (--method NAME | --model ID) [--option NAME=VALUE ...] [--json]
   tessera-qsm models [--json]
   tessera-qsm methods [--json]
 ${PIPELINE_USAGE}  tessera-qsm swi --phase p.nii[.gz] --magnitude mag.nii[.gz] --te S,S,... --out swi.nii[.gz] [--min-ip minip.nii[.gz]]
@@ -52,8 +55,17 @@ planner refuses, 130 cancelled (Ctrl-C).
 Usage:
   tessera-qsm plan (--field f.nii[.gz] | --phase p.nii[.gz] [--te S[,S...]] [--erode N] [--b0 T])
                    [--mask m.nii[.gz]] (--model ID | --spec net.json) [--core N --halo N --workers N | --whole] [--cores N] [--json]
+  tessera-qsm plan --method NAME --field f.nii[.gz] [--mask m.nii[.gz]] [--magnitude mag.nii[.gz]] [--param NAME=VALUE ...] [--json]
+  tessera-qsm plan --pipeline (--phase p.nii[.gz] --te S,S,... | --total-field f.nii[.gz] --units hz|rad/s|ppm)
+                   (--mask m.nii[.gz] | --magnitude mag.nii[.gz]) (--method NAME | --model ID) [--option NAME=VALUE ...] [--json]
 
-Prints the patch edge, MB per tile, tiles in flight, tiles total/active/skipped (skipped: no mask voxel
+--method (a classical method of \`invert --method\`) and --pipeline (a \`tessera-qsm pipeline\` run) plan from the input's
+NIfTI header alone (its dims, echoes and voxel size; no image is read, so a scan of any size plans in a second): they
+print the module heap the run needs (inputs, workspace, and the heap's growth slack), the limit of node's 32-bit
+WebAssembly heap and whether it fits; when it does not (exit code 2), the largest crop of the volume's shape that fits.
+\`tessera-qsm pipeline\` makes the same plan from the headers before it reads the data, and refuses a run that cannot fit.
+
+For a network: prints the patch edge, MB per tile, tiles in flight, tiles total/active/skipped (skipped: no mask voxel
 in the core), activation and peak memory against the runtime's limits, the predicted fidelity against the
 whole-volume run and the network's reach, the memory cost and where it came from, or the planner's refusal and advice
 (exit code 2). --weights FILE lets the planner read the network's reach from its graph (--probe: measure it;

@@ -8,8 +8,8 @@ import { niftiName, readSpec, checkSpec, checkWritable, removeStalePartials, wri
 import { requestFlags, schemaDefault } from './flags.js';
 import { size, duration, versions, planForFile, boxText, boxName, splitText, isSplit, speedText, fidelityText, reachText, verifyText } from './format.js';
 import { checkInputKind, loadNetworkWeights, runContext, uncosted, calibrateSpec, defined } from './network.js';
-import { runOptions } from './plan.js';
-import { readInputs } from './read-inputs.js';
+import { runOptions, headerPlan, refusalText } from './plan.js';
+import { readInputs, readInputHeader } from './read-inputs.js';
 import { wholeNumber, keyValues, fmt } from './values.js';
 
 /** The CLI's own flags of the network runs that a classical method does not take. */
@@ -42,14 +42,23 @@ async function cmdInvertMethod(o, ctx) {
   if (o.report !== undefined) checkWritable(o.report, 'report');
   removeStalePartials(o.out);
   const { signal, progress } = ctx;
+  // Planned from the field's header before any image is read: a run that cannot fit is refused at once.
+  const head = await readInputHeader(o, 'field', { signal });
+  const tessera = await ctx.start({ hardwareThreads: cores });
+  const limits = await tessera.limits();
+  const advice = 'or choose a method with less memory (tkd, tikhonov)';
+  const methodParams = { method: name, [name]: Object.keys(params).length ? params : undefined };
+  const headPlan = await headerPlan(tessera, head, methodParams, { mask: true, magnitude: o.magnitude !== undefined });
+  if (!headPlan.feasible) {
+    throw new CliError(`${refusalText(headPlan, `${name} on ${head.dims.join('×')}`, limits, advice)} (planned from the header of ${o.field}; nothing was read)`, EXIT_USAGE, 'BudgetExceeded');
+  }
   const { like, field, magnitude, geometry, mask, notes } = await readInputs(o, { needMask: true, units, b0, convert: true }, signal);
   for (const note of notes) if (note.startsWith('warning: ')) process.stderr.write(`${note}\n`);
-  const tessera = await ctx.start({ hardwareThreads: cores });
   // --units given: the field is in the stated units (converted to ppm), and its plausibility refusal does not apply.
   const fieldUnits = o.units !== undefined ? 'ppm' : undefined;
   const request = defined({ geometry, mask, field, magnitude, method: name, [name]: Object.keys(params).length ? params : undefined, fieldUnits });
   const plan = await tessera.plan(request);
-  if (!plan.feasible) throw new CliError(plan.message, EXIT_USAGE, 'BudgetExceeded');
+  if (!plan.feasible) throw new CliError(refusalText(plan, `${name} on ${geometry.dims.join('×')}`, limits, advice), EXIT_USAGE, 'BudgetExceeded');
   progress.line(`${plan.title}: whole volume ${geometry.dims.join('×')}, at most ${plan.methodSteps} step${plan.methodSteps > 1 ? 's' : ''}, ${plan.threads} thread${plan.threads > 1 ? 's' : ''}, estimated peak ${size(plan.peakBytes)}`);
   const { chi, report } = await tessera.invert({ ...request, plan, signal, onProgress: (p) => progress.tiles(p, 'steps') });
   progress.close();

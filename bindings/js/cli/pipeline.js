@@ -9,7 +9,8 @@ import { niftiName, checkWritable, removeStalePartials, writeAtomic } from './fi
 import { schemaDefault } from './flags.js';
 import { size, duration, versions, planForFile } from './format.js';
 import { loadNetworkWeights, defined } from './network.js';
-import { readInputs } from './read-inputs.js';
+import { readInputs, readInputHeader } from './read-inputs.js';
+import { headerPlan, refusalText, pipelineWhat } from './plan.js';
 import { MAX_TE_SECONDS } from '../io/inputs.js';
 import { wholeNumber, keyValues, fmt } from './values.js';
 
@@ -160,6 +161,20 @@ export async function cmdPipeline(o, ctx) {
   if (o.report !== undefined) checkWritable(o.report, 'report');
   removeStalePartials(o.out);
   const { signal, progress } = ctx;
+  const request0 = defined({
+    te, b0, ...options, also: also.length ? also : undefined, method, [method ?? '-']: method && Object.keys(params).length ? params : undefined,
+    model: o.model, totalFieldUnits: fromTotal ? fieldUnits : undefined,
+  });
+  delete request0['-'];
+  // Planned from the input's header before any image is read: a run that cannot fit is refused at once.
+  const head = await readInputHeader(fromTotal ? { ...o, field: o['total-field'] } : o, fromTotal ? 'field' : 'phase', { te: fromTotal ? undefined : te, signal });
+  const tessera = await ctx.start({ hardwareThreads: cores });
+  const limits = await tessera.limits();
+  const headPlan = await headerPlan(tessera, head, { ...request0, pipeline: true }, { mask: o.mask !== undefined, magnitude: o.magnitude !== undefined });
+  if (!headPlan.feasible) {
+    const refusal = refusalText(headPlan, pipelineWhat(head.dims, head.echoes, fromTotal), limits, fromTotal ? '' : 'or give fewer echoes');
+    throw new CliError(`${refusal} (planned from the header of ${fromTotal ? o['total-field'] : o.phase}; nothing was read)`, EXIT_USAGE, 'BudgetExceeded');
+  }
   // A total field is read as it is (C++ converts its units, and refuses NaN inside the mask and implausible values).
   const { like, phase, field: totalField, magnitude, geometry, mask, echoes, notes } = fromTotal
     ? await readInputs({ ...o, field: o['total-field'] }, { needMask: false, units: 'ppm', convert: true }, signal)
@@ -168,19 +183,17 @@ export async function cmdPipeline(o, ctx) {
     if (note.startsWith('warning: ')) process.stderr.write(`${note}\n`);
     else progress.line(note);
   }
-  const tessera = await ctx.start({ hardwareThreads: cores });
   let weights;
   if (o.model !== undefined) {
     const entry = await tessera.model(o.model);
     ({ weights } = await loadNetworkWeights(o, entry, tessera, ctx));
   }
   const request = defined({
-    geometry, phase: fromDiff ? undefined : phase, phaseDifference: fromDiff ? phase : undefined, deltaTE: deltaTe, totalField,
-    totalFieldUnits: fromTotal ? fieldUnits : undefined, magnitude, mask, te: fromDiff ? undefined : te, b0, ...options, also: also.length ? also : undefined, method, [method ?? '-']: method && Object.keys(params).length ? params : undefined, model: o.model, weights,
+    ...request0, geometry, phase: fromDiff ? undefined : phase, phaseDifference: fromDiff ? phase : undefined, deltaTE: deltaTe,
+    te: fromDiff ? undefined : te, totalField, magnitude, mask, weights,
   });
-  delete request['-'];
   const plan = await tessera.plan({ ...request, pipeline: true, phase: undefined, totalField: undefined, phaseDifference: undefined });
-  if (!plan.feasible) throw new CliError(plan.message, EXIT_USAGE, 'BudgetExceeded');
+  if (!plan.feasible) throw new CliError(refusalText(plan, pipelineWhat(geometry.dims, echoes, fromTotal), limits, fromTotal ? '' : 'or give fewer echoes'), EXIT_USAGE, 'BudgetExceeded');
   const input = fromTotal ? `a total field in ${fieldUnits === 'hz' ? 'Hz' : fieldUnits}` : fromDiff ? `a phase difference (ΔTE ${fmt(deltaTe * 1000)} ms)` : `${echoes} echoes (TE ${te.map((t) => fmt(t * 1000)).join(', ')} ms)`;
   progress.line(`pipeline: ${geometry.dims.join('×')}, ${input}, B0 ${b0} T: ${plan.stages.join(' → ')}${o.model ? ` → ${o.model}` : ''}, estimated peak ${size(plan.peakBytes)}`);
   let out;

@@ -3,10 +3,10 @@
 import { EXIT_OK, EXIT_USAGE, usageError } from './errors.js';
 import { readSpec, checkSpec } from './files.js';
 import { flagName, PHASE_OPTIONS } from './flags.js';
-import { planTable, planForFile } from './format.js';
+import { planTable, planForFile, size, GB } from './format.js';
 import { checkInputKind, loadNetworkWeights, runContext, uncosted, calibrateSpec, defined } from './network.js';
-import { readInputs } from './read-inputs.js';
-import { wholeNumber, inputNames } from './values.js';
+import { readInputs, readInputHeader } from './read-inputs.js';
+import { wholeNumber, inputNames, keyValues } from './values.js';
 
 /** Flags that only make sense with --phase (the phase networks). */
 const PHASE_ONLY = [...PHASE_OPTIONS.map(flagName), 'magnitude', 'phase-units', 'phase-scale'];
@@ -90,6 +90,7 @@ export function runOptions(command, o, values) {
 
 /** `tessera-qsm plan`: the plan of a run as a table (or JSON); exit 2 when the planner refuses it. */
 export async function cmdPlan(o, ctx) {
+  if (o.pipeline || ctx.values.get('method') !== undefined) return cmdPlanClassical(o, ctx);
   const run = runOptions('plan', o, ctx.values);
   const { signal } = ctx;
   const rawSpec = o.spec !== undefined ? await readSpec(o.spec, signal) : undefined;
@@ -124,5 +125,104 @@ export async function cmdPlan(o, ctx) {
     const maskVoxels = mask ? mask.reduce((a, b) => a + b, 0) : undefined;
     ctx.out(planTable(plan, limits, { o, run, entry, spec, geometry, maskVoxels, echoes }));
   }
+  return plan.feasible ? EXIT_OK : EXIT_USAGE;
+}
+
+/**
+ * The plan of a classical run (a pipeline's, pipeline: true, or a method's) from its input's header alone (readHeader),
+ * before any image is read. head: readHeader's result; request: the run's options (te, b0, method, its parameters,
+ * stage options, totalFieldUnits, model); given: {mask, magnitude} the files given (only whether they are counts).
+ */
+export function headerPlan(tessera, head, request, given = {}) {
+  const geometry = { dims: head.dims, voxelMm: head.voxelMm, b0Dir: head.b0Dir };
+  const n = head.dims[0] * head.dims[1] * head.dims[2];
+  // A mask file counts as given (the plan copies the mask: ones of the volume's size stand in for it, unread).
+  const mask = given.mask ? new Uint8Array(n).fill(1) : undefined;
+  return tessera.plan(defined({ ...request, geometry, mask, magnitude: given.magnitude ? true : undefined }));
+}
+
+/**
+ * A refused classical plan in the command line's words: what the run needs of node's wasm32 heap, its safe limit and
+ * the largest crop that fits. what: the run ("the pipeline on 320×320×200 with 6 echoes"); limits: tessera.limits();
+ * advice: what else to do.
+ */
+export function heapRefusal(plan, what, limits, advice) {
+  return `${what} needs ${size(plan.moduleHeapBytes)} of the module heap, over the ${GB(limits.computeHeapLimitBytes)} that ` +
+    `node's 32-bit WebAssembly heap can safely hold (its ceiling is ${GB(limits.heapCeilingBytes)} whatever the machine's memory): ` +
+    `the largest crop that fits is about ${plan.largestDims.join('×')} (${plan.largestVoxels} voxels); crop the volume to the ` +
+    `head (e.g. to the mask's bounding box)${advice ? `, ${advice}` : ''}`;
+}
+
+/**
+ * A refused classical plan's words: over the heap, heapRefusal's (node's heap, the largest crop); else the planner's
+ * own (e.g. MEDI without a magnitude).
+ */
+export function refusalText(plan, what, limits, advice) {
+  return plan.moduleHeapBytes > limits.computeHeapLimitBytes && plan.largestDims ? heapRefusal(plan, what, limits, advice) : plan.message;
+}
+
+/** A pipeline's run in words: "the pipeline on 320×320×200 with 6 echoes" (or "from a total field"). */
+export function pipelineWhat(dims, echoes, fromTotal) {
+  return `the pipeline on ${dims.join('×')} ${fromTotal ? 'from a total field' : `with ${echoes} echo${echoes > 1 ? 'es' : ''}`}`;
+}
+
+/** The lines `plan --method` and `plan --pipeline` print: the module heap planned, the limit and whether it fits. */
+function classicalPlanText(plan, what, limits, advice) {
+  const lines = [
+    `${what}`,
+    `  stages          ${plan.stages ? plan.stages.join(' → ') : plan.title}`,
+    `  module heap     ${size(plan.moduleHeapBytes)} planned (inputs ${size(plan.inputBytes)}, workspace ${size(plan.workspaceBytes)}, with the heap's growth slack)`,
+    `  limit           ${GB(limits.computeHeapLimitBytes)} (node's 32-bit WebAssembly heap, ceiling ${GB(limits.heapCeilingBytes)})`,
+    `  fits            ${plan.feasible ? 'yes' : 'no'}`,
+  ];
+  if (!plan.feasible) lines.push(`  refused         ${refusalText(plan, what, limits, advice)}`);
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * `tessera-qsm plan --method M --field F` and `tessera-qsm plan --pipeline --phase P --te ... (--method M | --model ID)`
+ * (or `--total-field F --units U`): a classical run's module-heap plan from the input's header alone (nothing else is
+ * read), printed with its limit and whether it fits (--json: the plan); exit 2 when it does not fit.
+ */
+export async function cmdPlanClassical(o, ctx) {
+  const see = 'see `tessera-qsm plan --help`';
+  const { values, signal } = ctx;
+  const method = values.get('method');
+  const params = keyValues(o.param);
+  const given = { mask: o.mask !== undefined, magnitude: o.magnitude !== undefined };
+  let head;
+  let request;
+  let what;
+  let advice;
+  if (o.pipeline) {
+    const fromTotal = o['total-field'] !== undefined;
+    if (fromTotal === (o.phase !== undefined)) throw usageError(`plan --pipeline needs --phase (with --te) or --total-field (with --units); ${see}`);
+    if ((method === undefined) === (o.model === undefined)) throw usageError(`plan --pipeline needs one inversion: --method NAME or --model ID; ${see}`);
+    if (!given.mask && !given.magnitude) throw usageError('plan --pipeline needs --mask, or --magnitude to make the mask from (as pipeline does)');
+    const te = values.get('te');
+    const units = o.units?.toLowerCase();
+    if (fromTotal && !['hz', 'rad/s', 'ppm'].includes(units)) throw usageError(`--total-field needs --units hz, rad/s or ppm; ${see}`);
+    if (!fromTotal && te === undefined) throw usageError('--te is required: the echo times in seconds, one per echo');
+    head = await readInputHeader(fromTotal ? { ...o, field: o['total-field'] } : o, fromTotal ? 'field' : 'phase', { te: fromTotal ? undefined : te, signal });
+    const { stageOptions } = await import('./pipeline.js');
+    request = {
+      pipeline: true, te, b0: values.get('b0'), ...stageOptions(o.option, ctx.schema), method, [method ?? '-']: method && Object.keys(params).length ? params : undefined,
+      model: o.model, totalFieldUnits: fromTotal ? units : undefined,
+    };
+    delete request['-'];
+    what = pipelineWhat(head.dims, head.echoes, fromTotal);
+    advice = fromTotal ? '' : 'or give fewer echoes';
+  } else {
+    if (o.field === undefined) throw usageError(`plan --method inverts a local field map: give --field; ${see}`);
+    head = await readInputHeader(o, 'field', { signal });
+    request = { method, [method]: Object.keys(params).length ? params : undefined };
+    what = `${method} on ${head.dims.join('×')}`;
+    advice = 'or choose a method with less memory (tkd, tikhonov)';
+  }
+  const tessera = await ctx.start({ hardwareThreads: wholeNumber(o.cores, 'cores', 1) });
+  const plan = await headerPlan(tessera, head, request, given);
+  const limits = await tessera.limits();
+  if (o.json) ctx.out(`${JSON.stringify(planForFile(plan), null, 2)}\n`);
+  else ctx.out(classicalPlanText(plan, what, limits, advice));
   return plan.feasible ? EXIT_OK : EXIT_USAGE;
 }

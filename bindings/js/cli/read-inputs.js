@@ -1,9 +1,9 @@
 // The command line's inputs: the NIfTI files of a run through the shared input loader (inputs.js), and its refusals
 // in the command line's words.
-import { loadInputs, InputError } from '../io/inputs.js';
+import { loadInputs, checkEchoTimes, InputError } from '../io/inputs.js';
 import { phrasePhaseRefusal, isPhaseUnitsRefusal, PhaseRefusal } from '../io/phase-units.js';
 import { CliError, EXIT_ERROR, EXIT_USAGE, usageError } from './errors.js';
-import { readBytes } from './files.js';
+import { readBytes, readHeader } from './files.js';
 
 /** How phrasePhaseRefusal names the command line's options in its refusals. */
 const PHASE_WORDS = {
@@ -84,4 +84,21 @@ export async function readInputs(o, { needMask, units, b0, phase: phaseOpts, con
     mask: r.mask?.data,
     notes: r.notes, // what was converted or assumed (phase units, a mask's values); "warning: ..." for the assumptions
   };
+}
+
+/**
+ * The header of the input of a role (field, phase; cli/files.js readHeader) alone, before any image is read: its dims,
+ * echoes and geometry, what a run is planned from. te (for the phase): one echo time per echo, checked as the full
+ * read checks it.
+ */
+export async function readInputHeader(o, role, { te, signal } = {}) {
+  const head = await readHeader(fileOf(o, role), role, { multiEcho: role === 'phase', signal });
+  if (te !== undefined) {
+    try {
+      checkEchoTimes(te, head.echoes);
+    } catch (e) {
+      throw cliError(e, o);
+    }
+  }
+  return head;
 }

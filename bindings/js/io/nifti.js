@@ -101,6 +101,24 @@ export async function readNiftiAsync(bytes) {
 }
 
 /**
+ * What a NIfTI file's header says, read before its image: for planning a run (and refusing one) from the files'
+ * headers alone. bytes: the file's first bytes, decompressed (a .nii.gz's inflated prefix), at least the header.
+ * multiEcho: a 4D file's 4th dim is its echoes (readEchoes), else the file must hold one 3D volume (readNifti).
+ * Returns {dims, echoes, datatype, voxelMm, affine, affineSource, b0Dir, b0DirSource, version, voxOffset, imageBytes}
+ * with readNifti's meanings; the same refusals as readNifti for the header (dims, datatype, vox_offset, voxel size).
+ * @param {ArrayBuffer|Uint8Array} bytes
+ */
+export function readNiftiHeader(bytes, { multiEcho = true } = {}) {
+  const u8 = toUint8(bytes, 'readNiftiHeader');
+  if (isGzip(u8)) throw new Error('readNiftiHeader: the bytes are gzip-compressed: give the inflated prefix of the file');
+  const d = describe(u8, multiEcho);
+  return {
+    dims: d.dims, echoes: d.echoes, datatype: d.h.datatype, voxelMm: d.voxelMm, affine: d.affine, affineSource: d.affineSource,
+    b0Dir: d.b0Dir, b0DirSource: d.b0DirSource, version: d.h.version, voxOffset: d.voxOffset, imageBytes: d.need,
+  };
+}
+
+/**
  * Reads a mask volume: readNifti's result plus `mask`, 1 where the (scaled) value is finite and != 0, else 0.
  * Precondition: as readNifti.
  * @param {ArrayBuffer|Uint8Array} bytes
@@ -460,8 +478,11 @@ function parseHeader(u8) {
   return { h, lib };
 }
 
-/** Decodes decompressed bytes: one 3D volume, or with `multiEcho` the dim[4] volumes (echoes) one after the other. */
-function decode(u8, multiEcho = false) {
+/**
+ * What decompressed bytes' header says, before any image byte is read: its checked dims, echoes, datatype, voxel
+ * size, affine and B0 direction, where the image starts and how many bytes it holds. The bytes need hold the header only.
+ */
+function describe(u8, multiEcho) {
   const { h, lib } = parseHeader(u8);
   const nd = h.dim[0];
   if (!(nd >= 1 && nd <= 7)) throw new Error(`invalid NIfTI header: dim[0] = ${nd}, expected 1..7`);
@@ -492,32 +513,6 @@ function decode(u8, multiEcho = false) {
   if (!Number.isSafeInteger(need)) {
     throw new Error(`invalid NIfTI header: dim [${h.dim.join(', ')}] describes about ${nvox.toPrecision(3)} voxels, more than any file holds`);
   }
-  const have = Math.max(0, u8.length - voxOffset);
-  if (have < need) {
-    const of = echoes > 1 ? ` (${echoes} echoes of ${dims.join('×')})` : '';
-    throw new Error(`truncated data: expected ${need} bytes of image data${of} after vox_offset ${voxOffset}, got ${have}`);
-  }
-
-  // The stored values (readImage: a copy, so aligned), byte-swapped to host order if needed. readImage takes
-  // dim[1..5] and bitpix as they are: given the checked ones, it reads exactly the volumes asked for.
-  Object.assign(lib, { dims: [nd, ...dims, echoes, 1, 1, 1], numBitsPerVoxel: 8 * dt.bytes, vox_offset: voxOffset });
-  const whole = u8.byteOffset === 0 && u8.byteLength === u8.buffer.byteLength && u8.buffer instanceof ArrayBuffer;
-  const copy = new Uint8Array(readImage(lib, whole ? u8.buffer : u8.slice().buffer));
-  if (h.littleEndian !== HOST_LE && dt.bytes > 1) {
-    for (let o = 0; o < need; o += dt.bytes) copy.subarray(o, o + dt.bytes).reverse();
-  }
-  const stored = new dt.Array(copy.buffer, 0, nvox);
-  const slope = h.scl_slope;
-  const inter = Number.isFinite(h.scl_inter) ? h.scl_inter : 0;
-  const scaled = Number.isFinite(slope) && slope !== 0 && !(slope === 1 && inter === 0);
-  let data;
-  if (scaled) {
-    data = new Float32Array(nvox);
-    for (let i = 0; i < nvox; i++) data[i] = stored[i] * slope + inter; // in double, rounded once
-  } else {
-    data = stored instanceof Float32Array ? stored : Float32Array.from(stored);
-  }
-
   const unit = { 1: 1000, 2: 1, 3: 0.001 }[h.xyzt_units & 7] ?? 1;
   const voxelMm = [1, 2, 3].map((i) => Math.abs(h.pixdim[i]) * unit);
   if (!voxelMm.every((v) => Number.isFinite(v) && v > 0)) {
@@ -549,6 +544,38 @@ function decode(u8, multiEcho = false) {
   else if (affineSource !== 'pixdim') [b0From, b0DirSource] = [affine, affineSource];
   let b0Dir = b0From ? b0DirFromAffine(b0From) : null;
   if (!b0Dir) [b0Dir, b0DirSource] = [[0, 0, 1], 'default'];
+
+  return { h, lib, nd, dims, echoes, dt, voxOffset, nvox, need, voxelMm, affine, affineSource, b0Dir, b0DirSource };
+}
+
+/** Decodes decompressed bytes: one 3D volume, or with `multiEcho` the dim[4] volumes (echoes) one after the other. */
+function decode(u8, multiEcho = false) {
+  const { h, lib, nd, dims, echoes, dt, voxOffset, nvox, need, voxelMm, affine, affineSource, b0Dir, b0DirSource } = describe(u8, multiEcho);
+  const have = Math.max(0, u8.length - voxOffset);
+  if (have < need) {
+    const of = echoes > 1 ? ` (${echoes} echoes of ${dims.join('×')})` : '';
+    throw new Error(`truncated data: expected ${need} bytes of image data${of} after vox_offset ${voxOffset}, got ${have}`);
+  }
+
+  // The stored values (readImage: a copy, so aligned), byte-swapped to host order if needed. readImage takes
+  // dim[1..5] and bitpix as they are: given the checked ones, it reads exactly the volumes asked for.
+  Object.assign(lib, { dims: [nd, ...dims, echoes, 1, 1, 1], numBitsPerVoxel: 8 * dt.bytes, vox_offset: voxOffset });
+  const whole = u8.byteOffset === 0 && u8.byteLength === u8.buffer.byteLength && u8.buffer instanceof ArrayBuffer;
+  const copy = new Uint8Array(readImage(lib, whole ? u8.buffer : u8.slice().buffer));
+  if (h.littleEndian !== HOST_LE && dt.bytes > 1) {
+    for (let o = 0; o < need; o += dt.bytes) copy.subarray(o, o + dt.bytes).reverse();
+  }
+  const stored = new dt.Array(copy.buffer, 0, nvox);
+  const slope = h.scl_slope;
+  const inter = Number.isFinite(h.scl_inter) ? h.scl_inter : 0;
+  const scaled = Number.isFinite(slope) && slope !== 0 && !(slope === 1 && inter === 0);
+  let data;
+  if (scaled) {
+    data = new Float32Array(nvox);
+    for (let i = 0; i < nvox; i++) data[i] = stored[i] * slope + inter; // in double, rounded once
+  } else {
+    data = stored instanceof Float32Array ? stored : Float32Array.from(stored);
+  }
 
   const raw = u8.slice(0, voxOffset);
   if (echoes > 1) {

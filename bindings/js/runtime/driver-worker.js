@@ -32,6 +32,7 @@ const methods = {
     liveWorkers: [...rt.livePools].reduce((n, p) => n + p.liveWorkers, 0),
     warmWorkers: keptWorkers(), // kept by measureSpeed for the next run (counted in liveWorkers)
     moduleHeapBytes: rt.M.heapBytes(),
+    moduleHeapBreakBytes: rt.M.heapBreakBytes?.(), // what the allocator took (its high-water); the heap adds growth slack
   }),
   release: () => dropSessions().then(() => undefined),
   model: (a) => call(() => rt.M.model(a.id)),

@@ -70,12 +70,19 @@ struct WasmLimits {
   uint64_t worker_heap_guard_bytes = WASM_WORKER_HEAP_GUARD_BYTES;
   uint64_t compute_heap_limit_bytes = WASM_COMPUTE_HEAP_LIMIT_BYTES;
 };
-// The C++ module's own heap before any volume: Emscripten's initial memory (stacks, runtime, statics).
-inline constexpr uint64_t WASM_MODULE_BASELINE_BYTES = 16ull << 20;
+// What the C++ module's allocator holds before any volume (static data, the stack, the runtime and its threads): a
+// fresh module's break is 5.4 MB (tessera.status().moduleHeapBreakBytes), rounded up.
+inline constexpr uint64_t WASM_MODULE_BASELINE_BYTES = 6ull << 20;
+// The module's wasm memory at start (Emscripten's INITIAL_MEMORY default): its heap is never smaller.
+inline constexpr uint64_t WASM_MODULE_INITIAL_MEMORY_BYTES = 16ull << 20;
 
 // Emscripten grows the heap by at least 20 % of its size, at most 96 MiB, at a time (3.1.6 defaults
 // MEMORY_GROWTH_GEOMETRIC_STEP / _CAP): a heap that needs N bytes may hold this much more.
 uint64_t wasm_heap_growth_slack(uint64_t needed_bytes);
+
+// The module heap a run that needs needed_bytes (the baseline included) reaches at most: the need and its growth
+// slack, and never under the initial memory.
+uint64_t wasm_module_heap_bytes(uint64_t needed_bytes);
 
 // Where the tiles run: natively every pool thread may hold a tile; in wasm the budget caps them.
 enum class Target { Native, Wasm };

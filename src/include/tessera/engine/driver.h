@@ -25,6 +25,9 @@ struct FieldNetwork {
   PadRule pad = PadRule::SmallerHalfLow;
   bool masked_input = false;  // the network takes the field multiplied by the mask
   ContextProfile context;     // how far it looks (empty: unknown; the planner then cannot predict fidelity)
+  // The module heap a patch in flight holds per patch voxel: its input and output (f32), each held twice at the
+  // hand-over (the driver's buffer and the bridge's copy); a physics loop holds its loop's volumes there.
+  uint64_t module_bytes_per_patch_voxel = 4 * 2 * 2;
 };
 
 // The FieldNetwork of a registered network.

@@ -110,6 +110,7 @@ struct MethodPlan {
   uint64_t module_heap_bytes = 0;  // the module's heap at the peak: baseline + inputs + workspace + growth slack
   uint64_t peak_bytes = 0;         // = module_heap_bytes (no network workers)
   uint64_t largest_voxels = 0;     // the most voxels a volume of this shape may hold and fit (wasm)
+  Dims3 largest_dims{};            // the volume's dims scaled alike to hold at most largest_voxels: the largest crop
   std::string message;             // the refusal with advice; empty when feasible
   ErrorCode refusal = ErrorCode::BudgetExceeded;  // why it is not feasible: over the heap, or an input missing
 };
@@ -119,8 +120,13 @@ struct MethodPlan {
 struct HeapFit {
   uint64_t module_heap_bytes = 0;
   uint64_t largest_voxels = 0;
+  Dims3 largest_dims{};  // the volume's dims scaled alike (each at least 1) to hold at most largest_voxels
   bool fits = false;  // natively always
 };
+// The volume's dims from start (a crop of geometry's shape), shrunk alike until fits(the crop's geometry) holds.
+// start within geometry's dims; fits true for some crop (else the smallest tried, about 13 % of start per axis).
+Dims3 largest_fitting_crop(const Geometry& geometry, Dims3 start, const std::function<bool(const Geometry&)>& fits);
+
 // geometry valid.
 HeapFit fit_heap(const Geometry& geometry, uint64_t input_bytes, uint64_t workspace_bytes, Target target);
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "tessera/common/geometry.h"
@@ -45,6 +46,11 @@ void network_to_host(const Dims3& dims, std::span<const float> network, std::spa
 // Each axis rounded up to a multiple of divisor (the grid a whole-volume run uses).
 // every dims[a] >= 1 and divisor >= 1 (else Error InvalidArgument).
 Dims3 pad_to_divisor(const Dims3& dims, int64_t divisor);
+
+// Module heap a physics loop holds per voxel of its padded grid while it runs (its volumes, the dipole convolution's
+// complex volume and the network call's input and output): the planner's FieldNetwork::module_bytes_per_patch_voxel.
+// model: a registry id (lpcnn, modl-qsm); any other gets FieldNetwork's default.
+uint64_t physics_loop_module_bytes_per_voxel(std::string_view model);
 
 // LPCNN (3 iterations, divisor 8): p0 = a D(y); p_i = den + a D(y) - a D(D(den)); net on ((p - mu)/sigma) m;
 // den = (out sigma + mu) m. Returns den, cropped, masked. Three runner calls, [1,1,X,Y,Z] each.

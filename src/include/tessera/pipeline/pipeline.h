@@ -230,6 +230,7 @@ struct PipelinePlan {
   uint64_t workspace_bytes = 0;
   uint64_t module_heap_bytes = 0;
   uint64_t largest_voxels = 0;
+  Dims3 largest_dims{};             // the volume's dims scaled alike to hold at most largest_voxels: the largest crop
   std::string message;              // the refusal with advice; empty when feasible
 };
 
@@ -237,7 +238,8 @@ struct PipelinePlan {
 PipelinePlan plan_pipeline(const Geometry& geometry, const PipelineRequest& request, bool mask_given, bool magnitude,
                            Target target = kBuildTarget);
 
-// Heap bytes the pipeline holds at its peak beyond its inputs: the intermediates kept and the largest stage's workspace.
+// Heap bytes the pipeline holds at its peak beyond its inputs: the largest of its stages' peaks, each what the earlier stages
+// kept plus its own workspace.
 // geometry valid; request's parameters valid.
 uint64_t pipeline_workspace_bytes(const Geometry& geometry, const PipelineRequest& request, bool mask_given);
 
