@@ -59,6 +59,18 @@ test('the pipeline (4 echoes, TKD): the module-heap plan is within 1–1.25× of
   within('pipeline', r);
 });
 
+test('the pipeline with SWI and R2* (4 echoes, TKD, also swi, r2star): the module-heap plan is within 1–1.25× of the heap', { timeout: 180000 }, async () => {
+  const te = [0.004, 0.008, 0.012, 0.016];
+  const scan = await maker.phantomScan({ geometry, te, seed: 1 });
+  const r = await ratio(async (t) => {
+    const req = { geometry, te, b0: 3, phase: scan.phase, magnitude: scan.magnitude, method: 'tkd', also: ['swi', 'r2star'] };
+    const plan = await t.plan({ ...req, pipeline: true });
+    const out = await t.pipeline({ ...req, plan });
+    return { plan, heap: out.report.memory.moduleHeapBytes };
+  });
+  within('pipeline + SWI + R2*', r);
+});
+
 test('a physics loop (MoDL-QSM, whole): the module-heap plan is within 1–1.25× of the heap the run reaches', { timeout: 180000 }, async () => {
   const r = await ratio(async (t) => {
     const req = { geometry, field: phantom.field, mask: phantom.mask, model: 'modl-qsm', weights: twoChannel(), whole: true };

@@ -43,8 +43,9 @@ test('pipeline also swi, r2star: the same maps as swi() and r2star() on the pipe
   const plan = await tessera.plan({ ...request, pipeline: true, phase: undefined, magnitude: true });
   const without = await tessera.plan({ ...request, also: undefined, pipeline: true, phase: undefined, magnitude: true });
   assert.deepEqual(plan.stages, ['brain mask', 'echo fit', await defaultBackgroundTitle(tessera), 'TKD', 'SWI', 'minIP', 'R2*']);
-  // SWI keeps four maps and the minIP, R2* four maps: at least 36 bytes a voxel more.
-  assert.ok(plan.workspaceBytes - without.workspaceBytes >= 36 * n, `${plan.workspaceBytes} vs ${without.workspaceBytes}`);
+  // The stages run one after another: SWI and R2* come after χ, so the plan grows only where their own peak (what the
+  // earlier stages kept, χ, their workspace and maps) is the highest; the heap test below measures the run against it.
+  assert.ok(plan.workspaceBytes >= without.workspaceBytes, `${plan.workspaceBytes} vs ${without.workspaceBytes}`);
   const events = [];
   const out = await tessera.pipeline({ ...request, plan, onProgress: (p) => events.push(p) });
   for (const k of ['swi', 'minIp', 'r2star', 't2star', 'r2starResidual', 'chi']) {
