@@ -501,7 +501,7 @@ export interface PipelineRequest extends MethodOptions {
   swi?: SwiOptions;
   /** R2*'s estimator with also 'r2star' (default arlo: Pei 2015; loglinear: least squares of ln S on TE) */
   r2star?: { method?: 'arlo' | 'loglinear' };
-  /** the inversion: a classical method (with its parameters under its name) ... */
+  /** the inversion: a classical method, with its parameters under its name (default tv in pipeline() unless a network is given) ... */
   method?: MethodName;
   /** ... or a network on the local field, with its weights and further invert() options */
   model?: string;
@@ -525,6 +525,8 @@ export interface PipelinePlanRequest extends Omit<PipelineRequest, 'phase' | 'ma
 export interface PipelinePlan {
   /** the held plan's id (see Plan) */
   readonly id: string;
+  /** the classical method that inverts (the request's, or 'tv' when neither a method nor a network is given); '' for a network */
+  readonly method: MethodName | '';
   readonly feasible: boolean;
   readonly message: string;
   readonly pipeline: true;

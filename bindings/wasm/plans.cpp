@@ -47,6 +47,7 @@ val pipeline_plan_to_val(const PipelinePlan& plan, unsigned threads) {
   val p = untiled_plan(plan.feasible, plan.message, plan.input_bytes, plan.workspace_bytes, plan.module_heap_bytes,
                        plan.module_heap_bytes, plan.largest_voxels, plan.largest_dims, threads);
   p.set("pipeline", true);
+  p.set("method", plan.method);
   val stages = val::array();
   for (const std::string& stage : plan.stages) stages.call<void>("push", stage);
   p.set("stages", stages);

@@ -353,6 +353,8 @@ PipelineRequest pipeline_request_read(const val& v, RequestIdentity* identity) {
     const MethodRequest m = read_method_request(v);
     r.method = m.method;
     r.method_params = m.params;
+  } else if ((v["model"].isUndefined() || v["model"].isNull()) && (v["spec"].isUndefined() || v["spec"].isNull())) {
+    r.method = kDefaultPipelineMethod;  // neither a method nor a network: the default inversion
   }
   r.threads = std::max<uint32_t>(1, count(v, "hardwareThreads", 1));
   return r;

@@ -609,6 +609,7 @@ PipelinePlan plan_pipeline(const Geometry& g, const PipelineRequest& r, bool mas
   if (!from_total) p.stages.push_back("echo fit");
   if (!pipeline_skips_background(r)) p.stages.emplace_back(background_title(r.background));
   if (r.method) p.stages.push_back(std::string(method_info(*r.method).title));
+  if (r.method) p.method = std::string(method_info(*r.method).name);
   if (r.also_swi) p.stages.insert(p.stages.end(), {"SWI", "minIP"});
   if (r.also_r2star) p.stages.push_back("R2*");
   // phase (or the total field) and magnitude (f32 per echo); the volume's mask and the plan's (u8)

@@ -103,7 +103,7 @@ const std::vector<OptionSpec>& all_options() {
       for (const MethodInfo& m : methods()) s += (s.empty() ? "" : "|") + std::string(m.name);
       return s;
     }();
-    v.push_back({"method", "", 0, "none: a network (model or spec) inverts", 0, 0, false, false,
+    v.push_back({"method", "", 0, "tv in pipeline() unless a network is given; none in invert(): a network (model or spec) inverts", 0, 0, false, false,
                  "a classical dipole inversion instead of a network; its parameters are the <method>.<param> options", names});
     const std::span<const OptionSpec> m = method_options();
     v.insert(v.end(), m.begin(), m.end());

@@ -18,13 +18,13 @@ const INVERT_USAGE = `  tessera-qsm invert --field f.nii[.gz] --mask m.nii[.gz] 
 `;
 
 const PIPELINE_USAGE = `  tessera-qsm pipeline --phase p.nii[.gz] --te S,S,... [--magnitude mag.nii[.gz]] [--mask m.nii[.gz]] [--b0 T]
-                       (--method NAME [--param N=V ...] | --model ID [--weights FILE|URL]) [--option N=V ...]
+                       [--method NAME [--param N=V ...] | --model ID [--weights FILE|URL]] [--option N=V ...]
                        [--also swi,r2star] --out chi.nii[.gz] [--keep-intermediates DIR] [--report r.json|methods.md]
                        [--cores N] [--quiet]
   tessera-qsm pipeline --total-field map.nii[.gz] --units hz|rad/s|ppm [--magnitude mag.nii[.gz]] [--mask m.nii[.gz]]
-                       [--b0 T] (--method NAME ... | --model ID ...) [--option N=V ...] --out chi.nii[.gz] [...]
+                       [--b0 T] [--method NAME ... | --model ID ...] [--option N=V ...] --out chi.nii[.gz] [...]
   tessera-qsm pipeline --phase-difference pd.nii[.gz] (--te1 S --te2 S | --delta-te S) [--magnitude mag.nii[.gz]]
-                       [--mask m.nii[.gz]] [--b0 T] (--method NAME ... | --model ID ...) --out chi.nii[.gz] [...]
+                       [--mask m.nii[.gz]] [--b0 T] [--method NAME ... | --model ID ...] --out chi.nii[.gz] [...]
 `;
 
 /** The help of the commands without request flags, and the main help (none reads the schema). */

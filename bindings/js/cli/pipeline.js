@@ -137,7 +137,7 @@ export async function cmdPipeline(o, ctx) {
   }
   if (o.out === undefined) throw usageError(`--out is required; ${see}`);
   if (!niftiName(o.out)) throw usageError(`--out must end with .nii or .nii.gz, got '${o.out}'`);
-  if ((o.method === undefined) === (o.model === undefined)) throw usageError(`give one inversion: --method NAME (classical) or --model ID (a network); ${see}`);
+  if (o.method !== undefined && o.model !== undefined) throw usageError(`give one inversion: --method NAME (classical) or --model ID (a network), not both (neither: the pipeline's default method); ${see}`);
   if (o.param !== undefined && o.method === undefined) throw usageError('--param sets a classical method\'s parameter: it needs --method');
   if (o.weights !== undefined && o.model === undefined) throw usageError('--weights belongs to --model');
   if (o.mask === undefined && o.magnitude === undefined) throw usageError('give --mask, or --magnitude to make the mask from');
@@ -215,7 +215,7 @@ export async function cmdPipeline(o, ctx) {
   signal.throwIfAborted();
   for (const w of out.report.warnings ?? []) process.stderr.write(`warning: ${w}\n`);
   const gzip = /\.gz$/i.test(o.out);
-  const outputs = [{ file: o.out, bytes: await writeNifti(out.chi.data, like, { gzip, description: `chi ppm, tessera-qsm pipeline ${method ?? o.model}`.slice(0, 79) }) }];
+  const outputs = [{ file: o.out, bytes: await writeNifti(out.chi.data, like, { gzip, description: `chi ppm, tessera-qsm pipeline ${method ?? (plan.method || o.model)}`.slice(0, 79) }) }];
   const extra = alsoFiles(o.out, also);
   for (const { key, file, description } of extra) {
     outputs.push({ file, bytes: await writeNifti(out[key].data, like, { gzip, description }) });
@@ -225,7 +225,7 @@ export async function cmdPipeline(o, ctx) {
     // The methods text: every step, its parameters and papers, and this command.
     outputs.push({ file: o.report, bytes: methodsMarkdown(out.report.methods, commandLine(['tessera-qsm', ...ctx.args])) });
   } else if (o.report !== undefined) {
-    const full = { ...out.report, plan: planForFile(out.report.plan), networkReport: out.networkReport, command: ['tessera-qsm', ...ctx.args], cwd: process.cwd(), versions: versions(), startedAt, totalWallSeconds: (performance.now() - t0) / 1000, inputs: { phase: fromDiff ? null : o.phase ?? null, phaseDifference: o['phase-difference'] ?? null, te1: o.te1 === undefined ? null : Number(o.te1), te2: o.te2 === undefined ? null : Number(o.te2), deltaTE: deltaTe ?? null, totalField: o['total-field'] ?? null, totalFieldUnits: fromTotal ? fieldUnits : null, magnitude: o.magnitude ?? null, mask: o.mask ?? null, te, b0, echoes }, options, inversion: method ? { method, params } : { model: o.model }, output: o.out, intermediates: dir ?? null };
+    const full = { ...out.report, plan: planForFile(out.report.plan), networkReport: out.networkReport, command: ['tessera-qsm', ...ctx.args], cwd: process.cwd(), versions: versions(), startedAt, totalWallSeconds: (performance.now() - t0) / 1000, inputs: { phase: fromDiff ? null : o.phase ?? null, phaseDifference: o['phase-difference'] ?? null, te1: o.te1 === undefined ? null : Number(o.te1), te2: o.te2 === undefined ? null : Number(o.te2), deltaTE: deltaTe ?? null, totalField: o['total-field'] ?? null, totalFieldUnits: fromTotal ? fieldUnits : null, magnitude: o.magnitude ?? null, mask: o.mask ?? null, te, b0, echoes }, options, inversion: method || plan.method ? { method: method ?? plan.method, params } : { model: o.model }, output: o.out, intermediates: dir ?? null };
     outputs.push({ file: o.report, bytes: `${JSON.stringify(full, null, 2)}\n` });
   }
   await writeAtomic(outputs, signal);
