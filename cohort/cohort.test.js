@@ -6,6 +6,8 @@
 // same χ; bad inputs are refused by name before anything runs. phase_pipeline: the phantom scan of C++
 // (tessera_phantom) as BIDS echoes through `tessera-qsm pipeline` (TV), bit for bit against direct runs and r > 0.8
 // against its χ truth, with the intermediates kept; the manifest's method / model columns.
+// ROMEO: the real 3-echo brain scan of ../shared/data/romeo-small split into BIDS echoes, through phase_pipeline with
+// also swi,r2star: χ and the SWI / minIP / R2* / T2* derivatives bit for bit against the direct run on the 4D files.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -769,4 +771,68 @@ test('phase_pipeline also: SWI, minIP, R2* and T2* as BIDS derivatives (_swi, _m
   assert.deepEqual(walk(out).filter((f) => /_Chimap_(swi|minIP|R2starmap|T2starmap)|partial/.test(f)), [], 'no CLI-named or partial file left');
   // also's words are the schema's.
   await assert.rejects(discover({ bids: tree, phase_pipeline: { method: 'tkd', also: ['swi', 'qsm'] } }), (e) => e instanceof CohortError && /config phase_pipeline\.also: unknown output 'qsm' \(outputs: swi, r2star\)/.test(e.message));
+});
+
+test('ROMEO real data: the small multi-echo brain scan of ROMEO.jl as BIDS echoes through phase_pipeline with also swi,r2star: SWI, minIP, R2* and T2* derivatives with sidecars, plausible R2* in the brain, χ and derivatives the direct run\'s', { timeout: 120000 }, async () => {
+  const t0 = Date.now();
+  const d = p('romeo');
+  const q = (...a) => path.join(d, ...a);
+  fs.mkdirSync(d, { recursive: true });
+  // ../shared/data/romeo-small: real 4D phase and magnitude (3 echoes); its README: no echo times in the files (any
+  // increasing ones serve), the phase stored scaled (scl_slope NaN: read as a span of ~0.007), rescaled with a warning.
+  const romeo = path.join(ROOT, '..', 'shared', 'data', 'romeo-small');
+  const src = { phase: path.join(romeo, 'Phase.nii'), magnitude: path.join(romeo, 'Mag.nii') };
+  for (const f of Object.values(src)) assert.ok(fs.existsSync(f), `${f} is missing (ROMEO.jl's test/data/small)`);
+  const hdr = gunzip(src.phase);
+  const dims = [42, 44, 46].map((o) => hdr.readInt16LE(o));
+  assert.equal(hdr.readInt16LE(48), 3, 'ROMEO small: 3 echoes');
+  const te = [0.004, 0.008, 0.012];
+  const tree = q('bids');
+  const anat = path.join(tree, 'sub-01', 'anat');
+  const mags = splitEchoes(src.magnitude);
+  splitEchoes(src.phase).forEach((b, e) => {
+    put(path.join(anat, `sub-01_echo-${e + 1}_part-phase_MEGRE.nii.gz`), b);
+    put(path.join(anat, `sub-01_echo-${e + 1}_part-mag_MEGRE.nii.gz`), mags[e]);
+    put(path.join(anat, `sub-01_echo-${e + 1}_part-phase_MEGRE.json`), JSON.stringify({ EchoTime: te[e] }));
+  });
+  put(path.join(tree, 'MEGRE.json'), JSON.stringify({ MagneticFieldStrength: 3 }));
+  put(path.join(tree, 'dataset_description.json'), JSON.stringify({ Name: 'romeo-small', BIDSVersion: '1.9.0' }));
+  const pipeline = { method: 'tv', also: ['swi', 'r2star'] };
+  const out = q('deriv');
+  const r = snakemake([`bids=${tree}`, `output=${out}`, `phase_pipeline=${JSON.stringify(pipeline)}`, 'keep_intermediates=true', `cores_per_job=${CORES}`]);
+  assert.equal(r.code, 0, r.log);
+  // The direct run on the original 4D files (not the split echoes).
+  fs.mkdirSync(q('ref'), { recursive: true });
+  const direct = exec(process.execPath, [CLI, 'pipeline', '--phase', src.phase, '--magnitude', src.magnitude, '--te', te.join(','), '--b0', '3', '--method', 'tv', '--also', 'swi,r2star', '--cores', String(CORES), '--out', q('ref', 'chi.nii.gz')], { cwd: dir });
+  assert.equal(direct.code, 0, direct.log);
+  assert.match(direct.log, /warning: the phase spans .* rescaled/, 'the scaled phase is rescaled with a warning');
+  const stem = path.join(out, 'sub-01', 'anat', 'sub-01');
+  const bytes = (v) => Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+  const chi = readNifti(new Uint8Array(gunzip(`${stem}_Chimap.nii.gz`)));
+  assert.deepEqual(chi.dims.slice(0, 3), dims);
+  assert.ok(gunzip(`${stem}_Chimap.nii.gz`).equals(gunzip(q('ref', 'chi.nii.gz'))), 'χ: the direct run\'s, bit for bit (header and data)');
+  const maps = {};
+  for (const [suffix, units] of [['swi', 'arbitrary'], ['minIP', 'arbitrary'], ['R2starmap', '1/s'], ['T2starmap', 's']]) {
+    const got = readNifti(new Uint8Array(gunzip(`${stem}_${suffix}.nii.gz`)));
+    const want = readNifti(new Uint8Array(gunzip(q('ref', `chi_${suffix}.nii.gz`))));
+    assert.deepEqual(got.dims.slice(0, 3), dims, suffix);
+    assert.ok(bytes(got.data).equals(bytes(want.data)), `${suffix}: the direct run's, bit for bit`);
+    const side = JSON.parse(fs.readFileSync(`${stem}_${suffix}.json`, 'utf8'));
+    assert.equal(side.Units, units, suffix);
+    assert.deepEqual(side.EchoTime, te, suffix);
+    maps[suffix] = got.data;
+  }
+  // SWI finite everywhere; the minIP (a slab around each voxel, the voxel included) never above the SWI.
+  assert.ok(maps.swi.every(Number.isFinite), 'SWI is finite');
+  const above = maps.minIP.filter((v, i) => !(v <= maps.swi[i])).length;
+  assert.equal(above, 0, `${above} voxels of the minIP above the SWI`);
+  // R2* in the brain mask the pipeline made from the magnitude: in vivo GRE at 3 T, tens of 1/s.
+  const brain = readNifti(new Uint8Array(gunzip(`${stem}_desc-brain_mask.nii.gz`))).data;
+  const inside = [...brain.keys()].filter((i) => brain[i]);
+  assert.ok(inside.length > 1000, `brain mask of ${inside.length} voxels`);
+  const r2 = inside.map((i) => maps.R2starmap[i]).sort((a, b) => a - b);
+  const median = r2[r2.length >> 1];
+  assert.ok(median >= 10 && median <= 100, `median R2* in the brain ${median} 1/s`);
+  assert.deepEqual(walk(out).filter((f) => /_Chimap_(swi|minIP|R2starmap|T2starmap)|partial/.test(f)), [], 'no CLI-named or partial file left');
+  console.log(`# ROMEO small ${dims.join('×')}: brain ${inside.length} voxels, median R2* ${median.toFixed(1)} 1/s (IQR ${r2[r2.length >> 2].toFixed(1)}–${r2[(3 * r2.length) >> 2].toFixed(1)}), SWI range ${Math.min(...maps.swi).toPrecision(3)}–${Math.max(...maps.swi).toPrecision(3)}; ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 });
