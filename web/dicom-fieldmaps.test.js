@@ -10,7 +10,8 @@
 //   - the NIfTI files dcm2niix made in the page go through the CLI (`tessera-qsm pipeline --total-field … --units hz`,
 //     `--phase-difference … --te1 --te2`): χ bit-identical to the page's download;
 //   - ROMEO's Phase.nii + Mag.nii dropped together on the page's drop zone in From phase: the rescaling warning shows, a
-//     χ results.
+//     χ results; with also SWI + R2*, SWI, minIP, R2* and T2* are listed with their units and downloaded with ROMEO's
+//     header, SWI is at most the echoes' root-sum-of-squares magnitude in the mask, minIP ≤ SWI, R2* plausible.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -30,7 +31,7 @@ const skip = !fs.existsSync(CHROMIUM)
   : !fs.existsSync(FMAPS) || !fs.existsSync(ROMEO) ? `no ${FMAPS} or ${ROMEO}` : false;
 
 if (NO_FETCH_GLOBALS) {
-  await testInChildWithFetchGlobals(import.meta.url, 'vendor field maps and ROMEO in the page, in a child node with the fetch globals playwright-core needs', { skip, minPassed: 5 });
+  await testInChildWithFetchGlobals(import.meta.url, 'vendor field maps and ROMEO in the page, in a child node with the fetch globals playwright-core needs', { skip, minPassed: 6 });
 } else suite();
 
 function suite() {
@@ -274,6 +275,70 @@ function suite() {
     // A scaled phase left as it was gives χ of at most 0.0035 ppm; rescaled, a brain's χ spans tenths of a ppm.
     assert.ok(p99 - p1 > 0.05 && p99 - p1 < 5, `χ 1st–99th percentile [${p1}, ${p99}] ppm`);
     console.log(`# ROMEO: χ in ${inside.length} voxels, 1st–99th percentile [${p1.toFixed(3)}, ${p99.toFixed(3)}] ppm`);
+  });
+
+  test('ROMEO’s files, also SWI + R2*: SWI, minIP, R2*, T2* listed with their units, downloaded with ROMEO’s dims and affine; SWI ≤ the echoes’ root-sum-of-squares magnitude in the mask, minIP ≤ SWI, R2* median plausible, T2*·R2* = 1', { skip, timeout: 300000 }, async () => {
+    // ROMEO's files are loaded by the test above.
+    assert.deepEqual((await readData('#inputInfo')).dims, [51, 51, 41], 'ROMEO loaded');
+    await page.check('#also-swi');
+    await page.check('#also-r2star');
+    try {
+      const { readNifti, readEchoes } = await import('../bindings/js/index.js');
+      const chi = readNifti(await runToChi(`brain mask|echo fit|${bg}|TKD|SWI|minIP|R2*`, 'Phase_chi.nii.gz')).data;
+      // The brain mask as χ's support (χ is 0 outside it).
+      const mask = chi.map((v) => (v !== 0 ? 1 : 0));
+      const mag = readEchoes(fs.readFileSync(path.join(ROMEO, 'Mag.nii')));
+      const n = 51 * 51 * 41;
+      assert.equal(mag.echoes, 3);
+      const vols = await page.$eval('#viewerCard', (e) => e.dataset.volumes.split(','));
+      const got = {};
+      for (const [k, unit] of Object.entries({ swi: 'a.u.', minIp: 'a.u.', r2star: 's⁻¹', t2star: 's' })) {
+        assert.ok(vols.includes(`result.${k}`), `result.${k} listed: ${vols}`);
+        await page.selectOption('#viewVolume', `result.${k}`);
+        await page.waitForFunction((v) => document.querySelector('#viewerCard').dataset.volume === v && document.querySelector('#viewValue').dataset.volume === v, `result.${k}`, { timeout: 10000 });
+        assert.equal((await readData('#viewValue')).unit, unit, `${k}'s unit`);
+        const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), page.click('#viewDownload')]);
+        assert.match(dl.suggestedFilename(), /^Phase_.+\.nii\.gz$/, `${k}'s file name`);
+        const nii = readNifti(fs.readFileSync(await dl.path()));
+        assert.deepEqual([nii.dims, nii.voxelMm, nii.affine], [mag.dims, mag.voxelMm, mag.affine], `${k}: ROMEO's dims and affine`);
+        assert.ok(nii.data.every(Number.isFinite), `${k} finite`);
+        got[k] = nii.data;
+      }
+      // SWI is the echoes' root-sum-of-squares magnitude times a phase mask in [0, 1] (contrast/swi.h).
+      let inMask = 0, darkened = 0;
+      for (let i = 0; i < n; i++) {
+        if (!mask[i]) continue;
+        inMask++;
+        let ss = 0;
+        for (let e = 0; e < 3; e++) ss += mag.data[e * n + i] ** 2;
+        const rss = Math.sqrt(ss);
+        assert.ok(got.swi[i] >= 0 && got.swi[i] <= rss * (1 + 1e-5) + 1e-6, `SWI ${got.swi[i]} ≤ RSS ${rss} at ${i}`);
+        if (got.swi[i] < 0.9 * rss) darkened++;
+      }
+      assert.ok(inMask > 1000, `${inMask} voxels in the mask`);
+      assert.ok(darkened > 0, 'the phase mask darkens some voxels');
+      // minIP: the minimum over a slab that holds the voxel itself.
+      let above = 0;
+      for (let i = 0; i < n; i++) if (got.minIp[i] > got.swi[i]) above++;
+      assert.equal(above, 0, 'minIP ≤ SWI voxelwise');
+      const r2In = [];
+      let checked = 0;
+      for (let i = 0; i < n; i++) {
+        if (!mask[i]) continue;
+        r2In.push(got.r2star[i]);
+        if (got.r2star[i] >= 1) {
+          checked++;
+          assert.ok(Math.abs(got.t2star[i] * got.r2star[i] - 1) < 1e-5, `T2*·R2* at ${i}: ${got.t2star[i]}·${got.r2star[i]}`);
+        }
+      }
+      r2In.sort((a, b) => a - b);
+      const median = r2In[r2In.length >> 1];
+      assert.ok(median >= 10 && median <= 100, `R2* median ${median} s⁻¹ in the mask`);
+      console.log(`# ROMEO: ${inMask} voxels in the mask, SWI below 0.9·RSS in ${darkened}; R2* median ${median.toFixed(1)} s⁻¹, T2*·R2* = 1 checked in ${checked}`);
+    } finally {
+      await page.uncheck('#also-swi');
+      await page.uncheck('#also-r2star');
+    }
   });
 
   test('no console error in the session but dcm2niix’s own', { skip }, () => {
