@@ -2,6 +2,8 @@
 // magnitude, a field, the mask) and every Volume a run returned (χ, each pipeline intermediate, and whatever else the
 // result holds: SWI, minIP, R2*, T2*…), the phantom's truth in the demo. Plain JS (no DOM), tested by node --test.
 
+import { alsoOutput } from '../bindings/js/index.js';
+
 /** Words, unit and display kind of the Volumes pipeline() and the contrast runs return, by key. */
 export const VOLUME_INFO = {
   chi: { label: 'χ', unit: 'ppm', kind: 'chi', file: 'chi' },
@@ -14,13 +16,13 @@ export const VOLUME_INFO = {
   mask: { label: 'Brain mask', unit: '', kind: 'mask', file: 'mask' },
   fitMask: { label: 'Fit mask', unit: '', kind: 'mask', file: 'fitmask' },
   localMask: { label: 'Local mask', unit: '', kind: 'mask', file: 'localmask' },
-  swi: { label: 'SWI', unit: 'a.u.', kind: 'positive', file: 'swi' },
-  minIp: { label: 'SWI minIP', unit: 'a.u.', kind: 'positive', file: 'minIP' },
+  swi: { label: 'SWI', unit: 'a.u.', kind: 'positive', file: alsoOutput('swi').suffix },
+  minIp: { label: 'SWI minIP', unit: 'a.u.', kind: 'positive', file: alsoOutput('minIp').suffix },
   swiMagnitude: { label: 'SWI magnitude (echoes’ root-sum-of-squares)', unit: 'a.u.', kind: 'positive', file: 'swi_magnitude' },
   swiPhase: { label: 'SWI high-passed phase', unit: 'rad', kind: 'field', file: 'swi_phase' },
   swiPhaseMask: { label: 'SWI phase mask (before the power)', unit: '', kind: 'positive', file: 'swi_phasemask' },
-  r2star: { label: 'R2*', unit: 's⁻¹', kind: 'positive', file: 'R2starmap' },
-  t2star: { label: 'T2*', unit: 's', kind: 'positive', file: 'T2starmap' },
+  r2star: { label: 'R2*', unit: 's⁻¹', kind: 'positive', file: alsoOutput('r2star').suffix },
+  t2star: { label: 'T2*', unit: 's', kind: 'positive', file: alsoOutput('t2star').suffix },
   s0: { label: 'S0 (fitted signal at TE 0)', unit: 'a.u.', kind: 'positive', file: 'S0map' },
   r2starResidual: { label: 'R2* fit residual (RMS over the mean signal)', unit: '', kind: 'positive', file: 'R2star_residual' },
 };

@@ -1101,3 +1101,17 @@ export declare function phaseDifferenceToRadians(
   img: { data: Float32Array; datatype?: number; header?: Record<string, unknown> },
   options?: { units?: 'rad' | 'deg' | 'scanner' | 'unwrapped'; scale?: number; inPlace?: boolean },
 ): ReturnType<typeof phaseToRadians>;
+
+/** The pipeline's optional outputs as files: pipeline()'s result key, the BIDS derivative suffix, the `also` choice that makes it, units, what it is, the methods text's stage. */
+export interface AlsoOutput {
+  key: 'swi' | 'minIp' | 'r2star' | 't2star';
+  suffix: string;
+  also: 'swi' | 'r2star';
+  units: string;
+  stage: string;
+  label: string;
+  description: string;
+}
+export declare const ALSO_OUTPUTS: readonly AlsoOutput[];
+/** The optional output of this result key, or undefined. */
+export declare function alsoOutput(key: string): AlsoOutput | undefined;

@@ -26,6 +26,7 @@ export { makeVolume, geometryOf } from './io/volume.js';
 export { loadInputs, checkEchoTimes, InputError } from './io/inputs.js';
 export { PhaseRefusal, phrasePhaseRefusal } from './io/phase-units.js';
 export { bytesText } from './bytes.js';
+export { ALSO_OUTPUTS, alsoOutput } from './io/derivatives.js';
 export { pipelineArgs, commandLine, methodsMarkdown } from './methods-text.js';
 export { readCachedWeights, cacheWeights, listCachedWeights, clearWeightsCache, loadWeightsCached } from './model-loader.js';
 export { readNifti, readNiftiAsync, readEchoes, readEchoesAsync, phaseToRadians, phaseDifferenceToRadians, readMask, maskFromValues, writeNifti, hzToPpm, radPerSecToPpm, thresholdMask, GAMMA_BAR_MHZ_PER_T } from './io/nifti.js';

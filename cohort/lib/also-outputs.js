@@ -9,16 +9,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ALSO_OUTPUTS as SHARED_OUTPUTS } from '../../bindings/js/io/derivatives.js';
 
 class AlsoError extends Error {}
 
-/** What each output is: its description, units, and the methods text's stage that made it. */
-export const ALSO_OUTPUTS = Object.freeze({
-  swi: { description: 'susceptibility-weighted image (magnitude x phase mask^power)', units: 'arbitrary', stage: 'SWI' },
-  minIP: { description: 'minimum-intensity projection of the SWI over a sliding slab along the slice axis', units: 'arbitrary', stage: 'minIP' },
-  R2starmap: { description: 'R2* map, mono-exponential decay over the echoes', units: '1/s', stage: 'R2*' },
-  T2starmap: { description: 'T2* map, 1/R2* (1 s where R2* < 1/s)', units: 's', stage: 'R2*' },
-});
+/** What each output is, by its BIDS suffix: its description, units, and the methods text's stage that made it. */
+export const ALSO_OUTPUTS = Object.freeze(Object.fromEntries(
+  SHARED_OUTPUTS.map((o) => [o.suffix, { description: o.description, units: o.units, stage: o.stage }])));
 
 /** The file the CLI writes for key next to chi: <chi without .nii[.gz]>_<key><ext>. */
 export function cliFile(chi, key) {

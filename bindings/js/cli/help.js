@@ -3,7 +3,6 @@
 import { PIPELINE_OPTIONS } from '../request.js';
 import { requestFlags, isSwitch, PHASE_OPTIONS } from './flags.js';
 import { UNBOUNDED, LIST_OPTIONS, fmt } from './values.js';
-import { QSMCI_DEFAULT_METHOD } from './qsm-ci.js';
 
 // The forms of `invert`, shown in the main help and in `invert --help`.
 const INVERT_USAGE = `  tessera-qsm invert --field f.nii[.gz] --mask m.nii[.gz] (--model ID [--weights FILE|URL ...] | --spec net.json --weights FILE)
@@ -134,8 +133,8 @@ magnitude.nii.gz (same dims and echoes; optional: without it the echoes weigh al
 MagneticFieldStrength are read too; without B0_dir the phase header's B0 direction is used). Runs \`tessera-qsm pipeline\`'s
 stages with their defaults and writes, gzipped, in ppm, with the phase's header, into --out (default DIR):
 totalfield.nii.gz, localfield.nii.gz, chimap.nii.gz.
-  --method NAME      the dipole inversion (default ${QSMCI_DEFAULT_METHOD}: the best mean χ on varied heads after the pipeline's default
-                     background removal; \`tessera-qsm methods\` lists them)
+  --method NAME      the dipole inversion (default: the pipeline's default inversion, chosen on varied heads;
+                     \`tessera-qsm methods\` lists them)
   --param N=V        a parameter of the --method (repeatable)
   --background B     background field removal (\`tessera-qsm pipeline --help\` lists the choices and the default)
   --cores N          threads of the C++ stages (default: the machine's)

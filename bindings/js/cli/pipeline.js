@@ -13,6 +13,7 @@ import { readInputs, readInputHeader } from './read-inputs.js';
 import { headerPlan, refusalText, pipelineWhat } from './plan.js';
 import { MAX_TE_SECONDS } from '../io/inputs.js';
 import { wholeNumber, keyValues, fmt } from './values.js';
+import { ALSO_OUTPUTS } from '../io/derivatives.js';
 
 /**
  * --option NAME=VALUE (repeatable) → the pipeline request's fields ({background: 'pdf', vsharp: {maxRadius: 12}}).
@@ -48,16 +49,8 @@ export function alsoOutputs(text, schema) {
 export function alsoFiles(out, also) {
   const m = /^(.*?)(\.nii(?:\.gz)?)$/i.exec(out);
   const [base, ext] = [m[1], m[2]];
-  const files = [];
-  if (also.includes('swi')) {
-    files.push({ key: 'swi', file: `${base}_swi${ext}`, description: 'SWI, tessera-qsm pipeline' });
-    files.push({ key: 'minIp', file: `${base}_minIP${ext}`, description: 'SWI minIP, tessera-qsm pipeline' });
-  }
-  if (also.includes('r2star')) {
-    files.push({ key: 'r2star', file: `${base}_R2starmap${ext}`, description: 'R2* 1/s, tessera-qsm pipeline' });
-    files.push({ key: 't2star', file: `${base}_T2starmap${ext}`, description: 'T2* s, tessera-qsm pipeline' });
-  }
-  return files;
+  return ALSO_OUTPUTS.filter((x) => also.includes(x.also))
+    .map((x) => ({ key: x.key, file: `${base}_${x.suffix}${ext}`, description: `${x.label}, tessera-qsm pipeline` }));
 }
 
 /**

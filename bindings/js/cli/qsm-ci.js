@@ -16,11 +16,6 @@ import { wholeNumber, keyValues, fmt } from './values.js';
 export const QSMCI_INPUTS = { phase: 'phase.nii.gz', magnitude: 'magnitude.nii.gz', mask: 'mask.nii.gz', params: 'params.json' };
 export const QSMCI_OUTPUTS = { totalField: 'totalfield.nii.gz', localField: 'localfield.nii.gz', chi: 'chimap.nii.gz' };
 
-/**
- * The inversion when --method is not given: TV, the best mean χ r on six varied generated heads after the pipeline's
- * default background removal (0.935 against RTS's 0.860).
- */
-export const QSMCI_DEFAULT_METHOD = 'tv';
 
 /** A list of numbers from params.json (a number alone is a list of one), or undefined when absent. */
 function numbers(v) {
@@ -59,7 +54,8 @@ export async function cmdQsmCi(o, ctx) {
   if (o.in === undefined) throw usageError(`give the input directory: \`tessera-qsm qsm-ci DIR\` or --in DIR; ${see}`);
   const inDir = o.in;
   const outDir = o.out ?? inDir;
-  const method = (o.method ?? QSMCI_DEFAULT_METHOD).toLowerCase();
+  // Without --method the pipeline's default inversion runs (C++ kDefaultPipelineMethod; the plan names it).
+  const asked = o.method?.toLowerCase();
   const background = o.background?.toLowerCase();
   // The pipeline's C++ schema checks the choice and refuses another in words naming the choices.
   const params = keyValues(o.param);
@@ -105,7 +101,10 @@ export async function cmdQsmCi(o, ctx) {
     geometry.voxelMm = acq.voxelMm;
   }
   const tessera = await ctx.start({ hardwareThreads: cores });
-  const request = defined({ geometry, phase, magnitude, mask, te: acq.te, b0: acq.b0, background, method, [method]: Object.keys(params).length ? params : undefined });
+  const base = defined({ geometry, phase, magnitude, mask, te: acq.te, b0: acq.b0, background, method: asked });
+  // --param without --method: the default method's parameters (its name from a plan of the request without them).
+  const method = asked ?? (await tessera.plan({ ...base, pipeline: true, phase: undefined })).method;
+  const request = defined({ ...base, method, [method]: Object.keys(params).length ? params : undefined });
   const plan = await tessera.plan({ ...request, pipeline: true, phase: undefined });
   if (!plan.feasible) throw new CliError(plan.message, EXIT_USAGE, 'BudgetExceeded');
   progress.line(`qsm-ci: ${geometry.dims.join('×')}, ${echoes} echoes (TE ${acq.te.map((t) => fmt(t * 1000)).join(', ')} ms), B0 ${fmt(acq.b0)} T: ${plan.stages.join(' → ')}, estimated peak ${size(plan.peakBytes)}`);
