@@ -6,6 +6,7 @@
 
 #include "background/support.h"
 #include "common/message_number.h"
+#include "common/conjugate_gradient.h"
 #include "common/parallel.h"
 #include "tessera/common/error.h"
 
@@ -190,10 +191,6 @@ struct Lbv::State {
   bool finished = false, taken = false;
   LocalField result;
 
-  double dot(const std::vector<float>& a, const std::vector<float>& b) const {
-    return parallel_sum(a.size(), threads, [&](uint64_t i) { return static_cast<double>(a[i]) * static_cast<double>(b[i]); });
-  }
-
   // z = M r: one V-cycle with r as level 0's right-hand side, q as its residual scratch.
   void precondition() {
     LbvLevel& L = levels[0];
@@ -319,7 +316,7 @@ void Lbv::step() {
             }
           s.r[i] = b;
         }
-    s.b_norm = std::sqrt(s.dot(s.r, s.r));
+    s.b_norm = std::sqrt(dot(s.r, s.r, t));
     if (s.b_norm == 0.0) {  // a zero border: the background is 0
       s.relative = 0.0;
       s.done = 1;
@@ -328,30 +325,20 @@ void Lbv::step() {
     }
     s.precondition();
     s.p = s.z;
-    s.rz = s.dot(s.r, s.z);
+    s.rz = dot(s.r, s.z, t);
   }
   // One preconditioned conjugate-gradient iteration on A x = b.
   lbv_apply(L0, s.p.data(), nullptr, s.q.data(), t);
-  const double pq = s.dot(s.p, s.q);
-  bool stop = !(pq > 0.0);
+  bool stop = !cg_move(s.x, s.r, s.p, s.q, s.rz, t);
   if (!stop) {
-    const float alpha = static_cast<float>(s.rz / pq);
-    parallel_for(n, t, [&](uint64_t b, uint64_t e) {
-      for (uint64_t i = b; i < e; ++i) {
-        s.x[i] += alpha * s.p[i];
-        s.r[i] -= alpha * s.q[i];
-      }
-    });
-    s.relative = std::sqrt(s.dot(s.r, s.r)) / s.b_norm;
+    s.relative = std::sqrt(dot(s.r, s.r, t)) / s.b_norm;
     stop = s.relative <= s.params.tolerance;
     if (!stop) {
       s.precondition();
-      const double rz_new = s.dot(s.r, s.z);
+      const double rz_new = dot(s.r, s.z, t);
       const float beta = static_cast<float>(rz_new / s.rz);
       s.rz = rz_new;
-      parallel_for(n, t, [&](uint64_t b, uint64_t e) {
-        for (uint64_t i = b; i < e; ++i) s.p[i] = s.z[i] + beta * s.p[i];
-      });
+      cg_next_direction(s.p, s.z, beta, t);
     }
   }
   ++s.done;

@@ -6,6 +6,7 @@
 
 #include "background/support.h"
 #include "common/message_number.h"
+#include "common/conjugate_gradient.h"
 #include "common/parallel.h"
 #include "tessera/common/error.h"
 #include "tessera/background/vsharp.h"
@@ -77,10 +78,6 @@ struct Resharp::State {
     });
   }
 
-  double dot(const std::vector<float>& a, const std::vector<float>& b) const {
-    return parallel_sum(a.size(), threads, [&](uint64_t i) { return static_cast<double>(a[i]) * static_cast<double>(b[i]); });
-  }
-
   void finish() {
     result.field.assign(static_cast<size_t>(g.voxel_count()), 0.0f);
     result.mask.assign(static_cast<size_t>(g.voxel_count()), 0);
@@ -145,7 +142,7 @@ void Resharp::step() {
     });
     s.apply_cmc([&](uint64_t i) { return s.q[i]; }, [&](uint64_t i, float v) { s.r[i] = v; });
     s.p = s.r;
-    s.rr = s.dot(s.r, s.r);
+    s.rr = dot(s.r, s.r, t);
     s.b_norm = std::sqrt(s.rr);
     if (s.b_norm == 0.0) {  // no high-passed field inside the eroded mask: the local field is 0
       s.relative = 0.0;
@@ -157,27 +154,10 @@ void Resharp::step() {
   // One conjugate-gradient iteration on (C M C + λ) x = b.
   const float lambda = static_cast<float>(s.params.lambda);
   s.apply_cmc([&](uint64_t i) { return s.p[i]; }, [&](uint64_t i, float v) { s.q[i] = v + lambda * s.p[i]; });
-  const double pq = s.dot(s.p, s.q);
-  bool stop = !(pq > 0.0);
-  if (!stop) {
-    const float alpha = static_cast<float>(s.rr / pq);
-    parallel_for(n, t, [&](uint64_t b, uint64_t e) {
-      for (uint64_t i = b; i < e; ++i) {
-        s.x[i] += alpha * s.p[i];
-        s.r[i] -= alpha * s.q[i];
-      }
-    });
-    const double rr_new = s.dot(s.r, s.r);
+  const bool stop = plain_cg_iteration(s.x, s.r, s.p, s.q, s.rr, t, [&](double rr_new) {
     s.relative = std::sqrt(rr_new) / s.b_norm;
-    const float beta = static_cast<float>(rr_new / s.rr);
-    s.rr = rr_new;
-    stop = s.relative < s.params.tolerance;
-    if (!stop) {
-      parallel_for(n, t, [&](uint64_t b, uint64_t e) {
-        for (uint64_t i = b; i < e; ++i) s.p[i] = s.r[i] + beta * s.p[i];
-      });
-    }
-  }
+    return s.relative < s.params.tolerance;
+  });
   ++s.done;
   if (stop || s.done >= s.params.max_iterations) s.finish();
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 
+#include "common/conjugate_gradient.h"
 #include "common/parallel.h"
 #include "inversion/qsm_ops.h"
 #include "tessera/common/geometry.h"
@@ -63,27 +64,10 @@ bool gauss_newton_cg_step(GaussNewtonCg& s, std::span<float> x, const GaussNewto
     }
   }
   apply(std::span<const float>(s.direction), std::span<float>(s.image));
-  const double curvature = dot(s.direction, s.image, threads);
   ++s.cg_done;
-  bool solved = !(curvature > 0.0);
-  if (!solved) {
-    const float alpha = static_cast<float>(s.rs / curvature);
-    parallel_for(n, threads, [&](uint64_t b, uint64_t e) {
-      for (uint64_t i = b; i < e; ++i) {
-        s.update[i] += alpha * s.direction[i];
-        s.residual[i] -= alpha * s.image[i];
-      }
-    });
-    const double rs_new = dot(s.residual, s.residual, threads);
-    solved = std::sqrt(rs_new) <= lim.cg_tolerance * s.bnorm;
-    const float beta = static_cast<float>(rs_new / s.rs);
-    s.rs = rs_new;
-    if (!solved) {
-      parallel_for(n, threads, [&](uint64_t b, uint64_t e) {
-        for (uint64_t i = b; i < e; ++i) s.direction[i] = s.residual[i] + beta * s.direction[i];
-      });
-    }
-  }
+  const bool solved = plain_cg_iteration(std::span<float>(s.update), std::span<float>(s.residual),
+                                         std::span<float>(s.direction), std::span<const float>(s.image), s.rs, threads,
+                                         [&](double rs_new) { return std::sqrt(rs_new) <= lim.cg_tolerance * s.bnorm; });
   if (solved || s.cg_done >= lim.cg_max_iterations) {
     s.cg_done = 0;
     return end_outer_iteration(s, x, lim, threads);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/conjugate_gradient.h"
 #include "common/parallel.h"
 #include "tessera/common/error.h"
 #include "tessera/common/fft.h"
@@ -33,10 +34,6 @@ inline void convolve(const Dims3& dims, std::span<const float> kernel, std::span
   parallel_for(n, threads, [&](uint64_t b, uint64_t e) {
     for (uint64_t i = b; i < e; ++i) out[i] = buf[i].real();
   });
-}
-
-inline double dot(std::span<const float> a, std::span<const float> b, unsigned threads) {
-  return parallel_sum(a.size(), threads, [&](uint64_t i) { return static_cast<double>(a[i]) * static_cast<double>(b[i]); });
 }
 
 inline double norm(std::span<const float> a, unsigned threads) { return std::sqrt(dot(a, a, threads)); }
