@@ -1,4 +1,5 @@
-// tessera-qsm: memory-bounded, overlap-tiled deep-learning QSM inversion, in the browser and in node.
+// tessera-qsm: QSM from a scanner's phase or field map to a susceptibility map, with classical methods or tiled deep
+// networks, in the browser and in node.
 // The friendly API. Every call goes to a dedicated driver worker that holds the C++ core (wasm) and the
 // ONNX Runtime worker pools, so the caller's thread (a page's main thread) never does heavy work.
 import { createWorker, isNode } from './platform.js';

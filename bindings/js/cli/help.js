@@ -28,7 +28,7 @@ const PIPELINE_USAGE = `  tessera-qsm pipeline --phase p.nii[.gz] --te S,S,... [
 
 /** The help of the commands without request flags, and the main help (none reads the schema). */
 export const STATIC_HELP = {
-  main: `tessera-qsm: memory-bounded, overlap-tiled deep-learning QSM inversion
+  main: `tessera-qsm: QSM from a scanner's phase or field map to a susceptibility map (χ, ppm), with classical methods or tiled deep networks
 
 Usage:
 ${INVERT_USAGE}  tessera-qsm plan   (--field f.nii[.gz] | --phase p.nii[.gz] [--te S[,S...]]) [--mask m.nii[.gz]] (--model ID | --spec net.json)
