@@ -207,7 +207,6 @@ export const pipelineWorkflow = {
     const notes = [...r.notes];
     if (phases.length > 1) notes.push(`${phases.length} 3D files stacked as echoes 1-${phases.length} in the order chosen`);
     if (!r.mask) notes.push(r.magnitude ? `no mask: the pipeline makes it from ${files.magnitude.name}` : 'no mask and no magnitude: choose one');
-    if (r.fixed) notes.push(`${r.fixed} invalid voxels outside the mask set to 0`);
     return this.input({
       source: 'files',
       name: phases.length > 1 ? `${phases[0].name} (+${phases.length - 1})` : phases[0].name,
@@ -247,7 +246,6 @@ export const pipelineWorkflow = {
       ...d.notes.filter((n) => !/^no magnitude series/.test(n) || !(files.mask || r.magnitude)),
       ...r.notes,
     ];
-    if (r.fixed) notes.push(`${r.fixed} invalid voxels outside the mask set to 0`);
     return this.input({
       source: 'dicom',
       name: d.folder ?? `DICOM series ${s.number}`,
