@@ -7,7 +7,7 @@
 // schema's: this file keeps no copy of their defaults or ranges. Same shape as field.js / phase.js / method.js.
 import { $, fmtBytes } from '../dom.js';
 import { checkAcquisition, showAcquisitionProblem } from './phase.js';
-import { methodHeapLimit, methodParams, readParam } from './method.js';
+import { methodHeapLimit, methodParams, readParam, runHeapRow } from './method.js';
 import { loadDicom } from '../dicom.js';
 
 const PI = Math.PI;
@@ -315,6 +315,14 @@ export const pipelineWorkflow = {
     return req;
   },
 
+  /**
+   * Whether the run goes to a runtime of its own (started for it, ended after it: its heap is the run's alone): when a
+   * classical method inverts; a network's run keeps the page's runtime, where its ONNX Runtime workers and sessions live.
+   */
+  ownRuntime(params) {
+    return params.inversion.kind === 'method';
+  },
+
   /** Whether the run needs network weights (a network inverts). */
   needsWeights() {
     return this.inversion().kind === 'network';
@@ -427,7 +435,7 @@ export const pipelineWorkflow = {
       row('Inversion', `${inv.net.name} on the local field${nr ? `: ${nr.tilesRun} tile(s) run, ${nr.wallSeconds.toFixed(1)} s` : ''}`);
     }
     if (times.rest !== undefined) row('Background removal + inversion', `${times.rest.toFixed(1)} s (the runtime's progress does not say where one ends)`);
-    row('Memory', `module heap ${fmtBytes(r.memory?.moduleHeapBytes)} after the run vs the plan's ${fmtBytes(plan.moduleHeapBytes)}`);
+    row('Memory', runHeapRow(r, plan, result).text);
   },
 
   runName(net, plan) {
