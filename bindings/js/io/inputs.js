@@ -82,8 +82,9 @@ export function checkEchoTimes(te, echoes) {
  *
  * The rules, once: field Hz → ppm (÷ γ̄·B0, GAMMA_BAR_MHZ_PER_T) or rad/s → ppm; the phase to radians (phase-units.js, in
  * place); mask and magnitude dims equal the input's; the magnitude has the phase's echoes, or is 3D when it only
- * makes the mask; TE in seconds, one per echo; NaN/Inf outside the mask set to 0 (counted in `fixed`), inside the
- * mask refused for phase and magnitude (a field's are left to the runtime, which names the first one's position).
+ * makes the mask; TE in seconds, one per echo; NaN/Inf outside the mask set to 0 (counted in `fixed`, said in a
+ * warning note: nonFiniteText), inside the mask refused for phase and magnitude (a field's are left to the runtime,
+ * which names the first one's position).
  *
  * Returns { kind: 'field'|'phase', field?: Volume (ppm), phase?: Volume (rad, echoes), input (that Volume, with its
  * reader's header and raw: writeNifti's `like`), geometry ({dims, voxelMm, b0Dir}), echoes, te?, mask: Volume
