@@ -120,3 +120,44 @@ test('BIDS field maps: no Units, no EchoTime2, no phase_pipeline and keep_interm
   await refused({ bids }, /a field map goes through the pipeline .*: set config phase_pipeline/);
   await refused({ bids, phase_pipeline: 'tkd', keep_intermediates: true }, /keep_intermediates keeps the echo fit's stages, and a total field map has none/);
 });
+
+test('a TSV manifest row names a field map (fieldmap + units, phasediff + te1 + te2): read as the BIDS fmap/ route reads it; both, neither, a map without units or echo times, and columns of another input refused by name', async () => {
+  const f = (s, name) => path.join('bids', s, 'fmap', name);
+  const header = ['subject', 'field', 'fieldmap', 'phasediff', 'magnitude', 'mask', 'units', 'te', 'te1', 'te2', 'b0'];
+  const tsv = (name, rows) => {
+    const file = p(name);
+    fs.writeFileSync(file, [header, ...rows.map((r) => header.map((h) => r[h] ?? 'n/a'))].map((r) => r.join('\t')).join('\n'));
+    return file;
+  };
+  const fm = { subject: '01', fieldmap: f('sub-01', 'sub-01_fieldmap.nii.gz'), magnitude: f('sub-01', 'sub-01_magnitude.nii.gz'), units: 'hz', b0: '3' };
+  const pd = { subject: '02', phasediff: f('sub-02', 'sub-02_phasediff.nii.gz'), magnitude: f('sub-02', 'sub-02_magnitude1.nii.gz'), te1: String(TE[0]), te2: String(TE[1]), b0: '3' };
+  // What the manifest reads equals what the BIDS tree gives for the same maps (paths, units, echo times, B0).
+  const viaBids = (await discover({ bids, phase_pipeline: 'tkd' })).records;
+  const viaManifest = (await discover({ manifest: tsv('fmaps.tsv', [fm, pd]), phase_pipeline: 'tkd' })).records;
+  const keys = ['path', 'kind', 'input', 'phase', 'magnitude', 'mask', 'totalFieldUnits', 'te', 'te1', 'te2', 'b0', 'pipeline', 'suffix'];
+  const pick = (r) => Object.fromEntries(keys.map((k) => [k, r[k]]));
+  assert.deepEqual(viaManifest.map(pick), viaBids.map(pick));
+  // Without the columns, the sidecar beside the map (the BIDS one) gives units, echo times and B0.
+  const bare = (await discover({ manifest: tsv('sidecars.tsv', [{ ...fm, units: undefined, b0: undefined }, { ...pd, te1: undefined, te2: undefined, b0: undefined }]), phase_pipeline: 'tkd' })).records;
+  assert.deepEqual(bare.map(pick), viaBids.map(pick));
+  const refused = async (rows, pattern, config = { phase_pipeline: 'tkd' }) => {
+    await assert.rejects(discover({ manifest: tsv('bad-fmaps.tsv', rows), ...config }), (e) => {
+      assert.ok(e instanceof CohortError, e.stack);
+      assert.match(e.message, pattern);
+      return true;
+    });
+  };
+  const one = /give exactly one of field \(a local field map\), phase \(wrapped phase\), fieldmap \(a total field map, with its units\) or phasediff \(a phase difference, with te1 and te2\)/;
+  await refused([{ ...fm, phasediff: pd.phasediff }], new RegExp(`line 2 \\(sub-01\\): ${one.source}; this row gives fieldmap and phasediff`));
+  await refused([{ subject: '01', magnitude: fm.magnitude, units: 'hz', b0: '3' }], new RegExp(`line 2 \\(sub-01\\): ${one.source}; this row gives none`));
+  // A map whose units are in neither the row nor a sidecar (a copy without its JSON).
+  fs.copyFileSync(p(fm.fieldmap), p('lone_fieldmap.nii.gz'));
+  await refused([{ ...fm, fieldmap: 'lone_fieldmap.nii.gz', units: undefined }], /line 2 \(sub-01\): the field map has no "Units" \(no units column, and no lone_fieldmap\.json beside it\): give the units column \(hz, rad\/s or ppm\)/);
+  await refused([{ ...pd, te2: undefined, phasediff: 'lone_fieldmap.nii.gz' }], /line 2 \(sub-02\): the phase difference has no "EchoTime2" \(no te2 column, and no lone_fieldmap\.json beside it\): give the te1 and te2 columns \(seconds\)/);
+  await refused([{ ...pd, te1: '0.008', te2: '0.004' }], /EchoTime2 \(0\.004\) must be later than EchoTime1 \(0\.008\) in the te2 column/);
+  await refused([{ ...fm, te1: '0.004' }], /line 2 \(sub-01\): te1 is not for a total field map \(its columns: units, b0\)/);
+  await refused([{ ...pd, units: 'hz' }], /line 2 \(sub-02\): units is not for a phase difference \(its columns: te1, te2, b0, phase_units\)/);
+  await refused([{ subject: '03', field: fm.fieldmap, mask: fm.magnitude, te1: '0.004' }], /line 2 \(sub-03\): te1 is for a phasediff row/);
+  await refused([{ ...fm, magnitude: undefined }], /line 2 \(sub-01\): no mask and no magnitude: the pipeline makes the brain mask from the magnitude/);
+  await refused([fm], /line 2 \(sub-01\): a field map goes through the pipeline .*: set config phase_pipeline .*, or give the row a method/, {});
+});

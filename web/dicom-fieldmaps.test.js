@@ -20,6 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NO_FETCH_GLOBALS, testInChildWithFetchGlobals } from '../scripts/chromium.js';
+import { convertInPage as convertInPageOf } from '../tests/js/dicom-in-page.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CHROMIUM = '/usr/bin/chromium';
@@ -31,11 +32,12 @@ const skip = !fs.existsSync(CHROMIUM)
   : !fs.existsSync(FMAPS) || !fs.existsSync(ROMEO) ? `no ${FMAPS} or ${ROMEO}` : false;
 
 if (NO_FETCH_GLOBALS) {
-  await testInChildWithFetchGlobals(import.meta.url, 'vendor field maps and ROMEO in the page, in a child node with the fetch globals playwright-core needs', { skip, minPassed: 6 });
+  await testInChildWithFetchGlobals(import.meta.url, 'vendor field maps and ROMEO in the page, in a child node with the fetch globals playwright-core needs', { skip, minPassed: 7 });
 } else suite();
 
 function suite() {
   let srv, ctx, page, tmp, bg;
+  let romeoSpread; // the 1st–99th percentile span of χ from ROMEO's Phase.nii (ppm), measured by its test below
   const consoleErrors = [];
 
   before(async () => {
@@ -101,33 +103,7 @@ function suite() {
   }
 
   /** dcm2niix's outputs of a folder, converted in the page as the DICOM input does, written to dir: {name: sidecar}. */
-  async function convertInPage(folder, dir) {
-    await page.evaluate(() => {
-      if (document.querySelector('#probeDir')) return;
-      const i = Object.assign(document.createElement('input'), { type: 'file', multiple: true, id: 'probeDir', hidden: true });
-      i.webkitdirectory = true;
-      document.body.append(i);
-    });
-    await page.setInputFiles('#probeDir', folder);
-    const outs = await page.evaluate(async () => {
-      const { convertDicom } = await import('/web/dicom.js');
-      const outputs = await convertDicom([...document.querySelector('#probeDir').files]);
-      const b64 = async (f) => {
-        const u = new Uint8Array(await f.arrayBuffer());
-        let s = '';
-        for (let k = 0; k < u.length; k += 0x8000) s += String.fromCharCode(...u.subarray(k, k + 0x8000));
-        return btoa(s);
-      };
-      return Promise.all(outputs.map(async (o) => ({ name: o.name, sidecar: o.sidecar, nii: await b64(o.nii) })));
-    });
-    fs.mkdirSync(dir, { recursive: true });
-    const sidecars = {};
-    for (const o of outs) {
-      fs.writeFileSync(path.join(dir, `${o.name}.nii`), Buffer.from(o.nii, 'base64'));
-      sidecars[o.name] = o.sidecar;
-    }
-    return sidecars;
-  }
+  const convertInPage = (folder, dir) => convertInPageOf(page, folder, dir);
 
   /** The CLI's pipeline in dir; returns its χ's data (readNifti). */
   async function cliChi(dir, args) {
@@ -274,6 +250,7 @@ function suite() {
     const p1 = sorted[Math.floor(0.01 * sorted.length)], p99 = sorted[Math.floor(0.99 * sorted.length)];
     // A scaled phase left as it was gives χ of at most 0.0035 ppm; rescaled, a brain's χ spans tenths of a ppm.
     assert.ok(p99 - p1 > 0.05 && p99 - p1 < 5, `χ 1st–99th percentile [${p1}, ${p99}] ppm`);
+    romeoSpread = p99 - p1;
     console.log(`# ROMEO: χ in ${inside.length} voxels, 1st–99th percentile [${p1.toFixed(3)}, ${p99.toFixed(3)}] ppm`);
   });
 
@@ -338,6 +315,95 @@ function suite() {
     } finally {
       await page.uncheck('#also-swi');
       await page.uncheck('#also-r2star');
+    }
+  });
+
+  test('ROMEO’s phase_with_nan.nii through the file inputs: with Mag.nii (another scan) refused naming both sizes; alone, asks for a mask or magnitude; an all-ones mask refused for its NaN inside; a brain mask: the NaN outside and the ±4.7 span said in the API’s words, χ finite in the mask, the API’s bit for bit, its spread of the order of Phase.nii’s', { skip, timeout: 300000 }, async () => {
+    const { createTessera, readEchoes, readNifti, writeNifti } = await import('../bindings/js/index.js');
+    const file = path.join(ROMEO, 'phase_with_nan.nii');
+    const phase = readEchoes(fs.readFileSync(file));
+    const [X, Y, Z] = phase.dims;
+    const n = X * Y * Z;
+    const te = [0.004, 0.008];
+    // The node API's words and χ on the same inputs.
+    const t = await createTessera({ workers: 1 });
+    let api;
+    // A brain mask as a user would draw it: an ellipse inside the head (x 24–104, y 24–88 of 128×128), every slice.
+    const brain = Uint8Array.from({ length: n }, (_, i) => (((i % X) - 64) / 40) ** 2 + ((Math.floor(i / X) % Y - 56) / 32) ** 2 <= 1 ? 1 : 0);
+    try {
+      const mag = readEchoes(fs.readFileSync(path.join(ROMEO, 'Mag.nii')));
+      await assert.rejects(t.pipeline({ phase, magnitude: mag, te, method: 'tkd' }), /magnitude is 51×51×41 but phase is 128×128×5/);
+      api = await t.pipeline({ phase, mask: brain, te, method: 'tkd', background: 'pdf' });
+    } finally {
+      await t.terminate();
+    }
+    const like = { dims: [X, Y, Z], voxelMm: phase.voxelMm.slice(0, 3) };
+    fs.writeFileSync(path.join(tmp, 'nan_ones_mask.nii'), await writeNifti(new Float32Array(n).fill(1), like));
+    fs.writeFileSync(path.join(tmp, 'nan_brain_mask.nii'), await writeNifti(Float32Array.from(brain), like));
+    const loaded = async (seq) => page.waitForFunction((s) => (Number(document.querySelector('#inputInfo').dataset.seq) > s || !document.querySelector('#error').hidden) && document.body.dataset.state === 'idle', seq, { timeout: 60000 });
+    await page.fill('#te', te.join(', '));
+    await page.fill('#b0', '3');
+    await page.setInputFiles('#maskFile', []);
+    // With ROMEO's Mag.nii (51×51×41, another scan): refused, naming both sizes as the API does.
+    await page.setInputFiles('#magFile', path.join(ROMEO, 'Mag.nii'));
+    await page.waitForFunction(() => document.body.dataset.state === 'idle', null, { timeout: 60000 });
+    let seq = Number((await readData('#inputInfo')).seq ?? 0);
+    await page.setInputFiles('#pipePhaseFile', file);
+    await page.waitForFunction(() => !document.querySelector('#error').hidden && document.body.dataset.state === 'idle', null, { timeout: 60000 });
+    assert.match(await errorText(), /The phase is 128×128×5 but the magnitude Mag\.nii is 51×51×41: they must have the same dimensions/);
+    assert.match(await page.textContent('#inputInfo'), /phase_with_nan\.nii: not loaded/);
+    assert.equal((await readData('#inputInfo')).loaded, false);
+    assert.equal(await page.isDisabled('#run'), true);
+    // Alone: loaded (its ±4.7 span rescaled, said as the API says it), Run disabled until a mask or magnitude is chosen.
+    await page.setInputFiles('#magFile', []);
+    await loaded(seq);
+    assert.equal((await readData('#inputInfo')).loaded, true, await errorText());
+    assert.deepEqual((await readData('#inputInfo')).dims, [X, Y, Z]);
+    await page.waitForFunction(() => /No mask and no magnitude: choose a mask, or the magnitude to make one from/.test(document.querySelector('#phaseMsg')?.textContent ?? ''), null, { timeout: 20000 });
+    assert.equal(await page.isDisabled('#run'), true);
+    // An all-ones mask: its 1280 NaN are inside it: refused in the CLI's words (the fix: the file or the mask).
+    seq = Number((await readData('#inputInfo')).seq ?? 0);
+    await page.setInputFiles('#maskFile', path.join(tmp, 'nan_ones_mask.nii'));
+    await page.waitForFunction(() => !document.querySelector('#error').hidden && document.body.dataset.state === 'idle', null, { timeout: 60000 });
+    assert.match(await errorText(), /The phase holds 1280 NaN or infinite values inside the mask: fix the file or the mask/);
+    assert.equal(await page.isDisabled('#run'), true);
+    // A brain mask: loaded with the API's two warnings (what was assumed), then run with PDF and TKD as the API ran.
+    seq = Number((await readData('#inputInfo')).seq ?? 0);
+    await page.setInputFiles('#maskFile', path.join(tmp, 'nan_brain_mask.nii'));
+    await loaded(seq);
+    assert.equal(await page.isHidden('#error'), true, await errorText());
+    const info = await page.textContent('#inputInfo');
+    const said = (w) => info.includes(w);
+    const nanWarning = api.report.warnings.find((w) => /NaN or infinite value\(s\) outside the mask: set to 0 there/.test(w));
+    const spanWarning = api.report.warnings.find((w) => /^the phase spans \[-4\.65724, 4\.70933\], far more than the 2π/.test(w));
+    assert.ok(nanWarning && spanWarning, api.report.warnings.join('\n'));
+    assert.ok(said(nanWarning), `the page says “${nanWarning}”: ${info}`);
+    assert.ok(said(spanWarning), `the page says “${spanWarning}”: ${info}`);
+    const mask = brain.reduce((a, v) => a + v, 0);
+    assert.equal((await readData('#inputInfo')).maskVoxels, mask);
+    const background = '#pipelineParams [data-option="background"]';
+    const defaultBackground = await page.inputValue(background);
+    await page.selectOption(background, 'pdf');
+    try {
+      const chi = readNifti(await runToChi('echo fit|PDF|TKD', 'phase_with_nan_chi.nii.gz')).data;
+      let inMask = 0;
+      for (let i = 0; i < n; i++) {
+        if (!brain[i]) continue;
+        inMask++;
+        assert.ok(Number.isFinite(chi[i]), `χ finite at ${i} in the mask`);
+      }
+      assert.equal(inMask, mask);
+      const same = chi.length === api.chi.data.length && chi.every((v, i) => Object.is(v, api.chi.data[i]));
+      assert.ok(same, 'the page’s χ is the API’s on the same phase, mask, TE and options');
+      const sorted = Float32Array.from(chi.filter((v, i) => brain[i] && v !== 0)).sort();
+      const spread = sorted[Math.floor(0.99 * sorted.length)] - sorted[Math.floor(0.01 * sorted.length)];
+      // No ground truth: a brain's χ, of the order of the Phase.nii run's (a phase left unscaled or poisoned by NaN
+      // gives nothing, or a χ far out of range).
+      assert.ok(romeoSpread > 0, 'the Phase.nii run above measured its spread');
+      assert.ok(spread > romeoSpread / 10 && spread < romeoSpread * 10, `χ 1st–99th percentile span ${spread} ppm vs Phase.nii's ${romeoSpread} ppm`);
+      console.log(`# ROMEO phase_with_nan: χ finite in the ${mask} mask voxels, = the API's; 1st–99th percentile span ${spread.toFixed(3)} ppm (Phase.nii's ${romeoSpread.toFixed(3)})`);
+    } finally {
+      await page.selectOption(background, defaultBackground);
     }
   });
 

@@ -26,7 +26,7 @@
 // as milliseconds (the CLI's rule); a 3D magnitude with a multi-echo phase is accepted only to threshold the mask
 // (with a mask file it is refused instead of silently ignored); a phase refusal's error carries the refusal's
 // numbers (code, min, max, ...) besides the page's message.
-import { readNiftiAsync, readEchoesAsync, thresholdMask, writeNifti, maskFromValues, loadInputs, InputError, phrasePhaseRefusal, PhaseRefusal } from '../bindings/js/index.js';
+import { readNiftiAsync, readEchoesAsync, thresholdMask, writeNifti, maskFromValues, loadInputs, InputError, phrasePhaseRefusal, PhaseRefusal, nonFiniteText } from '../bindings/js/index.js';
 
 /** What the page keeps of a loaded phase (the package's load()): geometry, header, echoes, data, units' notes. */
 function phaseResult(r) {
@@ -43,7 +43,7 @@ function phaseResult(r) {
     units: r.phaseInfo.units,
     magnitude: r.magnitude?.data ?? null,
     mask: r.mask?.data ?? null,
-    notes: r.phaseInfo.notes,
+    notes: r.notes, // the phase's units, the mask's values, NaN or infinite values set to 0 outside the mask
   };
 }
 
@@ -173,6 +173,9 @@ const PHASE_WORDS = {
   },
 };
 
+/** A sentence's first letter in capitals. */
+const capital = (s) => s.charAt(0).toUpperCase() + s.slice(1);
+
 /** What the page calls each input in its messages. */
 const ROLE_WORDS = { field: 'field map', phase: 'phase', mask: 'mask', magnitude: 'magnitude' };
 
@@ -210,7 +213,7 @@ function pageError(e, names) {
       message = 'Choose a magnitude image to threshold for the mask, or a mask file.';
       break;
     case 'NonFiniteInput':
-      message = `The ${role(e.role)} holds ${e.count} invalid (NaN or infinite) value${e.count > 1 ? 's' : ''} inside the mask: fix the file or the mask.`;
+      message = `${capital(nonFiniteText(role(e.role), e.count, 'inside'))}.`;
       break;
     default:
       message = e instanceof PhaseRefusal ? phrasePhaseRefusal(e, PHASE_WORDS) : e.message;

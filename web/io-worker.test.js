@@ -80,7 +80,7 @@ test('refusals in the page\'s words, with the code and numbers of the refusal', 
   const nan = fill(N, () => 0.5);
   nan[3] = NaN;
   e = await err('phase', { phase: await nii(nan), mask: phase, maskSource: 'file', units: 'rad', names: { phase: 'p.nii' } });
-  assert.deepEqual([e.message, e.code], ['The phase holds 1 invalid (NaN or infinite) value inside the mask: fix the file or the mask.', 'NonFiniteInput']);
+  assert.deepEqual([e.message, e.code], ['The phase holds 1 NaN or infinite value inside the mask: fix the file or the mask.', 'NonFiniteInput']);
   e = await err('phase', { phase, mask: phase, maskSource: 'file', units: 'rad', names: { phase: 'p.nii' }, te: [20] });
   assert.equal(e.message, 'TE 20 s is implausible for an echo time: type TE in seconds, not milliseconds (20 ms = 0.02: 0.02).');
   e = await err('phase', { phase, mask: phase, maskSource: 'file', units: 'rad', names: { phase: 'p.nii' }, te: [0.01, 0.02] });

@@ -101,6 +101,15 @@ export class Page {
     return this.tessera;
   }
 
+  /**
+   * A runtime for one run, started now with the page runtime's options: its wasm heap holds that run alone (wasm memory
+   * never shrinks, so the page's runtime keeps the high-water of all it ran). The caller ends it after the run, which
+   * gives its memory back to the browser.
+   */
+  async runRuntime() {
+    return createTessera({ ...this.panels.settings.runtimeOptions(), watchdogMs: 120000 });
+  }
+
   /** Shows an error in words in the page's error box (null hides it); data-count counts those shown. */
   showError(e) {
     const box = $('error');

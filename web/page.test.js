@@ -84,6 +84,7 @@ let srv, ctx, page, tmp, netPath, pair, qualityOption;
 const consoleErrors = [];
 const foreignRequests = [];
 const served = []; // the server's log: 'GET /path 200 12 ms'
+const runHeaps = new Map(); // a classical demo run's #report data (its module heap planned and reached), by run
 /** How many times the server sent the demo network. */
 const demoDownloads = () => served.filter((l) => /^GET \/web\/models\/demo-unet\.onnx 200 /.test(l)).length;
 
@@ -1357,7 +1358,12 @@ test('classical method: the demo with TKD runs without a download; χ bit-identi
   assert.match(await page.textContent('#corr'), /r vs truth = 0\.\d{3}/);
   const text = await page.textContent('#report');
   assert.match(text, /Method\s*TKD \(tkd\): threshold [\d.]+; \d+ step\(s\), \d+ thread\(s\)/);
-  assert.match(text, /Memory\s*module heap [\d.]+ MB after the run vs the plan's [\d.]+ MB \([\d.]+× the plan\)/);
+  // The run's module-heap plan against the heap the same run reached, in a runtime of its own (as memory-plans.test.js
+  // measures it); its bounds are checked below, with the From phase demo's.
+  assert.match(text, /Memory\s*the plan allowed [\d.]+ MB of module heap; the run reached [\d.]+ MB \(in a runtime of its own, read after the run\): the plan is [\d.]+× what the run used/);
+  assert.equal(report.moduleHeapPlanVsRun, report.moduleHeapPlanned / report.moduleHeapBytes);
+  assert.match(text, new RegExp(`the plan is ${report.moduleHeapPlanVsRun.toFixed(2)}×`), 'the ratio shown is the one published');
+  runHeaps.set('TKD demo', report);
   assert.match(await page.textContent('#progressText'), /^tkd: (\d+)\/\1 steps \(100%\)/);
   assert.equal((await readData('#progress')).stage, 'tkd');
   assert.deepEqual((await readData('#resultCard .panels')).shown, ['chi', 'field', 'truth']);
@@ -1371,7 +1377,7 @@ test('classical method: the demo with TKD runs without a download; χ bit-identi
   assert.equal(chi.data.length, want.chi.length);
   const bytes = (a) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
   assert.ok(bytes(chi.data).equals(bytes(want.chi)), 'χ bit-identical to the node API’s');
-  console.log(`# TKD demo: run ${report.wallSeconds.toFixed(2)} s, r ${report.r.toFixed(3)}, NRMSE ${(100 * report.nrmse).toFixed(1)} %, module heap ${report.moduleHeapVsPlan.toFixed(2)}× the plan`);
+  console.log(`# TKD demo: run ${report.wallSeconds.toFixed(2)} s, r ${report.r.toFixed(3)}, NRMSE ${(100 * report.nrmse).toFixed(1)} %, module heap: the plan ${report.moduleHeapPlanVsRun.toFixed(2)}× what the run reached`);
   await page.locator('#resultCard').screenshot({ path: path.join(ARTIFACTS, 'tkd-demo.png') });
 });
 
@@ -1516,6 +1522,10 @@ test('From phase: the demo (phantom scan, mask from the magnitude, the default b
   assert.match(text, new RegExp(`Background removal\\s*${bg}: local mask [\\d,]+ voxels`));
   assert.match(text, /Inversion\s*RTS \(rts\)/);
   assert.match(text, /Wall time/);
+  // The pipeline's module-heap plan against the heap the same run reached (its own runtime): bounds checked below.
+  assert.match(text, /Memory\s*the plan allowed [\d.]+ MB of module heap; the run reached [\d.]+ MB \(in a runtime of its own, read after the run\): the plan is [\d.]+× what the run used/);
+  assert.equal(report.moduleHeapPlanVsRun, report.moduleHeapPlanned / report.moduleHeapBytes);
+  runHeaps.set('From phase demo', report);
   // every intermediate in the viewer's choice; χ downloads bit-identical to node's
   assert.deepEqual(await page.$$eval('#output option', (o) => o.map((x) => x.value)), ['chi', 'localField', 'totalField', 'unwrappedPhase', 'mask', 'fitMask', 'localMask']);
   assert.equal((await readData('#output')).selected, 'chi');
@@ -1530,7 +1540,19 @@ test('From phase: the demo (phantom scan, mask from the magnitude, the default b
   assert.equal(await page.textContent('#capChi'), 'Unwrapped phase, echo 1 (rad)');
   await page.locator('#resultCard').screenshot({ path: path.join(ARTIFACTS, 'pipeline-demo.png') });
   await page.locator('#inputCard').screenshot({ path: path.join(ARTIFACTS, 'pipeline-input.png') });
-  console.log(`# From phase demo: run ${report.wallSeconds.toFixed(2)} s, r ${report.r.toFixed(3)}, mask ${report.brainMaskVoxels}, local mask ${report.localMaskVoxels}`);
+  console.log(`# From phase demo: run ${report.wallSeconds.toFixed(2)} s, r ${report.r.toFixed(3)}, mask ${report.brainMaskVoxels}, local mask ${report.localMaskVoxels}, module heap: the plan ${report.moduleHeapPlanVsRun.toFixed(2)}× what the run reached`);
+});
+
+// The Memory row compares like with like (the run's plan, the heap of a runtime that ran only that run): the plan is never
+// under that heap and at most 1.25× it, as bindings/js/memory-plans.test.js asks of every plan. A todo: at the demos'
+// sizes with this machine's 2 threads the C++ plans are a little under (TKD 128×128×96 0.994, the RTS pipeline
+// 128×128×96×4 0.987 when this was written; in node TKD's is 1.195 at 4 threads, 0.696 at 16): the plans' work.
+test('the report’s Memory row: each classical demo’s module-heap plan within [1, 1.25]× the heap its run reached in its own runtime', { skip, todo: 'the C++ plans of TKD and the pipeline are under the heap at the demos’ sizes (issue #40, the plans)' }, () => {
+  assert.deepEqual([...runHeaps.keys()].sort(), ['From phase demo', 'TKD demo'], 'both demos ran');
+  for (const [run, r] of runHeaps) console.log(`# ${run}: module heap planned ${r.moduleHeapPlanned} B, reached ${r.moduleHeapBytes} B in its own runtime: plan/heap ${r.moduleHeapPlanVsRun.toFixed(3)}`);
+  for (const [run, r] of runHeaps) {
+    assert.ok(r.moduleHeapPlanVsRun >= 1 && r.moduleHeapPlanVsRun <= 1.25, `${run}: planned ${r.moduleHeapPlanned} B, reached ${r.moduleHeapBytes} B: plan/heap ${r.moduleHeapPlanVsRun}`);
+  }
 });
 
 test('From phase: Cancel mid-pipeline stops it; no result arrives', { skip, timeout: 120000 }, async () => {

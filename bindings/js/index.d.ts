@@ -976,6 +976,8 @@ export declare class InputError extends Error {
 }
 /** Echo times in seconds, one per echo (TE above 1 s refused as milliseconds); an InputError otherwise. */
 export declare function checkEchoTimes(te: number | string | number[], echoes?: number): number[];
+/** NaN or infinite values of an input in words (inside the mask: the refusal and its fix; outside: set to 0), as the API, CLI and page say them. */
+export declare function nonFiniteText(role: string, count: number, where: 'inside' | 'outside'): string;
 /** The one input loader of the CLI and the page: NIfTI bytes in, checked Volumes out (see inputs.js). */
 export declare function loadInputs(
   files: { field?: ArrayBuffer | Uint8Array; phase?: ArrayBuffer | Uint8Array; mask?: ArrayBuffer | Uint8Array; magnitude?: ArrayBuffer | Uint8Array },

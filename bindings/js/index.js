@@ -19,12 +19,13 @@ function unverifiedNote(w, sha256) {
 }
 import { apiPhaseRescale } from './io/phase-units.js';
 import { maskFromValues, maskValuesWarning } from './io/mask-values.js';
+import { nonFiniteText } from './io/inputs.js';
 
 export { TesseraError, loadModel, sha256Hex };
 export { graphReceptiveField, contextProfile } from './receptive-field.js';
 export { selectExecutionProvider, graphOperators, unsupportedOperators, platformProviders, EXECUTION_PROVIDERS } from './execution-provider.js';
 export { makeVolume, geometryOf } from './io/volume.js';
-export { loadInputs, checkEchoTimes, InputError } from './io/inputs.js';
+export { loadInputs, checkEchoTimes, InputError, nonFiniteText } from './io/inputs.js';
 export { PhaseRefusal, phrasePhaseRefusal } from './io/phase-units.js';
 export { bytesText } from './bytes.js';
 export { ALSO_OUTPUTS, alsoOutput } from './io/derivatives.js';
@@ -706,7 +707,7 @@ export class Tessera {
         for (let j = 0; j < r[k].length; j++) if (!Number.isFinite(r[k][j]) && !inside[j % nvox]) outside++;
         if (outside) {
           r[k] = Float32Array.from(r[k], (v, j) => (Number.isFinite(v) || inside[j % nvox] ? v : 0));
-          assumed.push(`${k} holds ${outside} NaN or infinite value(s) outside the mask: set to 0 there (no stage reads them)`);
+          assumed.push(nonFiniteText(k, outside, 'outside'));
         }
       }
       const fixed = apiPhaseRescale(r[k], { difference: k === 'phaseDifference' });

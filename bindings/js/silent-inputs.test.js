@@ -107,7 +107,7 @@ test('ROMEO Phase.nii (a header that leaves the phase scaled to a span of 0.0073
   assert.equal(c.n, api.n, 'the CLI defines χ where the API does');
 });
 
-test('ROMEO phase_with_nan.nii: NaN inside the mask refused in words (API, CLI); outside the mask set to 0 with a warning, and its ±4.7 span rescaled with a warning', { skip: !HAVE_ROMEO && 'no romeo-small data' }, async () => {
+test('ROMEO phase_with_nan.nii: NaN inside the mask refused in words (API, CLI); outside the mask set to 0 with a warning, and its ±4.7 span rescaled with a warning (API, CLI: the same χ)', { skip: !HAVE_ROMEO && 'no romeo-small data' }, async () => {
   const file = path.join(ROMEO, 'phase_with_nan.nii');
   const phase = readEchoes(fs.readFileSync(file));
   const n = phase.dims[0] * phase.dims[1] * phase.dims[2];
@@ -123,6 +123,13 @@ test('ROMEO phase_with_nan.nii: NaN inside the mask refused in words (API, CLI);
   const r = cli('pipeline', '--phase', file, '--mask', 'nan_ones.nii', '--te', '0.004,0.008', '--method', 'tkd', '--out', 'nan_chi.nii');
   assert.equal(r.status, 1, r.stderr);
   assert.match(r.stderr, /holds 1280 NaN or infinite values inside the mask: fix the file or the mask/);
+  // The mask of the finite voxels: the CLI warns in the API's words and writes the API's χ.
+  fs.writeFileSync(path.join(dir, 'nan_finite.nii'), await writeNifti(Float32Array.from(finite), { dims: phase.dims.slice(0, 3), voxelMm: phase.voxelMm.slice(0, 3) }));
+  const ok = cli('pipeline', '--phase', file, '--mask', 'nan_finite.nii', '--te', '0.004,0.008', '--method', 'tkd', '--option', 'background=pdf', '--out', 'nan_finite_chi.nii');
+  assert.equal(ok.status, 0, ok.stderr);
+  assert.match(ok.stderr, /warning: the phase holds 1280 NaN or infinite value\(s\) outside the mask: set to 0 there/);
+  assert.match(ok.stderr, /warning: the phase spans \[-4\.65724, 4\.70933\], far more than the 2π/);
+  assert.deepEqual(chiOf('nan_finite_chi.nii'), out.chi.data, 'the CLI writes the API\'s χ');
 });
 
 test('a mask grown by 2 voxels into skull and air: API and CLI warn that it reaches outside the brain; χ sane', async () => {

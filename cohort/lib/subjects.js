@@ -19,9 +19,12 @@
 //   phase diff.   <prefix>_phasediff.nii[.gz] with "EchoTime1" and "EchoTime2" (seconds) in its JSON sidecar, and
 //                 optionally <prefix>_magnitude1.nii[.gz]
 //   (a <prefix>_desc-brain_mask.nii[.gz] beside either is used; without one the magnitude makes it)
-// Manifest (TSV, header row; paths relative to the manifest's folder): subject, mask, and one of field | phase;
-// optional session, magnitude, te (seconds, comma-separated, one per echo; else the phase's JSON sidecar), b0,
-// units (field: ppm | hz | rad/s), phase_units (rad | deg | scanner), model, method.
+// Manifest (TSV, header row; paths relative to the manifest's folder): subject, mask, and one of field | phase |
+// fieldmap | phasediff per row; optional session, magnitude, te (seconds, comma-separated, one per echo; else the phase's
+// JSON sidecar), b0, units (field and fieldmap: ppm | hz | rad/s), phase_units (rad | deg | scanner), model, method.
+// A fieldmap (a total field map, with units) or a phasediff (a phase difference, with te1 and te2 in seconds) goes
+// through the pipeline as a BIDS fmap/ map does (config phase_pipeline, or the row's method); its units, te1, te2 and
+// b0 columns override its JSON sidecar (same name, .json); its mask is optional when the magnitude is given.
 // The classical pipeline (`tessera-qsm pipeline`: mask from the magnitude, echo fit with unwrapping, background removal, a
 // classical method or a field network on the local field) instead of a phase network: config phase_pipeline
 // ({method, params, options} or {model}; a string is a method) takes every wrapped phase there, or a manifest phase
@@ -35,7 +38,16 @@ export class CohortError extends Error {}
 
 const NIFTI = /\.nii(\.gz)?$/;
 const LABEL = /^[a-zA-Z0-9]+$/;
-const MANIFEST_COLUMNS = ['subject', 'session', 'field', 'phase', 'magnitude', 'mask', 'te', 'b0', 'units', 'phase_units', 'model', 'method'];
+const MANIFEST_COLUMNS = ['subject', 'session', 'field', 'phase', 'fieldmap', 'phasediff', 'magnitude', 'mask', 'te', 'te1', 'te2', 'b0', 'units', 'phase_units', 'model', 'method'];
+/** A manifest row's inputs (exactly one per row), in words. */
+const MANIFEST_INPUTS = {
+  field: 'field (a local field map)',
+  phase: 'phase (wrapped phase)',
+  fieldmap: 'fieldmap (a total field map, with its units)',
+  phasediff: 'phasediff (a phase difference, with te1 and te2)',
+};
+/** The manifest column that gives each sidecar key of a field map (a column overrides the map's JSON sidecar). */
+const FIELD_MAP_COLUMNS = { Units: 'units', EchoTime1: 'te1', EchoTime2: 'te2', MagneticFieldStrength: 'b0' };
 // The pipeline's own options (tessera-qsm pipeline --option N=V), as the schema names them.
 const PIPELINE_OPTION = /^(unwrap|background|fitResidualLimit|(vsharp|pdf|lbv|ismv|sharp|resharp|brainMask|swi|r2star)\.\w+)$/;
 const FIELD_UNITS = { ppm: 'ppm', hz: 'hz', 'rad/s': 'rad/s' };
@@ -195,34 +207,52 @@ function fieldMapRecords(root, config, want) {
       if (!rec.mask && !rec.magnitude) {
         throw new CohortError(`${what}: no mask and no magnitude in ${dir}: the pipeline makes the brain mask from the magnitude: add ${stem}_${f.fieldmap ? 'magnitude' : 'magnitude1'}.nii.gz, or ${stem}_desc-brain_mask.nii.gz`);
       }
-      if (f.fieldmap) {
-        rec.input = 'fieldmap';
-        if (meta.Units === undefined) throw new CohortError(`${what}: the field map has no "Units" ${where}: add "Units": "Hz" (or "rad/s", "ppm") to its JSON sidecar`);
-        const u = FIELD_UNITS[String(meta.Units).toLowerCase()];
-        if (!u) throw new CohortError(`${what}: Units ${JSON.stringify(meta.Units)} ${where} is not one of Hz, rad/s, ppm`);
-        rec.totalFieldUnits = u;
-        rec.te = null;
-        if (switchOf(config, 'keep_intermediates')) {
-          throw new CohortError(`${what}: keep_intermediates keeps the echo fit's stages, and a total field map has none (no echo fit runs): set keep_intermediates=false for a cohort with field maps`);
-        }
-      } else {
-        rec.input = 'phasediff';
-        for (const k of ['EchoTime1', 'EchoTime2']) {
-          if (meta[k] === undefined) throw new CohortError(`${what}: the phase difference has no "${k}" ${where}: add "EchoTime1" and "EchoTime2" (seconds) to its JSON sidecar`);
-        }
-        rec.te1 = echoTime(meta.EchoTime1, what, where);
-        rec.te2 = echoTime(meta.EchoTime2, what, where);
-        if (!(rec.te2 > rec.te1)) throw new CohortError(`${what}: EchoTime2 (${rec.te2}) must be later than EchoTime1 (${rec.te1}) ${where}: the phase difference is φ(TE2) − φ(TE1)`);
-        rec.te = [+(rec.te2 - rec.te1).toPrecision(12)];
-        if (config.phase_units !== undefined) rec.phaseUnits = config.phase_units;
-      }
-      const b0 = meta.MagneticFieldStrength ?? config.b0;
-      if (b0 === undefined) throw new CohortError(`${what}: no MagneticFieldStrength ${where}: add it (tesla), or set config b0=<tesla>`);
-      rec.b0 = fieldStrength(b0, what, where);
+      rec.input = f.fieldmap ? 'fieldmap' : 'phasediff';
+      fieldMapInput(rec, meta, config, what, {
+        where: () => where,
+        fix: {
+          Units: 'add "Units": "Hz" (or "rad/s", "ppm") to its JSON sidecar',
+          EchoTime: 'add "EchoTime1" and "EchoTime2" (seconds) to its JSON sidecar',
+          MagneticFieldStrength: 'add it (tesla), or set config b0=<tesla>',
+        },
+      });
+      if (config.phase_units !== undefined && rec.input === 'phasediff') rec.phaseUnits = config.phase_units;
       records.push(rec);
     }
   }
   return records;
+}
+
+/**
+ * Completes a field-map run's record from its metadata, for a BIDS fmap/ map and a manifest row alike: a total field
+ * (rec.input 'fieldmap') gets its units (totalFieldUnits, no TE), a phase difference (rec.input 'phasediff') its two echo
+ * times (te1, te2, te = [ΔTE]); both get B0 (MagneticFieldStrength, else config b0).
+ * Precondition: meta holds the keys of a BIDS sidecar (Units, EchoTime1, EchoTime2, MagneticFieldStrength), numbers as
+ * numbers; src.where(key) says where that key's value was looked for, src.fix[Units | EchoTime | MagneticFieldStrength]
+ * how to give a missing one.
+ */
+function fieldMapInput(rec, meta, config, what, src) {
+  if (rec.input === 'fieldmap') {
+    if (meta.Units === undefined) throw new CohortError(`${what}: the field map has no "Units" ${src.where('Units')}: ${src.fix.Units}`);
+    const u = FIELD_UNITS[String(meta.Units).toLowerCase()];
+    if (!u) throw new CohortError(`${what}: Units ${JSON.stringify(meta.Units)} ${src.where('Units')} is not one of Hz, rad/s, ppm`);
+    rec.totalFieldUnits = u;
+    rec.te = null;
+    if (switchOf(config, 'keep_intermediates')) {
+      throw new CohortError(`${what}: keep_intermediates keeps the echo fit's stages, and a total field map has none (no echo fit runs): set keep_intermediates=false for a cohort with field maps`);
+    }
+  } else {
+    for (const k of ['EchoTime1', 'EchoTime2']) {
+      if (meta[k] === undefined) throw new CohortError(`${what}: the phase difference has no "${k}" ${src.where(k)}: ${src.fix.EchoTime}`);
+    }
+    rec.te1 = echoTime(meta.EchoTime1, what, src.where('EchoTime1'));
+    rec.te2 = echoTime(meta.EchoTime2, what, src.where('EchoTime2'));
+    if (!(rec.te2 > rec.te1)) throw new CohortError(`${what}: EchoTime2 (${rec.te2}) must be later than EchoTime1 (${rec.te1}) ${src.where('EchoTime2')}: the phase difference is φ(TE2) − φ(TE1)`);
+    rec.te = [+(rec.te2 - rec.te1).toPrecision(12)];
+  }
+  const b0 = meta.MagneticFieldStrength ?? config.b0;
+  if (b0 === undefined) throw new CohortError(`${what}: no MagneticFieldStrength ${src.where('MagneticFieldStrength')}: ${src.fix.MagneticFieldStrength}`);
+  rec.b0 = fieldStrength(b0, what, meta.MagneticFieldStrength !== undefined ? src.where('MagneticFieldStrength') : 'in the config');
 }
 
 /** The mask of a run (its stem, without echo/part/desc): prefer desc-brain; several others are ambiguous. */
@@ -379,7 +409,7 @@ export function fromManifest(file, config) {
   const unknown = header.filter((h) => !MANIFEST_COLUMNS.includes(h));
   if (unknown.length) throw new CohortError(`the manifest ${file} has unknown column(s) ${unknown.join(', ')} (columns: ${MANIFEST_COLUMNS.join(', ')}; tab-separated)`);
   for (const need of ['subject', 'mask']) if (!header.includes(need)) throw new CohortError(`the manifest ${file} has no '${need}' column (tab-separated header row)`);
-  if (!header.includes('field') && !header.includes('phase')) throw new CohortError(`the manifest ${file} needs a 'field' or a 'phase' column`);
+  if (!Object.keys(MANIFEST_INPUTS).some((k) => header.includes(k))) throw new CohortError(`the manifest ${file} needs a 'field', 'phase', 'fieldmap' or 'phasediff' column`);
   const records = [];
   const seen = new Map();
   for (const { l, n } of lines.slice(1)) {
@@ -402,7 +432,16 @@ export function fromManifest(file, config) {
       if (!NIFTI.test(p)) throw new CohortError(`${what}: the ${col} ${row[col]} is not a .nii or .nii.gz file`);
       return p;
     };
-    if ((row.field === undefined) === (row.phase === undefined)) throw new CohortError(`${what}: give exactly one of field (a local field map) or phase (wrapped phase)`);
+    const given = Object.keys(MANIFEST_INPUTS).filter((k) => row[k] !== undefined);
+    if (given.length !== 1) {
+      const inputs = Object.values(MANIFEST_INPUTS);
+      throw new CohortError(`${what}: give exactly one of ${inputs.slice(0, -1).join(', ')} or ${inputs.at(-1)}${given.length ? `; this row gives ${given.join(' and ')}` : '; this row gives none'}`);
+    }
+    if (row.fieldmap !== undefined || row.phasediff !== undefined) {
+      records.push(manifestFieldMap(row, config, { subject, session, id, what, file_ }));
+      continue;
+    }
+    for (const col of ['te1', 'te2']) if (row[col] !== undefined) throw new CohortError(`${what}: ${col} is for a phasediff row (the phase difference's echo times)`);
     const piped = row.phase !== undefined && (row.method !== undefined || config.phase_pipeline != null);
     if (row.mask === undefined && !(piped && row.magnitude !== undefined)) {
       throw new CohortError(`${what}: the mask is empty: every run needs a brain mask${piped ? ' (the pipeline makes one from the magnitude: give the magnitude column)' : ''}`);
@@ -459,6 +498,57 @@ export function fromManifest(file, config) {
   }
   if (!records.length) throw new CohortError(`the manifest ${file} has a header but no row: one row per subject (and session)`);
   return records;
+}
+
+/**
+ * A manifest row that names a scanner's field map: a total field (fieldmap, its units) or a phase difference (phasediff,
+ * te1 and te2), through the pipeline as a BIDS fmap/ map goes (fieldMapInput); the columns units, te1, te2 and b0 override
+ * the map's JSON sidecar (same name, .json). Output in sub-<label>/[ses-<label>/]fmap/, as for a BIDS map.
+ * Precondition: the row gives exactly one input, fieldmap or phasediff; file_(col) resolves and checks a path column.
+ */
+function manifestFieldMap(row, config, { subject, session, id, what, file_ }) {
+  const kind = row.fieldmap !== undefined ? 'fieldmap' : 'phasediff';
+  const words = kind === 'fieldmap' ? 'a total field map' : 'a phase difference';
+  const own = kind === 'fieldmap' ? ['units', 'b0'] : ['te1', 'te2', 'b0', 'phase_units'];
+  for (const col of ['te', 'units', 'te1', 'te2', 'phase_units']) {
+    if (row[col] !== undefined && !own.includes(col)) throw new CohortError(`${what}: ${col} is not for ${words} (its columns: ${own.join(', ')})`);
+  }
+  if (row.model !== undefined && row.method !== undefined) throw new CohortError(`${what}: give the pipeline's inversion as method (classical) or model (a field network), not both`);
+  if (row.method === undefined && row.model === undefined && config.phase_pipeline == null) {
+    throw new CohortError(`${what}: a field map goes through the pipeline (background removal, then the inversion): set config phase_pipeline (a method, e.g. phase_pipeline=rts), or give the row a method`);
+  }
+  const map = file_(kind);
+  const rel = path.join(`sub-${subject}`, ...(session ? [`ses-${session}`] : []), 'fmap', id);
+  const rec = { path: rel, subject, session: session ?? null, kind: 'phase', source: what, pipeline: true, phase: [map], input: kind, mask: row.mask === undefined ? null : file_('mask') };
+  if (row.magnitude !== undefined) rec.magnitude = [file_('magnitude')];
+  if (!rec.mask && !rec.magnitude) throw new CohortError(`${what}: no mask and no magnitude: the pipeline makes the brain mask from the magnitude: give the magnitude column, or the mask`);
+  if (row.method !== undefined) rec.method = row.method;
+  if (row.model !== undefined) rec.model = row.model;
+  // The sidecar's keys, each column given in its place.
+  const json = map.replace(NIFTI, '.json');
+  const sidecarMeta = fs.existsSync(json) ? readJson(json) : {};
+  const meta = { ...sidecarMeta };
+  for (const [key, col] of Object.entries(FIELD_MAP_COLUMNS)) {
+    if (row[col] !== undefined) meta[key] = key === 'Units' ? row[col] : Number(row[col]);
+  }
+  fieldMapInput(rec, meta, config, what, {
+    where: (key) => {
+      const col = FIELD_MAP_COLUMNS[key];
+      if (row[col] !== undefined) return `in the ${col} column`;
+      return sidecarMeta[key] !== undefined ? `in ${json}` : `(no ${col} column, and ${fs.existsSync(json) ? `no "${key}" in ${json}` : `no ${path.basename(json)} beside it`})`;
+    },
+    fix: {
+      Units: 'give the units column (hz, rad/s or ppm)',
+      EchoTime: 'give the te1 and te2 columns (seconds)',
+      MagneticFieldStrength: 'give the b0 column (tesla), or set config b0=<tesla>',
+    },
+  });
+  const pu = row.phase_units ?? config.phase_units;
+  if (kind === 'phasediff' && pu !== undefined) {
+    if (!PHASE_UNITS.includes(pu)) throw new CohortError(`${what}: phase_units '${pu}' is not one of ${PHASE_UNITS.join(', ')}`);
+    rec.phaseUnits = pu;
+  }
+  return rec;
 }
 
 /** A value of a schema option ({name, min, max, minExclusive, integer, choices}), checked; returns it as the CLI takes it. */

@@ -2,7 +2,8 @@
 // NiiVue on one slice, with colormap and window; the run report; the output as .nii.gz. The report's numbers
 // are published as #report's data-* (tiles-run, tiles-skipped, tiles-total, wall-seconds, quantity, mask-voxels,
 // mean, std, finite, nonzero-outside, r, nrmse, worker-heap-vs-plan, memory-warning, warm-start: the run took the worker Measure speed
-// kept; a classical method's run: method, module-heap-bytes, module-heap-vs-plan); the panels shown as .panels' data-shown; a run's self-check
+// kept; a classical method's or From phase's run: method, module-heap-bytes (the heap after the run), module-heap-planned,
+// module-heap-plan-vs-run: planned / reached, set when the run had a runtime of its own); the panels shown as .panels' data-shown; a run's self-check
 // (report.verify: verified against predicted fidelity, the data-consistency residual) as #verifyReadout's data-*
 // (possible, exact, r, nrmse, max-abs, voxels, box-lo, box-hi, compare-lo, compare-hi, margin, data-consistency,
 // predicted-r, predicted-nrmse, seconds, message).
@@ -11,6 +12,7 @@ import { verifiedRows, verifiedData } from '../fidelity.js';
 import { robustRange } from '../tilemap.js';
 import { Viewer } from '../viewer.js';
 import { OUTPUTS, countMask } from '../workflows/pipeline.js';
+import { runHeapRow } from '../workflows/method.js';
 import { commandFiles, stackNifti, stem } from '../methods.js';
 
 /** One network file's execution provider, in words: what ran, and why each preferred one did not. */
@@ -184,8 +186,10 @@ export class ResultsPanel {
     setData($('report'), {
       tilesRun: r.tilesRun, tilesSkipped: r.tilesSkipped, tilesTotal: r.tilesTotal, wallSeconds: r.wallSeconds,
       quantity: result.quantity, workerHeapVsPlan: r.memory.workerHeapVsPlan, memoryWarning: !!r.memory.warning,
-      warmStart: !!r.pool?.[0]?.warmStart, method: r.method, moduleHeapVsPlan: r.memory.moduleHeapVsPlan,
-      moduleHeapBytes: r.method || result.outputs ? r.memory.moduleHeapBytes : undefined, ...st,
+      warmStart: !!r.pool?.[0]?.warmStart, method: r.method,
+      moduleHeapBytes: r.method || result.outputs ? r.memory.moduleHeapBytes : undefined,
+      moduleHeapPlanned: r.method || result.outputs ? r.plan?.moduleHeapBytes : undefined,
+      moduleHeapPlanVsRun: r.method || result.outputs ? runHeapRow(r, r.plan, result).planVsRun ?? undefined : undefined, ...st,
       maskEdited: !!me, maskAdded: me?.added, maskRemoved: me?.removed, maskRunVoxels: me?.voxels,
     });
     if (result.outputs) {

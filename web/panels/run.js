@@ -147,6 +147,7 @@ export class RunPanel {
     // A classical method needs no weights; From phase needs them only when a network inverts.
     const needsWeights = wf.needsWeights ? wf.needsWeights() : !wf.method;
     $('progressText').textContent = needsWeights ? 'loading the network…' : 'planning…';
+    let own = null; // the run's own runtime (a classical run), ended when the run settles
     const body = (async () => {
       await previous;
       // The plan of the settings as they are now (a change may still be being planned): the run obeys it.
@@ -154,7 +155,15 @@ export class RunPanel {
       if (!plan?.feasible) throw new TesseraError(plan?.message || wf.infeasibleText, 'BudgetExceeded');
       this.runPlan = plan;
       this.showPlan(plan, input);
-      const tessera = await page.runtime();
+      // A classical run goes to a runtime of its own, ended after it (its heap is the run's alone); it plans the same
+      // request again, since a plan is held by the runtime that made it.
+      if (wf.ownRuntime?.(params)) {
+        $('progressText').textContent = 'starting a runtime for this run…';
+        own = await page.runRuntime();
+        if (controller.signal.aborted) throw new DOMException('cancelled', 'AbortError');
+      }
+      const tessera = own ?? (await page.runtime());
+      const runPlan = own && !wf.execute ? await own.plan(req) : plan;
       // A classical method needs no weights.
       const weights = needsWeights ? await page.panels.network.weights(net, controller.signal) : undefined;
       if (controller.signal.aborted) throw new DOMException('cancelled', 'AbortError');
@@ -167,10 +176,10 @@ export class RunPanel {
       const controls = { signal: controller.signal, onProgress };
       // A workflow that runs something else than invert() (From phase: pipeline()) says so with execute().
       const out = wf.execute
-        ? await wf.execute(tessera, req, input, params, weights, controls, plan)
-        : await tessera.invert(wf.invertRequest(req, input, params, weights, controls, plan));
+        ? await wf.execute(tessera, req, input, params, weights, controls, runPlan)
+        : await tessera.invert(wf.invertRequest(req, input, params, weights, controls, runPlan));
       return { ...out, plan, seconds: (performance.now() - t0) / 1000 };
-    })();
+    })().finally(() => own?.terminate().catch(() => {}));
     page.settling = body.catch(() => {});
     try {
       const { chi, report, quantity, plan, seconds, outputs, stageSeconds } = await body;
@@ -180,7 +189,7 @@ export class RunPanel {
       this.renderTiles();
       $('progress').max = 1;
       $('progress').value = 1;
-      page.result = { chi, input, quantity: quantity ?? 'chi', name: wf.runName?.(net, plan) ?? net.name, params, workflow: wf, outputs, stageSeconds, networkReport: outputs?.networkReport, maskEdit: input.maskEdit };
+      page.result = { chi, input, quantity: quantity ?? 'chi', name: wf.runName?.(net, plan) ?? net.name, params, workflow: wf, outputs, stageSeconds, networkReport: outputs?.networkReport, maskEdit: input.maskEdit, ownRuntime: !!own };
       $('progressText').textContent = wf.doneText(report, fmtSeconds(report.wallSeconds));
       await results.show(page.result, report, seconds, plan);
       await page.panels.viewer?.resultChanged();

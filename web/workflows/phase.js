@@ -162,7 +162,6 @@ export const phaseWorkflow = {
     const notes = [...r.notes];
     if (r.echoes > 1) notes.push(r.magnitude ? `echoes combined with (magnitude·TE)² weights from ${mag}` : mag ? `${mag} is 3D: mask only, echoes combined with TE² weights` : 'no magnitude: echoes combined with TE² weights');
     if (maskSource === 'magnitude') notes.push(`mask from ${mag}${r.magEchoes > 1 ? ' (echo 1)' : ''} at ${$('maskFraction').value} of its robust max`);
-    if (r.fixed) notes.push(`${r.fixed} invalid voxels outside the mask set to 0`);
     return this.input({
       source: 'files',
       name: files.phase.name,

@@ -7,7 +7,7 @@
 // schema's: this file keeps no copy of their defaults or ranges. Same shape as field.js / phase.js / method.js.
 import { $, fmtBytes } from '../dom.js';
 import { checkAcquisition, showAcquisitionProblem } from './phase.js';
-import { methodHeapLimit, methodParams, readParam } from './method.js';
+import { methodHeapLimit, methodParams, readParam, runHeapRow } from './method.js';
 import { loadDicom } from '../dicom.js';
 
 const PI = Math.PI;
@@ -207,7 +207,6 @@ export const pipelineWorkflow = {
     const notes = [...r.notes];
     if (phases.length > 1) notes.push(`${phases.length} 3D files stacked as echoes 1-${phases.length} in the order chosen`);
     if (!r.mask) notes.push(r.magnitude ? `no mask: the pipeline makes it from ${files.magnitude.name}` : 'no mask and no magnitude: choose one');
-    if (r.fixed) notes.push(`${r.fixed} invalid voxels outside the mask set to 0`);
     return this.input({
       source: 'files',
       name: phases.length > 1 ? `${phases[0].name} (+${phases.length - 1})` : phases[0].name,
@@ -247,7 +246,6 @@ export const pipelineWorkflow = {
       ...d.notes.filter((n) => !/^no magnitude series/.test(n) || !(files.mask || r.magnitude)),
       ...r.notes,
     ];
-    if (r.fixed) notes.push(`${r.fixed} invalid voxels outside the mask set to 0`);
     return this.input({
       source: 'dicom',
       name: d.folder ?? `DICOM series ${s.number}`,
@@ -315,6 +313,14 @@ export const pipelineWorkflow = {
       req[p.inversion.method] = p.inversion.params;
     }
     return req;
+  },
+
+  /**
+   * Whether the run goes to a runtime of its own (started for it, ended after it: its heap is the run's alone): when a
+   * classical method inverts; a network's run keeps the page's runtime, where its ONNX Runtime workers and sessions live.
+   */
+  ownRuntime(params) {
+    return params.inversion.kind === 'method';
   },
 
   /** Whether the run needs network weights (a network inverts). */
@@ -429,7 +435,7 @@ export const pipelineWorkflow = {
       row('Inversion', `${inv.net.name} on the local field${nr ? `: ${nr.tilesRun} tile(s) run, ${nr.wallSeconds.toFixed(1)} s` : ''}`);
     }
     if (times.rest !== undefined) row('Background removal + inversion', `${times.rest.toFixed(1)} s (the runtime's progress does not say where one ends)`);
-    row('Memory', `module heap ${fmtBytes(r.memory?.moduleHeapBytes)} after the run vs the plan's ${fmtBytes(plan.moduleHeapBytes)}`);
+    row('Memory', runHeapRow(r, plan, result).text);
   },
 
   runName(net, plan) {

@@ -82,8 +82,9 @@ export function checkEchoTimes(te, echoes) {
  *
  * The rules, once: field Hz → ppm (÷ γ̄·B0, GAMMA_BAR_MHZ_PER_T) or rad/s → ppm; the phase to radians (phase-units.js, in
  * place); mask and magnitude dims equal the input's; the magnitude has the phase's echoes, or is 3D when it only
- * makes the mask; TE in seconds, one per echo; NaN/Inf outside the mask set to 0 (counted in `fixed`), inside the
- * mask refused for phase and magnitude (a field's are left to the runtime, which names the first one's position).
+ * makes the mask; TE in seconds, one per echo; NaN/Inf outside the mask set to 0 (counted in `fixed`, said in a
+ * warning note: nonFiniteText), inside the mask refused for phase and magnitude (a field's are left to the runtime,
+ * which names the first one's position).
  *
  * Returns { kind: 'field'|'phase', field?: Volume (ppm), phase?: Volume (rad, echoes), input (that Volume, with its
  * reader's header and raw: writeNifti's `like`), geometry ({dims, voxelMm, b0Dir}), echoes, te?, mask: Volume
@@ -164,15 +165,18 @@ export async function loadInputs(files, options = {}) {
       if (!vol) continue;
       const data = vol.data;
       let count = 0;
+      let outside = 0;
       for (let j = 0; j < data.length; j++) {
         if (Number.isFinite(data[j])) continue;
         if (inside[j % nvox]) count++;
         else {
           data[j] = 0;
-          fixed++;
+          outside++;
         }
       }
       if (count && role !== 'field') throw new InputError('NonFiniteInput', { role, count });
+      fixed += outside;
+      if (outside) notes.push(`warning: ${nonFiniteText(role, outside, 'outside')}`);
     }
   }
 
@@ -190,6 +194,20 @@ export async function loadInputs(files, options = {}) {
     fixed,
     notes,
   };
+}
+
+/**
+ * NaN or infinite values of an input in words, the same for the API, the CLI and the page: inside the mask a refusal
+ * with its fix, outside it the assumption made (set to 0).
+ * Precondition: role names the input ('phase', 'magnitude', 'field', ...); count > 0.
+ * @param {string} role
+ * @param {number} count
+ * @param {'inside'|'outside'} where
+ */
+export function nonFiniteText(role, count, where) {
+  return where === 'inside'
+    ? `the ${role} holds ${count} NaN or infinite value${count > 1 ? 's' : ''} inside the mask: fix the file or the mask`
+    : `the ${role} holds ${count} NaN or infinite value(s) outside the mask: set to 0 there (no stage reads them)`;
 }
 
 /** A file's Volume (3D, or with `echoes` 3D/4D), its reader's refusal as an InputError NotNifti naming the role. */
@@ -231,7 +249,7 @@ function defaultMessage(e) {
     case 'MaskFromMagnitude':
       return `the magnitude cannot be thresholded into a mask: ${e.reason}`;
     case 'NonFiniteInput':
-      return `the ${e.role} holds ${e.count} invalid (NaN or infinite) value${e.count > 1 ? 's' : ''} inside the mask: fix the file or the mask`;
+      return nonFiniteText(e.role, e.count, 'inside');
     default:
       return `input refused (${e.code})`;
   }
