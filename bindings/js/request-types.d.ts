@@ -85,7 +85,7 @@ export interface TvOptions {
   lambda?: number;
   /** ADMM penalty (100 λ) (in (0, 1000] ppm·mm; default 0.02) */
   rho?: number;
-  /** stop when χ changes by less than this (relative) (in [0, 1]; default 0.001) */
+  /** stop when χ changes by less than this (relative) (in [0, 1); default 0.001) */
   tolerance?: number;
   /** ADMM iterations at most (a whole number in [1, 10000]; default 250) */
   maxIterations?: number;
@@ -103,7 +103,7 @@ export interface RtsOptions {
   mu?: number;
   /** initial ADMM penalty of step 2 (10) (in (0, 100000000]; default 10) */
   rho?: number;
-  /** stop step 2 when χ changes by less than this (relative) (in [0, 1]; default 0.01) */
+  /** stop step 2 when χ changes by less than this (relative) (in [0, 1); default 0.01) */
   tolerance?: number;
   /** ADMM iterations of step 2 at most (a whole number in [1, 10000]; default 20) */
   maxIterations?: number;
@@ -133,7 +133,7 @@ export interface NdiOptions {
   lambda?: number;
   /** iterations at most (a whole number in [1, 10000]; default 100) */
   maxIterations?: number;
-  /** stop when the update is below this (relative) (in [0, 1]; default 0.001) */
+  /** stop when the update is below this (relative) (in [0, 1); default 0.001) */
   tolerance?: number;
   /** radians of phase per ppm of field, 2π·γ̄·B0·TE (16.05 at 3 T, TE 20 ms) (in (0, 1000] rad/ppm; default 16.0513) */
   phaseScale?: number;
@@ -144,16 +144,16 @@ export interface MediOptions {
   /** data-term weight (MEDI toolbox: 1000) (in (0, 10000000]; default 1000) */
   lambda?: number;
   /**
-   * share of the magnitude's strongest gradients taken as edges, left unpenalised (MEDI: 0.30) (in [0, 1]; default 0.3)
+   * share of the magnitude's strongest gradients taken as edges, left unpenalised (MEDI: 0.30) (in [0, 1); default 0.3)
    */
   edgeFraction?: number;
   /** Gauss-Newton iterations at most (a whole number in [1, 100]; default 10) */
   maxIterations?: number;
-  /** stop when ‖dχ‖/‖χ‖ is below this (in [0, 1]; default 0.1) */
+  /** stop when ‖dχ‖/‖χ‖ is below this (in [0, 1); default 0.1) */
   tolerance?: number;
   /** conjugate-gradient iterations per Gauss-Newton iteration at most (a whole number in [1, 1000]; default 100) */
   cgMaxIterations?: number;
-  /** relative CG residual that ends a Gauss-Newton iteration (in (0, 1]; default 0.01) */
+  /** relative CG residual that ends a Gauss-Newton iteration (in (0, 1); default 0.01) */
   cgTolerance?: number;
   /**
    * radians of phase per ppm of field, 2π·γ̄·B0·ΔTE (4.01 at 3 T, echo spacing 5 ms) (in (0, 1000] rad/ppm; default
@@ -172,16 +172,16 @@ export interface TfiOptions {
   /** P outside the mask, where the background's sources are fitted (Liu 2017: 30) (in [1, 1000]; default 30) */
   preconditioner?: number;
   /**
-   * share of the magnitude's strongest gradients taken as edges, left unpenalised (MEDI: 0.30) (in [0, 1]; default 0.3)
+   * share of the magnitude's strongest gradients taken as edges, left unpenalised (MEDI: 0.30) (in [0, 1); default 0.3)
    */
   edgeFraction?: number;
   /** Gauss-Newton iterations at most (a whole number in [1, 100]; default 10) */
   maxIterations?: number;
-  /** stop when ‖dy‖/‖y‖ is below this (in [0, 1]; default 0.1) */
+  /** stop when ‖dy‖/‖y‖ is below this (in [0, 1); default 0.1) */
   tolerance?: number;
   /** conjugate-gradient iterations per Gauss-Newton iteration at most (a whole number in [1, 1000]; default 20) */
   cgMaxIterations?: number;
-  /** relative CG residual that ends a Gauss-Newton iteration (in (0, 1]; default 0.01) */
+  /** relative CG residual that ends a Gauss-Newton iteration (in (0, 1); default 0.01) */
   cgTolerance?: number;
 }
 
@@ -194,7 +194,7 @@ export interface VsharpOptions {
   maxRadius?: number;
   /** the smallest SMV radius: the mask is eroded by it (QSM.jl: 2) (in [1, 64] voxels; default 2) */
   minRadius?: number;
-  /** TSVD threshold of the deconvolution (Wu 2012: 0.05) (in (0, 1]; default 0.05) */
+  /** TSVD threshold of the deconvolution (Wu 2012: 0.05) (in (0, 1); default 0.05) */
   threshold?: number;
 }
 
@@ -238,7 +238,7 @@ export interface IsmvOptions {
 export interface SharpOptions {
   /** SHARP's SMV radius: the mask is eroded by it (SEPIA: 4 mm) (in [0.5, 50] mm; default 4) */
   radius?: number;
-  /** TSVD threshold of SHARP's deconvolution (QSM.jl: 0.05) (in (0, 1]; default 0.05) */
+  /** TSVD threshold of SHARP's deconvolution (QSM.jl: 0.05) (in (0, 1); default 0.05) */
   threshold?: number;
 }
 
