@@ -6,11 +6,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { createTessera } from './index.js';
 import { PIPELINE_OPTIONS, OTHER_KEYS, NETWORK_KEYS, METHOD_KEYS, PIPELINE_KEYS, methodNamesOf } from './request.js';
-import { CLI_FLAGS, requestFlags, optionsOf, flagName } from './cli/flags.js';
+import { CLI_FLAGS, PHASE_OPTIONS, requestFlags, optionsOf, flagName } from './cli/flags.js';
 import { checkSpec } from './cli/files.js';
 import { helpText, defaultText } from './cli/help.js';
 import { stageOptions } from './cli/pipeline.js';
-import { UNBOUNDED } from './cli/values.js';
+import { UNBOUNDED, LIST_OPTIONS } from './cli/values.js';
 import { unionMembers } from '../../tests/js/type-text.js';
 
 let tessera;
@@ -136,6 +136,17 @@ test('every schema option is reachable from the CLI: its own flag, a --spec key,
     for (const flag of Object.keys(CLI_FLAGS[command])) assert.ok(!requestFlagNames.has(flag), `${command} --${flag} is a schema option's flag: let the schema give it`);
   }
   assert.throws(() => stageOptions(['vsharp.radius=3'], schema), /--option vsharp\.radius is not a pipeline option/);
+});
+
+test('the CLI\'s own groupings of schema options agree with the surface: the phase flags are network options, the list flags take arrays', () => {
+  const byName = new Map(schema.map((o) => [o.name, o]));
+  for (const name of PHASE_OPTIONS) {
+    assert.ok(byName.get(name)?.kinds.includes('network'), `cli/flags.js PHASE_OPTIONS names ${name}, which is no network request's schema option`);
+    assert.ok(NETWORK_KEYS.includes(name), name);
+  }
+  for (const name of LIST_OPTIONS) {
+    assert.match(byName.get(name)?.type ?? '', /\[\]|Array</, `cli/values.js LIST_OPTIONS names ${name}, whose schema type takes no list`);
+  }
 });
 
 test('the help describes every request flag from the schema (help, range, default) and names only flags the command takes', () => {
