@@ -14,9 +14,9 @@ export const VALUE_TYPES_COMMAND = 'node scripts/value-types.js';
 const WIDTH = 120;
 
 /** A doc comment at indent (one line when it fits in WIDTH columns, else wrapped), or '' for no doc. */
-function docComment(doc, indent) {
+export function docComment(doc, indent) {
   if (!doc) return '';
-  if (doc.includes('*/')) throw new Error(`value-types: a doc holds '*/', which would end its comment early: reword it in value_types.cpp (${doc})`);
+  if (doc.includes('*/')) throw new Error(`a doc holds '*/', which would end its comment early: reword it where C++ defines it (${doc})`);
   const one = `${indent}/** ${doc} */`;
   if (one.length <= WIDTH) return `${one}\n`;
   const lines = [];

@@ -314,15 +314,15 @@ TEST(Background, RefusesBadInputsByName) {
 
   VSharpParams p;
   p.threshold = 0.0;
-  EXPECT_NE(test::error_of([&] { validate(p); }, ErrorCode::InvalidArgument).find("threshold must be in (0, 1)"),
+  EXPECT_NE(test::error_of([&] { validate(p); }, ErrorCode::InvalidArgument).find("vsharp.threshold must be in (0, 1), got 0"),
             std::string::npos);
   p = {};
   p.min_radius_voxels = 0.5;
-  EXPECT_NE(test::error_of([&] { validate(p); }, ErrorCode::InvalidArgument).find("min_radius_voxels must be in [1, "),
+  EXPECT_NE(test::error_of([&] { validate(p); }, ErrorCode::InvalidArgument).find("vsharp.minRadius must be in [1, 64] voxels, got 0.5"),
             std::string::npos);
   p = {};
   p.max_radius_mm = 0.5;
-  EXPECT_NE(test::error_of([&] { validate(p); }, ErrorCode::InvalidArgument).find("max_radius_mm must be in [1, 100] mm"),
+  EXPECT_NE(test::error_of([&] { validate(p); }, ErrorCode::InvalidArgument).find("vsharp.maxRadius must be in [1, 100] mm, got 0.5"),
             std::string::npos);
   p = {};
   p.step_voxels = 0.01;
@@ -335,7 +335,7 @@ TEST(Background, RefusesBadInputsByName) {
   EXPECT_EQ(vsharp_radii_mm({100.0, 100.0, 100.0}, VSharpParams{}), (std::vector<double>{200.0}));
   PdfParams q;
   q.max_iterations = 0;
-  EXPECT_NE(test::error_of([&] { validate(q); }, ErrorCode::InvalidArgument).find("max_iterations must be in [1, 10000]"),
+  EXPECT_NE(test::error_of([&] { validate(q); }, ErrorCode::InvalidArgument).find("pdf.maxIterations must be a whole number in [1, 10000], got 0"),
             std::string::npos);
   q = {};
   q.tolerance = 2.0;

@@ -157,12 +157,12 @@ TEST(ClosedForm, BadParametersAndEmptyMasksAreRefusedByName) {
   TsvdParams t;
   t.threshold = 0.9;
   std::string m = test::error_of([&] { tsvd(g, f, all, t); }, ErrorCode::InvalidArgument);
-  EXPECT_NE(m.find("tsvd: threshold must be in (0, 2/3)"), std::string::npos) << m;
+  EXPECT_NE(m.find("tsvd.threshold must be in (0, 2/3)"), std::string::npos) << m;
   EXPECT_NE(m.find("got 0.9"), std::string::npos) << m;
   TikhonovParams k;
   k.lambda = -1;
   m = test::error_of([&] { tikhonov(g, f, all, k); }, ErrorCode::InvalidArgument);
-  EXPECT_NE(m.find("tikhonov: lambda must be in (0, 1000]"), std::string::npos) << m;
+  EXPECT_NE(m.find("tikhonov.lambda must be in (0, 1000]"), std::string::npos) << m;
   k = {};
   k.regulariser = static_cast<TikhonovRegulariser>(7);
   m = test::error_of([&] { tikhonov_workspace_bytes(g, k); }, ErrorCode::InvalidArgument);

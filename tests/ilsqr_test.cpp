@@ -92,8 +92,8 @@ TEST(Ilsqr, RefusesBadParametersAndInputs) {
   };
   EXPECT_NE(with([](IlsqrParams& q) { q.tolerance = 0.0; }).find("tolerance"), std::string::npos);
   EXPECT_NE(with([](IlsqrParams& q) { q.tolerance = std::nan(""); }).find("tolerance"), std::string::npos);
-  EXPECT_NE(with([](IlsqrParams& q) { q.max_iterations = 0; }).find("max_iterations"), std::string::npos);
-  EXPECT_NE(with([](IlsqrParams& q) { q.cone_threshold = 0.7; }).find("cone_threshold"), std::string::npos);
+  EXPECT_NE(with([](IlsqrParams& q) { q.max_iterations = 0; }).find("ilsqr.maxIterations"), std::string::npos);
+  EXPECT_NE(with([](IlsqrParams& q) { q.cone_threshold = 0.7; }).find("ilsqr.coneThreshold"), std::string::npos);
   const std::vector<uint8_t> short_mask(7, 1);
   tessera::test::error_of([&] { tessera::ilsqr(g, p.field, short_mask); }, ErrorCode::InvalidArgument);
   const std::vector<uint8_t> empty_mask(g.voxel_count(), 0);

@@ -127,11 +127,11 @@ TEST(Medi, RefusesAMissingOrWrongMagnitudeAndBadParameters) {
     return tessera::test::error_of([&] { tessera::medi(g, p.field, p.mask, magnitude, params); }, ErrorCode::InvalidArgument);
   };
   EXPECT_NE(with([](MediParams& q) { q.lambda = 0.0; }).find("lambda"), std::string::npos);
-  EXPECT_NE(with([](MediParams& q) { q.edge_fraction = 1.0; }).find("edge_fraction"), std::string::npos);
-  EXPECT_NE(with([](MediParams& q) { q.max_iterations = 0; }).find("max_iterations"), std::string::npos);
+  EXPECT_NE(with([](MediParams& q) { q.edge_fraction = 1.0; }).find("medi.edgeFraction must be in [0, 1)"), std::string::npos);
+  EXPECT_NE(with([](MediParams& q) { q.max_iterations = 0; }).find("medi.maxIterations"), std::string::npos);
   EXPECT_NE(with([](MediParams& q) { q.tolerance = -0.1; }).find("tolerance"), std::string::npos);
-  EXPECT_NE(with([](MediParams& q) { q.cg_max_iterations = 0; }).find("cg_max_iterations"), std::string::npos);
-  EXPECT_NE(with([](MediParams& q) { q.cg_tolerance = 0.0; }).find("cg_tolerance"), std::string::npos);
+  EXPECT_NE(with([](MediParams& q) { q.cg_max_iterations = 0; }).find("medi.cgMaxIterations"), std::string::npos);
+  EXPECT_NE(with([](MediParams& q) { q.cg_tolerance = 0.0; }).find("medi.cgTolerance must be in (0, 1)"), std::string::npos);
   EXPECT_NE(with([](MediParams& q) { q.phase_scale = -2.0; }).find("rad/ppm"), std::string::npos);
   const uint64_t n = g.voxel_count();
   // Its 16 float volumes (kernel, m², φ, edges ×3, χ, P, dχ, r, direction, A·direction, gradient ×3, scratch) and one

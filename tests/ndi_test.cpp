@@ -133,8 +133,8 @@ TEST(Ndi, RefusesBadParametersAndInputs) {
   EXPECT_NE(with([](NdiParams& q) { q.tau = 5.0; }).find("tau"), std::string::npos);
   EXPECT_NE(with([](NdiParams& q) { q.tau = 0.0; }).find("tau"), std::string::npos);
   EXPECT_NE(with([](NdiParams& q) { q.lambda = -1.0; }).find("lambda"), std::string::npos);
-  EXPECT_NE(with([](NdiParams& q) { q.max_iterations = 0; }).find("max_iterations"), std::string::npos);
-  EXPECT_NE(with([](NdiParams& q) { q.tolerance = 1.0; }).find("tolerance"), std::string::npos);
+  EXPECT_NE(with([](NdiParams& q) { q.max_iterations = 0; }).find("ndi.maxIterations"), std::string::npos);
+  EXPECT_NE(with([](NdiParams& q) { q.tolerance = 1.0; }).find("ndi.tolerance must be in [0, 1)"), std::string::npos);
   EXPECT_NE(with([](NdiParams& q) { q.phase_scale = 0.0; }).find("rad/ppm"), std::string::npos);
   EXPECT_NE(with([](NdiParams& q) { q.tau = std::nan(""); }).find("tau"), std::string::npos);
 

@@ -10,7 +10,9 @@
 #include "tessera/engine/autoplan.h"
 #include "tessera/common/budget.h"
 #include "tessera/common/error.h"
+#include "tessera/inversion/methods.h"
 #include "tessera/networks/phase_networks.h"
+#include "tessera/pipeline/pipeline.h"
 #include "tessera/registry/registry.h"
 
 using namespace tessera;
@@ -94,4 +96,82 @@ TEST(Request, FixedTilesRunHalfTheCoresInWorkersOneToFour) {
   EXPECT_EQ(defaults::workers_for(5), 2u);
   EXPECT_EQ(defaults::workers_for(8), 4u);
   EXPECT_EQ(defaults::workers_for(64), 4u);
+}
+
+namespace {
+// Whether table holds an option of this name.
+bool holds(std::span<const OptionSpec> table, std::string_view name) {
+  return std::any_of(table.begin(), table.end(), [&](const OptionSpec& o) { return o.name == name; });
+}
+std::string_view top_of(std::string_view name) { return name.substr(0, name.find('.')); }
+}  // namespace
+
+TEST(RequestSurface, EachOptionBelongsToTheKindsOfItsLayersTable) {
+  const uint8_t both_runs = kNetworkRequest | kPipelineRequest;
+  for (const OptionSpec& o : request_options()) {
+    const uint8_t k = request_option_kinds(o);
+    EXPECT_NE(k, 0) << o.name;
+    if (holds(method_options(), o.name) || o.name == "method") {
+      EXPECT_EQ(k, kMethodRequest | kPipelineRequest) << o.name;
+    } else if (holds(pipeline_options(), o.name) || top_of(o.name) == "swi" || top_of(o.name) == "r2star" || o.name == "also") {
+      EXPECT_EQ(k, kPipelineRequest) << o.name;
+    } else if (holds(acquisition_options(), o.name) || top_of(o.name) == "spec") {
+      EXPECT_EQ(k, both_runs) << o.name;
+    } else {
+      EXPECT_EQ(k, kNetworkRequest) << o.name;  // the run's options, the phase networks'
+    }
+    EXPECT_EQ(request_option_required(o), o.name == "method" ? kMethodRequest : 0) << o.name;
+  }
+  // Every option of a group (tile.*, vsharp.*) goes to the kinds of the group's first.
+  for (const OptionSpec& a : request_options()) {
+    for (const OptionSpec& b : request_options()) {
+      if (top_of(a.name) == top_of(b.name)) EXPECT_EQ(request_option_kinds(a), request_option_kinds(b)) << a.name << " " << b.name;
+    }
+  }
+  EXPECT_EQ(request_kind_names().size(), 3u);
+  EXPECT_EQ(request_kind_names()[0], "network");
+  EXPECT_EQ(request_kind_names()[2], "pipeline");
+}
+
+TEST(RequestSurface, OptionTypesFollowTheirSpec) {
+  for (const OptionSpec& o : request_options()) {
+    const std::string t = request_option_type(o);
+    for (std::string_view c : option_choices(o)) EXPECT_NE(t.find("'" + std::string(c) + "'"), std::string::npos) << o.name << ": " << t;
+    if (option_choices(o).empty() && o.name != "tile" && o.name != "tile.core" && o.name != "te") {
+      EXPECT_TRUE(t == "number" || t == "boolean") << o.name << ": " << t;
+    }
+  }
+  EXPECT_EQ(request_option_type(request_option("whole")), "boolean");
+  EXPECT_EQ(request_option_type(request_option("b0")), "number");
+  EXPECT_EQ(request_option_type(request_option("quality")), "'faithful' | 'balanced' | 'fast'");
+  EXPECT_EQ(request_option_type(request_option("also")), "'swi' | 'r2star' | Array<'swi' | 'r2star'>");
+  const OptionSpec stranger{"stranger", "", 0, "", 0, 1};
+  EXPECT_THROW(request_option_kinds(stranger), Error);
+}
+
+TEST(RequestSurface, KeysAreNoOptionsAndEachKindNamesAKeyOnce) {
+  std::set<std::string_view> tops;
+  for (const OptionSpec& o : request_options()) tops.insert(top_of(o.name));
+  std::set<std::pair<std::string_view, int>> seen;
+  for (const RequestKey& k : request_keys()) {
+    EXPECT_FALSE(k.type.empty()) << k.name;
+    EXPECT_FALSE(k.doc.empty()) << k.name;
+    EXPECT_EQ(k.doc.find("*/"), std::string_view::npos) << k.name;
+    EXPECT_NE(k.kinds, 0) << k.name;
+    if (k.name.find('.') != std::string_view::npos) {
+      // A group's field that is no option: the group is an option group, of the same kinds.
+      EXPECT_TRUE(tops.count(top_of(k.name))) << k.name;
+      EXPECT_FALSE(std::any_of(request_options().begin(), request_options().end(), [&](const OptionSpec& o) { return o.name == k.name; })) << k.name;
+    } else {
+      EXPECT_FALSE(tops.count(k.name)) << k.name << " is a schema option: the schema gives it";
+    }
+    for (int bit = 0; bit < 3; ++bit) {
+      if (k.kinds & (1 << bit)) EXPECT_TRUE(seen.insert({k.name, bit}).second) << k.name << " twice for " << request_kind_names()[bit];
+    }
+  }
+  // What a run cannot go without: a method's field, a network's weights; plan() needs neither.
+  for (const RequestKey& k : request_keys()) {
+    const bool needed = (k.name == "field" && k.kinds == kMethodRequest) || (k.name == "weights" && k.kinds == kNetworkRequest);
+    EXPECT_EQ(k.presence == KeyPresence::RequiredToRun, needed) << k.name;
+  }
 }

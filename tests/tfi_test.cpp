@@ -229,11 +229,11 @@ TEST(Tfi, RefusesAMissingMagnitudeAndBadParametersByName) {
   EXPECT_NE(with([](TfiParams& q) { q.lambda = 0.0; }).find("lambda"), std::string::npos);
   EXPECT_NE(with([](TfiParams& q) { q.lambda = 2.0; }).find("ppm·mm"), std::string::npos);
   EXPECT_NE(with([](TfiParams& q) { q.preconditioner = 0.5; }).find("preconditioner"), std::string::npos);
-  EXPECT_NE(with([](TfiParams& q) { q.edge_fraction = 1.0; }).find("edge_fraction"), std::string::npos);
-  EXPECT_NE(with([](TfiParams& q) { q.max_iterations = 0; }).find("max_iterations"), std::string::npos);
+  EXPECT_NE(with([](TfiParams& q) { q.edge_fraction = 1.0; }).find("tfi.edgeFraction must be in [0, 1)"), std::string::npos);
+  EXPECT_NE(with([](TfiParams& q) { q.max_iterations = 0; }).find("tfi.maxIterations"), std::string::npos);
   EXPECT_NE(with([](TfiParams& q) { q.tolerance = -0.1; }).find("tolerance"), std::string::npos);
-  EXPECT_NE(with([](TfiParams& q) { q.cg_max_iterations = 0; }).find("cg_max_iterations"), std::string::npos);
-  EXPECT_NE(with([](TfiParams& q) { q.cg_tolerance = 0.0; }).find("cg_tolerance"), std::string::npos);
+  EXPECT_NE(with([](TfiParams& q) { q.cg_max_iterations = 0; }).find("tfi.cgMaxIterations"), std::string::npos);
+  EXPECT_NE(with([](TfiParams& q) { q.cg_tolerance = 0.0; }).find("tfi.cgTolerance must be in (0, 1)"), std::string::npos);
   // the schema names the option, its range and unit
   tessera::MethodParams mp;
   EXPECT_NE(tessera::test::error_of([&] { mp.set("tfi.preconditioner", 0.0); }, ErrorCode::InvalidArgument).find("tfi.preconditioner"),

@@ -36,6 +36,35 @@ export type {
   WeightsFile,
 } from './value-types.js';
 
+// The request types (each kind's keys, the option groups, the method names) are generated from the C++ schema into
+// request-types.d.ts (scripts/request-surface.js); the aliases below name what the API has long called them.
+import type {
+  BrainMaskOptions,
+  InvertRequest,
+  MethodName,
+  MethodPlanRequest,
+  MethodRequest,
+  PipelinePlanRequest,
+  PipelineRequest,
+  PlanRequest,
+  R2starOptions,
+  SpecOptions,
+  SwiOptions,
+  TileOptions,
+} from './request-types.js';
+export type * from './request-types.js';
+
+/** A tile config of a request: {core, halo, stride, blend} (the schema's tile.* options). */
+export type TileConfig = TileOptions;
+/** A network that is not in the registry (the schema's spec.* options): network input = (field − inputMean)/inputStd, χ = outputStd·output + outputMean. */
+export type NetworkSpec = SpecOptions;
+/** How overlapping cores combine (the schema's tile.blend). */
+export type Blend = NonNullable<TileOptions['blend']>;
+/** The auto-planner's fidelity target against the whole-volume run (the schema's quality). */
+export type Quality = NonNullable<PlanRequest['quality']>;
+/** b0Align: resample to a B0-aligned grid above the threshold (auto), at any tilt (on), never (off). */
+export type B0Align = NonNullable<PlanRequest['b0Align']>;
+
 export type Triple = [number, number, number];
 
 /** Where a volume lies: dims (voxels, x-fastest storage), voxel size (mm), B0 direction (voxel axes). */
@@ -45,13 +74,7 @@ export interface Geometry {
   b0Dir?: Triple;
 }
 
-export type Blend = 'crop' | 'linear' | 'cosine' | 'gaussian';
 
-/**
- * The auto-planner's fidelity target against the whole-volume run (the schema's `quality`): faithful (r ≥ 0.99,
- * NRMSE ≤ 0.10; the default), balanced (r ≥ 0.97, NRMSE ≤ 0.20) or fast (speed only).
- */
-export type Quality = 'faithful' | 'balanced' | 'fast';
 
 /** report.verify: the tiled result against the box run whole, and the data-consistency residual. */
 export interface VerificationReport {
@@ -75,31 +98,7 @@ export interface VerificationReport {
   seconds?: number;
 }
 
-export interface TileConfig {
-  core: number;
-  halo: number;
-  /** cores start every stride voxels; shorter than the core, overlapping cores are blended (default: the core) */
-  stride?: number;
-  /** how overlapping cores combine (default crop: equal weights) */
-  blend?: Blend;
-}
 
-/** A network that is not in the registry: network input = (field − inputMean)/inputStd, χ = outputStd·output + outputMean. */
-export interface NetworkSpec {
-  divisor?: number;
-  /** ONNX Runtime heap bytes per patch voxel; left out, plan() and invert() calibrate the network from its weights */
-  bytesPerVoxel?: number;
-  /** bytes one worker holds whatever the patch (runtime, weights) */
-  fixedBytes?: number;
-  /** the network takes the field multiplied by the mask */
-  maskedInput?: boolean;
-  /** an output voxel depends on inputs within this many voxels (default: derived from the ONNX graph) */
-  receptiveRadius?: number;
-  inputMean?: number;
-  inputStd?: number;
-  outputMean?: number;
-  outputStd?: number;
-}
 
 export type ModelKind = 'field-to-chi' | 'physics-loop' | 'native-patches' | 'whole-volume-only';
 
@@ -140,8 +139,6 @@ export interface PlanCost {
   readonly note?: string;
 }
 
-/** b0Align: resample to a B0-aligned grid above the threshold (auto), at any tilt (on), never (off). */
-export type B0Align = 'auto' | 'on' | 'off';
 
 /**
  * A plan as plan() returns it: a frozen view of the plan the runtime holds (the last 16 plans), with its id. Hand it
@@ -307,44 +304,6 @@ export interface RuntimeOptions {
   ortGpuModuleUrl?: string | URL;
 }
 
-export interface PlanRequest {
-  /** optional when a Volume (field, phase or mask) carries it */
-  geometry?: Geometry;
-  mask?: ArrayLike<number> | Volume<VoxelArray>;
-  model?: string;
-  spec?: NetworkSpec;
-  /** {core, halo}, or "auto" / {core: "auto", halo} for the auto-planner */
-  tile?: TileConfig | 'auto' | { core: 'auto'; halo?: number };
-  whole?: boolean;
-  workers?: number;
-  threadsPerWorker?: number;
-  /** phase networks: echo time(s) in seconds, one per echo */
-  te?: number | number[];
-  /** phase networks: field strength in tesla (default 3) */
-  b0?: number;
-  /** phase networks: mask erosion radius in voxels (default 3, the reference's) */
-  erodeRadius?: number;
-  /** the auto-planner's fidelity target (default faithful) */
-  quality?: Quality;
-  /** plan (and run) the self-check: the largest box that runs whole, compared with the tiled result */
-  verify?: boolean;
-  /** networks that assume B0 along the third axis: resample to a B0-aligned grid (default auto: above the threshold) */
-  b0Align?: B0Align;
-  /** 'ppm' states the field is ppm: a local field beyond ±1 ppm (a total-field network's beyond ±5 ppm) is otherwise refused as Hz or rad/s */
-  fieldUnits?: 'ppm';
-  /** field -> chi networks, automatic plans: run only the mask's bounding box + cropMargin voxels, as one patch when it fits, else as slabs when faster than tiles (auto), or never (off: the whole field of view, itself cut into slabs when over the single-patch limit and faster or more faithful than tiles) (default auto) */
-  crop?: 'auto' | 'off';
-  /** voxels kept around the mask's bounding box before rounding out to the pooling grid (default 2) */
-  cropMargin?: number;
-  /** how far the network looks: receptiveField()'s probe, or {radius} (derived from weights when given) */
-  context?: { within: number[] } | { radius: number };
-  /** a plan may read the network's reach from its ONNX graph */
-  weights?: Uint8Array | ArrayBuffer | (Uint8Array | ArrayBuffer)[];
-  /** this machine's measured speed of the network (measureSpeed()'s result): the estimate uses it */
-  speed?: SpeedMeasurement;
-  /** measure the speed first (needs weights; kept per weights and threads for the runtime's lifetime) */
-  measureSpeed?: boolean;
-}
 
 /** measureSpeed()'s result: whole-patch wall times on this machine, and a worker's start-up (s). */
 export interface SpeedMeasurement {
@@ -362,67 +321,11 @@ export interface SpeedMeasurement {
   keptWorkers?: number;
 }
 
-export interface InvertRequest extends PlanRequest {
-  /** local field (ppm), x-fastest, or a Volume (its geometry is used); not for the phase networks */
-  field?: Float32Array | Volume<VoxelArray>;
-  /** phase networks: wrapped phase (rad), x-fastest, echo after echo, or a Volume */
-  phase?: Float32Array | Volume<VoxelArray>;
-  /** phase networks: magnitude, same size as phase (weights the echoes by (magnitude·TE)²), or a Volume */
-  magnitude?: Float32Array | Volume<VoxelArray>;
-  /** phase networks: +1 or -1 (default -1: the reference negates the scanner's phase) */
-  phaseSign?: number;
-  /** multi-input networks: {role: ONNX input name} where the export's names are not recognised */
-  inputNames?: Record<string, string>;
-  /** the plan() of this request and volume, handed back: the run obeys the held plan (made here when absent) */
-  plan?: Plan;
-  /** ONNX bytes; an array for networks with several files (NeXtQSM) */
-  weights: Uint8Array | ArrayBuffer | (Uint8Array | ArrayBuffer)[];
-  /** false: weights other than the registry's file run under its id (your own export): the run warns and report.weights records their sha256 */
-  verifyWeights?: boolean;
-  /** this run's execution provider preference (default: the runtime's executionProviders) */
-  executionProviders?: ExecutionProvider[];
-  signal?: AbortSignal;
-  onProgress?: (p: Progress) => void;
-}
 
-/** A classical method's name (the schema's `method` choices). */
-export type MethodName = 'tkd' | 'tsvd' | 'tikhonov' | 'tv' | 'rts' | 'ilsqr' | 'ndi' | 'medi' | 'tfi';
 /** A method's parameters, by the schema's `<method>.<param>` names without the prefix (tessera.schema() lists them). */
 export type MethodParams = Record<string, number | string>;
 
-/**
- * Each classical method's parameters under its name, as the schema's `<method>.<param>` options (tessera.schema():
- * their units, defaults and ranges; `tessera-qsm methods` lists them). C++ refuses another method's.
- */
-export interface MethodOptions {
-  tkd?: { threshold?: number };
-  tsvd?: { threshold?: number; padRatio?: number };
-  tikhonov?: { lambda?: number; regularizer?: 'identity' | 'gradient'; padRatio?: number };
-  tv?: { lambda?: number; rho?: number; tolerance?: number; maxIterations?: number; norm?: 'anisotropic' | 'isotropic'; padRatio?: number };
-  rts?: { delta?: number; mu?: number; rho?: number; tolerance?: number; maxIterations?: number; lsmrIterations?: number; padRatio?: number };
-  ilsqr?: { tolerance?: number; maxIterations?: number; coneThreshold?: number };
-  ndi?: { tau?: number; lambda?: number; maxIterations?: number; tolerance?: number; phaseScale?: number };
-  medi?: { lambda?: number; edgeFraction?: number; maxIterations?: number; tolerance?: number; cgMaxIterations?: number; cgTolerance?: number; phaseScale?: number };
-  /** total field inversion: its field is the TOTAL field (ppm); pipeline() runs no background removal before it */
-  tfi?: { lambda?: number; preconditioner?: number; edgeFraction?: number; maxIterations?: number; tolerance?: number; cgMaxIterations?: number; cgTolerance?: number };
-}
 
-/** invert({method}): a classical dipole inversion in the C++ core, no network and no weights. */
-export interface MethodRequest extends MethodOptions {
-  method: MethodName;
-  /** local field (ppm), x-fastest, or a Volume */
-  field: Float32Array | Volume<VoxelArray>;
-  /** 'ppm': the field is ppm as given (a field whose 1st–99th percentile in the mask reaches beyond ±1 ppm is otherwise refused) */
-  fieldUnits?: 'ppm';
-  /** the mask: inside where > 0 (0, negative and non-finite values are outside) */
-  mask?: ArrayLike<number> | Volume<VoxelArray>;
-  /** MEDI: the magnitude (its edge prior) */
-  magnitude?: Float32Array | Volume<VoxelArray>;
-  geometry?: Geometry;
-  plan?: MethodPlan;
-  signal?: AbortSignal;
-  onProgress?: (p: Progress) => void;
-}
 
 /** plan() of a method request: its memory in the module's heap, or the refusal with the largest volume that fits. */
 export interface MethodPlan {
@@ -450,76 +353,7 @@ export interface MethodPlan {
   readonly warning: string;
 }
 
-/** pipeline(): from a scanner's multi-echo phase (phase and te) or its total field map (totalField and totalFieldUnits) to χ. */
-export interface PipelineRequest extends MethodOptions {
-  /** wrapped phase (rad), every echo (a 4D Volume, or x-fastest echo after echo with geometry); or give totalField */
-  phase?: Float32Array | Volume<VoxelArray>;
-  /** echo times in seconds, one per echo (with phase; none with totalField) */
-  te?: number[];
-  /** a total field map (a vendor B0 map), one 3D volume, instead of phase: no echo fit runs */
-  totalField?: Float32Array | Volume<VoxelArray>;
-  /** totalField's units; 'hz' for GE's and Philips' B0 maps */
-  totalFieldUnits?: 'hz' | 'rad/s' | 'ppm';
-  /** a phase difference of two echoes, φ(TE2) − φ(TE1) (a Siemens field map), one 3D wrapped phase in radians (scanner integers are read as such with a warning); instead of phase and te */
-  phaseDifference?: Float32Array | Volume<VoxelArray>;
-  /** TE2 − TE1 of phaseDifference, seconds */
-  deltaTE?: number;
-  /** tesla (default 3) */
-  b0?: number;
-  /** same size as phase (one volume with totalField): the fit's weights; the brain mask is made from the first echo's when no mask is given */
-  magnitude?: Float32Array | Volume<VoxelArray>;
-  mask?: ArrayLike<number> | Volume<VoxelArray>;
-  geometry?: Geometry;
-  unwrap?: 'region-growing' | 'laplacian';
-  background?: 'vsharp' | 'pdf' | 'lbv' | 'ismv' | 'sharp' | 'resharp';
-  /** V-SHARP (Wu 2012): the largest SMV radius (mm), the smallest (voxels of the largest edge), TSVD threshold */
-  vsharp?: { maxRadius?: number; minRadius?: number; threshold?: number };
-  pdf?: { maxIterations?: number; padVoxels?: number };
-  /** LBV (Zhou 2014): relative residual of its multigrid-preconditioned CG, iterations at most, the mask's border peeled off before the solve (mm, default 4) */
-  lbv?: { tolerance?: number; maxIterations?: number; peel?: number };
-  /** iSMV (Wen 2014): SMV radius (mm), relative change to stop at, iterations at most */
-  ismv?: { radius?: number; tolerance?: number; maxIterations?: number };
-  /** SHARP (Schweser 2011): SMV radius (mm), TSVD threshold */
-  sharp?: { radius?: number; threshold?: number };
-  /** RESHARP (Sun 2014): SMV radius (mm), Tikhonov weight, CG iterations at most, relative residual to stop at; the
-   *  least share of the mask the radius keeps before it shrinks (to 2 voxels of the largest edge at the least; 0: never) */
-  resharp?: { radius?: number; lambda?: number; maxIterations?: number; tolerance?: number; minKeptShare?: number };
-  brainMask?: { erosion?: number; threshold?: 'otsu' | 'robust' };
-  /** voxels whose echo fit leaves a larger RMS phase residual (rad) are left out of the background removal */
-  fitResidualLimit?: number;
-  /** the echo fit's receive-phase offset: 'smooth' (fitted, smoothed, removed, the field refitted through the origin) or 'free' (an intercept per voxel); default smooth */
-  fitOffset?: 'smooth' | 'free';
-  /** Gaussian sigma (mm) of the offset's smoothing (default 3) */
-  fitOffsetSigma?: number;
-  /**
-   * optional outputs from the same echoes, after the inversion (default none): 'swi' (SWI and its minIP: the result's
-   * swi, minIp, swiMagnitude, swiPhase, swiPhaseMask) and 'r2star' (R2*, T2*: r2star, t2star, s0, r2starResidual);
-   * both need phase and the magnitude of every echo (not totalField); R2* by ARLO needs >= 3 equally spaced echoes
-   */
-  also?: 'swi' | 'r2star' | Array<'swi' | 'r2star'>;
-  /** SWI's options with also 'swi' (as swi()'s) */
-  swi?: SwiOptions;
-  /** R2*'s estimator with also 'r2star' (default arlo: Pei 2015; loglinear: least squares of ln S on TE) */
-  r2star?: { method?: 'arlo' | 'loglinear' };
-  /** the inversion: a classical method, with its parameters under its name (default tv in pipeline() unless a network is given) ... */
-  method?: MethodName;
-  /** ... or a network on the local field, with its weights and further invert() options */
-  model?: string;
-  spec?: NetworkSpec;
-  weights?: Uint8Array | ArrayBuffer | (Uint8Array | ArrayBuffer)[];
-  network?: Partial<InvertRequest>;
-  /** the plan() of this request and volume, handed back: the run obeys the held plan (made here when absent) */
-  plan?: PipelinePlan;
-  signal?: AbortSignal;
-  onProgress?: (p: Progress) => void;
-}
 
-/** plan() of a pipeline: pipeline()'s request with pipeline: true; no phase needed, magnitude: true says one is given. */
-export interface PipelinePlanRequest extends Omit<PipelineRequest, 'phase' | 'magnitude'> {
-  pipeline: true;
-  phase?: Float32Array | Volume<VoxelArray>;
-  magnitude?: Float32Array | Volume<VoxelArray> | boolean;
-}
 
 /** plan() of a pipeline request: its stages and the module heap they need, or the refusal. */
 export interface PipelinePlan {
@@ -649,19 +483,6 @@ export interface CommandFiles {
   out?: string;
 }
 
-/** SWI's options (the schema's swi.*), for swi() and pipeline({also: 'swi'}). */
-export interface SwiOptions {
-  /** the phase mask's power (default 4, Haacke 2004) */
-  maskPower?: number;
-  /** Gaussian sigma of the phase high-pass in voxels, in plane (default 4) */
-  highPassSigmaXY?: number;
-  /** ... and along z (default 0: none) */
-  highPassSigmaZ?: number;
-  /** the minIP's sliding slab along the slice axis, mm (default 8) */
-  minIpSlab?: number;
-  /** the phase sign of paramagnetic sources, which the mask darkens (default negative, Haacke's) */
-  paramagneticPhase?: 'positive' | 'negative';
-}
 
 /** swi(): susceptibility-weighted imaging from a scanner's multi-echo wrapped phase and magnitude. */
 export interface SwiRequest {
@@ -674,8 +495,8 @@ export interface SwiRequest {
   /** where the phase is unwrapped and high-passed (default: a brain mask made from the first echo's magnitude) */
   mask?: ArrayLike<number> | Volume<VoxelArray>;
   geometry?: Geometry;
-  unwrap?: 'region-growing' | 'laplacian';
-  brainMask?: { erosion?: number; threshold?: 'otsu' | 'robust' };
+  unwrap?: PipelineRequest['unwrap'];
+  brainMask?: BrainMaskOptions;
   swi?: SwiOptions;
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
@@ -717,7 +538,7 @@ export interface R2starRequest {
   /** the voxels fitted (default: every voxel whose first echo is > 0) */
   mask?: ArrayLike<number> | Volume<VoxelArray>;
   geometry?: Geometry;
-  r2star?: { method?: 'arlo' | 'loglinear' };
+  r2star?: R2starOptions;
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
 }
@@ -732,7 +553,7 @@ export interface R2starResult {
   s0: Volume<Float32Array>;
   /** RMS residual of the fitted decay over the mean signal */
   residual: Volume<Float32Array>;
-  method: 'arlo' | 'loglinear';
+  method: NonNullable<R2starOptions['method']>;
   report: ContrastReport;
 }
 
@@ -772,7 +593,7 @@ export declare class Tessera {
   /** the request schema: every option with its unit, default and range (defined once, in C++) */
   schema(): Promise<RequestOption[]>;
   plan(request: PlanRequest): Promise<Plan>;
-  plan(request: Omit<MethodRequest, 'field'> & { field?: Float32Array | Volume<VoxelArray> }): Promise<MethodPlan>;
+  plan(request: MethodPlanRequest): Promise<MethodPlan>;
   plan(request: PipelinePlanRequest): Promise<PipelinePlan>;
   loadWeights(
     id: string,

@@ -9,7 +9,7 @@ import { geometryOf, makeVolume } from './io/volume.js';
 import { graphReceptiveField } from './receptive-field.js';
 import { graphCost } from './graph-cost.js';
 import { checkPreference } from './execution-provider.js';
-import { NETWORK_KEYS, methodKeys, pipelineKeys, methodNamesOf, unknownKeysMessage } from './request.js';
+import { NETWORK_KEYS, METHOD_KEYS, PIPELINE_KEYS, methodNamesOf, unknownKeysMessage } from './request.js';
 import { commandRequest, pipelineArgs, commandLine, methodsMarkdown } from './methods-text.js';
 
 /** The warning for a registry weights file run with other bytes (sha256 given), or '' when they are the registry's. */
@@ -533,14 +533,14 @@ export class Tessera {
 
   /**
    * Refuses a request's unknown keys (TesseraError InvalidArgument naming them and the known ones), by its kind:
-   * a pipeline's (pipeline: true, or what = 'pipeline'), a method's (method given) or a network's (request.js).
+   * a pipeline's (pipeline: true, or what = 'pipeline'), a method's (method given) or a network's (request-surface.js, from C++).
    * what: the call, for the message.
    */
   async _checkKeys(request, what) {
     const method = request.method !== undefined && request.method !== null;
     const known = what === 'pipeline' || (what === 'plan' && request.pipeline)
-      ? pipelineKeys(await this._methodNames())
-      : method ? methodKeys(await this._methodNames()) : NETWORK_KEYS;
+      ? PIPELINE_KEYS
+      : method ? METHOD_KEYS : NETWORK_KEYS;
     const message = unknownKeysMessage(request, known, method && what !== 'pipeline' && !request.pipeline ? `${what} (method ${request.method})` : what);
     if (message) throw new TesseraError(message, 'InvalidArgument');
   }

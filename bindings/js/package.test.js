@@ -17,7 +17,7 @@ test('npm pack installs into an empty project and inverts through the public imp
     const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: root, encoding: 'utf8' }));
     const files = packed[0].files.map((f) => f.path);
     for (const f of [
-      'bindings/js/index.js', 'bindings/js/index.d.ts', 'bindings/js/value-types.d.ts', 'bindings/js/runtime/driver-worker.js', 'bindings/js/runtime/ort-worker.js',
+      'bindings/js/index.js', 'bindings/js/index.d.ts', 'bindings/js/value-types.d.ts', 'bindings/js/request-types.d.ts', 'bindings/js/request-surface.js', 'bindings/js/runtime/driver-worker.js', 'bindings/js/runtime/ort-worker.js',
       'bindings/js/cli.js', 'dist/wasm/node/tessera.js', 'dist/wasm/node/tessera.wasm', 'dist/wasm/node/tessera.worker.js',
       'dist/wasm/web/tessera.js', 'dist/wasm/web/tessera.wasm', 'dist/wasm/web/tessera.worker.js',
     ]) {

@@ -1,15 +1,16 @@
-// The request is described once, by the C++ schema (tessera.schema()): the CLI's flags, the API's key lists
-// (request.js) and the request types of index.d.ts agree with it, both ways.
+// The request is described once, by the C++ schema (tessera.schema(), each option with the kinds of request that take
+// it) and its keys that are no option (requestKeys()): the API's key lists and the request types are generated from
+// them (request-surface.test.js checks the generated files); here the API, the CLI's flags and the types agree with it.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { createTessera } from './index.js';
-import { NETWORK_OPTIONS, PIPELINE_OPTIONS, OTHER_KEYS, NETWORK_KEYS, methodKeys, pipelineKeys, methodNamesOf } from './request.js';
-import { CLI_FLAGS, requestFlags, optionsOf, flagName } from './cli/flags.js';
+import { PIPELINE_OPTIONS, OTHER_KEYS, NETWORK_KEYS, METHOD_KEYS, PIPELINE_KEYS, methodNamesOf } from './request.js';
+import { CLI_FLAGS, PHASE_OPTIONS, requestFlags, optionsOf, flagName } from './cli/flags.js';
 import { checkSpec } from './cli/files.js';
 import { helpText, defaultText } from './cli/help.js';
 import { stageOptions } from './cli/pipeline.js';
-import { UNBOUNDED } from './cli/values.js';
+import { UNBOUNDED, LIST_OPTIONS } from './cli/values.js';
 import { unionMembers } from '../../tests/js/type-text.js';
 
 let tessera;
@@ -24,12 +25,9 @@ after(() => tessera?.terminate());
 
 const top = (name) => name.split('.')[0];
 
-/** The kind of request a schema option belongs to, by request.js's lists. */
+/** The kind of request plan() is asked with to set a schema option: a method's for a method's, else a network's, else a pipeline's. */
 function kindOf(option) {
-  const t = top(option.name);
-  if (t === 'method' || methods.includes(t)) return 'method';
-  if (PIPELINE_OPTIONS.includes(t)) return 'pipeline';
-  if (NETWORK_OPTIONS.includes(t)) return 'network';
+  for (const kind of ['method', 'network', 'pipeline']) if (option.kinds.includes(kind)) return kind;
   return null;
 }
 
@@ -52,15 +50,18 @@ function setting(name, v) {
 
 const GEOMETRY = { dims: [24, 24, 16], voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
 
-test('every schema option belongs to one kind of request in request.js, and every key there is a schema option or a documented other key', () => {
-  for (const o of schema) assert.ok(kindOf(o), `${o.name}: the schema option is in none of request.js's lists (NETWORK_OPTIONS, PIPELINE_OPTIONS, the methods)`);
+test('every schema option belongs to a kind of request, and every key of a kind is its schema option or a documented other key', () => {
+  for (const o of schema) assert.ok(kindOf(o), `${o.name}: the schema option goes to no kind of request`);
   const tops = new Set(schema.map((o) => top(o.name)));
-  for (const [kind, keys] of [['network', NETWORK_KEYS], ['method', methodKeys(methods)], ['pipeline', pipelineKeys(methods)]]) {
-    for (const k of keys) assert.ok(tops.has(k) || k in OTHER_KEYS, `${kind} request key ${k}: neither a schema option nor in OTHER_KEYS`);
+  for (const [kind, keys] of [['network', NETWORK_KEYS], ['method', METHOD_KEYS], ['pipeline', PIPELINE_KEYS]]) {
+    for (const k of keys) {
+      assert.ok(tops.has(k) ? schema.some((o) => top(o.name) === k && o.kinds.includes(kind)) : OTHER_KEYS[k]?.[kind], `${kind} request key ${k}: neither a schema option of a ${kind} request nor an other key documented for it`);
+    }
+    for (const o of schema) if (o.kinds.includes(kind)) assert.ok(keys.includes(top(o.name)), `${kind} request keys lack ${o.name}'s ${top(o.name)}`);
     assert.equal(new Set(keys).size, keys.length, `${kind} keys are listed once`);
   }
   for (const k of Object.keys(OTHER_KEYS)) assert.ok(!tops.has(k), `OTHER_KEYS ${k} is a schema option: list it with the schema's`);
-  for (const k of [...NETWORK_OPTIONS, ...PIPELINE_OPTIONS]) assert.ok(tops.has(k), `request.js names ${k}, which the schema lacks`);
+  for (const k of PIPELINE_OPTIONS) assert.ok(tops.has(k), `request.js names ${k}, which the schema lacks`);
 });
 
 test('the API accepts every schema option: plan() with the option at an allowed value resolves', async () => {
@@ -137,6 +138,17 @@ test('every schema option is reachable from the CLI: its own flag, a --spec key,
   assert.throws(() => stageOptions(['vsharp.radius=3'], schema), /--option vsharp\.radius is not a pipeline option/);
 });
 
+test('the CLI\'s own groupings of schema options agree with the surface: the phase flags are network options, the list flags take arrays', () => {
+  const byName = new Map(schema.map((o) => [o.name, o]));
+  for (const name of PHASE_OPTIONS) {
+    assert.ok(byName.get(name)?.kinds.includes('network'), `cli/flags.js PHASE_OPTIONS names ${name}, which is no network request's schema option`);
+    assert.ok(NETWORK_KEYS.includes(name), name);
+  }
+  for (const name of LIST_OPTIONS) {
+    assert.match(byName.get(name)?.type ?? '', /\[\]|Array</, `cli/values.js LIST_OPTIONS names ${name}, whose schema type takes no list`);
+  }
+});
+
 test('the help describes every request flag from the schema (help, range, default) and names only flags the command takes', () => {
   for (const command of ['invert', 'pipeline']) {
     const text = helpText(command, schema).replace(/\n {21}/g, ' ');
@@ -158,9 +170,9 @@ test('the help describes every request flag from the schema (help, range, defaul
 });
 
 // ---------------------------------------------------------------------------------------------------
-// index.d.ts, read as text
+// index.d.ts and the request types it re-exports (request-types.d.ts, generated), read as text
 
-const DTS = fs.readFileSync(new URL('./index.d.ts', import.meta.url), 'utf8');
+const DTS = ['./index.d.ts', './request-types.d.ts'].map((f) => fs.readFileSync(new URL(f, import.meta.url), 'utf8')).join('\n');
 
 /** The text from an opening brace at `from` to its closing one (exclusive). */
 function braced(text, from) {
@@ -241,12 +253,12 @@ const REQUEST_TYPES = {
   method: () => interfaceFields('MethodRequest'),
   pipeline: () => new Map([...interfaceFields('PipelineRequest'), ...interfaceFields('PipelinePlanRequest')]),
 };
-const KEYS = { network: () => NETWORK_KEYS, method: () => methodKeys(methods), pipeline: () => pipelineKeys(methods) };
+const KEYS = { network: () => NETWORK_KEYS, method: () => METHOD_KEYS, pipeline: () => PIPELINE_KEYS };
 
-test('index.d.ts: each request interface has exactly the keys of its request in request.js', () => {
+test('index.d.ts: each request interface has exactly the keys of its kind of request', () => {
   for (const kind of Object.keys(REQUEST_TYPES)) {
     const fields = [...REQUEST_TYPES[kind]().keys()].sort();
-    assert.deepEqual(fields, [...KEYS[kind]()].sort(), `${kind} request: index.d.ts fields vs request.js keys`);
+    assert.deepEqual(fields, [...KEYS[kind]()].sort(), `${kind} request: index.d.ts fields vs the request surface's keys`);
   }
 });
 

@@ -320,6 +320,27 @@ export interface RequestOption {
   readonly help: string;
   /** a worded option's values ("quality": faithful, balanced, fast); empty for a number */
   readonly choices: string[];
+  /** the kinds of request that take it */
+  readonly kinds: Array<'network' | 'method' | 'pipeline'>;
+  /** the kinds of request that cannot go without it (method: a method's) */
+  readonly requiredIn: Array<'network' | 'method' | 'pipeline'>;
+  /** its TypeScript type in a request (TileOptions: the interface of the tile.* options) */
+  readonly type: string;
+}
+
+/** A request key that is no schema option (a volume, the network's weights, a plan handed back, a run control). */
+export interface RequestKey {
+  /** as a request spells it; a dotted name ("spec.maskedInput") is a field of an option group */
+  readonly name: string;
+  /** the kinds of request that take it */
+  readonly kinds: Array<'network' | 'method' | 'pipeline'>;
+  /** TypeScript */
+  readonly type: string;
+  readonly doc: string;
+  /** optional; run: a run needs it (plan() does not); plan: only plan()'s request takes it, and needs it */
+  readonly presence: 'optional' | 'run' | 'plan';
+  /** its TypeScript type in plan()'s request */
+  readonly planType: string;
 }
 
 /** A further named input of a patch (a phase network's mask, TE, B0 ...). */

@@ -15,6 +15,9 @@ import { unionMembers } from '../../tests/js/type-text.js';
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const wasmDir = process.env.TESSERA_WASM_DIR ? path.resolve(process.env.TESSERA_WASM_DIR) : path.join(root, 'dist/wasm/node');
 const INDEX_DTS = fs.readFileSync(new URL('./index.d.ts', import.meta.url), 'utf8');
+// index.d.ts with the request types it re-exports (request-types.d.ts, generated from the schema): the aliases and
+// interfaces a value's type may name.
+const DECLARED = [INDEX_DTS, fs.readFileSync(new URL('./request-types.d.ts', import.meta.url), 'utf8')].join('\n');
 
 let M;
 let record;
@@ -49,16 +52,16 @@ const members = unionMembers;
 
 /** The fields index.d.ts declares for interface name: {parent (the extended name or null), fields: Map(name → {type, optional})}. */
 function indexInterface(name) {
-  const m = new RegExp(`export interface ${name}(?: extends (\\w+))? \\{`).exec(INDEX_DTS);
+  const m = new RegExp(`export interface ${name}(?: extends (\\w+))? \\{`).exec(DECLARED);
   if (!m) return null;
-  const body = INDEX_DTS.slice(m.index + m[0].length, INDEX_DTS.indexOf('\n}\n', m.index)).replace(/\/\*\*[\s\S]*?\*\//g, '');
+  const body = DECLARED.slice(m.index + m[0].length, DECLARED.indexOf('\n}\n', m.index)).replace(/\/\*\*[\s\S]*?\*\//g, '');
   const fields = new Map();
   for (const f of body.matchAll(/^\s*(?:readonly )?(\w+)(\??): ([^;]+);$/gm)) fields.set(f[1], { type: f[3], optional: f[2] === '?' });
   return { parent: m[1] ?? null, fields };
 }
 
 /** An index.d.ts type alias's text, or undefined. */
-const indexAlias = (name) => new RegExp(`export type ${name} = ([^;]+);`).exec(INDEX_DTS)?.[1];
+const indexAlias = (name) => new RegExp(`export type ${name} = ([^;]+);`).exec(DECLARED)?.[1];
 
 /** The record names met with an object (not null), to show every registration was checked on a real value. */
 const met = new Set();
@@ -86,6 +89,12 @@ function check(value, type, where) {
   if (type === 'null') return assert.equal(value, null, `${where} is not null`);
   if (['string', 'number', 'boolean'].includes(type)) return assert.equal(typeof value, type, `${where} is ${typeof value} (${String(value)}), not ${type}`);
   if (/^'.*'$/.test(type)) return assert.equal(value, type.slice(1, -1), `${where}`);
+  const list = /^Array<(.+)>$/.exec(type);
+  if (list) {
+    assert.ok(Array.isArray(value), `${where} is not an array`);
+    value.forEach((v, i) => check(v, list[1], `${where}[${i}]`));
+    return;
+  }
   if (type.endsWith('[]')) {
     assert.ok(Array.isArray(value), `${where} is not an array`);
     value.forEach((v, i) => check(v, type.slice(0, -2), `${where}[${i}]`));
@@ -105,6 +114,13 @@ function check(value, type, where) {
     return;
   }
   if (indexAlias(type) !== undefined) return check(value, indexAlias(type), where);
+  // An interface field's type without undefined (NonNullable<TileOptions['blend']>: index.d.ts's alias of a request option).
+  const field = /^NonNullable<(\w+)\['(\w+)'\]>$/.exec(type);
+  if (field) {
+    const declared = indexInterface(field[1])?.fields.get(field[2]);
+    assert.ok(declared, `${where}: ${type} names no declared field`);
+    return check(value, declared.type, where);
+  }
   const own = indexInterface(type);
   if (own) {
     // An index.d.ts interface: the record's fields of what it extends, and its own (the runtime's additions).
@@ -151,6 +167,7 @@ test('plan(), schema(), registry(), model() and limits() return exactly the reco
   assert.equal(plans.refused.feasible, false);
   for (const [name, plan] of Object.entries(plans)) check(plan, 'Plan', `plan (${name})`);
   check(await tessera.schema(), 'RequestOption[]', 'schema()');
+  check(M.requestKeys(), 'RequestKey[]', 'requestKeys()');
   const registry = await tessera.registry();
   check(registry, 'ModelInfo[]', 'registry()');
   assert.ok(registry.some((m) => m.measuredContext !== null) && registry.some((m) => m.weights.length > 0));

@@ -194,6 +194,25 @@ val or_null(bool present, const T& x) {
   return present ? val(x) : val::null();
 }
 
+// The TypeScript type of kind_names(): "Array<'network' | 'method' | 'pipeline'>".
+const char* kind_names_type() {
+  static const std::string t = [] {
+    std::string words;
+    for (std::string_view k : request_kind_names()) words += (words.empty() ? "'" : " | '") + std::string(k) + "'";
+    return "Array<" + words + ">";
+  }();
+  return t.c_str();
+}
+
+// The kinds of request a RequestKindBits mask holds, by name (["network", "pipeline"]).
+val kind_names(uint8_t kinds) {
+  val out = val::array();
+  for (size_t bit = 0; bit < request_kind_names().size(); ++bit) {
+    if (kinds & (1u << bit)) out.call<void>("push", std::string(request_kind_names()[bit]));
+  }
+  return out;
+}
+
 }  // namespace
 
 void register_value_types() {
@@ -411,7 +430,26 @@ void register_value_types() {
         for (std::string_view c : option_choices(o)) out.call<void>("push", std::string(c));
         return out;
       }, "string[]")
-      .doc("a worded option's values (\"quality\": faithful, balanced, fast); empty for a number");
+      .doc("a worded option's values (\"quality\": faithful, balanced, fast); empty for a number")
+      .field("kinds", +[](const OptionSpec& o) { return kind_names(request_option_kinds(o)); }, kind_names_type())
+      .doc("the kinds of request that take it")
+      .field("requiredIn", +[](const OptionSpec& o) { return kind_names(request_option_required(o)); }, kind_names_type())
+      .doc("the kinds of request that cannot go without it (method: a method's)")
+      .field("type", +[](const OptionSpec& o) { return request_option_type(o); }, "string")
+      .doc("its TypeScript type in a request (TileOptions: the interface of the tile.* options)");
+
+  Fields<RequestKey>("RequestKey", "A request key that is no schema option (a volume, the network's weights, a plan handed back, a run control).")
+      .text<&RequestKey::name>("name").doc("as a request spells it; a dotted name (\"spec.maskedInput\") is a field of an option group")
+      .field("kinds", +[](const RequestKey& k) { return kind_names(k.kinds); }, kind_names_type())
+      .doc("the kinds of request that take it")
+      .text<&RequestKey::type>("type").doc("TypeScript")
+      .text<&RequestKey::doc>("doc")
+      .field("presence", +[](const RequestKey& k) {
+        return std::string(k.presence == KeyPresence::RequiredToRun ? "run" : k.presence == KeyPresence::PlanOnly ? "plan" : "optional");
+      }, "'optional' | 'run' | 'plan'")
+      .doc("optional; run: a run needs it (plan() does not); plan: only plan()'s request takes it, and needs it")
+      .field("planType", +[](const RequestKey& k) { return std::string(k.plan_type.empty() ? k.type : k.plan_type); }, "string")
+      .doc("its TypeScript type in plan()'s request");
 
   Fields<NamedInput>("NamedInput", "A further named input of a patch (a phase network's mask, TE, B0 ...).")
       .field("role", &NamedInput::role)

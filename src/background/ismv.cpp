@@ -8,6 +8,7 @@
 #include "common/message_number.h"
 #include "common/parallel.h"
 #include "tessera/common/error.h"
+#include "tessera/background/options.h"
 #include "tessera/common/fft.h"
 
 namespace tessera {
@@ -15,15 +16,9 @@ namespace tessera {
 namespace bgi = background_internal;
 
 void validate(const IsmvParams& p) {
-  bgi::check_radius_mm("ismv: radius_mm", p.radius_mm);
-  if (!(p.tolerance > 0.0 && p.tolerance <= 0.1)) {
-    bgi::invalid("ismv: tolerance must be in (0, 0.1] (a relative change; 1e-6 is customary, QSM.rs), got " +
-                 message_number(p.tolerance));
-  }
-  if (p.max_iterations < 1 || p.max_iterations > 10000) {
-    bgi::invalid("ismv: max_iterations must be in [1, 10000] (50 is customary, QSM.rs), got " +
-                 std::to_string(p.max_iterations));
-  }
+  checked_option(background_options(), "ismv.radius", p.radius_mm);
+  checked_option(background_options(), "ismv.tolerance", p.tolerance);
+  checked_option(background_options(), "ismv.maxIterations", p.max_iterations);
 }
 
 struct Ismv::State {

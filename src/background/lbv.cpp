@@ -9,24 +9,16 @@
 #include "common/conjugate_gradient.h"
 #include "common/parallel.h"
 #include "tessera/common/error.h"
+#include "tessera/background/options.h"
 
 namespace tessera {
 
 namespace bgi = background_internal;
 
 void validate(const LbvParams& p) {
-  if (!(p.tolerance > 0.0 && p.tolerance <= 0.1)) {
-    bgi::invalid("lbv: tolerance must be in (0, 0.1] (a relative residual; 1e-6 is customary, QSM.rs), got " +
-                 message_number(p.tolerance));
-  }
-  if (p.max_iterations < 1 || p.max_iterations > 10000) {
-    bgi::invalid("lbv: max_iterations must be in [1, 10000] (500 is QSM.rs's cap), got " +
-                 std::to_string(p.max_iterations));
-  }
-  if (!(p.peel_mm >= 0.0 && p.peel_mm <= 20.0)) {
-    bgi::invalid("lbv: peel_mm must be in [0, 20] mm (the mask's border left out before the solve), got " +
-                 message_number(p.peel_mm));
-  }
+  checked_option(background_options(), "lbv.tolerance", p.tolerance);
+  checked_option(background_options(), "lbv.maxIterations", p.max_iterations);
+  checked_option(background_options(), "lbv.peel", p.peel_mm);
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include "common/conjugate_gradient.h"
 #include "common/parallel.h"
 #include "tessera/common/error.h"
+#include "tessera/background/options.h"
 #include "tessera/common/dipole.h"
 #include "tessera/common/fft.h"
 
@@ -21,18 +22,13 @@ namespace bgi = background_internal;
 // ---------------------------------------------------------------------------------------------------------------
 
 void validate(const PdfParams& p) {
-  if (p.max_iterations < 1 || p.max_iterations > 10000) {
-    bgi::invalid("pdf: max_iterations must be in [1, 10000] (30 is customary, MEDI toolbox), got " +
-            std::to_string(p.max_iterations));
-  }
+  checked_option(background_options(), "pdf.maxIterations", p.max_iterations);
+  // The CG tolerance is no request option: its range is the method's own.
   if (!(p.tolerance > 0.0 && p.tolerance < 1.0)) {
     bgi::invalid("pdf: tolerance must be in (0, 1) (a relative residual; 1e-5 is customary), got " +
             message_number(p.tolerance));
   }
-  if (p.pad_voxels > 1024) {
-    bgi::invalid("pdf: pad_voxels must be in [0, 1024] voxels (40 is customary, MEDI toolbox), got " +
-            std::to_string(p.pad_voxels));
-  }
+  checked_option(background_options(), "pdf.padVoxels", p.pad_voxels);
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include "common/conjugate_gradient.h"
 #include "common/parallel.h"
 #include "tessera/common/error.h"
+#include "tessera/background/options.h"
 #include "tessera/background/vsharp.h"
 #include "tessera/common/fft.h"
 
@@ -17,23 +18,11 @@ namespace tessera {
 namespace bgi = background_internal;
 
 void validate(const ResharpParams& p) {
-  bgi::check_radius_mm("resharp: radius_mm", p.radius_mm);
-  if (!(p.lambda > 0.0 && p.lambda <= 1.0)) {
-    bgi::invalid("resharp: lambda must be in (0, 1] (a Tikhonov weight; 1e-4 is customary, QSM.rs), got " +
-                 message_number(p.lambda));
-  }
-  if (p.max_iterations < 1 || p.max_iterations > 10000) {
-    bgi::invalid("resharp: max_iterations must be in [1, 10000] (30 is customary, QSM.rs), got " +
-                 std::to_string(p.max_iterations));
-  }
-  if (!(p.tolerance > 0.0 && p.tolerance <= 0.1)) {
-    bgi::invalid("resharp: tolerance must be in (0, 0.1] (a relative residual; 1e-6 is customary, QSM.rs), got " +
-                 message_number(p.tolerance));
-  }
-  if (!(p.min_kept_share >= 0.0 && p.min_kept_share <= 1.0)) {
-    bgi::invalid("resharp: min_kept_share must be in [0, 1] (a share of the mask's voxels; 0 keeps radius_mm always), got " +
-                 message_number(p.min_kept_share));
-  }
+  checked_option(background_options(), "resharp.radius", p.radius_mm);
+  checked_option(background_options(), "resharp.lambda", p.lambda);
+  checked_option(background_options(), "resharp.maxIterations", p.max_iterations);
+  checked_option(background_options(), "resharp.tolerance", p.tolerance);
+  checked_option(background_options(), "resharp.minKeptShare", p.min_kept_share);
 }
 
 struct Resharp::State {

@@ -8,6 +8,7 @@
 #include "common/message_number.h"
 #include "common/parallel.h"
 #include "tessera/common/error.h"
+#include "tessera/background/options.h"
 #include "tessera/common/fft.h"
 
 namespace tessera {
@@ -15,10 +16,8 @@ namespace tessera {
 namespace bgi = background_internal;
 
 void validate(const SharpParams& p) {
-  bgi::check_radius_mm("sharp: radius_mm", p.radius_mm);
-  if (!(p.threshold > 0.0 && p.threshold < 1.0)) {
-    bgi::invalid("sharp: threshold must be in (0, 1) (0.05 is customary, QSM.jl), got " + message_number(p.threshold));
-  }
+  checked_option(background_options(), "sharp.radius", p.radius_mm);
+  checked_option(background_options(), "sharp.threshold", p.threshold);
 }
 
 struct Sharp::State {

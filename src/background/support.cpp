@@ -12,6 +12,66 @@
 #include "common/parallel.h"
 #include "common/message_number.h"
 #include "tessera/common/error.h"
+#include "tessera/background/ismv.h"
+#include "tessera/background/lbv.h"
+#include "tessera/background/options.h"
+#include "tessera/background/pdf.h"
+#include "tessera/background/resharp.h"
+#include "tessera/background/sharp.h"
+#include "tessera/background/vsharp.h"
+
+namespace tessera {
+
+namespace {
+
+// {name, unit, default, default text, min, max, min exclusive, integer, help, choices, max exclusive}; the defaults
+// are the methods' own constants (their headers cite where each comes from).
+const OptionSpec kBackgroundOptions[] = {
+    {"vsharp.maxRadius", "mm", vsharp_defaults::kMaxRadiusMm, "", 1, 100, false, false,
+     "the largest SMV radius; radii whose sphere fits nowhere in the mask are dropped (QSM.jl: 18 voxels)"},
+    {"vsharp.minRadius", "voxels", vsharp_defaults::kMinRadiusVoxels, "", 1, 64, false, false,
+     "the smallest SMV radius: the mask is eroded by it (QSM.jl: 2)"},
+    {"vsharp.threshold", "", vsharp_defaults::kThreshold, "", 0, 1, true, false, "TSVD threshold of the deconvolution (Wu 2012: 0.05)",
+     "", true},
+    {"pdf.maxIterations", "", static_cast<double>(pdf_defaults::kMaxIterations), "", 1, 10000, false, true,
+     "conjugate-gradient iterations at most (MEDI toolbox: 30)"},
+    {"pdf.padVoxels", "voxels", static_cast<double>(pdf_defaults::kPadVoxels), "", 0, 1024, false, true,
+     "zero padding around the mask's box where background sources may lie (MEDI toolbox: 40)"},
+    {"lbv.tolerance", "", lbv_defaults::kTolerance, "", 0, 0.1, true, false,
+     "relative residual at which LBV's multigrid-preconditioned CG stops (QSM.rs: 1e-6)"},
+    {"lbv.maxIterations", "", static_cast<double>(lbv_defaults::kMaxIterations), "", 1, 10000, false, true,
+     "LBV's CG iterations at most (QSM.rs caps its solver at 500)"},
+    {"lbv.peel", "mm", lbv_defaults::kPeelMm, "", 0, 20, false, false,
+     "the mask's border left out before LBV takes the field on its edge as background (MEDI's peel; 4 mm clears the "
+     "cortical ribbon, whose own field LBV would otherwise spread through the brain)"},
+    {"ismv.radius", "mm", ismv_defaults::kRadiusMm, "", 0.5, 50, false, false,
+     "iSMV's SMV radius: the mask is eroded by it (QSM.rs: 5 mm)"},
+    {"ismv.tolerance", "", ismv_defaults::kTolerance, "", 0, 0.1, true, false,
+     "relative change at which iSMV stops (QSM.rs: 1e-6)"},
+    {"ismv.maxIterations", "", static_cast<double>(ismv_defaults::kMaxIterations), "", 1, 10000, false, true,
+     "iSMV iterations at most (QSM.rs: 50)"},
+    {"sharp.radius", "mm", sharp_defaults::kRadiusMm, "", 0.5, 50, false, false,
+     "SHARP's SMV radius: the mask is eroded by it (SEPIA: 4 mm)"},
+    {"sharp.threshold", "", sharp_defaults::kThreshold, "", 0, 1, true, false,
+     "TSVD threshold of SHARP's deconvolution (QSM.jl: 0.05)", "", true},
+    {"resharp.radius", "mm", resharp_defaults::kRadiusMm, "", 0.5, 50, false, false,
+     "RESHARP's SMV radius: the mask is eroded by it (QSM.rs: 6 mm)"},
+    {"resharp.lambda", "", resharp_defaults::kLambda, "", 0, 1, true, false,
+     "Tikhonov weight of RESHARP's deconvolution (QSM.rs: 1e-4)"},
+    {"resharp.maxIterations", "", static_cast<double>(resharp_defaults::kMaxIterations), "", 1, 10000, false, true,
+     "RESHARP's CG iterations at most (QSM.rs: 30)"},
+    {"resharp.tolerance", "", resharp_defaults::kTolerance, "", 0, 0.1, true, false,
+     "relative residual at which RESHARP's CG stops (QSM.rs: 1e-6)"},
+    {"resharp.minKeptShare", "", resharp_defaults::kMinKeptShare, "", 0, 1, false, false,
+     "when the radius's erosion keeps less than this share of the mask (a small head, a slab), the radius shrinks to "
+     "keep it, to 2 voxels of the largest edge at the least, with a warning; 0: the radius never shrinks"},
+};
+
+}  // namespace
+
+std::span<const OptionSpec> background_options() { return kBackgroundOptions; }
+
+}  // namespace tessera
 
 namespace tessera::background_internal {
 
@@ -131,12 +191,6 @@ SmvGrid smv_grid(const std::string& parameter, const Geometry& g, std::span<cons
 std::vector<uint8_t> eroded_or_refuse(const std::string& parameter, const Geometry& g, std::span<const uint8_t> mask,
                                       const MaskBox& box, const Dims3& padded, double radius_mm, unsigned threads) {
   return erode_box_or_refuse(parameter, outside_distance2(g, mask, box, threads), box, padded, radius_mm);
-}
-
-void check_radius_mm(const std::string& parameter, double radius_mm) {
-  if (!(radius_mm >= 0.5 && radius_mm <= 50.0)) {
-    invalid(parameter + " must be in [0.5, 50] mm, got " + message_number(radius_mm));
-  }
 }
 
 std::vector<float> smv_kernel_hat(const Geometry& g, const Dims3& padded, double r_mm, std::vector<Complex>& work,

@@ -72,9 +72,6 @@ struct SmvAdapt {
 SmvGrid smv_grid(const std::string& parameter, const Geometry& g, std::span<const uint8_t> mask, double radius_mm,
                  unsigned threads, const SmvAdapt& adapt = {});
 
-// Validates a kernel radius in mm: [0.5, 50] (else Error InvalidArgument naming `parameter` and its unit).
-void check_radius_mm(const std::string& parameter, double radius_mm);
-
 // The spherical mean value kernel S of radius r_mm (voxels with |d|² <= r², normalised to sum 1) in k-space on the
 // padded grid (real: the sphere is symmetric). Uses `work` as scratch (resized to the padded count).
 std::vector<float> smv_kernel_hat(const Geometry& g, const Dims3& padded, double r_mm, std::vector<Complex>& work,

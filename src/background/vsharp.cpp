@@ -8,6 +8,7 @@
 #include "common/message_number.h"
 #include "common/parallel.h"
 #include "tessera/common/error.h"
+#include "tessera/background/options.h"
 #include "tessera/common/fft.h"
 
 namespace tessera {
@@ -19,21 +20,13 @@ namespace bgi = background_internal;
 // ---------------------------------------------------------------------------------------------------------------
 
 void validate(const VSharpParams& p) {
-  if (!(p.max_radius_mm >= 1.0 && p.max_radius_mm <= 100.0)) {
-    bgi::invalid("vsharp: max_radius_mm must be in [1, 100] mm (" + message_number(vsharp_defaults::kMaxRadiusMm) +
-            " by default), got " + message_number(p.max_radius_mm));
-  }
-  if (!(p.min_radius_voxels >= 1.0 && p.min_radius_voxels <= 64.0)) {
-    bgi::invalid("vsharp: min_radius_voxels must be in [1, 64] voxels (a smaller sphere holds no neighbour), got " +
-            message_number(p.min_radius_voxels));
-  }
+  checked_option(background_options(), "vsharp.maxRadius", p.max_radius_mm);
+  checked_option(background_options(), "vsharp.minRadius", p.min_radius_voxels);
+  // The radius step is no request option: its range is the method's own.
   if (!(p.step_voxels > 0.0 && p.step_voxels <= 64.0)) {
     bgi::invalid("vsharp: step_voxels must be in (0, 64] voxels (1 is customary), got " + message_number(p.step_voxels));
   }
-  if (!(p.threshold > 0.0 && p.threshold < 1.0)) {
-    bgi::invalid("vsharp: threshold must be in (0, 1) (0.05 is customary, Wu et al. 2012), got " +
-            message_number(p.threshold));
-  }
+  checked_option(background_options(), "vsharp.threshold", p.threshold);
 }
 
 std::vector<double> vsharp_radii_mm(const Vec3& voxel_mm, const VSharpParams& p) {

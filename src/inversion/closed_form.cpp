@@ -10,6 +10,7 @@
 #include "tessera/common/dipole.h"
 #include "tessera/common/error.h"
 #include "tessera/common/fft.h"
+#include "tessera/inversion/methods.h"
 
 namespace tessera {
 
@@ -119,11 +120,7 @@ void validate_inversion_inputs(const Geometry& g, std::span<const float> field, 
 }
 
 void validate(const TsvdParams& p) {
-  if (!(p.threshold > 0.0 && p.threshold < 2.0 / 3.0)) {
-    throw Error(ErrorCode::InvalidArgument, "tsvd: threshold must be in (0, 2/3) (a |D| value, unitless; " +
-                                                message_number(tsvd_defaults::kThreshold) + " is the default), got " +
-                                                message_number(p.threshold));
-  }
+  checked_option(method_options(), "tsvd.threshold", p.threshold);
   inversion_padded_dims({1, 1, 1}, p.pad_ratio, "tsvd");
 }
 
@@ -142,11 +139,7 @@ uint64_t tsvd_workspace_bytes(const Geometry& g, const TsvdParams& params, unsig
 }
 
 void validate(const TikhonovParams& p) {
-  if (!(p.lambda > 0.0 && p.lambda <= 1e3)) {
-    throw Error(ErrorCode::InvalidArgument,
-                "tikhonov: lambda must be in (0, 1000] (unitless for the identity regulariser, mm² for the gradient; " +
-                    message_number(tikhonov_defaults::kLambda) + " is the default), got " + message_number(p.lambda));
-  }
+  checked_option(method_options(), "tikhonov.lambda", p.lambda);
   if (p.regulariser != TikhonovRegulariser::Identity && p.regulariser != TikhonovRegulariser::Gradient) {
     throw Error(ErrorCode::InvalidArgument, "tikhonov: regulariser must be identity or gradient, got " +
                                                 std::to_string(static_cast<int>(p.regulariser)));

@@ -9,6 +9,7 @@
 #include "inversion/qsm_ops.h"
 #include "tessera/common/dipole.h"
 #include "tessera/common/error.h"
+#include "tessera/inversion/methods.h"
 
 namespace tessera {
 
@@ -68,16 +69,9 @@ void masked_laplacian(const Geometry& g, std::span<const float> f, std::span<con
 }  // namespace
 
 void validate(const IlsqrParams& p) {
-  if (!(p.tolerance > 0.0 && p.tolerance < 1.0)) {
-    qsm_ops::refuse("ilsqr", "tolerance (relative LSQR residual) must be in (0, 1) (STI Suite / QSM.m use 0.01), got " +
-           std::to_string(p.tolerance));
-  }
-  if (p.max_iterations < 1 || p.max_iterations > 1000) {
-    qsm_ops::refuse("ilsqr", "max_iterations (per LSQR solve) must be in [1, 1000] (QSM.m uses 50), got " + std::to_string(p.max_iterations));
-  }
-  if (!(p.cone_threshold > 0.0 && p.cone_threshold < 2.0 / 3.0)) {
-    qsm_ops::refuse("ilsqr", "cone_threshold must be in (0, 2/3) on |D| (Li et al. 2015 use 0.1), got " + std::to_string(p.cone_threshold));
-  }
+  checked_option(method_options(), "ilsqr.tolerance", p.tolerance);
+  checked_option(method_options(), "ilsqr.maxIterations", p.max_iterations);
+  checked_option(method_options(), "ilsqr.coneThreshold", p.cone_threshold);
 }
 
 Ilsqr::Ilsqr(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask, const IlsqrParams& params,

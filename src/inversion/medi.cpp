@@ -8,32 +8,18 @@
 #include "inversion/qsm_ops.h"
 #include "tessera/common/dipole.h"
 #include "tessera/common/error.h"
+#include "tessera/inversion/methods.h"
 
 namespace tessera {
 
 void validate(const MediParams& p) {
-  if (!(p.lambda > 0.0 && p.lambda <= 1e7)) {
-    qsm_ops::refuse("medi", "lambda (data-term weight) must be in (0, 1e7] (the MEDI toolbox uses 1000), got " + std::to_string(p.lambda));
-  }
-  if (!(p.edge_fraction >= 0.0 && p.edge_fraction < 1.0)) {
-    qsm_ops::refuse("medi", "edge_fraction must be in [0, 1) of the mask's gradient components (MEDI: 0.3), got " +
-           std::to_string(p.edge_fraction));
-  }
-  if (p.max_iterations < 1 || p.max_iterations > 100) {
-    qsm_ops::refuse("medi", "max_iterations (Gauss-Newton) must be in [1, 100] (MEDI: 10), got " + std::to_string(p.max_iterations));
-  }
-  if (!(p.tolerance >= 0.0 && p.tolerance < 1.0)) {
-    qsm_ops::refuse("medi", "tolerance (Gauss-Newton ‖dχ‖/‖χ‖) must be in [0, 1) (MEDI: 0.1), got " + std::to_string(p.tolerance));
-  }
-  if (p.cg_max_iterations < 1 || p.cg_max_iterations > 1000) {
-    qsm_ops::refuse("medi", "cg_max_iterations must be in [1, 1000] (MEDI: 100), got " + std::to_string(p.cg_max_iterations));
-  }
-  if (!(p.cg_tolerance > 0.0 && p.cg_tolerance < 1.0)) {
-    qsm_ops::refuse("medi", "cg_tolerance must be in (0, 1) (MEDI: 0.01), got " + std::to_string(p.cg_tolerance));
-  }
-  if (!(p.phase_scale > 0.0 && p.phase_scale <= 1000.0)) {
-    qsm_ops::refuse("medi", "phase_scale must be in (0, 1000] rad/ppm (4.01 at 3 T, ΔTE 5 ms), got " + std::to_string(p.phase_scale));
-  }
+  checked_option(method_options(), "medi.lambda", p.lambda);
+  checked_option(method_options(), "medi.edgeFraction", p.edge_fraction);
+  checked_option(method_options(), "medi.maxIterations", p.max_iterations);
+  checked_option(method_options(), "medi.tolerance", p.tolerance);
+  checked_option(method_options(), "medi.cgMaxIterations", p.cg_max_iterations);
+  checked_option(method_options(), "medi.cgTolerance", p.cg_tolerance);
+  checked_option(method_options(), "medi.phaseScale", p.phase_scale);
 }
 
 Medi::Medi(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask, std::span<const float> magnitude,

@@ -8,26 +8,16 @@
 #include "inversion/qsm_ops.h"
 #include "tessera/common/dipole.h"
 #include "tessera/common/error.h"
+#include "tessera/inversion/methods.h"
 
 namespace tessera {
 
 void validate(const NdiParams& p) {
-  if (!(p.tau > 0.0 && p.tau <= 4.0)) {
-    qsm_ops::refuse("ndi", "tau (step size) must be in (0, 4] (above 4.5 the descent diverges; FANSI uses 2), got " + std::to_string(p.tau));
-  }
-  if (!(p.lambda >= 0.0 && p.lambda <= 1.0)) {
-    qsm_ops::refuse("ndi", "lambda (Tikhonov weight) must be in [0, 1] (FANSI uses 1e-5), got " + std::to_string(p.lambda));
-  }
-  if (p.max_iterations < 1 || p.max_iterations > 10000) {
-    qsm_ops::refuse("ndi", "max_iterations must be in [1, 10000] (FANSI uses 100), got " + std::to_string(p.max_iterations));
-  }
-  if (!(p.tolerance >= 0.0 && p.tolerance < 1.0)) {
-    qsm_ops::refuse("ndi", "tolerance (relative update) must be in [0, 1), got " + std::to_string(p.tolerance));
-  }
-  if (!(p.phase_scale > 0.0 && p.phase_scale <= 1000.0)) {
-    qsm_ops::refuse("ndi", "phase_scale must be in (0, 1000] rad/ppm (2π·γ/2π·B0·TE; 16.05 at 3 T, TE 20 ms), got " +
-           std::to_string(p.phase_scale));
-  }
+  checked_option(method_options(), "ndi.tau", p.tau);
+  checked_option(method_options(), "ndi.lambda", p.lambda);
+  checked_option(method_options(), "ndi.maxIterations", p.max_iterations);
+  checked_option(method_options(), "ndi.tolerance", p.tolerance);
+  checked_option(method_options(), "ndi.phaseScale", p.phase_scale);
 }
 
 Ndi::Ndi(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask, std::span<const float> magnitude,

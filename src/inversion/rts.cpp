@@ -9,6 +9,7 @@
 #include "common/parallel.h"
 #include "tessera/common/error.h"
 #include "tessera/common/fft.h"
+#include "tessera/inversion/methods.h"
 #include "tessera/inversion/tv_admm.h"
 
 namespace tessera {
@@ -39,21 +40,16 @@ void release(std::vector<C>& v) { std::vector<C>().swap(v); }
 }  // namespace
 
 void validate(const RtsParams& p) {
+  checked_option(method_options(), "rts.delta", p.delta);
+  checked_option(method_options(), "rts.mu", p.mu);
+  checked_option(method_options(), "rts.rho", p.rho);
+  checked_option(method_options(), "rts.tolerance", p.tolerance);
+  checked_option(method_options(), "rts.maxIterations", p.max_iterations);
+  checked_option(method_options(), "rts.lsmrIterations", p.lsmr_iterations);
+  // tau and gamma (the penalty's growth) are no request options: their ranges are the solver's own.
   auto range = [](const char* name, double v, bool ok, const std::string& rule) {
     if (!ok) throw Error(ErrorCode::InvalidArgument, "rts: " + std::string(name) + " must be " + rule + ", got " + message_number(v));
   };
-  range("delta", p.delta, p.delta > 0.0 && p.delta < 2.0 / 3.0,
-        "in (0, 2/3) (a |D| value, unitless; " + message_number(rts_defaults::kDelta) + " is the default)");
-  range("mu", p.mu, p.mu > 0.0 && p.mu <= 1e10,
-        "in (0, 1e10] (" + message_number(rts_defaults::kMu) + " is the default)");
-  range("rho", p.rho, p.rho > 0.0 && p.rho <= 1e8,
-        "in (0, 1e8] (ADMM penalty; " + message_number(rts_defaults::kRho) + " is the default)");
-  range("tolerance", p.tolerance, p.tolerance >= 0.0 && p.tolerance < 1.0,
-        "in [0, 1) (relative change of χ, unitless; " + message_number(rts_defaults::kTolerance) + " is the default)");
-  range("max_iterations", p.max_iterations, p.max_iterations >= 1 && p.max_iterations <= 10000,
-        "in [1, 10000] (" + std::to_string(rts_defaults::kMaxIterations) + " is the default)");
-  range("lsmr_iterations", p.lsmr_iterations, p.lsmr_iterations >= 1 && p.lsmr_iterations <= 1000,
-        "in [1, 1000] (" + std::to_string(rts_defaults::kLsmrIterations) + " is the default)");
   range("tau", p.tau, p.tau > 0.0 && p.tau <= 1.0,
         "in (0, 1] (" + message_number(rts_defaults::kTau) + " is the default)");
   range("gamma", p.gamma, p.gamma >= 1.0 && p.gamma <= 100.0,

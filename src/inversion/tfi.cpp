@@ -8,34 +8,18 @@
 #include "inversion/qsm_ops.h"
 #include "tessera/common/dipole.h"
 #include "tessera/common/error.h"
+#include "tessera/inversion/methods.h"
 
 namespace tessera {
 
 void validate(const TfiParams& p) {
-  if (!(p.lambda > 0.0 && p.lambda <= 1.0)) {
-    qsm_ops::refuse("tfi", "lambda (gradient-prior weight) must be in (0, 1] ppm·mm (default 1.25e-4, the MEDI toolbox's), got " +
-                               std::to_string(p.lambda));
-  }
-  if (!(p.preconditioner >= 1.0 && p.preconditioner <= 1000.0)) {
-    qsm_ops::refuse("tfi", "preconditioner (P outside the mask) must be in [1, 1000] (Liu 2017: 30), got " +
-                               std::to_string(p.preconditioner));
-  }
-  if (!(p.edge_fraction >= 0.0 && p.edge_fraction < 1.0)) {
-    qsm_ops::refuse("tfi", "edge_fraction must be in [0, 1) of the mask's gradient components (MEDI: 0.3), got " +
-                               std::to_string(p.edge_fraction));
-  }
-  if (p.max_iterations < 1 || p.max_iterations > 100) {
-    qsm_ops::refuse("tfi", "max_iterations (Gauss-Newton) must be in [1, 100] (default 10), got " + std::to_string(p.max_iterations));
-  }
-  if (!(p.tolerance >= 0.0 && p.tolerance < 1.0)) {
-    qsm_ops::refuse("tfi", "tolerance (Gauss-Newton ‖dy‖/‖y‖) must be in [0, 1) (default 0.1), got " + std::to_string(p.tolerance));
-  }
-  if (p.cg_max_iterations < 1 || p.cg_max_iterations > 1000) {
-    qsm_ops::refuse("tfi", "cg_max_iterations must be in [1, 1000] (default 20), got " + std::to_string(p.cg_max_iterations));
-  }
-  if (!(p.cg_tolerance > 0.0 && p.cg_tolerance < 1.0)) {
-    qsm_ops::refuse("tfi", "cg_tolerance must be in (0, 1) (default 0.01), got " + std::to_string(p.cg_tolerance));
-  }
+  checked_option(method_options(), "tfi.lambda", p.lambda);
+  checked_option(method_options(), "tfi.preconditioner", p.preconditioner);
+  checked_option(method_options(), "tfi.edgeFraction", p.edge_fraction);
+  checked_option(method_options(), "tfi.maxIterations", p.max_iterations);
+  checked_option(method_options(), "tfi.tolerance", p.tolerance);
+  checked_option(method_options(), "tfi.cgMaxIterations", p.cg_max_iterations);
+  checked_option(method_options(), "tfi.cgTolerance", p.cg_tolerance);
 }
 
 Tfi::Tfi(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask, std::span<const float> magnitude,

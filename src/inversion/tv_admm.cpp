@@ -7,6 +7,7 @@
 #include "common/message_number.h"
 #include "common/parallel.h"
 #include "tessera/common/error.h"
+#include "tessera/inversion/methods.h"
 #include "tessera/common/fft.h"
 
 namespace tessera {
@@ -92,26 +93,10 @@ std::vector<float> crop_real_masked(const Geometry& g, const Dims3& pd, std::spa
 }
 
 void validate(const TvAdmmParams& p) {
-  if (!(p.lambda > 0.0 && p.lambda <= 1.0)) {
-    throw Error(ErrorCode::InvalidArgument, "tv: lambda must be in (0, 1] (ppm·mm, for a field in ppm; " +
-                                                message_number(tv_defaults::kLambda) + " is the default), got " +
-                                                message_number(p.lambda));
-  }
-  if (!(p.rho > 0.0 && p.rho <= 1e3)) {
-    throw Error(ErrorCode::InvalidArgument, "tv: rho must be in (0, 1000] (ADMM penalty, ppm·mm; 100 × lambda = " +
-                                                message_number(tv_defaults::kRho) + " is the default), got " +
-                                                message_number(p.rho));
-  }
-  if (!(p.tolerance >= 0.0 && p.tolerance < 1.0)) {
-    throw Error(ErrorCode::InvalidArgument, "tv: tolerance must be in [0, 1) (relative change of χ, unitless; " +
-                                                message_number(tv_defaults::kTolerance) + " is the default), got " +
-                                                message_number(p.tolerance));
-  }
-  if (p.max_iterations < 1 || p.max_iterations > 10000) {
-    throw Error(ErrorCode::InvalidArgument, "tv: max_iterations must be in [1, 10000] (" +
-                                                std::to_string(tv_defaults::kMaxIterations) +
-                                                " is the default), got " + std::to_string(p.max_iterations));
-  }
+  checked_option(method_options(), "tv.lambda", p.lambda);
+  checked_option(method_options(), "tv.rho", p.rho);
+  checked_option(method_options(), "tv.tolerance", p.tolerance);
+  checked_option(method_options(), "tv.maxIterations", p.max_iterations);
   inversion_padded_dims({1, 1, 1}, p.pad_ratio, "tv");
 }
 

@@ -5,11 +5,13 @@
 #include <cmath>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "tessera/common/error.h"
 #include "tessera/common/input_checks.h"
 #include "common/message_number.h"
 #include "tessera/common/schema.h"
+#include "tessera/background/options.h"
 
 namespace tessera {
 
@@ -36,43 +38,6 @@ const OptionSpec kPipelineStageOptions[] = {
      "mask), lbv (Zhou 2014; peels lbv.peel mm and a voxel off the mask), ismv (Wen 2014), sharp (Schweser 2011) or resharp (Sun "
      "2014; these three erode the mask by their radius)",
      "vsharp|pdf|lbv|ismv|sharp|resharp"},
-    {"vsharp.maxRadius", "mm", vsharp_defaults::kMaxRadiusMm, "", 1, 100, false, false,
-     "the largest SMV radius; radii whose sphere fits nowhere in the mask are dropped (QSM.jl: 18 voxels)"},
-    {"vsharp.minRadius", "voxels", vsharp_defaults::kMinRadiusVoxels, "", 1, 64, false, false,
-     "the smallest SMV radius: the mask is eroded by it (QSM.jl: 2)"},
-    {"vsharp.threshold", "", vsharp_defaults::kThreshold, "", 0, 1, true, false, "TSVD threshold of the deconvolution (Wu 2012: 0.05)"},
-    {"pdf.maxIterations", "", static_cast<double>(pdf_defaults::kMaxIterations), "", 1, 10000, false, true,
-     "conjugate-gradient iterations at most (MEDI toolbox: 30)"},
-    {"pdf.padVoxels", "voxels", static_cast<double>(pdf_defaults::kPadVoxels), "", 0, 1024, false, true,
-     "zero padding around the mask's box where background sources may lie (MEDI toolbox: 40)"},
-    {"lbv.tolerance", "", lbv_defaults::kTolerance, "", 0, 0.1, true, false,
-     "relative residual at which LBV's multigrid-preconditioned CG stops (QSM.rs: 1e-6)"},
-    {"lbv.maxIterations", "", static_cast<double>(lbv_defaults::kMaxIterations), "", 1, 10000, false, true,
-     "LBV's CG iterations at most (QSM.rs caps its solver at 500)"},
-    {"lbv.peel", "mm", lbv_defaults::kPeelMm, "", 0, 20, false, false,
-     "the mask's border left out before LBV takes the field on its edge as background (MEDI's peel; 4 mm clears the "
-     "cortical ribbon, whose own field LBV would otherwise spread through the brain)"},
-    {"ismv.radius", "mm", ismv_defaults::kRadiusMm, "", 0.5, 50, false, false,
-     "iSMV's SMV radius: the mask is eroded by it (QSM.rs: 5 mm)"},
-    {"ismv.tolerance", "", ismv_defaults::kTolerance, "", 0, 0.1, true, false,
-     "relative change at which iSMV stops (QSM.rs: 1e-6)"},
-    {"ismv.maxIterations", "", static_cast<double>(ismv_defaults::kMaxIterations), "", 1, 10000, false, true,
-     "iSMV iterations at most (QSM.rs: 50)"},
-    {"sharp.radius", "mm", sharp_defaults::kRadiusMm, "", 0.5, 50, false, false,
-     "SHARP's SMV radius: the mask is eroded by it (SEPIA: 4 mm)"},
-    {"sharp.threshold", "", sharp_defaults::kThreshold, "", 0, 1, true, false,
-     "TSVD threshold of SHARP's deconvolution (QSM.jl: 0.05)"},
-    {"resharp.radius", "mm", resharp_defaults::kRadiusMm, "", 0.5, 50, false, false,
-     "RESHARP's SMV radius: the mask is eroded by it (QSM.rs: 6 mm)"},
-    {"resharp.lambda", "", resharp_defaults::kLambda, "", 0, 1, true, false,
-     "Tikhonov weight of RESHARP's deconvolution (QSM.rs: 1e-4)"},
-    {"resharp.maxIterations", "", static_cast<double>(resharp_defaults::kMaxIterations), "", 1, 10000, false, true,
-     "RESHARP's CG iterations at most (QSM.rs: 30)"},
-    {"resharp.tolerance", "", resharp_defaults::kTolerance, "", 0, 0.1, true, false,
-     "relative residual at which RESHARP's CG stops (QSM.rs: 1e-6)"},
-    {"resharp.minKeptShare", "", resharp_defaults::kMinKeptShare, "", 0, 1, false, false,
-     "when the radius's erosion keeps less than this share of the mask (a small head, a slab), the radius shrinks to "
-     "keep it, to 2 voxels of the largest edge at the least, with a warning; 0: the radius never shrinks"},
     {"brainMask.erosion", "mm", brain_mask_defaults::kErosionMm, "", 0, 100, false, false,
      "erode the brain mask made from the magnitude by this much (none by default)"},
     {"brainMask.threshold", "", 0, "otsu", 0, 0, false, false,
@@ -155,7 +120,19 @@ std::span<const float> first_echo(std::span<const float> magnitude, uint64_t n) 
 
 }  // namespace
 
-std::span<const OptionSpec> pipeline_options() { return kPipelineStageOptions; }
+std::span<const OptionSpec> pipeline_options() {
+  // The stages' own options up to background, the background removals' (their layer's table), then the brain mask's.
+  static const std::vector<OptionSpec> all = [] {
+    const std::span<const OptionSpec> stages = kPipelineStageOptions;
+    const auto mask_rows = std::find_if(stages.begin(), stages.end(), [](const OptionSpec& o) { return o.name.starts_with("brainMask."); });
+    std::vector<OptionSpec> v(stages.begin(), mask_rows);
+    const std::span<const OptionSpec> background = background_options();
+    v.insert(v.end(), background.begin(), background.end());
+    v.insert(v.end(), mask_rows, stages.end());
+    return v;
+  }();
+  return all;
+}
 
 TotalFieldUnits total_field_units_from_name(std::string_view name) {
   std::string w(name);

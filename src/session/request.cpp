@@ -90,39 +90,139 @@ void quote_constants(std::vector<OptionSpec>& v) {
   }
 }
 
-const std::vector<OptionSpec>& all_options() {
-  static const std::vector<OptionSpec> all = [] {
-    std::vector<OptionSpec> v(kOptions.begin(), kOptions.end());
-    const std::span<const OptionSpec> acquisition = acquisition_options();
-    v.insert(v.end(), acquisition.begin(), acquisition.end());
-    const std::span<const OptionSpec> phase_networks = phase_network_options();
-    v.insert(v.end(), phase_networks.begin(), phase_networks.end());
-    quote_constants(v);
+// The schema's options with the kinds of request each table's options belong to (RequestKindBits), side by side.
+struct JoinedOptions {
+  std::vector<OptionSpec> options;
+  std::vector<uint8_t> kinds;
+  void add(std::span<const OptionSpec> table, uint8_t k) {
+    options.insert(options.end(), table.begin(), table.end());
+    kinds.insert(kinds.end(), table.size(), k);
+  }
+};
+
+const JoinedOptions& joined_options() {
+  static const JoinedOptions all = [] {
+    JoinedOptions j;
+    // The run's options are a network's; a custom network's spec also a pipeline's (its network inverts the local field).
+    for (const OptionSpec& o : kOptions) {
+      j.add({&o, 1}, o.name.starts_with("spec.") ? kNetworkRequest | kPipelineRequest : kNetworkRequest);
+    }
+    j.add(acquisition_options(), kNetworkRequest | kPipelineRequest);
+    j.add(phase_network_options(), kNetworkRequest);
+    quote_constants(j.options);
     static const std::string names = [] {
       std::string s;
       for (const MethodInfo& m : methods()) s += (s.empty() ? "" : "|") + std::string(m.name);
       return s;
     }();
-    v.push_back({"method", "", 0, "tv in pipeline() unless a network is given; none in invert(): a network (model or spec) inverts", 0, 0, false, false,
-                 "a classical dipole inversion instead of a network; its parameters are the <method>.<param> options", names});
-    const std::span<const OptionSpec> m = method_options();
-    v.insert(v.end(), m.begin(), m.end());
-    const std::span<const OptionSpec> stages = pipeline_options();
-    v.insert(v.end(), stages.begin(), stages.end());
+    static const OptionSpec method{"method", "", 0, "tv in pipeline() unless a network is given; none in invert(): a network (model or spec) inverts", 0, 0, false, false,
+                                   "a classical dipole inversion instead of a network; its parameters are the <method>.<param> options", names};
+    j.add({&method, 1}, kMethodRequest | kPipelineRequest);
+    j.add(method_options(), kMethodRequest | kPipelineRequest);
+    j.add(pipeline_options(), kPipelineRequest);
     // SWI and R2* (tessera.swi(), tessera.r2star(), and the pipeline's optional outputs: also).
-    v.push_back({"also", "", 0, "none", 0, 0, false, false,
-                 "pipeline(): optional outputs from the same echoes, a list: swi (SWI and its minIP) and r2star (R2* and T2*)",
-                 "swi|r2star"});
-    const std::span<const OptionSpec> swi = swi_options();
-    v.insert(v.end(), swi.begin(), swi.end());
-    const std::span<const OptionSpec> r2 = r2star_options();
-    v.insert(v.end(), r2.begin(), r2.end());
-    return v;
+    static const OptionSpec also{"also", "", 0, "none", 0, 0, false, false,
+                                 "pipeline(): optional outputs from the same echoes, a list: swi (SWI and its minIP) and r2star (R2* and T2*)",
+                                 "swi|r2star"};
+    j.add({&also, 1}, kPipelineRequest);
+    j.add(swi_options(), kPipelineRequest);
+    j.add(r2star_options(), kPipelineRequest);
+    return j;
   }();
   return all;
 }
 
+const std::vector<OptionSpec>& all_options() { return joined_options().options; }
+
+// The index of option in the schema (it is one of its entries, else Error Internal).
+size_t schema_index(const OptionSpec& option) {
+  const std::vector<OptionSpec>& all = all_options();
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i].name == option.name) return i;
+  }
+  throw Error(ErrorCode::Internal, "no request option '" + std::string(option.name) + "'");
+}
+
+// The words of a choice option as a TypeScript union: "'a' | 'b'".
+std::string words_type(const OptionSpec& option) {
+  std::string out;
+  for (std::string_view c : option_choices(option)) out += (out.empty() ? "'" : " | '") + std::string(c) + "'";
+  return out;
+}
+
+// The request keys that are no schema option, by kind (a key whose type or doc differs by kind has a row per kind).
+constexpr uint8_t kAllRequests = kNetworkRequest | kMethodRequest | kPipelineRequest;
+constexpr std::string_view kVolumeType = "Float32Array | Volume<VoxelArray>";
+constexpr std::string_view kWeightsType = "Uint8Array | ArrayBuffer | (Uint8Array | ArrayBuffer)[]";
+const RequestKey kRequestKeys[] = {
+    {"field", kNetworkRequest, kVolumeType, "local field (ppm), x-fastest, or a Volume (its geometry is used); not for the phase networks"},
+    {"field", kMethodRequest, kVolumeType, "local field (ppm), x-fastest, or a Volume", KeyPresence::RequiredToRun},
+    {"fieldUnits", kNetworkRequest | kMethodRequest, "'ppm'",
+     "'ppm' states the field is ppm: a local field beyond ±1 ppm (a total-field network's beyond ±5 ppm) is otherwise refused as Hz or rad/s"},
+    {"phase", kNetworkRequest, kVolumeType, "phase networks: wrapped phase (rad), x-fastest, echo after echo, or a Volume"},
+    {"phase", kPipelineRequest, kVolumeType, "wrapped phase (rad), every echo (a 4D Volume, or x-fastest echo after echo with geometry); or give totalField"},
+    {"totalField", kPipelineRequest, kVolumeType, "a total field map (a vendor B0 map), one 3D volume, instead of phase and te: no echo fit runs"},
+    {"totalFieldUnits", kPipelineRequest, "'hz' | 'rad/s' | 'ppm'", "totalField's units; 'hz' for GE's and Philips' B0 maps"},
+    {"phaseDifference", kPipelineRequest, kVolumeType,
+     "a phase difference of two echoes, φ(TE2) − φ(TE1) (a Siemens field map), one 3D wrapped phase in radians (scanner integers are read as such with a warning); instead of phase and te"},
+    {"deltaTE", kPipelineRequest, "number", "TE2 − TE1 of phaseDifference, seconds"},
+    {"magnitude", kNetworkRequest, kVolumeType, "phase networks: magnitude, same size as phase (weights the echoes by (magnitude·TE)²), or a Volume"},
+    {"magnitude", kMethodRequest, kVolumeType, "MEDI: the magnitude (its edge prior), or a Volume"},
+    {"magnitude", kPipelineRequest, kVolumeType,
+     "same size as phase (one volume with totalField): the fit's weights; the brain mask is made from the first echo's when no mask is given; plan(): true says one is given",
+     KeyPresence::Optional, "Float32Array | Volume<VoxelArray> | boolean"},
+    {"mask", kAllRequests, "ArrayLike<number> | Volume<VoxelArray>", "the mask: inside where > 0 (0, negative and non-finite values are outside), or a Volume"},
+    {"geometry", kAllRequests, "Geometry", "{dims, voxelMm, b0Dir}: optional when a Volume (field, phase or mask) carries it"},
+    {"model", kNetworkRequest | kPipelineRequest, "string", "a registry network's id (tessera.registry())"},
+    {"spec.maskedInput", kNetworkRequest | kPipelineRequest, "boolean", "the network takes the field multiplied by the mask"},
+    {"weights", kNetworkRequest, kWeightsType, "ONNX bytes; an array for networks with several files (NeXtQSM); plan() may read the network's reach from its graph",
+     KeyPresence::RequiredToRun},
+    {"weights", kPipelineRequest, kWeightsType, "the network's ONNX bytes (with model or spec)"},
+    {"verifyWeights", kNetworkRequest, "boolean",
+     "false: weights other than the registry's file run under its id (your own export): the run warns and report.weights records their sha256"},
+    {"network", kPipelineRequest, "Partial<InvertRequest>", "further invert() options of the network that inverts the local field"},
+    {"plan", kNetworkRequest, "Plan", "the plan() of this request and volume, handed back: the run obeys the held plan (made here when absent)"},
+    {"plan", kMethodRequest, "MethodPlan", "the plan() of this request and volume, handed back: the run obeys the held plan (made here when absent)"},
+    {"plan", kPipelineRequest, "PipelinePlan", "the plan() of this request and volume, handed back: the run obeys the held plan (made here when absent)"},
+    {"pipeline", kPipelineRequest, "true", "plan(): true plans a pipeline() request", KeyPresence::PlanOnly},
+    {"inputNames", kNetworkRequest, "Record<string, string>", "multi-input networks: {role: ONNX input name} where the export's names are not recognised"},
+    {"context", kNetworkRequest, "{ within: number[] } | { radius: number }",
+     "how far the network looks: receptiveField()'s probe, or {radius} (derived from weights when given)"},
+    {"verify", kNetworkRequest, "boolean", "plan (and run) the self-check: the largest box that runs whole, compared with the tiled result"},
+    {"executionProviders", kNetworkRequest, "ExecutionProvider[]", "this run's ONNX Runtime execution providers, first first (default: the runtime's)"},
+    {"speed", kNetworkRequest, "SpeedMeasurement", "this machine's measured speed of the network (measureSpeed()'s result): the estimate uses it"},
+    {"measureSpeed", kNetworkRequest, "boolean", "measure the speed first (needs weights; kept per weights and threads for the runtime's lifetime)"},
+    {"signal", kAllRequests, "AbortSignal", "an AbortSignal that cancels the call"},
+    {"onProgress", kAllRequests, "(p: Progress) => void", "called with the run's progress"},
+};
+
 }  // namespace
+
+std::span<const std::string_view> request_kind_names() {
+  static constexpr std::string_view names[] = {"network", "method", "pipeline"};
+  return names;
+}
+
+uint8_t request_option_kinds(const OptionSpec& option) { return joined_options().kinds[schema_index(option)]; }
+
+uint8_t request_option_required(const OptionSpec& option) {
+  schema_index(option);
+  return option.name == "method" ? kMethodRequest : 0;
+}
+
+std::string request_option_type(const OptionSpec& option) {
+  schema_index(option);
+  if (option.name == "tile") return "TileOptions | 'auto'";
+  if (option.name == "tile.core") return "number | 'auto'";
+  if (option.name == "te") return "number | number[]";
+  const std::string words = words_type(option);
+  if (option.name == "also") return words + " | Array<" + words + ">";
+  if (!words.empty()) return words;
+  if (option.default_text == "false" && option.min == 0 && option.max == 1) return "boolean";
+  return "number";
+}
+
+std::span<const RequestKey> request_keys() { return kRequestKeys; }
 
 std::span<const OptionSpec> request_options() { return all_options(); }
 

@@ -1,7 +1,7 @@
 // The command line's flags: the request's options come from the C++ schema (tessera.schema()) at run time, each
 // named by flagName; the CLI's own flags (files, output, the runtime, how the input is read) are CLI_FLAGS.
 import { parseArgs } from 'node:util';
-import { NETWORK_OPTIONS, PIPELINE_OPTIONS, methodNamesOf, pipelineKeys } from '../request.js';
+import { NETWORK_OPTIONS, PIPELINE_OPTIONS, PIPELINE_KEYS, methodNamesOf } from '../request.js';
 import { usageError } from './errors.js';
 import { optionValue } from './values.js';
 
@@ -70,7 +70,7 @@ function takes(command, option, methodNames) {
   }
   if (command === 'pipeline') {
     // Its stages' options are --option NAME=VALUE, a method's parameters --param.
-    return pipelineKeys(methodNames).includes(option.name) && !PIPELINE_OPTIONS.includes(option.name) && !methodNames.includes(option.name) && option.name !== 'spec';
+    return PIPELINE_KEYS.includes(option.name) && !PIPELINE_OPTIONS.includes(option.name) && !methodNames.includes(option.name) && option.name !== 'spec';
   }
   return false;
 }

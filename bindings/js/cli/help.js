@@ -1,6 +1,6 @@
 // The command line's help. The request's flags are described from the C++ schema (tessera.schema(): help, unit,
 // range, choices, default); the CLI's own flags and the commands' prose are written here.
-import { PIPELINE_OPTIONS } from '../request.js';
+import { PIPELINE_OPTIONS, PHASE_NETWORKS, phaseNetworkWords } from '../request.js';
 import { requestFlags, isSwitch, PHASE_OPTIONS } from './flags.js';
 import { UNBOUNDED, LIST_OPTIONS, fmt } from './values.js';
 
@@ -10,7 +10,7 @@ const INVERT_USAGE = `  tessera-qsm invert --field f.nii[.gz] --mask m.nii[.gz] 
                      --out chi.nii[.gz] [--report r.json] [--quiet]
   tessera-qsm invert --field f.nii[.gz] --mask m.nii[.gz] --method NAME [--param NAME=VALUE ...] [--magnitude mag.nii[.gz]]
                      [--cores N] [--b0 T --units hz|ppm|rad/s] --out chi.nii[.gz] [--report r.json] [--quiet]
-  tessera-qsm invert --phase p.nii[.gz] --te S[,S...] --mask m.nii[.gz] --model iqsm|iqfm|iqsm-plus [--weights FILE|URL]
+  tessera-qsm invert --phase p.nii[.gz] --te S[,S...] --mask m.nii[.gz] --model ${PHASE_NETWORKS.join('|')} [--weights FILE|URL]
                      [--b0 T] [--magnitude mag.nii[.gz]] [--erode N] [--phase-sign +1|-1]
                      [--phase-units rad|deg|scanner | --phase-scale S] [--input-name ROLE=NAME ...]
                      --out chi.nii[.gz] [--report r.json] [--quiet]
@@ -69,8 +69,8 @@ in the core), activation and peak memory against the runtime's limits, the predi
 whole-volume run and the network's reach, the memory cost and where it came from, or the planner's refusal and advice
 (exit code 2). --weights FILE lets the planner read the network's reach from its graph (--probe: measure it;
 --context FILE: a reach measured earlier) and
-calibrates a --spec that declares no bytesPerVoxel (without --weights its cost is marked assumed). --json prints the plan object instead of the table. With --phase (iqsm, iqfm,
-iqsm-plus) the echo count comes from the file (one network call per echo); --te is optional here.
+calibrates a --spec that declares no bytesPerVoxel (without --weights its cost is marked assumed). --json prints the plan object instead of the table.
+With --phase (${phaseNetworkWords()}) the echo count comes from the file (one network call per echo); --te is optional here.
 Options as for \`tessera-qsm invert --help\` (--weights-unverified too).
 `,
   methods: `tessera-qsm methods: the classical dipole inversions Tessera runs without a network
@@ -244,7 +244,7 @@ ${INVERT_USAGE}
 Input (one of --field or --phase)
   --field FILE       field map (NIfTI-1/2, .nii or .nii.gz); dims, voxel size and B0 direction come from its header
   --units U          field units: ppm (default), hz or rad/s; hz and rad/s need --b0
-  --phase FILE       wrapped phase in rad for the phase networks (iqsm, iqfm, iqsm-plus): 3D, or 4D with the
+  --phase FILE       wrapped phase in rad for the phase networks (${phaseNetworkWords()}): 3D, or 4D with the
                      echoes along the 4th dim; dims, voxel size and B0 direction come from its header
   --mask FILE        mask with the input's dims (nonzero = inside)
 ${s('input')}Phase networks (with --phase)

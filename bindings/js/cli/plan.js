@@ -7,6 +7,7 @@ import { planTable, planForFile, size, GB } from './format.js';
 import { checkInputKind, loadNetworkWeights, runContext, uncosted, calibrateSpec, defined } from './network.js';
 import { readInputs, readInputHeader } from './read-inputs.js';
 import { wholeNumber, inputNames, keyValues } from './values.js';
+import { phaseNetworkWords } from '../request.js';
 
 /** Flags that only make sense with --phase (the phase networks). */
 const PHASE_ONLY = [...PHASE_OPTIONS.map(flagName), 'magnitude', 'phase-units', 'phase-scale'];
@@ -18,10 +19,10 @@ const PHASE_ONLY = [...PHASE_OPTIONS.map(flagName), 'magnitude', 'phase-units', 
 export function runOptions(command, o, values) {
   const see = `see \`tessera-qsm ${command} --help\``;
   if (o.field === undefined && o.phase === undefined) {
-    throw usageError(`--field (a local field map) or --phase (wrapped phase, for iqsm, iqfm, iqsm-plus) is required; ${see}`);
+    throw usageError(`--field (a local field map) or --phase (wrapped phase, for ${phaseNetworkWords()}) is required; ${see}`);
   }
   if (o.field !== undefined && o.phase !== undefined) {
-    throw usageError(`--field and --phase exclude each other: field networks take a local field map, the phase networks (iqsm, iqfm, iqsm-plus) a wrapped phase; ${see}`);
+    throw usageError(`--field and --phase exclude each other: field networks take a local field map, the phase networks (${phaseNetworkWords()}) a wrapped phase; ${see}`);
   }
   if ((o.model === undefined) === (o.spec === undefined)) {
     throw usageError(`give exactly one of --model ID or --spec net.json; ${see}`);
@@ -37,11 +38,11 @@ export function runOptions(command, o, values) {
   let phase;
   if (o.phase !== undefined) {
     if (o.spec !== undefined) {
-      throw usageError('--phase needs a phase network (--model iqsm, iqfm or iqsm-plus); --spec describes a field-to-χ network, which takes --field');
+      throw usageError(`--phase needs a phase network (--model ${phaseNetworkWords('or')}); --spec describes a field-to-χ network, which takes --field`);
     }
     if (o.units !== undefined) throw usageError('--units is for --field; the phase is in radians (see --phase-units and --phase-scale)');
     if (core !== undefined || halo !== undefined) {
-      throw usageError('the phase networks (iqsm, iqfm, iqsm-plus) run on the whole volume (they cannot be tiled): they take no --core or --halo');
+      throw usageError(`the phase networks (${phaseNetworkWords()}) run on the whole volume (they cannot be tiled): they take no --core or --halo`);
     }
     const te = values.get('te');
     if (te === undefined && command === 'invert') {
@@ -61,7 +62,7 @@ export function runOptions(command, o, values) {
   } else {
     const given = PHASE_ONLY.filter((k) => o[k] !== undefined);
     if (given.length) {
-      throw usageError(`${given.map((k) => `--${k}`).join(', ')} ${given.length > 1 ? 'are' : 'is'} for --phase (the phase networks iqsm, iqfm, iqsm-plus), not --field`);
+      throw usageError(`${given.map((k) => `--${k}`).join(', ')} ${given.length > 1 ? 'are' : 'is'} for --phase (the phase networks ${phaseNetworkWords()}), not --field`);
     }
   }
   // Without --core the C++ auto-planner chooses the core (and, unless given, the halo, stride, workers and threads).

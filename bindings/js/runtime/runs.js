@@ -4,6 +4,7 @@
 // report what they used against the plan.
 import { runSteps } from './driver.js';
 import { TesseraError } from '../errors.js';
+import { phaseNetworkWords } from '../request.js';
 import { heapText } from './pool-workers.js';
 import { rt, call, postProgress, hardwareThreads } from './context.js';
 import { takePlan } from './plans.js';
@@ -149,7 +150,7 @@ export async function invert(a, id) {
     throw new TesseraError(`${spec.name} reconstructs from wrapped phase: give phase (rad), te (s) and b0 (T), not a field map`, 'InvalidArgument');
   }
   if (!phase && (a.phase !== undefined || a.magnitude !== undefined)) {
-    throw new TesseraError('phase and magnitude are inputs of the phase networks (iqsm, iqfm, iqsm-plus); give this model a field', 'InvalidArgument');
+    throw new TesseraError(`phase and magnitude are inputs of the phase networks (${phaseNetworkWords()}); give this model a field`, 'InvalidArgument');
   }
   // One plan per run: the caller's (from plan(), handed back) or made here; the run obeys exactly it.
   const { handle, view: plan } = runPlan(a, request);

@@ -49,7 +49,8 @@ struct TsvdParams {
   double pad_ratio = padding_defaults::kPadRatio;
 };
 
-// Throws Error(InvalidArgument) naming the parameter, its range and unit.
+// Checks each parameter against its schema option (method_options(): the one range, unit and wholeness).
+// Throws Error(InvalidArgument) naming the option ("tv.lambda"), its range and unit.
 void validate(const TsvdParams& params);
 
 // TSVD: χ = F⁻¹[F(f) / D] where |D| > threshold, 0 elsewhere (zero padded as described above), masked.
@@ -83,7 +84,8 @@ struct TikhonovParams {
   double pad_ratio = padding_defaults::kPadRatio;
 };
 
-// Throws Error(InvalidArgument) naming the parameter, its range and unit.
+// Checks lambda against its schema option (method_options()) and the regulariser.
+// Throws Error(InvalidArgument) naming the option ("tikhonov.lambda"), its range and unit.
 void validate(const TikhonovParams& params);
 
 // Closed-form Tikhonov (Bilgic et al. 2014): χ = F⁻¹[D F(f) / (D² + λR)] (0 where D² + λR = 0), masked.

@@ -35,7 +35,8 @@ struct IlsqrParams {
   double cone_threshold = ilsqr_defaults::kConeThreshold;    // |D| units, (0, 2/3)
 };
 
-// Throws Error(InvalidArgument) naming the parameter, its range and unit.
+// Checks each parameter against its schema option (method_options(): the one range, unit and wholeness).
+// Throws Error(InvalidArgument) naming the option ("tv.lambda"), its range and unit.
 void validate(const IlsqrParams& params);
 
 class Ilsqr : public Iterative {

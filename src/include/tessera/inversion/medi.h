@@ -53,7 +53,8 @@ struct MediParams {
   double phase_scale = medi_defaults::kPhaseScale;              // rad/ppm, (0, 1000]
 };
 
-// Throws Error(InvalidArgument) naming the parameter, its range and unit.
+// Checks each parameter against its schema option (method_options(): the one range, unit and wholeness).
+// Throws Error(InvalidArgument) naming the option ("tv.lambda"), its range and unit.
 void validate(const MediParams& params);
 
 class Medi : public Iterative {

@@ -39,7 +39,8 @@ struct NdiParams {
   double phase_scale = ndi_defaults::kPhaseScale;         // rad/ppm, (0, 1000]
 };
 
-// Throws Error(InvalidArgument) naming the parameter, its range and unit.
+// Checks each parameter against its schema option (method_options(): the one range, unit and wholeness).
+// Throws Error(InvalidArgument) naming the option ("tv.lambda"), its range and unit.
 void validate(const NdiParams& params);
 
 class Ndi : public Iterative {

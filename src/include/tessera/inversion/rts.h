@@ -49,7 +49,8 @@ struct RtsParams {
   double pad_ratio = padding_defaults::kPadRatio;
 };
 
-// Throws Error(InvalidArgument) naming the parameter, its range and unit.
+// Checks each parameter against its schema option (method_options(): the one range, unit and wholeness).
+// Throws Error(InvalidArgument) naming the option ("tv.lambda"), its range and unit.
 void validate(const RtsParams& params);
 
 // RTS one step at a time: the first lsmr_iterations steps are LSMR iterations (the last also masks step 1's result

@@ -54,7 +54,8 @@ struct TfiParams {
   double cg_tolerance = tfi_defaults::kCgTolerance;             // relative CG residual, (0, 1)
 };
 
-// Throws Error(InvalidArgument) naming the parameter, its range and unit.
+// Checks each parameter against its schema option (method_options(): the one range, unit and wholeness).
+// Throws Error(InvalidArgument) naming the option ("tv.lambda"), its range and unit.
 void validate(const TfiParams& params);
 
 class Tfi : public Iterative {

@@ -41,7 +41,8 @@ struct TvAdmmParams {
   double pad_ratio = padding_defaults::kPadRatio;
 };
 
-// Throws Error(InvalidArgument) naming the parameter, its range and unit.
+// Checks each parameter against its schema option (method_options(): the one range, unit and wholeness).
+// Throws Error(InvalidArgument) naming the option ("tv.lambda"), its range and unit.
 void validate(const TvAdmmParams& params);
 
 // TV-ADMM, one ADMM iteration (χ-update, convergence check, z- and u-update) per step(); finished after
