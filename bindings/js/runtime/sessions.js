@@ -6,6 +6,7 @@
 // first, and so does warmIdleMs (createTessera, default 5 min) without a run.
 import { WorkerPool } from './pool.js';
 import { rt, heapGuardBytes } from './context.js';
+import { graphOfBytes, weightsBytes } from './graphs.js';
 
 const DEFAULT_IDLE_MS = 300000;
 
@@ -79,12 +80,17 @@ export async function takeSession(sha, { weights, k, threadsPerWorker, inputName
 }
 
 // The ONNX Runtime worker pools of a run: one per network file, k workers each (after the kept session, if any, is
-// given back: the memory plan counts only the run's own workers).
+// given back: the memory plan counts only the run's own workers). A provider other than wasm is chosen from the
+// network's operators as graphs.js keeps them (the graph read once per weights sha256).
 export async function startPools(weights, { k, threadsPerWorker, spec, inputNames, executionProviders }) {
   await dropSessions();
   const { options } = rt;
+  const preference = executionProviders ?? options.executionProviders;
+  const byGraph = preference?.some((p) => p !== 'wasm');
+  const ops = [];
+  for (const model of weights) ops.push(byGraph ? (await graphOfBytes(weightsBytes(model))).ops.value ?? null : undefined);
   const pools = weights.map(
-    (model) =>
+    (model, i) =>
       new WorkerPool({
         model,
         workers: k,
@@ -98,7 +104,8 @@ export async function startPools(weights, { k, threadsPerWorker, spec, inputName
         wasmRewriteOps: spec?.wasmConvTransposeRewrite ? ['ConvTranspose'] : undefined, // the registry's measured choice
         inputNames,
         workerUrl: options.ortWorkerUrl, // createTessera's replacement ort-worker.js, if any
-        executionProviders: executionProviders ?? options.executionProviders, // chosen per network (execution-provider.js)
+        executionProviders: preference, // chosen per network (execution-provider.js)
+        ops: ops[i],
         ortGpuModuleUrl: options.ortGpuModuleUrl,
       }),
   );

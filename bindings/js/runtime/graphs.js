@@ -1,0 +1,98 @@
+// The ONNX graph of a network's weights, read here in the driver worker once per weights sha256 and kept: how far the
+// network looks (receptive-field.js: the planner's context), how much it computes per voxel (graph-cost.js: the
+// planner's time estimate for a speed not measured here) and its operators (execution-provider.js: which execution
+// provider runs it). The caller's thread reads no graph: plan(), invert(), pipeline() and receptiveField() post the
+// weights and every planning step that needs the graph asks this module.
+import { sha256Hex } from '../model-loader.js';
+import { readOnnxGraph } from '../onnx-graph.js';
+import { graphReceptiveField } from '../receptive-field.js';
+import { graphCost } from '../graph-cost.js';
+import { graphOperators } from '../execution-provider.js';
+
+/** Networks whose graph facts are kept at once (a new one drops the oldest). */
+export const KEPT_GRAPHS = 16;
+
+const kept = new Map(); // sha256 → facts, oldest first
+const shas = new WeakMap(); // bytes → Promise<sha256>: one hash per buffer this worker holds
+
+/** The weights' bytes as a Uint8Array over the same memory. Precondition: w is a Uint8Array, a view or an ArrayBuffer. */
+export function weightsBytes(w) {
+  return w instanceof Uint8Array ? w : new Uint8Array(w.buffer ?? w, w.byteOffset ?? 0, w.byteLength);
+}
+
+/** The first weights file of a request (NeXtQSM takes two) as a Uint8Array, or undefined when none is given. */
+export function firstWeights(weights) {
+  const w = Array.isArray(weights) ? weights[0] : weights;
+  return w && w.byteLength > 0 ? weightsBytes(w) : undefined;
+}
+
+/** The lower-case hex sha256 of weights bytes, hashed once per buffer. Precondition: bytes is a Uint8Array. */
+export function weightsSha(bytes) {
+  let sha = shas.get(bytes);
+  if (!sha) {
+    sha = sha256Hex(bytes);
+    shas.set(bytes, sha);
+    sha.catch(() => shas.delete(bytes));
+  }
+  return sha;
+}
+
+/** Each fact of a graph, or the reason it cannot be given: {value} or {error}. */
+function fact(f, graph) {
+  try {
+    return { value: f(graph) };
+  } catch (e) {
+    return { error: e?.message ?? String(e) };
+  }
+}
+
+/**
+ * What the graph of these weights says, read once per sha256: {receptiveField: graphReceptiveField's result or
+ * {error}, cost: graphCost's or {error}, ops: graphOperators' or {error}} (each {value} when read). A file that is no
+ * ONNX model gives the reader's error for each.
+ * Precondition: sha is weightsSha(bytes).
+ */
+export function graphOf(sha, bytes) {
+  let facts = kept.get(sha);
+  if (facts) {
+    kept.delete(sha); // the most recent last
+    kept.set(sha, facts);
+    return facts;
+  }
+  let graph = null;
+  let unreadable = null;
+  try {
+    graph = readOnnxGraph(bytes);
+  } catch (e) {
+    unreadable = { error: e?.message ?? String(e) };
+  }
+  facts = unreadable
+    ? { receptiveField: unreadable, cost: unreadable, ops: unreadable }
+    : { receptiveField: fact(graphReceptiveField, graph), cost: fact(graphCost, graph), ops: fact(graphOperators, graph) };
+  kept.set(sha, facts);
+  for (const oldest of kept.keys()) {
+    if (kept.size <= KEPT_GRAPHS) break;
+    kept.delete(oldest);
+  }
+  return facts;
+}
+
+/** graphOf of the weights bytes, hashed here first. Precondition: bytes is a Uint8Array of ONNX bytes. */
+export async function graphOfBytes(bytes) {
+  return graphOf(await weightsSha(bytes), bytes);
+}
+
+/**
+ * How far the network looks for the planner, from its graph: {radius} (at least 1); undefined when the graph is
+ * global or cannot be followed (the planner then uses the registry's radius or assumes one, and says so).
+ * Precondition: facts is graphOf's.
+ */
+export function graphContext(facts) {
+  const rf = facts.receptiveField.value;
+  return !rf || rf.global ? undefined : { radius: Math.max(1, rf.radiusMax) };
+}
+
+/** The multiply-accumulates per voxel from the graph (C++ kSecondsPerMac), undefined when unknown or 0. */
+export function graphMacs(facts) {
+  return facts.cost.value?.macsPerVoxel || undefined;
+}
