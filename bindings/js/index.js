@@ -256,9 +256,22 @@ export class Tessera {
       return frozen(await this._call('plan', { geometry, mask, method, magnitude: magnitude ? true : undefined, ...(await this._methodOptions(r)) }));
     }
     // A network's: the driver reads the weights' graph (reach, work per voxel), calibrates a spec without bytesPerVoxel
-    // and measures the speed when asked (measureSpeed: true), as for invert() (runtime/network-plan.js).
+    // and measures the speed when asked (measureSpeed: true), as for invert() (runtime/network-plan.js). The weights
+    // go by their sha256 alone while the runtime keeps what it needs of them (a plan per settings change copies no
+    // network); when it does not, it says so (WeightsNeeded) and they go again with their bytes.
     const { geometry, mask, field, fieldUnits, model, spec, weights, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, phaseSign, quality, context, verify, speed, measureSpeed, b0Align, crop, cropMargin, signal } = r;
     const args = { geometry, mask, field, fieldUnits, model, spec, weights, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, phaseSign, quality, context, verify, speed, measureSpeed, b0Align, crop, cropMargin };
+    const files = (Array.isArray(weights) ? weights : [weights]).filter((w) => w?.byteLength > 0);
+    // A speed to measure needs the bytes (the probe runs them); no WebCrypto here (an insecure context): the bytes go.
+    const byBytes = !files.length || (measureSpeed && speed === undefined);
+    const weightsSha = byBytes ? null : await Promise.all(files.map((w) => this._sha(w))).catch(() => null);
+    if (weightsSha) {
+      try {
+        return frozen(await this._call('plan', { ...args, weights: undefined, weightsSha }, { signal }));
+      } catch (e) {
+        if (e?.code !== 'WeightsNeeded') throw e;
+      }
+    }
     return frozen(await this._call('plan', args, { signal }));
   }
 
@@ -305,10 +318,15 @@ export class Tessera {
     return this._call('release');
   }
 
-  /** sha256 of weights bytes, once per buffer. */
+  /** sha256 of weights bytes (a Uint8Array, another view or an ArrayBuffer), once per buffer. */
   async _sha(bytes) {
     this._shas ??= new WeakMap();
-    if (!this._shas.has(bytes)) this._shas.set(bytes, sha256Hex(bytes));
+    if (!this._shas.has(bytes)) {
+      const view = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes.buffer ?? bytes, bytes.byteOffset ?? 0, bytes.byteLength);
+      const sha = sha256Hex(view);
+      this._shas.set(bytes, sha);
+      sha.catch(() => this._shas.delete(bytes));
+    }
     return this._shas.get(bytes);
   }
 

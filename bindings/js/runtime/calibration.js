@@ -5,7 +5,7 @@ import { TesseraError } from '../errors.js';
 import { calibrateNetwork } from '../calibrate.js';
 import { rt, call, postProgress, heapGuardBytes, threadsPerWorker } from './context.js';
 import { dropSessions } from './sessions.js';
-import { firstWeights, weightsSha } from './graphs.js';
+import { firstWeights, weightsSha, weightsNeeded } from './graphs.js';
 
 const kept = new Map(); // key → Promise<calibration>
 
@@ -13,12 +13,12 @@ const kept = new Map(); // key → Promise<calibration>
  * The calibration of a.weights (its first file) for a.model or a.spec and a.threadsPerWorker: the kept one, else
  * measured (calibrateNetwork) and kept. a.fresh: measure again (the kept one is replaced). progress: post the
  * measured points to request id. A failed or cancelled calibration is not kept; one cancelled by another request is
- * measured again for this one.
+ * measured again for this one. a.weightsSha instead of a.weights: the kept one only (else weightsNeeded).
  */
 export async function calibrated(a, id, { progress = false } = {}) {
   const w = firstWeights(a.weights);
-  if (!w) throw new TesseraError('calibrate needs the network\'s weights (ONNX bytes)', 'InvalidArgument');
-  const key = JSON.stringify([await weightsSha(w), a.model ?? '', a.spec?.divisor ?? '', a.threadsPerWorker ?? '']);
+  if (!w && a.weightsSha === undefined) throw new TesseraError('calibrate needs the network\'s weights (ONNX bytes)', 'InvalidArgument');
+  const key = JSON.stringify([w ? await weightsSha(w) : a.weightsSha, a.model ?? '', a.spec?.divisor ?? '', a.threadsPerWorker ?? '']);
   const have = a.fresh ? undefined : kept.get(key);
   if (have) {
     try {
@@ -28,6 +28,7 @@ export async function calibrated(a, id, { progress = false } = {}) {
       // another request cancelled it: measured below for this one
     }
   }
+  if (!w) throw weightsNeeded('the calibration');
   const p = calibrate({ ...a, weights: w }, id, { progress });
   kept.set(key, p);
   p.catch(() => kept.get(key) === p && kept.delete(key));

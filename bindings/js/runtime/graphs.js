@@ -2,7 +2,9 @@
 // network looks (receptive-field.js: the planner's context), how much it computes per voxel (graph-cost.js: the
 // planner's time estimate for a speed not measured here) and its operators (execution-provider.js: which execution
 // provider runs it). The caller's thread reads no graph: plan(), invert(), pipeline() and receptiveField() post the
-// weights and every planning step that needs the graph asks this module.
+// weights (plan() their sha256 alone once the runtime has read them) and every planning step that needs the graph
+// asks this module.
+import { TesseraError } from '../errors.js';
 import { sha256Hex } from '../model-loader.js';
 import { readOnnxGraph } from '../onnx-graph.js';
 import { graphReceptiveField } from '../receptive-field.js';
@@ -75,6 +77,20 @@ export function graphOf(sha, bytes) {
     kept.delete(oldest);
   }
   return facts;
+}
+
+/** The kept facts of the weights with this sha256 (graphOf's), or undefined when they are not kept. */
+export function keptGraph(sha) {
+  return kept.get(sha);
+}
+
+/**
+ * The refusal of a request that named its weights by sha256 alone (plan() posts no bytes the runtime has already
+ * read) when what it needs of them is no longer kept here: the caller posts the request again with the bytes.
+ * what: what was not kept, for the message.
+ */
+export function weightsNeeded(what) {
+  return new TesseraError(`${what} of these weights is not kept by the runtime: post the request with the weights' bytes`, 'WeightsNeeded');
 }
 
 /** graphOf of the weights bytes, hashed here first. Precondition: bytes is a Uint8Array of ONNX bytes. */

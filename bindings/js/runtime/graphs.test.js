@@ -73,6 +73,37 @@ test('the caller\'s thread reads no graph: plan(), invert() and receptiveField()
   assert.equal(graphReads() - caller, 0);
 });
 
+test('plan() posts the weights\' bytes only while the runtime does not keep what it needs of them (their sha256 otherwise)', async () => {
+  const geometry = { dims: [24, 20, 16], voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
+  const { mask } = await t.phantom({ geometry });
+  const spec = { divisor: 1, bytesPerVoxel: 1100 };
+  const posted = []; // per plan message: whether it carried weights' bytes
+  const post = t._worker.postMessage.bind(t._worker);
+  t._worker.postMessage = (m, transfer) => {
+    if (m?.method === 'plan') posted.push(m.args.weights !== undefined);
+    return post(m, transfer);
+  };
+  try {
+    const first = convStack({ layers: 4, seed: 35 });
+    const a = await t.plan({ geometry, mask, spec, weights: first, tile: { core: 8, halo: 4 } });
+    assert.deepEqual(posted, [false, true], 'new weights: by sha256, refused, then with the bytes');
+    const b = await t.plan({ geometry, mask, spec, weights: first, tile: { core: 8, halo: 4 } });
+    assert.deepEqual(posted.slice(2), [false], 'kept: by sha256 alone');
+    const { id: idA, ...planA } = a;
+    const { id: idB, ...planB } = b;
+    assert.deepEqual(planB, planA);
+    assert.equal(planA.context.radius, 4);
+    // More networks than the runtime keeps graphs of: the first one's graph is dropped, and its bytes go again.
+    for (let seed = 0; seed < KEPT_GRAPHS; seed++) await t.plan({ geometry, mask, spec, weights: convStack({ layers: 1, seed: 100 + seed }), tile: { core: 8, halo: 1 } });
+    posted.length = 0;
+    const { id: idC, ...planC } = await t.plan({ geometry, mask, spec, weights: first, tile: { core: 8, halo: 4 } });
+    assert.deepEqual(posted, [false, true]);
+    assert.deepEqual(planC, planA);
+  } finally {
+    t._worker.postMessage = post;
+  }
+});
+
 test('the pipeline\'s network stage is planned as invert() of its local field: the graph\'s reach, a spec without bytesPerVoxel calibrated', async () => {
   const geometry = { dims: [48, 48, 36], voxelMm: [3, 3, 3], b0Dir: [0, 0, 1] };
   const te = [0.004, 0.008, 0.012];
