@@ -9,12 +9,13 @@ import { sha256Hex } from '../model-loader.js';
 import { readOnnxGraph } from '../onnx-graph.js';
 import { graphReceptiveField } from '../receptive-field.js';
 import { graphCost } from '../graph-cost.js';
-import { graphOperators } from '../execution-provider.js';
+import { graphOperators, prepareModel } from '../execution-provider.js';
 
 /** Networks whose graph facts are kept at once (a new one drops the oldest). */
 export const KEPT_GRAPHS = 16;
 
 const kept = new Map(); // sha256 → facts, oldest first
+let rewritten = null; // {key, prepared}: the last rewrite of a graph the pools loaded (one network's bytes at most)
 const shas = new WeakMap(); // bytes → Promise<sha256>: one hash per buffer this worker holds
 
 /** The weights' bytes as a Uint8Array over the same memory. Precondition: w is a Uint8Array, a view or an ArrayBuffer. */
@@ -111,4 +112,20 @@ export function graphContext(facts) {
 /** The multiply-accumulates per voxel from the graph (C++ kSecondsPerMac), undefined when unknown or 0. */
 export function graphMacs(facts) {
   return facts.cost.value?.macsPerVoxel || undefined;
+}
+
+/**
+ * The model a pool's workers load and the provider they run on (execution-provider.js prepareModel) for these weights,
+ * the operators taken from the kept graph; a rewritten graph (for WebGPU, or on wasm the operators wasmRewriteOps
+ * names) is kept for the next pool of the same weights and choice (the last one only: it is a copy of the network).
+ * Precondition: bytes is a Uint8Array of ONNX bytes; preference, platform and wasmRewriteOps as prepareModel takes them.
+ */
+export async function preparedModel(bytes, { preference, platform, wasmRewriteOps }) {
+  const sha = await weightsSha(bytes);
+  const key = JSON.stringify([sha, preference, platform, wasmRewriteOps ?? []]);
+  if (rewritten?.key === key) return rewritten.prepared;
+  const ops = preference.some((p) => p !== 'wasm') ? graphOf(sha, bytes).ops.value ?? null : undefined;
+  const prepared = prepareModel({ model: bytes, preference, platform, wasmRewriteOps, ops });
+  if (prepared.bytes !== bytes) rewritten = { key, prepared }; // the model's own bytes are the request's: not kept
+  return prepared;
 }

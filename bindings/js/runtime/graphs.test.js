@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTessera } from '../index.js';
 import { graphReads } from '../onnx-graph.js';
-import { graphOfBytes, graphContext, graphMacs, KEPT_GRAPHS } from './graphs.js';
+import { graphOfBytes, graphContext, graphMacs, preparedModel, KEPT_GRAPHS } from './graphs.js';
 import { rt } from './context.js';
 import { startPools, stopPools } from './sessions.js';
 import { convStack, unet } from '../../../tests/js/networks.js';
@@ -49,6 +49,20 @@ test('graphs.js: one read per sha256 whatever buffer holds the bytes; the facts 
     await stopPools(pools);
   }
   assert.ok(KEPT_GRAPHS >= 2);
+  // A graph rewritten for the pools (the registry's ConvTranspose rewrite on wasm) is rewritten once for the same
+  // weights and choice.
+  const net = unet({ base: 2, seed: 36 });
+  const choice = { preference: ['wasm'], platform: { node: true, webgpu: false, webnn: false }, wasmRewriteOps: ['ConvTranspose'] };
+  const once = await preparedModel(net, choice);
+  assert.ok(once.bytes !== net && once.selection.graphRewrite.every((r) => r.op === 'ConvTranspose') && once.selection.graphRewrite.length > 0);
+  assert.strictEqual(await preparedModel(new Uint8Array(net), choice), once, 'the same bytes and choice: the kept rewrite');
+  const plain = await preparedModel(net, { ...choice, wasmRewriteOps: undefined });
+  assert.strictEqual(plain.bytes, net, 'nothing to rewrite: the model\'s own bytes');
+  assert.strictEqual(await preparedModel(net, choice), once, 'a model not rewritten leaves the kept rewrite');
+  await preparedModel(unet({ base: 2, seed: 37 }), choice);
+  const remade = await preparedModel(net, choice);
+  assert.notStrictEqual(remade, once, 'one rewrite kept: the last one made');
+  assert.deepEqual(remade.bytes, once.bytes);
 });
 
 test('the caller\'s thread reads no graph: plan(), invert() and receptiveField() leave it to the driver, which reads each weights once', async () => {

@@ -53,8 +53,8 @@ export class WorkerPool extends OrtWorkers {
    *   (execution-provider.js), wasm when none; a worker whose session fails on it falls back to wasm
    * @param {{node: boolean, webgpu: boolean, webnn: boolean}} [o.platform] what the platform offers (default: detected
    *   here, platformProviders())
-   * @param {object[]|null} [o.ops] the network's operators as graphOperators(model) gives them (null: the graph is
-   *   unreadable), for the provider's choice (default: read from the model when a provider other than wasm is asked for)
+   * @param {{bytes: Uint8Array, selection: object}} [o.prepared] what prepareModel (execution-provider.js) gives for
+   *   model, o.executionProviders, o.platform and o.wasmRewriteOps, made by the caller (default: made here)
    * @param {string[]} [o.wasmRewriteOps] operators the workers run rewritten (webgpu-graph.js) when the pool runs on
    *   wasm: the registry's measured choice (['ConvTranspose'] for a wasmConvTransposeRewrite network), none by default
    * @param {string} [o.ortGpuModuleUrl] URL of an onnxruntime-web build with WebGPU/WebNN (ort.webgpu.min.mjs,
