@@ -174,9 +174,10 @@ export function selectExecutionProvider({ preference, platform, ops }) {
  * graph applies no operator rule (the workers' sessions then say what is wrong with the file).
  * Precondition: platform is {node, webgpu, webnn} as platformProviders returns it (a bad preference: checkPreference's
  * TypeError).
- * @param {{model: Uint8Array|ArrayBuffer, preference: string[], platform: {node: boolean, webgpu: boolean, webnn: boolean}, wasmRewriteOps?: string[]}} a
+ * Precondition: ops, when given, is graphOperators(model) (null: the graph is unreadable); read here when absent.
+ * @param {{model: Uint8Array|ArrayBuffer, preference: string[], platform: {node: boolean, webgpu: boolean, webnn: boolean}, wasmRewriteOps?: string[], ops?: object[]|null}} a
  */
-export function prepareModel({ model, preference, platform, wasmRewriteOps }) {
+export function prepareModel({ model, preference, platform, wasmRewriteOps, ops: known }) {
   const bytes = model instanceof Uint8Array ? model : new Uint8Array(model);
   const opsOf = (b) => {
     try {
@@ -185,7 +186,7 @@ export function prepareModel({ model, preference, platform, wasmRewriteOps }) {
       return null;
     }
   };
-  const ops = checkPreference(preference).some((p) => p !== 'wasm') ? opsOf(bytes) : null;
+  const ops = checkPreference(preference).some((p) => p !== 'wasm') ? (known !== undefined ? known : opsOf(bytes)) : null;
   const selection = selectExecutionProvider({ preference, platform, ops });
   const onWasm = () => {
     if (selection.provider !== 'wasm' || !wasmRewriteOps?.length) return { bytes, selection };

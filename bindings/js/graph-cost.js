@@ -9,15 +9,16 @@ const POOL = new Set(['MaxPool', 'AveragePool', 'LpPool']);
 const product = (list) => list.reduce((a, b) => a * b, 1);
 
 /**
- * The multiply-accumulates per input voxel of a network's convolutions and transposed convolutions (bytes: ONNX).
+ * The multiply-accumulates per input voxel of a network's convolutions and transposed convolutions (bytesOrGraph: ONNX
+ * bytes, or a graph readOnnxGraph returned).
  * Each tensor carries how many input voxels one of its voxels stands for (the strides' product, divided by the
  * transposed convolutions' and resizes'); a convolution costs output channels · input channels per group · kernel
  * voxels per output voxel. Returns {macsPerVoxel, convolutions (the layers counted), unscaled (operations whose change
  * of scale was not followed: the layers after them are counted at the scale before)}.
  * Throws an Error naming what is wrong when the bytes are not an ONNX model.
  */
-export function graphCost(bytes) {
-  const graph = readOnnxGraph(bytes);
+export function graphCost(bytesOrGraph) {
+  const graph = bytesOrGraph?.nodes ? bytesOrGraph : readOnnxGraph(bytesOrGraph);
   if (!graph.inputs.length) throw new Error('the ONNX graph has no data input');
   const scale = new Map([[graph.inputs[0], 1]]);
   let macs = 0;

@@ -1,13 +1,12 @@
 // tessera-qsm: QSM from a scanner's phase or field map to a susceptibility map, with classical methods or tiled deep
 // networks, in the browser and in node.
 // The friendly API. Every call goes to a dedicated driver worker that holds the C++ core (wasm) and the
-// ONNX Runtime worker pools, so the caller's thread (a page's main thread) never does heavy work.
+// ONNX Runtime worker pools, so the caller's thread (a page's main thread) never does heavy work: it reads no ONNX
+// graph either (the driver reads a network's graph once per weights sha256, runtime/graphs.js).
 import { createWorker, isNode } from './platform.js';
 import { TesseraError, errorFromMessage } from './errors.js';
 import { loadModel, sha256Hex } from './model-loader.js';
 import { geometryOf, makeVolume } from './io/volume.js';
-import { graphReceptiveField } from './receptive-field.js';
-import { graphCost } from './graph-cost.js';
 import { checkPreference } from './execution-provider.js';
 import { NETWORK_KEYS, METHOD_KEYS, PIPELINE_KEYS, methodNamesOf, unknownKeysMessage } from './request.js';
 import { commandRequest, pipelineArgs, commandLine, methodsMarkdown } from './methods-text.js';
@@ -57,46 +56,6 @@ function unwrapVolumes(args) {
     out[k] = k !== 'mask' && !(v.data instanceof Float32Array) ? Float32Array.from(v.data) : v.data;
   }
   return out;
-}
-
-/**
- * How far the network looks, for the planner, when the request does not say: the theoretical receptive radius of
- * the weights' own ONNX graph ({radius}); undefined when there are no weights, the request gives a context or a
- * spec.receptiveRadius, or the graph cannot be followed (the planner then uses the registry's radius or assumes one,
- * and says so).
- */
-function contextOf(args) {
-  if (args.context !== undefined && args.context !== null) return args.context;
-  if (args.spec?.receptiveRadius !== undefined) return undefined;
-  const w = graphBytes(args);
-  if (!w) return undefined;
-  try {
-    const rf = graphReceptiveField(w);
-    return rf.global ? undefined : { radius: Math.max(1, rf.radiusMax) };
-  } catch {
-    return undefined; // not a graph we can follow: the run itself reports what is wrong with the file
-  }
-}
-
-/**
- * How much the network computes, for the time estimate of a field network whose speed was not measured here (C++
- * kSecondsPerMac): the multiply-accumulates per voxel of the weights' own ONNX graph (graph-cost.js); undefined when
- * there are no weights or no graph to read.
- */
-function graphMacsOf(args) {
-  const w = graphBytes(args);
-  if (!w) return undefined;
-  try {
-    return graphCost(w).macsPerVoxel || undefined;
-  } catch {
-    return undefined; // as in contextOf
-  }
-}
-
-/** The request's (first) weights as a Uint8Array over the same bytes, or undefined. */
-function graphBytes(args) {
-  const w = firstWeights(args.weights);
-  return w && (w instanceof Uint8Array ? w : new Uint8Array(w.buffer ?? w, w.byteOffset ?? 0, w.byteLength));
 }
 
 /** An executionProviders option checked (TesseraError InvalidArgument naming the problem), or undefined. */
@@ -203,7 +162,6 @@ function firstWeights(weights) {
 export class Tessera {
   /** Use createTessera(). */
   constructor(o = {}) {
-    this._calibrations = new WeakMap(); // weights bytes → Map(divisor|model → Promise<calibration>)
     this._next = 1;
     this._pending = new Map();
     this._dead = null;
@@ -299,18 +257,24 @@ export class Tessera {
       const { geometry, mask, method, magnitude } = r;
       return frozen(await this._call('plan', { geometry, mask, method, magnitude: magnitude ? true : undefined, ...(await this._methodOptions(r)) }));
     }
-    const { geometry, mask, field, fieldUnits, model, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, phaseSign, quality, verify, b0Align, crop, cropMargin } = r;
-    const context = contextOf(r);
-    const graphMacsPerVoxel = graphMacsOf(r);
-    const { spec, calibration } = await this._costed(r);
-    const args = { geometry, mask, field, fieldUnits, model, spec, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, phaseSign, quality, context, graphMacsPerVoxel, verify, calibration, b0Align, crop, cropMargin };
-    // A speed to measure on the threads this plan would give each worker: the plan without it first, then the same
-    // request (held, not read again) planned with it.
-    let draft = null;
-    const speed = await this._speedOf(r, async () => (draft = await this._call('plan', args)));
-    const warmKey = await this._warmKeyOf(r.weights);
-    if (draft) return frozen(await this._call('plan', { geometry, mask, field, replan: draft.id, speed, warmKey }));
-    return frozen(await this._call('plan', { ...args, speed, warmKey }));
+    // A network's: the driver reads the weights' graph (reach, work per voxel), calibrates a spec without bytesPerVoxel
+    // and measures the speed when asked (measureSpeed: true), as for invert() (runtime/network-plan.js). The weights
+    // go by their sha256 alone while the runtime keeps what it needs of them (a plan per settings change copies no
+    // network); when it does not, it says so (WeightsNeeded) and they go again with their bytes.
+    const { geometry, mask, field, fieldUnits, model, spec, weights, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, phaseSign, quality, context, verify, speed, measureSpeed, b0Align, crop, cropMargin, signal } = r;
+    const args = { geometry, mask, field, fieldUnits, model, spec, weights, tile, whole, workers, threadsPerWorker, te, b0, erodeRadius, phaseSign, quality, context, verify, speed, measureSpeed, b0Align, crop, cropMargin };
+    const files = (Array.isArray(weights) ? weights : [weights]).filter((w) => w?.byteLength > 0);
+    // A speed to measure needs the bytes (the probe runs them); no WebCrypto here (an insecure context): the bytes go.
+    const byBytes = !files.length || (measureSpeed && speed === undefined);
+    const weightsSha = byBytes ? null : await Promise.all(files.map((w) => this._sha(w))).catch(() => null);
+    if (weightsSha) {
+      try {
+        return frozen(await this._call('plan', { ...args, weights: undefined, weightsSha }, { signal }));
+      } catch (e) {
+        if (e?.code !== 'WeightsNeeded') throw e;
+      }
+    }
+    return frozen(await this._call('plan', args, { signal }));
   }
 
   /**
@@ -318,7 +282,7 @@ export class Tessera {
    * Runtime worker creates its session and runs one patch; its wasm heap is read after the session and after the
    * patch, and the C++ core fits the safe line heap = fixedBytes + bytesPerVoxel · edge³ (every measured heap under it,
    * raised for Emscripten's growth steps). Takes seconds. A spec without bytesPerVoxel is calibrated this way by
-   * plan() and invert() when weights are given (once per weights array).
+   * plan(), invert() and pipeline() when weights are given (kept by the runtime per weights sha256, network and threads).
    * weights: ONNX bytes; spec (its divisor) or model (a registry id: divisor, input channels and roles).
    * @returns {Promise<{fixedBytes: number, bytesPerVoxel: number, points: object[], seconds: number, fit: object,
    *   threads: number, divisor: number}>}
@@ -326,26 +290,9 @@ export class Tessera {
   calibrate({ weights, spec, model, threadsPerWorker, signal, onProgress } = {}) {
     const w = firstWeights(weights);
     if (!w) return Promise.reject(new TesseraError('calibrate needs the network\'s weights (ONNX bytes)', 'InvalidArgument'));
-    const key = `${model ?? ''}|${spec?.divisor ?? ''}|${threadsPerWorker ?? ''}`;
-    let byKey = this._calibrations.get(w);
-    if (!byKey) this._calibrations.set(w, (byKey = new Map()));
-    if (!signal && !onProgress && byKey.has(key)) return byKey.get(key);
-    const p = this._call('calibrate', { weights: w, spec, model, threadsPerWorker }, { signal, onProgress });
-    byKey.set(key, p);
-    p.catch(() => byKey.delete(key)); // a failed or cancelled calibration is not remembered
-    return p;
-  }
-
-  /**
-   * The spec a request plans with: a spec without bytesPerVoxel is calibrated from the request's weights (its figures
-   * filled in, the calibration returned for plan.cost).
-   */
-  async _costed(r) {
-    const spec = r.spec;
-    if (!spec || typeof spec !== 'object' || spec.bytesPerVoxel !== undefined || r.model) return { spec };
-    const calibration = firstWeights(r.weights) ? await this.calibrate({ weights: r.weights, spec }) : undefined;
-    if (!calibration) return { spec };
-    return { spec: { ...spec, fixedBytes: calibration.fixedBytes, bytesPerVoxel: calibration.bytesPerVoxel }, calibration };
+    // Kept by the runtime per weights sha256, model or divisor, and threads; a call watching its progress or able to
+    // cancel it measures again.
+    return this._call('calibrate', { weights: w, spec, model, threadsPerWorker, fresh: !!(signal || onProgress) }, { signal, onProgress });
   }
 
   /**
@@ -364,16 +311,8 @@ export class Tessera {
     const w = Array.isArray(weights) ? weights[0] : weights;
     if (!w || !(w.byteLength > 0)) throw new TesseraError('measureSpeed needs the network\'s weights (ONNX bytes)', 'InvalidArgument');
     if (!Number.isInteger(threads) || threads < 1) throw new TesseraError(`measureSpeed: threads must be a whole number >= 1, got ${threads}`, 'InvalidArgument');
-    const bytes = w instanceof Uint8Array ? w : new Uint8Array(w.buffer ?? w, w.byteOffset ?? 0, w.byteLength);
-    const sha = await this._sha(bytes);
-    const key = `${sha}:${threads}`;
-    this._speeds ??= new Map();
-    if (!this._speeds.has(key)) {
-      const measured = this._call('measureSpeed', { weights: bytes, model, spec, threads, repeats, runVoxels, warmKey: sha }, { signal, onProgress });
-      this._speeds.set(key, measured);
-      measured.catch(() => this._speeds.delete(key)); // a failed or cancelled probe is not kept
-    }
-    return this._speeds.get(key);
+    // Kept by the runtime per weights sha256 and threads (runtime/probes.js).
+    return this._call('measureSpeed', { weights: w, model, spec, threads, repeats, runVoxels }, { signal, onProgress });
   }
 
   /** Gives back the worker a speed probe kept for the next run (measureSpeed), if any. */
@@ -381,32 +320,16 @@ export class Tessera {
     return this._call('release');
   }
 
-  /** sha256 of weights bytes, once per buffer. */
+  /** sha256 of weights bytes (a Uint8Array, another view or an ArrayBuffer), once per buffer. */
   async _sha(bytes) {
     this._shas ??= new WeakMap();
-    if (!this._shas.has(bytes)) this._shas.set(bytes, sha256Hex(bytes));
+    if (!this._shas.has(bytes)) {
+      const view = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes.buffer ?? bytes, bytes.byteOffset ?? 0, bytes.byteLength);
+      const sha = sha256Hex(view);
+      this._shas.set(bytes, sha);
+      sha.catch(() => this._shas.delete(bytes));
+    }
     return this._shas.get(bytes);
-  }
-
-  /** The key of a warm probe worker these weights could run in (one network file, once a speed was measured). */
-  async _warmKeyOf(weights) {
-    if (!this._speeds?.size || (Array.isArray(weights) && weights.length !== 1)) return undefined;
-    const w = firstWeights(weights);
-    return w instanceof Uint8Array ? this._sha(w) : undefined;
-  }
-
-  /**
-   * The request's speed: its own, else measured when it asks (measureSpeed: true) and gives weights, else none. The
-   * probe is sized to the run its plan without a speed would make (draft(): its voxelsRun) and runs on the threads per
-   * worker the request gives, else on those that plan gives each worker, so that the run can take the probe's worker.
-   */
-  async _speedOf(r, draft) {
-    if (r.speed !== undefined) return r.speed;
-    if (!r.measureSpeed) return undefined;
-    if (!r.weights) throw new TesseraError('measureSpeed: true needs the network\'s weights (the probe runs them)', 'InvalidArgument');
-    const planned = await draft();
-    const threads = Number.isInteger(r.threadsPerWorker) ? r.threadsPerWorker : planned.threadsPerWorker || 1;
-    return this.measureSpeed({ weights: r.weights, model: r.model, spec: r.spec, threads, runVoxels: planned.voxelsRun || undefined, signal: r.signal });
   }
 
   /**
@@ -493,21 +416,14 @@ export class Tessera {
     } catch (e) {
       return Promise.reject(e);
     }
-    const { measureSpeed, plan, verifyWeights, ...rest } = unwrapped;
+    const { plan, verifyWeights, ...rest } = unwrapped;
     if (verifyWeights !== undefined && typeof verifyWeights !== 'boolean') {
       throw new TesseraError(`verifyWeights must be true or false, got ${JSON.stringify(verifyWeights)}`, 'InvalidArgument');
     }
-    const warmKey = async () => this._warmKeyOf(rest.weights);
     const recorded = (p) => p.then((out) => this._recordWeights(out, rest, verifyWeights));
-    // A plan handed back: the held plan runs (its cost, reach and speed were settled when it was made).
-    if (plan !== undefined && plan !== null) return recorded(this._call('invert', { ...rest, plan: handedBack(plan), warmKey: await warmKey() }, { onProgress, signal }));
-    // A speed to measure first: plan() measures it and plans once with it; that plan, made from this request, runs.
-    if (measureSpeed && rest.speed === undefined) {
-      const own = await this.plan({ ...args, signal });
-      return recorded(this._call('invert', { ...rest, plan: handedBack(own), ownPlan: true, warmKey: await warmKey() }, { onProgress, signal }));
-    }
-    const { spec, calibration } = await this._costed(rest);
-    return recorded(this._call('invert', { ...rest, context: contextOf(rest), graphMacsPerVoxel: graphMacsOf(rest), spec, calibration, warmKey: await warmKey() }, { onProgress, signal }));
+    // A plan handed back runs as held (its cost, reach and speed were settled when it was made); else the driver plans
+    // the request as plan() does (runtime/network-plan.js).
+    return recorded(this._call('invert', { ...rest, plan: handedBack(plan) }, { onProgress, signal }));
   }
 
   /**
@@ -571,14 +487,8 @@ export class Tessera {
   receptiveField({ weights, model, spec, probe = false, epsilon, maxEdge, signal, onProgress } = {}) {
     const w = Array.isArray(weights) ? weights[0] : weights;
     if (!w || !(w.byteLength > 0)) return Promise.reject(new TesseraError('receptiveField needs the network\'s weights (ONNX bytes)', 'InvalidArgument'));
-    let graph;
-    try {
-      graph = graphReceptiveField(w);
-    } catch (e) {
-      return Promise.reject(new TesseraError(`cannot read the network's graph: ${e.message}`, 'ModelLoadFailed'));
-    }
-    if (!probe) return Promise.resolve({ graph });
-    return this._call('probe', { weights: w, model, spec, graph, epsilon, maxEdge }, { signal, onProgress });
+    // The driver reads the graph (once per weights sha256) and runs the probe.
+    return this._call('receptiveField', { weights: w, model, spec, probe, epsilon, maxEdge }, { signal, onProgress });
   }
 
   /**

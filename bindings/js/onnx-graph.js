@@ -190,12 +190,21 @@ export function modelFields(b) {
   return { fields, graph };
 }
 
+/** Graphs readOnnxGraph has read in this thread (the runtime's counters; tests check that the caller's thread reads none). */
+let reads = 0;
+
+/** How many graphs readOnnxGraph has read in this thread (this module instance). */
+export function graphReads() {
+  return reads;
+}
+
 /**
  * The graph of ONNX model bytes: {nodes, initializers: Map name → parseTensor's tensor, inputs (names that are not
  * initializers), outputs}. Throws an Error naming what is wrong when the bytes are not an ONNX model.
  * @param {Uint8Array|ArrayBuffer} bytes
  */
 export function readOnnxGraph(bytes) {
+  reads++;
   const b = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
   const { graph } = modelFields(b);
   const nodes = [];

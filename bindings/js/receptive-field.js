@@ -69,13 +69,15 @@ function padsBegin(n, kernel, dilations) {
 }
 
 /**
- * The theoretical receptive field of an ONNX network (bytes): per spatial axis, how many input voxels below and above
- * an output voxel it depends on. Returns {radius: [x, y, z] (the larger side per axis), below, above, radiusMax,
- * global (an operation mixes the whole extent, so no finite radius holds), unknownOps: [op names it could not
- * follow], ops: {op: count}}. The network's first input is the one followed; its tensors are [N, C, X, Y, Z].
+ * The theoretical receptive field of an ONNX network (bytes, or a graph readOnnxGraph returned): per spatial axis, how
+ * many input voxels below and above an output voxel it depends on. Returns {radius: [x, y, z] (the larger side per
+ * axis), below, above, radiusMax, global (an operation mixes the whole extent, so no finite radius holds), unknownOps:
+ * [op names it could not follow], ops: {op: count}}. The network's first input is the one followed; its tensors are
+ * [N, C, X, Y, Z].
+ * @param {Uint8Array|ArrayBuffer|object} bytesOrGraph
  */
-export function graphReceptiveField(bytes) {
-  const graph = readOnnxGraph(bytes);
+export function graphReceptiveField(bytesOrGraph) {
+  const graph = bytesOrGraph?.nodes ? bytesOrGraph : readOnnxGraph(bytesOrGraph);
   if (!graph.inputs.length) throw new Error('the ONNX graph has no data input');
   const win = new Map([[graph.inputs[0], identityWindow()]]);
   const ops = {};

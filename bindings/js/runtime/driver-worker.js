@@ -1,9 +1,10 @@
 // The dedicated driver worker: holds the Tessera wasm module (the C++ core plans, and its runs gather and scatter
 // patches and compute between network calls, step by step on this thread) and the ONNX Runtime worker pools that run
 // the networks. The page or the node main thread talks to it through index.js; nothing heavy ever runs on the
-// caller's thread. This file routes the messages; the work is in runtime/: the requests (requests.js), the plans it
-// holds (plans.js), the runs (runs.js), the pools and the session cache (sessions.js), the self-check (verify.js), calibration
-// (calibration.js) and the probes (probes.js).
+// caller's thread. This file routes the messages; the work is in runtime/: the requests (requests.js), a network
+// request's planning (network-plan.js) and its graph, read here once per weights sha256 (graphs.js), the plans it
+// holds (plans.js), the runs (runs.js), the pools and the session cache (sessions.js), the self-check (verify.js),
+// calibration (calibration.js) and the probes (probes.js).
 import { workerPort } from '../platform.js';
 import { loadTesseraModule } from '../module.js';
 import { TesseraError, errorToMessage } from '../errors.js';
@@ -11,9 +12,12 @@ import { rt, call, hardwareThreads } from './context.js';
 import { toMask, voxels, planOf, requestOf, pipelineRequestOf } from './requests.js';
 import { holdPlan } from './plans.js';
 import { invert, runPipeline, runContrast } from './runs.js';
-import { calibrate } from './calibration.js';
-import { probeContext, measureSpeed } from './probes.js';
+import { calibrated } from './calibration.js';
+import { probeContext, measureSpeed, forgetSpeeds } from './probes.js';
 import { dropSessions, keptWorkers } from './sessions.js';
+import { planNetwork } from './network-plan.js';
+import { firstWeights, graphOfBytes } from './graphs.js';
+import { graphReads } from '../onnx-graph.js';
 
 rt.port = workerPort();
 
@@ -48,13 +52,18 @@ const methods = {
     const n = voxels(a.geometry);
     return call(() => rt.M.score(a.geometry, a.chi, a.reference, n ? toMask(a.mask, n) : a.mask, hardwareThreads()));
   },
-  // plan(): the request read once and planned in C++; the plan is held, its view returned with its id.
-  plan(a) {
-    const { handle, view } = planOf(a, a.pipeline ? pipelineRequestOf(a) : requestOf(a));
+  // plan(): the request read once and planned in C++ (a network's settled first, as invert() settles it); the plan is
+  // held, its view returned with its id.
+  async plan(a, id) {
+    const network = !a.pipeline && (a.method === undefined || a.method === null);
+    const { handle, view } = network ? await planNetwork(a, id) : planOf(a, a.pipeline ? pipelineRequestOf(a) : requestOf(a));
     return holdPlan(handle, view);
   },
-  // The runtime's own counters (requests C++ has read): internal, not part of the package's API.
-  counters: () => ({ requestParses: rt.M.requestParses() }),
+  // The runtime's own counters (requests C++ has read, ONNX graphs read in this worker): internal, not part of the
+  // package's API.
+  counters: () => ({ requestParses: rt.M.requestParses(), graphReads: graphReads() }),
+  // Forgets the kept speed measurements (internal: tests measure again to have a worker kept).
+  forgetSpeeds,
   pipeline: runPipeline,
   // SWI and minIP from wrapped phase, R2* and T2* from the magnitude (C++ ContrastRun on the step engine).
   swi: (a, id) => runContrast('swi', a, id),
@@ -64,7 +73,8 @@ const methods = {
     const p = call(() => rt.M.phantomScan(a.geometry, { seed: a.seed ?? 1, te: a.te, b0: a.b0, snr: a.snr ?? 0 }));
     return { value: p, transfer: Object.values(p).filter((v) => ArrayBuffer.isView(v)).map((v) => v.buffer) };
   },
-  calibrate,
+  // calibrate(): kept per weights sha256 and network (a.fresh: measured again), its points posted as progress.
+  calibrate: (a, id) => calibrated(a, id, { progress: true }),
   // A field resampled to its B0-aligned grid and back (what a run with b0Align does around its network).
   b0Resample(a) {
     const n = voxels(a.geometry);
@@ -72,7 +82,15 @@ const methods = {
     return { value: r, transfer: [r.field.buffer, r.mask.buffer, r.back.buffer] };
   },
   invert,
-  probe: probeContext,
+  // receptiveField(): the graph's theoretical receptive field (read once per weights sha256); with a.probe the measured one too.
+  async receptiveField(a, id) {
+    const w = firstWeights(a.weights);
+    if (!w) throw new TesseraError('receptiveField needs the network\'s weights (ONNX bytes)', 'InvalidArgument');
+    const { receptiveField } = await graphOfBytes(w);
+    if (receptiveField.error) throw new TesseraError(`cannot read the network's graph: ${receptiveField.error}`, 'ModelLoadFailed');
+    if (!a.probe) return { graph: receptiveField.value };
+    return probeContext({ ...a, weights: w, graph: receptiveField.value }, id);
+  },
   measureSpeed,
 };
 

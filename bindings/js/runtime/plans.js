@@ -47,11 +47,3 @@ export function takePlan(plan) {
   }
   return { handle: call(() => e.handle.clone()), view: e.view };
 }
-
-/** Stops holding plan id (a draft plan() planned again with a measured speed: nothing hands it back). */
-export function releasePlan(id) {
-  const e = held.get(id);
-  if (!e) return;
-  held.delete(id);
-  e.handle.delete();
-}

@@ -61,7 +61,7 @@ export class OrtWorkers {
     this._ortGpuModuleUrl = o.ortGpuModuleUrl;
     // The execution provider, chosen once from the graph (weights skipped); for WebGPU the graph rewritten for it
     // where that lets it run there, on wasm the operators o.wasmRewriteOps names (execution-provider.js prepareModel).
-    const prepared = prepareModel({ model, preference: o.executionProviders ?? ['wasm'], platform: o.platform ?? platformProviders(), wasmRewriteOps: o.wasmRewriteOps });
+    const prepared = o.prepared ?? prepareModel({ model, preference: o.executionProviders ?? ['wasm'], platform: o.platform ?? platformProviders(), wasmRewriteOps: o.wasmRewriteOps });
     this._ep = prepared.selection;
     this.inputBinding = null; // role → input name, as the first ready worker bound them (multi-input networks)
     this._shared = canShareMemory();

@@ -53,6 +53,8 @@ export class WorkerPool extends OrtWorkers {
    *   (execution-provider.js), wasm when none; a worker whose session fails on it falls back to wasm
    * @param {{node: boolean, webgpu: boolean, webnn: boolean}} [o.platform] what the platform offers (default: detected
    *   here, platformProviders())
+   * @param {{bytes: Uint8Array, selection: object}} [o.prepared] what prepareModel (execution-provider.js) gives for
+   *   model, o.executionProviders, o.platform and o.wasmRewriteOps, made by the caller (default: made here)
    * @param {string[]} [o.wasmRewriteOps] operators the workers run rewritten (webgpu-graph.js) when the pool runs on
    *   wasm: the registry's measured choice (['ConvTranspose'] for a wasmConvTransposeRewrite network), none by default
    * @param {string} [o.ortGpuModuleUrl] URL of an onnxruntime-web build with WebGPU/WebNN (ort.webgpu.min.mjs,

@@ -7,6 +7,9 @@ import { probeEdge, contextProfile } from '../receptive-field.js';
 import { rt, call, postProgress, threadsPerWorker } from './context.js';
 import { makeVolume, planOf, requestOf } from './requests.js';
 import { startPools, stopPools, keepSession, sessionIdleMs } from './sessions.js';
+import { firstWeights, weightsSha } from './graphs.js';
+
+const speeds = new Map(); // `${sha256}:${threads}` → Promise<speed>: measureSpeed()'s, kept for the runtime's lifetime
 
 /** What each probe says in its errors. */
 const CONTEXT = {
@@ -112,14 +115,38 @@ export async function probeContext(a, id) {
 }
 
 /**
- * This machine's speed of a network (measureSpeed()): a one-worker pool runs whole phantom patches at two edges
+ * This machine's speed of a network (measureSpeed(), and plan() or invert() with measureSpeed: true) on a.threads
+ * (default 1), kept per (weights sha256, threads) for the runtime's lifetime: the kept one, else measured
+ * (measureSpeedNow) with its pool kept for the run that follows (a.weights' sha256 its key). A failed or cancelled
+ * probe is not kept.
+ */
+export async function measureSpeed(a, id) {
+  const w = firstWeights(a.weights);
+  if (!w) throw new TesseraError('measureSpeed needs the network\'s weights (ONNX bytes)', 'InvalidArgument');
+  const sha = await weightsSha(w);
+  const key = `${sha}:${a.threads ?? 1}`;
+  if (!speeds.has(key)) {
+    const measured = measureSpeedNow({ ...a, weights: w, warmKey: sha }, id);
+    speeds.set(key, measured);
+    measured.catch(() => speeds.get(key) === measured && speeds.delete(key));
+  }
+  return speeds.get(key);
+}
+
+/** Forgets the kept speeds (internal: a test measures again to have a worker kept). */
+export function forgetSpeeds() {
+  speeds.clear();
+}
+
+/**
+ * This machine's speed of a network, measured now: a one-worker pool runs whole phantom patches at two edges
  * (C++'s speedProbeEdges: sized to a run of a.runVoxels patch voxels; else near 32 and 64), after one untimed run of
  * the larger; each edge's fastest of `repeats` runs is its point (default: C++'s leastRounds, and more pairs
  * while the timed runs add up to less than C++'s leastSeconds, up to its rounds; a run's patches too cheap to tell
  * apart: the standard edges, timed leastRounds times at the least). The fit of the points to the planner's model is C++'s (a
  * request's speed). With a.warmKey (the weights' sha256) the pool is kept for the run that follows (sessions.js).
  */
-export async function measureSpeed(a, id) {
+async function measureSpeedNow(a, id) {
   const net = probedNetwork(a, SPEED);
   const { small, large, leastSeconds, rounds, leastRounds } = call(() => rt.M.speedProbeEdges(a.runVoxels ?? 0, net.divisor, net.largestEdge));
   const threads = a.threads ?? 1;

@@ -5,7 +5,6 @@ import { TesseraError } from '../errors.js';
 import { maskFromValues } from '../io/mask-values.js';
 import { NETWORK_OPTIONS } from '../request.js';
 import { rt, call, hardwareThreads } from './context.js';
-import { releasePlan, takePlan } from './plans.js';
 import { sessionHolds } from './sessions.js';
 
 /** A mask as 0/1 bytes (io/mask-values.js' rule): all ones when absent. Precondition: n is the volume's voxel count. */
@@ -68,28 +67,27 @@ export function voxels(geometry) {
  * The plan of a request, made once in C++ (no volume is allocated: the mask crosses, and the field, which C++ reads
  * where a network reads it unmasked, so that a crop box holds every voxel the network sees): {handle (an M.Plan:
  * delete it, or hold it, plans.js), view (plan()'s object, with the network's cost and where it came from: cost)}.
- * a.replan: the id of a held draft plan of this request to plan again with a.speed (the request is not read again;
- * the draft is no longer held after).
  */
 export function planOf(a, request) {
   const n = voxels(a.geometry);
   const mask = n ? toMask(a.mask, n) : undefined;
-  const field = a.field ?? undefined;
-  let handle;
-  let cost;
-  if (a.replan !== undefined) {
-    const base = takePlan({ id: a.replan });
-    try {
-      handle = call(() => base.handle.replan(mask, field, runSpeed(a)));
-    } finally {
-      base.handle.delete();
-      releasePlan(a.replan); // the draft's only use
-    }
-    cost = base.view.cost;
-  } else {
-    handle = call(() => rt.M.plan(a.geometry, mask, request, field));
-    if (request.method === undefined) cost = costOf(a); // a method runs no network: no network cost
-  }
+  const handle = call(() => rt.M.plan(a.geometry, mask, request, a.field ?? undefined));
+  return viewed(handle, request.method === undefined ? costOf(a) : undefined); // a method runs no network: no network cost
+}
+
+/**
+ * A draft plan of this request (planOf's {handle, view}) planned again with a.speed: the request is not read again.
+ * Returns a new {handle, view}; the draft stays the caller's to delete.
+ */
+export function replanOf(draft, a) {
+  const n = voxels(a.geometry);
+  const mask = n ? toMask(a.mask, n) : undefined;
+  const handle = call(() => draft.handle.replan(mask, a.field ?? undefined, runSpeed(a)));
+  return viewed(handle, draft.view.cost);
+}
+
+/** {handle, view} of a new M.Plan, its view with the network's cost when there is one (the handle deleted if the view fails). */
+function viewed(handle, cost) {
   try {
     const view = call(() => handle.view());
     if (cost !== undefined) view.cost = cost;
@@ -102,7 +100,8 @@ export function planOf(a, request) {
 
 /**
  * The memory cost a request plans with and where it came from: {source: 'registry' | 'declared' | 'calibrated' |
- * 'assumed', fixedBytes, bytesPerVoxel, ...}. a.calibration: what index.js measured for a spec without bytesPerVoxel.
+ * 'assumed', fixedBytes, bytesPerVoxel, ...}. a.calibration: what was measured for a spec without bytesPerVoxel
+ * (network-plan.js).
  */
 export function costOf(a) {
   if (a.model) {

@@ -11,22 +11,20 @@ import { takePlan } from './plans.js';
 import { makeVolume, echoesOf, planOf, costOf, requestOf, pipelineRequestOf, toMask } from './requests.js';
 import { startPools, stopPools, takeSession } from './sessions.js';
 import { verifyRun } from './verify.js';
+import { planNetwork, settledNetwork } from './network-plan.js';
 
 /**
  * The plan a run obeys, {handle (delete it after the run), view}: the one handed back (a.plan), checked against this
- * request (C++ reads it once and names what differs) unless index.js made it from this very request (a.ownPlan); else
- * made here.
+ * request (C++ reads it once and names what differs); else made here.
  */
 function runPlan(a, request) {
   if (a.plan === undefined || a.plan === null) return planOf(a, request);
   const taken = takePlan(a.plan);
-  if (!a.ownPlan) {
-    try {
-      call(() => taken.handle.check(a.geometry, request));
-    } catch (e) {
-      taken.handle.delete();
-      throw e;
-    }
+  try {
+    call(() => taken.handle.check(a.geometry, request));
+  } catch (e) {
+    taken.handle.delete();
+    throw e;
   }
   return taken;
 }
@@ -72,7 +70,8 @@ async function invertMethod(a, id, request) {
 
 /**
  * From multi-echo phase (or a total field map: totalField, totalFieldUnits; or a phase difference: phaseDifference, deltaTE) to the local field (and χ with a method): the C++ pipeline on the step engine, every
- * intermediate returned; with a network (model or spec) its inversion of the local field follows (invert()).
+ * intermediate returned; with a network (model or spec) its inversion of the local field follows (invert(): planned
+ * as an invert() request of that local field is, network-plan.js).
  */
 export async function runPipeline(a, id) {
   if ((a.method !== undefined && a.method !== null) && (a.model !== undefined || a.spec !== undefined)) {
@@ -136,13 +135,19 @@ export async function runPipeline(a, id) {
   return { value, transfer };
 }
 
+/** A plan handed back to a network run ({handle, view} of runPlan) with the request settled (its warmKey). */
+async function heldPlan(a, id) {
+  const settled = await settledNetwork(a, id);
+  return { ...runPlan(settled, requestOf(settled)), settled };
+}
+
 /**
  * invert(): a network (model or spec) on a field or on wrapped phase, or a classical method (invertMethod), under the
- * request's plan (held: handed back from plan(), or made here). Returns {value: {chi, report, quantity}, transfer}.
+ * request's plan (held: handed back from plan(); else made here as plan() makes it, network-plan.js). Returns
+ * {value: {chi, report, quantity}, transfer}.
  */
 export async function invert(a, id) {
-  const request = requestOf(a);
-  if (request.method !== undefined) return invertMethod(a, id, request);
+  if (a.method !== undefined && a.method !== null) return invertMethod(a, id, requestOf(a));
   const weights = Array.isArray(a.weights) ? a.weights : [a.weights];
   const spec = a.model ? call(() => rt.M.model(a.model)) : null;
   const phase = !!spec?.inputs.includes('phase'); // the registry says what a network takes
@@ -152,8 +157,9 @@ export async function invert(a, id) {
   if (!phase && (a.phase !== undefined || a.magnitude !== undefined)) {
     throw new TesseraError(`phase and magnitude are inputs of the phase networks (${phaseNetworkWords()}); give this model a field`, 'InvalidArgument');
   }
-  // One plan per run: the caller's (from plan(), handed back) or made here; the run obeys exactly it.
-  const { handle, view: plan } = runPlan(a, request);
+  // One plan per run: the caller's (from plan(), handed back) or made here as plan() makes it; the run obeys exactly it.
+  // settled: the request with its weights' sha256 (warmKey) and what it was planned with.
+  const { handle, view: plan, settled } = a.plan !== undefined && a.plan !== null ? await heldPlan(a, id) : await planNetwork(a, id);
   const moduleHeapBefore = rt.M.heapBytes(); // the module heap never shrinks: what this run added is judged
   let volume;
   try {
@@ -195,7 +201,7 @@ export async function invert(a, id) {
   try {
     const threadsPerWorker = plan.threadsPerWorker; // every plan states its threads (C++ fills the schema's default)
     const k = Math.max(1, plan.tilesInFlight);
-    const adopted = await takeSession(a.warmKey, { weights, k, threadsPerWorker, inputNames: a.inputNames, executionProviders: a.executionProviders, bytesPerTile: plan.bytesPerTile });
+    const adopted = await takeSession(settled.warmKey, { weights, k, threadsPerWorker, inputNames: a.inputNames, executionProviders: a.executionProviders, bytesPerTile: plan.bytesPerTile });
     pools = adopted ? [adopted] : await startPools(weights, { k, threadsPerWorker, spec, inputNames: a.inputNames, executionProviders: a.executionProviders });
     await Promise.all(pools.map((p) => p.ready()));
     warmStart = !!adopted;
@@ -224,7 +230,7 @@ export async function invert(a, id) {
       workerHeapVsPlan: check.workerHeapVsPlan,
       moduleHeapVsPlan: check.moduleHeapVsPlan,
       measuredBytesPerVoxel: check.measuredBytesPerVoxel,
-      cost: plan.cost ?? costOf(a),
+      cost: plan.cost ?? costOf(settled),
       ...(check.warning && { warning: check.warning }),
     };
     report.pool = stats.map((s, i) => ({

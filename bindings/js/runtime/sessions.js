@@ -6,6 +6,8 @@
 // first, and so does warmIdleMs (createTessera, default 5 min) without a run.
 import { WorkerPool } from './pool.js';
 import { rt, heapGuardBytes } from './context.js';
+import { preparedModel, weightsBytes } from './graphs.js';
+import { platformProviders } from '../execution-provider.js';
 
 const DEFAULT_IDLE_MS = 300000;
 
@@ -79,12 +81,21 @@ export async function takeSession(sha, { weights, k, threadsPerWorker, inputName
 }
 
 // The ONNX Runtime worker pools of a run: one per network file, k workers each (after the kept session, if any, is
-// given back: the memory plan counts only the run's own workers).
+// given back: the memory plan counts only the run's own workers). A provider other than wasm is chosen from the
+// network's operators as graphs.js keeps them (the graph read once per weights sha256), and a rewrite of the graph is
+// made once for the pools of the same weights (graphs.js preparedModel).
 export async function startPools(weights, { k, threadsPerWorker, spec, inputNames, executionProviders }) {
   await dropSessions();
   const { options } = rt;
+  const preference = executionProviders ?? options.executionProviders ?? ['wasm'];
+  const wasmRewriteOps = spec?.wasmConvTransposeRewrite ? ['ConvTranspose'] : undefined; // the registry's measured choice
+  const prepared = [];
+  for (const model of weights) {
+    const byGraph = wasmRewriteOps || preference.some((p) => p !== 'wasm');
+    prepared.push(byGraph ? await preparedModel(weightsBytes(model), { preference, platform: platformProviders(), wasmRewriteOps }) : undefined);
+  }
   const pools = weights.map(
-    (model) =>
+    (model, i) =>
       new WorkerPool({
         model,
         workers: k,
@@ -95,10 +106,11 @@ export async function startPools(weights, { k, threadsPerWorker, spec, inputName
         ortWasmPaths: options.ortWasmPaths,
         ortModuleUrl: options.ortModuleUrl,
         inputRoles: spec?.inputs?.length > 1 ? spec.inputs : undefined, // multi-input networks only
-        wasmRewriteOps: spec?.wasmConvTransposeRewrite ? ['ConvTranspose'] : undefined, // the registry's measured choice
+        wasmRewriteOps,
         inputNames,
         workerUrl: options.ortWorkerUrl, // createTessera's replacement ort-worker.js, if any
-        executionProviders: executionProviders ?? options.executionProviders, // chosen per network (execution-provider.js)
+        executionProviders: preference, // chosen per network (execution-provider.js)
+        prepared: prepared[i],
         ortGpuModuleUrl: options.ortGpuModuleUrl,
       }),
   );
