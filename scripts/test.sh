@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # npm test: installs what is missing, builds what is missing, runs every test suite:
-# the GoogleTest suite natively and as wasm32 under node, beside the JavaScript suites.
+# the GoogleTest suite natively (beside the set-up), then the JavaScript suites with the wasm32 GoogleTest beside them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each phase's seconds, so a slow run says where its time went.
@@ -10,13 +10,10 @@ phase "set-up of the native build (apt packages when missing)"
 scripts/bootstrap.sh --native "$@"
 # The native build and its GoogleTest run while the rest is installed (on a fresh machine apt downloads and unpacks for
 # about 1.5 minutes, mostly waiting on the network and the disk); their output is shown when they are done.
-# The JavaScript suites wait for the build (the cohort test runs build/native/tessera_phantom), not for its GoogleTest:
-# that goes on beside them.
 native_log=$(mktemp)
-native_built=$(mktemp -u)
-( scripts/build.sh native && touch "$native_built" && ctest --test-dir build/native -j2 --output-on-failure ) >"$native_log" 2>&1 &
+( scripts/build.sh native && ctest --test-dir build/native -j2 --output-on-failure ) >"$native_log" 2>&1 &
 native_pid=$!
-trap 'kill "$native_pid" 2>/dev/null || true; rm -f "$native_log" "$native_built"' EXIT
+trap 'kill "$native_pid" 2>/dev/null || true; rm -f "$native_log"' EXIT
 # The wasm module (dist/wasm, what the JavaScript suites load) builds beside the rest of the set-up too (chromium,
 # snakemake and the npm packages: mostly downloads and unpacking), once Emscripten is there; the wasm32 GoogleTest
 # binary builds after it, beside the JavaScript suites.
@@ -25,7 +22,7 @@ scripts/bootstrap.sh --wasm "$@"
 wasm_build_log=$(mktemp)
 scripts/build.sh wasm-module >"$wasm_build_log" 2>&1 &
 wasm_build_pid=$!
-trap 'kill "$native_pid" "$wasm_build_pid" 2>/dev/null || true; rm -f "$native_log" "$native_built" "$wasm_build_log"' EXIT
+trap 'kill "$native_pid" "$wasm_build_pid" 2>/dev/null || true; rm -f "$native_log" "$wasm_build_log"' EXIT
 phase "set-up (chromium, snakemake and npm packages when missing), both builds beside it"
 scripts/bootstrap.sh --browser --cohort "$@"
 # Each background job's log is shown when it is done; a failure fails npm test with the log.
@@ -41,18 +38,18 @@ finish() { # name pid log
 }
 phase "build of the wasm module (started after Emscripten's set-up)"
 finish "the wasm module's build" "$wasm_build_pid" "$wasm_build_log"
-phase "native build (started with the set-up; its GoogleTest goes on beside the suites)"
-while [ ! -e "$native_built" ] && kill -0 "$native_pid" 2>/dev/null; do sleep 1; done
-if [ ! -e "$native_built" ]; then finish "the native build" "$native_pid" "$native_log"; fi
+phase "native build and GoogleTest (started with the set-up)"
+finish "the native build or its GoogleTest" "$native_pid" "$native_log"
 
-# The wasm32 GoogleTest binary builds (at the lower priority) and runs, one ctest entry per suite (each boots node), two
+# The wasm32 GoogleTest binary builds and runs, one ctest entry per suite (each boots node), two
 # at a time, beside the JavaScript suites, which leave part of the two cores idle while they wait on Chromium, child
-# processes and workers. The native GoogleTest goes on beside them too; both logs follow the suites.
+# processes and workers. The compile runs at a lower priority (nice: the suites, which it would slow, come first; it
+# takes what they leave idle); the suites and ctest at the normal one (their timeouts assume it).
 phase "GoogleTest, wasm32 under node, built and run beside the JavaScript suites (its log follows them)"
 wasm_log=$(mktemp)
 ( nice -n 10 scripts/build.sh wasm-tests && ctest --test-dir build/wasm -j2 --output-on-failure ) >"$wasm_log" 2>&1 &
 wasm_pid=$!
-trap 'kill "$native_pid" "$wasm_pid" 2>/dev/null || true; rm -f "$native_log" "$native_built" "$wasm_build_log" "$wasm_log"' EXIT
+trap 'kill "$wasm_pid" 2>/dev/null || true; rm -f "$native_log" "$wasm_build_log" "$wasm_log"' EXIT
 
 shopt -s nullglob globstar
 # The longest files first (each takes 0.5-3 minutes), so that none of them is left running alone at the end.
@@ -74,12 +71,8 @@ phase "GoogleTest, wasm32 under node (its build and run): its log"
 wasm_rc=0
 wait "$wasm_pid" || wasm_rc=$?
 if [ "$wasm_rc" != 0 ]; then cat "$wasm_log"; else tail -n 3 "$wasm_log"; fi
-phase "native build and GoogleTest (started with the set-up): its log"
-native_rc=0
-wait "$native_pid" || native_rc=$?
-if [ "$native_rc" != 0 ]; then cat "$native_log"; else tail -n 4 "$native_log"; fi
-if [ "$js_rc" != 0 ] || [ "$wasm_rc" != 0 ] || [ "$native_rc" != 0 ]; then
-  echo "npm test: failed (JavaScript exit $js_rc, GoogleTest wasm32 exit $wasm_rc, native build and GoogleTest exit $native_rc)" >&2
+if [ "$js_rc" != 0 ] || [ "$wasm_rc" != 0 ]; then
+  echo "npm test: failed (JavaScript exit $js_rc, GoogleTest wasm32 exit $wasm_rc)" >&2
   exit 1
 fi
 phase "done"
