@@ -52,9 +52,12 @@ wasm_pid=$!
 trap 'kill "$wasm_pid" 2>/dev/null || true; rm -f "$native_log" "$wasm_build_log" "$wasm_log"' EXIT
 
 shopt -s nullglob globstar
-# The longest files first (each takes 0.5-3 minutes), so that none of them is left running alone at the end.
+# The longest files first (each takes 0.5-3 minutes), so that none of them is left running alone at the end; then the
+# next longest (methods, pipeline, dicom-fieldmaps: 11-18 CPU-s each, as much as dicom), which came late in the
+# alphabetical rest.
 slow=(web/page.test.js cohort/cohort.test.js bindings/js/fidelity.test.js bindings/js/cli.test.js bindings/js/index.test.js
-      bindings/js/bundle.test.js web/dicom.test.js)
+      bindings/js/bundle.test.js web/dicom.test.js bindings/js/methods.test.js bindings/js/pipeline.test.js
+      web/dicom-fieldmaps.test.js)
 js_tests=()
 for f in "${slow[@]}"; do [ -f "$f" ] && js_tests+=("$f"); done
 for f in bindings/**/*.test.js web/**/*.test.js scripts/**/*.test.js tests/**/*.test.js cohort/**/*.test.js; do
