@@ -38,14 +38,39 @@ if [ "$native_only" = 0 ]; then
   fi
 fi
 
+# npm packages: due when node_modules is missing or older than the manifest (installed last, or beside apt below).
+npm_due=0
+if [ "$native_only" = 0 ] && [ "$builds_only" = 0 ]; then
+  if [ ! -d node_modules ] || [ package.json -nt node_modules/.package-lock.json ] \
+     || { [ -f package-lock.json ] && [ package-lock.json -nt node_modules/.package-lock.json ]; }; then
+    npm_due=1
+  fi
+fi
+npm_install() {
+  echo "bootstrap: installing npm packages"
+  npm install --no-audit --no-fund --loglevel=error
+}
+
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    # The npm packages download beside apt's (neither needs the other) when npm is already there.
+    npm_pid=
+    if [ "$npm_due" = 1 ] && command -v npm >/dev/null; then
+      npm_install &
+      npm_pid=$!
+      npm_due=0
+    fi
     echo "bootstrap: installing Debian packages: ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
+    # The package lists once per set-up: npm test calls this script three times, and lists fetched in the last hour
+    # are kept.
+    if ! find /var/lib/apt/lists -maxdepth 1 -type f -name '*_Packages*' -mmin -60 2>/dev/null | grep -q .; then
+      apt-get update -qq
+    fi
     # Without the recommended packages (snakemake's cloud clients, imagemagick, printing, ...): 284 of the 402
     # packages a fresh machine installed with them, and nothing here uses them.
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    if [ -n "$npm_pid" ]; then wait "$npm_pid"; fi
   else
     echo "bootstrap: missing Debian packages: ${missing[*]}" >&2
     echo "bootstrap: run as root:  apt-get update && apt-get install -y ${missing[*]}" >&2
@@ -53,10 +78,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-# npm packages: install when node_modules is missing or older than the manifest.
-if [ "$native_only" = 1 ] || [ "$builds_only" = 1 ]; then exit 0; fi
-if [ ! -d node_modules ] || [ package.json -nt node_modules/.package-lock.json ] \
-   || { [ -f package-lock.json ] && [ package-lock.json -nt node_modules/.package-lock.json ]; }; then
-  echo "bootstrap: installing npm packages"
-  npm install --no-audit --no-fund --loglevel=error
-fi
+if [ "$npm_due" = 1 ]; then npm_install; fi

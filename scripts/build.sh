@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds the native tree (build/native) and the wasm tree (build/wasm).
-# Usage: scripts/build.sh [native|wasm|all|module]   (default all; module: only the Embind module, for npm pack)
+# Usage: scripts/build.sh [native|wasm|all|module|wasm-module|wasm-tests]   (default all; module: only the Embind module,
+# for npm pack; wasm-module then wasm-tests is wasm in two steps: the module into dist/wasm first, so the JavaScript tests
+# can start while the wasm32 GoogleTest binary and bench build in the same tree)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -12,20 +14,38 @@ if [ "$what" = native ] || [ "$what" = all ]; then
   [ -f build/native/CMakeCache.txt ] || cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build build/native -j"$jobs"
 fi
-if [ "$what" = wasm ] || [ "$what" = all ]; then
+# The module's files are what the npm package and the page load: dist/wasm/node (CommonJS, for node's worker_threads)
+# and dist/wasm/web (ES module, for browser module Workers), copied from the tree $1.
+copy_module() {
+  mkdir -p dist/wasm/node dist/wasm/web
+  cp "$1"/tessera.js "$1"/tessera.wasm "$1"/tessera.worker.js dist/wasm/node/
+  cp "$1"/web/tessera.js "$1"/web/tessera.wasm "$1"/web/tessera.worker.js dist/wasm/web/
+  # The generated pthread worker is CommonJS; the package is ESM.
+  echo '{"type":"commonjs"}' | tee dist/wasm/node/package.json > dist/wasm/web/package.json
+}
+configure_wasm() {
   if [ ! -f build/wasm/CMakeCache.txt ]; then
     # emscripten.cmake sets the node that runs the wasm32 tests (emcmake's default fails on Node 20).
     emcmake cmake -S . -B build/wasm -DCMAKE_BUILD_TYPE=Release >/dev/null
   fi
+}
+if [ "$what" = wasm ] || [ "$what" = all ]; then
+  configure_wasm
   cmake --build build/wasm -j"$jobs"
-  # The module's files are what the npm package and the page load: dist/wasm/node (CommonJS, for
-  # node's worker_threads) and dist/wasm/web (ES module, for browser module Workers).
-  mkdir -p dist/wasm/node dist/wasm/web
-  cp build/wasm/tessera.js build/wasm/tessera.wasm build/wasm/tessera.worker.js dist/wasm/node/
-  cp build/wasm/web/tessera.js build/wasm/web/tessera.wasm build/wasm/web/tessera.worker.js dist/wasm/web/
-  # The generated pthread worker is CommonJS; the package is ESM.
-  echo '{"type":"commonjs"}' > dist/wasm/node/package.json
-  echo '{"type":"commonjs"}' > dist/wasm/web/package.json
+  copy_module build/wasm
+fi
+if [ "$what" = wasm-module ]; then
+  configure_wasm
+  cmake --build build/wasm -j"$jobs" --target tessera_module tessera_module_web
+  copy_module build/wasm
+fi
+if [ "$what" = wasm-tests ]; then
+  # Everything of the wasm tree but the module (dist/wasm is left as it is: tests may be loading it).
+  configure_wasm
+  targets=(tessera_tests)
+  listed=$(cmake --build build/wasm --target help)
+  if [[ $listed == *" tessera_engine_bench"* ]]; then targets+=(tessera_engine_bench); fi
+  cmake --build build/wasm -j"$jobs" --target "${targets[@]}"
 fi
 if [ "$what" = module ]; then
   # Only the two Embind module targets (scripts/prepack.sh): in the wasm tree when one is configured (its objects are
@@ -40,8 +60,5 @@ if [ "$what" = module ]; then
     emcmake cmake -S . -B "$tree" -DCMAKE_BUILD_TYPE=Release -DTESSERA_BUILD_TESTS=OFF -DTESSERA_BUILD_BENCH=OFF >/dev/null
   fi
   cmake --build "$tree" -j"$jobs" --target tessera_module tessera_module_web
-  mkdir -p dist/wasm/node dist/wasm/web
-  cp "$tree"/tessera.js "$tree"/tessera.wasm "$tree"/tessera.worker.js dist/wasm/node/
-  cp "$tree"/web/tessera.js "$tree"/web/tessera.wasm "$tree"/web/tessera.worker.js dist/wasm/web/
-  echo '{"type":"commonjs"}' | tee dist/wasm/node/package.json > dist/wasm/web/package.json
+  copy_module "$tree"
 fi

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # npm test: installs what is missing, builds what is missing, runs every test suite:
-# the GoogleTest suite natively (beside the set-up) and as wasm32 under node, then the JavaScript suites.
+# the GoogleTest suite natively (beside the set-up), then the JavaScript suites with the wasm32 GoogleTest beside them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each phase's seconds, so a slow run says where its time went.
@@ -14,12 +14,13 @@ native_log=$(mktemp)
 ( scripts/build.sh native && ctest --test-dir build/native -j2 --output-on-failure ) >"$native_log" 2>&1 &
 native_pid=$!
 trap 'kill "$native_pid" 2>/dev/null || true; rm -f "$native_log"' EXIT
-# The wasm build runs beside the rest of the set-up too (chromium, snakemake and the npm packages: mostly downloads
-# and unpacking), once Emscripten is there.
+# The wasm module (dist/wasm, what the JavaScript suites load) builds beside the rest of the set-up too (chromium,
+# snakemake and the npm packages: mostly downloads and unpacking), once Emscripten is there; the wasm32 GoogleTest
+# binary builds after it, beside the JavaScript suites.
 phase "set-up of the wasm build (Emscripten and node when missing), the native build and GoogleTest beside it"
 scripts/bootstrap.sh --wasm "$@"
 wasm_build_log=$(mktemp)
-scripts/build.sh wasm >"$wasm_build_log" 2>&1 &
+scripts/build.sh wasm-module >"$wasm_build_log" 2>&1 &
 wasm_build_pid=$!
 trap 'kill "$native_pid" "$wasm_build_pid" 2>/dev/null || true; rm -f "$native_log" "$wasm_build_log"' EXIT
 phase "set-up (chromium, snakemake and npm packages when missing), both builds beside it"
@@ -35,23 +36,28 @@ finish() { # name pid log
     exit "$rc"
   fi
 }
-phase "build (wasm32, started after Emscripten's set-up)"
-finish "the wasm build" "$wasm_build_pid" "$wasm_build_log"
+phase "build of the wasm module (started after Emscripten's set-up)"
+finish "the wasm module's build" "$wasm_build_pid" "$wasm_build_log"
 phase "native build and GoogleTest (started with the set-up)"
 finish "the native build or its GoogleTest" "$native_pid" "$native_log"
 
-# One ctest entry per suite in wasm32 (each boots node), two at a time; it runs beside the JavaScript suites, which
-# leave part of the two cores idle while they wait on Chromium, child processes and workers.
-phase "GoogleTest, wasm32 under node (beside the JavaScript suites; its log follows them)"
+# The wasm32 GoogleTest binary builds and runs, one ctest entry per suite (each boots node), two
+# at a time, beside the JavaScript suites, which leave part of the two cores idle while they wait on Chromium, child
+# processes and workers. The compile runs at a lower priority (nice: the suites, which it would slow, come first; it
+# takes what they leave idle); the suites and ctest at the normal one (their timeouts assume it).
+phase "GoogleTest, wasm32 under node, built and run beside the JavaScript suites (its log follows them)"
 wasm_log=$(mktemp)
-ctest --test-dir build/wasm -j2 --output-on-failure >"$wasm_log" 2>&1 &
+( nice -n 10 scripts/build.sh wasm-tests && ctest --test-dir build/wasm -j2 --output-on-failure ) >"$wasm_log" 2>&1 &
 wasm_pid=$!
-trap 'kill "$native_pid" "$wasm_pid" 2>/dev/null || true; rm -f "$native_log" "$wasm_build_log" "$wasm_log"' EXIT
+trap 'kill "$wasm_pid" 2>/dev/null || true; rm -f "$native_log" "$wasm_build_log" "$wasm_log"' EXIT
 
 shopt -s nullglob globstar
-# The longest files first (each takes 0.5-3 minutes), so that none of them is left running alone at the end.
+# The longest files first (each takes 0.5-3 minutes), so that none of them is left running alone at the end; then the
+# next longest (methods, pipeline, dicom-fieldmaps: 11-18 CPU-s each, as much as dicom), which came late in the
+# alphabetical rest.
 slow=(web/page.test.js cohort/cohort.test.js bindings/js/fidelity.test.js bindings/js/cli.test.js bindings/js/index.test.js
-      bindings/js/bundle.test.js web/dicom.test.js)
+      bindings/js/bundle.test.js web/dicom.test.js bindings/js/methods.test.js bindings/js/pipeline.test.js
+      web/dicom-fieldmaps.test.js)
 js_tests=()
 for f in "${slow[@]}"; do [ -f "$f" ] && js_tests+=("$f"); done
 for f in bindings/**/*.test.js web/**/*.test.js scripts/**/*.test.js tests/**/*.test.js cohort/**/*.test.js; do
@@ -64,7 +70,7 @@ if [ ${#js_tests[@]} -gt 0 ]; then
   phase "JavaScript (node --test, 3 files at a time)"
   node --test --test-force-exit --test-concurrency=3 "${js_tests[@]}" || js_rc=$?
 fi
-phase "GoogleTest, wasm32 under node: its log"
+phase "GoogleTest, wasm32 under node (its build and run): its log"
 wasm_rc=0
 wait "$wasm_pid" || wasm_rc=$?
 if [ "$wasm_rc" != 0 ]; then cat "$wasm_log"; else tail -n 3 "$wasm_log"; fi

@@ -38,6 +38,7 @@ const VOXEL_MM = [1.5, 1.5, 1.5];
 const TILE = { core: 24, halo: 4 };
 
 let dir = null; // temp folder: clean/ (the tree), the tarball, app/
+let browser = null; // one Chromium for the file's three page runs (each in its own page, its server's origin)
 let tarball = null;
 let files = null; // paths in the tarball
 
@@ -52,7 +53,8 @@ before(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-bundle-'));
 });
 
-after(() => {
+after(async () => {
+  await browser?.close().catch(() => {});
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -221,22 +223,30 @@ test('no bundler: the installed package served as is, with the README\'s import 
  */
 async function compareInChromium(t, root, pagePath, chiNode, tilesRun, { bundled = false } = {}) {
   const server = await startServer({ root });
-  const context = await launchChromium(fs.mkdtempSync(path.join(dir, 'chromium-')), CHROMIUM);
+  // Chromium is launched once for the file; each comparison gets a page of its own, on its own server's origin.
+  browser ??= await launchChromium(fs.mkdtempSync(path.join(dir, 'chromium-')), CHROMIUM);
+  const context = browser;
+  const page = await context.newPage();
+  const requests = [];
+  const onRequest = (r) => requests.push(r);
+  context.on('request', onRequest);
   t.after(async () => {
-    await context.close();
+    context.off('request', onRequest);
+    await page.close();
     await server.close();
   });
-  const page = context.pages()[0] ?? (await context.newPage());
   const problems = [];
   page.on('console', (m) => m.type() === 'error' && problems.push(`console: ${m.text()}`));
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   page.on('response', (r) => r.status() >= 400 && problems.push(`${r.status()} ${r.url()}`));
-  // Workers' requests too (a bundle that still looked for ../../node_modules/onnxruntime-web would show here).
-  context.on('request', (r) => bundled && r.url().includes('/node_modules/') && problems.push(`request into node_modules: ${r.url()}`));
+  // Workers' requests too (a bundle that still looked for ../../node_modules/onnxruntime-web would show here): this
+  // page's, on this server's origin.
+  const intoNodeModules = () => requests.filter((r) => r.url().startsWith(server.url) && r.url().includes('/node_modules/')).map((r) => `request into node_modules: ${r.url()}`);
   await page.goto(`${server.url}${pagePath}`);
   await page.waitForFunction(() => window.tesseraReady === true, null, { timeout: 30000 });
   const got = await page.evaluate((a) => window.runTessera(a), { dims: DIMS, voxelMm: VOXEL_MM, tile: TILE });
   assert.equal(got.isolated, true, 'the page must be cross-origin isolated');
+  if (bundled) problems.push(...intoNodeModules());
   assert.deepEqual(problems, []);
   const chi = decode(got.chi);
   assert.equal(chi.length, chiNode.length);
