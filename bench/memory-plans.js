@@ -7,7 +7,10 @@
 // names the stand-ins' folder: the module heap holds the loop's volumes, not the network's activations (those live
 // in the ONNX Runtime workers), so it is the same for any network of the same inputs and outputs.
 // Usage: node --no-experimental-fetch bench/memory-plans.js [--dims 160,192,144] [--pipeline-dims 160,192,144;256,256,176]
-//          [--echoes 4] [--pipeline-methods tkd,rts] [--only tkd,tv,pipeline,modl-qsm,...] [--standins /tmp/standins] [--loop-dims 96,96,96] [--json out.json]
+//          [--echoes 4] [--pipeline-methods tkd,default,default+swi+r2star] [--only tkd,tv,pipeline,modl-qsm,...]
+//          [--standins /tmp/standins] [--loop-dims 96,96,96] [--json out.json]
+// --pipeline-methods: a method, or default (no method: the pipeline's default inversion), each with +swi / +r2star for
+// the optional outputs.
 // --standins: the stand-ins of `node scripts/make_standins.js /tmp/standins --only modl-qsm` (and --only lpcnn).
 import { parseArgs } from 'node:util';
 import fs from 'node:fs';
@@ -22,7 +25,7 @@ const { values: a } = parseArgs({
     'pipeline-dims': { type: 'string', default: '160,192,144;256,256,176' },
     'loop-dims': { type: 'string', default: '96,96,96' },
     echoes: { type: 'string', default: '4' },
-    'pipeline-methods': { type: 'string', default: 'tkd' },
+    'pipeline-methods': { type: 'string', default: 'tkd,default,default+swi+r2star' },
     only: { type: 'string' },
     standins: { type: 'string' },
     threads: { type: 'string', default: '2' },
@@ -84,12 +87,18 @@ if (METHODS.some(wanted)) {
 const echoes = Number(a.echoes);
 const te = Array.from({ length: echoes }, (_, i) => 0.004 * (i + 1));
 for (const pd of a['pipeline-dims'].split(';').map(parseDims)) {
-  for (const method of a['pipeline-methods'].split(',')) {
-    if (!wanted('pipeline') && !wanted(`pipeline-${method}`)) continue;
+  let scan;
+  for (const entry of a['pipeline-methods'].split(',')) {
+    const [name, ...also] = entry.split('+');
+    if (!wanted('pipeline') && !wanted(`pipeline-${name}`)) continue;
     const g = geom(pd);
-    const scan = await maker.phantomScan({ geometry: g, te, seed: 1 });
-    await row(`pipeline ${echoes} echoes, ${method}`, pd, async (t) => {
-      const req = { geometry: g, te, b0: 3, phase: scan.phase, magnitude: scan.magnitude, method, ...(SHORT[method] ? { [method]: SHORT[method] } : {}) };
+    scan ??= await maker.phantomScan({ geometry: g, te, seed: 1 });
+    const method = name === 'default' ? undefined : name;
+    // The default inversion (the plan names it) cut short as the methods are.
+    const short = name === 'default' ? (await maker.plan({ geometry: g, te, b0: 3, pipeline: true })).method : name;
+    await row(`pipeline ${echoes} echoes, ${name}${also.length ? ` + ${also.join(', ')}` : ''}`, pd, async (t) => {
+      const req = { geometry: g, te, b0: 3, phase: scan.phase, magnitude: scan.magnitude, ...(method ? { method } : {}),
+        ...(SHORT[short] ? { [short]: SHORT[short] } : {}), ...(also.length ? { also } : {}) };
       const plan = await t.plan({ ...req, pipeline: true });
       if (!plan.feasible) throw new Error(plan.message);
       const out = await t.pipeline({ ...req, plan });

@@ -320,4 +320,11 @@ TEST(EchoFit, WorkspaceBytes) {
   EXPECT_GE(tessera::echo_fit_workspace_bytes(g, 5, p), 40 * n + tessera::unwrap_laplacian_workspace_bytes(g));
   // The results (12) come with the sums still held: at least 48 bytes a voxel whatever the unwrapper.
   EXPECT_GE(tessera::echo_fit_workspace_bytes(g, 1, p), 48 * n);
+  // The smooth offset's refit (two echoes or more) holds ω, θ and the six sums (32), the results (12) and its own eight
+  // float volumes (32) at once; the free offset has no refit (region growing: 36 + 36 bytes a voxel at most).
+  p.unwrapper = Unwrapper::RegionGrowing;
+  p.offset = OffsetFit::Smooth;
+  EXPECT_GE(tessera::echo_fit_workspace_bytes(g, 5, p), 76 * n);
+  p.offset = OffsetFit::Free;
+  EXPECT_LT(tessera::echo_fit_workspace_bytes(g, 5, p), 76 * n);
 }

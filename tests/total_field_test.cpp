@@ -257,9 +257,10 @@ TEST(TotalField, PlanListsNoEchoFitAndPlansLessThanThePhasePath) {
   const std::vector<std::string> want{"brain mask", std::string(background), std::string(method_info(Method::Tv).title)};
   EXPECT_EQ(tp.stages, want);
   EXPECT_EQ(pp.stages.size(), 4u);
-  // Inputs: the field and one magnitude (f32), the volume's mask and the plan's (u8); χ is the method stage's.
+  // Inputs: the field and one magnitude (f32), the volume's mask and the plan's (u8), the run's χ (f32, session/run.cpp
+  // holds it from the start; the method stage's χ is the stage's).
   const uint64_t n = kGeometry.voxel_count();
-  EXPECT_EQ(tp.input_bytes, n * (4 + 4 + 1 + 1));
+  EXPECT_EQ(tp.input_bytes, n * (4 + 4 + 1 + 1 + 4));
   EXPECT_LT(tp.workspace_bytes, pp.workspace_bytes);
   EXPECT_EQ(total_field_units_from_name("Hz"), TotalFieldUnits::Hz);
   EXPECT_EQ(total_field_units_from_name("rad/s"), TotalFieldUnits::RadPerS);

@@ -182,6 +182,9 @@ EchoFit::EchoFit(const Geometry& g, std::span<const float> phase, std::span<cons
   validate_mask_not_empty(g, mask);
   for (const double t : te_) te_mean_ += t;
   te_mean_ /= static_cast<double>(echoes_);
+  // The unwrapped echoes kept for the caller live as long as the fit's sums: allocated first, below the echoes' and
+  // the refit's temporaries, so that the allocator reuses those temporaries' space instead of growing past it.
+  if (params_.keep_unwrapped) result_.unwrapped_rad.assign(static_cast<size_t>(echoes_ * n_), 0.0f);
   std::vector<uint64_t> sizes;
   labels_ = label_components(g, mask, &sizes);
   components_ = static_cast<uint32_t>(sizes.size() - 1);
@@ -494,13 +497,14 @@ uint64_t echo_fit_workspace_bytes(const Geometry& g, uint32_t echoes, const Echo
   const uint64_t n = g.voxel_count();
   const uint64_t unwrapper = params.unwrapper == Unwrapper::Laplacian ? unwrap_laplacian_workspace_bytes(g, threads)
                                                                       : unwrap_region_growing_workspace_bytes(g);
-  // Held throughout: labels 4, ω and θ 8, the six sums 24. Then the largest of: an echo's corrected phase 4 and its
-  // unwrapping (whose result is the unwrapped echo); the alignment of an unwrapped echo (corrected and unwrapped 8,
-  // component sums and counts: at most one component per 2 voxels, 16 bytes each); the results 12; the smooth offset's
-  // refit (eight float volumes, 32). The unwrapped echoes kept for the caller are the caller's (keep_unwrapped).
-  const uint64_t held = 36 * n;
-  const uint64_t refit = params.offset == OffsetFit::Smooth && echoes >= 2 ? 32 * n : 0;
-  return held + std::max({4 * n + unwrapper, 16 * n, 12 * n, refit}) + static_cast<uint64_t>(echoes) * sizeof(double);
+  // Held through the echoes: labels 4, ω and θ 8, the six sums 24; with them the largest of: an echo's corrected phase
+  // 4 and its unwrapping (whose result is the unwrapped echo); the alignment of an unwrapped echo (corrected and
+  // unwrapped 8, component sums and counts: at most one component per 2 voxels, 16 bytes each); the results 12. The
+  // smooth offset's refit, the labels freed: ω, θ and the sums 32, the results 12 and its eight float volumes 32. The
+  // unwrapped echoes kept for the caller are the caller's (keep_unwrapped).
+  const uint64_t echoes_stage = 36 * n + std::max({4 * n + unwrapper, 16 * n, 12 * n});
+  const uint64_t refit = params.offset == OffsetFit::Smooth && echoes >= 2 ? 76 * n : 0;
+  return std::max(echoes_stage, refit) + static_cast<uint64_t>(echoes) * sizeof(double);
 }
 
 }  // namespace tessera

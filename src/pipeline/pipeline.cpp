@@ -544,9 +544,12 @@ uint64_t pipeline_workspace_bytes(const Geometry& g, const PipelineRequest& r, b
   // Brain mask (when none is given): its workspace, its result mask included.
   uint64_t peak = mask_given ? 0 : brain_mask_workspace_bytes(g, r.brain_mask, r.threads);
   // Echo fit over the mask (u8): its workspace and the unwrapped echoes it keeps; from a total field, the ppm and Hz.
+  // Its peak (the smooth offset's refit) allocates float volumes after the echoes' temporaries were freed: the
+  // allocator (emmalloc) grows the heap by a whole request when the free piece at the heap's top is smaller, so the top
+  // may hold up to one more float volume unused.
   const uint64_t fit_stage = from_total ? saturating_mul(f32, 2)
                                         : saturating_add(echo_fit_workspace_bytes(g, static_cast<uint32_t>(echoes), fit, r.threads),
-                                                         saturating_mul(f32, echoes));
+                                                         saturating_mul(f32, echoes + 1));
   peak = std::max(peak, saturating_add(n, fit_stage));
   // Kept after it: mask, fit mask (u8); unwrapped echoes, offset, field Hz, total ppm, residual (f32); from a total
   // field, field Hz and total ppm.
@@ -589,8 +592,9 @@ PipelinePlan plan_pipeline(const Geometry& g, const PipelineRequest& r, bool mas
   if (r.method) p.method = std::string(method_info(*r.method).name);
   if (r.also_swi) p.stages.insert(p.stages.end(), {"SWI", "minIP"});
   if (r.also_r2star) p.stages.push_back("R2*");
-  // phase (or the total field) and magnitude (f32 per echo); the volume's mask and the plan's (u8)
-  p.input_bytes = saturating_add(saturating_mul(n, echoes * sizeof(float) * (magnitude ? 2 : 1)), saturating_mul(n, 2));
+  // phase (or the total field) and magnitude (f32 per echo); the volume's mask and the plan's (u8); the run's χ (f32,
+  // held from its start)
+  p.input_bytes = saturating_add(saturating_mul(n, echoes * sizeof(float) * (magnitude ? 2 : 1)), saturating_mul(n, 2 + sizeof(float)));
   p.workspace_bytes = pipeline_workspace_bytes(g, r, mask_given);
   const HeapFit fit = fit_heap(g, p.input_bytes, p.workspace_bytes, target);
   p.module_heap_bytes = fit.module_heap_bytes;
