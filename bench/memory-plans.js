@@ -75,7 +75,7 @@ if (METHODS.some(wanted)) {
       const req = { geometry: g, field: ph.field, mask: ph.mask, method: m, ...(needsMagnitude(m) ? { magnitude } : {}), ...(SHORT[m] ? { [m]: SHORT[m] } : {}) };
       const plan = await t.plan(req);
       if (!plan.feasible) throw new Error(plan.message);
-      const out = await t.invert({ ...req, plan });
+      const out = await t.invert({ keepInputs: true, ...req, plan });
       return { plan, heap: out.report.memory.moduleHeapBytes };
     });
   }
@@ -92,7 +92,7 @@ for (const pd of a['pipeline-dims'].split(';').map(parseDims)) {
       const req = { geometry: g, te, b0: 3, phase: scan.phase, magnitude: scan.magnitude, method, ...(SHORT[method] ? { [method]: SHORT[method] } : {}) };
       const plan = await t.plan({ ...req, pipeline: true });
       if (!plan.feasible) throw new Error(plan.message);
-      const out = await t.pipeline({ ...req, plan });
+      const out = await t.pipeline({ keepInputs: true, ...req, plan });
       return { plan, heap: out.report.memory.moduleHeapBytes, note: `stages ${plan.stages.join(', ')}` };
     });
   }
@@ -114,7 +114,7 @@ for (const model of ['modl-qsm', 'lpcnn']) {
     const req = { geometry: g, field: ph.field, mask: ph.mask, model, weights, whole: true };
     const plan = await t.plan(req);
     if (!plan.feasible) throw new Error(plan.message);
-    const out = await t.invert({ ...req, plan });
+    const out = await t.invert({ keepInputs: true, ...req, plan });
     return { plan, heap: out.report.memory.moduleHeapBytes };
   });
 }

@@ -381,6 +381,13 @@ export interface InvertRequest extends PlanRequest {
   verifyWeights?: boolean;
   /** this run's execution provider preference (default: the runtime's executionProviders) */
   executionProviders?: ExecutionProvider[];
+  /**
+   * false (default): the input volumes' buffers (field, phase, magnitude, mask, and the others of the request; typed
+   * arrays that span their buffer) are transferred to the runtime, not copied: the arrays you passed (a Volume's data
+   * too) are left empty (detached) once the call is made, even when the run is refused. true: they are copied and stay
+   * yours (twice the memory while the run lasts). Weights are never transferred.
+   */
+  keepInputs?: boolean;
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
 }
@@ -420,6 +427,13 @@ export interface MethodRequest extends MethodOptions {
   magnitude?: Float32Array | Volume<VoxelArray>;
   geometry?: Geometry;
   plan?: MethodPlan;
+  /**
+   * false (default): the input volumes' buffers (field, phase, magnitude, mask, and the others of the request; typed
+   * arrays that span their buffer) are transferred to the runtime, not copied: the arrays you passed (a Volume's data
+   * too) are left empty (detached) once the call is made, even when the run is refused. true: they are copied and stay
+   * yours (twice the memory while the run lasts). Weights are never transferred.
+   */
+  keepInputs?: boolean;
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
 }
@@ -510,6 +524,13 @@ export interface PipelineRequest extends MethodOptions {
   network?: Partial<InvertRequest>;
   /** the plan() of this request and volume, handed back: the run obeys the held plan (made here when absent) */
   plan?: PipelinePlan;
+  /**
+   * false (default): the input volumes' buffers (field, phase, magnitude, mask, and the others of the request; typed
+   * arrays that span their buffer) are transferred to the runtime, not copied: the arrays you passed (a Volume's data
+   * too) are left empty (detached) once the call is made, even when the run is refused. true: they are copied and stay
+   * yours (twice the memory while the run lasts). Weights are never transferred.
+   */
+  keepInputs?: boolean;
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
 }
@@ -677,6 +698,13 @@ export interface SwiRequest {
   unwrap?: 'region-growing' | 'laplacian';
   brainMask?: { erosion?: number; threshold?: 'otsu' | 'robust' };
   swi?: SwiOptions;
+  /**
+   * false (default): the input volumes' buffers (field, phase, magnitude, mask, and the others of the request; typed
+   * arrays that span their buffer) are transferred to the runtime, not copied: the arrays you passed (a Volume's data
+   * too) are left empty (detached) once the call is made, even when the run is refused. true: they are copied and stay
+   * yours (twice the memory while the run lasts). Weights are never transferred.
+   */
+  keepInputs?: boolean;
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
 }
@@ -718,6 +746,13 @@ export interface R2starRequest {
   mask?: ArrayLike<number> | Volume<VoxelArray>;
   geometry?: Geometry;
   r2star?: { method?: 'arlo' | 'loglinear' };
+  /**
+   * false (default): the input volumes' buffers (field, phase, magnitude, mask, and the others of the request; typed
+   * arrays that span their buffer) are transferred to the runtime, not copied: the arrays you passed (a Volume's data
+   * too) are left empty (detached) once the call is made, even when the run is refused. true: they are copied and stay
+   * yours (twice the memory while the run lasts). Weights are never transferred.
+   */
+  keepInputs?: boolean;
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
 }
@@ -784,9 +819,12 @@ export declare class Tessera {
       verifyWeights?: boolean;
     },
   ): Promise<Uint8Array[]>;
-  /** chi holds the result; for iQFM (quantity 'local-field') it is the local field, also given as localField */
-  invert(request: InvertRequest): Promise<{ chi: Float32Array; report: RunReport; quantity: 'chi' | 'local-field'; localField?: Float32Array }>;
-  invert(request: MethodRequest): Promise<{ chi: Float32Array; report: { method: MethodName; wallSeconds: number; plan: Omit<MethodPlan, 'id'> & { readonly id?: string }; memory: { moduleHeapBytes: number; estimatedPeakBytes: number; moduleHeapVsPlan: number } }; quantity: 'chi' }>;
+  /**
+   * chi holds the result as a Volume with the input's geometry (the affine of the input Volume it came from); for iQFM
+   * (quantity 'local-field') it is the local field, also given as localField (the same Volume)
+   */
+  invert(request: InvertRequest): Promise<{ chi: Volume<Float32Array>; report: RunReport; quantity: 'chi' | 'local-field'; localField?: Volume<Float32Array> }>;
+  invert(request: MethodRequest): Promise<{ chi: Volume<Float32Array>; report: { method: MethodName; wallSeconds: number; plan: Omit<MethodPlan, 'id'> & { readonly id?: string }; memory: { moduleHeapBytes: number; estimatedPeakBytes: number; moduleHeapVsPlan: number } }; quantity: 'chi' }>;
   pipeline(request: PipelineRequest): Promise<PipelineResult>;
   /** a pipeline() run's methods text as Markdown (paragraph, references, parameters, command) and its reproducing command on files */
   methodsText(report: PipelineResult['report'], options?: { files?: CommandFiles }): { markdown: string; command: string; args: string[] };
@@ -794,7 +832,7 @@ export declare class Tessera {
   r2star(request: R2starRequest): Promise<R2starResult>;
   phantomScan(request: { geometry: Geometry; seed?: number; te?: number[]; b0?: number; snr?: number }): Promise<PhantomScan>;
   phantom(request: { geometry: Geometry; seed?: number; noise?: number }): Promise<{ chi: Float32Array; field: Float32Array; mask: Uint8Array }>;
-  tkd(request: { field: Float32Array; mask?: ArrayLike<number>; geometry: Geometry; threshold?: number }): Promise<Float32Array>;
+  tkd(request: { field: Float32Array | Volume<VoxelArray>; mask?: ArrayLike<number> | Volume<VoxelArray>; geometry?: Geometry; threshold?: number; keepInputs?: boolean }): Promise<Volume<Float32Array>>;
   /**
    * QSM-CI's scores of chi against reference inside mask (all voxels without one): nrmse (demeaned, %),
    * nrmseDetrended (%), hfen (%; NaN when the reference has no high frequency in the mask), cc (Pearson), xsim

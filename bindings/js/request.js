@@ -44,6 +44,7 @@ export const OTHER_KEYS = Object.freeze({
   measureSpeed: 'measure the speed first (needs weights)',
   network: 'pipeline(): further invert() options of the network that inverts the local field',
   pipeline: 'plan(): true to plan a pipeline() request',
+  keepInputs: "true: a run copies its input volumes to the runtime and they stay the caller's; by default they are transferred (the caller's arrays are left empty)",
   signal: 'an AbortSignal that cancels the call',
   onProgress: 'called with the run\'s progress',
 });
@@ -54,7 +55,7 @@ const CALL_KEYS = ['signal', 'onProgress'];
 /** The keys of a network request (invert() and plan() of a network). */
 export const NETWORK_KEYS = Object.freeze([
   ...NETWORK_OPTIONS, 'field', 'fieldUnits', 'phase', 'magnitude', 'mask', 'geometry', 'model', 'weights', 'verifyWeights', 'plan', 'inputNames', 'context', 'verify',
-  'executionProviders', 'speed', 'measureSpeed', ...CALL_KEYS,
+  'executionProviders', 'speed', 'measureSpeed', 'keepInputs', ...CALL_KEYS,
 ]);
 
 /**
@@ -62,7 +63,7 @@ export const NETWORK_KEYS = Object.freeze([
  * methodNames: the schema's method choices (each method's parameters are an object under its name).
  */
 export function methodKeys(methodNames) {
-  return ['method', ...methodNames, 'field', 'fieldUnits', 'mask', 'magnitude', 'geometry', 'plan', ...CALL_KEYS];
+  return ['method', ...methodNames, 'field', 'fieldUnits', 'mask', 'magnitude', 'geometry', 'plan', 'keepInputs', ...CALL_KEYS];
 }
 
 /**
@@ -70,7 +71,7 @@ export function methodKeys(methodNames) {
  * methodNames: the schema's method choices.
  */
 export function pipelineKeys(methodNames) {
-  return ['te', 'b0', ...PIPELINE_OPTIONS, 'method', ...methodNames, 'spec', 'phase', 'totalField', 'totalFieldUnits', 'phaseDifference', 'deltaTE', 'magnitude', 'mask', 'geometry', 'model', 'weights', 'network', 'plan', 'pipeline', ...CALL_KEYS];
+  return ['te', 'b0', ...PIPELINE_OPTIONS, 'method', ...methodNames, 'spec', 'phase', 'totalField', 'totalFieldUnits', 'phaseDifference', 'deltaTE', 'magnitude', 'mask', 'geometry', 'model', 'weights', 'network', 'plan', 'pipeline', 'keepInputs', ...CALL_KEYS];
 }
 
 /** The schema's classical method names (its `method` option's choices). schema: what tessera.schema() returns. */

@@ -53,7 +53,7 @@ const methods = {
     const { handle, view } = planOf(a, a.pipeline ? pipelineRequestOf(a) : requestOf(a));
     return holdPlan(handle, view);
   },
-  // The runtime's own counters (requests C++ has read): internal, not part of the package's API.
+  // The runtime's own counters (requests C++ has read): internal, read through tessera-qsm/debug (debug.js counters).
   counters: () => ({ requestParses: rt.M.requestParses() }),
   pipeline: runPipeline,
   // SWI and minIP from wrapped phase, R2* and T2* from the magnitude (C++ ContrastRun on the step engine).
