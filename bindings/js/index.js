@@ -57,6 +57,12 @@ function unwrapVolumes(args) {
     out.geometry ??= geometryOf(v);
     out[k] = k !== 'mask' && !(v.data instanceof Float32Array) ? Float32Array.from(v.data) : v.data;
   }
+  // An array left empty by an earlier run (its buffer transferred to the runtime) would be posted as nothing at all.
+  for (const k of VOLUME_KEYS) {
+    if (ArrayBuffer.isView(out[k]) && out[k].length === 0) {
+      throw new TesseraError(`${k} holds no values: an array a run took (transferred to the runtime) is left empty; pass keepInputs: true to that run to use the array again, or give a copy`, 'InvalidArgument');
+    }
+  }
   return out;
 }
 
@@ -67,7 +73,9 @@ function unwrapVolumes(args) {
  * args: the request as given; r: it after unwrapVolumes (r.geometry set).
  */
 function outputVolumes(args, r) {
-  const { dims, voxelMm, b0Dir } = r.geometry;
+  // A geometry without voxelMm ran at the core's 1 mm (bindings/wasm/readers.cpp geometry_from); b0Dir's default is
+  // makeVolume's, the core's too.
+  const { dims, voxelMm = [1, 1, 1], b0Dir } = r.geometry;
   const source = VOLUME_KEYS.map((k) => args[k]).find(isVolume);
   const same = (a, b) => !!a && !!b && [0, 1, 2].every((i) => Number(a[i]) === Number(b[i]));
   const affine = source && same(source.dims, dims) && same(source.voxelMm, voxelMm) ? source.affine : undefined;
@@ -97,7 +105,7 @@ function inputTransfer(r, keep) {
   for (const k of VOLUME_KEYS) {
     const v = r[k];
     if (!ArrayBuffer.isView(v) || Object.prototype.toString.call(v.buffer) !== '[object ArrayBuffer]') continue;
-    if (v.byteOffset === 0 && v.byteLength === v.buffer.byteLength) out.add(v.buffer);
+    if (v.byteLength > 0 && v.byteOffset === 0 && v.byteLength === v.buffer.byteLength) out.add(v.buffer);
   }
   return [...out];
 }

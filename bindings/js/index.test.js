@@ -518,6 +518,12 @@ test('invert() returns χ as a Volume with the input\'s geometry and affine, a n
   assert.deepEqual(part, expected);
   assert.deepEqual(viewed.chi.data, c.chi.data);
   await rejectsWith(tessera.invert({ field: field.slice(), geometry, method: 'tkd', keepInputs: 'yes' }), 'InvalidArgument', /keepInputs must be true or false, got "yes"/);
+  // An array a run took is refused by name when given again (posting it would carry nothing).
+  for (const run of [{ method: 'tkd' }, net]) {
+    await rejectsWith(tessera.invert({ field: tf, mask: ones(), geometry, ...run }), 'InvalidArgument', /^field holds no values: an array a run took .* pass keepInputs: true to that run/);
+  }
+  await rejectsWith(tessera.invert({ field: fieldVol, mask: ones(), ...net }), 'InvalidArgument', /^field holds no values/);
+  await rejectsWith(tessera.plan({ field: field.slice(), mask: tm, geometry, method: 'tkd' }), 'InvalidArgument', /^mask holds no values/);
 });
 
 test('Volumes in, geometry from them; the request schema comes from C++', async () => {
@@ -651,7 +657,7 @@ test('measureSpeed: a probe of the network on this machine feeds the plan, which
   assert.strictEqual(await tessera.measureSpeed({ weights, spec }), speed);
 
   const { geometry, field } = volume([48, 40, 32], 5);
-  const base = { geometry, spec, quality: 'fast' };
+  const base = { geometry, spec, quality: 'fast', keepInputs: true };
   const plain = await tessera.plan(base);
   assert.equal(plain.estimateSource, 'default');
   // With the weights, a custom network's first estimate is its graph's work per voxel (graph-cost.js) at the engine's
@@ -689,7 +695,7 @@ test('measureSpeed keeps its worker for the next run of the same weights: the ru
     const spec = { divisor: 8, bytesPerVoxel: 1100 };
     const { geometry, field } = volume([72, 64, 64], 6);
     const auto = { geometry, spec, quality: 'fast' };
-    const base = { geometry, spec, whole: true };
+    const base = { geometry, spec, whole: true, keepInputs: true };
     const speed = await t.measureSpeed({ weights, spec, threads: 1 });
     assert.equal(speed.keptWorkers, 1);
     assert.deepEqual(await t.status().then((s) => [s.warmWorkers, s.liveWorkers]), [1, 1]);
