@@ -63,7 +63,7 @@ console.log(`B0 tilt, node ${process.version}, ${os.cpus()[0].model} × ${os.cpu
 
 async function run(geometry, field, mask, b0Align) {
   const t0 = performance.now();
-  const { chi, report } = await tessera.invert({ field, mask, geometry, model, weights, whole: true, b0Align });
+  const { chi: { data: chi }, report } = await tessera.invert({ keepInputs: true, field, mask, geometry, model, weights, whole: true, b0Align });
   return { chi, report, seconds: (performance.now() - t0) / 1000 };
 }
 

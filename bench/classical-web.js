@@ -95,9 +95,9 @@ export async function runOne({ createTessera, geometry, field, mask, magnitude, 
     const request = demo
       ? { field, mask, geometry, model: 'demo-unet', weights }
       : { field, mask, geometry, method, ...(method === 'medi' ? { magnitude } : {}) };
-    const out = await tessera.invert({ ...request, signal: controller.signal, onProgress: (p) => (last = { ...p, t: performance.now() }) });
+    const out = await tessera.invert({ keepInputs: true, ...request, signal: controller.signal, onProgress: (p) => (last = { ...p, t: performance.now() }) });
     const wall = (performance.now() - t0) / 1000;
-    const s = score(out.chi, truth);
+    const s = score(out.chi.data, truth);
     const p = out.report.plan ?? {};
     return {
       seconds: out.report.wallSeconds ?? wall, wall, complete: true, ...s, memory: out.report.memory,

@@ -24,7 +24,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { createTessera, readEchoes, readNifti } from '../bindings/js/index.js';
-import { loadTesseraModule } from '../bindings/js/module.js';
+import { loadTesseraModule } from '../bindings/js/debug.js';
 import { loadavg, runNative, specOf } from './common.js';
 import { runOne, truthOf, score } from './classical-web.js';
 import { launchChromium, benchPage } from '../scripts/chromium.js';

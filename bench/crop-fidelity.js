@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
-import { loadTesseraModule } from '../bindings/js/module.js';
+import { loadTesseraModule } from '../bindings/js/debug.js';
 import { agreement, loadavg, readStandin, requireOrtNode, runNative, specOf } from './common.js';
 
 const { values: a } = parseArgs({

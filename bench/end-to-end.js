@@ -50,6 +50,7 @@ try {
   const l0 = os.loadavg()[0];
   const t0 = performance.now();
   const { report } = await t.invert({
+    keepInputs: true,
     field: ph.field, mask: ph.mask, geometry, model: a.model, weights, tile: 'auto',
     onProgress: (p) => {
       if (p.elapsedSeconds - lastLog >= 30 || p.done === p.total) {

@@ -46,7 +46,7 @@ for (const d of a.dims) {
     if (a.cold) await t.release();
     const measured = await t.plan({ ...request, speed, weights: [weights] });
     const t1 = performance.now();
-    const run = await t.invert({ ...request, field: ph.field, weights: [weights], plan: measured });
+    const run = await t.invert({ keepInputs: true, ...request, field: ph.field, weights: [weights], plan: measured });
     const wall = (performance.now() - t1) / 1000;
     const pts = speed.points.map((p) => `${p.edge}³ ${p.seconds.toFixed(3)} s`).join(', ');
     console.log(`${dims.join('×')}: without probe (${plain.estimateSource}) ${plain.estimatedSeconds.toFixed(1)} s [${cfg(plain)}] ratio ${(plain.estimatedSeconds / wall).toFixed(2)}; ` +

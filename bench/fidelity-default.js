@@ -36,7 +36,7 @@ console.log(`fidelity of the default, node ${process.version}, ${os.cpus()[0].mo
 
 async function run(label, request) {
   const t0 = performance.now();
-  const { chi, report } = await tessera.invert({ field, mask, geometry, weights, ...request });
+  const { chi: { data: chi }, report } = await tessera.invert({ keepInputs: true, field, mask, geometry, weights, ...request });
   // The run's own wall time (the tiles; the self-check after them is timed separately in report.verify.seconds).
   const total = (performance.now() - t0) / 1000;
   return { label, chi, report, seconds: report.wallSeconds ?? total, total };

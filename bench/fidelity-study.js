@@ -25,7 +25,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
-import { loadTesseraModule } from '../bindings/js/module.js';
+import { loadTesseraModule } from '../bindings/js/debug.js';
 
 export const DEFAULT_CONFIGS = [
   '24/4', '56/4', '120/4', '48/8', '56/8', '40/12', '32/16', '80/8', '104/12', '56/20', '88/20',

@@ -10,7 +10,7 @@
 // dipole profile instead.
 import { parseArgs } from 'node:util';
 import fs from 'node:fs';
-import { loadTesseraModule } from '../bindings/js/module.js';
+import { loadTesseraModule } from '../bindings/js/debug.js';
 
 const { values: a } = parseArgs({
   options: {

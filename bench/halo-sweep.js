@@ -36,9 +36,9 @@ const weights = args.onnx ? new Uint8Array(fs.readFileSync(args.onnx)) : deepSta
 const volume = dims[0] * dims[1] * dims[2];
 const run = { geometry, field: ph.field, mask: ph.mask, weights };
 const fit = (a) => `${a.r.toFixed(4)} / ${a.nrmse.toFixed(3)}`;
-const whole = await t.invert({ ...run, spec: { ...spec, bytesPerVoxel: 1 }, whole: true, crop: 'off' });
+const whole = await t.invert({ keepInputs: true, ...run, spec: { ...spec, bytesPerVoxel: 1 }, whole: true, crop: 'off' });
 console.log(`${args.onnx ?? 'deep stand-in (random weights)'}, ${dims.join('×')}, whole volume ${whole.report.wallSeconds.toFixed(1)} s, ` +
-  `r / NRMSE vs truth ${fit(agreement(whole.chi, ph.chi, ph.mask))}`);
+  `r / NRMSE vs truth ${fit(agreement(whole.chi.data, ph.chi, ph.mask))}`);
 
 // The whole-volume run of the volume with P zero voxels added on every face, cut back to the volume.
 for (const pad of args.pads ? args.pads.split(',').map(Number) : []) {
@@ -49,11 +49,11 @@ for (const pad of args.pads ? args.pads.split(',').map(Number) : []) {
     field[at(x, y, z, pd, pad)] = ph.field[at(x, y, z, dims, 0)];
     mask[at(x, y, z, pd, pad)] = ph.mask[at(x, y, z, dims, 0)];
   }
-  const padded = await t.invert({ geometry: { ...geometry, dims: pd }, field, mask, weights, spec: { ...spec, bytesPerVoxel: 1 }, whole: true, crop: 'off' });
+  const padded = await t.invert({ keepInputs: true, geometry: { ...geometry, dims: pd }, field, mask, weights, spec: { ...spec, bytesPerVoxel: 1 }, whole: true, crop: 'off' });
   const back = new Float32Array(volume);
-  for (let z = 0; z < dims[2]; z++) for (let y = 0; y < dims[1]; y++) for (let x = 0; x < dims[0]; x++) back[at(x, y, z, dims, 0)] = padded.chi[at(x, y, z, pd, pad)];
+  for (let z = 0; z < dims[2]; z++) for (let y = 0; y < dims[1]; y++) for (let x = 0; x < dims[0]; x++) back[at(x, y, z, dims, 0)] = padded.chi.data[at(x, y, z, pd, pad)];
   console.log(`whole volume with ${pad} zero voxels added on every face (${pd.join('×')}): r / NRMSE vs the whole volume ` +
-    `${fit(agreement(back, whole.chi, ph.mask))}, vs truth ${fit(agreement(back, ph.chi, ph.mask))}`);
+    `${fit(agreement(back, whole.chi.data, ph.mask))}, vs truth ${fit(agreement(back, ph.chi, ph.mask))}`);
 }
 
 if (args.probe) {
@@ -67,14 +67,14 @@ if (asked.length) {
   console.log('|---|---|---:|---:|---:|---:|---:|---:|');
 }
 for (const [name, request] of asked) {
-  const { chi, report } = await t.invert({ ...run, spec, ...request });
+  const { chi: { data: chi }, report } = await t.invert({ keepInputs: true, ...run, spec, ...request });
   const p = report.plan;
   const s = p.crop?.split?.pieces > 1
     ? `${p.crop.split.pieces} slabs along ${'xyz'[p.crop.split.axis]}, halo ${p.crop.split.halo}, ${p.patchDims.join('×')}`
     : `${p.tilesActive} tiles`;
   const f = p.predictedFidelity;
   console.log(`| ${name} | ${s}${p.fidelityWarning ? ' (warned)' : ''} | ${f.r.toFixed(4)} / ${f.nrmse.toFixed(3)}${f.beyondFit ? ' (caution)' : ''} | ` +
-    `${fit(agreement(chi, whole.chi, ph.mask))} | ${fit(agreement(chi, ph.chi, ph.mask))} | ${(p.voxelsRun / volume).toFixed(2)} | ` +
+    `${fit(agreement(chi, whole.chi.data, ph.mask))} | ${fit(agreement(chi, ph.chi, ph.mask))} | ${(p.voxelsRun / volume).toFixed(2)} | ` +
     `${p.estimatedSeconds.toFixed(1)} | ${report.wallSeconds.toFixed(1)} |`);
 }
 await t.terminate();

@@ -69,7 +69,7 @@ for (const core of a.cores.split(',').map(Number)) {
       }
       const l0 = os.loadavg()[0];
       const t0 = performance.now();
-      const { report } = await t.invert({ field, mask, geometry, model: a.model, weights, tile, workers, threadsPerWorker: threads });
+      const { report } = await t.invert({ keepInputs: true, field, mask, geometry, model: a.model, weights, tile, workers, threadsPerWorker: threads });
       row.wall = (performance.now() - t0) / 1000;
       row.workerHeaps = report.memory.workerHeapHighWater;
       row.moduleHeap = report.memory.moduleHeapBytes;

@@ -78,7 +78,7 @@ if (METHODS.some(wanted)) {
       const req = { geometry: g, field: ph.field, mask: ph.mask, method: m, ...(needsMagnitude(m) ? { magnitude } : {}), ...(SHORT[m] ? { [m]: SHORT[m] } : {}) };
       const plan = await t.plan(req);
       if (!plan.feasible) throw new Error(plan.message);
-      const out = await t.invert({ ...req, plan });
+      const out = await t.invert({ keepInputs: true, ...req, plan });
       return { plan, heap: out.report.memory.moduleHeapBytes };
     });
   }
@@ -101,7 +101,7 @@ for (const pd of a['pipeline-dims'].split(';').map(parseDims)) {
         ...(SHORT[short] ? { [short]: SHORT[short] } : {}), ...(also.length ? { also } : {}) };
       const plan = await t.plan({ ...req, pipeline: true });
       if (!plan.feasible) throw new Error(plan.message);
-      const out = await t.pipeline({ ...req, plan });
+      const out = await t.pipeline({ keepInputs: true, ...req, plan });
       return { plan, heap: out.report.memory.moduleHeapBytes, note: `stages ${plan.stages.join(', ')}` };
     });
   }
@@ -123,7 +123,7 @@ for (const model of ['modl-qsm', 'lpcnn']) {
     const req = { geometry: g, field: ph.field, mask: ph.mask, model, weights, whole: true };
     const plan = await t.plan(req);
     if (!plan.feasible) throw new Error(plan.message);
-    const out = await t.invert({ ...req, plan });
+    const out = await t.invert({ keepInputs: true, ...req, plan });
     return { plan, heap: out.report.memory.moduleHeapBytes };
   });
 }

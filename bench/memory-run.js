@@ -33,7 +33,7 @@ await maker.terminate();
 const t = await createTessera({ workers, threadsPerWorker: Number(a.threads) });
 try {
   const plan = await t.plan({ geometry, mask: ph.mask, spec, tile, workers });
-  const { report } = await t.invert({ field: ph.field, mask: ph.mask, geometry, spec, weights, tile, workers });
+  const { report } = await t.invert({ keepInputs: true, field: ph.field, mask: ph.mask, geometry, spec, weights, tile, workers });
   const workerPeak = Math.max(...report.memory.workerHeapHighWater);
   const workerSum = report.memory.workerHeapHighWater.reduce((x, y) => x + y, 0);
   console.log(`memory run on ${os.cpus()[0].model} (${os.cpus().length} cores), node ${process.version}`);

@@ -74,7 +74,7 @@ const t = await createTessera({ workers: 1, threadsPerWorker: threads, hardwareT
 let webWall, webRun;
 try {
   const t0 = performance.now();
-  const { report } = await t.invert({ field, mask, geometry: { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] }, model: a.model, weights, whole: true, workers: 1, threadsPerWorker: threads });
+  const { report } = await t.invert({ keepInputs: true, field, mask, geometry: { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] }, model: a.model, weights, whole: true, workers: 1, threadsPerWorker: threads });
   webWall = (performance.now() - t0) / 1000;
   webRun = report.wallSeconds;
   console.log(`  web whole (API): wall ${webWall.toFixed(2)} s, run ${webRun.toFixed(2)} s (tile ${report.tileSeconds.map((x) => x.toFixed(2)).join('/')} s); load ${os.loadavg()[0].toFixed(2)}`);

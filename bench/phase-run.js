@@ -58,11 +58,11 @@ console.log(`plan: padded ${plan.patchDims.join('×')}, activations ${mb(plan.ac
   `peak ${mb(plan.peakBytes)} MB${plan.feasible ? '' : ` — REFUSED: ${plan.message}`}`);
 if (!plan.feasible) process.exit(2);
 const t0 = performance.now();
-const r = await tessera.invert({ model: a.model, phase, mask: ph.mask, geometry, te, b0, weights, onProgress: (p) => process.stdout.write(`\r  echo ${p.done}/${p.total}`) });
+const r = await tessera.invert({ keepInputs: true, model: a.model, phase, mask: ph.mask, geometry, te, b0, weights, onProgress: (p) => process.stdout.write(`\r  echo ${p.done}/${p.total}`) });
 const seconds = (performance.now() - t0) / 1000;
 await tessera.terminate();
 let nonzero = 0;
-for (const x of r.chi) if (x !== 0) nonzero++;
+for (const x of r.chi.data) if (x !== 0) nonzero++;
 const m = r.report.memory;
 console.log(`\nrun: ${seconds.toFixed(1)} s wall (network ${r.report.tileSeconds.map((s) => s.toFixed(1)).join(' + ')} s), ${nonzero} voxels out (eroded mask), ` +
   `worker heap ${mb(Math.max(...m.workerHeapHighWater))} MB = ${m.workerHeapVsPlan.toFixed(2)} of plan, ` +

@@ -43,7 +43,7 @@ try {
     return pq / Math.sqrt(pp * qq);
   };
   const t0 = performance.now();
-  const out = await tessera.pipeline({ phase: scan.phase, magnitude: scan.magnitude, te, b0: 3, geometry,
+  const out = await tessera.pipeline({ keepInputs: true, phase: scan.phase, magnitude: scan.magnitude, te, b0: 3, geometry,
                                        ...(a.method ? { method: a.method } : {}), ...(a.background ? { background: a.background } : {})});
   const seconds = (performance.now() - t0) / 1000;
   const scored = inside.map((v, i) => (v && out.localMask.data[i] ? 1 : 0));

@@ -8,7 +8,7 @@
 //        [--cores 32,16,8,4]
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
-import { loadTesseraModule } from '../bindings/js/module.js';
+import { loadTesseraModule } from '../bindings/js/debug.js';
 
 const { values: a } = parseArgs({
   options: {

@@ -128,7 +128,7 @@ if (a.child) {
 // --------------------------------------------------------------------------------------------------------- main
 
 const { createTessera } = await import('../bindings/js/index.js');
-const { loadTesseraModule } = await import('../bindings/js/module.js');
+const { loadTesseraModule } = await import('../bindings/js/debug.js');
 const NETS = {
   demo: { model: 'demo-unet', file: 'web/models/demo-unet.onnx' },
   xqsm: { model: 'xqsm', file: path.join(a.standins, 'xqsm-standin.onnx') },
@@ -215,7 +215,7 @@ for (const net of a.nets.split(',')) {
         const tessera = await fresh();
         let chi, report;
         try {
-          ({ chi, report } = await tessera.invert({ geometry, field, mask, model, weights, ...(whole ? { whole: true } : {}), threadsPerWorker: wholeThreads }));
+          ({ chi: { data: chi }, report } = await tessera.invert({ keepInputs: true, geometry, field, mask, model, weights, ...(whole ? { whole: true } : {}), threadsPerWorker: wholeThreads }));
         } catch (e) {
           // A variant may fail where fp32 runs (e.g. out of memory in the worker): a result to report, not a crash.
           runs[f.name].error = `${e.code ?? ''} ${e.message.split('\n')[0].slice(0, 300)}`.trim();

@@ -38,7 +38,7 @@ for (let trial = 1; trial <= Number(a.trials); trial++) {
       const speed = await t.measureSpeed({ weights, model, threads: draft.threadsPerWorker, repeats: repeats || undefined, runVoxels: draft.voxelsRun });
       const probe = (performance.now() - t0) / 1000;
       const plan = await t.plan({ geometry, mask, model, speed });
-      const { report } = await t.invert({ field, mask, geometry, model, weights, plan });
+      const { report } = await t.invert({ keepInputs: true, field, mask, geometry, model, weights, plan });
       const ms = (v) => v.map((x) => (1000 * x).toFixed(0)).join(' ');
       const [s, l] = speed.points.map((p) => p.edge);
       console.log(`| ${trial} | ${repeats || 'default'} | ${probe.toFixed(2)} | ${s}³: ${ms(speed.runs.small)} | ${l}³: ${ms(speed.runs.large)} | ` +

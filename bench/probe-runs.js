@@ -43,7 +43,7 @@ async function trial(create, weights, { dims, repeats, after, pause }) {
   const runOn = async (r) => {
     const { field, mask } = await r.phantom({ geometry, seed: 1 });
     const t0 = performance.now();
-    await r.invert({ field, mask, geometry, model: 'demo-unet', weights });
+    await r.invert({ keepInputs: true, field, mask, geometry, model: 'demo-unet', weights });
     return (performance.now() - t0) / 1000;
   };
   if (after === 'run') {

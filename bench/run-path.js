@@ -57,7 +57,7 @@ for (let r = 0; r < repeats; r++) {
   for (let t = 0; t < trees.length; t++) {
     const tessera = await api[t].createTessera({ workers, threadsPerWorker: 1 });
     const t0 = performance.now();
-    const { chi, report } = await tessera.invert({ field, mask, geometry, model, spec, weights, workers, ...(tile ? { tile } : { whole: true }) });
+    const { chi: { data: chi }, report } = await tessera.invert({ keepInputs: true, field, mask, geometry, model, spec, weights, workers, ...(tile ? { tile } : { whole: true }) });
     const wall = (performance.now() - t0) / 1000;
     await tessera.terminate();
     runs[t].push({ wall, tiles: report.tilesRun, driver: report.wallSeconds });

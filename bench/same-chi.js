@@ -46,23 +46,23 @@ async function outputs(wasmBase) {
     for (const method of methods) {
       // The methods whose edge prior comes from the magnitude (MEDI, TFI) refuse a run without one.
       const magnitude = method === 'medi' || method === 'tfi' ? { magnitude: ph.chi.map((v) => 1 + Math.abs(v)) } : {};
-      out.push([method, (await t.invert({ field: ph.field, mask: ph.mask, geometry, method, ...magnitude })).chi]);
+      out.push([method, (await t.invert({ field: ph.field, mask: ph.mask, geometry, method, ...magnitude, keepInputs: true })).chi.data]);
     }
     const [weights] = await t.loadWeights('demo-unet');
-    const net = { field: ph.field, mask: ph.mask, geometry, model: 'demo-unet', weights: [weights] };
-    out.push(['demo-unet default plan', (await t.invert(net)).chi]);
-    out.push(['demo-unet tile 32/8', (await t.invert({ ...net, tile: { core: 32, halo: 8 } })).chi]);
-    out.push(['demo-unet whole', (await t.invert({ ...net, whole: true })).chi]);
+    const net = { field: ph.field, mask: ph.mask, geometry, model: 'demo-unet', weights: [weights], keepInputs: true };
+    out.push(['demo-unet default plan', (await t.invert(net)).chi.data]);
+    out.push(['demo-unet tile 32/8', (await t.invert({ ...net, tile: { core: 32, halo: 8 } })).chi.data]);
+    out.push(['demo-unet whole', (await t.invert({ ...net, whole: true })).chi.data]);
     // The registry's networks were trained at 1 mm (some refuse other voxels): their own 1 mm phantom and scan.
     const g1 = { dims: NETWORK_DIMS, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
     const ph1 = await t.phantom({ geometry: g1 });
     for (const [model, files] of Object.entries(FIELD_NETWORKS)) {
-      out.push([`${model} default plan (stand-in)`, (await t.invert({ field: ph1.field, mask: ph1.mask, geometry: g1, model, weights: files.map(smallStandin) })).chi]);
+      out.push([`${model} default plan (stand-in)`, (await t.invert({ field: ph1.field, mask: ph1.mask, geometry: g1, model, weights: files.map(smallStandin), keepInputs: true })).chi.data]);
     }
     const scan1 = await t.phantomScan({ geometry: g1, te, snr: 100 });
     for (const [model, files] of Object.entries(PHASE_NETWORKS)) {
-      const run = { phase: scan1.phase, magnitude: scan1.magnitude, mask: ph1.mask, geometry: g1, te, b0: 3, model, weights: files.map(smallStandin) };
-      out.push([`${model} (stand-in)`, (await t.invert(run)).chi]);
+      const run = { phase: scan1.phase, magnitude: scan1.magnitude, mask: ph1.mask, geometry: g1, te, b0: 3, model, weights: files.map(smallStandin), keepInputs: true };
+      out.push([`${model} (stand-in)`, (await t.invert(run)).chi.data]);
     }
     const scan = await t.phantomScan({ geometry, te, snr: 100 });
     const p = await t.pipeline({ phase: scan.phase, magnitude: scan.magnitude, geometry, te, b0: 3, method: 'rts' });

@@ -58,10 +58,10 @@ for (const d of a.dims.split('/')) {
     try {
       const { field, mask } = await tessera.phantom({ geometry, seed: 1 });
       const base = { geometry, field, mask, model: a.model, weights };
-      const whole = await tessera.invert({ ...base, whole: true, crop: 'off', workers: 1, threadsPerWorker: 2 });
+      const whole = await tessera.invert({ keepInputs: true, ...base, whole: true, crop: 'off', workers: 1, threadsPerWorker: 2 });
       for (const config of a.configs.split(',')) {
-        const { chi, report } = await tessera.invert({ ...base, ...requestOf(config) });
-        const g = agreement(chi, whole.chi, mask);
+        const { chi: { data: chi }, report } = await tessera.invert({ keepInputs: true, ...base, ...requestOf(config) });
+        const g = agreement(chi, whole.chi.data, mask);
         const share = voxelsRun(report.plan) / nvox;
         const row = { network: a.model, dims, config, build, plan: planText(report.plan, nvox), share, r: g.r, nrmse: g.nrmse,
           seconds: report.wallSeconds, load: loadavg() };

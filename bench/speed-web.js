@@ -64,7 +64,7 @@ export async function webSpeed({ createTessera, geometry, field, mask, network, 
   try {
     if ((await plain.plan({ geometry, mask, ...network, whole: true })).feasible) {
       const t0 = performance.now();
-      const { report } = await plain.invert({ field, mask, geometry, ...network, weights, whole: true, threadsPerWorker: threads });
+      const { report } = await plain.invert({ keepInputs: true, field, mask, geometry, ...network, weights, whole: true, threadsPerWorker: threads });
       web = { seconds: report.wallSeconds, wall: (performance.now() - t0) / 1000 };
     }
   } finally {
@@ -77,7 +77,7 @@ export async function webSpeed({ createTessera, geometry, field, mask, network, 
   let out;
   try {
     const t0 = performance.now();
-    const { chi, report } = await cold.invert({ field, mask, geometry, ...network, weights });
+    const { chi: { data: chi }, report } = await cold.invert({ keepInputs: true, field, mask, geometry, ...network, weights });
     const wall = (performance.now() - t0) / 1000;
     const p = report.plan;
     const g = agreement(chi, reference, mask);
@@ -99,7 +99,7 @@ export async function webSpeed({ createTessera, geometry, field, mask, network, 
     const plan = await probed.plan({ geometry, mask, ...network, weights, measureSpeed: true });
     const probe = (performance.now() - t0) / 1000;
     const t1 = performance.now();
-    const { report } = await probed.invert({ field, mask, geometry, ...network, weights, plan });
+    const { report } = await probed.invert({ keepInputs: true, field, mask, geometry, ...network, weights, plan });
     const warmWall = (performance.now() - t1) / 1000;
     // The probe plan() ran (kept per weights and threads: this is the same measurement, not another).
     const measured = await probed.measureSpeed({ weights, ...network, threads: report.plan.threadsPerWorker });

@@ -34,7 +34,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { createTessera } from '../bindings/js/index.js';
-import { loadTesseraModule } from '../bindings/js/module.js';
+import { loadTesseraModule } from '../bindings/js/debug.js';
 import { loadavg, readStandin, requireOrtNode, runNative, specOf, DEEP_SPEC, deepStandin } from './common.js';
 import { webSpeed } from './speed-web.js';
 import { launchChromium, benchPage } from '../scripts/chromium.js';

@@ -22,7 +22,7 @@ export async function sweepRuns({ createTessera, geometry, field, mask, model, w
       const key = `${core}|${plan.tilesInFlight}|${T}`;
       if (measured.has(key)) return { ...row, ...measured.get(key), repeated: true };
       const t0 = performance.now();
-      const { report } = await t.invert({ field, mask, geometry, model, weights, tile, workers: K, threadsPerWorker: T });
+      const { report } = await t.invert({ keepInputs: true, field, mask, geometry, model, weights, tile, workers: K, threadsPerWorker: T });
       const wall = (performance.now() - t0) / 1000;
       measured.set(key, { wall, run: report.wallSeconds });
       await log(`core ${core} ${K}×${T}: ${report.tilesRun} tiles of ${plan.patchEdge}³, in flight ${plan.tilesInFlight}, wall ${wall.toFixed(1)} s (run ${report.wallSeconds.toFixed(1)} s)`);
@@ -36,7 +36,7 @@ export async function sweepRuns({ createTessera, geometry, field, mask, model, w
     const t = await createTessera({ workers: plan.workers, threadsPerWorker: plan.threadsPerWorker, hardwareThreads: 2 });
     try {
       const t0 = performance.now();
-      const { report } = await t.invert({ field, mask, geometry, model, weights, plan });
+      const { report } = await t.invert({ keepInputs: true, field, mask, geometry, model, weights, plan });
       const wall = (performance.now() - t0) / 1000;
       const kind = plan.wholeVolume ? (plan.crop ? 'mask box' : 'whole volume') : 'slabs';
       await log(`the planner's plan (${kind} ${plan.patchDims.join('×')}, ${report.tilesRun} patch(es), ${plan.workers}×${plan.threadsPerWorker}): wall ${wall.toFixed(1)} s`);

@@ -70,7 +70,7 @@ for (const c of a.configs.split(',').map(parseConfig)) {
     else Object.assign(req, { tile: c.tile, workers: c.workers, threadsPerWorker: c.threads });
     const l0 = os.loadavg()[0];
     const t0 = performance.now();
-    const { chi, report } = await t.invert(req);
+    const { chi: { data: chi }, report } = await t.invert({ ...req, keepInputs: true });
     const wall = (performance.now() - t0) / 1000;
     const p = report.plan;
     const pd = p.patchDims;

@@ -237,7 +237,7 @@ export async function calibrationInputs({ count = 4, source = 'phantom', dims = 
 }
 
 async function loadModule() {
-  const { loadTesseraModule } = await import('../bindings/js/module.js');
+  const { loadTesseraModule } = await import('../bindings/js/debug.js');
   try {
     return await loadTesseraModule({ pthreadPoolSize: 2 });
   } catch (e) {

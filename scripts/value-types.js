@@ -84,7 +84,7 @@ export async function loadModuleFrom(dir) {
       throw new Error(`value-types: ${path.join(dir, f)} is missing: give the node flavour's folder (scripts/build.sh installs dist/wasm/node; a build tree also needs a package.json {"type":"commonjs"})`);
     }
   }
-  const { loadTesseraModule } = await import('../bindings/js/module.js');
+  const { loadTesseraModule } = await import('../bindings/js/debug.js');
   const M = await loadTesseraModule({ pthreadPoolSize: 1, wasmBase: pathToFileURL(path.resolve(dir) + path.sep) });
   if (typeof M.valueTypes !== 'function') {
     throw new Error(`value-types: the module in ${dir} has no valueTypes(): it predates the record; rebuild it (scripts/build.sh)`);

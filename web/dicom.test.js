@@ -175,7 +175,7 @@ function browserSuite() {
       const geometry = { dims: SCAN.dims, voxelMm: SCAN.voxelMm, b0Dir: [0, 0, 1] };
       scan = await t.phantomScan({ geometry, te: SCAN.te, b0: SCAN.b0, snr: SCAN.snr, seed: SCAN.seed });
       // the pipeline on the scan itself (no DICOM, no quantisation): what the DICOM round trip is compared with
-      direct = await t.pipeline({ phase: scan.phase, magnitude: scan.magnitude, geometry, te: SCAN.te, b0: SCAN.b0, method: 'tkd' });
+      direct = await t.pipeline({ keepInputs: true, phase: scan.phase, magnitude: scan.magnitude, geometry, te: SCAN.te, b0: SCAN.b0, method: 'tkd' });
       // the stage title of the schema's default background removal, whichever it is
       background = await defaultBackgroundTitle(t);
     } finally {
@@ -341,7 +341,7 @@ function browserSuite() {
     const t = await createTessera({ workers: 1 });
     let want;
     try {
-      want = await t.pipeline({ phase, magnitude, geometry: { dims: got.dims, voxelMm: got.voxelMm, b0Dir: got.b0Dir }, te: SCAN.te, b0: SCAN.b0, method: 'tkd' });
+      want = await t.pipeline({ keepInputs: true, phase, magnitude, geometry: { dims: got.dims, voxelMm: got.voxelMm, b0Dir: got.b0Dir }, te: SCAN.te, b0: SCAN.b0, method: 'tkd' });
     } finally {
       await t.terminate();
     }

@@ -715,7 +715,7 @@ test('Verify (self-check): the verified fidelity beside the predicted one, equal
   let want;
   try {
     const tile = { core: plan.core, halo: plan.halo, stride: plan.stride, blend: plan.blend };
-    const out = await t.invert({ field: pair.fieldPpm, mask: pair.mask, geometry: pair.geometry, model: 'demo-unet', weights: new Uint8Array(fs.readFileSync(netPath)), tile, workers: plan.tilesInFlight, verify: true });
+    const out = await t.invert({ keepInputs: true, field: pair.fieldPpm, mask: pair.mask, geometry: pair.geometry, model: 'demo-unet', weights: new Uint8Array(fs.readFileSync(netPath)), tile, workers: plan.tilesInFlight, verify: true });
     want = out.report.verify;
   } finally {
     await t.terminate();
@@ -900,10 +900,10 @@ test('the phase networks: wrapped phase (3D, then 4D multi-echo with magnitude),
     // A cube over the single-patch limit at iQFM's registered cost (with 20 % to spare), a multiple of 16.
     const cost = (await t.model('iqfm')).bytesPerVoxel;
     bigEdge = 16 * Math.ceil(Math.cbrt((1.2 * (await t.limits()).maxPatchActivationBytes) / cost) / 16);
-    want3d = (await t.invert({ model: 'iqsm', phase: echo1, mask, geometry, te: 0.02, b0: 3, weights: lotNet() })).chi;
-    const r = await t.invert({ model: 'iqfm', phase: phase4d, magnitude: mag4d, mask, geometry, te: [0.02, 0.03], b0: 3, weights: lotNet() });
+    want3d = (await t.invert({ keepInputs: true, model: 'iqsm', phase: echo1, mask, geometry, te: 0.02, b0: 3, weights: lotNet() })).chi.data;
+    const r = await t.invert({ keepInputs: true, model: 'iqfm', phase: phase4d, magnitude: mag4d, mask, geometry, te: [0.02, 0.03], b0: 3, weights: lotNet() });
     assert.equal(r.quantity, 'local-field');
-    want4d = r.chi;
+    want4d = r.chi.data;
   } finally {
     await t.terminate();
   }
@@ -1132,7 +1132,7 @@ async function startLongRun(tab) {
     const dims = [64, 64, 48];
     const field = new Float32Array(dims[0] * dims[1] * dims[2]).map((_, i) => Math.sin(i));
     globalThis.longRun = { done: 0 };
-    t.invert({ field, geometry: { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] }, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights: new Uint8Array(net),
+    t.invert({ keepInputs: true, field, geometry: { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] }, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights: new Uint8Array(net),
       tile: { core: 8, halo: 4 }, workers: 2, onProgress: (p) => (globalThis.longRun.done = p.done) }).catch(() => {});
   }, Array.from(unetNet()));
   await tab.waitForFunction(() => globalThis.longRun.done >= 2, null, { timeout: 90000, polling: 50 });
@@ -1179,8 +1179,8 @@ test('reload mid-run: every worker of the old page closes (none orphaned), and t
     const { createTessera } = await import('/bindings/js/index.js');
     const t = await createTessera({ workers: 1 });
     try {
-      const r = await t.invert({ field: new Float32Array(field), geometry: { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] }, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: new Uint8Array(net), whole: true });
-      return Array.from(r.chi);
+      const r = await t.invert({ keepInputs: true, field: new Float32Array(field), geometry: { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] }, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: new Uint8Array(net), whole: true });
+      return Array.from(r.chi.data);
     } finally {
       await t.terminate();
     }
@@ -1218,6 +1218,7 @@ test('soak in Chromium: 50 mixed runs of the package in one page (2 networks, 3 
   ];
   await tab.evaluate(async (kinds) => {
     const { createTessera } = await import('/bindings/js/index.js');
+    const { pendingCalls } = await import('/bindings/js/debug.js');
     const args = (k) => {
       const n = k.dims[0] * k.dims[1] * k.dims[2];
       return { field: new Float32Array(n).map((_, i) => Math.sin(0.37 * i)), geometry: { dims: k.dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] },
@@ -1229,17 +1230,17 @@ test('soak in Chromium: 50 mixed runs of the package in one page (2 networks, 3 
     const refs = [];
     for (const k of kinds) {
       const fresh = await createTessera({ workers: 1 });
-      refs.push((await fresh.invert(args(k))).chi);
+      refs.push((await fresh.invert(args(k))).chi.data);
       await fresh.terminate();
     }
     const soak = await createTessera({ workers: 1, recycleHeapBytes: 24 * 2 ** 20 });
     globalThis.soak = {
       async run(kind, cancelAt) {
         const controller = new AbortController();
-        const out = await soak.invert({ ...args(kinds[kind]), signal: controller.signal, onProgress: (p) => cancelAt >= 0 && p.done >= cancelAt && controller.abort() })
-          .then((r) => ({ same: same(r.chi, refs[kind]) }), (e) => ({ error: `${e.name}: ${e.message}` }));
+        const out = await soak.invert({ keepInputs: true, ...args(kinds[kind]), signal: controller.signal, onProgress: (p) => cancelAt >= 0 && p.done >= cancelAt && controller.abort() })
+          .then((r) => ({ same: same(r.chi.data, refs[kind]) }), (e) => ({ error: `${e.name}: ${e.message}` }));
         const st = await soak.status();
-        return { ...out, running: st.running, liveWorkers: st.liveWorkers, moduleHeapBytes: st.moduleHeapBytes, pending: soak._pending.size };
+        return { ...out, running: st.running, liveWorkers: st.liveWorkers, moduleHeapBytes: st.moduleHeapBytes, pending: pendingCalls(soak) };
       },
       end: () => soak.terminate(),
     };
@@ -1338,7 +1339,7 @@ test('classical method: the demo with TKD runs without a download; χ bit-identi
       const p = await t.phantom({ geometry, seed: 1, noise: 0 });
       let sum = 0;
       for (let i = 0; i < p.field.length; i++) if (p.mask[i]) sum += p.field[i];
-      return { sum, chi: (await t.invert({ field: p.field, mask: p.mask, geometry, method: 'tkd' })).chi };
+      return { sum, chi: (await t.invert({ keepInputs: true, field: p.field, mask: p.mask, geometry, method: 'tkd' })).chi.data };
     } finally {
       await t.terminate();
     }
@@ -1472,7 +1473,7 @@ test('From phase: the demo (phantom scan, mask from the magnitude, the default b
       const d = PIPE_DEMO;
       const scan = await t.phantomScan({ geometry: d.geometry, te: d.te, b0: d.b0, snr: d.snr, seed: 1 });
       const schema = await t.schema();
-      const out = await t.pipeline({ phase: scan.phase, magnitude: scan.magnitude, geometry: d.geometry, te: d.te, b0: d.b0, method: 'rts', brainMask: { erosion: 3 } });
+      const out = await t.pipeline({ keepInputs: true, phase: scan.phase, magnitude: scan.magnitude, geometry: d.geometry, te: d.te, b0: d.b0, method: 'rts', brainMask: { erosion: 3 } });
       return { out, schema };
     } finally {
       await t.terminate();
@@ -1593,7 +1594,7 @@ test('From phase: a 4D phase NIfTI + magnitude through the file inputs runs end 
   let scan, want;
   try {
     scan = await t.phantomScan({ geometry, te, b0: 3, snr: 100, seed: 2 });
-    want = await t.pipeline({ phase: scan.phase, magnitude: scan.magnitude, geometry, te, b0: 3, method: 'tkd' });
+    want = await t.pipeline({ keepInputs: true, phase: scan.phase, magnitude: scan.magnitude, geometry, te, b0: 3, method: 'tkd' });
   } finally {
     await t.terminate();
   }

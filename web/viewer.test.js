@@ -276,7 +276,7 @@ test('a brush stroke removes the ball under it; the run takes the edited mask (Ï
   const t = await api.createTessera({ workers: 1 });
   let want;
   try {
-    want = await t.pipeline({ phase: scan.phase, magnitude: scan.magnitude, mask: Uint8Array.from(m.data), geometry, te, b0: 3, method: 'tkd' });
+    want = await t.pipeline({ keepInputs: true, phase: scan.phase, magnitude: scan.magnitude, mask: Uint8Array.from(m.data), geometry, te, b0: 3, method: 'tkd' });
   } finally {
     await t.terminate();
   }
@@ -317,7 +317,7 @@ test('also SWI + R2*: SWI, minIP, R2*, T2* listed and downloadable (BIDS-like na
   const t = await api.createTessera({ workers: 1 });
   let want, bg;
   try {
-    want = await t.pipeline({ phase: scan.phase, magnitude: scan.magnitude, mask, geometry, te, b0: 3, method: 'tkd', also: ['swi', 'r2star'] });
+    want = await t.pipeline({ keepInputs: true, phase: scan.phase, magnitude: scan.magnitude, mask, geometry, te, b0: 3, method: 'tkd', also: ['swi', 'r2star'] });
     bg = await defaultBackgroundTitle(t);
   } finally {
     await t.terminate();

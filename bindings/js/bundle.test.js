@@ -119,7 +119,7 @@ window.runTessera = async ({ dims, voxelMm, tile }) => {
     const geometry = { dims, voxelMm };
     const { field, mask } = await tessera.phantom({ geometry });
     const [weights] = await tessera.loadWeights('demo-unet');
-    const { chi, report } = await tessera.invert({ field, mask, geometry, model: 'demo-unet', weights, tile });
+    const { chi: { data: chi }, report } = await tessera.invert({ field, mask, geometry, model: 'demo-unet', weights, tile });
     const bytes = new Uint8Array(chi.buffer, chi.byteOffset, chi.byteLength);
     let bin = '';
     for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
@@ -137,7 +137,7 @@ const tessera = await createTessera({ workers: 1, threadsPerWorker: 2 });
 const geometry = { dims, voxelMm };
 const { field, mask } = await tessera.phantom({ geometry });
 const [weights] = await tessera.loadWeights('demo-unet');
-const { chi, report } = await tessera.invert({ field, mask, geometry, model: 'demo-unet', weights, tile });
+const { chi: { data: chi }, report } = await tessera.invert({ field, mask, geometry, model: 'demo-unet', weights, tile });
 process.stdout.write(JSON.stringify({ chi: Buffer.from(chi.buffer, chi.byteOffset, chi.byteLength).toString('base64'), tilesRun: report.tilesRun }));
 await tessera.terminate();
 `;

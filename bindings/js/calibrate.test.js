@@ -63,7 +63,7 @@ test('a spec without bytesPerVoxel is calibrated before planning (plan and inver
   assert.match(assumed.cost.note, /no weights/);
   // invert with that plan, and invert planning for itself: both run with the calibrated cost, within it.
   for (const p of [plan, undefined]) {
-    const { report } = await tessera.invert({ field, mask, geometry, spec, weights: net, tile: { core: 24, halo: 4 }, plan: p });
+    const { report } = await tessera.invert({ keepInputs: true, field, mask, geometry, spec, weights: net, tile: { core: 24, halo: 4 }, plan: p });
     assert.equal(report.plan.cost.source, 'calibrated');
     assert.equal(report.memory.cost.bytesPerVoxel, calibration.bytesPerVoxel);
     assert.ok(report.memory.workerHeapVsPlan <= 1, `worker heap ${report.memory.workerHeapVsPlan}× the calibrated plan`);

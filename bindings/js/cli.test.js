@@ -146,8 +146,8 @@ test('invert --whole --report equals the JS API run exactly; the report has tile
   const tessera = await createTessera({ workers: 1 });
   try {
     const geometry = { dims: DIMS, voxelMm: out.voxelMm, b0Dir: readNifti(bytes(f('field.nii.gz'))).b0Dir };
-    const api = await tessera.invert({ field, mask: Uint8Array.from(mask), geometry, spec: SPEC, weights: bytes(f('net.onnx')), whole: true });
-    assert.deepEqual(out.data, api.chi);
+    const api = await tessera.invert({ keepInputs: true, field, mask: Uint8Array.from(mask), geometry, spec: SPEC, weights: bytes(f('net.onnx')), whole: true });
+    assert.deepEqual(out.data, api.chi.data);
   } finally {
     await tessera.terminate();
   }
@@ -198,8 +198,8 @@ test('--b0-align: the header B0 11.5° off the third axis warns by default (unde
   try {
     const geometry = { dims: DIMS, voxelMm: readNifti(bytes(f('field.nii.gz'))).voxelMm, b0Dir: b0 };
     for (const [file, b0Align] of [['chi-b0on.nii', 'on'], ['chi-b0auto.nii', undefined]]) {
-      const api = await tessera.invert({ field, mask: Uint8Array.from(mask), geometry, spec: SPEC, weights: bytes(f('net.onnx')), whole: true, b0Align });
-      assert.deepEqual(readNifti(bytes(f(file))).data, api.chi, file);
+      const api = await tessera.invert({ keepInputs: true, field, mask: Uint8Array.from(mask), geometry, spec: SPEC, weights: bytes(f('net.onnx')), whole: true, b0Align });
+      assert.deepEqual(readNifti(bytes(f(file))).data, api.chi.data, file);
     }
   } finally {
     await tessera.terminate();
@@ -387,8 +387,8 @@ test('--weights-unverified runs your own export of a registry network: warned (e
     assert.deepEqual(report.weights, [{ source: 'own.onnx', file: 'modl-qsm.onnx', bytes: net.byteLength, sha256: sha, registrySha256: registry, verified: false }]);
     assert.ok(report.warning.includes(`weights not verified: sha256 ${sha}`), report.warning);
     const geometry = { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
-    const api = await tessera.invert({ geometry, field: own, mask: Uint8Array.from(box), model: 'modl-qsm', weights: net, whole: true, verifyWeights: false });
-    assert.deepEqual(readNifti(bytes(f('own-chi.nii'))).data, api.chi);
+    const api = await tessera.invert({ keepInputs: true, geometry, field: own, mask: Uint8Array.from(box), model: 'modl-qsm', weights: net, whole: true, verifyWeights: false });
+    assert.deepEqual(readNifti(bytes(f('own-chi.nii'))).data, api.chi.data);
   } finally {
     await tessera.terminate();
   }
@@ -472,8 +472,8 @@ test('--crop-margin sizes the automatic crop to the mask: the plan runs the box 
   const tessera = await createTessera({ workers: 1 });
   try {
     const { voxelMm, b0Dir } = readNifti(bytes(f('field.nii.gz')));
-    const api = await tessera.invert({ field, mask: Uint8Array.from(mask), geometry: { dims: DIMS, voxelMm, b0Dir }, spec: SPEC, weights: bytes(f('net.onnx')), cropMargin: 1 });
-    assert.deepEqual(readNifti(bytes(f('chi-margin1.nii'))).data, api.chi);
+    const api = await tessera.invert({ keepInputs: true, field, mask: Uint8Array.from(mask), geometry: { dims: DIMS, voxelMm, b0Dir }, spec: SPEC, weights: bytes(f('net.onnx')), cropMargin: 1 });
+    assert.deepEqual(readNifti(bytes(f('chi-margin1.nii'))).data, api.chi.data);
   } finally {
     await tessera.terminate();
   }
@@ -577,7 +577,7 @@ let apiTessera;
 
 async function api(request) {
   apiTessera ??= await createTessera({ workers: 1, threadsPerWorker: 1 });
-  return apiTessera.invert(request);
+  return apiTessera.invert({ ...request, keepInputs: true }); // the volumes are the tests' own, used again
 }
 
 /** A 4D float32 NIfTI: writeNifti's 3D file of nz·echoes slices with dim[0] = 4, dim[3] = nz, dim[4] = echoes. */
@@ -675,7 +675,7 @@ test('invert --phase: iqsm equals the JS API and the LoT physics, B0 direction f
   assert.equal(out.header.descrip, 'chi ppm, tessera-qsm iqsm');
   const geometry = { dims: PDIMS, voxelMm: inNii.voxelMm, b0Dir: inNii.b0Dir };
   const want = await api({ model: 'iqsm', phase: phase1, mask: pmask, geometry, te: 0.02, weights: lotNet() });
-  assertPhaseOutput(out.data, want.chi, 'iqsm');
+  assertPhaseOutput(out.data, want.chi.data, 'iqsm');
   // The physics: Σ_k K_k sin(φ_k − φ_0) · 0.06/(B0·TE) with φ = −phase, on the eroded mask.
   let err = 0;
   let max = 0;
@@ -722,7 +722,7 @@ test('invert --phase 4D: two echoes with --te 0.01,0.02, --magnitude and --input
     model: 'iqsm', phase: phase2, magnitude: magnitude2, mask: pmask, geometry: { dims: PDIMS, voxelMm: inNii.voxelMm, b0Dir: inNii.b0Dir },
     te: [0.01, 0.02], b0: 7, inputNames: { mask: 'mask_brain', border: 'mask_border' }, weights: lotNet({ names: { mask: 'mask_brain', border: 'mask_border' } }),
   });
-  assertPhaseOutput(out.data, want.chi, '2 echoes');
+  assertPhaseOutput(out.data, want.chi.data, '2 echoes');
 });
 
 test('phase units: integers and degrees are refused with a hint; --phase-units scanner and --phase-sign +1 convert', async () => {
@@ -750,7 +750,7 @@ test('phase units: integers and degrees are refused with a hint; --phase-units s
   const geometry = { dims: PDIMS, voxelMm: inNii.voxelMm, b0Dir: inNii.b0Dir };
   const ints32 = readNifti(bytes(f('phase-int.nii'))).data;
   const fromInts = await api({ model: 'iqsm', phase: ints32.map((v) => (v * Math.PI) / 4096), phaseSign: 1, mask: pmask, geometry, te: 0.02, weights: lotNet() });
-  assertPhaseOutput(readNifti(bytes(f('p-int.nii'))).data, fromInts.chi, 'scanner integers, phase sign +1');
+  assertPhaseOutput(readNifti(bytes(f('p-int.nii'))).data, fromInts.chi.data, 'scanner integers, phase sign +1');
 });
 
 test('phase usage errors: missing --te, TE count or ms, --phase with a field model, --field with iqsm, flags of the other input (exit 2)', async () => {

@@ -35,7 +35,7 @@ const finite = (a) => a.every((v) => Number.isFinite(v));
 test('swi on ROMEO\'s scan: finite, never above the RSS magnitude, minIP below SWI, veins darkened somewhere', { skip: !HAVE_ROMEO && 'no romeo-small data' }, async () => {
   const { mag, phase } = romeoInputs();
   const steps = [];
-  const out = await tessera.swi({ phase, magnitude: mag, te: TE, onProgress: (p) => steps.push(p.done) });
+  const out = await tessera.swi({ keepInputs: true, phase, magnitude: mag, te: TE, onProgress: (p) => steps.push(p.done) });
   assert.deepEqual(out.swi.dims.slice(0, 3), [51, 51, 41]);
   assert.ok(finite(out.swi.data) && finite(out.minIp.data));
   let darkened = 0;
@@ -62,9 +62,9 @@ test('swi on ROMEO\'s scan: finite, never above the RSS magnitude, minIP below S
 
 test('r2star on ROMEO\'s scan: ARLO and log-linear within physiological bounds in the brain', { skip: !HAVE_ROMEO && 'no romeo-small data' }, async () => {
   const { mag, phase } = romeoInputs();
-  const { mask } = await tessera.swi({ phase, magnitude: mag, te: TE }); // the brain mask the core makes
+  const { mask } = await tessera.swi({ keepInputs: true, phase, magnitude: mag, te: TE }); // the brain mask the core makes
   for (const method of ['arlo', 'loglinear']) {
-    const out = await tessera.r2star({ magnitude: mag, te: TE, r2star: { method } });
+    const out = await tessera.r2star({ keepInputs: true, magnitude: mag, te: TE, r2star: { method } });
     assert.equal(out.method, method);
     assert.ok(finite(out.r2star.data) && finite(out.t2star.data));
     const vals = [];
@@ -83,14 +83,14 @@ test('r2star on ROMEO\'s scan: ARLO and log-linear within physiological bounds i
 test('swi and r2star on the phantom scan: the brain\'s median R2* is white matter\'s, SWI finite and never above the magnitude', async () => {
   const geometry = { dims: [64, 64, 48], voxelMm: [3, 3, 3], b0Dir: [0, 0, 1] };
   const scan = await tessera.phantomScan({ geometry, seed: 4, snr: 100 });
-  const r = await tessera.r2star({ geometry, magnitude: scan.magnitude, te: scan.te, mask: scan.mask });
+  const r = await tessera.r2star({ keepInputs: true, geometry, magnitude: scan.magnitude, te: scan.te, mask: scan.mask });
   // White matter, most of the phantom brain's voxels, has T2* 53 ms (tissue_signal: 18.87 s⁻¹): the brain's median.
   const vals = [];
   for (let i = 0; i < scan.mask.length; i++) if (scan.mask[i]) vals.push(r.r2star.data[i]);
   vals.sort((a, b) => a - b);
   const median = vals[vals.length >> 1];
   assert.ok(Math.abs(median - 1 / 0.053) < 0.04 / 0.053, `phantom brain median R2* ${median}`);
-  const s = await tessera.swi({ geometry, phase: scan.phase, magnitude: scan.magnitude, te: scan.te, mask: scan.mask });
+  const s = await tessera.swi({ keepInputs: true, geometry, phase: scan.phase, magnitude: scan.magnitude, te: scan.te, mask: scan.mask });
   for (let i = 0; i < s.swi.data.length; i++) assert.ok(s.swi.data[i] <= s.magnitude.data[i] * (1 + 1e-6));
   assert.ok(finite(s.swi.data) && finite(s.minIp.data));
   console.log(`phantom: brain median R2* ${median.toFixed(2)} s⁻¹`);
@@ -100,14 +100,14 @@ test('r2star refuses ARLO on unequal echoes in words; swi cancels between steps'
   const geometry = { dims: [8, 8, 4], voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
   const n = 256;
   const magnitude = new Float32Array(3 * n).map((_, i) => Math.exp(-30 * [0.004, 0.008, 0.014][Math.floor(i / n)]));
-  await assert.rejects(tessera.r2star({ geometry, magnitude, te: [0.004, 0.008, 0.014] }), /equally spaced.*loglinear/);
-  const ok = await tessera.r2star({ geometry, magnitude, te: [0.004, 0.008, 0.014], r2star: { method: 'loglinear' } });
+  await assert.rejects(tessera.r2star({ keepInputs: true, geometry, magnitude, te: [0.004, 0.008, 0.014] }), /equally spaced.*loglinear/);
+  const ok = await tessera.r2star({ keepInputs: true, geometry, magnitude, te: [0.004, 0.008, 0.014], r2star: { method: 'loglinear' } });
   assert.ok(Math.abs(ok.r2star.data[5] - 30) < 0.01);
   const big = { dims: [64, 64, 48], voxelMm: [3, 3, 3], b0Dir: [0, 0, 1] };
   const scan = await tessera.phantomScan({ geometry: big, seed: 1 });
   const controller = new AbortController();
   let seen = 0;
-  const run = tessera.swi({ geometry: big, phase: scan.phase, magnitude: scan.magnitude, te: scan.te, signal: controller.signal, onProgress: () => ++seen === 3 && controller.abort() });
+  const run = tessera.swi({ keepInputs: true, geometry: big, phase: scan.phase, magnitude: scan.magnitude, te: scan.te, signal: controller.signal, onProgress: () => ++seen === 3 && controller.abort() });
   await assert.rejects(run, (e) => e.name === 'AbortError' || /cancel/i.test(e.message));
 });
 

@@ -5,7 +5,7 @@
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { loadTesseraModule } from './module.js';
+import { loadTesseraModule } from './debug.js';
 
 let M;
 before(async () => {

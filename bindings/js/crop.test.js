@@ -48,16 +48,16 @@ test('demo U-Net: the automatic plan runs the mask box + its margin as one patch
     assert.deepEqual(plan.patchDims, plan.crop.patchDims);
   }
   assert.ok(plan.patchDims.reduce((x, y) => x * y) < n / 3, `box ${plan.patchDims} of ${geometry.dims}`);
-  const cropped = await tessera.invert({ geometry, field, mask, model: 'demo-unet', weights, plan });
+  const cropped = await tessera.invert({ keepInputs: true, geometry, field, mask, model: 'demo-unet', weights, plan });
   // The box's memory is planned like a whole volume of its size: the run stays within it.
   assert.ok(cropped.report.memory.workerHeapVsPlan <= 1, `worker heap ${cropped.report.memory.workerHeapVsPlan}× the plan`);
   assert.ok(cropped.report.memory.moduleHeapVsPlan <= 1, `module heap ${cropped.report.memory.moduleHeapVsPlan}× the plan`);
-  const whole = await tessera.invert({ geometry, field, mask, model: 'demo-unet', weights, whole: true });
+  const whole = await tessera.invert({ keepInputs: true, geometry, field, mask, model: 'demo-unet', weights, whole: true });
   assert.equal(whole.report.plan.crop, null);
   assert.deepEqual(whole.report.plan.patchDims, geometry.dims);
-  const g = agreement(cropped.chi, whole.chi, mask);
+  const g = agreement(cropped.chi.data, whole.chi.data, mask);
   assert.ok(g.r > 0.99 && g.nrmse < 0.05, `r ${g.r}, NRMSE ${g.nrmse}`);
-  for (let i = 0; i < n; i++) if (!mask[i]) assert.equal(cropped.chi[i], 0, `voxel ${i} outside the mask`);
+  for (let i = 0; i < n; i++) if (!mask[i]) assert.equal(cropped.chi.data[i], 0, `voxel ${i} outside the mask`);
   // crop off: the whole field of view.
   const off = await tessera.plan({ geometry, mask, model: 'demo-unet', crop: 'off' });
   assert.equal(off.crop, null);
@@ -82,14 +82,14 @@ test('a mask box over the single-patch limit runs as slabs with a halo on the cu
   for (let a = 0; a < 3; a++) if (a !== axis) assert.equal(plan.patchDims[a], plan.crop.patchDims[a]);
   assert.ok(plan.patchDims[axis] < plan.crop.patchDims[axis]);
   assert.ok(plan.bytesPerTile <= (await tessera.limits()).maxPatchActivationBytes);
-  const slabs = await tessera.invert({ geometry, field, mask, spec, weights, plan });
+  const slabs = await tessera.invert({ keepInputs: true, geometry, field, mask, spec, weights, plan });
   assert.equal(slabs.report.tilesRun, plan.crop.split.pieces);
   assert.ok(slabs.report.memory.workerHeapVsPlan <= 1 && slabs.report.memory.moduleHeapVsPlan <= 1, JSON.stringify(slabs.report.memory));
   // The reference: the whole volume at the network's real cost (the declared one would not fit it).
-  const whole = await tessera.invert({ geometry, field, mask, spec: { ...spec, bytesPerVoxel: 1100 }, weights, whole: true });
-  const g = agreement(slabs.chi, whole.chi, mask);
+  const whole = await tessera.invert({ keepInputs: true, geometry, field, mask, spec: { ...spec, bytesPerVoxel: 1100 }, weights, whole: true });
+  const g = agreement(slabs.chi.data, whole.chi.data, mask);
   assert.ok(g.nrmse <= plan.predictedFidelity.nrmse + 0.05 && g.nrmse < 0.1 && g.r > 0.99, `r ${g.r}, NRMSE ${g.nrmse} (predicted ${plan.predictedFidelity.nrmse})`);
-  for (let i = 0; i < n; i++) if (!mask[i]) assert.equal(slabs.chi[i], 0, `voxel ${i} outside the mask`);
+  for (let i = 0; i < n; i++) if (!mask[i]) assert.equal(slabs.chi.data[i], 0, `voxel ${i} outside the mask`);
   console.log(`# slabs: ${plan.crop.split.pieces} along ${'xyz'[axis]}, halo ${plan.crop.split.halo}, patch ${plan.patchDims.join('×')}: r ${g.r.toFixed(5)}, NRMSE ${g.nrmse.toFixed(4)} (predicted ${plan.predictedFidelity.nrmse.toFixed(4)})`);
 });
 
@@ -101,13 +101,13 @@ test('an unmasked network: plan() without the field crops to the mask and the ru
   const byMask = await tessera.plan({ geometry, mask, spec });
   assert.ok(byMask.crop, byMask.explanation);
   assert.ok(byMask.crop.lo[0] > 2);
-  await assert.rejects(tessera.invert({ geometry, field, mask, spec, weights, plan: byMask }), (e) => {
+  await assert.rejects(tessera.invert({ keepInputs: true, geometry, field, mask, spec, weights, plan: byMask }), (e) => {
     assert.equal(e.code, 'InvalidArgument');
     assert.match(e.message, /not zero at 1 voxels outside the box the plan crops to .*crop: 'off'/);
     return true;
   });
   const byField = await tessera.plan({ geometry, mask, field, spec });
   assert.ok(byField.crop === null || byField.crop.lo[0] <= 2, JSON.stringify(byField.crop));
-  const run = await tessera.invert({ geometry, field, mask, spec, weights }); // planned here, with the field
+  const run = await tessera.invert({ keepInputs: true, geometry, field, mask, spec, weights }); // planned here, with the field
   assert.ok(run.report.plan.crop === null || run.report.plan.crop.lo[0] <= 2);
 });

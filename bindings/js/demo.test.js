@@ -25,16 +25,16 @@ test('the demo U-Net inverts the phantom: whole-volume r >= 0.8 against the trut
   // dipole kernel is scale-free in voxel units.
   const geometry = { dims: [96, 96, 96], voxelMm: [5 / 3, 5 / 3, 5 / 3], b0Dir: [0, 0, 1] };
   const p = await tessera.phantom({ geometry, seed: 1 });
-  const whole = await tessera.invert({ field: p.field, mask: p.mask, geometry, model: 'demo-unet', weights, whole: true });
-  const r = pearson(whole.chi, p.chi, p.mask);
+  const whole = await tessera.invert({ keepInputs: true, field: p.field, mask: p.mask, geometry, model: 'demo-unet', weights, whole: true });
+  const r = pearson(whole.chi.data, p.chi, p.mask);
   console.log(`# demo U-Net, whole volume: r = ${r.toFixed(4)} in ${whole.report.wallSeconds.toFixed(1)} s`);
   assert.ok(r >= 0.8, `whole-volume r = ${r}`);
-  const tiled = await tessera.invert({ field: p.field, mask: p.mask, geometry, model: 'demo-unet', weights, tile: { core: 40, halo: 8 } });
-  const rt = pearson(tiled.chi, p.chi, p.mask);
+  const tiled = await tessera.invert({ keepInputs: true, field: p.field, mask: p.mask, geometry, model: 'demo-unet', weights, tile: { core: 40, halo: 8 } });
+  const rt = pearson(tiled.chi.data, p.chi, p.mask);
   console.log(`# demo U-Net, tiled core 40 halo 8 (${tiled.report.tilesRun} tiles): r = ${rt.toFixed(4)}`);
   assert.ok(rt >= 0.75, `tiled r = ${rt}`);
   // The calibrated cost is a safe estimate: no worker heap went over the planned bytes per tile.
   console.log(`# memory: worker heap / plan = ${tiled.report.memory.workerHeapVsPlan.toFixed(2)}, module heap / plan = ${tiled.report.memory.moduleHeapVsPlan.toFixed(2)}`);
   assert.ok(tiled.report.memory.workerHeapVsPlan > 0.2 && tiled.report.memory.workerHeapVsPlan <= 1, `${tiled.report.memory.workerHeapVsPlan}`);
-  for (let i = 0; i < p.mask.length; i++) if (!p.mask[i]) assert.equal(whole.chi[i], 0);
+  for (let i = 0; i < p.mask.length; i++) if (!p.mask[i]) assert.equal(whole.chi.data[i], 0);
 });

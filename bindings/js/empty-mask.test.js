@@ -48,16 +48,16 @@ test('API: plan and invert refuse an all-zero mask (InvalidArgument, with the fi
   const weights = convStack({ layers: 1, seed: 2 });
   await assert.rejects(tessera.plan({ field, mask: empty, geometry, spec }), refused);
   await assert.rejects(tessera.plan({ field, mask: empty, geometry, spec, whole: true }), refused);
-  await assert.rejects(tessera.invert({ field, mask: empty, geometry, spec, weights, tile: { core: 8, halo: 1 } }), refused);
+  await assert.rejects(tessera.invert({ keepInputs: true, field, mask: empty, geometry, spec, weights, tile: { core: 8, halo: 1 } }), refused);
   // The run path: a plan made for a full mask, handed back with the empty one (prepare_run → plan_of_choice).
   const plan = await tessera.plan({ field, mask: full, geometry, spec, tile: { core: 8, halo: 1 } });
   assert.equal(plan.feasible, true, plan.message);
-  await assert.rejects(tessera.invert({ field, mask: empty, geometry, spec, weights, tile: { core: 8, halo: 1 }, plan }), refused);
+  await assert.rejects(tessera.invert({ keepInputs: true, field, mask: empty, geometry, spec, weights, tile: { core: 8, halo: 1 }, plan }), refused);
   // One voxel is a mask: the same request runs.
   const one = new Uint8Array(N);
   one[N >> 1] = 1;
-  const { chi } = await tessera.invert({ field, mask: one, geometry, spec, weights, tile: { core: 8, halo: 1 } });
-  assert.notEqual(chi[N >> 1], 0);
+  const { chi } = await tessera.invert({ keepInputs: true, field, mask: one, geometry, spec, weights, tile: { core: 8, halo: 1 } });
+  assert.notEqual(chi.data[N >> 1], 0);
 });
 
 test('CLI: invert and plan with an all-zero mask exit 1 with the message and write nothing', () => {

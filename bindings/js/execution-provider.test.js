@@ -321,14 +321,14 @@ test('runtime: a registry network marked wasmConvTransposeRewrite runs its ConvT
     const weights = new Uint8Array(readFileSync(new URL('../../web/models/demo-unet.onnx', import.meta.url)));
     const geometry = { dims: [32, 24, 24], voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
     const { field, mask } = await t.phantom({ geometry, seed: 4 });
-    const request = { field, mask, geometry, weights, whole: true };
+    const request = { field, mask, geometry, weights, whole: true, keepInputs: true };
     const registry = await t.invert({ ...request, model: 'demo-unet' });
     const custom = await t.invert({ ...request, spec: { divisor: demo.divisor, bytesPerVoxel: demo.bytesPerVoxel, fixedBytes: demo.fixedBytes } });
     assert.deepEqual(registry.report.executionProvider[0].graphRewrite.map((r) => r.op), ['ConvTranspose', 'ConvTranspose', 'ConvTranspose']);
     assert.equal(custom.report.executionProvider[0].graphRewrite, undefined);
-    const scale = custom.chi.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+    const scale = custom.chi.data.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
     assert.ok(scale > 0);
-    const d = maxAbsDiff(registry.chi, custom.chi); // its kernel-2 stride-2 ConvTranspose: the same sums, bit for bit
+    const d = maxAbsDiff(registry.chi.data, custom.chi.data); // its kernel-2 stride-2 ConvTranspose: the same sums, bit for bit
     assert.ok(d <= 2 ** -16 * Math.max(1, scale), `max |Δ| ${d}`); // webgpu-graph.test.js's bound
   } finally {
     await t.terminate();
@@ -342,8 +342,8 @@ test('runtime in node with executionProviders [webgpu, wasm]: the run completes 
   const field = randomArray(dims[0] * dims[1] * dims[2], 5);
   const weights = convStack(CONV);
   const progress = [];
-  const { chi, report } = await tessera.invert({ field, geometry, spec: { divisor: 1 }, weights, tile: { core: 6, halo: CONV.layers }, onProgress: (p) => progress.push(p) });
-  assert.equal(chi.length, field.length);
+  const { chi, report } = await tessera.invert({ keepInputs: true, field, geometry, spec: { divisor: 1 }, weights, tile: { core: 6, halo: CONV.layers }, onProgress: (p) => progress.push(p) });
+  assert.equal(chi.data.length, field.length);
   assert.equal(report.executionProvider.length, 1);
   const ep = report.executionProvider[0];
   assert.equal(ep.provider, 'wasm');
@@ -352,11 +352,11 @@ test('runtime in node with executionProviders [webgpu, wasm]: the run completes 
   assert.ok(progress.length > 0);
   assert.ok(progress.every((p) => p.executionProvider?.[0] === 'wasm'));
   // Per request: wasm only, nothing skipped.
-  const wasmOnly = await tessera.invert({ field, geometry, spec: { divisor: 1 }, weights, whole: true, executionProviders: ['wasm'] });
+  const wasmOnly = await tessera.invert({ keepInputs: true, field, geometry, spec: { divisor: 1 }, weights, whole: true, executionProviders: ['wasm'] });
   assert.deepEqual(wasmOnly.report.executionProvider[0].skipped, []);
   // A bad preference is refused by name, before anything runs.
   await assert.rejects(
-    tessera.invert({ field, geometry, spec: { divisor: 1 }, weights, whole: true, executionProviders: ['gpu'] }),
+    tessera.invert({ keepInputs: true, field, geometry, spec: { divisor: 1 }, weights, whole: true, executionProviders: ['gpu'] }),
     (e) => e instanceof TesseraError && e.code === 'InvalidArgument' && /unknown execution provider "gpu"/.test(e.message),
   );
   await assert.rejects(createTessera({ executionProviders: 'webgpu' }), (e) => e instanceof TesseraError && /non-empty array/.test(e.message));

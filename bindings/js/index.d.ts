@@ -498,6 +498,13 @@ export interface SwiRequest {
   unwrap?: PipelineRequest['unwrap'];
   brainMask?: BrainMaskOptions;
   swi?: SwiOptions;
+  /**
+   * false (default): the input volumes' buffers (field, phase, magnitude, mask, and the others of the request; typed
+   * arrays that span their buffer) are transferred to the runtime, not copied: the arrays you passed (a Volume's data
+   * too) are left empty (detached) once the call is made, even when the run is refused. true: they are copied and stay
+   * yours (twice the memory while the run lasts). Weights are never transferred.
+   */
+  keepInputs?: boolean;
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
 }
@@ -539,6 +546,13 @@ export interface R2starRequest {
   mask?: ArrayLike<number> | Volume<VoxelArray>;
   geometry?: Geometry;
   r2star?: R2starOptions;
+  /**
+   * false (default): the input volumes' buffers (field, phase, magnitude, mask, and the others of the request; typed
+   * arrays that span their buffer) are transferred to the runtime, not copied: the arrays you passed (a Volume's data
+   * too) are left empty (detached) once the call is made, even when the run is refused. true: they are copied and stay
+   * yours (twice the memory while the run lasts). Weights are never transferred.
+   */
+  keepInputs?: boolean;
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
 }
@@ -605,9 +619,12 @@ export declare class Tessera {
       verifyWeights?: boolean;
     },
   ): Promise<Uint8Array[]>;
-  /** chi holds the result; for iQFM (quantity 'local-field') it is the local field, also given as localField */
-  invert(request: InvertRequest): Promise<{ chi: Float32Array; report: RunReport; quantity: 'chi' | 'local-field'; localField?: Float32Array }>;
-  invert(request: MethodRequest): Promise<{ chi: Float32Array; report: { method: MethodName; wallSeconds: number; plan: Omit<MethodPlan, 'id'> & { readonly id?: string }; memory: { moduleHeapBytes: number; estimatedPeakBytes: number; moduleHeapVsPlan: number } }; quantity: 'chi' }>;
+  /**
+   * chi holds the result as a Volume with the input's geometry (the affine of the input Volume it came from); for iQFM
+   * (quantity 'local-field') it is the local field, also given as localField (the same Volume)
+   */
+  invert(request: InvertRequest): Promise<{ chi: Volume<Float32Array>; report: RunReport; quantity: 'chi' | 'local-field'; localField?: Volume<Float32Array> }>;
+  invert(request: MethodRequest): Promise<{ chi: Volume<Float32Array>; report: { method: MethodName; wallSeconds: number; plan: Omit<MethodPlan, 'id'> & { readonly id?: string }; memory: { moduleHeapBytes: number; estimatedPeakBytes: number; moduleHeapVsPlan: number } }; quantity: 'chi' }>;
   pipeline(request: PipelineRequest): Promise<PipelineResult>;
   /** a pipeline() run's methods text as Markdown (paragraph, references, parameters, command) and its reproducing command on files */
   methodsText(report: PipelineResult['report'], options?: { files?: CommandFiles }): { markdown: string; command: string; args: string[] };
@@ -615,7 +632,7 @@ export declare class Tessera {
   r2star(request: R2starRequest): Promise<R2starResult>;
   phantomScan(request: { geometry: Geometry; seed?: number; te?: number[]; b0?: number; snr?: number }): Promise<PhantomScan>;
   phantom(request: { geometry: Geometry; seed?: number; noise?: number }): Promise<{ chi: Float32Array; field: Float32Array; mask: Uint8Array }>;
-  tkd(request: { field: Float32Array; mask?: ArrayLike<number>; geometry: Geometry; threshold?: number }): Promise<Float32Array>;
+  tkd(request: { field: Float32Array | Volume<VoxelArray>; mask?: ArrayLike<number> | Volume<VoxelArray>; geometry?: Geometry; threshold?: number; keepInputs?: boolean }): Promise<Volume<Float32Array>>;
   /**
    * QSM-CI's scores of chi against reference inside mask (all voxels without one): nrmse (demeaned, %),
    * nrmseDetrended (%), hfen (%; NaN when the reference has no high frequency in the mask), cc (Pearson), xsim

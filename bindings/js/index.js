@@ -37,6 +37,9 @@ function isVolume(v) {
   return !!v && typeof v === 'object' && !ArrayBuffer.isView(v) && ArrayBuffer.isView(v.data) && Array.isArray(v.dims);
 }
 
+/** The request keys that hold volumes, the runs' big inputs; the first Volume among them gives the geometry. */
+const VOLUME_KEYS = ['field', 'phase', 'totalField', 'phaseDifference', 'magnitude', 'mask'];
+
 /**
  * Takes Volumes for field, phase, totalField, phaseDifference, magnitude and mask: their data go to the runtime and the
  * geometry comes from the main one (field, phase, totalField or phaseDifference) unless given. Volumes of other dims are refused by name.
@@ -44,7 +47,7 @@ function isVolume(v) {
 function unwrapVolumes(args) {
   const out = { ...args };
   let from = null;
-  for (const k of ['field', 'phase', 'totalField', 'phaseDifference', 'magnitude', 'mask']) {
+  for (const k of VOLUME_KEYS) {
     const v = args[k];
     if (!isVolume(v)) continue;
     const dims = v.dims.slice(0, 3);
@@ -55,7 +58,57 @@ function unwrapVolumes(args) {
     out.geometry ??= geometryOf(v);
     out[k] = k !== 'mask' && !(v.data instanceof Float32Array) ? Float32Array.from(v.data) : v.data;
   }
+  // An array left empty by an earlier run (its buffer transferred to the runtime) would be posted as nothing at all.
+  for (const k of VOLUME_KEYS) {
+    if (ArrayBuffer.isView(out[k]) && out[k].length === 0) {
+      throw new TesseraError(`${k} holds no values: an array a run took (transferred to the runtime) is left empty; pass keepInputs: true to that run to use the array again, or give a copy`, 'InvalidArgument');
+    }
+  }
   return out;
+}
+
+/**
+ * The maker of a run's output Volumes, (data, extra) → Volume, or null for data not computed (absent or empty): the
+ * request's geometry, with the affine of its first input Volume when that Volume has the geometry's dims and voxel
+ * size (else diag(voxelMm)). pipeline(), invert(), swi() and r2star() build their results with it.
+ * args: the request as given; r: it after unwrapVolumes (r.geometry set).
+ */
+function outputVolumes(args, r) {
+  // A geometry without voxelMm ran at the core's 1 mm (bindings/wasm/readers.cpp geometry_from); b0Dir's default is
+  // makeVolume's, the core's too.
+  const { dims, voxelMm = [1, 1, 1], b0Dir } = r.geometry;
+  const source = VOLUME_KEYS.map((k) => args[k]).find(isVolume);
+  const same = (a, b) => !!a && !!b && [0, 1, 2].every((i) => Number(a[i]) === Number(b[i]));
+  const affine = source && same(source.dims, dims) && same(source.voxelMm, voxelMm) ? source.affine : undefined;
+  const g = { dims, voxelMm, b0Dir, affine };
+  return (data, extra = {}) => (data?.length ? makeVolume({ ...g, data, ...extra }) : null);
+}
+
+/**
+ * keepInputs checked: true copies a run's input volumes to the runtime, false (the default) transfers them.
+ * TesseraError InvalidArgument when it is neither.
+ */
+function keepInputsOf(keepInputs) {
+  if (keepInputs === undefined) return false;
+  if (typeof keepInputs !== 'boolean') throw new TesseraError(`keepInputs must be true or false, got ${JSON.stringify(keepInputs)}`, 'InvalidArgument');
+  return keepInputs;
+}
+
+/**
+ * The buffers of a run's input volumes (VOLUME_KEYS of the unwrapped request r) to transfer to the runtime rather than
+ * copy: each typed array's own buffer when the array spans all of it (a view of part of a buffer is copied, so that the
+ * rest of that buffer stays the caller's); none when keep (keepInputs: true). Weights are never transferred: a
+ * network's bytes are loaded once and run many times.
+ */
+function inputTransfer(r, keep) {
+  if (keep) return [];
+  const out = new Set();
+  for (const k of VOLUME_KEYS) {
+    const v = r[k];
+    if (!ArrayBuffer.isView(v) || Object.prototype.toString.call(v.buffer) !== '[object ArrayBuffer]') continue;
+    if (v.byteLength > 0 && v.byteOffset === 0 && v.byteLength === v.buffer.byteLength) out.add(v.buffer);
+  }
+  return [...out];
 }
 
 /** An executionProviders option checked (TesseraError InvalidArgument naming the problem), or undefined. */
@@ -208,7 +261,13 @@ export class Tessera {
         entry.cleanup = () => signal.removeEventListener('abort', onAbort);
       }
       this._pending.set(id, entry);
-      this._worker.postMessage({ id, method, args }, transfer);
+      try {
+        this._worker.postMessage({ id, method, args }, transfer);
+      } catch (e) {
+        // A buffer that cannot be transferred (a wasm memory's, say) throws before anything moved: copy them all.
+        if (!transfer.length) throw e;
+        this._worker.postMessage({ id, method, args });
+      }
     });
   }
 
@@ -250,7 +309,7 @@ export class Tessera {
     if (r.pipeline) {
       // A pipeline's plan (pipeline: true, with pipeline()'s options): its stages and memory. The phase and magnitude
       // stay here (the plan needs to know only whether a magnitude is given).
-      const { phase, totalField, magnitude, signal, onProgress, plan, ...options } = r;
+      const { phase, totalField, magnitude, signal, onProgress, plan, keepInputs, ...options } = r; // a plan copies its volumes (keepInputs: no matter)
       return frozen(await this._call('plan', { ...options, magnitude: magnitude ? true : undefined }));
     }
     if (r.method !== undefined && r.method !== null) {
@@ -404,18 +463,29 @@ export class Tessera {
    * Phase networks (whole volume): phase (rad, wrapped; several echoes one after the other), te (s; one per echo),
    * b0 (T, default 3), magnitude (optional, same size as phase: echo weights), erodeRadius (default 3),
    * phaseSign (default -1, the reference's), inputNames ({role: name} when the export's names are not recognised).
-   * @returns {Promise<{chi: Float32Array, report: object, quantity: 'chi'|'local-field', localField?: Float32Array}>}
+   * A classical method instead (method: 'tv', ..., its parameters under its name): field, mask, magnitude (MEDI, TFI).
+   * χ comes back as a Volume with the input's geometry (outputVolumes: the input Volume's affine); for iQFM it is the
+   * local field, also given as localField. The input volumes are transferred to the runtime (the caller's arrays are
+   * left detached) unless keepInputs: true, which copies them (inputTransfer).
+   * @returns {Promise<{chi: Volume, report: object, quantity: 'chi'|'local-field', localField?: Volume}>}
    */
   async invert(a) {
     await this._checkKeys(a ?? {}, 'invert');
-    const { signal, onProgress, ...args } = a ?? {};
-    if (args.method !== undefined && args.method !== null) return this._invertMethod(args, { signal, onProgress });
-    const unwrapped = unwrapVolumes(args);
-    try {
-      unwrapped.executionProviders = providersOf(unwrapped.executionProviders);
-    } catch (e) {
-      return Promise.reject(e);
-    }
+    const { signal, onProgress, keepInputs, ...args } = a ?? {};
+    const r = unwrapVolumes(args);
+    const transfer = inputTransfer(r, keepInputsOf(keepInputs));
+    const out = r.method !== undefined && r.method !== null ? await this._invertMethod(r, { signal, onProgress, transfer }) : await this._invertNetwork(r, { signal, onProgress, transfer });
+    const vol = outputVolumes(args, r);
+    const chi = vol(out.chi);
+    return { ...out, chi, ...(out.localField && { localField: out.localField === out.chi ? chi : vol(out.localField) }) };
+  }
+
+  /**
+   * invert() of a network: its plan (handed back, measured, or made by the runtime) and run.
+   * r: the request unwrapped (unwrapVolumes); transfer: the input buffers to move to the runtime.
+   */
+  async _invertNetwork(r, { signal, onProgress, transfer }) {
+    const unwrapped = { ...r, executionProviders: providersOf(r.executionProviders) };
     const { plan, verifyWeights, ...rest } = unwrapped;
     if (verifyWeights !== undefined && typeof verifyWeights !== 'boolean') {
       throw new TesseraError(`verifyWeights must be true or false, got ${JSON.stringify(verifyWeights)}`, 'InvalidArgument');
@@ -423,7 +493,7 @@ export class Tessera {
     const recorded = (p) => p.then((out) => this._recordWeights(out, rest, verifyWeights));
     // A plan handed back runs as held (its cost, reach and speed were settled when it was made); else the driver plans
     // the request as plan() does (runtime/network-plan.js).
-    return recorded(this._call('invert', { ...rest, plan: handedBack(plan) }, { onProgress, signal }));
+    return recorded(this._call('invert', { ...rest, plan: handedBack(plan) }, { onProgress, signal, transfer }));
   }
 
   /**
@@ -468,11 +538,13 @@ export class Tessera {
     return out;
   }
 
-  /** invert({method, field, mask, ...}): a classical dipole inversion in the C++ core (no network, no weights). */
-  async _invertMethod(args, { signal, onProgress }) {
-    const r = unwrapVolumes(args);
+  /**
+   * invert({method, field, mask, ...}): a classical dipole inversion in the C++ core (no network, no weights).
+   * r: the request unwrapped (unwrapVolumes); transfer: the input buffers to move to the runtime.
+   */
+  async _invertMethod(r, { signal, onProgress, transfer }) {
     const { field, mask, magnitude, geometry, method, plan } = r;
-    return this._call('invert', { field, mask, magnitude, geometry, method, plan: handedBack(plan), ...(await this._methodOptions(r)) }, { onProgress, signal });
+    return this._call('invert', { field, mask, magnitude, geometry, method, plan: handedBack(plan), ...(await this._methodOptions(r)) }, { onProgress, signal, transfer });
   }
 
   /**
@@ -559,9 +631,9 @@ export class Tessera {
     return this._call('b0Resample', { field, mask, geometry, interpolation, masked });
   }
 
-  /** TKD inversion (the schema's tkd.threshold by default): the classical reference, masked; χ only. */
-  async tkd({ field, mask, geometry, threshold }) {
-    const { chi } = await this.invert({ field, mask, geometry, method: 'tkd', ...(threshold === undefined ? {} : { tkd: { threshold } }) });
+  /** TKD inversion (the schema's tkd.threshold by default): the classical reference, masked; χ only (a Volume). */
+  async tkd({ field, mask, geometry, threshold, keepInputs }) {
+    const { chi } = await this.invert({ field, mask, geometry, method: 'tkd', keepInputs, ...(threshold === undefined ? {} : { tkd: { threshold } }) });
     return chi;
   }
 
@@ -590,14 +662,15 @@ export class Tessera {
    * pipeline's brain mask and unwrapped phase; options swi: {...}) and r2star, t2star, s0, r2starResidual (as r2star();
    * r2star: {method}); null when not asked for. report.methods: {text, steps, references, request, command}: the
    * methods paragraph (every step, its parameters, its papers) and the command that reruns it (methodsText()).
+   * The input volumes are transferred to the runtime unless keepInputs: true (as invert()).
    * @returns {Promise<object>}
    */
   async pipeline(a) {
     await this._checkKeys(a ?? {}, 'pipeline');
-    const { signal, onProgress, ...args } = a ?? {};
+    const { signal, onProgress, keepInputs, ...args } = a ?? {};
+    const keep = keepInputsOf(keepInputs);
     const r = unwrapVolumes(args);
     if (!r.geometry) throw new TesseraError('pipeline: give phase (or totalField, or phaseDifference) as a Volume (readNifti / readEchoes) or give geometry', 'InvalidArgument');
-    const g = r.geometry;
     const echoes = Array.isArray(r.te) && r.totalField == null ? r.te.length : 1;
     // A phase far from the 2π of radians (a header's scaling left in) is rescaled, a phase difference's scanner integers
     // read as such: each with a warning in the report.
@@ -626,7 +699,7 @@ export class Tessera {
         assumed.push(...fixed.notes);
       }
     }
-    const vol = (data, extra = {}) => (data?.length ? makeVolume({ ...g, data, ...extra }) : null);
+    const vol = outputVolumes(args, r);
     const volumes = (out) => {
       const v = {};
       for (const k of ['mask', 'offset', 'fieldHz', 'totalField', 'fitResidual', 'fitMask', 'localField', 'localMask', 'chi']) v[k] = vol(out[k]);
@@ -637,7 +710,7 @@ export class Tessera {
     };
     let out;
     try {
-      out = await this._call('pipeline', { ...r, plan: handedBack(r.plan) }, { signal, onProgress });
+      out = await this._call('pipeline', { ...r, plan: handedBack(r.plan) }, { signal, onProgress, transfer: inputTransfer(r, keep) });
     } catch (e) {
       // A stage failed (its name is in the message): the stages that finished come back as Volumes (null: not reached).
       if (e?.intermediates) e.intermediates = volumes(e.intermediates);
@@ -683,11 +756,12 @@ export class Tessera {
    * @returns {Promise<object>}
    */
   async swi(a) {
-    const { signal, onProgress, ...args } = a ?? {};
+    const { signal, onProgress, keepInputs, ...args } = a ?? {};
+    const keep = keepInputsOf(keepInputs);
     const r = unwrapVolumes(args);
     if (!r.geometry) throw new TesseraError('swi: give phase as a Volume (readNifti / readEchoes) or give geometry', 'InvalidArgument');
-    const out = await this._call('swi', r, { signal, onProgress });
-    const vol = (data, extra = {}) => (data ? makeVolume({ ...r.geometry, data, ...extra }) : null);
+    const out = await this._call('swi', r, { signal, onProgress, transfer: inputTransfer(r, keep) });
+    const vol = outputVolumes(args, r);
     const result = { report: out.report };
     for (const k of ['swi', 'minIp', 'magnitude', 'phase', 'phaseMask', 'mask']) result[k] = vol(out[k]);
     result.unwrappedPhase = vol(out.unwrappedPhase, { echoes: Array.isArray(r.te) ? r.te.length : 1 });
@@ -705,12 +779,14 @@ export class Tessera {
    * @returns {Promise<object>}
    */
   async r2star(a) {
-    const { signal, onProgress, ...args } = a ?? {};
+    const { signal, onProgress, keepInputs, ...args } = a ?? {};
+    const keep = keepInputsOf(keepInputs);
     const r = unwrapVolumes(args);
     if (!r.geometry) throw new TesseraError('r2star: give magnitude as a Volume (readNifti / readEchoes) or give geometry', 'InvalidArgument');
-    const out = await this._call('r2star', r, { signal, onProgress });
+    const out = await this._call('r2star', r, { signal, onProgress, transfer: inputTransfer(r, keep) });
+    const vol = outputVolumes(args, r);
     const result = { report: out.report, method: out.method };
-    for (const k of ['r2star', 't2star', 's0', 'residual']) result[k] = out[k] ? makeVolume({ ...r.geometry, data: out[k] }) : null;
+    for (const k of ['r2star', 't2star', 's0', 'residual']) result[k] = vol(out[k]);
     return result;
   }
 

@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTessera, TesseraError } from './index.js';
-import { loadTesseraModule } from './module.js';
+import { loadTesseraModule, pendingCalls, forgetSpeeds } from './debug.js';
 import { convStack, unet, twoChannel, wrongShape, memoryHog, prng } from '../../tests/js/networks.js';
 import { faultWorkerUrl } from '../../tests/js/fault-ort-worker.js';
 import fs from 'node:fs';
@@ -49,16 +49,16 @@ test('tiled equals whole volume (1e-6) for a conv stack when the halo covers its
   // Inside the mask, tiles and the whole volume see identical context; at the volume's faces zero
   // padding between layers differs, so the mask keeps `layers` voxels away from them.
   const mask = interiorMask(geometry.dims, layers);
-  const whole = await tessera.invert({ field, mask, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, whole: true });
-  const tiled = await tessera.invert({ field, mask, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, tile: { core: 10, halo: layers } });
+  const whole = await tessera.invert({ keepInputs: true, field, mask, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, whole: true });
+  const tiled = await tessera.invert({ keepInputs: true, field, mask, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, tile: { core: 10, halo: layers } });
   let maxDiff = 0;
-  for (let i = 0; i < field.length; i++) maxDiff = Math.max(maxDiff, Math.abs(whole.chi[i] - tiled.chi[i]));
+  for (let i = 0; i < field.length; i++) maxDiff = Math.max(maxDiff, Math.abs(whole.chi.data[i] - tiled.chi.data[i]));
   assert.ok(maxDiff <= 1e-6, `max |tiled - whole| = ${maxDiff}`);
-  const short = await tessera.invert({ field, mask, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, tile: { core: 10, halo: 1 } });
+  const short = await tessera.invert({ keepInputs: true, field, mask, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, tile: { core: 10, halo: 1 } });
   let shortDiff = 0;
-  for (let i = 0; i < field.length; i++) shortDiff = Math.max(shortDiff, Math.abs(whole.chi[i] - short.chi[i]));
+  for (let i = 0; i < field.length; i++) shortDiff = Math.max(shortDiff, Math.abs(whole.chi.data[i] - short.chi.data[i]));
   assert.ok(shortDiff > 1e-4, `a halo below the receptive field should show (${shortDiff})`);
-  for (let i = 0; i < field.length; i++) if (!mask[i]) assert.equal(tiled.chi[i], 0);
+  for (let i = 0; i < field.length; i++) if (!mask[i]) assert.equal(tiled.chi.data[i], 0);
 });
 
 test('a U-Net with pooling (divisor 8) and a transposed-conv decoder runs tiled and whole', async () => {
@@ -67,15 +67,15 @@ test('a U-Net with pooling (divisor 8) and a transposed-conv decoder runs tiled 
   const mask = interiorMask(geometry.dims, 2);
   const plan = await tessera.plan({ geometry, mask, spec: { divisor: 8, bytesPerVoxel: 1100 }, tile: { core: 12, halo: 4 } });
   assert.equal(plan.patchEdge, 24);
-  const tiled = await tessera.invert({ field, mask, geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights, tile: { core: 12, halo: 4 } });
+  const tiled = await tessera.invert({ keepInputs: true, field, mask, geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights, tile: { core: 12, halo: 4 } });
   assert.equal(tiled.report.tilesRun, plan.tilesActive);
   assert.equal(tiled.report.tilesRun + tiled.report.tilesSkipped, tiled.report.tilesTotal);
-  const whole = await tessera.invert({ field, mask, geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights, whole: true });
+  const whole = await tessera.invert({ keepInputs: true, field, mask, geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights, whole: true });
   assert.equal(whole.report.patchEdge, 40);
   let nonzero = 0;
   for (let i = 0; i < field.length; i++) {
-    assert.ok(Number.isFinite(tiled.chi[i]) && Number.isFinite(whole.chi[i]));
-    if (mask[i] && tiled.chi[i] !== 0) nonzero++;
+    assert.ok(Number.isFinite(tiled.chi.data[i]) && Number.isFinite(whole.chi.data[i]));
+    if (mask[i] && tiled.chi.data[i] !== 0) nonzero++;
   }
   assert.ok(nonzero > 0.5 * mask.reduce((a, b) => a + b, 0));
 });
@@ -90,6 +90,7 @@ test('the number of networks running at once never exceeds the plan, even with m
   assert.ok(plan.activationBytes <= 1.5e9);
   const seen = [];
   const { report } = await tessera.invert({
+    keepInputs: true,
     field, mask, geometry, spec, weights: convStack({ layers: 1 }), tile: { core: 8, halo: 4 }, workers: 6,
     onProgress: (p) => seen.push(p),
   });
@@ -116,20 +117,20 @@ test('a 2-channel network runs inside the MoDL-QSM physics loop, whole and tiled
   const { geometry, field } = volume([24, 20, 16], 6);
   const mask = interiorMask(geometry.dims, 2);
   const weights = twoChannel();
-  const whole = await tessera.invert({ field, mask, geometry, model: 'modl-qsm', weights, whole: true });
+  const whole = await tessera.invert({ keepInputs: true, field, mask, geometry, model: 'modl-qsm', weights, whole: true });
   assert.equal(whole.report.warning, '');
-  const tiled = await tessera.invert({ field, mask, geometry, model: 'modl-qsm', weights, tile: { core: 12, halo: 4 } });
+  const tiled = await tessera.invert({ keepInputs: true, field, mask, geometry, model: 'modl-qsm', weights, tile: { core: 12, halo: 4 } });
   assert.match(tiled.report.warning, /off-design/);
   for (let i = 0; i < field.length; i++) {
-    assert.ok(Number.isFinite(whole.chi[i]));
-    if (!mask[i]) assert.equal(whole.chi[i], 0);
+    assert.ok(Number.isFinite(whole.chi.data[i]));
+    if (!mask[i]) assert.equal(whole.chi.data[i], 0);
   }
 });
 
 test('a network with the wrong output shape is refused with a clear error', async () => {
   const { geometry, field } = volume([20, 20, 20], 7);
   await rejectsWith(
-    tessera.invert({ field, geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights: wrongShape(), tile: { core: 8, halo: 4 } }),
+    tessera.invert({ keepInputs: true, field, geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights: wrongShape(), tile: { core: 8, halo: 4 } }),
     'RunnerFailed',
     /returned \d+ values, expected 4096 \(\[1, 1, 16×16×16\]\)/,
   );
@@ -139,24 +140,24 @@ test('corrupt model bytes: a clear error, and the runtime stays usable', async (
   const { geometry, field } = volume([16, 16, 16], 8);
   const junk = new Uint8Array(1000).map((_, i) => (i * 37) & 255);
   await rejectsWith(
-    tessera.invert({ field, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: junk, tile: { core: 8, halo: 2 } }),
+    tessera.invert({ keepInputs: true, field, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: junk, tile: { core: 8, halo: 2 } }),
     'ModelLoadFailed',
     /the network could not be loaded/,
   );
-  const ok = await tessera.invert({ field, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: convStack({ layers: 1 }), whole: true });
-  assert.equal(ok.chi.length, field.length);
+  const ok = await tessera.invert({ keepInputs: true, field, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: convStack({ layers: 1 }), whole: true });
+  assert.equal(ok.chi.data.length, field.length);
 });
 
 test('a worker killed mid-tile is recovered and the result is unchanged', async () => {
   const weights = convStack({ layers: 2, seed: 9 });
   const { geometry, field } = volume([30, 30, 20], 9);
-  const args = { field, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, tile: { core: 10, halo: 2 } };
+  const args = { field, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, tile: { core: 10, halo: 2 }, keepInputs: true };
   const clean = await tessera.invert(args);
   // The fault comes from a stand-in pool worker (the shipped one has no test hooks).
   const faulty = await createTessera({ workers: 2, threadsPerWorker: 1, ortWorkerUrl: faultWorkerUrl({ crashOnTile: 3, crashTimes: 1 }) });
   try {
     const hit = await faulty.invert(args);
-    assert.deepEqual(hit.chi, clean.chi);
+    assert.deepEqual(hit.chi.data, clean.chi.data);
     assert.equal(hit.report.pool[0].retries, 1);
     assert.equal((await faulty.status()).liveWorkers, 0);
   } finally {
@@ -170,7 +171,7 @@ test('a stalled worker becomes a watchdog error, never a hang', async () => {
     const { geometry, field } = volume([24, 24, 12], 10);
     const t0 = Date.now();
     await rejectsWith(
-      t.invert({ field, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: convStack({ layers: 1 }), tile: { core: 8, halo: 1 } }),
+      t.invert({ keepInputs: true, field, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: convStack({ layers: 1 }), tile: { core: 8, halo: 1 } }),
       'RunnerFailed',
       /stalled: no result after 1\.5 s \(watchdog\)/,
     );
@@ -186,15 +187,15 @@ test('ONNX Runtime out of memory for real inside a worker: a TesseraError naming
   const weights = memoryHog();
   const big = volume([64, 64, 64], 14);
   await rejectsWith(
-    tessera.invert({ field: big.field, geometry: big.geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, whole: true }),
+    tessera.invert({ keepInputs: true, field: big.field, geometry: big.geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, whole: true }),
     'RunnerFailed',
     /^whole volume 64×64×64: tile 1 failed after 2 attempt\(s\): out of memory in ONNX Runtime \(.*bad_alloc.*: this patch needs more memory than an ONNX Runtime worker's wasm heap holds \(at most 4 GB\): run smaller patches/,
   );
   const st = await tessera.status();
   assert.deepEqual([st.running, st.liveWorkers], [0, 0], 'no run and no ONNX Runtime worker left behind');
   const small = volume([10, 9, 8], 15);
-  const { chi, report } = await tessera.invert({ field: small.field, geometry: small.geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, tile: { core: 5, halo: 0 } });
-  assert.deepEqual(chi, small.field, 'the same network, in patches that fit, is the identity');
+  const { chi, report } = await tessera.invert({ keepInputs: true, field: small.field, geometry: small.geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, tile: { core: 5, halo: 0 } });
+  assert.deepEqual(chi.data, small.field, 'the same network, in patches that fit, is the identity');
   assert.equal(report.tilesRun, 8);
 });
 
@@ -203,6 +204,7 @@ test('cancel mid-run rejects with AbortError and leaves no worker behind', async
   const controller = new AbortController();
   let progressed = 0;
   const run = tessera.invert({
+    keepInputs: true,
     field, geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights: unet({ base: 4 }), tile: { core: 8, halo: 4 }, signal: controller.signal,
     onProgress: (p) => {
       progressed = p.done;
@@ -215,8 +217,8 @@ test('cancel mid-run rejects with AbortError and leaves no worker behind', async
   assert.equal(status.running, 0);
   assert.equal(status.liveWorkers, 0);
   // The runtime runs again afterwards.
-  const again = await tessera.invert({ field, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: convStack({ layers: 1 }), whole: true });
-  assert.equal(again.chi.length, field.length);
+  const again = await tessera.invert({ keepInputs: true, field, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: convStack({ layers: 1 }), whole: true });
+  assert.equal(again.chi.data.length, field.length);
 });
 
 /** Same bits (χ bit-identical, -0 and NaN included). */
@@ -236,7 +238,7 @@ const settledThreads = async (limit) => {
 test('cancel at 100 seeded points from before the first tile to after the last: AbortError or the whole result, no worker left, then χ bit-identical to a fresh runtime', { timeout: 300000 }, async () => {
   const weights = convStack({ layers: 1, channels: 2, seed: 5 });
   const { geometry, field } = volume([24, 20, 16], 16);
-  const args = { field, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, tile: { core: 8, halo: 1 }, workers: 1 }; // 18 tiles
+  const args = { field, geometry, spec: { divisor: 1, bytesPerVoxel: 1100 }, weights, tile: { core: 8, halo: 1 }, workers: 1, keepInputs: true }; // 18 tiles
   const ref = await tessera.invert(args);
   const t0 = performance.now();
   await tessera.invert(args);
@@ -259,6 +261,7 @@ test('cancel at 100 seeded points from before the first tile to after the last: 
     };
     let timer = null;
     const run = tessera.invert({
+      keepInputs: true,
       ...args,
       signal: controller.signal,
       onProgress: (p) => {
@@ -279,7 +282,7 @@ test('cancel at 100 seeded points from before the first tile to after the last: 
       else if (doneAtAbort < ref.report.tilesRun) seen.midRun++;
       else seen.afterLastTile++;
     } else {
-      assert.ok(sameBits(out.chi, ref.chi), `${where}: a run that was not cancelled in time gives the whole χ`);
+      assert.ok(sameBits(out.chi.data, ref.chi.data), `${where}: a run that was not cancelled in time gives the whole χ`);
       seen.resolved++;
     }
     const st = await tessera.status();
@@ -290,10 +293,10 @@ test('cancel at 100 seeded points from before the first tile to after the last: 
   const after = await settledThreads(threads);
   assert.ok(after <= threads, `${after} threads after the cancels, ${threads} before: a worker thread was left`);
   const last = await tessera.invert(args);
-  assert.ok(sameBits(last.chi, ref.chi), 'the run after 100 cancels');
+  assert.ok(sameBits(last.chi.data, ref.chi.data), 'the run after 100 cancels');
   const fresh = await createTessera({ workers: 2, threadsPerWorker: 1 });
   try {
-    assert.ok(sameBits((await fresh.invert(args)).chi, ref.chi), 'a fresh runtime gives the same χ');
+    assert.ok(sameBits((await fresh.invert(args)).chi.data, ref.chi.data), 'a fresh runtime gives the same χ');
   } finally {
     await fresh.terminate();
   }
@@ -308,14 +311,14 @@ test('soak: 50 mixed runs in one runtime (3 networks, 4 sizes, cancels): bounded
     { name: 'U-Net, 32×24×24, core 8', ...volume([32, 24, 24], 32), spec: { divisor: 8, bytesPerVoxel: 1100 }, weights: unet({ base: 4 }), tile: { core: 8, halo: 4 } },
     { name: 'demo-unet (registry), 32×32×24 whole', ...volume([32, 32, 24], 33), model: 'demo-unet', weights: demo, whole: true },
     { name: 'conv stack, 16³ whole', ...volume([16, 16, 16], 34), spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: convStack({ layers: 1, seed: 7 }), whole: true },
-  ].map(({ n, ...k }) => ({ ...k, args: { field: k.field, geometry: k.geometry, spec: k.spec, model: k.model, weights: k.weights, tile: k.tile, whole: k.whole, workers: 1 } }));
+  ].map(({ n, ...k }) => ({ ...k, args: { field: k.field, geometry: k.geometry, spec: k.spec, model: k.model, weights: k.weights, tile: k.tile, whole: k.whole, workers: 1, keepInputs: true } }));
   // References: each request first on a fresh runtime that replaces every worker after each tile, so a worker's
   // heap there is that of one tile on a fresh worker.
   for (const k of kinds) {
     const fresh = await createTessera({ workers: 1, threadsPerWorker: 1, recycleHeapBytes: 1 });
     try {
       const r = await fresh.invert(k.args);
-      k.ref = r.chi;
+      k.ref = r.chi.data;
       k.oneTileHeap = Math.max(...r.report.memory.workerHeapHighWater);
     } finally {
       await fresh.terminate();
@@ -341,6 +344,7 @@ test('soak: 50 mixed runs in one runtime (3 networks, 4 sizes, cancels): bounded
       const cancelAt = rnd() < 0.25 ? Math.floor(rnd() * 4) : -1; // a quarter cancelled at a seeded tile count
       const controller = new AbortController();
       const out = await soak.invert({
+        keepInputs: true,
         ...k.args, signal: counted(controller.signal),
         onProgress: (p) => cancelAt >= 0 && p.done >= cancelAt && controller.abort(),
       }).then((r) => r, (e) => e);
@@ -350,14 +354,14 @@ test('soak: 50 mixed runs in one runtime (3 networks, 4 sizes, cancels): bounded
         assert.ok(cancelAt >= 0, `${where} failed: ${out.message}`);
         tally.cancelled++;
       } else {
-        assert.ok(sameBits(out.chi, k.ref), `${where}: χ differs from the fresh runtime's`);
+        assert.ok(sameBits(out.chi.data, k.ref), `${where}: χ differs from the fresh runtime's`);
         const oneTile = Math.max(RECYCLE, k.oneTileHeap);
         for (const h of out.report.memory.workerHeapHighWater) assert.ok(h <= oneTile, `${where}: a worker heap of ${h} B, over max(recycling threshold, one tile's heap) = ${oneTile} B`);
         recycles += out.report.pool.reduce((a, p) => a + p.recycles, 0);
         tally[cancelAt >= 0 ? 'late' : 'completed']++;
       }
       const st = await soak.status();
-      assert.deepEqual([st.running, st.liveWorkers, soak._pending.size, listeners], [0, 0, 0, 0], `${where}: runs, ONNX Runtime workers, pending calls and abort listeners left`);
+      assert.deepEqual([st.running, st.liveWorkers, pendingCalls(soak), listeners], [0, 0, 0, 0], `${where}: runs, ONNX Runtime workers, pending calls and abort listeners left`);
       heaps.push(st.moduleHeapBytes);
       if (i === 9) threads = osThreads();
     }
@@ -376,17 +380,17 @@ test('soak: 50 mixed runs in one runtime (3 networks, 4 sizes, cancels): bounded
 test('bad input is refused with clear errors', async () => {
   const { geometry, field } = volume([20, 20, 20], 12);
   const weights = convStack({ layers: 1 });
-  await rejectsWith(tessera.invert({ field, mask: new Uint8Array(10), geometry, spec: { bytesPerVoxel: 1100 }, weights }), 'InvalidArgument', /same dims/);
+  await rejectsWith(tessera.invert({ keepInputs: true, field, mask: new Uint8Array(10), geometry, spec: { bytesPerVoxel: 1100 }, weights }), 'InvalidArgument', /same dims/);
   const bad = field.slice();
   bad[5] = NaN;
-  await rejectsWith(tessera.invert({ field: bad, geometry, spec: { bytesPerVoxel: 1100 }, weights, whole: true }), 'NonFiniteInput', /1 non-finite voxel/);
-  await rejectsWith(tessera.invert({ field, geometry, model: 'nope', weights }), 'InvalidArgument', /unknown model 'nope'/);
-  await rejectsWith(tessera.invert({ field, geometry, model: 'iqsm', weights }), 'InvalidArgument', /wrapped phase/);
-  await rejectsWith(tessera.invert({ field, geometry, model: 'nextqsm', weights }), 'InvalidArgument', /needs 2 network file/);
+  await rejectsWith(tessera.invert({ keepInputs: true, field: bad, geometry, spec: { bytesPerVoxel: 1100 }, weights, whole: true }), 'NonFiniteInput', /1 non-finite voxel/);
+  await rejectsWith(tessera.invert({ keepInputs: true, field, geometry, model: 'nope', weights }), 'InvalidArgument', /unknown model 'nope'/);
+  await rejectsWith(tessera.invert({ keepInputs: true, field, geometry, model: 'iqsm', weights }), 'InvalidArgument', /wrapped phase/);
+  await rejectsWith(tessera.invert({ keepInputs: true, field, geometry, model: 'nextqsm', weights }), 'InvalidArgument', /needs 2 network file/);
   // The native default patch in wasm: refused up front with the planner's advice.
   const big = volume([200, 200, 150], 13);
   await rejectsWith(
-    tessera.invert({ field: big.field, geometry: big.geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights, tile: { core: 128, halo: 8 } }),
+    tessera.invert({ keepInputs: true, field: big.field, geometry: big.geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights, tile: { core: 128, halo: 8 } }),
     'BudgetExceeded',
     /144³.*largest core that fits is 112/,
   );
@@ -407,11 +411,12 @@ test('the C++ phantom and TKD reach JavaScript (TKD correlates with the truth)',
   const p = await tessera.phantom({ geometry, seed: 1 });
   const again = await tessera.phantom({ geometry, seed: 1 });
   assert.deepEqual(p.chi, again.chi);
-  const chi = await tessera.tkd({ field: p.field, mask: p.mask, geometry });
+  const chi = await tessera.tkd({ keepInputs: true, field: p.field, mask: p.mask, geometry });
+  assert.deepEqual(chi.dims, geometry.dims);
   let n = 0, sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;
-  for (let i = 0; i < chi.length; i++) {
+  for (let i = 0; i < chi.data.length; i++) {
     if (!p.mask[i]) continue;
-    const x = chi[i], y = p.chi[i];
+    const x = chi.data[i], y = p.chi[i];
     n++; sx += x; sy += y; sxx += x * x; syy += y * y; sxy += x * y;
   }
   const r = (n * sxy - sx * sy) / Math.sqrt((n * sxx - sx * sx) * (n * syy - sy * sy));
@@ -432,7 +437,7 @@ test('tile "auto": the C++ auto-planner chooses core, workers and threads, expla
   assert.match(plan.explanation, /core \d+, halo 4 .* estimated \d+ s/);
   assert.ok(plan.workers >= 1 && plan.threadsPerWorker >= 1);
   assert.ok(plan.estimatedSeconds > 0);
-  const { report } = await tessera.invert({ field, mask, geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights: unet({ base: 4 }), tile: 'auto', quality: 'fast' });
+  const { report } = await tessera.invert({ keepInputs: true, field, mask, geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights: unet({ base: 4 }), tile: 'auto', quality: 'fast' });
   assert.equal(report.plan.tile.core, plan.tile.core);
   assert.equal(report.tilesRun, plan.tilesActive);
   // A fixed halo and worker count are kept.
@@ -450,25 +455,75 @@ test('one plan per run: plan() is handed back and obeyed (the held plan, whateve
   assert.equal(plan.grid.tiles.length, plan.tilesTotal);
   assert.equal(plan.grid.tiles.filter((t) => !t.skipped).length, plan.tilesActive);
   // Handed back: the run goes through exactly the plan's tiles, and gives the same χ as planning inside invert.
-  const handed = await tessera.invert({ field, mask, geometry, spec, weights, tile: { core: 12, halo: 3 }, workers: 2, plan });
-  const own = await tessera.invert({ field, mask, geometry, spec, weights, tile: { core: 12, halo: 3 }, workers: 2 });
+  const handed = await tessera.invert({ keepInputs: true, field, mask, geometry, spec, weights, tile: { core: 12, halo: 3 }, workers: 2, plan });
+  const own = await tessera.invert({ keepInputs: true, field, mask, geometry, spec, weights, tile: { core: 12, halo: 3 }, workers: 2 });
   assert.equal(handed.report.tilesRun, plan.tilesActive);
   assert.deepEqual(handed.report.plan.grid, plan.grid);
-  assert.deepEqual(handed.chi, own.chi);
+  assert.deepEqual(handed.chi.data, own.chi.data);
   // A plan with fewer tiles in flight is obeyed.
   const onePlan = await tessera.plan({ geometry, mask, spec, tile: { core: 12, halo: 3 }, workers: 1 });
   assert.equal(onePlan.tilesInFlight, 1);
-  const one = await tessera.invert({ field, mask, geometry, spec, weights, tile: { core: 12, halo: 3 }, workers: 1, plan: onePlan });
+  const one = await tessera.invert({ keepInputs: true, field, mask, geometry, spec, weights, tile: { core: 12, halo: 3 }, workers: 1, plan: onePlan });
   assert.equal(one.report.maxInFlight, 1);
-  assert.deepEqual(one.chi, own.chi);
+  assert.deepEqual(one.chi.data, own.chi.data);
   // The held plan runs, not the fields of the object handed back: a copy asking for more tiles in flight runs the plan's.
-  const copied = await tessera.invert({ field, mask, geometry, spec, weights, plan: { ...onePlan, tilesInFlight: 99 } });
+  const copied = await tessera.invert({ keepInputs: true, field, mask, geometry, spec, weights, plan: { ...onePlan, tilesInFlight: 99 } });
   assert.equal(copied.report.maxInFlight, 1);
   // Made for another mask: refused before anything runs.
   const other = interiorMask(geometry.dims, 12);
-  await rejectsWith(tessera.invert({ field, mask: other, geometry, spec, weights, plan }), 'InvalidArgument', /made for another mask: .*call plan\(\) with this mask/);
-  await rejectsWith(tessera.invert({ field, mask, geometry, spec, weights, plan: { feasible: true } }), 'InvalidArgument', /plan\(\) returned/);
+  await rejectsWith(tessera.invert({ keepInputs: true, field, mask: other, geometry, spec, weights, plan }), 'InvalidArgument', /made for another mask: .*call plan\(\) with this mask/);
+  await rejectsWith(tessera.invert({ keepInputs: true, field, mask, geometry, spec, weights, plan: { feasible: true } }), 'InvalidArgument', /plan\(\) returned/);
   assert.equal((await tessera.status()).running, 0);
+});
+
+test('invert() returns χ as a Volume with the input\'s geometry and affine, a network\'s and a method\'s alike; the input volumes are transferred to the runtime unless keepInputs: true', async () => {
+  const { makeVolume } = await import('./index.js');
+  const dims = [10, 9, 8];
+  const { field } = volume(dims, 15);
+  const geometry = { dims, voxelMm: [2, 1.5, 2.5], b0Dir: [0, 0, 1] };
+  const affine = [0, -1.5, 0, 30, 2, 0, 0, -20, 0, 0, 2.5, 10, 0, 0, 0, 1]; // axes swapped, an origin: not diag(voxelMm)
+  const expected = field.slice();
+  const ones = () => new Uint8Array(field.length).fill(1);
+  // memoryHog is the identity (small patches fit): χ is the field.
+  const net = { spec: { divisor: 1, bytesPerVoxel: 1100 }, weights: memoryHog(), tile: { core: 5, halo: 0 } };
+  const fieldVol = makeVolume({ ...geometry, affine, data: field.slice() });
+  const maskVol = makeVolume({ ...geometry, affine, data: ones() });
+  const a = await tessera.invert({ field: fieldVol, mask: maskVol, ...net });
+  assert.deepEqual([a.chi.dims, a.chi.voxelMm, a.chi.b0Dir, a.chi.affine, a.chi.echoes], [dims, geometry.voxelMm, geometry.b0Dir, affine, 1]);
+  assert.deepEqual(a.chi.data, expected);
+  assert.equal(a.quantity, 'chi');
+  assert.deepEqual([fieldVol.data.byteLength, maskVol.data.byteLength], [0, 0], 'the Volumes\' buffers went to the runtime (detached here)');
+  // Arrays with a geometry: the affine is diag(voxelMm); keepInputs: true copies them, and they stay the caller's.
+  const f = field.slice();
+  const m = ones();
+  const b = await tessera.invert({ field: f, mask: m, geometry, ...net, keepInputs: true });
+  assert.deepEqual(b.chi.affine, [2, 0, 0, 0, 0, 1.5, 0, 0, 0, 0, 2.5, 0, 0, 0, 0, 1]);
+  assert.deepEqual(b.chi.data, expected);
+  assert.deepEqual([f, m], [expected, ones()]);
+  // A classical method's run alike.
+  const tf = field.slice();
+  const tm = ones();
+  const c = await tessera.invert({ field: makeVolume({ ...geometry, affine, data: tf }), mask: tm, method: 'tkd' });
+  assert.deepEqual([c.chi.dims, c.chi.voxelMm, c.chi.affine, c.chi.data.length], [dims, geometry.voxelMm, affine, field.length]);
+  assert.deepEqual([tf.byteLength, tm.byteLength], [0, 0]);
+  const kf = field.slice();
+  const kept = await tessera.invert({ field: kf, mask: ones(), geometry, method: 'tkd', keepInputs: true });
+  assert.deepEqual(kf, expected);
+  assert.deepEqual(kept.chi.data, c.chi.data, 'the same χ, copied or transferred');
+  // A view of part of a buffer is copied: the rest of that buffer, and the view, stay the caller's.
+  const whole = new Float32Array(field.length * 2);
+  whole.set(field);
+  const part = whole.subarray(0, field.length);
+  const viewed = await tessera.invert({ field: part, mask: ones(), geometry, method: 'tkd' });
+  assert.deepEqual(part, expected);
+  assert.deepEqual(viewed.chi.data, c.chi.data);
+  await rejectsWith(tessera.invert({ field: field.slice(), geometry, method: 'tkd', keepInputs: 'yes' }), 'InvalidArgument', /keepInputs must be true or false, got "yes"/);
+  // An array a run took is refused by name when given again (posting it would carry nothing).
+  for (const run of [{ method: 'tkd' }, net]) {
+    await rejectsWith(tessera.invert({ field: tf, mask: ones(), geometry, ...run }), 'InvalidArgument', /^field holds no values: an array a run took .* pass keepInputs: true to that run/);
+  }
+  await rejectsWith(tessera.invert({ field: fieldVol, mask: ones(), ...net }), 'InvalidArgument', /^field holds no values/);
+  await rejectsWith(tessera.plan({ field: field.slice(), mask: tm, geometry, method: 'tkd' }), 'InvalidArgument', /^mask holds no values/);
 });
 
 test('Volumes in, geometry from them; the request schema comes from C++', async () => {
@@ -479,11 +534,11 @@ test('Volumes in, geometry from them; the request schema comes from C++', async 
   const weights = convStack({ layers: 1 });
   const fieldVol = makeVolume({ dims: geometry.dims, voxelMm: [1, 1, 1], data: field });
   const maskVol = makeVolume({ dims: geometry.dims, voxelMm: [1, 1, 1], data: maskData });
-  const byArrays = await tessera.invert({ field, mask: maskData, geometry, spec, weights, tile: { core: 8, halo: 2 } });
-  const byVolumes = await tessera.invert({ field: fieldVol, mask: maskVol, spec, weights, tile: { core: 8, halo: 2 } });
-  assert.deepEqual(byVolumes.chi, byArrays.chi);
+  const byArrays = await tessera.invert({ keepInputs: true, field, mask: maskData, geometry, spec, weights, tile: { core: 8, halo: 2 } });
+  const byVolumes = await tessera.invert({ keepInputs: true, field: fieldVol, mask: maskVol, spec, weights, tile: { core: 8, halo: 2 } });
+  assert.deepEqual(byVolumes.chi.data, byArrays.chi.data);
   const small = makeVolume({ dims: [24, 20, 15], voxelMm: [1, 1, 1], data: new Uint8Array(24 * 20 * 15) });
-  await rejectsWith(tessera.invert({ field: fieldVol, mask: small, spec, weights }), 'InvalidArgument', /24×20×15 but field is 24×20×16/);
+  await rejectsWith(tessera.invert({ keepInputs: true, field: fieldVol, mask: small, spec, weights }), 'InvalidArgument', /24×20×15 but field is 24×20×16/);
 
   const schema = await tessera.schema();
   const b0 = schema.find((o) => o.name === 'b0');
@@ -504,20 +559,20 @@ test('native patching (AutoQSM, QSMGAN) runs in steps from the pool: their patch
   const plan = await tessera.plan({ geometry, mask, model: 'autoqsm' });
   const seen = [];
   // AutoQSM with the central crop: its linear blend weights sum to 1, so χ = field inside the mask.
-  const a = await tessera.invert({ field: small, mask, geometry, model: 'autoqsm', weights: centralCrop({ out: 32 }), plan, onProgress: (p) => seen.push(p) });
+  const a = await tessera.invert({ keepInputs: true, field: small, mask, geometry, model: 'autoqsm', weights: centralCrop({ out: 32 }), plan, onProgress: (p) => seen.push(p) });
   assert.equal(a.report.tilesRun, 8, '2×2×2 AutoQSM patches (stride 24)');
   assert.equal(seen.at(-1).done, 8);
   let worst = 0;
-  for (let i = 0; i < small.length; i++) worst = Math.max(worst, Math.abs(a.chi[i] - (mask[i] ? small[i] : 0)));
+  for (let i = 0; i < small.length; i++) worst = Math.max(worst, Math.abs(a.chi.data[i] - (mask[i] ? small[i] : 0)));
   assert.ok(worst < 1e-7, `AutoQSM identity off by ${worst}`);
   // QSMGAN: the network sees -100·field; χ = atanh(clip(output))/10, no overlap.
   const scale = -0.004;
-  const q = await tessera.invert({ field: small, mask, geometry, model: 'qsmgan', weights: centralCrop({ out: 48, scale }) });
+  const q = await tessera.invert({ keepInputs: true, field: small, mask, geometry, model: 'qsmgan', weights: centralCrop({ out: 48, scale }) });
   worst = 0;
   for (let i = 0; i < small.length; i++) {
     const out = Math.fround(Math.fround(-100 * small[i]) * Math.fround(scale));
     const expected = mask[i] ? Math.atanh(Math.min(0.999999, Math.max(-0.999999, out))) / 10 : 0;
-    worst = Math.max(worst, Math.abs(q.chi[i] - expected));
+    worst = Math.max(worst, Math.abs(q.chi.data[i] - expected));
   }
   assert.ok(worst < 1e-6, `QSMGAN transform off by ${worst}`);
   assert.equal((await tessera.status()).running, 0);
@@ -527,7 +582,7 @@ test('a run whose worker heap exceeds its plan says so: report.memory.warning wi
   const { geometry, field } = volume([32, 32, 32], 21);
   // Declared far too low: 1 B/voxel, nothing per worker. The run itself is fine; its report must not be.
   const spec = { divisor: 8, bytesPerVoxel: 1, fixedBytes: 0 };
-  const { report } = await tessera.invert({ field, geometry, spec, weights: unet({ base: 4 }), whole: true });
+  const { report } = await tessera.invert({ keepInputs: true, field, geometry, spec, weights: unet({ base: 4 }), whole: true });
   const m = report.memory;
   const heap = Math.max(...m.workerHeapHighWater);
   assert.equal(m.cost.source, 'declared');
@@ -538,7 +593,7 @@ test('a run whose worker heap exceeds its plan says so: report.memory.warning wi
   assert.match(m.warning, new RegExp(`an ONNX Runtime worker heap reached .*, ${m.workerHeapVsPlan.toFixed(2)}× the .* planned per tile`));
   assert.match(m.warning, new RegExp(`declare "bytesPerVoxel": ${m.measuredBytesPerVoxel} in the spec \\(--spec bytesPerVoxel ${m.measuredBytesPerVoxel}\\)`));
   // Declared at the figure the warning gave: the same run is within its plan and says nothing.
-  const { report: again } = await tessera.invert({ field, geometry, spec: { ...spec, bytesPerVoxel: m.measuredBytesPerVoxel }, weights: unet({ base: 4 }), whole: true });
+  const { report: again } = await tessera.invert({ keepInputs: true, field, geometry, spec: { ...spec, bytesPerVoxel: m.measuredBytesPerVoxel }, weights: unet({ base: 4 }), whole: true });
   assert.ok(again.memory.workerHeapVsPlan <= 1, `${again.memory.workerHeapVsPlan}`);
   assert.doesNotMatch(again.memory.warning ?? '', /worker heap/);
 });
@@ -550,7 +605,7 @@ test('a worker heap passing the guard fails the run clearly (MemoryCeiling, the 
     const { geometry, field } = volume([48, 48, 48], 22);
     const t0 = Date.now();
     await rejectsWith(
-      t.invert({ field, geometry, spec: { divisor: 8, bytesPerVoxel: 1 }, weights: unet({ base: 8 }), whole: true }),
+      t.invert({ keepInputs: true, field, geometry, spec: { divisor: 8, bytesPerVoxel: 1 }, weights: unet({ base: 8 }), whole: true }),
       'MemoryCeiling',
       /^whole volume 48×48×48: tile 1 stopped: ONNX Runtime worker \d+ asked to grow its heap from .* past the 17\.8 MB heap guard below the 4 GiB wasm heap ceiling .*; the plan allowed 0\.1 MB per tile: the network needs more memory than its spec declares: leave bytesPerVoxel out of the spec to have it calibrated/,
     );
@@ -602,7 +657,7 @@ test('measureSpeed: a probe of the network on this machine feeds the plan, which
   assert.deepStrictEqual(await tessera.measureSpeed({ weights, spec }), speed); // the first measurement's timings: none measured again
 
   const { geometry, field } = volume([48, 40, 32], 5);
-  const base = { geometry, spec, quality: 'fast' };
+  const base = { geometry, spec, quality: 'fast', keepInputs: true };
   const plain = await tessera.plan(base);
   assert.equal(plain.estimateSource, 'default');
   // With the weights, a custom network's first estimate is its graph's work per voxel (graph-cost.js) at the engine's
@@ -640,7 +695,7 @@ test('measureSpeed keeps its worker for the next run of the same weights: the ru
     const spec = { divisor: 8, bytesPerVoxel: 1100 };
     const { geometry, field } = volume([72, 64, 64], 6);
     const auto = { geometry, spec, quality: 'fast' };
-    const base = { geometry, spec, whole: true };
+    const base = { geometry, spec, whole: true, keepInputs: true };
     const speed = await t.measureSpeed({ weights, spec, threads: 1 });
     assert.equal(speed.keptWorkers, 1);
     assert.deepEqual(await t.status().then((s) => [s.warmWorkers, s.liveWorkers]), [1, 1]);
@@ -654,18 +709,18 @@ test('measureSpeed keeps its worker for the next run of the same weights: the ru
 
     // A run of the same weights takes the worker (same threads); its χ is the one a fresh pool gives.
     await t.measureSpeed({ weights, spec, threads: 2 }).then(() => t.release()); // another key: measured, then given back
-    await t._call('forgetSpeeds'); // measure again so that a worker is kept (the runtime keeps measurements)
+    await forgetSpeeds(t); // measure again so that a worker is kept
     await t.measureSpeed({ weights, spec, threads: 1 });
     const warmRun = await t.invert({ ...base, field, weights, threadsPerWorker: 1 });
     assert.equal(warmRun.report.pool[0].warmStart, true);
     assert.deepEqual(await t.status().then((s) => [s.warmWorkers, s.liveWorkers]), [0, 0]);
     const coldRun = await t.invert({ ...base, field, weights, threadsPerWorker: 1 });
     assert.equal(coldRun.report.pool[0].warmStart, false);
-    assert.deepEqual(warmRun.chi, coldRun.chi);
+    assert.deepEqual(warmRun.chi.data, coldRun.chi.data);
     assert.ok(warmRun.report.memory.workerHeapVsPlan <= 1, `heap ${warmRun.report.memory.workerHeapVsPlan} of the plan`);
 
     // A run of other weights gives the kept worker back and starts its own.
-    await t._call('forgetSpeeds');
+    await forgetSpeeds(t);
     await t.measureSpeed({ weights, spec, threads: 1 });
     const otherRun = await t.invert({ ...base, field, weights: other, threadsPerWorker: 1 });
     assert.equal(otherRun.report.pool[0].warmStart, false);

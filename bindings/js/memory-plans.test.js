@@ -38,7 +38,7 @@ function within(kind, r) {
 for (const [method, options] of [['tkd', {}], ['tv', { tv: { maxIterations: 2 } }], ['medi', { medi: { maxIterations: 1, cgMaxIterations: 2 } }]]) {
   test(`${method}: the module-heap plan is within 1–1.25× of the heap the run reaches`, { timeout: 120000 }, async () => {
     const r = await ratio(async (t) => {
-      const req = { geometry, field: phantom.field, mask: phantom.mask, method, ...options, ...(method === 'medi' ? { magnitude } : {}) };
+      const req = { geometry, field: phantom.field, mask: phantom.mask, method, ...options, ...(method === 'medi' ? { magnitude } : {}), keepInputs: true };
       const plan = await t.plan(req);
       const out = await t.invert({ ...req, plan });
       return { plan, heap: out.report.memory.moduleHeapBytes };
@@ -51,7 +51,7 @@ test('the pipeline (4 echoes, TKD): the module-heap plan is within 1–1.25× of
   const te = [0.004, 0.008, 0.012, 0.016];
   const scan = await maker.phantomScan({ geometry, te, seed: 1 });
   const r = await ratio(async (t) => {
-    const req = { geometry, te, b0: 3, phase: scan.phase, magnitude: scan.magnitude, method: 'tkd' };
+    const req = { geometry, te, b0: 3, phase: scan.phase, magnitude: scan.magnitude, method: 'tkd', keepInputs: true };
     const plan = await t.plan({ ...req, pipeline: true });
     const out = await t.pipeline({ ...req, plan });
     return { plan, heap: out.report.memory.moduleHeapBytes };
@@ -63,7 +63,7 @@ test('the pipeline with SWI and R2* (4 echoes, TKD, also swi, r2star): the modul
   const te = [0.004, 0.008, 0.012, 0.016];
   const scan = await maker.phantomScan({ geometry, te, seed: 1 });
   const r = await ratio(async (t) => {
-    const req = { geometry, te, b0: 3, phase: scan.phase, magnitude: scan.magnitude, method: 'tkd', also: ['swi', 'r2star'] };
+    const req = { geometry, te, b0: 3, phase: scan.phase, magnitude: scan.magnitude, method: 'tkd', also: ['swi', 'r2star'], keepInputs: true };
     const plan = await t.plan({ ...req, pipeline: true });
     const out = await t.pipeline({ ...req, plan });
     return { plan, heap: out.report.memory.moduleHeapBytes };
@@ -73,7 +73,7 @@ test('the pipeline with SWI and R2* (4 echoes, TKD, also swi, r2star): the modul
 
 test('a physics loop (MoDL-QSM, whole): the module-heap plan is within 1–1.25× of the heap the run reaches', { timeout: 180000 }, async () => {
   const r = await ratio(async (t) => {
-    const req = { geometry, field: phantom.field, mask: phantom.mask, model: 'modl-qsm', weights: twoChannel(), whole: true };
+    const req = { geometry, field: phantom.field, mask: phantom.mask, model: 'modl-qsm', weights: twoChannel(), whole: true, keepInputs: true };
     const plan = await t.plan(req);
     const out = await t.invert({ ...req, plan });
     return { plan, heap: out.report.memory.moduleHeapBytes };
@@ -86,7 +86,7 @@ test('a physics loop the auto-planner runs whole is planned with its loop\'s vol
   try {
     for (const [model, channels] of [['modl-qsm', 2], ['lpcnn', 1]]) {
       const weights = convStack({ layers: 2, channels: 4, inChannels: channels, outChannels: channels, seed: 5 });
-      const req = { geometry, field: phantom.field, mask: phantom.mask, model, weights };
+      const req = { geometry, field: phantom.field, mask: phantom.mask, model, weights, keepInputs: true };
       const auto = await t.plan(req);
       const whole = await t.plan({ ...req, whole: true });
       assert.ok(auto.wholeVolume, `${model}: the auto-planner ran it tiled (${auto.explanation})`);

@@ -36,7 +36,7 @@ after(async () => {
 const r = (a, b, mask) => agreement(a, b, mask).r;
 
 test('pipeline from a phase difference with deltaTE: the true total field, χ near the truth and the two-echo phase path', async (t) => {
-  const out = await tessera.pipeline({ phaseDifference: diff, deltaTE: te[1] - te[0], magnitude, mask: scan.mask, geometry, b0: 3, method: 'rts' });
+  const out = await tessera.pipeline({ keepInputs: true, phaseDifference: diff, deltaTE: te[1] - te[0], magnitude, mask: scan.mask, geometry, b0: 3, method: 'rts' });
   assert.deepEqual(out.report.plan.stages, ['echo fit', await defaultBackgroundTitle(tessera), 'RTS']);
   assert.deepEqual(out.report.warnings.filter((w) => /rescaled|scanner integers/.test(w)), [], 'radians are taken as they are');
   // The total field inside the fit mask against the truth (ppm): the noise of two SNR-100 echoes at ΔTE 4 ms is about
@@ -56,7 +56,7 @@ test('pipeline from a phase difference with deltaTE: the true total field, χ ne
   // χ against the truth as good as from the two echoes' phase fitted with a free offset per voxel (the same information:
   // a difference cancels the offset; the default smooth offset knows more, the field through the origin), and close to it.
   const chiR = r(out.chi.data, scan.chi, out.localMask.data);
-  const phase = await tessera.pipeline({ phase: scan.phase, magnitude: scan.magnitude, mask: scan.mask, geometry, te, b0: 3, method: 'rts', fitOffset: 'free' });
+  const phase = await tessera.pipeline({ keepInputs: true, phase: scan.phase, magnitude: scan.magnitude, mask: scan.mask, geometry, te, b0: 3, method: 'rts', fitOffset: 'free' });
   const phaseR = r(phase.chi.data, scan.chi, phase.localMask.data);
   assert.ok(chiR > phaseR - 0.02, `χ r ${chiR} against the truth, ${phaseR} from the two echoes' phase`);
   const both = phase.localMask.data.map((m, i) => (m && out.localMask.data[i] ? 1 : 0));
@@ -66,20 +66,20 @@ test('pipeline from a phase difference with deltaTE: the true total field, χ ne
 });
 
 test('pipeline from a phase difference in scanner integers: read as such with a warning, χ as from radians', async () => {
-  const rad = await tessera.pipeline({ phaseDifference: diff, deltaTE: 0.004, magnitude, mask: scan.mask, geometry, b0: 3, method: 'tkd' });
-  const ints = await tessera.pipeline({ phaseDifference: integers, deltaTE: 0.004, magnitude, mask: scan.mask, geometry, b0: 3, method: 'tkd' });
+  const rad = await tessera.pipeline({ keepInputs: true, phaseDifference: diff, deltaTE: 0.004, magnitude, mask: scan.mask, geometry, b0: 3, method: 'tkd' });
+  const ints = await tessera.pipeline({ keepInputs: true, phaseDifference: integers, deltaTE: 0.004, magnitude, mask: scan.mask, geometry, b0: 3, method: 'tkd' });
   assert.ok(ints.report.warnings.some((w) => /phase difference is stored as integers[\s\S]*scanner integers/.test(w)), ints.report.warnings.join('\n'));
   const rr = r(ints.chi.data, rad.chi.data, rad.localMask.data);
   assert.ok(rr > 0.999, `χ r ${rr} between integers and radians`);
 });
 
 test('pipeline from a phase difference: no deltaTE, te beside it, a ΔTE in ms and a phase beside it are refused in words', async () => {
-  const base = { phaseDifference: diff, magnitude, mask: scan.mask, geometry, method: 'tkd' };
+  const base = { phaseDifference: diff, magnitude, mask: scan.mask, geometry, method: 'tkd', keepInputs: true };
   await assert.rejects(tessera.pipeline(base), /phaseDifference needs deltaTE/);
   await assert.rejects(tessera.pipeline({ ...base, deltaTE: 0.004, te: [0.004] }), /te belongs to a pipeline from per-echo phase/);
   await assert.rejects(tessera.pipeline({ ...base, deltaTE: 4 }), /milliseconds|ms/);
   await assert.rejects(tessera.pipeline({ ...base, deltaTE: 0.004, phase: diff }), /give one of phase/);
-  await assert.rejects(tessera.pipeline({ phase: diff, deltaTE: 0.004, mask: scan.mask, geometry, method: 'tkd' }), /deltaTE is the echo-time difference of a phase difference/);
+  await assert.rejects(tessera.pipeline({ keepInputs: true, phase: diff, deltaTE: 0.004, mask: scan.mask, geometry, method: 'tkd' }), /deltaTE is the echo-time difference of a phase difference/);
 });
 
 test('CLI: pipeline --phase-difference F --te1 --te2 writes the API\'s χ and warns of scanner integers; a missing TE2 is a usage error', async () => {
@@ -95,7 +95,7 @@ test('CLI: pipeline --phase-difference F --te1 --te2 writes the API\'s χ and wa
     assert.ok((run.stderr + run.stdout).includes(`a phase difference (ΔTE 4 ms), B0 3 T: echo fit → ${await defaultBackgroundTitle(tessera)} → TKD`), run.stderr);
     assert.match(run.stderr, /warning: the phase difference is stored as integers/);
     const chi = readNifti(new Uint8Array(fs.readFileSync(path.join(dir, 'chi.nii.gz')))).data;
-    const api = await tessera.pipeline({ phaseDifference: integers, deltaTE: 0.004, magnitude, mask: scan.mask, geometry, b0: 3, method: 'tkd' });
+    const api = await tessera.pipeline({ keepInputs: true, phaseDifference: integers, deltaTE: 0.004, magnitude, mask: scan.mask, geometry, b0: 3, method: 'tkd' });
     let differ = 0;
     for (let i = 0; i < n; i++) if (!Object.is(chi[i], api.chi.data[i])) differ++;
     assert.equal(differ, 0, 'the CLI\'s χ is the API\'s');

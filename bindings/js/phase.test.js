@@ -74,11 +74,11 @@ test('iQSM gets wrapped phase, TE, B0, the eroded mask and the border shell in t
   let wraps = 0;
   for (let i = 0; i < s.n; i++) if (s.eroded[i] && Math.abs(s.psi[i]) > Math.PI) wraps++;
   assert.ok(wraps > 100, `the phase must actually wrap inside the mask (${wraps} voxels beyond π)`);
-  const r = await tessera.invert({ model: 'iqsm', phase: s.phase, mask: s.mask, geometry: s.geometry, te: 0.02, b0: 3, weights: lotNet() });
+  const r = await tessera.invert({ keepInputs: true, model: 'iqsm', phase: s.phase, mask: s.mask, geometry: s.geometry, te: 0.02, b0: 3, weights: lotNet() });
   assert.equal(r.quantity, 'chi');
   assert.deepEqual(r.report.plan.patchDims, [48, 48, 32]); // the whole volume padded to 16
   assert.deepEqual(r.report.pool[0].inputBinding, { phase: 'phase', mask: 'mask', te: 'te', b0: 'b0', border: 'border' });
-  assertClose(r.chi, expected(s, 0.02, 3), s.eroded, 'iQSM');
+  assertClose(r.chi.data, expected(s, 0.02, 3), s.eroded, 'iQSM');
   // The trig trick equals the Laplacian of the unwrapped phase up to the curvature terms (≈ 5e-3 here).
   const [X, Y] = s.dims;
   let err = 0, max = 0;
@@ -90,7 +90,7 @@ test('iQSM gets wrapped phase, TE, B0, the eroded mask and the border shell in t
       lap += LOT_KERNEL[k] * -s.psi[i + dx + X * (dy + Y * dz)];
     }
     lap *= LOT_SCALE / (3 * 0.02);
-    err = Math.max(err, Math.abs(r.chi[i] - lap));
+    err = Math.max(err, Math.abs(r.chi.data[i] - lap));
     max = Math.max(max, Math.abs(lap));
   }
   assert.ok(err < 1e-2 * max, `LoT vs the Laplacian of the unwrapped phase: ${err} vs ${max}`);
@@ -99,13 +99,13 @@ test('iQSM gets wrapped phase, TE, B0, the eroded mask and the border shell in t
 test('iQSM+ swaps y and z when B0 lies closer to y, gives the network the unit direction, crops and undoes it all', async () => {
   const s = scene([44, 38, 30], { lo: [8, 7, 6], hi: [30, 33, 25] });
   const geometry = { ...s.geometry, b0Dir: [0, 1.6, 1.2] }; // not unit: the core normalises to (0, 0.8, 0.6)
-  const r = await tessera.invert({ model: 'iqsm-plus', phase: s.phase, mask: s.mask, geometry, te: 0.015, b0: 7, weights: lotNet({ plus: true }) });
+  const r = await tessera.invert({ keepInputs: true, model: 'iqsm-plus', phase: s.phase, mask: s.mask, geometry, te: 0.015, b0: 7, weights: lotNet({ plus: true }) });
   // Swapped, the direction is (0, 0.6, 0.8): the stand-in scales its output by the z component, 0.8.
-  assertClose(r.chi, expected(s, 0.015, 7, 0.8), s.eroded, 'iQSM+ tilted');
+  assertClose(r.chi.data, expected(s, 0.015, 7, 0.8), s.eroded, 'iQSM+ tilted');
   // The crop: the eroded mask's box [11,27)×[10,30)×[9,22) + 16, clamped, swapped (y↔z), padded to 16.
   assert.deepEqual(r.report.plan.patchDims, [48, 32, 48]);
-  const axial = await tessera.invert({ model: 'iqsm-plus', phase: s.phase, mask: s.mask, geometry: s.geometry, te: 0.015, b0: 7, weights: lotNet({ plus: true }) });
-  assertClose(axial.chi, expected(s, 0.015, 7, 1), s.eroded, 'iQSM+ axial');
+  const axial = await tessera.invert({ keepInputs: true, model: 'iqsm-plus', phase: s.phase, mask: s.mask, geometry: s.geometry, te: 0.015, b0: 7, weights: lotNet({ plus: true }) });
+  assertClose(axial.chi.data, expected(s, 0.015, 7, 1), s.eroded, 'iQSM+ axial');
   assert.deepEqual(axial.report.plan.patchDims, [48, 48, 32]);
 });
 
@@ -117,10 +117,11 @@ test('echoes are combined with (magnitude·TE)² weights; iQFM reports a local f
   echoes.forEach((s, e) => phase.set(s.phase, e * n));
   for (let i = 0; i < 2 * n; i++) magnitude[i] = 0.5 + ((i * 7919) % 97) / 97;
   const r = await tessera.invert({
+    keepInputs: true,
     model: 'iqfm', phase, magnitude, mask: echoes[0].mask, geometry: echoes[0].geometry, te, b0: 3, weights: lotNet(),
   });
   assert.equal(r.quantity, 'local-field');
-  assert.equal(r.localField, r.chi);
+  assert.equal(r.localField, r.chi, 'the same Volume');
   assert.equal(r.report.tilesRun, 2); // one network call per echo
   const per = echoes.map((s, e) => expected(s, te[e], 3));
   const want = new Float64Array(n);
@@ -128,19 +129,19 @@ test('echoes are combined with (magnitude·TE)² weights; iQFM reports a local f
     const w = te.map((t, e) => (magnitude[e * n + i] * t) ** 2);
     want[i] = (w[0] * per[0][i] + w[1] * per[1][i]) / (w[0] + w[1]);
   }
-  assertClose(r.chi, want, echoes[0].eroded, 'two echoes');
+  assertClose(r.chi.data, want, echoes[0].eroded, 'two echoes');
 });
 
 test("an export's input names bind by name, by order or explicitly; ambiguous names fail naming the inputs", async () => {
   const s = scene([36, 34, 28]);
-  const run = (weights, extra = {}) => tessera.invert({ model: 'iqsm', phase: s.phase, mask: s.mask, geometry: s.geometry, te: 0.02, weights, ...extra });
+  const run = (weights, extra = {}) => tessera.invert({ keepInputs: true, model: 'iqsm', phase: s.phase, mask: s.mask, geometry: s.geometry, te: 0.02, weights, ...extra });
   const want = expected(s, 0.02, 3);
   const upstream = await run(lotNet({ names: { phase: 'wphs', mask: 'masks', te: 'TEs', b0: 'B0', border: 'border_shell' } }));
   assert.deepEqual(upstream.report.pool[0].inputBinding, { phase: 'wphs', mask: 'masks', te: 'TEs', b0: 'B0', border: 'border_shell' });
-  assertClose(upstream.chi, want, s.eroded, 'upstream names');
+  assertClose(upstream.chi.data, want, s.eroded, 'upstream names');
   const generic = await run(lotNet({ names: ['input.1', 'input.2', 'input.3', 'input.4', 'input.5'] }));
   assert.equal(generic.report.pool[0].inputBinding.border, 'input.5'); // the reference order
-  assertClose(generic.chi, want, s.eroded, 'generic names');
+  assertClose(generic.chi.data, want, s.eroded, 'generic names');
   const unclear = lotNet({ names: { mask: 'in_a', border: 'in_b' } });
   await assert.rejects(run(unclear), (e) => {
     assert.equal(e.code, 'ModelLoadFailed');
@@ -148,7 +149,7 @@ test("an export's input names bind by name, by order or explicitly; ambiguous na
     return true;
   });
   const told = await run(unclear, { inputNames: { mask: 'in_a', border: 'in_b' } });
-  assertClose(told.chi, want, s.eroded, 'explicit names');
+  assertClose(told.chi.data, want, s.eroded, 'explicit names');
 });
 
 test('a phase network over the single-patch limit is refused up front with advice', async () => {
@@ -158,7 +159,7 @@ test('a phase network over the single-patch limit is refused up front with advic
   assert.match(plan.message, /iQSM runs on the whole volume \(it cannot be tiled\).*crop the field of view/);
   const n = dims[0] * dims[1] * dims[2];
   await assert.rejects(
-    tessera.invert({ model: 'iqsm', phase: new Float32Array(n), geometry: { dims }, te: 0.02, weights: lotNet() }),
+    tessera.invert({ keepInputs: true, model: 'iqsm', phase: new Float32Array(n), geometry: { dims }, te: 0.02, weights: lotNet() }),
     (e) => e.code === 'BudgetExceeded' && /cannot be tiled/.test(e.message),
   );
   // iQSM+ crops to the brain: the same volume with a head-sized mask fits.
@@ -172,7 +173,7 @@ test('a phase network over the single-patch limit is refused up front with advic
 
 test('bad phase-network input is refused by name', async () => {
   const s = scene([36, 34, 28]);
-  const base = { model: 'iqsm', phase: s.phase, mask: s.mask, geometry: s.geometry, te: 0.02, weights: lotNet() };
+  const base = { model: 'iqsm', phase: s.phase, mask: s.mask, geometry: s.geometry, te: 0.02, weights: lotNet(), keepInputs: true };
   const refused = (extra, code, re) =>
     assert.rejects(tessera.invert({ ...base, ...extra }), (e) => {
       assert.equal(e.code, code, e.message);
@@ -202,6 +203,7 @@ test('a multi-echo phase run can be cancelled: AbortError, no worker left, the r
   const controller = new AbortController();
   const seen = [];
   const run = tessera.invert({
+    keepInputs: true,
     model: 'iqsm', phase, mask: s.mask, geometry: s.geometry, te: Array.from({ length: echoes }, (_, e) => 0.005 * (e + 1)), weights: lotNet(),
     signal: controller.signal,
     onProgress: (p) => {
@@ -212,6 +214,6 @@ test('a multi-echo phase run can be cancelled: AbortError, no worker left, the r
   await assert.rejects(run, (e) => e.name === 'AbortError');
   assert.ok(seen.includes(`1/${echoes}`) && !seen.includes(`${echoes}/${echoes}`), `progress ${seen.join(' ')}`);
   assert.equal((await tessera.status()).liveWorkers, 0);
-  const again = await tessera.invert({ model: 'iqsm', phase: s.phase, mask: s.mask, geometry: s.geometry, te: 0.02, weights: lotNet() });
-  assertClose(again.chi, expected(s, 0.02, 3), s.eroded, 'after cancel');
+  const again = await tessera.invert({ keepInputs: true, model: 'iqsm', phase: s.phase, mask: s.mask, geometry: s.geometry, te: 0.02, weights: lotNet() });
+  assertClose(again.chi.data, expected(s, 0.02, 3), s.eroded, 'after cancel');
 });

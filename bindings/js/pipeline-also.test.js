@@ -39,7 +39,7 @@ async function writeNifti4d(data, g, echoes) {
 const same = (a, b) => a.length === b.length && a.every((v, i) => Object.is(v, b[i]));
 
 test('pipeline also swi, r2star: the same maps as swi() and r2star() on the pipeline\'s mask, with the input\'s geometry, in the plan', async () => {
-  const request = { phase: scan.phase, magnitude: scan.magnitude, geometry, te, b0: 3, method: 'tkd', also: ['swi', 'r2star'] };
+  const request = { phase: scan.phase, magnitude: scan.magnitude, geometry, te, b0: 3, method: 'tkd', also: ['swi', 'r2star'], keepInputs: true };
   const plan = await tessera.plan({ ...request, pipeline: true, phase: undefined, magnitude: true });
   const without = await tessera.plan({ ...request, also: undefined, pipeline: true, phase: undefined, magnitude: true });
   assert.deepEqual(plan.stages, ['brain mask', 'echo fit', await defaultBackgroundTitle(tessera), 'TKD', 'SWI', 'minIP', 'R2*']);
@@ -54,11 +54,11 @@ test('pipeline also swi, r2star: the same maps as swi() and r2star() on the pipe
   }
   assert.ok(events.at(-1).done === events.at(-1).total && events.length > 10);
   // swi() makes the same brain mask and unwraps alike: its maps are the pipeline's, bit for bit.
-  const alone = await tessera.swi({ phase: scan.phase, magnitude: scan.magnitude, geometry, te });
+  const alone = await tessera.swi({ keepInputs: true, phase: scan.phase, magnitude: scan.magnitude, geometry, te });
   assert.ok(same(alone.mask.data, out.mask.data), 'the same brain mask');
   assert.ok(same(alone.swi.data, out.swi.data), 'SWI as swi()');
   assert.ok(same(alone.minIp.data, out.minIp.data), 'minIP as swi()');
-  const fit = await tessera.r2star({ magnitude: scan.magnitude, geometry, te, mask: out.mask });
+  const fit = await tessera.r2star({ keepInputs: true, magnitude: scan.magnitude, geometry, te, mask: out.mask });
   assert.ok(same(fit.r2star.data, out.r2star.data) && same(fit.t2star.data, out.t2star.data) && same(fit.residual.data, out.r2starResidual.data), 'R2* as r2star() on the mask');
   // The rest of the pipeline is untouched by also: χ is the one without it.
   const plain = await tessera.pipeline({ ...request, also: undefined });
@@ -68,10 +68,10 @@ test('pipeline also swi, r2star: the same maps as swi() and r2star() on the pipe
 });
 
 test('pipeline also: refused up front without a magnitude, from a total field, or for an unknown output', async () => {
-  await assert.rejects(tessera.pipeline({ phase: scan.phase, mask: scan.mask, geometry, te, method: 'tkd', also: 'swi' }), /SWI \(also\) needs the magnitude of every echo/);
-  await assert.rejects(tessera.pipeline({ phase: scan.phase, magnitude: scan.magnitude, geometry, te, method: 'tkd', also: ['swi', 'qsm'] }), /also: the pipeline's optional outputs are swi and r2star, got 'qsm'/);
-  await assert.rejects(tessera.pipeline({ phase: scan.phase, magnitude: scan.magnitude, geometry, te: [0.004, 0.008, 0.013, 0.016], method: 'tkd', also: 'r2star' }), /ARLO needs equally spaced echoes/);
-  await assert.rejects(tessera.pipeline({ totalField: scan.totalField, totalFieldUnits: 'ppm', magnitude: scan.magnitude.subarray(0, n), mask: scan.mask, geometry, method: 'tkd', also: 'swi' }), /SWI \(also\) needs every echo's phase and magnitude, not a total field map/);
+  await assert.rejects(tessera.pipeline({ keepInputs: true, phase: scan.phase, mask: scan.mask, geometry, te, method: 'tkd', also: 'swi' }), /SWI \(also\) needs the magnitude of every echo/);
+  await assert.rejects(tessera.pipeline({ keepInputs: true, phase: scan.phase, magnitude: scan.magnitude, geometry, te, method: 'tkd', also: ['swi', 'qsm'] }), /also: the pipeline's optional outputs are swi and r2star, got 'qsm'/);
+  await assert.rejects(tessera.pipeline({ keepInputs: true, phase: scan.phase, magnitude: scan.magnitude, geometry, te: [0.004, 0.008, 0.013, 0.016], method: 'tkd', also: 'r2star' }), /ARLO needs equally spaced echoes/);
+  await assert.rejects(tessera.pipeline({ keepInputs: true, totalField: scan.totalField, totalFieldUnits: 'ppm', magnitude: scan.magnitude.subarray(0, n), mask: scan.mask, geometry, method: 'tkd', also: 'swi' }), /SWI \(also\) needs every echo's phase and magnitude, not a total field map/);
 });
 
 test('the CLI\'s swi and r2star read their options from the schema: help, --option names and --method choices', async () => {
@@ -93,12 +93,12 @@ test('the CLI\'s swi and r2star read their options from the schema: help, --opti
 test('swi() and r2star() plan their memory: the heap of a fresh runtime stays within the plan; a volume over it is refused before any input is copied', async () => {
   const fresh = await createTessera({ workers: 1, hardwareThreads: 2 });
   try {
-    const s = await fresh.swi({ phase: scan.phase, magnitude: scan.magnitude, geometry, te });
+    const s = await fresh.swi({ keepInputs: true, phase: scan.phase, magnitude: scan.magnitude, geometry, te });
     assert.deepEqual(s.report.plan.stages, ['brain mask', 'echo fit', 'SWI', 'minIP']);
     assert.ok(s.report.memory.moduleHeapVsPlan <= 1, `SWI: module heap ${s.report.memory.moduleHeapBytes} B is ${s.report.memory.moduleHeapVsPlan} of its plan`);
     // The heap never shrinks: R2* in a runtime of its own.
     const own = await createTessera({ workers: 1, hardwareThreads: 2 });
-    const r = await own.r2star({ magnitude: scan.magnitude, geometry, te }).finally(() => own.terminate());
+    const r = await own.r2star({ keepInputs: true, magnitude: scan.magnitude, geometry, te }).finally(() => own.terminate());
     assert.ok(r.report.memory.moduleHeapVsPlan <= 1, `R2*: module heap ${r.report.memory.moduleHeapBytes} B is ${r.report.memory.moduleHeapVsPlan} of its plan`);
     assert.ok(r.report.plan.moduleHeapBytes < s.report.plan.moduleHeapBytes, 'R2* reads no phase and unwraps nothing');
     // 512 × 512 × 400 voxels of 8 echoes: 4 GB of phase and magnitude alone.
@@ -106,7 +106,8 @@ test('swi() and r2star() plan their memory: the heap of a fresh runtime stays wi
     const t8 = [1, 2, 3, 4, 5, 6, 7, 8].map((k) => k * 0.004);
     const before = (await fresh.status()).moduleHeapBytes;
     for (const kind of ['swi', 'r2star']) {
-      const err = await fresh[kind]({ geometry: big, te: t8, magnitude: new Float32Array(0), phase: new Float32Array(0) }).then(() => null, (e) => e);
+      // One value each (an empty array is refused by name first): the plan refuses before the inputs are read.
+      const err = await fresh[kind]({ geometry: big, te: t8, magnitude: new Float32Array(1), phase: new Float32Array(1) }).then(() => null, (e) => e);
       assert.equal(err?.code, 'BudgetExceeded', `${kind}: ${err?.message}`);
       assert.match(err.message, /the largest volume that fits holds \d+ voxels/);
     }
@@ -126,6 +127,7 @@ test('methods text: every step in order with its parameters and papers; its comm
     const magnitude = readEchoes(new Uint8Array(fs.readFileSync(path.join(dir, 'mag.nii'))));
     const mask = readMask(new Uint8Array(fs.readFileSync(path.join(dir, 'mask.nii'))));
     const out = await tessera.pipeline({
+      keepInputs: true,
       phase, magnitude, mask, te, b0: 3, method: 'tkd', tkd: { threshold: 0.15 }, background: 'pdf', pdf: { maxIterations: 20 }, also: ['swi', 'r2star'], swi: { maskPower: 3 },
     });
     const m = out.report.methods;

@@ -31,9 +31,26 @@ after(async () => {
 /** Pearson r inside the mask (bench/speed-web.js's agreement, the one the benchmarks use). */
 const r = (a, b, mask) => agreement(a, b, mask).r;
 
+test('pipeline(): the input volumes are transferred to the runtime unless keepInputs: true; every output Volume carries the input Volume\'s affine', async () => {
+  const { makeVolume } = await import('./index.js');
+  const affine = [0, 3, 0, -90, -3, 0, 0, 100, 0, 0, 3, -60, 0, 0, 0, 1]; // axes swapped, an origin: not diag(voxelMm)
+  const phase = makeVolume({ ...geometry, affine, echoes: te.length, data: scan.phase.slice() });
+  const magnitude = scan.magnitude.slice();
+  const mask = scan.mask.slice();
+  const out = await tessera.pipeline({ phase, magnitude, mask, te, method: 'tkd' });
+  const made = Object.entries(out).filter(([, v]) => v?.data);
+  assert.ok(made.length >= 9, made.map(([k]) => k).join(', '));
+  for (const [k, v] of made) assert.deepEqual([v.affine, v.dims, v.voxelMm], [affine, geometry.dims, geometry.voxelMm], k);
+  assert.deepEqual([phase.data.byteLength, magnitude.byteLength, mask.byteLength], [0, 0, 0], 'the inputs went to the runtime (detached here)');
+  const kept = await tessera.pipeline({ phase: scan.phase, magnitude: scan.magnitude, mask: scan.mask, geometry, te, method: 'tkd', keepInputs: true });
+  assert.equal(scan.phase.length, geometry.dims[0] * geometry.dims[1] * geometry.dims[2] * te.length, 'kept: the caller\'s phase');
+  assert.deepEqual(kept.chi.data, out.chi.data, 'the same χ, copied or transferred');
+  assert.deepEqual(kept.chi.affine, [3, 0, 0, 0, 0, 3, 0, 0, 0, 0, 3, 0, 0, 0, 0, 1], 'arrays with a geometry: diag(voxelMm)');
+});
+
 test('pipeline: wrapped multi-echo phase → RTS χ, every intermediate a Volume with the input\'s geometry', async () => {
   const events = [];
-  const out = await tessera.pipeline({ phase: scan.phase, magnitude: scan.magnitude, mask: scan.mask, geometry, te, b0: 3, method: 'rts', onProgress: (p) => events.push(p) });
+  const out = await tessera.pipeline({ keepInputs: true, phase: scan.phase, magnitude: scan.magnitude, mask: scan.mask, geometry, te, b0: 3, method: 'rts', onProgress: (p) => events.push(p) });
   for (const k of ['mask', 'offset', 'fieldHz', 'totalField', 'fitResidual', 'fitMask', 'localField', 'localMask', 'chi']) {
     assert.deepEqual(out[k].dims, geometry.dims, k);
     assert.deepEqual(out[k].voxelMm, geometry.voxelMm, k);
@@ -52,7 +69,7 @@ test('pipeline: wrapped multi-echo phase → RTS χ, every intermediate a Volume
 });
 
 test('pipeline: method tfi inverts the total field, with no background removal; the CLI\'s --method tfi gives the same χ', async () => {
-  const out = await tessera.pipeline({ phase: scan.phase, magnitude: scan.magnitude, mask: scan.mask, geometry, te, b0: 3, method: 'tfi' });
+  const out = await tessera.pipeline({ keepInputs: true, phase: scan.phase, magnitude: scan.magnitude, mask: scan.mask, geometry, te, b0: 3, method: 'tfi' });
   assert.deepEqual(out.report.plan.stages, ['echo fit', 'TFI']);
   assert.equal(out.localField, null);
   assert.deepEqual(out.localMask.data, out.fitMask.data);
@@ -79,12 +96,12 @@ test('pipeline: method tfi inverts the total field, with no background removal; 
 });
 
 test('pipeline: no mask (made from the magnitude), and a network inverts the local field', async () => {
-  const made = await tessera.pipeline({ phase: scan.phase, magnitude: scan.magnitude, geometry, te, method: 'tkd' });
+  const made = await tessera.pipeline({ keepInputs: true, phase: scan.phase, magnitude: scan.magnitude, geometry, te, method: 'tkd' });
   let both = 0, sum = 0;
   for (let i = 0; i < scan.mask.length; i++) (both += made.mask.data[i] && scan.mask[i] ? 1 : 0), (sum += (made.mask.data[i] ? 1 : 0) + (scan.mask[i] ? 1 : 0));
   assert.ok((2 * both) / sum > 0.9, `mask Dice ${(2 * both) / sum}`);
   const weights = new Uint8Array(fs.readFileSync(path.join(root, 'web/models/demo-unet.onnx')));
-  const net = await tessera.pipeline({ phase: scan.phase, magnitude: scan.magnitude, mask: scan.mask, geometry, te, model: 'demo-unet', weights: [weights] });
+  const net = await tessera.pipeline({ keepInputs: true, phase: scan.phase, magnitude: scan.magnitude, mask: scan.mask, geometry, te, model: 'demo-unet', weights: [weights] });
   assert.ok(net.networkReport.tilesRun >= 1);
   assert.ok(r(net.chi.data, scan.chi, net.localMask.data) > 0.8);
 });
@@ -93,29 +110,29 @@ test('pipeline: cancelled between two steps; bad inputs refused in one line each
   const controller = new AbortController();
   let seen = 0;
   await assert.rejects(
-    tessera.pipeline({ phase: scan.phase, magnitude: scan.magnitude, mask: scan.mask, geometry, te, method: 'tv', signal: controller.signal, onProgress: () => ++seen === 3 && controller.abort() }),
+    tessera.pipeline({ keepInputs: true, phase: scan.phase, magnitude: scan.magnitude, mask: scan.mask, geometry, te, method: 'tv', signal: controller.signal, onProgress: () => ++seen === 3 && controller.abort() }),
     (e) => e.name === 'AbortError',
   );
   const base = { phase: scan.phase, mask: scan.mask, geometry, method: 'tkd' };
-  await assert.rejects(tessera.pipeline({ ...base, te: [4, 8, 12, 16] }), /looks like milliseconds; give TE in seconds \(0\.004\)/);
-  await assert.rejects(tessera.pipeline({ ...base, te: [0.004, 0.008] }), /4 echo\(es\).*te gives 2/);
+  await assert.rejects(tessera.pipeline({ keepInputs: true, ...base, te: [4, 8, 12, 16] }), /looks like milliseconds; give TE in seconds \(0\.004\)/);
+  await assert.rejects(tessera.pipeline({ keepInputs: true, ...base, te: [0.004, 0.008] }), /4 echo\(es\).*te gives 2/);
   const unwrapped = scan.phase.map((v, i) => v + 20 * (i % 5));
-  await assert.rejects(tessera.pipeline({ ...base, phase: unwrapped, te }), /wrapped/);
-  await assert.rejects(tessera.pipeline({ ...base, te, magnitude: new Float32Array(10) }), /magnitude holds 10 values/);
-  await assert.rejects(tessera.pipeline({ ...base, te, mask: new Uint8Array(scan.mask.length) }), /mask/);
-  await assert.rejects(tessera.pipeline({ ...base, te, tkd: { threshold: 3 } }), /tkd.threshold must be in/);
-  await assert.rejects(tessera.pipeline({ ...base, te, background: 'harp' }), /background must be one of vsharp\|pdf\|lbv\|ismv\|sharp\|resharp, got 'harp'/);
+  await assert.rejects(tessera.pipeline({ keepInputs: true, ...base, phase: unwrapped, te }), /wrapped/);
+  await assert.rejects(tessera.pipeline({ keepInputs: true, ...base, te, magnitude: new Float32Array(10) }), /magnitude holds 10 values/);
+  await assert.rejects(tessera.pipeline({ keepInputs: true, ...base, te, mask: new Uint8Array(scan.mask.length) }), /mask/);
+  await assert.rejects(tessera.pipeline({ keepInputs: true, ...base, te, tkd: { threshold: 3 } }), /tkd.threshold must be in/);
+  await assert.rejects(tessera.pipeline({ keepInputs: true, ...base, te, background: 'harp' }), /background must be one of vsharp\|pdf\|lbv\|ismv\|sharp\|resharp, got 'harp'/);
   // The runtime is still usable.
-  const ok = await tessera.pipeline({ ...base, te, background: 'pdf', pdf: { maxIterations: 5, padVoxels: 8 } });
+  const ok = await tessera.pipeline({ keepInputs: true, ...base, te, background: 'pdf', pdf: { maxIterations: 5, padVoxels: 8 } });
   assert.deepEqual(ok.report.plan.stages, ['echo fit', 'PDF', 'TKD']);
   // The other background removals and their options, from the API.
   for (const [background, options, stage] of [['lbv', { lbv: { maxIterations: 40 } }, 'LBV'], ['ismv', { ismv: { radius: 4, maxIterations: 10 } }, 'iSMV'],
     ['sharp', { sharp: { radius: 6 } }, 'SHARP'], ['resharp', { resharp: { radius: 6, lambda: 0.001, maxIterations: 5 } }, 'RESHARP']]) {
     assert.equal(BACKGROUND_TITLES[background], stage, 'tests/js/background-titles.js names the stage as C++ does');
-    const run = await tessera.pipeline({ ...base, te, background, ...options });
+    const run = await tessera.pipeline({ keepInputs: true, ...base, te, background, ...options });
     assert.deepEqual(run.report.plan.stages, ['echo fit', stage, 'TKD'], background);
   }
-  await assert.rejects(tessera.pipeline({ ...base, te, background: 'ismv', ismv: { radius: 0.1 } }), /ismv\.radius must be in \[0\.5, 50\] mm/);
+  await assert.rejects(tessera.pipeline({ keepInputs: true, ...base, te, background: 'ismv', ismv: { radius: 0.1 } }), /ismv\.radius must be in \[0\.5, 50\] mm/);
 });
 
 test('tessera-qsm pipeline: the same χ as the API, intermediates written, bad TEs a usage error', async () => {
@@ -136,7 +153,7 @@ test('tessera-qsm pipeline: the same χ as the API, intermediates written, bad T
     const run = cli('--phase', 'phase.nii', '--magnitude', 'mag.nii', '--mask', 'mask.nii', '--te', te.join(','), '--method', 'rts', '--out', 'chi.nii.gz', '--keep-intermediates', 'stages', '--quiet');
     assert.equal(run.status, 0, run.stderr);
     const chi = readNifti(new Uint8Array(fs.readFileSync(path.join(dir, 'chi.nii.gz')))).data;
-    const api = await tessera.pipeline({ phase: scan.phase, magnitude: scan.magnitude, mask: scan.mask, geometry, te, method: 'rts' });
+    const api = await tessera.pipeline({ keepInputs: true, phase: scan.phase, magnitude: scan.magnitude, mask: scan.mask, geometry, te, method: 'rts' });
     assert.equal(chi.length, n);
     assert.equal(chi.every((v, i) => Object.is(v, api.chi.data[i])), true, 'the CLI\'s χ is the API\'s');
     for (const f of ['mask', 'fit_mask', 'total_field_hz', 'total_field_ppm', 'local_field_ppm', 'local_mask', 'offset', 'fit_residual', 'unwrapped_phase_echo4']) {

@@ -10,6 +10,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { createTessera, writeNifti } from './index.js';
+import { counters } from './debug.js';
 import { cmdInvert } from './cli/invert.js';
 import { parse } from './cli/flags.js';
 import { Progress } from './cli/progress.js';
@@ -32,9 +33,9 @@ after(async () => {
 
 /** Requests C++ read while f ran, and f's result. */
 async function parsesOf(f) {
-  const before = (await t._call('counters')).requestParses;
+  const before = (await counters(t)).requestParses;
   const value = await f();
-  return { parses: (await t._call('counters')).requestParses - before, value };
+  return { parses: (await counters(t)).requestParses - before, value };
 }
 
 test('plan() returns a frozen view with an id; nested objects frozen too; the fields are the plan\'s', async () => {
@@ -52,7 +53,7 @@ test('plan() returns a frozen view with an id; nested objects frozen too; the fi
 });
 
 test('one request parse per call: plan() 1, invert() 1 with or without a plan, verify on still 1; a method\'s alike', async () => {
-  const request = { geometry, field: phantom.field, mask: phantom.mask, spec, weights, tile };
+  const request = { geometry, field: phantom.field, mask: phantom.mask, spec, weights, tile, keepInputs: true };
   const planned = await parsesOf(() => t.plan(request));
   assert.equal(planned.parses, 1);
   assert.equal((await parsesOf(() => t.invert(request))).parses, 1);
@@ -63,32 +64,32 @@ test('one request parse per call: plan() 1, invert() 1 with or without a plan, v
   assert.equal(checked.parses, 1);
   assert.equal(checked.value.report.verify.possible, true, checked.value.report.verify.message);
   assert.equal((await parsesOf(() => t.invert({ ...request, verify: true }))).parses, 1);
-  const tkd = { geometry, field: phantom.field, mask: phantom.mask, method: 'tkd' };
+  const tkd = { geometry, field: phantom.field, mask: phantom.mask, method: 'tkd', keepInputs: true };
   const methodPlan = await parsesOf(() => t.plan(tkd));
   assert.equal(methodPlan.parses, 1);
   assert.equal((await parsesOf(() => t.invert(tkd))).parses, 1);
   const run = await parsesOf(() => t.invert({ ...tkd, plan: methodPlan.value }));
   assert.equal(run.parses, 1);
   // The held plan runs: the same χ as the run that planned for itself.
-  assert.deepEqual(run.value.chi, (await t.invert(tkd)).chi);
+  assert.deepEqual(run.value.chi.data, (await t.invert(tkd)).chi.data);
 });
 
 test('the held plan runs: χ and the tiles as the plan said, the same as a run planning for itself', async () => {
-  const request = { geometry, field: phantom.field, mask: phantom.mask, spec, weights, tile };
+  const request = { geometry, field: phantom.field, mask: phantom.mask, spec, weights, tile, keepInputs: true };
   const plan = await t.plan(request);
   const handed = await t.invert({ ...request, plan });
   const own = await t.invert(request);
-  assert.deepEqual(handed.chi, own.chi);
+  assert.deepEqual(handed.chi.data, own.chi.data);
   assert.equal(handed.report.tilesRun, plan.tilesActive);
   assert.equal(handed.report.plan.id, plan.id);
   // What plan() fixed stays fixed: a tile given to invert beside the plan does not re-plan the run.
   const other = await t.invert({ ...request, tile: { core: 12, halo: 1 }, plan });
   assert.equal(other.report.tilesRun, plan.tilesActive);
-  assert.deepEqual(other.chi, own.chi);
+  assert.deepEqual(other.chi.data, own.chi.data);
 });
 
 test('refused in words: no id, another runtime, no longer held, another mask, geometry, network, method or parameter', async () => {
-  const request = { geometry, field: phantom.field, mask: phantom.mask, spec, weights, tile };
+  const request = { geometry, field: phantom.field, mask: phantom.mask, spec, weights, tile, keepInputs: true };
   const plan = await t.plan(request);
   const refused = (re) => (e) => {
     assert.equal(e.code, 'InvalidArgument', e.message);
@@ -112,14 +113,14 @@ test('refused in words: no id, another runtime, no longer held, another mask, ge
   await assert.rejects(t.invert({ ...request, spec: { ...spec, divisor: 2 }, plan }), refused(/plan was made for network spec \(divisor 1,.*this request gives network spec \(divisor 2/));
   await assert.rejects(t.invert({ ...request, spec: undefined, model: 'demo-unet', plan }), refused(/plan was made for network spec .*this request gives network demo-unet/));
   await assert.rejects(t.invert({ ...request, b0Align: 'on', plan }), refused(/plan was made for b0Align auto; this request gives b0Align on/));
-  await assert.rejects(t.invert({ geometry, field: phantom.field, mask: phantom.mask, method: 'tkd', plan }), refused(/made for a network's run \(model or spec\); this request is a classical method's run/));
+  await assert.rejects(t.invert({ keepInputs: true, geometry, field: phantom.field, mask: phantom.mask, method: 'tkd', plan }), refused(/made for a network's run \(model or spec\); this request is a classical method's run/));
   const tkd = await t.plan({ geometry, mask: phantom.mask, method: 'tkd' });
-  await assert.rejects(t.invert({ geometry, field: phantom.field, mask: phantom.mask, method: 'tkd', tkd: { threshold: 0.1 }, plan: tkd }), refused(/made for tkd\.threshold [\d.]+; this request gives tkd\.threshold 0\.1/));
-  await assert.rejects(t.invert({ geometry, field: phantom.field, mask: phantom.mask, method: 'tsvd', plan: tkd }), refused(/made for method tkd; this request gives method tsvd/));
+  await assert.rejects(t.invert({ keepInputs: true, geometry, field: phantom.field, mask: phantom.mask, method: 'tkd', tkd: { threshold: 0.1 }, plan: tkd }), refused(/made for tkd\.threshold [\d.]+; this request gives tkd\.threshold 0\.1/));
+  await assert.rejects(t.invert({ keepInputs: true, geometry, field: phantom.field, mask: phantom.mask, method: 'tsvd', plan: tkd }), refused(/made for method tkd; this request gives method tsvd/));
   // Phase networks: the acquisition is part of what the plan was made for (nothing runs: no weights are needed).
   const iqsm = await t.plan({ geometry, mask: phantom.mask, model: 'iqsm', te: 0.02 });
-  await assert.rejects(t.invert({ geometry, phase: phantom.field, mask: phantom.mask, model: 'iqsm', te: 0.03, weights, plan: iqsm }), refused(/made for te \[0\.02\]; this request gives te \[0\.03\]/));
-  await assert.rejects(t.invert({ geometry, phase: phantom.field, mask: phantom.mask, model: 'iqsm', te: 0.02, phaseSign: 1, weights, plan: iqsm }), refused(/made for phaseSign -1; this request gives phaseSign 1/));
+  await assert.rejects(t.invert({ keepInputs: true, geometry, phase: phantom.field, mask: phantom.mask, model: 'iqsm', te: 0.03, weights, plan: iqsm }), refused(/made for te \[0\.02\]; this request gives te \[0\.03\]/));
+  await assert.rejects(t.invert({ keepInputs: true, geometry, phase: phantom.field, mask: phantom.mask, model: 'iqsm', te: 0.02, phaseSign: 1, weights, plan: iqsm }), refused(/made for phaseSign -1; this request gives phaseSign 1/));
   // The last 16 plans are held: the 17th plan after this one drops it.
   for (let i = 0; i < 16; i++) await t.plan({ geometry, mask: phantom.mask, method: 'tkd' });
   await assert.rejects(t.invert({ ...request, plan }), refused(/this plan is no longer held by the runtime \(it holds the last 16\): call plan\(\) again/));
@@ -128,7 +129,7 @@ test('refused in words: no id, another runtime, no longer held, another mask, ge
 test('a pipeline runs the plan handed back; a plan of other stage options is refused by name', async () => {
   const te = [0.004, 0.008];
   const scan = await t.phantomScan({ geometry, te, snr: 0 });
-  const request = { geometry, mask: scan.mask, te, b0: 3, method: 'tkd' };
+  const request = { geometry, mask: scan.mask, te, b0: 3, method: 'tkd', keepInputs: true };
   const plan = await t.plan({ ...request, pipeline: true });
   const run = await parsesOf(() => t.pipeline({ ...request, phase: scan.phase, plan }));
   assert.equal(run.parses, 1);
@@ -167,7 +168,7 @@ async function cliInvert(args) {
   };
   try {
     const code = await cmdInvert(o, ctx);
-    return { code, plans, parses: (await runtime._call('counters')).requestParses };
+    return { code, plans, parses: (await counters(runtime)).requestParses };
   } finally {
     await runtime?.terminate();
   }

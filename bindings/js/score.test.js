@@ -143,7 +143,7 @@ const AFFINE = [1, 0, 0, -20, 0, 1, 0, -22, 0, 0, 1, -18, 0, 0, 0, 1];
 
 test('score: a phantom\'s TKD scored by the CLI equals the five definitions computed here; other grids are refused in words', async () => {
   const p = await tessera.phantom({ geometry, seed: 3 });
-  const chi = await tessera.tkd({ field: p.field, mask: p.mask, geometry });
+  const { data: chi } = await tessera.tkd({ keepInputs: true, field: p.field, mask: p.mask, geometry });
   const like = { dims: DIMS, voxelMm: [1, 1, 1], affine: AFFINE };
   fs.writeFileSync(f('tkd.nii.gz'), await writeNifti(chi, like, { gzip: true }));
   fs.writeFileSync(f('truth.nii'), await writeNifti(p.chi, like));

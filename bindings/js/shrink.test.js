@@ -6,7 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { createTessera } from './index.js';
-import { loadTesseraModule } from './module.js';
+import { loadTesseraModule } from './debug.js';
 import { convStack, prng } from '../../tests/js/networks.js';
 
 const wasmBase = process.env.TESSERA_WASM_DIR ? path.resolve(process.env.TESSERA_WASM_DIR) : undefined;
@@ -87,13 +87,13 @@ test('a tiled run hands out patches shrunk to their mask, each within the plan\'
 
 test('shrunk patches through the worker pool: χ equals the whole volume (1e-6) when the halo covers the network\'s reach', async () => {
   const { geometry, field, mask, n } = lopsided();
-  const whole = await tessera.invert({ field, mask, geometry, spec, weights, whole: true });
-  const tiled = await tessera.invert({ field, mask, geometry, spec, weights, tile: { core: 10, halo: LAYERS } });
+  const whole = await tessera.invert({ keepInputs: true, field, mask, geometry, spec, weights, whole: true });
+  const tiled = await tessera.invert({ keepInputs: true, field, mask, geometry, spec, weights, tile: { core: 10, halo: LAYERS } });
   assert.equal(tiled.report.plan.wholeVolume, false);
-  const d = maxDiff(whole.chi, tiled.chi);
+  const d = maxDiff(whole.chi.data, tiled.chi.data);
   assert.ok(d <= 1e-6, `max |tiled - whole| = ${d}`);
-  for (let i = 0; i < n; i++) if (!mask[i]) assert.equal(tiled.chi[i], 0);
+  for (let i = 0; i < n; i++) if (!mask[i]) assert.equal(tiled.chi.data[i], 0);
   // A halo short of the reach shows: the comparison can fail.
-  const short = await tessera.invert({ field, mask, geometry, spec, weights, tile: { core: 10, halo: LAYERS - 1 } });
-  assert.ok(maxDiff(whole.chi, short.chi) > 1e-4, 'a halo below the receptive field should show');
+  const short = await tessera.invert({ keepInputs: true, field, mask, geometry, spec, weights, tile: { core: 10, halo: LAYERS - 1 } });
+  assert.ok(maxDiff(whole.chi.data, short.chi.data) > 1e-4, 'a halo below the receptive field should show');
 });

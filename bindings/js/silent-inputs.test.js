@@ -91,13 +91,13 @@ after(async () => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const base = () => ({ phase: scan.phase, magnitude: scan.magnitude, geometry, te: TE, b0: 3, method: 'tkd' });
+const base = () => ({ phase: scan.phase, magnitude: scan.magnitude, geometry, te: TE, b0: 3, method: 'tkd', keepInputs: true });
 const cliPipeline = (...args) => cli('pipeline', '--phase', 'phase.nii', '--magnitude', 'mag.nii', '--te', TE.join(','), '--b0', '3', '--method', 'tkd', ...args);
 
 test('ROMEO Phase.nii (a header that leaves the phase scaled to a span of 0.0073 rad): API and CLI rescale it with a warning; χ sane', { skip: !HAVE_ROMEO && 'no romeo-small data' }, async () => {
   const phase = readEchoes(fs.readFileSync(path.join(ROMEO, 'Phase.nii')));
   const magnitude = readEchoes(fs.readFileSync(path.join(ROMEO, 'Mag.nii')));
-  const out = await tessera.pipeline({ phase, magnitude, te: TE, method: 'tkd' });
+  const out = await tessera.pipeline({ keepInputs: true, phase, magnitude, te: TE, method: 'tkd' });
   assert.ok(out.report.warnings.some((w) => /the phase spans \[-0\.00367438, 0\.00367438\], far less than the 2π of a wrapped phase in radians: rescaled/.test(w)), out.report.warnings.join('\n'));
   const api = assertSane(out.chi.data, 'API');
   const r = cli('pipeline', '--phase', path.join(ROMEO, 'Phase.nii'), '--magnitude', path.join(ROMEO, 'Mag.nii'), '--te', TE.join(','), '--method', 'tkd', '--out', 'romeo_chi.nii');
@@ -112,10 +112,10 @@ test('ROMEO phase_with_nan.nii: NaN inside the mask refused in words (API, CLI);
   const phase = readEchoes(fs.readFileSync(file));
   const n = phase.dims[0] * phase.dims[1] * phase.dims[2];
   const ones = new Uint8Array(n).fill(1);
-  await assert.rejects(tessera.pipeline({ phase, te: [0.004, 0.008], method: 'tkd' }), /640 values are NaN or Inf \(the first at index 0\); give a finite wrapped phase/);
-  await assert.rejects(tessera.pipeline({ phase, mask: ones, te: [0.004, 0.008], method: 'tkd' }), /640 values are NaN or Inf/);
+  await assert.rejects(tessera.pipeline({ keepInputs: true, phase, te: [0.004, 0.008], method: 'tkd' }), /640 values are NaN or Inf \(the first at index 0\); give a finite wrapped phase/);
+  await assert.rejects(tessera.pipeline({ keepInputs: true, phase, mask: ones, te: [0.004, 0.008], method: 'tkd' }), /640 values are NaN or Inf/);
   const finite = Uint8Array.from({ length: n }, (_, i) => (Number.isFinite(phase.data[i]) && Number.isFinite(phase.data[n + i]) ? 1 : 0));
-  const out = await tessera.pipeline({ phase, mask: finite, te: [0.004, 0.008], method: 'tkd', background: 'pdf' });
+  const out = await tessera.pipeline({ keepInputs: true, phase, mask: finite, te: [0.004, 0.008], method: 'tkd', background: 'pdf' });
   assert.ok(out.report.warnings.some((w) => /phase holds 1280 NaN or infinite value\(s\) outside the mask: set to 0/.test(w)), out.report.warnings.join('\n'));
   assert.ok(out.report.warnings.some((w) => /the phase spans \[-4\.65724, 4\.70933\], far more than the 2π[\s\S]*rescaled/.test(w)), out.report.warnings.join('\n'));
   assert.ok(out.chi.data.every(Number.isFinite), 'χ finite');
@@ -162,7 +162,7 @@ test('an all-ones mask: refused in words with the default background removal and
 
 test('a local field in Hz given as ppm: refused in words naming the units (API invert, CLI invert)', async () => {
   const hz = Float32Array.from(scan.localField, (v) => v * GAMMA_BAR_MHZ_PER_T * 3);
-  await assert.rejects(tessera.invert({ field: hz, mask: scan.mask, geometry, method: 'tkd' }), /beyond ±1 ppm[\s\S]*looks like Hz or rad\/s/);
+  await assert.rejects(tessera.invert({ keepInputs: true, field: hz, mask: scan.mask, geometry, method: 'tkd' }), /beyond ±1 ppm[\s\S]*looks like Hz or rad\/s/);
   const r = cli('invert', '--field', 'local_hz.nii', '--mask', 'mask.nii', '--method', 'tkd', '--out', 'hz_chi.nii');
   assert.notEqual(r.status, 0);
   assert.match(r.stderr, /looks like Hz or rad\/s[\s\S]*--units hz --b0 3/);
@@ -176,8 +176,8 @@ test('a single slice (nz = 1): refused in words (API pipeline and invert, CLI pi
   const g1 = { dims: [48, 48, 1], voxelMm: [4, 4, 4], b0Dir: [0, 0, 1] };
   const thin = /48×48×1 holds 1 voxel\(s\) along z: a 3D dipole inversion needs at least 3 along every axis/;
   const slice = (a, e) => Float32Array.from({ length: e * 2304 }, (_, i) => a[Math.floor(i / 2304) * N + 18 * 2304 + (i % 2304)]);
-  await assert.rejects(tessera.pipeline({ phase: slice(scan.phase, 3), magnitude: slice(scan.magnitude, 3), geometry: g1, te: TE, method: 'tkd' }), thin);
-  await assert.rejects(tessera.invert({ field: slice(scan.localField, 1), geometry: g1, method: 'tkd' }), thin);
+  await assert.rejects(tessera.pipeline({ keepInputs: true, phase: slice(scan.phase, 3), magnitude: slice(scan.magnitude, 3), geometry: g1, te: TE, method: 'tkd' }), thin);
+  await assert.rejects(tessera.invert({ keepInputs: true, field: slice(scan.localField, 1), geometry: g1, method: 'tkd' }), thin);
   const r = cli('pipeline', '--phase', 'phase_slice.nii', '--magnitude', 'mag_slice.nii', '--te', TE.join(','), '--method', 'tkd', '--out', 'slice_chi.nii');
   assert.notEqual(r.status, 0);
   assert.match(r.stderr, thin);

@@ -39,7 +39,7 @@ function relative(a, b, mask) {
 }
 
 test('pipeline from a total field in Hz: no echo fit, the same χ as from ppm, and close to the phase path\'s', async (t) => {
-  const out = await tessera.pipeline({ totalField: hz, totalFieldUnits: 'hz', mask: scan.mask, geometry, b0: 3, method: 'rts' });
+  const out = await tessera.pipeline({ keepInputs: true, totalField: hz, totalFieldUnits: 'hz', mask: scan.mask, geometry, b0: 3, method: 'rts' });
   const background = await defaultBackgroundTitle(tessera);
   assert.deepEqual(out.report.plan.stages, [background, 'RTS']);
   for (const k of ['mask', 'fieldHz', 'totalField', 'fitMask', 'localField', 'localMask', 'chi']) assert.deepEqual(out[k].dims, geometry.dims, k);
@@ -48,9 +48,9 @@ test('pipeline from a total field in Hz: no echo fit, the same χ as from ppm, a
   assert.ok(relative(out.totalField.data, scan.totalField, scan.mask) < 1e-6, 'the total field in ppm is the truth');
   const chiR = r(out.chi.data, scan.chi, out.localMask.data);
   assert.ok(chiR > 0.85, `χ r ${chiR}`);
-  const ppm = await tessera.pipeline({ totalField: scan.totalField, totalFieldUnits: 'ppm', mask: scan.mask, geometry, b0: 3, method: 'rts' });
+  const ppm = await tessera.pipeline({ keepInputs: true, totalField: scan.totalField, totalFieldUnits: 'ppm', mask: scan.mask, geometry, b0: 3, method: 'rts' });
   assert.ok(relative(out.chi.data, ppm.chi.data, ppm.localMask.data) < 1e-4, 'Hz and ppm give the same χ');
-  const phase = await tessera.pipeline({ phase: scan.phase, magnitude: scan.magnitude, mask: scan.mask, geometry, te, b0: 3, method: 'rts' });
+  const phase = await tessera.pipeline({ keepInputs: true, phase: scan.phase, magnitude: scan.magnitude, mask: scan.mask, geometry, te, b0: 3, method: 'rts' });
   const both = phase.localMask.data.map((m, i) => (m && out.localMask.data[i] ? 1 : 0));
   const paths = r(out.chi.data, phase.chi.data, both);
   assert.ok(paths > 0.98, `χ r ${paths} against the phase path`);
@@ -59,23 +59,23 @@ test('pipeline from a total field in Hz: no echo fit, the same χ as from ppm, a
 
 test('pipeline from a total field with one echo\'s magnitude and no mask: the mask is made from it; every echo\'s magnitude is refused', async () => {
   const n = geometry.dims[0] * geometry.dims[1] * geometry.dims[2];
-  const out = await tessera.pipeline({ totalField: hz, totalFieldUnits: 'hz', magnitude: scan.magnitude.subarray(0, n), geometry, method: 'tkd' });
+  const out = await tessera.pipeline({ keepInputs: true, totalField: hz, totalFieldUnits: 'hz', magnitude: scan.magnitude.subarray(0, n), geometry, method: 'tkd' });
   assert.deepEqual(out.report.plan.stages, ['brain mask', await defaultBackgroundTitle(tessera), 'TKD']);
   let both = 0, sum = 0;
   for (let i = 0; i < n; i++) (both += out.mask.data[i] && scan.mask[i] ? 1 : 0), (sum += (out.mask.data[i] ? 1 : 0) + (scan.mask[i] ? 1 : 0));
   assert.ok((2 * both) / sum > 0.8, `mask Dice ${(2 * both) / sum}`);
   assert.deepEqual(out.fitMask.data, out.mask.data);
-  await assert.rejects(tessera.pipeline({ totalField: hz, totalFieldUnits: 'hz', magnitude: scan.magnitude, geometry, method: 'tkd' }), /magnitude/);
+  await assert.rejects(tessera.pipeline({ keepInputs: true, totalField: hz, totalFieldUnits: 'hz', magnitude: scan.magnitude, geometry, method: 'tkd' }), /magnitude/);
 });
 
 test('pipeline from a total field: a Hz map given as ppm, a missing unit and te with a total field are refused in words', async () => {
-  await assert.rejects(tessera.pipeline({ totalField: hz, totalFieldUnits: 'ppm', mask: scan.mask, geometry, method: 'tkd' }), /looks like Hz[\s\S]*--units hz/);
-  await assert.rejects(tessera.pipeline({ totalField: hz, mask: scan.mask, geometry, method: 'tkd' }), /totalField needs totalFieldUnits/);
-  await assert.rejects(tessera.pipeline({ totalField: hz, totalFieldUnits: 'tesla', mask: scan.mask, geometry, method: 'tkd' }), /hz, rad\/s or ppm/);
-  await assert.rejects(tessera.pipeline({ totalField: hz, totalFieldUnits: 'hz', te, mask: scan.mask, geometry, method: 'tkd' }), /needs no echo times/);
+  await assert.rejects(tessera.pipeline({ keepInputs: true, totalField: hz, totalFieldUnits: 'ppm', mask: scan.mask, geometry, method: 'tkd' }), /looks like Hz[\s\S]*--units hz/);
+  await assert.rejects(tessera.pipeline({ keepInputs: true, totalField: hz, mask: scan.mask, geometry, method: 'tkd' }), /totalField needs totalFieldUnits/);
+  await assert.rejects(tessera.pipeline({ keepInputs: true, totalField: hz, totalFieldUnits: 'tesla', mask: scan.mask, geometry, method: 'tkd' }), /hz, rad\/s or ppm/);
+  await assert.rejects(tessera.pipeline({ keepInputs: true, totalField: hz, totalFieldUnits: 'hz', te, mask: scan.mask, geometry, method: 'tkd' }), /needs no echo times/);
   const nan = Float32Array.from(hz);
   nan[scan.mask.indexOf(1)] = NaN;
-  await assert.rejects(tessera.pipeline({ totalField: nan, totalFieldUnits: 'hz', mask: scan.mask, geometry, method: 'tkd' }), /1 NaN or infinite value\(s\) inside the mask/);
+  await assert.rejects(tessera.pipeline({ keepInputs: true, totalField: nan, totalFieldUnits: 'hz', mask: scan.mask, geometry, method: 'tkd' }), /1 NaN or infinite value\(s\) inside the mask/);
 });
 
 test('CLI: pipeline --total-field map.nii.gz --units hz writes the API\'s χ; --units ppm on it is refused', async () => {
@@ -89,7 +89,7 @@ test('CLI: pipeline --total-field map.nii.gz --units hz writes the API\'s χ; --
     assert.equal(run.status, 0, run.stderr);
     assert.ok((run.stderr + run.stdout).includes(`a total field in Hz, B0 3 T: ${await defaultBackgroundTitle(tessera)} → RTS`), run.stderr);
     const chi = readNifti(new Uint8Array(fs.readFileSync(path.join(dir, 'chi.nii.gz')))).data;
-    const api = await tessera.pipeline({ totalField: hz, totalFieldUnits: 'hz', mask: scan.mask, geometry, b0: 3, method: 'rts' });
+    const api = await tessera.pipeline({ keepInputs: true, totalField: hz, totalFieldUnits: 'hz', mask: scan.mask, geometry, b0: 3, method: 'rts' });
     assert.equal(chi.every((v, i) => Object.is(v, api.chi.data[i])), true, 'the CLI\'s χ is the API\'s');
     assert.ok(fs.existsSync(path.join(dir, 'stages', 'total_field_ppm.nii.gz')));
     assert.ok(!fs.existsSync(path.join(dir, 'stages', 'fit_residual.nii.gz')), 'no echo fit ran');

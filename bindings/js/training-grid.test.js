@@ -97,7 +97,7 @@ test('modl-qsm on the 2016 challenge voxels runs on its 1 mm training grid: χ e
   assert.ok(plan.feasible, plan.message);
   assert.deepEqual(plan.trainingGrid.dims, [21, 19, 17]);
   assert.match(plan.warning, /resampled in k-space to 21×19×17/);
-  const run = await tessera.invert({ geometry, field, mask, model: 'modl-qsm', weights, whole: true });
+  const run = await tessera.invert({ keepInputs: true, geometry, field, mask, model: 'modl-qsm', weights, whole: true });
   assert.match(run.report.warning, /21×19×17/);
 
   // By hand: field and mask on 1 mm-like voxels over the same field of view, the same network there, χ back.
@@ -105,13 +105,13 @@ test('modl-qsm on the 2016 challenge voxels runs on its 1 mm training grid: χ e
   const tGeometry = { dims: to, voxelMm: voxelMm.map((v, a) => (dims[a] * v) / to[a]), b0Dir: [0, 0, 1] };
   const tField = Float32Array.from(resample(field, dims, to));
   const tMask = Uint8Array.from(resample(mask, dims, to), (v) => (v >= 0.5 ? 1 : 0));
-  const onGrid = await tessera.invert({ geometry: tGeometry, field: tField, mask: tMask, model: 'modl-qsm', weights, whole: true });
+  const onGrid = await tessera.invert({ keepInputs: true, geometry: tGeometry, field: tField, mask: tMask, model: 'modl-qsm', weights, whole: true });
   assert.equal(onGrid.report.warning, '');
-  const back = resample(onGrid.chi, to, dims);
+  const back = resample(onGrid.chi.data, to, dims);
   let worst = 0, peak = 0;
   for (let i = 0; i < field.length; i++) {
     const want = mask[i] ? back[i] : 0;
-    worst = Math.max(worst, Math.abs(run.chi[i] - want));
+    worst = Math.max(worst, Math.abs(run.chi.data[i] - want));
     peak = Math.max(peak, Math.abs(want));
   }
   assert.ok(peak > 1e-3, `peak ${peak}`);
@@ -129,13 +129,13 @@ test('a registry network\'s own export: refused naming verifyWeights, run with v
   const mask = ellipsoid(dims);
   const { sha256Hex } = await import('./index.js');
   const sha = await sha256Hex(bytes);
-  const run = await tessera.invert({ geometry, field, mask, model: 'modl-qsm', weights: bytes, whole: true, verifyWeights: false });
+  const run = await tessera.invert({ keepInputs: true, geometry, field, mask, model: 'modl-qsm', weights: bytes, whole: true, verifyWeights: false });
   const registry = (await tessera.model('modl-qsm')).weights[0].sha256;
   assert.deepEqual(run.report.weights, [{ file: 'modl-qsm.onnx', sha256: sha, registrySha256: registry, verified: false }]);
   assert.match(run.report.warning, new RegExp(`weights not verified: sha256 ${sha} of modl-qsm.onnx differs from the registry's ${registry}`));
   assert.ok(run.report.warnings.some((w) => w.startsWith(`weights not verified: sha256 ${sha}`)), run.report.warnings.join(' | '));
   // Without verifyWeights: false the same bytes run as given (invert does not read files), recorded, not warned.
-  const quiet = await tessera.invert({ geometry, field, mask, model: 'modl-qsm', weights: bytes, whole: true });
+  const quiet = await tessera.invert({ keepInputs: true, geometry, field, mask, model: 'modl-qsm', weights: bytes, whole: true });
   assert.equal(quiet.report.weights[0].sha256, sha);
   assert.doesNotMatch(quiet.report.warning, /weights not verified/);
 });
@@ -145,14 +145,14 @@ test('network runs with a field: a 100 mm voxel warns, a field in Hz is refused 
   const mask = ellipsoid(dims);
   const weights = convStack({ layers: 1 }); // a one-channel stand-in inside LPCNN's loop (no training grid declared)
   const field = bandLimited(dims, [1, 1, 1]);
-  const wide = await tessera.invert({ geometry: { dims, voxelMm: [1, 1, 100], b0Dir: [0, 0, 1] }, field, mask, model: 'lpcnn', weights, whole: true });
+  const wide = await tessera.invert({ keepInputs: true, geometry: { dims, voxelMm: [1, 1, 100], b0Dir: [0, 0, 1] }, field, mask, model: 'lpcnn', weights, whole: true });
   assert.match(wide.report.warning, /voxel size 1×1×100/);
   const hz = Float32Array.from(field, (v) => v * 128);
   const geometry = { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
   await assert.rejects(
-    tessera.invert({ geometry, field: hz, mask, model: 'lpcnn', weights, whole: true }),
+    tessera.invert({ keepInputs: true, geometry, field: hz, mask, model: 'lpcnn', weights, whole: true }),
     (e) => e.code === 'InvalidArgument' && /beyond ±1 ppm/.test(e.message) && /fieldUnits: 'ppm'/.test(e.message),
   );
-  const stated = await tessera.invert({ geometry, field: hz, mask, model: 'lpcnn', weights, whole: true, fieldUnits: 'ppm' });
-  assert.equal(stated.chi.length, hz.length);
+  const stated = await tessera.invert({ keepInputs: true, geometry, field: hz, mask, model: 'lpcnn', weights, whole: true, fieldUnits: 'ppm' });
+  assert.equal(stated.chi.data.length, hz.length);
 });

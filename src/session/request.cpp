@@ -192,6 +192,8 @@ const RequestKey kRequestKeys[] = {
     {"executionProviders", kNetworkRequest, "ExecutionProvider[]", "this run's ONNX Runtime execution providers, first first (default: the runtime's)"},
     {"speed", kNetworkRequest, "SpeedMeasurement", "this machine's measured speed of the network (measureSpeed()'s result): the estimate uses it"},
     {"measureSpeed", kNetworkRequest, "boolean", "measure the speed first (needs weights; kept per weights and threads for the runtime's lifetime)"},
+    {"keepInputs", kAllRequests, "boolean",
+     "true: a run copies its input volumes to the runtime and they stay the caller's; by default they are transferred (the caller's arrays are left empty)"},
     {"signal", kAllRequests, "AbortSignal", "an AbortSignal that cancels the call"},
     {"onProgress", kAllRequests, "(p: Progress) => void", "called with the run's progress"},
 };

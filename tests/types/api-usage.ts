@@ -20,7 +20,7 @@ export async function example(fieldBytes: Uint8Array, weights: Uint8Array): Prom
         if (p.etaSeconds !== null && p.etaSeconds > 3600) controller.abort();
       },
     });
-    const out: Uint8Array = await writeNifti(chi, nii, { gzip: true });
+    const out: Uint8Array = await writeNifti(chi.data, nii, { gzip: true });
     const models = await tessera.registry();
     return out.length + report.tilesRun + models.length + report.memory.workerHeapHighWater.length;
   } catch (e) {
@@ -48,7 +48,7 @@ export async function phaseExample(phaseBytes: Uint8Array, magnitude: Float32Arr
       model: 'iqfm', phase, magnitude, geometry, te, b0: 3, phaseSign: -1, weights,
       inputNames: { phase: 'wphs', b0_dir: 'z_prjs' },
     });
-    const field: Float32Array | undefined = r.quantity === 'local-field' ? r.localField : r.chi;
+    const field: Float32Array | undefined = r.quantity === 'local-field' ? r.localField?.data : r.chi.data;
     return (field?.length ?? 0) + roles.length + iqsm.cropMargin + (r.report.pool[0].inputBinding?.phase.length ?? 0);
   } finally {
     await tessera.terminate();
@@ -67,7 +67,7 @@ export async function readmeExample(fieldBytes: Uint8Array, maskBytes: Uint8Arra
   const tiles: number = plan.grid.tiles.filter((t) => !t.skipped).length;
   const [weights] = await tessera.loadWeights('xqsm');
   const { chi } = await tessera.invert({ ...request, weights, plan });
-  const out = await write(chi, input, { gzip: true });
+  const out = await write(chi.data, input, { gzip: true });
   const schema = await tessera.schema();
   await tessera.terminate();
   return out.length + tiles + schema.length;
@@ -131,10 +131,11 @@ export async function executionProviders(weights: Uint8Array, field: Float32Arra
 // Classical methods and the pipeline from phase.
 export async function classical(t: Awaited<ReturnType<typeof createTessera>>, field: Float32Array, mask: Uint8Array, phase: Float32Array, geometry: Geometry) {
   const plan = await t.plan({ geometry, mask, method: 'tv', tv: { maxIterations: 100 } });
-  const out = await t.invert({ field, mask, geometry, method: 'tv', tv: { lambda: 2e-4 }, plan });
-  const r: number = out.report.memory.moduleHeapVsPlan;
+  const out = await t.invert({ field, mask, geometry, method: 'tv', tv: { lambda: 2e-4 }, plan, keepInputs: true });
+  const r: number = out.report.memory.moduleHeapVsPlan + out.chi.affine[0] + out.chi.data.length;
+  const tkd: Float32Array = (await t.tkd({ field, mask, geometry })).data;
   const p = await t.pipeline({ phase, te: [0.004, 0.008], geometry, method: 'rts', background: 'pdf', pdf: { maxIterations: 20 } });
   const chi = p.chi?.data;
   const scan = await t.phantomScan({ geometry, te: [0.004, 0.008], snr: 100 });
-  return [r, chi, scan.localField] as const;
+  return [r, chi, tkd, scan.localField] as const;
 }

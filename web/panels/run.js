@@ -173,11 +173,13 @@ export class RunPanel {
       this.renderTiles();
       const t0 = performance.now();
       const onProgress = (p) => page.controller === controller && this.onProgress(p);
-      const controls = { signal: controller.signal, onProgress };
-      // A workflow that runs something else than invert() (From phase: pipeline()) says so with execute().
+      // The inputs stay the page's (the viewer shows them, a rerun takes them again): copied to the runtime.
+      const controls = { signal: controller.signal, onProgress, keepInputs: true };
+      // A workflow that runs something else than invert() (From phase: pipeline()) says so with execute(); the page
+      // keeps χ's voxels (its geometry is the input's).
       const out = wf.execute
         ? await wf.execute(tessera, req, input, params, weights, controls, runPlan)
-        : await tessera.invert(wf.invertRequest(req, input, params, weights, controls, runPlan));
+        : await tessera.invert(wf.invertRequest(req, input, params, weights, controls, runPlan)).then((r) => ({ ...r, chi: r.chi.data }));
       return { ...out, plan, seconds: (performance.now() - t0) / 1000 };
     })().finally(() => own?.terminate().catch(() => {}));
     page.settling = body.catch(() => {});

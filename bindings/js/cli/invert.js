@@ -64,7 +64,7 @@ async function cmdInvertMethod(o, ctx) {
   progress.close();
   signal.throwIfAborted();
   for (const w of report.warnings ?? []) process.stderr.write(`warning: ${w}\n`);
-  const bytes = await writeNifti(chi, like, { gzip: /\.gz$/i.test(o.out), description: `chi ppm, tessera-qsm ${name}`.slice(0, 79) });
+  const bytes = await writeNifti(chi.data, like, { gzip: /\.gz$/i.test(o.out), description: `chi ppm, tessera-qsm ${name}`.slice(0, 79) });
   const outputs = [{ file: o.out, bytes }];
   if (o.report !== undefined) {
     const full = { ...report, plan: planForFile(plan), command: ['tessera-qsm', ...ctx.args], cwd: process.cwd(), versions: versions(), startedAt, totalWallSeconds: (performance.now() - t0) / 1000, quantity: 'chi', method: name, params, inputs: { field: { path: o.field, dims: geometry.dims, voxelMm: geometry.voxelMm, b0Dir: geometry.b0Dir, units }, mask: { path: o.mask } }, output: o.out };
@@ -159,6 +159,8 @@ export async function cmdInvert(o, ctx) {
   if (plan.fidelityWarning) progress.line(`warning: ${plan.fidelityWarning}`);
   if (plan.warning) progress.line(`warning: ${plan.warning}`);
   const data = phaseNet ? defined({ phase, magnitude, inputNames: run.inputNames }) : defined({ field, inputNames: run.inputNames });
+  // Counted before the run: the run takes the input volumes (transferred to the runtime, not copied).
+  const voxelsInside = mask.reduce((a, b) => a + b, 0);
   let result;
   try {
     const onProgress = (p) => (p.stage === 'verify' ? null : progress.tiles(p));
@@ -178,7 +180,7 @@ export async function cmdInvert(o, ctx) {
 
   const quantity = result.quantity ?? (localField ? 'local-field' : 'chi');
   const description = `${quantity === 'local-field' ? 'local field' : 'chi'} ppm, tessera-qsm ${o.model ?? 'spec'}`.slice(0, 79);
-  const bytes = await writeNifti(chi, like, { gzip: /\.gz$/i.test(o.out), description });
+  const bytes = await writeNifti(chi.data, like, { gzip: /\.gz$/i.test(o.out), description });
   signal.throwIfAborted();
   const outputs = [{ file: o.out, bytes }];
   if (o.report !== undefined) {
@@ -201,7 +203,7 @@ export async function cmdInvert(o, ctx) {
       startedAt,
       totalWallSeconds: (performance.now() - t0) / 1000,
       quantity,
-      inputs: { ...input, mask: { path: o.mask, voxelsInside: mask.reduce((a, b) => a + b, 0) }, ...(run.inputNames && { inputNames: run.inputNames }) },
+      inputs: { ...input, mask: { path: o.mask, voxelsInside }, ...(run.inputNames && { inputNames: run.inputNames }) },
       network: entry ? { model: entry.id, name: entry.name, kind: entry.kind } : { spec, specFile: o.spec },
       weights: weightsInfo,
       options: {

@@ -59,10 +59,10 @@ const methods = {
     const { handle, view } = network ? await planNetwork(a, id) : planOf(a, a.pipeline ? pipelineRequestOf(a) : requestOf(a));
     return holdPlan(handle, view);
   },
-  // The runtime's own counters (requests C++ has read, ONNX graphs read in this worker): internal, not part of the
-  // package's API.
+  // The runtime's own counters (requests C++ has read, ONNX graphs read in this worker): internal, read through
+  // tessera-qsm/debug (debug.js counters).
   counters: () => ({ requestParses: rt.M.requestParses(), graphReads: graphReads() }),
-  // Forgets the kept speed measurements (internal: tests measure again to have a worker kept).
+  // Forgets the kept speed measurements (internal, through tessera-qsm/debug: tests measure again to have a worker kept).
   forgetSpeeds,
   pipeline: runPipeline,
   // SWI and minIP from wrapped phase, R2* and T2* from the magnitude (C++ ContrastRun on the step engine).
