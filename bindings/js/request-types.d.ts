@@ -399,6 +399,11 @@ export interface InvertRequest {
   speed?: SpeedMeasurement;
   /** measure the speed first (needs weights; kept per weights and threads for the runtime's lifetime) */
   measureSpeed?: boolean;
+  /**
+   * true: a run copies its input volumes to the runtime and they stay the caller's; by default they are transferred
+   * (the caller's arrays are left empty)
+   */
+  keepInputs?: boolean;
   /** an AbortSignal that cancels the call */
   signal?: AbortSignal;
   /** called with the run's progress */
@@ -486,6 +491,11 @@ export interface PlanRequest {
   speed?: SpeedMeasurement;
   /** measure the speed first (needs weights; kept per weights and threads for the runtime's lifetime) */
   measureSpeed?: boolean;
+  /**
+   * true: a run copies its input volumes to the runtime and they stay the caller's; by default they are transferred
+   * (the caller's arrays are left empty)
+   */
+  keepInputs?: boolean;
   /** an AbortSignal that cancels the call */
   signal?: AbortSignal;
   /** called with the run's progress */
@@ -532,6 +542,11 @@ export interface MethodRequest {
   geometry?: Geometry;
   /** the plan() of this request and volume, handed back: the run obeys the held plan (made here when absent) */
   plan?: MethodPlan;
+  /**
+   * true: a run copies its input volumes to the runtime and they stay the caller's; by default they are transferred
+   * (the caller's arrays are left empty)
+   */
+  keepInputs?: boolean;
   /** an AbortSignal that cancels the call */
   signal?: AbortSignal;
   /** called with the run's progress */
@@ -578,6 +593,11 @@ export interface MethodPlanRequest {
   geometry?: Geometry;
   /** the plan() of this request and volume, handed back: the run obeys the held plan (made here when absent) */
   plan?: MethodPlan;
+  /**
+   * true: a run copies its input volumes to the runtime and they stay the caller's; by default they are transferred
+   * (the caller's arrays are left empty)
+   */
+  keepInputs?: boolean;
   /** an AbortSignal that cancels the call */
   signal?: AbortSignal;
   /** called with the run's progress */
@@ -696,6 +716,11 @@ export interface PipelineRequest {
   network?: Partial<InvertRequest>;
   /** the plan() of this request and volume, handed back: the run obeys the held plan (made here when absent) */
   plan?: PipelinePlan;
+  /**
+   * true: a run copies its input volumes to the runtime and they stay the caller's; by default they are transferred
+   * (the caller's arrays are left empty)
+   */
+  keepInputs?: boolean;
   /** an AbortSignal that cancels the call */
   signal?: AbortSignal;
   /** called with the run's progress */
@@ -816,6 +841,11 @@ export interface PipelinePlanRequest {
   plan?: PipelinePlan;
   /** plan(): true plans a pipeline() request */
   pipeline: true;
+  /**
+   * true: a run copies its input volumes to the runtime and they stay the caller's; by default they are transferred
+   * (the caller's arrays are left empty)
+   */
+  keepInputs?: boolean;
   /** an AbortSignal that cancels the call */
   signal?: AbortSignal;
   /** called with the run's progress */

@@ -75,7 +75,7 @@ test('the caller\'s thread reads no graph: plan(), invert() and receptiveField()
   const plan = await t.plan({ geometry, mask, spec, weights, quality: 'fast' });
   assert.deepEqual([plan.context.radius, plan.context.measured], [2, false], 'the reach is the graph\'s');
   assert.equal(plan.estimateSource, 'graph');
-  const run = await t.invert({ geometry, field, mask, spec, weights: new Uint8Array(weights), quality: 'fast' });
+  const run = await t.invert({ geometry, field, mask, spec, weights: new Uint8Array(weights), quality: 'fast', keepInputs: true });
   assert.equal(run.report.plan.context.radius, 2);
   const { id, ...planned } = plan;
   assert.deepEqual(run.report.plan, planned, 'invert() plans as plan() does');
@@ -134,7 +134,7 @@ test('the pipeline\'s network stage is planned as invert() of its local field: t
   assert.equal(staged.estimateSource, 'graph');
   // The same network on the same local field through invert() and plan(): the same plan, figure for figure.
   const local = { geometry, field: out.localField, mask: out.localMask, spec, weights: [weights] };
-  const inverted = await t.invert(local);
+  const inverted = await t.invert({ ...local, keepInputs: true });
   assert.deepEqual(inverted.report.plan, staged);
   const { id, ...planned } = await t.plan(local);
   assert.deepEqual(planned, staged);
