@@ -322,7 +322,7 @@ export interface RequestOption {
   readonly choices: string[];
   /** the kinds of request that take it */
   readonly kinds: Array<'network' | 'method' | 'pipeline' | 'swi' | 'r2star'>;
-  /** the kinds of request that cannot go without it (method: a method's) */
+  /** the kinds of request that cannot go without it (method: a method's; te: swi()'s and r2star()'s) */
   readonly requiredIn: Array<'network' | 'method' | 'pipeline' | 'swi' | 'r2star'>;
   /** its TypeScript type in a request (TileOptions: the interface of the tile.* options) */
   readonly type: string;
