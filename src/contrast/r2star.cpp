@@ -58,7 +58,7 @@ std::string_view r2star_method_name(R2starMethod method) {
 
 void validate(const R2starParams& params) {
   if (params.method != R2starMethod::Arlo && params.method != R2starMethod::LogLinear) {
-    throw Error(ErrorCode::InvalidArgument, "r2star.method must be one of " + std::string(kR2starOptions[0].choices) +
+    throw Error(ErrorCode::InvalidArgument, "r2star.method must be one of " + std::string(find_option(kR2starOptions, "r2star.method").choices) +
                                                 ", got value " + std::to_string(static_cast<int>(params.method)));
   }
 }

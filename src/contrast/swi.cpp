@@ -47,7 +47,7 @@ void validate(const SwiParams& p) {
   checked_option(kSwiOptions, "swi.highPassSigmaXY", p.high_pass_sigma_xy_voxels);
   if (p.high_pass_sigma_z_voxels != 0.0) {
     const double z = checked_option(kSwiOptions, "swi.highPassSigmaZ", p.high_pass_sigma_z_voxels);
-    // A sigma along z, when there is one, is at least the in-plane sigma's least.
+    // A sigma along z other than 0 is at least the least in-plane sigma (swi.highPassSigmaXY's minimum).
     const OptionSpec& xy = find_option(kSwiOptions, "swi.highPassSigmaXY");
     if (z < xy.min) {
       throw Error(ErrorCode::InvalidArgument, "swi.highPassSigmaZ must be 0 (no smoothing along z) or in [" + number_text(xy.min) +
