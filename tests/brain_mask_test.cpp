@@ -216,6 +216,16 @@ TEST(BrainMask, RefusesBadInputAndParameters) {
   p.robust_fraction = 1.5;
   m = error_of([&] { tessera::validate(p); }, ErrorCode::InvalidArgument);
   EXPECT_NE(m.find("robust_fraction must be in (0, 1)"), std::string::npos) << m;
+  // The erosion is the schema's brainMask.erosion: refused outside [0, 100] mm by that name.
+  for (double bad : {-0.5, 100.5, std::nan("")}) {
+    p = {};
+    p.erosion_mm = bad;
+    m = error_of([&] { tessera::validate(p); }, ErrorCode::InvalidArgument);
+    EXPECT_NE(m.find("brainMask.erosion must be in [0, 100] mm, got "), std::string::npos) << m;
+  }
+  p = {};
+  p.erosion_mm = 100.0;
+  EXPECT_NO_THROW(tessera::validate(p));
   p = {};
   p.histogram_bins = 2;
   m = error_of([&] { tessera::brain_mask_workspace_bytes(g, p); }, ErrorCode::InvalidArgument);

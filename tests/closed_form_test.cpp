@@ -53,6 +53,20 @@ TEST(ClosedForm, PaddedDimsAreSmoothAndAtLeastTheRatio) {
   EXPECT_NE(m.find("tikhonov: pad_ratio must be in [1, 3]"), std::string::npos) << m;
 }
 
+// TSVD's and Tikhonov's padding ratios are the schema's tsvd.padRatio and tikhonov.padRatio: refused by those names.
+TEST(ClosedForm, ValidateRefusesPadRatioByItsOptionName) {
+  TsvdParams t;
+  t.pad_ratio = 3.5;
+  std::string m = test::error_of([&] { validate(t); }, ErrorCode::InvalidArgument);
+  EXPECT_NE(m.find("tsvd.padRatio must be in [1, 3], got 3.5"), std::string::npos) << m;
+  TikhonovParams k;
+  k.pad_ratio = 0.5;
+  m = test::error_of([&] { validate(k); }, ErrorCode::InvalidArgument);
+  EXPECT_NE(m.find("tikhonov.padRatio must be in [1, 3], got 0.5"), std::string::npos) << m;
+  k.pad_ratio = 3.0;
+  EXPECT_NO_THROW(validate(k));
+}
+
 TEST(ClosedForm, TikhonovOfOneModeIsDOverD2PlusLambdaR) {
   const Geometry g = oblique();
   const Dims3 k{3, 2, 1};

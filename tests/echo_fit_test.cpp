@@ -10,6 +10,8 @@
 
 #include "support.h"
 #include "tessera/common/error.h"
+#include "tessera/common/schema.h"
+#include "tessera/phase/options.h"
 #include "tessera/phase/unwrap.h"
 
 namespace {
@@ -308,6 +310,23 @@ TEST(EchoFit, RefusesInconsistentEchoesAndTimes) {
   m = error_of([&] { tessera::echo_fit(d.g, d.phase, {}, std::vector<double>{}, d.mask); },
                ErrorCode::InvalidArgument);
   EXPECT_NE(m.find("no echo times given"), std::string::npos) << m;
+}
+
+// The offset's sigma is the schema's fitOffsetSigma: refused outside [1, 50] mm by that name, both bounds kept.
+TEST(EchoFit, ValidateReadsFitOffsetSigmaFromThePhaseOptions) {
+  const tessera::OptionSpec& o = tessera::find_option(tessera::phase_options(), "fitOffsetSigma");
+  EXPECT_EQ(o.default_value, tessera::echo_fit_defaults::kOffsetSigmaMm);
+  EchoFitParams p;
+  for (double ok : {1.0, 3.0, 50.0}) {
+    p.offset_sigma_mm = ok;
+    EXPECT_NO_THROW(tessera::validate(p)) << ok;
+  }
+  for (double bad : {0.999, 50.001, -3.0, std::nan("")}) {
+    p.offset_sigma_mm = bad;
+    const std::string m = error_of([&] { tessera::validate(p); }, ErrorCode::InvalidArgument);
+    EXPECT_NE(m.find("fitOffsetSigma must be in [1, 50] mm, got "), std::string::npos) << m;
+  }
+  EXPECT_EQ(tessera::find_option(tessera::phase_options(), "fitResidualLimit").default_value, tessera::echo_fit_defaults::kResidualLimitRad);
 }
 
 TEST(EchoFit, WorkspaceBytes) {

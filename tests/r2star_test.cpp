@@ -98,6 +98,14 @@ TEST(R2star, ArloRefusesTooFewOrUnequalEchoesNamingTheLogLinearFit) {
   EXPECT_NE(unit.find("give TE in seconds (0.004)"), std::string::npos) << unit;
 }
 
+// The method's words are the schema option r2star.method's: a name and a refusal that lists them.
+TEST(R2star, MethodNamesAreTheOptionsChoices) {
+  const tessera::OptionSpec& o = tessera::find_option(tessera::r2star_options(), "r2star.method");
+  for (std::string_view c : tessera::option_choices(o)) EXPECT_EQ(tessera::r2star_method_name(tessera::r2star_method_from_name(c)), c);
+  const std::string m = tessera::test::error_of([] { tessera::r2star_method_from_name("arl"); }, tessera::ErrorCode::InvalidArgument);
+  EXPECT_NE(m.find("r2star.method must be one of arlo|loglinear, got 'arl'"), std::string::npos) << m;
+}
+
 TEST(R2star, NoDecayCapsT2starAndMaskedVoxelsStayZero) {
   const Geometry g = tessera::test::geometry(4, 4, 2);
   std::vector<float> flat(g.voxel_count() * kTe.size(), 0.5f);

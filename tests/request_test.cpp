@@ -12,6 +12,8 @@
 #include "tessera/common/error.h"
 #include "tessera/inversion/methods.h"
 #include "tessera/networks/phase_networks.h"
+#include "tessera/background/options.h"
+#include "tessera/phase/options.h"
 #include "tessera/pipeline/pipeline.h"
 #include "tessera/registry/registry.h"
 
@@ -113,24 +115,44 @@ TEST(RequestSurface, EachOptionBelongsToTheKindsOfItsLayersTable) {
     EXPECT_NE(k, 0) << o.name;
     if (holds(method_options(), o.name) || o.name == "method") {
       EXPECT_EQ(k, kMethodRequest | kPipelineRequest) << o.name;
-    } else if (holds(pipeline_options(), o.name) || top_of(o.name) == "swi" || top_of(o.name) == "r2star" || o.name == "also") {
+    } else if (holds(phase_options(), o.name) && (o.name == "unwrap" || top_of(o.name) == "brainMask")) {
+      EXPECT_EQ(k, kPipelineRequest | kSwiRequest) << o.name;  // swi() unwraps and masks as the pipeline does
+    } else if (top_of(o.name) == "swi") {
+      EXPECT_EQ(k, kPipelineRequest | kSwiRequest) << o.name;
+    } else if (top_of(o.name) == "r2star") {
+      EXPECT_EQ(k, kPipelineRequest | kR2starRequest) << o.name;
+    } else if (holds(pipeline_options(), o.name) || o.name == "also") {
       EXPECT_EQ(k, kPipelineRequest) << o.name;
+    } else if (o.name == "te") {
+      EXPECT_EQ(k, both_runs | kSwiRequest | kR2starRequest) << o.name;
     } else if (holds(acquisition_options(), o.name) || top_of(o.name) == "spec") {
       EXPECT_EQ(k, both_runs) << o.name;
     } else {
       EXPECT_EQ(k, kNetworkRequest) << o.name;  // the run's options, the phase networks'
     }
-    EXPECT_EQ(request_option_required(o), o.name == "method" ? kMethodRequest : 0) << o.name;
+    const uint8_t required = o.name == "method" ? kMethodRequest : o.name == "te" ? kSwiRequest | kR2starRequest : 0;
+    EXPECT_EQ(request_option_required(o), required) << o.name;
   }
+  // The phase stage's and the background removals' tables are joined into the pipeline's in their order.
+  const std::span<const OptionSpec> stages = pipeline_options();
+  ASSERT_GE(stages.size(), phase_options().size() + background_options().size() + 1);
+  const std::vector<std::string_view> head = {"unwrap", "fitOffset", "fitOffsetSigma", "fitResidualLimit", "background"};
+  for (size_t i = 0; i < head.size(); ++i) EXPECT_EQ(stages[i].name, head[i]) << i;
+  for (size_t i = 0; i < background_options().size(); ++i) EXPECT_EQ(stages[head.size() + i].name, background_options()[i].name) << i;
+  EXPECT_EQ(stages[stages.size() - 2].name, "brainMask.erosion");
+  EXPECT_EQ(stages.back().name, "brainMask.threshold");
+  EXPECT_EQ(stages.size(), phase_options().size() + background_options().size() + 1);
   // Every option of a group (tile.*, vsharp.*) goes to the kinds of the group's first.
   for (const OptionSpec& a : request_options()) {
     for (const OptionSpec& b : request_options()) {
       if (top_of(a.name) == top_of(b.name)) EXPECT_EQ(request_option_kinds(a), request_option_kinds(b)) << a.name << " " << b.name;
     }
   }
-  EXPECT_EQ(request_kind_names().size(), 3u);
+  EXPECT_EQ(request_kind_names().size(), 5u);
   EXPECT_EQ(request_kind_names()[0], "network");
   EXPECT_EQ(request_kind_names()[2], "pipeline");
+  EXPECT_EQ(request_kind_names()[3], "swi");
+  EXPECT_EQ(request_kind_names()[4], "r2star");
 }
 
 TEST(RequestSurface, OptionTypesFollowTheirSpec) {
@@ -165,13 +187,16 @@ TEST(RequestSurface, KeysAreNoOptionsAndEachKindNamesAKeyOnce) {
     } else {
       EXPECT_FALSE(tops.count(k.name)) << k.name << " is a schema option: the schema gives it";
     }
-    for (int bit = 0; bit < 3; ++bit) {
+    for (int bit = 0; bit < static_cast<int>(request_kind_names().size()); ++bit) {
       if (k.kinds & (1 << bit)) EXPECT_TRUE(seen.insert({k.name, bit}).second) << k.name << " twice for " << request_kind_names()[bit];
     }
   }
-  // What a run cannot go without: a method's field, a network's weights; plan() needs neither.
+  // What a run cannot go without: a method's field, a network's weights (plan() needs neither), swi()'s phase and
+  // magnitude, r2star()'s magnitude.
   for (const RequestKey& k : request_keys()) {
-    const bool needed = (k.name == "field" && k.kinds == kMethodRequest) || (k.name == "weights" && k.kinds == kNetworkRequest);
+    const bool needed = (k.name == "field" && k.kinds == kMethodRequest) || (k.name == "weights" && k.kinds == kNetworkRequest) ||
+                        ((k.name == "phase" || k.name == "magnitude") && k.kinds == kSwiRequest) ||
+                        (k.name == "magnitude" && k.kinds == kR2starRequest);
     EXPECT_EQ(k.presence == KeyPresence::RequiredToRun, needed) << k.name;
   }
 }

@@ -171,6 +171,9 @@ TEST(Rts, BadParametersAndEmptyMasksAreRefusedByName) {
   p.lsmr_iterations = 0;
   refused(p, "rts.lsmrIterations must be a whole number in [1, 1000], got 0");
   p = {};
+  p.pad_ratio = 0.5;
+  refused(p, "rts.padRatio must be in [1, 3], got 0.5");
+  p = {};
   p.tau = 0;
   refused(p, "rts: tau must be in (0, 1]");
   p = {};

@@ -136,7 +136,7 @@ TEST(TvAdmm, BadParametersAndEmptyMasksAreRefusedByName) {
   refused(p, "tv.maxIterations must be a whole number in [1, 10000], got 0");
   p = {};
   p.pad_ratio = 4;
-  refused(p, "tv: pad_ratio must be in [1, 3]");
+  refused(p, "tv.padRatio must be in [1, 3], got 4");
   const std::string m = test::error_of([&] { tv_admm(g, f, none); }, ErrorCode::InvalidArgument);
   EXPECT_NE(m.find("mask"), std::string::npos) << m;
 }

@@ -39,7 +39,6 @@ export type {
 // The request types (each kind's keys, the option groups, the method names) are generated from the C++ schema into
 // request-types.d.ts (scripts/request-surface.js); the aliases below name what the API has long called them.
 import type {
-  BrainMaskOptions,
   InvertRequest,
   MethodName,
   MethodPlanRequest,
@@ -48,8 +47,9 @@ import type {
   PipelineRequest,
   PlanRequest,
   R2starOptions,
+  R2starRequest,
   SpecOptions,
-  SwiOptions,
+  SwiRequest,
   TileOptions,
 } from './request-types.js';
 export type * from './request-types.js';
@@ -484,31 +484,6 @@ export interface CommandFiles {
 }
 
 
-/** swi(): susceptibility-weighted imaging from a scanner's multi-echo wrapped phase and magnitude. */
-export interface SwiRequest {
-  /** wrapped phase (rad), every echo (a 4D Volume, or x-fastest echo after echo with geometry) */
-  phase: Float32Array | Volume<VoxelArray>;
-  /** same size as phase */
-  magnitude: Float32Array | Volume<VoxelArray>;
-  /** echo times in seconds, one per echo */
-  te: number[];
-  /** where the phase is unwrapped and high-passed (default: a brain mask made from the first echo's magnitude) */
-  mask?: ArrayLike<number> | Volume<VoxelArray>;
-  geometry?: Geometry;
-  unwrap?: PipelineRequest['unwrap'];
-  brainMask?: BrainMaskOptions;
-  swi?: SwiOptions;
-  /**
-   * false (default): the input volumes' buffers (field, phase, magnitude, mask, and the others of the request; typed
-   * arrays that span their buffer) are transferred to the runtime, not copied: the arrays you passed (a Volume's data
-   * too) are left empty (detached) once the call is made, even when the run is refused. true: they are copied and stay
-   * yours (twice the memory while the run lasts). Weights are never transferred.
-   */
-  keepInputs?: boolean;
-  signal?: AbortSignal;
-  onProgress?: (p: Progress) => void;
-}
-
 /** swi()'s result: Volumes with the input's geometry. */
 export interface SwiResult {
   /** the RSS magnitude × phase mask^power */
@@ -534,27 +509,6 @@ export interface ContrastReport {
   plan: Omit<PipelinePlan, 'id' | 'pipeline'> & { pipeline: true };
   /** moduleHeapVsPlan: the module's heap after the run over the plan's (<= 1 in a fresh runtime) */
   memory: { moduleHeapBytes: number; estimatedPeakBytes: number; moduleHeapVsPlan: number };
-}
-
-/** r2star(): R2* and T2* from the multi-echo magnitude. */
-export interface R2starRequest {
-  /** every echo (a 4D Volume, or x-fastest echo after echo with geometry) */
-  magnitude: Float32Array | Volume<VoxelArray>;
-  /** echo times in seconds, one per echo (ARLO: >= 3, equally spaced) */
-  te: number[];
-  /** the voxels fitted (default: every voxel whose first echo is > 0) */
-  mask?: ArrayLike<number> | Volume<VoxelArray>;
-  geometry?: Geometry;
-  r2star?: R2starOptions;
-  /**
-   * false (default): the input volumes' buffers (field, phase, magnitude, mask, and the others of the request; typed
-   * arrays that span their buffer) are transferred to the runtime, not copied: the arrays you passed (a Volume's data
-   * too) are left empty (detached) once the call is made, even when the run is refused. true: they are copied and stay
-   * yours (twice the memory while the run lasts). Weights are never transferred.
-   */
-  keepInputs?: boolean;
-  signal?: AbortSignal;
-  onProgress?: (p: Progress) => void;
 }
 
 /** r2star()'s result: Volumes with the input's geometry. */

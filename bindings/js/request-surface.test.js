@@ -46,12 +46,17 @@ test('the generated module holds the C++ schema\'s kinds, keys and methods and t
   for (const o of schema) assert.deepEqual(OPTION_KINDS[o.name.split('.')[0]], o.kinds, o.name);
   assert.deepEqual(Object.keys(OPTION_KINDS), [...new Set(schema.map((o) => o.name.split('.')[0]))]);
   const keys = M.requestKeys();
-  for (const kind of ['network', 'method', 'pipeline']) {
+  assert.deepEqual(Object.keys(REQUEST_KEYS), ['network', 'method', 'pipeline', 'swi', 'r2star']);
+  for (const kind of Object.keys(REQUEST_KEYS)) {
     const options = schema.filter((o) => o.kinds.includes(kind)).map((o) => o.name.split('.')[0]);
     const others = keys.filter((k) => k.kinds.includes(kind) && !k.name.includes('.')).map((k) => k.name);
     assert.deepEqual(new Set(REQUEST_KEYS[kind]), new Set([...options, ...others]), kind);
     for (const k of others) assert.equal(OTHER_KEYS[k][kind], keys.find((r) => r.name === k && r.kinds.includes(kind)).doc, `${kind} ${k}`);
   }
+  // swi() and r2star() take the echoes, te and their own options (swi(): also the pipeline's unwrap and brain mask),
+  // nothing that makes χ.
+  assert.deepEqual(new Set(REQUEST_KEYS.swi), new Set(['te', 'unwrap', 'brainMask', 'swi', 'phase', 'magnitude', 'mask', 'geometry', 'signal', 'onProgress']));
+  assert.deepEqual(new Set(REQUEST_KEYS.r2star), new Set(['te', 'r2star', 'magnitude', 'mask', 'geometry', 'signal', 'onProgress']));
   assert.deepEqual(METHOD_NAMES, schema.find((o) => o.name === 'method').choices);
   assert.deepEqual([...PHASE_NETWORKS].sort(), M.registry().filter((m) => m.inputs.includes('phase')).map((m) => m.id).sort());
   assert.ok(PHASE_NETWORKS.length >= 3 && PHASE_NETWORKS.includes('iqsm'), 'the registry\'s iQSM family');
@@ -80,7 +85,8 @@ test('plan() takes every key of each kind (no "unknown option") and refuses a ke
     method: { geometry: GEOMETRY, method: 'tkd' },
     pipeline: { geometry: GEOMETRY, pipeline: true, te: [0.004, 0.008] },
   };
-  for (const [kind, keys] of Object.entries(REQUEST_KEYS)) {
+  // swi() and r2star() have no plan(): their keys are the generated SwiRequest's and R2starRequest's (checked above).
+  for (const [kind, keys] of Object.entries(REQUEST_KEYS).filter(([k]) => base[k])) {
     for (const key of keys) {
       // A value of the wrong sort may be refused, but never as an unknown key.
       const e = await refusal({ ...base[kind], [key]: base[kind][key] ?? undefined });

@@ -851,3 +851,49 @@ export interface PipelinePlanRequest {
   /** called with the run's progress */
   onProgress?: (p: Progress) => void;
 }
+
+/** swi(): susceptibility-weighted imaging from a scanner's multi-echo wrapped phase and magnitude: the request. */
+export interface SwiRequest {
+  /** echo time of every echo, in seconds (20 ms = 0.02) (in (0, 1] s; default required for the phase networks) */
+  te: number | number[];
+  /**
+   * phase unwrapping of each echo: region-growing (quality-guided, in the spirit of ROMEO, Dymerska 2021; exact on a
+   * smooth field) or laplacian (Schofield & Zhu 2003, then made congruent with the wrapped phase) (default
+   * region-growing)
+   */
+  unwrap?: 'region-growing' | 'laplacian';
+  /** the brainMask.* options */
+  brainMask?: BrainMaskOptions;
+  /** the swi.* options */
+  swi?: SwiOptions;
+  /** wrapped phase (rad), every echo (a 4D Volume, or x-fastest echo after echo with geometry) */
+  phase: Float32Array | Volume<VoxelArray>;
+  /** same size as phase */
+  magnitude: Float32Array | Volume<VoxelArray>;
+  /** where the phase is unwrapped and high-passed (default: a brain mask made from the first echo's magnitude) */
+  mask?: ArrayLike<number> | Volume<VoxelArray>;
+  /** {dims, voxelMm, b0Dir}: optional when a Volume (the echoes or the mask) carries it */
+  geometry?: Geometry;
+  /** an AbortSignal that cancels the call */
+  signal?: AbortSignal;
+  /** called with the run's progress */
+  onProgress?: (p: Progress) => void;
+}
+
+/** r2star(): R2* and T2* from the multi-echo magnitude: the request. */
+export interface R2starRequest {
+  /** echo time of every echo, in seconds (20 ms = 0.02) (in (0, 1] s; default required for the phase networks) */
+  te: number | number[];
+  /** the r2star.* options */
+  r2star?: R2starOptions;
+  /** every echo (a 4D Volume, or x-fastest echo after echo with geometry) */
+  magnitude: Float32Array | Volume<VoxelArray>;
+  /** the voxels fitted (default: every voxel whose first echo is > 0) */
+  mask?: ArrayLike<number> | Volume<VoxelArray>;
+  /** {dims, voxelMm, b0Dir}: optional when a Volume (the echoes or the mask) carries it */
+  geometry?: Geometry;
+  /** an AbortSignal that cancels the call */
+  signal?: AbortSignal;
+  /** called with the run's progress */
+  onProgress?: (p: Progress) => void;
+}

@@ -12,7 +12,9 @@ export const NETWORK_OPTIONS = Object.freeze(Object.keys(OPTION_KINDS).filter((t
  * The schema options (by first segment) that only a pipeline takes: its stages (unwrapping, the echo fit, the brain
  * mask, background removal) and its optional outputs (also: SWI, R2*).
  */
-export const PIPELINE_OPTIONS = Object.freeze(Object.keys(OPTION_KINDS).filter((t) => OPTION_KINDS[t].join() === 'pipeline'));
+export const PIPELINE_OPTIONS = Object.freeze(
+  Object.keys(OPTION_KINDS).filter((t) => OPTION_KINDS[t].includes('pipeline') && !OPTION_KINDS[t].includes('network') && !OPTION_KINDS[t].includes('method')),
+);
 
 /** The keys of a network request (invert() and plan() of a network). */
 export const NETWORK_KEYS = REQUEST_KEYS.network;

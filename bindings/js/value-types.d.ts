@@ -321,9 +321,9 @@ export interface RequestOption {
   /** a worded option's values ("quality": faithful, balanced, fast); empty for a number */
   readonly choices: string[];
   /** the kinds of request that take it */
-  readonly kinds: Array<'network' | 'method' | 'pipeline'>;
-  /** the kinds of request that cannot go without it (method: a method's) */
-  readonly requiredIn: Array<'network' | 'method' | 'pipeline'>;
+  readonly kinds: Array<'network' | 'method' | 'pipeline' | 'swi' | 'r2star'>;
+  /** the kinds of request that cannot go without it (method: a method's; te: swi()'s and r2star()'s) */
+  readonly requiredIn: Array<'network' | 'method' | 'pipeline' | 'swi' | 'r2star'>;
   /** its TypeScript type in a request (TileOptions: the interface of the tile.* options) */
   readonly type: string;
 }
@@ -333,7 +333,7 @@ export interface RequestKey {
   /** as a request spells it; a dotted name ("spec.maskedInput") is a field of an option group */
   readonly name: string;
   /** the kinds of request that take it */
-  readonly kinds: Array<'network' | 'method' | 'pipeline'>;
+  readonly kinds: Array<'network' | 'method' | 'pipeline' | 'swi' | 'r2star'>;
   /** TypeScript */
   readonly type: string;
   readonly doc: string;

@@ -398,7 +398,7 @@ R2starParams r2star_params_from(const val& v) {
   ++parses;
   R2starParams p;
   read_options(v, r2star_options(),
-               [&](const std::string& n, double) { throw Error(ErrorCode::InvalidArgument, n + " must be arlo or loglinear"); },
+               [&](const std::string& n, double v) { throw word_refusal(find_option(r2star_options(), n), number_text(v)); },
                [&](const std::string&, const std::string& c) { p.method = r2star_method_from_name(c); }, nullptr);
   return p;
 }

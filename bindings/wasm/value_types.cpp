@@ -434,7 +434,7 @@ void register_value_types() {
       .field("kinds", +[](const OptionSpec& o) { return kind_names(request_option_kinds(o)); }, kind_names_type())
       .doc("the kinds of request that take it")
       .field("requiredIn", +[](const OptionSpec& o) { return kind_names(request_option_required(o)); }, kind_names_type())
-      .doc("the kinds of request that cannot go without it (method: a method's)")
+      .doc("the kinds of request that cannot go without it (method: a method's; te: swi()'s and r2star()'s)")
       .field("type", +[](const OptionSpec& o) { return request_option_type(o); }, "string")
       .doc("its TypeScript type in a request (TileOptions: the interface of the tile.* options)");
 

@@ -8,13 +8,13 @@
 #include "common/parallel.h"
 #include "tessera/common/budget.h"
 #include "tessera/common/error.h"
+#include "tessera/common/schema.h"
+#include "tessera/contrast/swi.h"
 
 namespace tessera {
 
 uint32_t min_ip_slices(double slab_mm, double voxel_z_mm) {
-  if (!(std::isfinite(slab_mm) && slab_mm > 0.0 && slab_mm <= 1000.0)) {
-    throw Error(ErrorCode::InvalidArgument, "swi.minIpSlab must be in (0, 1000] mm, got " + message_number(slab_mm));
-  }
+  checked_option(swi_options(), "swi.minIpSlab", slab_mm);
   if (!(std::isfinite(voxel_z_mm) && voxel_z_mm > 0.0)) {
     throw Error(ErrorCode::InvalidArgument, "minIP: the slice spacing must be positive mm, got " + message_number(voxel_z_mm));
   }

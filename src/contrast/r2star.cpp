@@ -49,7 +49,7 @@ std::span<const OptionSpec> r2star_options() { return kR2starOptions; }
 R2starMethod r2star_method_from_name(std::string_view name) {
   if (name == "arlo") return R2starMethod::Arlo;
   if (name == "loglinear") return R2starMethod::LogLinear;
-  throw Error(ErrorCode::InvalidArgument, "r2star.method must be arlo or loglinear, got '" + std::string(name) + "'");
+  throw word_refusal(find_option(kR2starOptions, "r2star.method"), name);
 }
 
 std::string_view r2star_method_name(R2starMethod method) {
@@ -58,7 +58,8 @@ std::string_view r2star_method_name(R2starMethod method) {
 
 void validate(const R2starParams& params) {
   if (params.method != R2starMethod::Arlo && params.method != R2starMethod::LogLinear) {
-    throw Error(ErrorCode::InvalidArgument, "r2star.method must be arlo or loglinear");
+    throw Error(ErrorCode::InvalidArgument, "r2star.method must be one of " + std::string(find_option(kR2starOptions, "r2star.method").choices) +
+                                                ", got value " + std::to_string(static_cast<int>(params.method)));
   }
 }
 

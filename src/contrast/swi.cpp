@@ -47,9 +47,12 @@ void validate(const SwiParams& p) {
   checked_option(kSwiOptions, "swi.highPassSigmaXY", p.high_pass_sigma_xy_voxels);
   if (p.high_pass_sigma_z_voxels != 0.0) {
     const double z = checked_option(kSwiOptions, "swi.highPassSigmaZ", p.high_pass_sigma_z_voxels);
-    if (z < 0.5) {
-      throw Error(ErrorCode::InvalidArgument, "swi.highPassSigmaZ must be 0 (no smoothing along z) or in [0.5, 64] voxels, got " +
-                                                  number_text(z));
+    // A sigma along z other than 0 is at least the least in-plane sigma (swi.highPassSigmaXY's minimum).
+    const OptionSpec& xy = find_option(kSwiOptions, "swi.highPassSigmaXY");
+    if (z < xy.min) {
+      throw Error(ErrorCode::InvalidArgument, "swi.highPassSigmaZ must be 0 (no smoothing along z) or in [" + number_text(xy.min) +
+                                                  ", " + number_text(find_option(kSwiOptions, "swi.highPassSigmaZ").max) +
+                                                  "] voxels, got " + number_text(z));
     }
   }
 }

@@ -50,7 +50,8 @@ uint64_t kspace_divide_bytes(const Geometry& g, double pad_ratio, const char* wh
 
 Dims3 inversion_padded_dims(const Dims3& dims, double pad_ratio, const char* what) {
   if (!(pad_ratio >= 1.0 && pad_ratio <= padding_defaults::kMaxPadRatio)) {
-    throw Error(ErrorCode::InvalidArgument, std::string(what) + ": pad_ratio must be in [1, 3] (times the volume's size " +
+    throw Error(ErrorCode::InvalidArgument, std::string(what) + ": pad_ratio must be in [1, " + message_number(padding_defaults::kMaxPadRatio) +
+                                                "] (times the volume's size " +
                                                 "per axis; 1 = pad only to a fast FFT size), got " +
                                                 message_number(pad_ratio));
   }
@@ -121,7 +122,7 @@ void validate_inversion_inputs(const Geometry& g, std::span<const float> field, 
 
 void validate(const TsvdParams& p) {
   checked_option(method_options(), "tsvd.threshold", p.threshold);
-  inversion_padded_dims({1, 1, 1}, p.pad_ratio, "tsvd");
+  checked_option(method_options(), "tsvd.padRatio", p.pad_ratio);
 }
 
 std::vector<float> tsvd(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask,
@@ -144,7 +145,7 @@ void validate(const TikhonovParams& p) {
     throw Error(ErrorCode::InvalidArgument, "tikhonov: regulariser must be identity or gradient, got " +
                                                 std::to_string(static_cast<int>(p.regulariser)));
   }
-  inversion_padded_dims({1, 1, 1}, p.pad_ratio, "tikhonov");
+  checked_option(method_options(), "tikhonov.padRatio", p.pad_ratio);
 }
 
 std::vector<float> tikhonov(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask,

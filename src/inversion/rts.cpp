@@ -54,7 +54,7 @@ void validate(const RtsParams& p) {
         "in (0, 1] (" + message_number(rts_defaults::kTau) + " is the default)");
   range("gamma", p.gamma, p.gamma >= 1.0 && p.gamma <= 100.0,
         "in [1, 100] (" + message_number(rts_defaults::kGamma) + " is the default)");
-  inversion_padded_dims({1, 1, 1}, p.pad_ratio, "rts");
+  checked_option(method_options(), "rts.padRatio", p.pad_ratio);
 }
 
 Rts::Rts(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask, const RtsParams& params,

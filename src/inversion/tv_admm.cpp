@@ -97,7 +97,7 @@ void validate(const TvAdmmParams& p) {
   checked_option(method_options(), "tv.rho", p.rho);
   checked_option(method_options(), "tv.tolerance", p.tolerance);
   checked_option(method_options(), "tv.maxIterations", p.max_iterations);
-  inversion_padded_dims({1, 1, 1}, p.pad_ratio, "tv");
+  checked_option(method_options(), "tv.padRatio", p.pad_ratio);
 }
 
 TvAdmm::TvAdmm(const Geometry& g, std::span<const float> field, std::span<const uint8_t> mask,

@@ -10,6 +10,7 @@
 #include "common/parallel.h"
 #include "tessera/common/error.h"
 #include "tessera/common/morphology.h"
+#include "tessera/phase/options.h"
 
 namespace tessera {
 
@@ -153,7 +154,7 @@ void validate(const BrainMaskParams& p) {
   }
   check_radius("opening_radius_mm", p.opening_radius_mm);
   check_radius("closing_radius_mm", p.closing_radius_mm);
-  check_radius("erosion_mm", p.erosion_mm);
+  checked_option(phase_options(), "brainMask.erosion", p.erosion_mm);
 }
 
 std::vector<uint32_t> label_components(const Geometry& g, std::span<const uint8_t> mask, std::vector<uint64_t>* sizes) {

@@ -11,13 +11,35 @@
 #include "phase/phase_math.h"
 #include "tessera/phase/brain_mask.h"
 #include "tessera/common/error.h"
+#include "tessera/phase/options.h"
 #include "tessera/phase/unwrap.h"
 
 namespace tessera {
 
 namespace {
 
-
+// {name, unit, default, default text, min, max, min exclusive, integer, help, choices}; the defaults are the stages'
+// own constants (echo_fit.h and brain_mask.h cite where each comes from).
+const OptionSpec kPhaseOptions[] = {
+    {"unwrap", "", 0, "region-growing", 0, 0, false, false,
+     "phase unwrapping of each echo: region-growing (quality-guided, in the spirit of ROMEO, Dymerska 2021; exact on a "
+     "smooth field) or laplacian (Schofield & Zhu 2003, then made congruent with the wrapped phase)",
+     "region-growing|laplacian"},
+    {"fitOffset", "", 0, "smooth", 0, 0, false, false,
+     "the echo fit's receive-phase offset: smooth (the fitted offset smoothed, removed, the field fitted through the "
+     "origin, as MCPC-3D-S and MEDI: less noise) or free (an intercept per voxel: no assumption on the offset)",
+     "smooth|free"},
+    {"fitOffsetSigma", "mm", echo_fit_defaults::kOffsetSigmaMm, "", 1, 50, false, false,
+     "Gaussian sigma of the offset's smoothing (fitOffset smooth; MCPC-3D-S: 10 voxels in-plane, with no first-order correction)"},
+    {"fitResidualLimit", "rad", echo_fit_defaults::kResidualLimitRad, "", 0, 10, true, false,
+     "voxels whose echo fit leaves a larger RMS phase residual (an inconsistent unwrap next to air) are left out of the "
+     "background removal and the inversion"},
+    {"brainMask.erosion", "mm", brain_mask_defaults::kErosionMm, "", 0, 100, false, false,
+     "erode the brain mask made from the magnitude by this much (none by default)"},
+    {"brainMask.threshold", "", 0, "otsu", 0, 0, false, false,
+     "the magnitude threshold of the brain mask: otsu (Otsu 1979) or robust (BET's t2 + 0.1·(t98 − t2), Smith 2002)",
+     "otsu|robust"},
+};
 
 void check_b0(double b0_tesla) {
   if (!(std::isfinite(b0_tesla) && b0_tesla > 0.0)) {
@@ -28,7 +50,7 @@ void check_b0(double b0_tesla) {
 
 // The free fit's residual (rad) above which a voxel's offset is left out of the smoothing: the pipeline's
 // fitResidualLimit default, where an unwrap is inconsistent.
-constexpr double kOffsetResidualGate = 1.0;
+constexpr double kOffsetResidualGate = echo_fit_defaults::kResidualLimitRad;
 // The distance (rad) of a voxel's offset from the plainly smoothed one above which it is left out: the free offset's
 // noise is ~0.1 rad at SNR 40 (3 echoes), a consistently mis-unwrapped voxel's offset is off by 2π·k·TE1/ΔTE.
 constexpr double kOffsetOutlierGate = 0.5;
@@ -64,6 +86,8 @@ void echo_fit_box_smooth(std::vector<float>& v, const Dims3& d, int axis, int64_
 
 }  // namespace
 
+std::span<const OptionSpec> phase_options() { return kPhaseOptions; }
+
 double hz_to_ppm(double hz, double b0_tesla) {
   check_b0(b0_tesla);
   // Hz / MHz = 1e-6: the Larmor frequency γ̄·B0 in MHz turns Hz into ppm directly
@@ -87,11 +111,7 @@ void validate(const EchoFitParams& p) {
     throw Error(ErrorCode::InvalidArgument, "echo_fit: offset must be free, smooth or first-echoes, got value " +
                                                 std::to_string(static_cast<int>(p.offset)));
   }
-  if (!(p.offset_sigma_mm >= 1.0 && p.offset_sigma_mm <= 50.0)) {
-    throw Error(ErrorCode::InvalidArgument, "echo_fit: offset_sigma_mm must be in [1, 50] mm (" +
-                                                message_number(echo_fit_defaults::kOffsetSigmaMm) +
-                                                " by default), got " + message_number(p.offset_sigma_mm));
-  }
+  checked_option(kPhaseOptions, "fitOffsetSigma", p.offset_sigma_mm);
 }
 
 uint32_t echo_fit_steps(uint32_t echoes, const EchoFitParams& p) {

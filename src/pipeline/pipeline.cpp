@@ -12,37 +12,20 @@
 #include "common/message_number.h"
 #include "tessera/common/schema.h"
 #include "tessera/background/options.h"
+#include "tessera/phase/options.h"
 
 namespace tessera {
 
 namespace {
 
-// {name, unit, default, default text, min, max, min exclusive, integer, help, choices}; the defaults are the stages'
-// own constants (their headers cite where each comes from).
+// The pipeline's own option, the choice of background removal (the phase stage's and the background removals' options
+// are their layers' tables): {name, unit, default, default text, min, max, min exclusive, integer, help, choices}.
 const OptionSpec kPipelineStageOptions[] = {
-    {"unwrap", "", 0, "region-growing", 0, 0, false, false,
-     "phase unwrapping of each echo: region-growing (quality-guided, in the spirit of ROMEO, Dymerska 2021; exact on a "
-     "smooth field) or laplacian (Schofield & Zhu 2003, then made congruent with the wrapped phase)",
-     "region-growing|laplacian"},
-    {"fitOffset", "", 0, "smooth", 0, 0, false, false,
-     "the echo fit's receive-phase offset: smooth (the fitted offset smoothed, removed, the field fitted through the "
-     "origin, as MCPC-3D-S and MEDI: less noise) or free (an intercept per voxel: no assumption on the offset)",
-     "smooth|free"},
-    {"fitOffsetSigma", "mm", echo_fit_defaults::kOffsetSigmaMm, "", 1, 50, false, false,
-     "Gaussian sigma of the offset's smoothing (fitOffset smooth; MCPC-3D-S: 10 voxels in-plane, with no first-order correction)"},
-    {"fitResidualLimit", "rad", kFitResidualLimit, "", 0, 10, true, false,
-     "voxels whose echo fit leaves a larger RMS phase residual (an inconsistent unwrap next to air) are left out of the "
-     "background removal and the inversion"},
     {"background", "", 0, background_name(kDefaultBackground), 0, 0, false, false,
      "background field removal: vsharp (Wu 2012; erodes the mask by the smallest radius), pdf (Liu 2011; keeps the "
      "mask), lbv (Zhou 2014; peels lbv.peel mm and a voxel off the mask), ismv (Wen 2014), sharp (Schweser 2011) or resharp (Sun "
      "2014; these three erode the mask by their radius)",
      "vsharp|pdf|lbv|ismv|sharp|resharp"},
-    {"brainMask.erosion", "mm", brain_mask_defaults::kErosionMm, "", 0, 100, false, false,
-     "erode the brain mask made from the magnitude by this much (none by default)"},
-    {"brainMask.threshold", "", 0, "otsu", 0, 0, false, false,
-     "the magnitude threshold of the brain mask: otsu (Otsu 1979) or robust (BET's t2 + 0.1·(t98 − t2), Smith 2002)",
-     "otsu|robust"},
 };
 
 // A step that runs a function once (the brain mask).
@@ -121,14 +104,16 @@ std::span<const float> first_echo(std::span<const float> magnitude, uint64_t n) 
 }  // namespace
 
 std::span<const OptionSpec> pipeline_options() {
-  // The stages' own options up to background, the background removals' (their layer's table), then the brain mask's.
+  // The phase stage's options up to the brain mask's (their layer's table), the choice of background removal, the
+  // background removals' options (their layer's table), then the brain mask's.
   static const std::vector<OptionSpec> all = [] {
-    const std::span<const OptionSpec> stages = kPipelineStageOptions;
-    const auto mask_rows = std::find_if(stages.begin(), stages.end(), [](const OptionSpec& o) { return o.name.starts_with("brainMask."); });
-    std::vector<OptionSpec> v(stages.begin(), mask_rows);
+    const std::span<const OptionSpec> phase = phase_options();
+    const auto mask_rows = std::find_if(phase.begin(), phase.end(), [](const OptionSpec& o) { return o.name.starts_with("brainMask."); });
+    std::vector<OptionSpec> v(phase.begin(), mask_rows);
+    v.insert(v.end(), std::begin(kPipelineStageOptions), std::end(kPipelineStageOptions));
     const std::span<const OptionSpec> background = background_options();
     v.insert(v.end(), background.begin(), background.end());
-    v.insert(v.end(), mask_rows, stages.end());
+    v.insert(v.end(), mask_rows, phase.end());
     return v;
   }();
   return all;

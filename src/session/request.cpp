@@ -107,7 +107,10 @@ const JoinedOptions& joined_options() {
     for (const OptionSpec& o : kOptions) {
       j.add({&o, 1}, o.name.starts_with("spec.") ? kNetworkRequest | kPipelineRequest : kNetworkRequest);
     }
-    j.add(acquisition_options(), kNetworkRequest | kPipelineRequest);
+    // The echo times also go to swi() and r2star(), which read no field strength.
+    for (const OptionSpec& o : acquisition_options()) {
+      j.add({&o, 1}, o.name == "te" ? kNetworkRequest | kPipelineRequest | kSwiRequest | kR2starRequest : kNetworkRequest | kPipelineRequest);
+    }
     j.add(phase_network_options(), kNetworkRequest);
     quote_constants(j.options);
     static const std::string names = [] {
@@ -119,14 +122,17 @@ const JoinedOptions& joined_options() {
                                    "a classical dipole inversion instead of a network; its parameters are the <method>.<param> options", names};
     j.add({&method, 1}, kMethodRequest | kPipelineRequest);
     j.add(method_options(), kMethodRequest | kPipelineRequest);
-    j.add(pipeline_options(), kPipelineRequest);
+    // swi() unwraps the phase and makes its brain mask as the pipeline does.
+    for (const OptionSpec& o : pipeline_options()) {
+      j.add({&o, 1}, o.name == "unwrap" || o.name.starts_with("brainMask.") ? kPipelineRequest | kSwiRequest : kPipelineRequest);
+    }
     // SWI and R2* (tessera.swi(), tessera.r2star(), and the pipeline's optional outputs: also).
     static const OptionSpec also{"also", "", 0, "none", 0, 0, false, false,
                                  "pipeline(): optional outputs from the same echoes, a list: swi (SWI and its minIP) and r2star (R2* and T2*)",
                                  "swi|r2star"};
     j.add({&also, 1}, kPipelineRequest);
-    j.add(swi_options(), kPipelineRequest);
-    j.add(r2star_options(), kPipelineRequest);
+    j.add(swi_options(), kPipelineRequest | kSwiRequest);
+    j.add(r2star_options(), kPipelineRequest | kR2starRequest);
     return j;
   }();
   return all;
@@ -150,8 +156,9 @@ std::string words_type(const OptionSpec& option) {
   return out;
 }
 
-// The request keys that are no schema option, by kind (a key whose type or doc differs by kind has a row per kind).
-constexpr uint8_t kAllRequests = kNetworkRequest | kMethodRequest | kPipelineRequest;
+// The request keys that are no schema option, by kind (a key whose type or doc differs by kind has a row per kind);
+// kInversionRequests: the requests that end in χ.
+constexpr uint8_t kInversionRequests = kNetworkRequest | kMethodRequest | kPipelineRequest;
 constexpr std::string_view kVolumeType = "Float32Array | Volume<VoxelArray>";
 constexpr std::string_view kWeightsType = "Uint8Array | ArrayBuffer | (Uint8Array | ArrayBuffer)[]";
 const RequestKey kRequestKeys[] = {
@@ -171,8 +178,16 @@ const RequestKey kRequestKeys[] = {
     {"magnitude", kPipelineRequest, kVolumeType,
      "same size as phase (one volume with totalField): the fit's weights; the brain mask is made from the first echo's when no mask is given; plan(): true says one is given",
      KeyPresence::Optional, "Float32Array | Volume<VoxelArray> | boolean"},
-    {"mask", kAllRequests, "ArrayLike<number> | Volume<VoxelArray>", "the mask: inside where > 0 (0, negative and non-finite values are outside), or a Volume"},
-    {"geometry", kAllRequests, "Geometry", "{dims, voxelMm, b0Dir}: optional when a Volume (field, phase or mask) carries it"},
+    {"phase", kSwiRequest, kVolumeType, "wrapped phase (rad), every echo (a 4D Volume, or x-fastest echo after echo with geometry)",
+     KeyPresence::RequiredToRun},
+    {"magnitude", kSwiRequest, kVolumeType, "same size as phase", KeyPresence::RequiredToRun},
+    {"magnitude", kR2starRequest, kVolumeType, "every echo (a 4D Volume, or x-fastest echo after echo with geometry)", KeyPresence::RequiredToRun},
+    {"mask", kInversionRequests, "ArrayLike<number> | Volume<VoxelArray>", "the mask: inside where > 0 (0, negative and non-finite values are outside), or a Volume"},
+    {"mask", kSwiRequest, "ArrayLike<number> | Volume<VoxelArray>",
+     "where the phase is unwrapped and high-passed (default: a brain mask made from the first echo's magnitude)"},
+    {"mask", kR2starRequest, "ArrayLike<number> | Volume<VoxelArray>", "the voxels fitted (default: every voxel whose first echo is > 0)"},
+    {"geometry", kInversionRequests, "Geometry", "{dims, voxelMm, b0Dir}: optional when a Volume (field, phase or mask) carries it"},
+    {"geometry", kSwiRequest | kR2starRequest, "Geometry", "{dims, voxelMm, b0Dir}: optional when a Volume (the echoes or the mask) carries it"},
     {"model", kNetworkRequest | kPipelineRequest, "string", "a registry network's id (tessera.registry())"},
     {"spec.maskedInput", kNetworkRequest | kPipelineRequest, "boolean", "the network takes the field multiplied by the mask"},
     {"weights", kNetworkRequest, kWeightsType, "ONNX bytes; an array for networks with several files (NeXtQSM); plan() may read the network's reach from its graph",
@@ -192,16 +207,16 @@ const RequestKey kRequestKeys[] = {
     {"executionProviders", kNetworkRequest, "ExecutionProvider[]", "this run's ONNX Runtime execution providers, first first (default: the runtime's)"},
     {"speed", kNetworkRequest, "SpeedMeasurement", "this machine's measured speed of the network (measureSpeed()'s result): the estimate uses it"},
     {"measureSpeed", kNetworkRequest, "boolean", "measure the speed first (needs weights; kept per weights and threads for the runtime's lifetime)"},
-    {"keepInputs", kAllRequests, "boolean",
+    {"keepInputs", kInversionRequests | kSwiRequest | kR2starRequest, "boolean",
      "true: a run copies its input volumes to the runtime and they stay the caller's; by default they are transferred (the caller's arrays are left empty)"},
-    {"signal", kAllRequests, "AbortSignal", "an AbortSignal that cancels the call"},
-    {"onProgress", kAllRequests, "(p: Progress) => void", "called with the run's progress"},
+    {"signal", kInversionRequests | kSwiRequest | kR2starRequest, "AbortSignal", "an AbortSignal that cancels the call"},
+    {"onProgress", kInversionRequests | kSwiRequest | kR2starRequest, "(p: Progress) => void", "called with the run's progress"},
 };
 
 }  // namespace
 
 std::span<const std::string_view> request_kind_names() {
-  static constexpr std::string_view names[] = {"network", "method", "pipeline"};
+  static constexpr std::string_view names[] = {"network", "method", "pipeline", "swi", "r2star"};
   return names;
 }
 
@@ -209,7 +224,8 @@ uint8_t request_option_kinds(const OptionSpec& option) { return joined_options()
 
 uint8_t request_option_required(const OptionSpec& option) {
   schema_index(option);
-  return option.name == "method" ? kMethodRequest : 0;
+  if (option.name == "method") return kMethodRequest;
+  return option.name == "te" ? kSwiRequest | kR2starRequest : 0;
 }
 
 std::string request_option_type(const OptionSpec& option) {

@@ -58,7 +58,8 @@ struct BrainMaskParams {
 };
 
 // Throws Error(InvalidArgument) naming the parameter, its range and unit: histogram_bins in [16, 65536],
-// robust_fraction in (0, 1), radii and erosion finite in [0, 100] mm, threshold a known method.
+// robust_fraction in (0, 1), radii finite in [0, 100] mm, erosion in the range of its schema option brainMask.erosion
+// (tessera/phase/options.h: [0, 100] mm), threshold a known method.
 void validate(const BrainMaskParams& params);
 
 // The mask (1 inside, 0 outside) of the brain in a magnitude image:

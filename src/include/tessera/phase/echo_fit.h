@@ -59,6 +59,10 @@ inline constexpr OffsetFit kOffsetFit = OffsetFit::Smooth;
 // against the true local field reaches r 0.932-0.999 at 3 mm (the free intercept: 0.760-0.997); 5 and 10 mm did
 // better on no head.
 inline constexpr double kOffsetSigmaMm = 3.0;
+// The RMS phase residual (rad) of the fit above which a voxel is left out (the pipeline's fitResidualLimit, and the
+// offset's smoothing): above the noise's residual at any usable SNR (0.02 rad at SNR 100, about 0.2–0.4 at SNR 5),
+// below the residual of a voxel whose echoes were unwrapped inconsistently (≥ 1 on the phantom).
+inline constexpr double kResidualLimitRad = 1.0;
 }  // namespace echo_fit_defaults
 
 struct EchoFitParams {
@@ -69,7 +73,7 @@ struct EchoFitParams {
 };
 
 // Throws Error(InvalidArgument) when unwrapper or offset is not one of its values, or offset_sigma_mm is outside
-// [1, 50] mm.
+// the range of its schema option fitOffsetSigma (tessera/phase/options.h: [1, 50] mm).
 void validate(const EchoFitParams& params);
 
 // The steps of an EchoFit of that many echoes: the offset estimate (E ≥ 2), one per echo, the smoothing of the offset

@@ -64,10 +64,6 @@ inline constexpr BackgroundRemoval kDefaultBackground = BackgroundRemoval::Resha
 // at 160×192×144 in node, 2 threads, the whole default pipeline took 13.0 s (RTS 9.9 s).
 inline constexpr Method kDefaultPipelineMethod = Method::Tv;
 
-// The default fit_residual_limit (rad): above the noise's residual at any usable SNR (0.02 rad at SNR 100, about
-// 0.2–0.4 at SNR 5), below the residual of a voxel whose echoes were unwrapped inconsistently (≥ 1 on the phantom).
-inline constexpr double kFitResidualLimit = 1.0;
-
 // The units of a total field map the pipeline starts from instead of multi-echo phase (a vendor B0 map: GE and
 // Philips write Hz); None: the pipeline starts from phase.
 enum class TotalFieldUnits { None, Hz, RadPerS, Ppm };
@@ -111,7 +107,7 @@ struct PipelineRequest {
   // Voxels whose echo fit leaves a weighted RMS phase residual above this (rad) are left out of the background removal
   // and the inversion: a field that varies by more than π between neighbours (next to air) cannot be unwrapped, and on
   // the phantom head every such voxel, and no other, lies above 1 rad (tests/pipeline_test.cpp).
-  double fit_residual_limit = kFitResidualLimit;
+  double fit_residual_limit = echo_fit_defaults::kResidualLimitRad;
   BackgroundRemoval background = kDefaultBackground;
   VSharpParams vsharp;
   PdfParams pdf;

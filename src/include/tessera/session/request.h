@@ -28,19 +28,21 @@ double checked_option(std::string_view name, double value);
 // lists and request types are generated from these (scripts/request-surface.js).
 
 // The kinds of request, as bits: a network's run (invert() or plan() with model or spec), a classical method's (with
-// method), a pipeline's (pipeline(), or plan() with pipeline: true).
-enum RequestKindBits : uint8_t { kNetworkRequest = 1, kMethodRequest = 2, kPipelineRequest = 4 };
+// method), a pipeline's (pipeline(), or plan() with pipeline: true), swi()'s and r2star()'s (no plan()).
+enum RequestKindBits : uint8_t { kNetworkRequest = 1, kMethodRequest = 2, kPipelineRequest = 4, kSwiRequest = 8, kR2starRequest = 16 };
 
-// The kinds' names as JavaScript spells them, in bit order: "network", "method", "pipeline".
+// The kinds' names as JavaScript spells them, in bit order: "network", "method", "pipeline", "swi", "r2star".
 std::span<const std::string_view> request_kind_names();
 
 // The kinds of request that take the option (its table's: the run's and the phase networks' options a network's; the
-// acquisition's and a custom network's spec a network's and a pipeline's; the method and its parameters a method's and
-// a pipeline's; the stages' and the optional outputs' a pipeline's).
+// acquisition's and a custom network's spec a network's and a pipeline's, te also swi()'s and r2star()'s; the method
+// and its parameters a method's and a pipeline's; the stages' and the optional outputs' a pipeline's, unwrap,
+// brainMask.* and swi.* also swi()'s, r2star.* also r2star()'s).
 // option is one of request_options()' (else Error Internal).
 uint8_t request_option_kinds(const OptionSpec& option);
 
-// The kinds of request that cannot go without the option (method: a method's run); 0 for most.
+// The kinds of request that cannot go without the option (method: a method's run; te: swi()'s and r2star()'s); 0 for
+// most.
 uint8_t request_option_required(const OptionSpec& option);
 
 // The option's TypeScript type: its choices as words ('a' | 'b'), boolean for an on/off option, else number; a few
