@@ -18,7 +18,7 @@ using tessera::Geometry;
 using tessera::PhantomAcquisition;
 using tessera::Tissue;
 
-constexpr double kPi = 3.14159265358979323846;
+using tessera::test::kPi;
 
 Geometry head_geometry() {
   Geometry g;

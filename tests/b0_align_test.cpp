@@ -21,7 +21,7 @@ using namespace tessera::test;
 
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
+using tessera::test::kPi;
 
 // B0 tilted by degrees from the third axis towards a direction in the x-y plane at azimuth degrees.
 Vec3 tilted(double degrees, double azimuth = 30.0) {

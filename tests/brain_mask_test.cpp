@@ -16,15 +16,7 @@ using tessera::BrainMaskParams;
 using tessera::ErrorCode;
 using tessera::Geometry;
 using tessera::test::error_of;
-
-// Gaussian noise from the shared uniform generator (Box-Muller).
-struct Gaussian {
-  tessera::test::Rng rng;
-  double next() {
-    const double u1 = 0.5 * (1.0 + rng.uniform()) + 1e-12, u2 = 0.5 * (1.0 + rng.uniform());
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-  }
-};
+using tessera::test::Gaussian;
 
 // (x/a)² + (y/b)² + (z/c)² in mm around the centre of the volume.
 double ellipsoid(const Geometry& g, int64_t x, int64_t y, int64_t z, double a, double b, double c) {

@@ -13,7 +13,7 @@ namespace {
 constexpr uint64_t kBpv = 1100;  // the reference engine's budgeting figure
 TileCost cost(uint32_t divisor) { return TileCost{divisor, kBpv}; }
 
-std::string refusal(TileConfig cfg, TileCost c) {
+std::string tile_refusal(TileConfig cfg, TileCost c) {
   try {
     check_wasm_patch_fits(cfg, c);
   } catch (const Error& e) {
@@ -59,17 +59,17 @@ TEST(Budget, TilesInFlightIsMinOfThreadsAndBudget) {
 TEST(Budget, PatchFitsWithDivisor8) {
   EXPECT_NO_THROW(check_wasm_patch_fits({56, 4}, cost(8)));
   EXPECT_NO_THROW(check_wasm_patch_fits({120, 4}, cost(8)));
-  const std::string m = refusal({121, 4}, cost(8));
+  const std::string m = tile_refusal({121, 4}, cost(8));
   EXPECT_NE(m.find("136³"), std::string::npos) << m;
 }
 
 TEST(Budget, PatchFitsWithDivisor1) {
   EXPECT_NO_THROW(check_wasm_patch_fits({123, 4}, cost(1)));
-  EXPECT_NE(refusal({124, 4}, cost(1)).find("132³"), std::string::npos);
+  EXPECT_NE(tile_refusal({124, 4}, cost(1)).find("132³"), std::string::npos);
 }
 
 TEST(Budget, NativeDefaultRefusedWithAdvice) {
-  const std::string m = refusal(TileConfig{}, cost(8));
+  const std::string m = tile_refusal(TileConfig{}, cost(8));
   EXPECT_NE(m.find("144³"), std::string::npos) << m;
   EXPECT_NE(m.find("largest core that fits is 112"), std::string::npos) << m;
   EXPECT_NE(m.find("largest patch that fits is 128³"), std::string::npos) << m;
@@ -80,7 +80,7 @@ TEST(Budget, NativeDefaultRefusedWithAdvice) {
 }
 
 TEST(Budget, HugeHaloSaysReduceTheHalo) {
-  const std::string m = refusal({8, 64}, cost(8));
+  const std::string m = tile_refusal({8, 64}, cost(8));
   EXPECT_NE(m.find("reduce the halo"), std::string::npos) << m;
   EXPECT_EQ(m.find("largest core that fits"), std::string::npos) << m;
   const PatchFit fit = wasm_patch_fit({8, 64}, cost(8));

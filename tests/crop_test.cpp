@@ -31,7 +31,7 @@ InversionRequest auto_request(const Geometry& g, uint64_t bytes_per_voxel, uint3
   return r;
 }
 
-RunReport drive(StepRun& run, PatchRunner& net) {
+RunReport drive_crop(StepRun& run, PatchRunner& net) {
   while (!run.finished()) {
     std::vector<float> input(run.input_shape().size());
     const auto patch = run.next(input);
@@ -119,7 +119,7 @@ TEST(Crop, TheBoxRunAsOnePatchEqualsTheWholeVolumeRunOfALocalNetwork) {
   std::vector<float> whole(g.voxel_count()), cropped(g.voxel_count(), 7.0f);
   {
     StepRun run(g, field, mask, net, plan_whole(g, net, Target::Native), 1, whole);
-    drive(run, conv);
+    drive_crop(run, conv);
   }
   const CropBox c = crop_to_support(g, mask, net, 4);
   ASSERT_TRUE(c.cropped);
@@ -129,7 +129,7 @@ TEST(Crop, TheBoxRunAsOnePatchEqualsTheWholeVolumeRunOfALocalNetwork) {
   EXPECT_LT(c.patch_voxels() * 3, g.voxel_count());
   StepRun run(g, field, mask, net, plan, 1, cropped);
   EXPECT_EQ(run.input_shape().dims, c.patch_dims);
-  EXPECT_EQ(drive(run, conv).tiles_run, 1u);
+  EXPECT_EQ(drive_crop(run, conv).tiles_run, 1u);
   EXPECT_EQ(std::memcmp(whole.data(), cropped.data(), whole.size() * sizeof(float)), 0);
 }
 
@@ -179,7 +179,7 @@ TEST(Crop, ARunRefusesAFieldTheBoxWouldLeaveOutNamingTheFix) {
   const CropBox with_field = crop_to_support(g, mask, net, 4, field);
   StepRun run(g, field, mask, net, plan_whole(g, net, Target::Native, &with_field), 1, chi);
   IdentityRunner id;
-  EXPECT_EQ(drive(run, id).tiles_run, 1u);
+  EXPECT_EQ(drive_crop(run, id).tiles_run, 1u);
 }
 
 TEST(Crop, OverTheSinglePatchLimitAtTheAskedMarginTheLeastMarginIsTried) {
@@ -264,7 +264,7 @@ TEST(Crop, SlabsWithAHaloPastTheNetworksReachGiveTheOnePatchBoxRunOfALocalNetwor
   std::vector<float> box(g.voxel_count());
   {
     StepRun run(g, field, mask, net, plan_whole(g, net, Target::Native, &c), 1, box);
-    drive(run, conv);
+    drive_crop(run, conv);
   }
   for (uint32_t axis = 0; axis < 3; ++axis) {
     for (uint32_t halo : {0u, 2u}) {
@@ -276,7 +276,7 @@ TEST(Crop, SlabsWithAHaloPastTheNetworksReachGiveTheOnePatchBoxRunOfALocalNetwor
       std::vector<float> out(g.voxel_count(), 7.0f);
       StepRun run(g, field, mask, net, plan, 1, out);
       EXPECT_EQ(run.input_shape().dims, plan.patch_dims);
-      EXPECT_EQ(drive(run, conv).tiles_run, 3u);
+      EXPECT_EQ(drive_crop(run, conv).tiles_run, 3u);
       const bool same = std::memcmp(box.data(), out.data(), box.size() * sizeof(float)) == 0;
       EXPECT_EQ(same, halo >= 2) << "axis " << axis << " halo " << halo;
     }

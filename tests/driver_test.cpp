@@ -26,12 +26,6 @@ FieldNetwork plain_network(uint32_t divisor, uint64_t bpv = 1100) {
   return FieldNetwork{TileCost{divisor, bpv}, Normalization{}, PadRule::SmallerHalfLow};
 }
 
-RunOptions threads(uint32_t n) {
-  RunOptions o;
-  o.threads = n;
-  return o;
-}
-
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // out = scale · in; safe on several threads at once.

@@ -23,15 +23,8 @@ using tessera::Geometry;
 using tessera::Unwrapper;
 using tessera::test::error_of;
 
-constexpr double kTwoPi = 2.0 * std::numbers::pi;
-
-struct Gaussian {
-  tessera::test::Rng rng;
-  double next() {
-    const double u1 = 0.5 * (1.0 + rng.uniform()) + 1e-12, u2 = 0.5 * (1.0 + rng.uniform());
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
-  }
-};
+using tessera::test::Gaussian;
+using tessera::test::kTwoPi;
 
 // Multi-echo data of a known field: S_e = M·exp(−TE_e/T2*)·exp(i(θ + 2π·f·TE_e)) + complex Gaussian noise, θ random
 // per voxel in [−π, π); phase = arg S, magnitude = |S|.

@@ -34,15 +34,15 @@ double ball_field(const Ball& b, double x, double y, double z) {
 // 64³ at 1 mm; a spherical mask of radius 24 mm about the centre; background sources outside it: an air-like ball
 // below (Δχ 9 ppm, 8 mm, its surface 8 mm from the mask) and a bone-like one at the side (−2 ppm, 6 mm); a local source
 // inside: a 4 mm ball of 0.2 ppm off the centre.
-struct Scene {
+struct HarmonicScene {
   Geometry g;
   std::vector<uint8_t> mask;
   std::vector<float> background, local, total;
 };
 
-const Scene& scene() {
-  static const Scene s = [] {
-    Scene s;
+const HarmonicScene& harmonic_scene() {
+  static const HarmonicScene s = [] {
+    HarmonicScene s;
     s.g = test::head(64, 64, 64, 1.0);
     const uint64_t n = s.g.voxel_count();
     s.mask.assign(n, 0);
@@ -77,17 +77,17 @@ double rms(std::span<const float> a, std::span<const uint8_t> m) {
 }
 
 // ‖a − b‖ / ‖b‖ and Pearson's r over the mask.
-struct Agreement {
+struct FieldAgreement {
   double relative = 0.0, r = 0.0;
 };
-Agreement agreement(std::span<const float> a, std::span<const float> b, std::span<const uint8_t> m) {
+FieldAgreement agreement(std::span<const float> a, std::span<const float> b, std::span<const uint8_t> m) {
   double sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0, d2 = 0, b2 = 0, k = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     if (!m[i]) continue;
     const double x = a[i], y = b[i];
     sa += x, sb += y, saa += x * x, sbb += y * y, sab += x * y, d2 += (x - y) * (x - y), b2 += y * y, ++k;
   }
-  Agreement out;
+  FieldAgreement out;
   out.relative = std::sqrt(d2 / b2);
   out.r = (sab - sa * sb / k) / std::sqrt((saa - sa * sa / k) * (sbb - sb * sb / k));
   return out;
@@ -125,7 +125,7 @@ constexpr Kind kAll[] = {Kind::Lbv, Kind::Ismv, Kind::Sharp, Kind::Resharp, Kind
 // dipole fields sampled at the voxels; what remains is the methods' discretisation (the discrete sphere's or
 // Laplacian's error on a field varying over ~10 mm), well under 1 % at 1 mm voxels.
 TEST(HarmonicBackground, ABackgroundAloneIsRemoved) {
-  const Scene& s = scene();
+  const HarmonicScene& s = harmonic_scene();
   for (Kind k : kAll) {
     const LocalField out = remove(k, s.g, s.background, s.mask);
     const double left = rms(out.field, out.mask), size = rms(s.background, out.mask);
@@ -144,11 +144,11 @@ TEST(HarmonicBackground, ABackgroundAloneIsRemoved) {
 // 0.9989); RESHARP's Tikhonov term (λ 1e-4) and its 30 CG iterations shrink it further (11.5 %, r 0.9935 at the 5 mm its
 // radius shrinks to on this ball; 10 %, r 0.995 at a fixed 6 mm). Bounds: 8 % (15 % for RESHARP) and r above 0.99.
 TEST(HarmonicBackground, TheLocalFieldIsRecovered) {
-  const Scene& s = scene();
+  const HarmonicScene& s = harmonic_scene();
   for (Kind k : kAll) {
     const LocalField out = remove(k, s.g, s.total, s.mask);
     for (size_t i = 0; i < out.mask.size(); ++i) ASSERT_TRUE(!out.mask[i] || s.mask[i]);
-    const Agreement a = agreement(out.field, s.local, out.mask);
+    const FieldAgreement a = agreement(out.field, s.local, out.mask);
     std::printf("[ background ] %-8s local ball: relative error %.4f, r %.5f\n", kind_name(k), a.relative, a.r);
     if (k == Kind::Pdf || k == Kind::VSharp) continue;
     EXPECT_LT(a.relative, k == Kind::Resharp ? 0.15 : 0.08) << kind_name(k);
@@ -164,7 +164,7 @@ TEST(HarmonicBackground, TheLocalFieldIsRecovered) {
 // relative error 0.38, r 0.945); with the default peel its border lies in the cavity, where the shell's field is
 // exactly 0 and the background harmonic (seen 0.034, r 0.9995).
 TEST(HarmonicBackground, LbvDoesNotTakeTheRibbonForBackground) {
-  const Scene& s = scene();
+  const HarmonicScene& s = harmonic_scene();
   const Ball outer{{32, 32, 32}, 24, 0.05}, inner{{32, 32, 32}, 20.5, 0.05};
   const uint64_t n = s.g.voxel_count();
   std::vector<float> total(n), local(n);
@@ -186,7 +186,7 @@ TEST(HarmonicBackground, LbvDoesNotTakeTheRibbonForBackground) {
   unpeeled.peel_mm = 0.0;
   const LocalField peeled = lbv(s.g, total, s.mask), plain = lbv(s.g, total, s.mask, unpeeled);
   for (size_t i = 0; i < n; ++i) ASSERT_TRUE(!core[i] || (peeled.mask[i] && plain.mask[i]));
-  const Agreement a = agreement(peeled.field, local, core), b = agreement(plain.field, local, core);
+  const FieldAgreement a = agreement(peeled.field, local, core), b = agreement(plain.field, local, core);
   std::printf("[ background ] LBV with a ribbon on the border: peeled %.0f mm relative error %.4f, r %.5f; unpeeled "
               "%.4f, r %.5f\n", lbv_defaults::kPeelMm, a.relative, a.r, b.relative, b.r);
   EXPECT_LT(a.relative, 0.08);
@@ -196,7 +196,7 @@ TEST(HarmonicBackground, LbvDoesNotTakeTheRibbonForBackground) {
 
 // (c) The same bits for 1 and 2 threads.
 TEST(HarmonicBackground, BitIdenticalForOneAndTwoThreads) {
-  const Scene& s = scene();
+  const HarmonicScene& s = harmonic_scene();
   for (Kind k : kNew) {
     const LocalField one = remove(k, s.g, s.total, s.mask, 1), two = remove(k, s.g, s.total, s.mask, 2);
     EXPECT_EQ(one.mask, two.mask) << kind_name(k);
@@ -207,7 +207,7 @@ TEST(HarmonicBackground, BitIdenticalForOneAndTwoThreads) {
 
 // (d) Cancelled between steps, with the step counts each plans.
 TEST(HarmonicBackground, CancelBetweenSteps) {
-  const Scene& s = scene();
+  const HarmonicScene& s = harmonic_scene();
   std::atomic<bool> cancel{false};
   auto stop_after_one = [&](uint64_t done, uint64_t) {
     if (done == 1) cancel = true;
@@ -375,7 +375,7 @@ TEST(HarmonicBackground, ResharpRadiusShrinksToASmallMask) {
   // The 24 mm ball: a voxel ρ from the centre lies about 24.5 − ρ from the nearest voxel outside (the outside voxels'
   // centres lie beyond 24 mm, half a voxel on average), so a radius r keeps about (24.5 − r)³ / 24³ of it: 6 mm 46 %,
   // 5.5 mm 50 % (just under), 5 mm 54 %. The erosion itself (erode_mask_mm, the SMV methods' rule) says the same.
-  const Scene& s = scene();
+  const HarmonicScene& s = harmonic_scene();
   auto kept_share = [&](double radius) {
     uint64_t in = 0, kept = 0;
     const std::vector<uint8_t> e = erode_mask_mm(s.g, s.mask, radius);

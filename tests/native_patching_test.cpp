@@ -67,7 +67,7 @@ class Fixed : public PatchRunner {
   size_t n_;
 };
 
-Geometry geom(Dims3 d) {
+Geometry patch_geom(Dims3 d) {
   Geometry g;
   g.dims = d;
   return g;
@@ -94,7 +94,7 @@ TEST(NativePatching, PatchGrid) {
 
 // Identity network: the blend weights sum to exactly 1 at every voxel, so the input comes back bit for bit.
 TEST(NativePatching, AutoQsmIdentityReproducesTheInputEverywhere) {
-  const Geometry g = geom({70, 50, 33});
+  const Geometry g = patch_geom({70, 50, 33});
   const auto field = pattern(g, 0.1f);
   std::vector<uint8_t> ones(g.voxel_count(), 1);
   CentralCrop net(32);
@@ -110,7 +110,7 @@ TEST(NativePatching, AutoQsmIdentityReproducesTheInputEverywhere) {
 
 // Constant outputs per patch show the documented blend: linear over the 8 shared voxels, 1 elsewhere.
 TEST(NativePatching, AutoQsmBlendsLinearlyOverEightVoxels) {
-  const Geometry g = geom({56, 20, 20});  // two patches along x: outputs [0, 32) and [24, 56)
+  const Geometry g = patch_geom({56, 20, 20});  // two patches along x: outputs [0, 32) and [24, 56)
   std::vector<float> field(g.voxel_count(), 0.0f);
   std::vector<uint8_t> ones(g.voxel_count(), 1);
   CallNumber net(32, 1.0f);
@@ -127,7 +127,7 @@ TEST(NativePatching, AutoQsmBlendsLinearlyOverEightVoxels) {
    public:
     std::vector<float> run(std::span<const float>, const TensorShape&) override { return std::vector<float>(32768, 1.0f); }
   } one;
-  const Geometry g3 = geom({61, 47, 58});
+  const Geometry g3 = patch_geom({61, 47, 58});
   std::vector<float> f3(g3.voxel_count(), 0.0f);
   std::vector<uint8_t> m3(g3.voxel_count(), 1);
   const auto c3 = tessera::autoqsm_invert(g3, f3, m3, one);
@@ -136,7 +136,7 @@ TEST(NativePatching, AutoQsmBlendsLinearlyOverEightVoxels) {
 
 TEST(NativePatching, QsmGanAppliesItsScalingAndCoversEveryVoxel) {
   using namespace tessera::qsmgan_constants;
-  const Geometry g = geom({100, 48, 49});
+  const Geometry g = patch_geom({100, 48, 49});
   auto field = pattern(g, 0.008f);  // -100 f in (-0.8, 0.8)
   field[g.index(3, 4, 5)] = -0.05f;  // -100 f = 5: clipped to 0.999999
   field[g.index(99, 47, 48)] = 0.05f;
@@ -163,7 +163,7 @@ TEST(NativePatching, QsmGanAppliesItsScalingAndCoversEveryVoxel) {
 }
 
 TEST(NativePatching, RejectsBadRunnersAndInputs) {
-  const Geometry g = geom({40, 30, 20});
+  const Geometry g = patch_geom({40, 30, 20});
   std::vector<float> field(g.voxel_count(), 0.01f);
   std::vector<uint8_t> mask(g.voxel_count(), 1);
   Fixed wrong(48 * 48 * 48);  // right for QSMGAN, wrong for AutoQSM
@@ -196,7 +196,7 @@ TEST(NativePatching, RejectsBadRunnersAndInputs) {
 // Driven like the worker pool: up to three patches out, outputs handed back in a shuffled order. The blend waits
 // for earlier patches, so the result is bit-identical to the sequential run; a waiting output stays in flight.
 TEST(NativePatching, OutOfOrderCompletionGivesTheSequentialResult) {
-  const Geometry g = geom({70, 58, 40});
+  const Geometry g = patch_geom({70, 58, 40});
   const std::vector<float> field = pattern(g, 0.05f);
   std::vector<uint8_t> mask(g.voxel_count(), 1);
   for (size_t i = 0; i < mask.size(); i += 7) mask[i] = 0;
@@ -229,7 +229,7 @@ TEST(NativePatching, OutOfOrderCompletionGivesTheSequentialResult) {
 }
 
 TEST(NativePatching, AFailedOrCancelledRunSaysSo) {
-  const Geometry g = geom({70, 58, 40});
+  const Geometry g = patch_geom({70, 58, 40});
   const std::vector<float> field = pattern(g, 0.05f);
   const std::vector<uint8_t> mask(g.voxel_count(), 1);
   std::vector<float> patch(64 * 64 * 64), chi(g.voxel_count());

@@ -13,7 +13,7 @@
 namespace {
 using tessera::Geometry;
 
-Geometry geom(tessera::Dims3 d, tessera::Vec3 v) {
+Geometry phantom_geom(tessera::Dims3 d, tessera::Vec3 v) {
   Geometry g;
   g.dims = d;
   g.voxel_mm = v;
@@ -22,7 +22,7 @@ Geometry geom(tessera::Dims3 d, tessera::Vec3 v) {
 }  // namespace
 
 TEST(Phantom, DeterministicForASeedAndDifferentForAnother) {
-  const Geometry g = geom({40, 48, 36}, {4.0, 4.0, 4.0});
+  const Geometry g = phantom_geom({40, 48, 36}, {4.0, 4.0, 4.0});
   tessera::PhantomOptions o;
   o.seed = 42;
   o.noise_sigma = 0.01;
@@ -38,7 +38,7 @@ TEST(Phantom, DeterministicForASeedAndDifferentForAnother) {
 }
 
 TEST(Phantom, ValuesInTheListedSetAndEveryCompartmentPresent) {
-  const Geometry g = geom({96, 112, 84}, {1.75, 1.75, 1.75});
+  const Geometry g = phantom_geom({96, 112, 84}, {1.75, 1.75, 1.75});
   const auto ph = tessera::make_phantom_chi(g, 7);
   ASSERT_EQ(ph.chi.size(), g.voxel_count());
   ASSERT_TRUE(ph.field.empty());
@@ -81,20 +81,20 @@ TEST(Phantom, ShapesAreInMillimetres) {
     for (auto m : ph.mask) n += m;
     return static_cast<double>(n) * g.voxel_mm[0] * g.voxel_mm[1] * g.voxel_mm[2] / 1000.0;
   };
-  const double iso = brain_ml(geom({64, 64, 64}, {3.0, 3.0, 3.0}));
-  const double aniso = brain_ml(geom({96, 96, 48}, {2.0, 2.0, 4.0}));
+  const double iso = brain_ml(phantom_geom({64, 64, 64}, {3.0, 3.0, 3.0}));
+  const double aniso = brain_ml(phantom_geom({96, 96, 48}, {2.0, 2.0, 4.0}));
   EXPECT_NEAR(aniso / iso, 1.0, 0.03) << iso << " ml vs " << aniso << " ml";
   EXPECT_GT(iso, 1000.0);  // an adult brain ellipsoid is about 1.3 l
   EXPECT_LT(iso, 1600.0);
   // A small field of view shrinks the head uniformly so that it still fits.
-  const Geometry small = geom({24, 24, 24}, {1.0, 1.0, 1.0});
+  const Geometry small = phantom_geom({24, 24, 24}, {1.0, 1.0, 1.0});
   const auto ph = tessera::make_phantom_chi(small, 3);
   EXPECT_EQ(ph.mask[small.index(0, 12, 12)], 0);
   EXPECT_EQ(ph.mask[small.index(12, 12, 12)], 1);
 }
 
 TEST(Phantom, FieldIsMaskedAndNoiseHasTheRequestedSigma) {
-  const Geometry g = geom({48, 56, 44}, {3.5, 3.5, 3.5});
+  const Geometry g = phantom_geom({48, 56, 44}, {3.5, 3.5, 3.5});
   tessera::PhantomOptions o;
   o.seed = 9;
   const auto clean = tessera::make_phantom(g, o);
@@ -124,9 +124,9 @@ TEST(Phantom, FieldIsMaskedAndNoiseHasTheRequestedSigma) {
 TEST(Phantom, RejectsBadInput) {
   tessera::PhantomOptions o;
   o.noise_sigma = -1.0;
-  EXPECT_THROW(tessera::make_phantom(geom({8, 8, 8}, {1, 1, 1}), o), tessera::Error);
-  EXPECT_THROW(tessera::make_phantom(geom({8, 0, 8}, {1, 1, 1})), tessera::Error);
-  EXPECT_THROW(tessera::make_phantom_chi(geom({8, 8, 8}, {1, -1, 1})), tessera::Error);
+  EXPECT_THROW(tessera::make_phantom(phantom_geom({8, 8, 8}, {1, 1, 1}), o), tessera::Error);
+  EXPECT_THROW(tessera::make_phantom(phantom_geom({8, 0, 8}, {1, 1, 1})), tessera::Error);
+  EXPECT_THROW(tessera::make_phantom_chi(phantom_geom({8, 8, 8}, {1, -1, 1})), tessera::Error);
 }
 
 namespace {
@@ -142,7 +142,7 @@ uint64_t fnv1a(const void* data, size_t bytes) {
 // (If the anatomy is changed on purpose, update the checksums.) The field goes through the FFT, whose
 // twiddles come from libm: its checksum is printed for comparison, not asserted.
 TEST(Phantom, ChiAndMaskAreBitIdenticalAcrossPlatforms) {
-  const Geometry g = geom({40, 48, 36}, {4.0, 4.0, 4.0});
+  const Geometry g = phantom_geom({40, 48, 36}, {4.0, 4.0, 4.0});
   tessera::PhantomOptions o;
   o.seed = 42;
   o.noise_sigma = 0.01;

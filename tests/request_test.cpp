@@ -20,7 +20,7 @@
 using namespace tessera;
 
 namespace {
-std::string refusal(std::string_view name, double value) {
+std::string option_refusal(std::string_view name, double value) {
   try {
     checked_option(name, value);
   } catch (const Error& e) {
@@ -75,14 +75,14 @@ TEST(Request, WordedOptionsListTheValuesTheCoreAccepts) {
 }
 
 TEST(Request, RefusalsNameTheOptionRangeAndUnit) {
-  EXPECT_EQ(refusal("b0", 0), "b0 must be in (0, 30] T, got 0 (field strength in tesla)");
-  EXPECT_EQ(refusal("te", 20), "te must be in (0, 1] s, got 20: give TE in seconds (20 ms = 0.02)");
-  EXPECT_NE(refusal("te", -0.01).find("te must be in (0, 1] s, got -0.01"), std::string::npos);
-  EXPECT_NE(refusal("phaseSign", 2).find("phaseSign must be +1 or -1"), std::string::npos);
-  EXPECT_NE(refusal("erodeRadius", 2.5).find("erodeRadius must be a whole number in [0, 255] voxels"), std::string::npos);
-  EXPECT_NE(refusal("spec.inputStd", 0).find("spec.inputStd must be in (0, ∞) ppm"), std::string::npos);
-  EXPECT_NE(refusal("spec.divisor", 0).find("spec.divisor must be a whole number in [1, 1024] voxels"), std::string::npos);
-  EXPECT_NE(refusal("spec.outputMean", std::numeric_limits<double>::infinity()).find("a finite number"), std::string::npos);
+  EXPECT_EQ(option_refusal("b0", 0), "b0 must be in (0, 30] T, got 0 (field strength in tesla)");
+  EXPECT_EQ(option_refusal("te", 20), "te must be in (0, 1] s, got 20: give TE in seconds (20 ms = 0.02)");
+  EXPECT_NE(option_refusal("te", -0.01).find("te must be in (0, 1] s, got -0.01"), std::string::npos);
+  EXPECT_NE(option_refusal("phaseSign", 2).find("phaseSign must be +1 or -1"), std::string::npos);
+  EXPECT_NE(option_refusal("erodeRadius", 2.5).find("erodeRadius must be a whole number in [0, 255] voxels"), std::string::npos);
+  EXPECT_NE(option_refusal("spec.inputStd", 0).find("spec.inputStd must be in (0, ∞) ppm"), std::string::npos);
+  EXPECT_NE(option_refusal("spec.divisor", 0).find("spec.divisor must be a whole number in [1, 1024] voxels"), std::string::npos);
+  EXPECT_NE(option_refusal("spec.outputMean", std::numeric_limits<double>::infinity()).find("a finite number"), std::string::npos);
   EXPECT_EQ(checked_option("te", 0.02), 0.02);
   EXPECT_EQ(checked_option("phaseSign", 1), 1);
 }

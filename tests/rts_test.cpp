@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "inversion_support.h"
 #include "support.h"
 #include "tessera/common/dipole.h"
 #include "tessera/common/fft.h"
@@ -15,9 +16,7 @@ namespace tessera {
 namespace {
 
 using test::demeaned;
-
-// The phantom head of these tests: 64×64×48 at 3 mm.
-Geometry head() { return test::head(64, 64, 48, 3.0); }
+using test::head;
 
 Geometry small() {
   Geometry g = test::geometry(32, 32, 32);

@@ -26,12 +26,6 @@ FieldNetwork conv_network(uint32_t divisor) {
   return n;
 }
 
-RunOptions threads(uint32_t n) {
-  RunOptions o;
-  o.threads = n;
-  return o;
-}
-
 // Drives a StepRun like the JavaScript pool: takes patches while it may, finishes them in a shuffled order
 // (seeded), and checks the in-flight cap on the way.
 RunReport drive(StepRun& run, PatchRunner& net, uint64_t seed, uint32_t cap) {

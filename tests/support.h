@@ -9,6 +9,7 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <numbers>
 #include <span>
 #include <thread>
 #include <vector>
@@ -18,6 +19,7 @@
 #include <string>
 
 #include "tessera/common/dipole.h"
+#include "tessera/engine/driver.h"
 #include "tessera/common/error.h"
 #include "tessera/common/fft.h"
 #include "tessera/common/geometry.h"
@@ -40,6 +42,26 @@ class Rng {
  private:
   uint64_t s_;
 };
+
+// π and 2π in double precision.
+inline constexpr double kPi = std::numbers::pi;
+inline constexpr double kTwoPi = 2.0 * std::numbers::pi;
+
+// Gaussian noise from the shared uniform generator (Box-Muller).
+struct Gaussian {
+  Rng rng;
+  double next() {
+    const double u1 = 0.5 * (1.0 + rng.uniform()) + 1e-12, u2 = 0.5 * (1.0 + rng.uniform());
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
+  }
+};
+
+// A run's options with n threads, the rest default.
+inline RunOptions threads(uint32_t n) {
+  RunOptions o;
+  o.threads = n;
+  return o;
+}
 
 inline Geometry geometry(int64_t nx, int64_t ny, int64_t nz) {
   Geometry g;

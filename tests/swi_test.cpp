@@ -21,7 +21,7 @@ namespace {
 using tessera::Geometry;
 using tessera::SwiParams;
 
-constexpr double kPi = 3.14159265358979323846;
+using tessera::test::kPi;
 
 TEST(Swi, NegativePhaseMaskByHand) {
   EXPECT_EQ(tessera::negative_phase_mask(0.0), 1.0);

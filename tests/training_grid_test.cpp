@@ -190,7 +190,7 @@ namespace {
 
 // Drives a step-engine run on this thread: every patch handed out runs on net, a step between; returns when finished.
 // stop_after_steps: cancel() after that many computing steps (0: never).
-void drive(tessera::PatchSteps& run, tessera::PatchRunner& net, int stop_after_steps = 0) {
+void drive_grid(tessera::PatchSteps& run, tessera::PatchRunner& net, int stop_after_steps = 0) {
   std::vector<float> buffer;
   int steps = 0;
   for (;;) {
@@ -230,7 +230,7 @@ TEST(TrainingGrid, TheStepEngineRunResamplesInItsStepsCountsThemAndCancels) {
   std::vector<float> chi(g.voxel_count(), 1.0f);
   const auto run = tessera::start_run(r, plan, field, mask, {}, chi, 1);
   EXPECT_EQ(run->done(), 0u);
-  drive(*run, net);
+  drive_grid(*run, net);
   const tessera::RunReport report = run->report();
   EXPECT_EQ(run->done(), run->total());
   EXPECT_GT(run->total(), 2u);  // the two resamplings and the loop's own units
@@ -256,7 +256,7 @@ TEST(TrainingGrid, TheStepEngineRunResamplesInItsStepsCountsThemAndCancels) {
     EXPECT_EQ(e.code(), tessera::ErrorCode::Cancelled);
   }
   const auto later = tessera::start_run(r, plan, field, mask, {}, c2, 1);
-  drive(*later, net, 1);
+  drive_grid(*later, net, 1);
   EXPECT_TRUE(later->finished());
   try {
     (void)later->report();

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "inversion_support.h"
 #include "support.h"
 #include "tessera/inversion/closed_form.h"
 #include "tessera/common/dipole.h"
@@ -16,13 +17,8 @@ namespace tessera {
 namespace {
 
 using test::demeaned;
-
-// The phantom head of these tests: 64×64×48 at 3 mm.
-Geometry head() { return test::head(64, 64, 48, 3.0); }
-
-Agreement against_truth(const Geometry& g, const std::vector<float>& chi, const Phantom& ph) {
-  return compare_maps(g, demeaned(chi, ph.mask), demeaned(ph.chi, ph.mask), ph.mask);
-}
+using test::head;
+using test::against_truth;
 
 TEST(TvAdmm, PhantomTruthIsRecoveredAndBeatsTikhonov) {
   const Geometry g = head();

@@ -17,7 +17,7 @@ using tessera::ErrorCode;
 using tessera::Geometry;
 using tessera::test::error_of;
 
-constexpr double kTwoPi = 2.0 * std::numbers::pi;
+using tessera::test::kTwoPi;
 
 // A smooth phase (rad) spanning several 2π: three Gaussians and a ramp; its steepest step between neighbours is
 // below π (checked by max_step).
