@@ -134,6 +134,13 @@ export const OTHER_KEYS = Object.freeze({
   "measureSpeed": Object.freeze({
     network: "measure the speed first (needs weights; kept per weights and threads for the runtime's lifetime)",
   }),
+  "keepInputs": Object.freeze({
+    network: "true: a run copies its input volumes to the runtime and they stay the caller's; by default they are transferred (the caller's arrays are left empty)",
+    method: "true: a run copies its input volumes to the runtime and they stay the caller's; by default they are transferred (the caller's arrays are left empty)",
+    pipeline: "true: a run copies its input volumes to the runtime and they stay the caller's; by default they are transferred (the caller's arrays are left empty)",
+    swi: "true: a run copies its input volumes to the runtime and they stay the caller's; by default they are transferred (the caller's arrays are left empty)",
+    r2star: "true: a run copies its input volumes to the runtime and they stay the caller's; by default they are transferred (the caller's arrays are left empty)",
+  }),
   "signal": Object.freeze({
     network: "an AbortSignal that cancels the call",
     method: "an AbortSignal that cancels the call",
@@ -152,11 +159,11 @@ export const OTHER_KEYS = Object.freeze({
 
 /** Every kind's keys: its schema options (by first segment), then the keys that are no option. */
 export const REQUEST_KEYS = Object.freeze({
-  network: Object.freeze(["tile","quality","whole","crop","cropMargin","workers","threadsPerWorker","spec","te","b0","erodeRadius","phaseSign","b0Align","field","fieldUnits","phase","magnitude","mask","geometry","model","weights","verifyWeights","plan","inputNames","context","verify","executionProviders","speed","measureSpeed","signal","onProgress"]),
-  method: Object.freeze(["method","tkd","tsvd","tikhonov","tv","rts","ilsqr","ndi","medi","tfi","field","fieldUnits","magnitude","mask","geometry","plan","signal","onProgress"]),
-  pipeline: Object.freeze(["spec","te","b0","method","tkd","tsvd","tikhonov","tv","rts","ilsqr","ndi","medi","tfi","unwrap","fitOffset","fitOffsetSigma","fitResidualLimit","background","vsharp","pdf","lbv","ismv","sharp","resharp","brainMask","also","swi","r2star","phase","totalField","totalFieldUnits","phaseDifference","deltaTE","magnitude","mask","geometry","model","weights","network","plan","pipeline","signal","onProgress"]),
-  swi: Object.freeze(["te","unwrap","brainMask","swi","phase","magnitude","mask","geometry","signal","onProgress"]),
-  r2star: Object.freeze(["te","r2star","magnitude","mask","geometry","signal","onProgress"]),
+  network: Object.freeze(["tile","quality","whole","crop","cropMargin","workers","threadsPerWorker","spec","te","b0","erodeRadius","phaseSign","b0Align","field","fieldUnits","phase","magnitude","mask","geometry","model","weights","verifyWeights","plan","inputNames","context","verify","executionProviders","speed","measureSpeed","keepInputs","signal","onProgress"]),
+  method: Object.freeze(["method","tkd","tsvd","tikhonov","tv","rts","ilsqr","ndi","medi","tfi","field","fieldUnits","magnitude","mask","geometry","plan","keepInputs","signal","onProgress"]),
+  pipeline: Object.freeze(["spec","te","b0","method","tkd","tsvd","tikhonov","tv","rts","ilsqr","ndi","medi","tfi","unwrap","fitOffset","fitOffsetSigma","fitResidualLimit","background","vsharp","pdf","lbv","ismv","sharp","resharp","brainMask","also","swi","r2star","phase","totalField","totalFieldUnits","phaseDifference","deltaTE","magnitude","mask","geometry","model","weights","network","plan","pipeline","keepInputs","signal","onProgress"]),
+  swi: Object.freeze(["te","unwrap","brainMask","swi","phase","magnitude","mask","geometry","keepInputs","signal","onProgress"]),
+  r2star: Object.freeze(["te","r2star","magnitude","mask","geometry","keepInputs","signal","onProgress"]),
 });
 
 /** The classical methods (the schema's method choices); each one's parameters are the options under its name. */

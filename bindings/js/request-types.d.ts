@@ -874,6 +874,11 @@ export interface SwiRequest {
   mask?: ArrayLike<number> | Volume<VoxelArray>;
   /** {dims, voxelMm, b0Dir}: optional when a Volume (the echoes or the mask) carries it */
   geometry?: Geometry;
+  /**
+   * true: a run copies its input volumes to the runtime and they stay the caller's; by default they are transferred
+   * (the caller's arrays are left empty)
+   */
+  keepInputs?: boolean;
   /** an AbortSignal that cancels the call */
   signal?: AbortSignal;
   /** called with the run's progress */
@@ -892,6 +897,11 @@ export interface R2starRequest {
   mask?: ArrayLike<number> | Volume<VoxelArray>;
   /** {dims, voxelMm, b0Dir}: optional when a Volume (the echoes or the mask) carries it */
   geometry?: Geometry;
+  /**
+   * true: a run copies its input volumes to the runtime and they stay the caller's; by default they are transferred
+   * (the caller's arrays are left empty)
+   */
+  keepInputs?: boolean;
   /** an AbortSignal that cancels the call */
   signal?: AbortSignal;
   /** called with the run's progress */
