@@ -55,8 +55,8 @@ test('the generated module holds the C++ schema\'s kinds, keys and methods and t
   }
   // swi() and r2star() take the echoes, te and their own options (swi(): also the pipeline's unwrap and brain mask),
   // nothing that makes χ.
-  assert.deepEqual(new Set(REQUEST_KEYS.swi), new Set(['te', 'unwrap', 'brainMask', 'swi', 'phase', 'magnitude', 'mask', 'geometry', 'signal', 'onProgress']));
-  assert.deepEqual(new Set(REQUEST_KEYS.r2star), new Set(['te', 'r2star', 'magnitude', 'mask', 'geometry', 'signal', 'onProgress']));
+  assert.deepEqual(new Set(REQUEST_KEYS.swi), new Set(['te', 'unwrap', 'brainMask', 'swi', 'phase', 'magnitude', 'mask', 'geometry', 'keepInputs', 'signal', 'onProgress']));
+  assert.deepEqual(new Set(REQUEST_KEYS.r2star), new Set(['te', 'r2star', 'magnitude', 'mask', 'geometry', 'keepInputs', 'signal', 'onProgress']));
   assert.deepEqual(METHOD_NAMES, schema.find((o) => o.name === 'method').choices);
   assert.deepEqual([...PHASE_NETWORKS].sort(), M.registry().filter((m) => m.inputs.includes('phase')).map((m) => m.id).sort());
   assert.ok(PHASE_NETWORKS.length >= 3 && PHASE_NETWORKS.includes('iqsm'), 'the registry\'s iQSM family');
