@@ -24,10 +24,13 @@ set(CMAKE_CROSSCOMPILING_EMULATOR "${TESSERA_NODE_EMULATOR}")
 
 # Linker settings common to test binaries and the browser/worker module.
 # emmalloc: dlmalloc fails single allocations over 2 GiB.
+# DEFAULT_PTHREAD_STACK_SIZE: each thread's stack, allocated from the heap (TESSERA_PTHREAD_STACK_BYTES, CMakeLists.txt,
+# is also what the plans count).
 set(TESSERA_WASM_MEMORY_FLAGS
   -sALLOW_MEMORY_GROWTH=1
   -sMAXIMUM_MEMORY=4GB
   -sMALLOC=emmalloc
+  -sDEFAULT_PTHREAD_STACK_SIZE=${TESSERA_PTHREAD_STACK_BYTES}
   -Wno-pthreads-mem-growth)
 
 # A GoogleTest (or other) binary that runs under node and exits when main returns.

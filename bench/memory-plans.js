@@ -8,7 +8,10 @@
 // in the ONNX Runtime workers), so it is the same for any network of the same inputs and outputs.
 // Usage: node --no-experimental-fetch bench/memory-plans.js [--dims 160,192,144] [--pipeline-dims 160,192,144;256,256,176]
 //          [--echoes 4] [--pipeline-methods tkd,default,default+swi+r2star] [--only tkd,tv,pipeline,modl-qsm,...]
-//          [--standins /tmp/standins] [--loop-dims 96,96,96] [--json out.json]
+//          [--standins /tmp/standins] [--loop-dims 96,96,96] [--thread-counts 1,2,4,8] [--thread-methods tkd,tv]
+//          [--thread-dims 128,128,96] [--json out.json]
+// --thread-counts: TKD and TV (--thread-methods) again at each of these runtimes' thread counts (--only threads), on a
+// smaller volume (--thread-dims): every thread beyond the first holds its stack in the module heap.
 // --pipeline-methods: a method, or default (no method: the pipeline's default inversion), each with +swi / +r2star for
 // the optional outputs.
 // --standins: the stand-ins of `node scripts/make_standins.js /tmp/standins --only modl-qsm` (and --only lpcnn).
@@ -29,6 +32,9 @@ const { values: a } = parseArgs({
     only: { type: 'string' },
     standins: { type: 'string' },
     threads: { type: 'string', default: '2' },
+    'thread-counts': { type: 'string', default: '1,2,4,8' },
+    'thread-methods': { type: 'string', default: 'tkd,tv' },
+    'thread-dims': { type: 'string', default: '128,128,96' },
     json: { type: 'string' },
   },
 });
@@ -46,15 +52,15 @@ const METHODS = ['tkd', 'tsvd', 'tikhonov', 'tv', 'rts', 'ilsqr', 'medi', 'ndi',
 const needsMagnitude = (m) => m === 'medi' || m === 'tfi';
 
 const rows = [];
-/** One row: fn(t) runs in a fresh runtime and returns {plan, heap}. */
-async function row(kind, dims, fn) {
-  const t = await createTessera({ workers: 1, hardwareThreads: threads });
+/** One row: fn(t) runs in a fresh runtime of `cores` threads and returns {plan, heap}. */
+async function row(kind, dims, fn, cores = threads) {
+  const t = await createTessera({ workers: 1, hardwareThreads: cores });
   try {
     const t0 = performance.now();
     const base = (await t.status()).moduleHeapBreakBytes;
     const { plan, heap, note } = await fn(t);
     const brk = (await t.status()).moduleHeapBreakBytes;
-    const r = { kind, dims, planned: plan.moduleHeapBytes, measured: heap, base, brk, need: plan.needBytes, ratio: plan.moduleHeapBytes / heap, seconds: (performance.now() - t0) / 1000, note };
+    const r = { kind, dims, threads: cores, planned: plan.moduleHeapBytes, measured: heap, base, brk, need: plan.needBytes, ratio: plan.moduleHeapBytes / heap, seconds: (performance.now() - t0) / 1000, note };
     rows.push(r);
     console.log(`${kind.padEnd(22)} ${dims.join('×').padEnd(12)} planned ${mb(r.planned).padStart(8)} MB  measured ${mb(r.measured).padStart(8)} MB  plan/measured ${r.ratio.toFixed(2)}  break ${brk ? mb(brk) : '-'} MB (startup ${base ? mb(base) : '-'})  (${r.seconds.toFixed(1)} s)${note ? `  ${note}` : ''}`);
   } catch (e) {
@@ -81,6 +87,24 @@ if (METHODS.some(wanted)) {
       const out = await t.invert({ keepInputs: true, ...req, plan });
       return { plan, heap: out.report.memory.moduleHeapBytes };
     });
+  }
+}
+
+// The same methods in runtimes of 1, 2, 4, 8 threads: the plan counts the stacks of the threads beyond the first.
+if (wanted('threads')) {
+  const tdims = parseDims(a['thread-dims']);
+  const g = geom(tdims);
+  const ph = await maker.phantom({ geometry: g, seed: 1 });
+  for (const m of a['thread-methods'].split(',')) {
+    for (const cores of a['thread-counts'].split(',').map(Number)) {
+      await row(`${m}, ${cores} thread${cores > 1 ? 's' : ''}`, tdims, async (t) => {
+        const req = { geometry: g, field: ph.field, mask: ph.mask, method: m, ...(SHORT[m] ? { [m]: SHORT[m] } : {}) };
+        const plan = await t.plan(req);
+        if (!plan.feasible) throw new Error(plan.message);
+        const out = await t.invert({ ...req, plan });
+        return { plan, heap: out.report.memory.moduleHeapBytes };
+      }, cores);
+    }
   }
 }
 

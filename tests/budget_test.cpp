@@ -7,6 +7,16 @@
 
 #include "tessera/common/error.h"
 
+#ifdef __EMSCRIPTEN__
+#include <emscripten/stack.h>
+#include <unistd.h>
+
+#include <thread>
+#include <vector>
+
+#include "common/parallel.h"
+#endif
+
 using namespace tessera;
 
 namespace {
@@ -144,3 +154,42 @@ TEST(Budget, AFixedPartPerWorkerCountsInEveryFigure) {
   const TileCost light{8, 1120, 72'400'000};
   EXPECT_EQ(tiles_within_wasm_budget({56, 4}, light), 1'500'000'000ull / (72'400'000ull + 262144ull * 1120));
 }
+
+// Each thread beyond the calling one holds a stack of the link's size in the module heap, and a few small records.
+TEST(Budget, ThreadsBeyondTheFirstHoldTheirStacks) {
+  EXPECT_EQ(wasm_thread_heap_bytes(0), 0u);
+  EXPECT_EQ(wasm_thread_heap_bytes(1), 0u);
+  const uint64_t one = wasm_thread_heap_bytes(2);
+  EXPECT_GE(one, WASM_PTHREAD_STACK_BYTES);
+  EXPECT_LE(one, WASM_PTHREAD_STACK_BYTES + 8192);
+  for (unsigned t : {3u, 4u, 8u, 16u}) EXPECT_EQ(wasm_thread_heap_bytes(t), (t - 1) * one) << t;
+}
+
+#ifdef __EMSCRIPTEN__
+// The stack a started thread really has (its base minus its end) is the one the plans count.
+TEST(Budget, AThreadsStackIsTheSizeThePlansCount) {
+  uint64_t size = 0;
+  std::thread t([&] { size = emscripten_stack_get_base() - emscripten_stack_get_end(); });
+  t.join();
+  EXPECT_EQ(size, WASM_PTHREAD_STACK_BYTES);
+}
+
+// Loops run their threads on the kept stacks: after the first, more loops on as many threads take no stack again (the
+// break moves by less than one stack: only the threads' small records are allocated anew).
+TEST(Budget, ParallelLoopsRunOnTheKeptStacks) {
+  reserve_thread_stacks(3);
+  std::vector<float> v(1u << 20, 0.0f);
+  auto loop = [&] {
+    parallel_for(v.size(), 4, [&](uint64_t begin, uint64_t end) {
+      for (uint64_t i = begin; i < end; ++i) v[i] += 1.0f;
+    });
+  };
+  loop();
+  const unsigned held = thread_stacks().held;
+  const uintptr_t brk = reinterpret_cast<uintptr_t>(sbrk(0));
+  for (int i = 0; i < 5; ++i) loop();
+  EXPECT_EQ(thread_stacks().held, held);
+  EXPECT_LT(reinterpret_cast<uintptr_t>(sbrk(0)) - brk, 64u << 10);
+  for (float x : v) ASSERT_EQ(x, 6.0f);
+}
+#endif

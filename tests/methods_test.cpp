@@ -197,6 +197,22 @@ TEST(Methods, APlanOverTheHeapIsRefusedWithTheLargestVolumeThatFits) {
   EXPECT_TRUE(plan_method(Method::Tkd, fits, MethodParams{}, 2, 0, Target::Wasm).feasible) << dims_text(fits.dims);
 }
 
+// A plan on more threads holds their stacks in the module heap: at least one stack more per thread, and no more
+// than their records and the growth slack on them.
+TEST(Methods, APlanCountsTheStacksOfItsThreads) {
+  const Geometry g = head(128, 128, 96, 1.0);  // over the initial memory the heap never goes under
+  for (Method m : {Method::Tkd, Method::Tv}) {
+    const MethodPlan one = plan_method(m, g, MethodParams{}, 1, 0, Target::Wasm);
+    for (unsigned t : {2u, 4u, 8u}) {
+      const MethodPlan more = plan_method(m, g, MethodParams{}, t, 0, Target::Wasm);
+      const uint64_t stacks = (t - 1) * WASM_PTHREAD_STACK_BYTES;
+      const uint64_t workspace = more.workspace_bytes - one.workspace_bytes;  // per-thread FFT scratch
+      EXPECT_GE(more.module_heap_bytes, one.module_heap_bytes + stacks + workspace) << t;
+      EXPECT_LE(more.module_heap_bytes, one.module_heap_bytes + (stacks + workspace + (t - 1) * 8192) * 6 / 5 + 1) << t;
+    }
+  }
+}
+
 TEST(Methods, TheLargestCropOfARefusedPlanFitsAndIsNearlyTheLargest) {
   // A volume just over the limit, where the heap's growth slack is at its cap (not 20 % of the need).
   const Geometry big = head(448, 448, 320, 0.5);

@@ -20,9 +20,9 @@ after(async () => {
   await maker?.terminate();
 });
 
-/** plan / measured module heap of run(t) in a fresh runtime; run returns {plan, report}. */
-async function ratio(run) {
-  const t = await createTessera({ workers: 1, hardwareThreads: 2 });
+/** plan / measured module heap of run(t) in a fresh runtime of `threads` threads; run returns {plan, heap}. */
+async function ratio(run, threads = 2) {
+  const t = await createTessera({ workers: 1, hardwareThreads: threads });
   try {
     const { plan, heap } = await run(t);
     return { ratio: plan.moduleHeapBytes / heap, plan: plan.moduleHeapBytes, heap };
@@ -44,6 +44,25 @@ for (const [method, options] of [['tkd', {}], ['tv', { tv: { maxIterations: 2 } 
       return { plan, heap: out.report.memory.moduleHeapBytes };
     });
     within(method, r);
+  });
+}
+
+// Every thread beyond the first holds its stack in the module heap: the plan counts them at any thread count. On the
+// page's TKD demo volume (128×128×96).
+const demo = { dims: [128, 128, 96], voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
+for (const [method, options] of [['tkd', {}], ['tv', { tv: { maxIterations: 2 } }]]) {
+  test(`${method} at 1, 2, 4 and 8 threads: the module-heap plan is within 1–1.25× of the heap the run reaches`, { timeout: 240000 }, async () => {
+    const ph = await maker.phantom({ geometry: demo, seed: 1 });
+    for (const threads of [1, 2, 4, 8]) {
+      const r = await ratio(async (t) => {
+        const req = { geometry: demo, field: ph.field, mask: ph.mask, method, ...options };
+        const plan = await t.plan(req);
+        assert.equal(plan.threads, threads);
+        const out = await t.invert({ ...req, plan });
+        return { plan, heap: out.report.memory.moduleHeapBytes };
+      }, threads);
+      within(`${method}, ${threads} threads`, r);
+    }
   });
 }
 

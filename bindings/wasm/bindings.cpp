@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "b0_aligned.h"
+#include "common/parallel.h"
 #include "contrast_run.h"
 #include "conversions.h"
 #include "field_run.h"
@@ -35,6 +36,9 @@ double heap_bytes() { return static_cast<double>(__builtin_wasm_memory_size(0)) 
 // The top of the allocator's break (static data, stack and every byte malloc ever took): never lowered, so its
 // high-water; the heap is this plus what Emscripten's growth committed beyond it.
 double heap_break_bytes() { return static_cast<double>(reinterpret_cast<uintptr_t>(sbrk(0))); }
+// Allocates the stacks of `threads` threads beside the calling one (the pool's workers) now, before any volume: they
+// sit at the heap's bottom for the module's lifetime, where the plans count them (wasm_thread_heap_bytes).
+void reserve_stacks(unsigned threads) { reserve_thread_stacks(threads); }
 // The request read once and planned: the handle the driver worker holds (plan() returns its view).
 PlanHandle plan(val geometry, val mask, val request, val field) {
   return guarded([&] { return plan_request(geometry, mask, request, field); });
@@ -124,6 +128,7 @@ EMSCRIPTEN_BINDINGS(tessera) {
   function("patchFit", &patch_fit);
   function("heapBytes", &heap_bytes);
   function("heapBreakBytes", &heap_break_bytes);
+  function("reserveThreadStacks", &reserve_stacks);
   function("plan", &plan);
   // Requests read so far (one per API call): the runtime's internal counters, not the package's API.
   function("requestParses", &parses);

@@ -83,6 +83,13 @@ uint32_t patch_concurrency(uint64_t bytes_per_tile, uint32_t pool, Target target
 
 uint64_t wasm_heap_growth_slack(uint64_t needed_bytes) { return std::min<uint64_t>(needed_bytes / 5, 96ull << 20); }
 
+uint64_t wasm_thread_heap_bytes(unsigned threads) {
+  // Beside the stack, musl's thread descriptor, its key table (PTHREAD_KEYS_MAX pointers), the thread-local block and
+  // the allocator's headers of each: under 4 KiB.
+  constexpr uint64_t kThreadRecordBytes = 4096;
+  return threads <= 1 ? 0 : saturating_mul(threads - 1, WASM_PTHREAD_STACK_BYTES + kThreadRecordBytes);
+}
+
 uint64_t wasm_module_heap_bytes(uint64_t needed_bytes) {
   return std::max(WASM_MODULE_INITIAL_MEMORY_BYTES, saturating_add(needed_bytes, wasm_heap_growth_slack(needed_bytes)));
 }

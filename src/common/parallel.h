@@ -12,6 +12,14 @@
 #include <thread>
 #include <vector>
 
+#ifdef __EMSCRIPTEN__
+#include <pthread.h>
+
+#include <cstdlib>
+
+#include "tessera/common/budget.h"
+#endif
+
 namespace tessera {
 
 // Elements per block of parallel_for / parallel_sum (fixed: it defines the order of a reduction's additions).
@@ -24,8 +32,65 @@ inline unsigned parallel_threads(uint64_t n, unsigned threads) {
   return static_cast<unsigned>(std::min<uint64_t>(threads, blocks));
 }
 
+#ifdef __EMSCRIPTEN__
+// The module's thread stacks (WASM_PTHREAD_STACK_BYTES each): allocated once and kept for the module's lifetime, so a
+// run's threads neither leave stack-sized holes in the heap nor land in its holes; the plans count them
+// (wasm_thread_heap_bytes). The runtime reserves its pool's at start (reserve_thread_stacks).
+struct ThreadStacks {
+  std::mutex mutex;
+  std::vector<void*> idle;
+  unsigned held = 0;  // allocated, idle or in use
+};
+inline ThreadStacks& thread_stacks() {
+  static ThreadStacks s;
+  return s;
+}
+
+// An idle stack, else a new one; null when the heap refuses one.
+inline void* take_thread_stack() {
+  ThreadStacks& s = thread_stacks();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.idle.empty()) {
+    void* stack = s.idle.back();
+    s.idle.pop_back();
+    return stack;
+  }
+  void* stack = std::aligned_alloc(16, WASM_PTHREAD_STACK_BYTES);
+  if (stack) ++s.held;
+  return stack;
+}
+
+// stack came from take_thread_stack and no thread runs on it.
+inline void give_back_thread_stack(void* stack) {
+  ThreadStacks& s = thread_stacks();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.idle.push_back(stack);
+}
+
+// Allocates stacks until count are held (before any volume, they sit at the heap's bottom).
+inline void reserve_thread_stacks(unsigned count) {
+  ThreadStacks& s = thread_stacks();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.idle.reserve(count);
+  while (s.held < count) {
+    void* stack = std::aligned_alloc(16, WASM_PTHREAD_STACK_BYTES);
+    if (!stack) return;
+    s.idle.push_back(stack);
+    ++s.held;
+  }
+}
+
+// Calls (*f)() on a started thread.
+template <typename F>
+void* call_on_thread(void* f) {
+  (*static_cast<F*>(f))();
+  return nullptr;
+}
+#endif
+
 // Runs work() on up to count threads, the calling thread included; threads the platform refuses (a full wasm
-// pthread pool: std::system_error) are not used. Rethrows the first exception of any of them.
+// pthread pool: std::system_error, or EAGAIN from pthread_create) are not used. Rethrows the first exception of any
+// of them.
 template <typename Work>
 void run_on_threads(unsigned count, Work&& work) {
   if (count <= 1) {
@@ -42,6 +107,31 @@ void run_on_threads(unsigned count, Work&& work) {
       if (!failure) failure = std::current_exception();
     }
   };
+#ifdef __EMSCRIPTEN__
+  // On the module's kept stacks (thread_stacks).
+  std::vector<std::pair<pthread_t, void*>> started;
+  started.reserve(count - 1);
+  for (unsigned t = 1; t < count; ++t) {
+    void* stack = take_thread_stack();
+    if (!stack) break;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstack(&attr, stack, WASM_PTHREAD_STACK_BYTES);
+    pthread_t id;
+    const int refused = pthread_create(&id, &attr, &call_on_thread<decltype(guarded)>, &guarded);
+    pthread_attr_destroy(&attr);
+    if (refused) {
+      give_back_thread_stack(stack);
+      break;
+    }
+    started.emplace_back(id, stack);
+  }
+  guarded();
+  for (auto& [id, stack] : started) {
+    pthread_join(id, nullptr);
+    give_back_thread_stack(stack);
+  }
+#else
   std::vector<std::thread> started;
   started.reserve(count - 1);
   for (unsigned t = 1; t < count; ++t) {
@@ -53,6 +143,7 @@ void run_on_threads(unsigned count, Work&& work) {
   }
   guarded();
   for (auto& t : started) t.join();
+#endif
   if (failure) std::rethrow_exception(failure);
 }
 

@@ -407,15 +407,16 @@ Dims3 largest_fitting_crop(const Geometry& g, Dims3 start, const std::function<b
   return c.dims;
 }
 
-HeapFit fit_heap(const Geometry& g, uint64_t input_bytes, uint64_t workspace_bytes, Target target) {
+HeapFit fit_heap(const Geometry& g, uint64_t input_bytes, uint64_t workspace_bytes, unsigned threads, Target target) {
   validate_geometry(g);
   HeapFit f;
-  const uint64_t need = saturating_add(saturating_add(WASM_MODULE_BASELINE_BYTES, input_bytes), workspace_bytes);
+  const uint64_t fixed = saturating_add(WASM_MODULE_BASELINE_BYTES, wasm_thread_heap_bytes(threads));
+  const uint64_t need = saturating_add(saturating_add(fixed, input_bytes), workspace_bytes);
   f.module_heap_bytes = wasm_module_heap_bytes(need);
   // The largest volume of this shape that fits, the need growing linearly with the voxel count: the heap is the need
   // and its slack (20 % of it, or at most the cap), so it fits when either 1.2 · need or need + cap is within the limit.
   const double per_voxel = static_cast<double>(saturating_add(input_bytes, workspace_bytes)) / static_cast<double>(g.voxel_count());
-  const double limit = static_cast<double>(WASM_COMPUTE_HEAP_LIMIT_BYTES), base = static_cast<double>(WASM_MODULE_BASELINE_BYTES);
+  const double limit = static_cast<double>(WASM_COMPUTE_HEAP_LIMIT_BYTES), base = static_cast<double>(fixed);
   const double cap = static_cast<double>(wasm_heap_growth_slack(UINT64_MAX));
   f.largest_voxels = static_cast<uint64_t>(std::max(limit / 1.2 - base, limit - cap - base) / per_voxel);
   const double scale = std::min(1.0, std::cbrt(static_cast<double>(f.largest_voxels) / static_cast<double>(g.voxel_count())));
@@ -438,14 +439,14 @@ MethodPlan plan_method(Method method, const Geometry& g, const MethodParams& par
   const uint64_t per_voxel_inputs = 2 * sizeof(float) + 2 * sizeof(uint8_t) + uint64_t{magnitude_echoes} * sizeof(float);
   p.input_bytes = saturating_mul(n, per_voxel_inputs);
   p.workspace_bytes = method_workspace_bytes(method, g, params, p.threads);
-  const HeapFit fit = fit_heap(g, p.input_bytes, p.workspace_bytes, target);
+  const HeapFit fit = fit_heap(g, p.input_bytes, p.workspace_bytes, p.threads, target);
   p.module_heap_bytes = p.peak_bytes = fit.module_heap_bytes;
   p.largest_voxels = fit.largest_voxels;
   p.largest_dims = fit.largest_dims;
   p.feasible = fit.fits;
   if (!p.feasible) {
     p.largest_dims = largest_fitting_crop(g, fit.largest_dims, [&](const Geometry& c) {
-      return fit_heap(c, saturating_mul(c.voxel_count(), per_voxel_inputs), method_workspace_bytes(method, c, params, p.threads), target).fits;
+      return fit_heap(c, saturating_mul(c.voxel_count(), per_voxel_inputs), method_workspace_bytes(method, c, params, p.threads), p.threads, target).fits;
     });
     p.largest_voxels = std::min(p.largest_voxels, static_cast<uint64_t>(p.largest_dims[0] * p.largest_dims[1] * p.largest_dims[2]));
   }

@@ -209,14 +209,17 @@ TilePlan plan_unverified(const InversionRequest& r, std::span<const uint8_t> mas
 
 }  // namespace
 
-TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask, Target target, std::span<const float> field) {
+namespace {
+
+// The plan of r on its grid (the training grid's, the B0-aligned one's, or its own), without the run's threads.
+TilePlan plan_on_grid(const InversionRequest& r, std::span<const uint8_t> mask, Target target, std::span<const float> field) {
   validate_mask_not_empty(r.geometry, mask);  // a plan: refused before anything runs
   validate_geometry(r.geometry);
   if (on_training_grid_run(r)) {
     // Planned on the training grid (its dims, the resampled mask), the resampling's volumes on top.
     const InversionRequest t = training_request(r);
     const std::vector<uint8_t> tm = kspace_resample_mask(r.geometry, mask, t.geometry.dims);
-    return with_training_grid(r, t.geometry, plan_inversion(t, tm, target, {}));
+    return with_training_grid(r, t.geometry, plan_on_grid(t, tm, target, {}));
   }
   B0Plan b0 = request_b0_plan(r);
   if (!b0.resampled) {
@@ -244,6 +247,20 @@ TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask
     p.peak_bytes = saturating_add(p.peak_bytes, added);
   }
   p.b0 = std::move(b0);
+  return p;
+}
+
+}  // namespace
+
+TilePlan plan_inversion(const InversionRequest& r, std::span<const uint8_t> mask, Target target, std::span<const float> field) {
+  TilePlan p = plan_on_grid(r, mask, target, field);
+  // The module's threads (the physics loops' and resamplings' FFTs, the volume loops) hold their stacks in its heap.
+  if (p.feasible) {
+    const uint64_t stacks = wasm_thread_heap_bytes(r.hardware_threads);
+    const uint64_t added = saturating_add(stacks, wasm_heap_growth_slack(stacks));
+    p.module_heap_bytes = saturating_add(p.module_heap_bytes, added);
+    p.peak_bytes = saturating_add(p.peak_bytes, added);
+  }
   return p;
 }
 

@@ -581,7 +581,7 @@ PipelinePlan plan_pipeline(const Geometry& g, const PipelineRequest& r, bool mas
   // held from its start)
   p.input_bytes = saturating_add(saturating_mul(n, echoes * sizeof(float) * (magnitude ? 2 : 1)), saturating_mul(n, 2 + sizeof(float)));
   p.workspace_bytes = pipeline_workspace_bytes(g, r, mask_given);
-  const HeapFit fit = fit_heap(g, p.input_bytes, p.workspace_bytes, target);
+  const HeapFit fit = fit_heap(g, p.input_bytes, p.workspace_bytes, r.threads, target);
   p.module_heap_bytes = fit.module_heap_bytes;
   p.largest_voxels = fit.largest_voxels;
   p.largest_dims = fit.largest_dims;
@@ -589,7 +589,7 @@ PipelinePlan plan_pipeline(const Geometry& g, const PipelineRequest& r, bool mas
   if (!p.feasible) {
     const uint64_t inputs_per_voxel = p.input_bytes / n;
     p.largest_dims = largest_fitting_crop(g, fit.largest_dims, [&](const Geometry& c) {
-      return fit_heap(c, saturating_mul(c.voxel_count(), inputs_per_voxel), pipeline_workspace_bytes(c, r, mask_given), target).fits;
+      return fit_heap(c, saturating_mul(c.voxel_count(), inputs_per_voxel), pipeline_workspace_bytes(c, r, mask_given), r.threads, target).fits;
     });
     p.largest_voxels = std::min(p.largest_voxels, static_cast<uint64_t>(p.largest_dims[0] * p.largest_dims[1] * p.largest_dims[2]));
   }

@@ -147,12 +147,12 @@ namespace {
 
 // A contrast run's plan from its inputs and workspace (fit_heap), refused with the largest volume that fits.
 PipelinePlan contrast_plan(const Geometry& g, const std::string& what, uint32_t echoes, std::vector<std::string> stages,
-                           uint64_t input_bytes, uint64_t workspace_bytes, Target target) {
+                           uint64_t input_bytes, uint64_t workspace_bytes, unsigned threads, Target target) {
   PipelinePlan p;
   p.stages = std::move(stages);
   p.input_bytes = input_bytes;
   p.workspace_bytes = workspace_bytes;
-  const HeapFit fit = fit_heap(g, p.input_bytes, p.workspace_bytes, target);
+  const HeapFit fit = fit_heap(g, p.input_bytes, p.workspace_bytes, threads, target);
   p.module_heap_bytes = fit.module_heap_bytes;
   p.largest_voxels = fit.largest_voxels;
   p.feasible = fit.fits;
@@ -177,7 +177,8 @@ PipelinePlan plan_swi(const Geometry& g, const SwiRequest& request, bool mask_gi
   std::vector<std::string> stages;
   if (!mask_given) stages.push_back("brain mask");
   stages.insert(stages.end(), {"echo fit", "SWI", "minIP"});
-  return contrast_plan(g, "SWI", echoes, std::move(stages), input, swi_from_phase_workspace_bytes(g, request, mask_given), target);
+  return contrast_plan(g, "SWI", echoes, std::move(stages), input, swi_from_phase_workspace_bytes(g, request, mask_given),
+                      request.threads, target);
 }
 
 PipelinePlan plan_r2star(const Geometry& g, uint32_t echoes, const R2starParams& params, unsigned threads, Target target) {
@@ -186,7 +187,7 @@ PipelinePlan plan_r2star(const Geometry& g, uint32_t echoes, const R2starParams&
   echoes = std::max<uint32_t>(1, echoes);
   // the magnitude of every echo (f32), the mask (u8)
   const uint64_t input = saturating_add(saturating_mul(saturating_mul(n, echoes), sizeof(float)), n);
-  return contrast_plan(g, "R2*", echoes, {"R2*"}, input, r2star_workspace_bytes(g, echoes, params, threads), target);
+  return contrast_plan(g, "R2*", echoes, {"R2*"}, input, r2star_workspace_bytes(g, echoes, params, threads), threads, target);
 }
 
 }  // namespace tessera

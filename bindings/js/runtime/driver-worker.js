@@ -27,6 +27,8 @@ const methods = {
     // The C++ loops and FFTs of the classical methods and the physics loops run on this thread and up to
     // hardwareThreads - 1 more; nothing else in the module starts a thread.
     rt.M = await loadTesseraModule({ pthreadPoolSize: Math.max(1, hardwareThreads() - 1), wasmBase: rt.options.wasmBase });
+    // Their stacks, allocated now at the heap's bottom and kept (the plans count hardwareThreads - 1 of them).
+    rt.M.reserveThreadStacks(hardwareThreads() - 1);
     return { heapBytes: rt.M.heapBytes() };
   },
   registry: () => call(() => rt.M.registry()),

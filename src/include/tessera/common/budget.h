@@ -70,11 +70,23 @@ struct WasmLimits {
   uint64_t worker_heap_guard_bytes = WASM_WORKER_HEAP_GUARD_BYTES;
   uint64_t compute_heap_limit_bytes = WASM_COMPUTE_HEAP_LIMIT_BYTES;
 };
-// What the C++ module's allocator holds before any volume (static data, the stack, the runtime and its threads): a
-// fresh module's break is 5.4 MB (tessera.status().moduleHeapBreakBytes), rounded up.
+// What the C++ module's allocator holds before any volume (static data, the main stack, the runtime), its threads'
+// stacks apart (wasm_thread_heap_bytes): a fresh one-thread module's break is 5.4 MB
+// (tessera.status().moduleHeapBreakBytes), rounded up.
 inline constexpr uint64_t WASM_MODULE_BASELINE_BYTES = 6ull << 20;
 // The module's wasm memory at start (Emscripten's INITIAL_MEMORY default): its heap is never smaller.
 inline constexpr uint64_t WASM_MODULE_INITIAL_MEMORY_BYTES = 16ull << 20;
+
+// The stack of each thread the module starts beside its main one, allocated from its heap (the link's
+// -sDEFAULT_PTHREAD_STACK_SIZE and the stacks common/parallel.h keeps: both come from CMake's TESSERA_PTHREAD_STACK_BYTES).
+#ifndef TESSERA_PTHREAD_STACK_BYTES
+#error "TESSERA_PTHREAD_STACK_BYTES is not defined: build with CMake (CMakeLists.txt defines it for every target)"
+#endif
+inline constexpr uint64_t WASM_PTHREAD_STACK_BYTES = TESSERA_PTHREAD_STACK_BYTES;
+
+// Module heap the threads of a run on `threads` threads (the calling one included) hold at once: each thread beyond
+// the first its stack, its descriptor, key table and thread-local block. 0 and 1 start no thread.
+uint64_t wasm_thread_heap_bytes(unsigned threads);
 
 // Emscripten grows the heap by at least 20 % of its size, at most 96 MiB, at a time (3.1.6 defaults
 // MEMORY_GROWTH_GEOMETRIC_STEP / _CAP): a heap that needs N bytes may hold this much more.

@@ -115,8 +115,9 @@ struct MethodPlan {
   ErrorCode refusal = ErrorCode::BudgetExceeded;  // why it is not feasible: over the heap, or an input missing
 };
 
-// The module heap a computation of the C++ core needs on a volume: its inputs and workspace on the baseline, with
-// Emscripten's growth slack; whether that fits the wasm limit and the most voxels a volume of this shape may hold.
+// The module heap a computation of the C++ core needs on a volume: its inputs and workspace on the baseline and its
+// threads' stacks, with Emscripten's growth slack; whether that fits the wasm limit and the most voxels a volume of
+// this shape may hold.
 struct HeapFit {
   uint64_t module_heap_bytes = 0;
   uint64_t largest_voxels = 0;
@@ -128,7 +129,8 @@ struct HeapFit {
 Dims3 largest_fitting_crop(const Geometry& geometry, Dims3 start, const std::function<bool(const Geometry&)>& fits);
 
 // geometry valid.
-HeapFit fit_heap(const Geometry& geometry, uint64_t input_bytes, uint64_t workspace_bytes, Target target);
+// threads: the threads the computation runs on, the calling one included.
+HeapFit fit_heap(const Geometry& geometry, uint64_t input_bytes, uint64_t workspace_bytes, unsigned threads, Target target);
 
 // Plans method on a volume of geometry (magnitude_echoes volumes of magnitude kept beside it).
 // geometry valid.
