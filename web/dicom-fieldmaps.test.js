@@ -332,8 +332,8 @@ function suite() {
     const brain = Uint8Array.from({ length: n }, (_, i) => (((i % X) - 64) / 40) ** 2 + ((Math.floor(i / X) % Y - 56) / 32) ** 2 <= 1 ? 1 : 0);
     try {
       const mag = readEchoes(fs.readFileSync(path.join(ROMEO, 'Mag.nii')));
-      await assert.rejects(t.pipeline({ phase, magnitude: mag, te, method: 'tkd' }), /magnitude is 51×51×41 but phase is 128×128×5/);
-      api = await t.pipeline({ phase, mask: brain, te, method: 'tkd', background: 'pdf' });
+      await assert.rejects(t.pipeline({ phase, magnitude: mag, te, method: 'tkd', keepInputs: true }), /magnitude is 51×51×41 but phase is 128×128×5/);
+      api = await t.pipeline({ phase, mask: brain, te, method: 'tkd', background: 'pdf', keepInputs: true });
     } finally {
       await t.terminate();
     }

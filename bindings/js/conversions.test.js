@@ -79,10 +79,22 @@ function assertShape(value, shape, path = 'value') {
 // checked against what the package declares, with no field list kept here.
 class OneOf { constructor(values) { this.values = values; } }
 const INDEX_DTS = fs.readFileSync(new URL('./index.d.ts', import.meta.url), 'utf8');
+const REQUEST_DTS = fs.readFileSync(new URL('./request-types.d.ts', import.meta.url), 'utf8');
+/** The type text of field `key` of interface `name` in index.d.ts or the generated request-types.d.ts, or undefined. */
+function interfaceFieldType(name, key) {
+  for (const text of [INDEX_DTS, REQUEST_DTS]) {
+    const body = text.match(new RegExp(`export interface ${name}\\b[^{]*\\{([\\s\\S]*?)\\n\\}`));
+    const field = body?.[1].match(new RegExp(`\\n  ${key}\\??: ([^;]+);`));
+    if (field) return field[1];
+  }
+  return undefined;
+}
 const shapes = new Map();
 /** The shape of a TypeScript type text of the record ('number', 'PlanTile[]', 'CropBox | null', "'a' | 'b'", a name). */
 function shapeOfType(type) {
   type = type.trim();
+  const generic = /^Array<(.*)>$/.exec(type);
+  if (generic) return arrayOf(shapeOfType(generic[1]));
   const parts = type.split('|').map((p) => p.trim());
   if (parts.length > 1) {
     if (parts.at(-1) === 'null') return nullable(shapeOfType(parts.slice(0, -1).join(' | ')));
@@ -93,6 +105,13 @@ function shapeOfType(type) {
   if (type === 'number' || type === 'string' || type === 'boolean') return type;
   if (type === 'Float32Array') return new Typed(Float32Array);
   if (shapes.has(type)) return new Lazy(() => shapes.get(type));
+  // An interface field's type without undefined (NonNullable<TileOptions['blend']>: an alias of a request option).
+  const field = /^NonNullable<(\w+)\['(\w+)'\]>$/.exec(type);
+  if (field) {
+    const declared = interfaceFieldType(field[1], field[2]);
+    assert.ok(declared, `the record names ${type}, which names no declared field`);
+    return shapeOfType(declared);
+  }
   const union = INDEX_DTS.match(new RegExp(`export type ${type} = ([^;]+);`));
   assert.ok(union, `the record names ${type}, which is neither a registered value type nor a type of index.d.ts`);
   return shapeOfType(union[1]);

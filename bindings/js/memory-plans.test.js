@@ -55,7 +55,7 @@ for (const [method, options] of [['tkd', {}], ['tv', { tv: { maxIterations: 2 } 
     const ph = await maker.phantom({ geometry: demo, seed: 1 });
     for (const threads of [1, 2, 4, 8]) {
       const r = await ratio(async (t) => {
-        const req = { geometry: demo, field: ph.field, mask: ph.mask, method, ...options };
+        const req = { geometry: demo, field: ph.field, mask: ph.mask, method, ...options, keepInputs: true };
         const plan = await t.plan(req);
         assert.equal(plan.threads, threads);
         const out = await t.invert({ ...req, plan });
