@@ -101,7 +101,7 @@ if (wanted('threads')) {
         const req = { geometry: g, field: ph.field, mask: ph.mask, method: m, ...(SHORT[m] ? { [m]: SHORT[m] } : {}) };
         const plan = await t.plan(req);
         if (!plan.feasible) throw new Error(plan.message);
-        const out = await t.invert({ ...req, plan });
+        const out = await t.invert({ keepInputs: true, ...req, plan });
         return { plan, heap: out.report.memory.moduleHeapBytes };
       }, cores);
     }
