@@ -71,12 +71,11 @@ function unwrapVolumes(args) {
  * The maker of a run's output Volumes, (data, extra) → Volume, or null for data not computed (absent or empty): the
  * request's geometry, with the affine of its first input Volume when that Volume has the geometry's dims and voxel
  * size (else diag(voxelMm)). pipeline(), invert(), swi() and r2star() build their results with it.
- * args: the request as given; r: it after unwrapVolumes (r.geometry set).
+ * args: the request as given; out: the run's answer, whose geometry is the one the run read (the core's defaults
+ * filled in).
  */
-function outputVolumes(args, r) {
-  // A geometry without voxelMm ran at the core's 1 mm (bindings/wasm/readers.cpp geometry_from); b0Dir's default is
-  // makeVolume's, the core's too.
-  const { dims, voxelMm = [1, 1, 1], b0Dir } = r.geometry;
+function outputVolumes(args, out) {
+  const { dims, voxelMm, b0Dir } = out.geometry;
   const source = VOLUME_KEYS.map((k) => args[k]).find(isVolume);
   const same = (a, b) => !!a && !!b && [0, 1, 2].every((i) => Number(a[i]) === Number(b[i]));
   const affine = source && same(source.dims, dims) && same(source.voxelMm, voxelMm) ? source.affine : undefined;
@@ -475,9 +474,10 @@ export class Tessera {
     const r = unwrapVolumes(args);
     const transfer = inputTransfer(r, keepInputsOf(keepInputs));
     const out = r.method !== undefined && r.method !== null ? await this._invertMethod(r, { signal, onProgress, transfer }) : await this._invertNetwork(r, { signal, onProgress, transfer });
-    const vol = outputVolumes(args, r);
+    const vol = outputVolumes(args, out);
+    const { geometry, ...result } = out;
     const chi = vol(out.chi);
-    return { ...out, chi, ...(out.localField && { localField: out.localField === out.chi ? chi : vol(out.localField) }) };
+    return { ...result, chi, ...(out.localField && { localField: out.localField === out.chi ? chi : vol(out.localField) }) };
   }
 
   /**
@@ -699,8 +699,9 @@ export class Tessera {
         assumed.push(...fixed.notes);
       }
     }
-    const vol = outputVolumes(args, r);
+    // out: the run's outputs, or a failed run's finished stages, with the geometry the run read.
     const volumes = (out) => {
+      const vol = outputVolumes(args, out);
       const v = {};
       for (const k of ['mask', 'offset', 'fieldHz', 'totalField', 'fitResidual', 'fitMask', 'localField', 'localMask', 'chi']) v[k] = vol(out[k]);
       // The optional outputs (also: ['swi', 'r2star']): null unless asked for.
@@ -761,7 +762,7 @@ export class Tessera {
     const r = unwrapVolumes(args);
     if (!r.geometry) throw new TesseraError('swi: give phase as a Volume (readNifti / readEchoes) or give geometry', 'InvalidArgument');
     const out = await this._call('swi', r, { signal, onProgress, transfer: inputTransfer(r, keep) });
-    const vol = outputVolumes(args, r);
+    const vol = outputVolumes(args, out);
     const result = { report: out.report };
     for (const k of ['swi', 'minIp', 'magnitude', 'phase', 'phaseMask', 'mask']) result[k] = vol(out[k]);
     result.unwrappedPhase = vol(out.unwrappedPhase, { echoes: Array.isArray(r.te) ? r.te.length : 1 });
@@ -784,7 +785,7 @@ export class Tessera {
     const r = unwrapVolumes(args);
     if (!r.geometry) throw new TesseraError('r2star: give magnitude as a Volume (readNifti / readEchoes) or give geometry', 'InvalidArgument');
     const out = await this._call('r2star', r, { signal, onProgress, transfer: inputTransfer(r, keep) });
-    const vol = outputVolumes(args, r);
+    const vol = outputVolumes(args, out);
     const result = { report: out.report, method: out.method };
     for (const k of ['r2star', 't2star', 's0', 'residual']) result[k] = vol(out[k]);
     return result;

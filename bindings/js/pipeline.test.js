@@ -191,3 +191,23 @@ async function writeNifti4d(data, g, echoes) {
   out.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), 352);
   return out;
 }
+
+test('pipeline: a stage that fails keeps the finished stages as Volumes with the geometry the run read (no voxelMm given: 1 mm), the rest null', async () => {
+  const dims = [32, 32, 24];
+  const small = await tessera.phantomScan({ geometry: { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] }, te: te.slice(0, 2), seed: 2 });
+  // A 3×3×3 voxel mask: RESHARP's 2 mm sphere erodes it to nothing, after the echo fit has finished.
+  const mask = new Float32Array(dims[0] * dims[1] * dims[2]);
+  for (let z = 10; z < 13; z++) for (let y = 14; y < 17; y++) for (let x = 14; x < 17; x++) mask[x + dims[0] * (y + dims[1] * z)] = 1;
+  const err = await tessera
+    .pipeline({ phase: small.phase, magnitude: small.magnitude, mask, geometry: { dims }, te: te.slice(0, 2), background: 'resharp', method: 'tkd' })
+    .then(() => null, (e) => e);
+  assert.ok(err, 'the run fails');
+  assert.match(err.message, /RESHARP stage failed: .*erodes the mask to nothing/);
+  for (const k of ['mask', 'fieldHz', 'totalField', 'unwrappedPhase']) {
+    assert.deepEqual(err.intermediates[k]?.dims, dims, k);
+    assert.deepEqual(err.intermediates[k].voxelMm, [1, 1, 1], `${k}: the core's default voxel size`);
+    assert.deepEqual(err.intermediates[k].b0Dir, [0, 0, 1], `${k}: the core's default B0 direction`);
+  }
+  for (const k of ['localField', 'localMask', 'chi']) assert.equal(err.intermediates[k], null, k);
+  assert.equal(err.intermediates.geometry, undefined, 'the geometry is read, not handed out');
+});

@@ -53,8 +53,8 @@ export const OTHER_KEYS = Object.freeze({
     method: "local field (ppm), x-fastest, or a Volume",
   }),
   "fieldUnits": Object.freeze({
-    network: "'ppm' states the field is ppm: a local field beyond ±1 ppm (a total-field network's beyond ±5 ppm) is otherwise refused as Hz or rad/s",
-    method: "'ppm' states the field is ppm: a local field beyond ±1 ppm (a total-field network's beyond ±5 ppm) is otherwise refused as Hz or rad/s",
+    network: "'ppm' states the field is ppm: a local field beyond ±1 ppm (a total-field network's beyond ±3 ppm) is otherwise refused as Hz or rad/s",
+    method: "'ppm' states the field is ppm: a local field beyond ±1 ppm (a total-field network's beyond ±3 ppm) is otherwise refused as Hz or rad/s",
   }),
   "phase": Object.freeze({
     network: "phase networks: wrapped phase (rad), x-fastest, echo after echo, or a Volume",

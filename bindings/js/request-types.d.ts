@@ -362,7 +362,7 @@ export interface InvertRequest {
   /** local field (ppm), x-fastest, or a Volume (its geometry is used); not for the phase networks */
   field?: Float32Array | Volume<VoxelArray>;
   /**
-   * 'ppm' states the field is ppm: a local field beyond ±1 ppm (a total-field network's beyond ±5 ppm) is otherwise
+   * 'ppm' states the field is ppm: a local field beyond ±1 ppm (a total-field network's beyond ±3 ppm) is otherwise
    * refused as Hz or rad/s
    */
   fieldUnits?: 'ppm';
@@ -454,7 +454,7 @@ export interface PlanRequest {
   /** local field (ppm), x-fastest, or a Volume (its geometry is used); not for the phase networks */
   field?: Float32Array | Volume<VoxelArray>;
   /**
-   * 'ppm' states the field is ppm: a local field beyond ±1 ppm (a total-field network's beyond ±5 ppm) is otherwise
+   * 'ppm' states the field is ppm: a local field beyond ±1 ppm (a total-field network's beyond ±3 ppm) is otherwise
    * refused as Hz or rad/s
    */
   fieldUnits?: 'ppm';
@@ -530,7 +530,7 @@ export interface MethodRequest {
   /** local field (ppm), x-fastest, or a Volume */
   field: Float32Array | Volume<VoxelArray>;
   /**
-   * 'ppm' states the field is ppm: a local field beyond ±1 ppm (a total-field network's beyond ±5 ppm) is otherwise
+   * 'ppm' states the field is ppm: a local field beyond ±1 ppm (a total-field network's beyond ±3 ppm) is otherwise
    * refused as Hz or rad/s
    */
   fieldUnits?: 'ppm';
@@ -581,7 +581,7 @@ export interface MethodPlanRequest {
   /** local field (ppm), x-fastest, or a Volume */
   field?: Float32Array | Volume<VoxelArray>;
   /**
-   * 'ppm' states the field is ppm: a local field beyond ±1 ppm (a total-field network's beyond ±5 ppm) is otherwise
+   * 'ppm' states the field is ppm: a local field beyond ±1 ppm (a total-field network's beyond ±3 ppm) is otherwise
    * refused as Hz or rad/s
    */
   fieldUnits?: 'ppm';

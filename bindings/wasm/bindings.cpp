@@ -28,6 +28,8 @@ val registry() { return guarded([] { return array_of(model_registry()); }); }
 val schema() { return guarded([] { return array_of(request_options()); }); }
 // The request keys that are no schema option (tessera/session/request.h), for the generated request surface.
 val request_keys_of() { return guarded([] { return array_of(request_keys()); }); }
+// A geometry as the runs read it (defaults filled: voxelMm, b0Dir): the geometry of their output volumes.
+val volume_geometry(const val& g) { return guarded([&] { return val(geometry_from(g)); }); }
 val model(std::string id) { return guarded([&] { return val(model_spec(id)); }); }
 val limits() { return guarded([] { return limits_to_val(); }); }
 val patch_fit(val tile, val cost) { return guarded([&] { return val(wasm_patch_fit(tile_from(tile), cost_from(cost))); }); }
@@ -124,6 +126,7 @@ EMSCRIPTEN_BINDINGS(tessera) {
   function("model", &model);
   function("limits", &limits);
   function("schema", &schema);
+  function("volumeGeometry", &volume_geometry);
   function("requestKeys", &request_keys_of);  // scripts/request-surface.js writes the JS request surface from these
   function("patchFit", &patch_fit);
   function("heapBytes", &heap_bytes);

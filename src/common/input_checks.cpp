@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/message_number.h"
+#include "tessera/common/physics.h"
 #include "tessera/common/error.h"
 
 namespace tessera {
@@ -47,14 +48,22 @@ RobustRange robust_range(std::span<const float> field, std::span<const uint8_t> 
   return r;
 }
 
+namespace {
+
+// "1 ppm = 128 Hz at 3 T": the conversion the field checks' messages name, from γ̄.
+std::string ppm_in_hz_at_3t() { return "1 ppm = " + message_number(3.0 * kGammaBarMHzPerT, 3) + " Hz at 3 T"; }
+
+}  // namespace
+
 std::string implausible_ppm_text(std::span<const float> field, std::span<const uint8_t> mask) {
   const RobustRange r = robust_range(field, mask);
   if (std::max(std::abs(r.p1), std::abs(r.p99)) <= kMaxLocalFieldPpm) return {};
   return "the local field's 1st–99th percentile inside the mask is [" + message_number(r.p1, 4) + ", " +
          message_number(r.p99, 4) + "], beyond ±" + message_number(kMaxLocalFieldPpm) +
-         " ppm: a local field in ppm lies within about ±1 ppm, so this looks like Hz or rad/s (1 ppm = 128 Hz at 3 T) or a "
-         "total field with the background left in. Convert it to ppm (CLI: --units hz --b0 3), remove the background "
-         "(pipeline), or state that it is ppm (CLI: --units ppm; API: fieldUnits: 'ppm')";
+         " ppm: a local field in ppm lies within about ±" + message_number(kMaxLocalFieldPpm) +
+         " ppm, so this looks like Hz or rad/s (" + ppm_in_hz_at_3t() +
+         ") or a total field with the background left in. Convert it to ppm (CLI: --units hz --b0 3), remove the "
+         "background (pipeline), or state that it is ppm (CLI: --units ppm; API: fieldUnits: 'ppm')";
 }
 
 std::string implausible_total_ppm_text(std::span<const float> field, std::span<const uint8_t> mask) {
@@ -62,7 +71,7 @@ std::string implausible_total_ppm_text(std::span<const float> field, std::span<c
   if (std::max(std::abs(r.p1), std::abs(r.p99)) <= kMaxTotalFieldPpm) return {};
   return "the total field's 1st–99th percentile inside the mask is [" + message_number(r.p1, 4) + ", " +
          message_number(r.p99, 4) + "], beyond ±" + message_number(kMaxTotalFieldPpm) +
-         " ppm: a total field in ppm lies within a few ppm, so this looks like Hz or rad/s (1 ppm = 128 Hz at 3 T). "
+         " ppm: a total field in ppm lies within a few ppm, so this looks like Hz or rad/s (" + ppm_in_hz_at_3t() + "). "
          "Convert it to ppm (CLI: --units hz --b0 3), or state that it is ppm (CLI: --units ppm; API: fieldUnits: 'ppm')";
 }
 

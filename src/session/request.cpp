@@ -15,6 +15,7 @@
 #include "tessera/contrast/r2star.h"
 #include "tessera/contrast/swi.h"
 #include "tessera/common/error.h"
+#include "tessera/common/input_checks.h"
 
 namespace tessera {
 
@@ -161,11 +162,15 @@ std::string words_type(const OptionSpec& option) {
 constexpr uint8_t kInversionRequests = kNetworkRequest | kMethodRequest | kPipelineRequest;
 constexpr std::string_view kVolumeType = "Float32Array | Volume<VoxelArray>";
 constexpr std::string_view kWeightsType = "Uint8Array | ArrayBuffer | (Uint8Array | ArrayBuffer)[]";
+// fieldUnits' doc, with the bounds the field checks apply.
+const std::string kFieldUnitsDoc = "'ppm' states the field is ppm: a local field beyond ±" + message_number(kMaxLocalFieldPpm) +
+                                   " ppm (a total-field network's beyond ±" + message_number(kMaxTotalFieldPpm) +
+                                   " ppm) is otherwise refused as Hz or rad/s";
 const RequestKey kRequestKeys[] = {
     {"field", kNetworkRequest, kVolumeType, "local field (ppm), x-fastest, or a Volume (its geometry is used); not for the phase networks"},
     {"field", kMethodRequest, kVolumeType, "local field (ppm), x-fastest, or a Volume", KeyPresence::RequiredToRun},
     {"fieldUnits", kNetworkRequest | kMethodRequest, "'ppm'",
-     "'ppm' states the field is ppm: a local field beyond ±1 ppm (a total-field network's beyond ±5 ppm) is otherwise refused as Hz or rad/s"},
+     kFieldUnitsDoc},
     {"phase", kNetworkRequest, kVolumeType, "phase networks: wrapped phase (rad), x-fastest, echo after echo, or a Volume"},
     {"phase", kPipelineRequest, kVolumeType, "wrapped phase (rad), every echo (a 4D Volume, or x-fastest echo after echo with geometry); or give totalField"},
     {"totalField", kPipelineRequest, kVolumeType, "a total field map (a vendor B0 map), one 3D volume, instead of phase and te: no echo fit runs"},

@@ -21,6 +21,21 @@ import { graphReads } from '../onnx-graph.js';
 
 rt.port = workerPort();
 
+// A run that answers with its output volumes' geometry: the request's as C++ read it (its defaults filled), so that
+// index.js's Volumes restate no default.
+// A failed pipeline's finished stages (error.intermediates) carry it too.
+const withGeometry = (run) => async (a, id) => {
+  let out;
+  try {
+    out = await run(a, id);
+  } catch (e) {
+    if (e?.intermediates) e.intermediates.geometry = call(() => rt.M.volumeGeometry(a.geometry));
+    throw e;
+  }
+  out.value.geometry = call(() => rt.M.volumeGeometry(a.geometry));
+  return out;
+};
+
 const methods = {
   async init(a) {
     rt.options = a ?? {};
@@ -66,10 +81,10 @@ const methods = {
   counters: () => ({ requestParses: rt.M.requestParses(), graphReads: graphReads() }),
   // Forgets the kept speed measurements (internal, through tessera-qsm/debug: tests measure again to have a worker kept).
   forgetSpeeds,
-  pipeline: runPipeline,
+  pipeline: withGeometry(runPipeline),
   // SWI and minIP from wrapped phase, R2* and T2* from the magnitude (C++ ContrastRun on the step engine).
-  swi: (a, id) => runContrast('swi', a, id),
-  r2star: (a, id) => runContrast('r2star', a, id),
+  swi: withGeometry((a, id) => runContrast('swi', a, id)),
+  r2star: withGeometry((a, id) => runContrast('r2star', a, id)),
   // The phantom head scanned: multi-echo phase and magnitude with the truths (χ, local, background and total fields).
   phantomScan(a) {
     const p = call(() => rt.M.phantomScan(a.geometry, { seed: a.seed ?? 1, te: a.te, b0: a.b0, snr: a.snr ?? 0 }));
@@ -83,7 +98,7 @@ const methods = {
     const r = call(() => rt.M.b0Resample(a.geometry, a.field, n ? toMask(a.mask, n) : a.mask, { interpolation: a.interpolation, masked: a.masked }));
     return { value: r, transfer: [r.field.buffer, r.mask.buffer, r.back.buffer] };
   },
-  invert,
+  invert: withGeometry(invert),
   // receptiveField(): the graph's theoretical receptive field (read once per weights sha256); with a.probe the measured one too.
   async receptiveField(a, id) {
     const w = firstWeights(a.weights);
