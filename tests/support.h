@@ -178,19 +178,24 @@ class ReferenceConvRunner : public PatchRunner {
 
   std::vector<float> run(std::span<const float> input, const TensorShape& s) override {
     const int64_t X = static_cast<int64_t>(s.dims[0]), Y = static_cast<int64_t>(s.dims[1]), Z = static_cast<int64_t>(s.dims[2]);
-    auto at = [&](int64_t x, int64_t y, int64_t z) -> float {
-      if (x < 0 || y < 0 || z < 0 || x >= X || y >= Y || z >= Z) return 0.0f;
-      return leaky(input[static_cast<size_t>((x * Y + y) * Z + z)]);
-    };
+    // The activated input, zero-padded by r on every side, so the taps read without bounds checks (the same values
+    // and the same order of summation as reading 0 outside).
+    const int64_t r = r_, PY = Y + 2 * r, PZ = Z + 2 * r;
+    std::vector<float> padded(static_cast<size_t>((X + 2 * r) * PY * PZ), 0.0f);
+    for (int64_t x = 0; x < X; ++x)
+      for (int64_t y = 0; y < Y; ++y)
+        for (int64_t z = 0; z < Z; ++z) padded[static_cast<size_t>(((x + r) * PY + y + r) * PZ + z + r)] = leaky(input[static_cast<size_t>((x * Y + y) * Z + z)]);
     std::vector<float> out(input.size());
     for (int64_t x = 0; x < X; ++x)
       for (int64_t y = 0; y < Y; ++y)
         for (int64_t z = 0; z < Z; ++z) {
           float acc = 0.0f;
-          size_t w = 0;
-          for (int dx = -r_; dx <= r_; ++dx)
-            for (int dy = -r_; dy <= r_; ++dy)
-              for (int dz = -r_; dz <= r_; ++dz) acc += weights_[w++] * at(x + dx, y + dy, z + dz);
+          const float* w = weights_.data();
+          for (int64_t dx = 0; dx <= 2 * r; ++dx)
+            for (int64_t dy = 0; dy <= 2 * r; ++dy) {
+              const float* row = &padded[static_cast<size_t>(((x + dx) * PY + y + dy) * PZ + z)];
+              for (int64_t dz = 0; dz <= 2 * r; ++dz) acc += *w++ * row[dz];
+            }
           out[static_cast<size_t>((x * Y + y) * Z + z)] = leaky(acc);
         }
     return out;

@@ -217,7 +217,7 @@ std::vector<float> tkd(const Geometry& g, std::span<const float> field, std::spa
   validate_geometry(g);
   check_pad("tkd", pad_factor);
   validate_volume_sizes(g, field.size(), mask.size());
-  if (!(threshold > 0.0f && threshold <= 2.0f / 3.0f)) {
+  if (!(threshold > 0.0f && threshold <= static_cast<float>(kDipoleMaxAbs))) {
     throw Error(ErrorCode::InvalidArgument,
                 "tkd: threshold must be in (0, 2/3] (" + std::to_string(kTkdThreshold) + " is customary), got " + std::to_string(threshold));
   }

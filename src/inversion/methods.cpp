@@ -78,9 +78,9 @@ constexpr double kBig = 1e10;
 // {name, unit, default, default text, min, max, min exclusive, integer, help, choices}: the defaults are the methods'
 // own constants (their headers cite where each comes from).
 const OptionSpec kOptions[] = {
-    {"tkd.threshold", "", static_cast<double>(kTkdThreshold), "", 0, 2.0 / 3.0, true, false,
+    {"tkd.threshold", "", static_cast<double>(kTkdThreshold), "", 0, kDipoleMaxAbs, true, false,
      "k-space values with |D| below this are truncated to ±threshold (Wharton et al. 2010)", "", true},
-    {"tsvd.threshold", "", tsvd_defaults::kThreshold, "", 0, 2.0 / 3.0, true, false,
+    {"tsvd.threshold", "", tsvd_defaults::kThreshold, "", 0, kDipoleMaxAbs, true, false,
      "k-space values with |D| below this are set to 0 (QSM.jl: 0.15)", "", true},
     {"tsvd.padRatio", "", padding_defaults::kPadRatio, "", 1, padding_defaults::kMaxPadRatio, false, false,
      "zero padding: each axis to a 2,3,5-smooth length of at least this × its size (1: measured as accurate as 2, 3-9× cheaper)"},
@@ -97,7 +97,7 @@ const OptionSpec kOptions[] = {
     {"tv.norm", "", 0, "anisotropic", 0, 0, false, false, "anisotropic (|∂x| + |∂y| + |∂z|) or isotropic (‖∇χ‖) total variation",
      "anisotropic|isotropic"},
     {"tv.padRatio", "", padding_defaults::kPadRatio, "", 1, padding_defaults::kMaxPadRatio, false, false, "zero padding ratio (as tsvd.padRatio)"},
-    {"rts.delta", "", rts_defaults::kDelta, "", 0, 2.0 / 3.0, true, false, "|D| above which k-space is solved in step 1 (Kames 2018: 0.15)", "", true},
+    {"rts.delta", "", rts_defaults::kDelta, "", 0, kDipoleMaxAbs, true, false, "|D| above which k-space is solved in step 1 (Kames 2018: 0.15)", "", true},
     {"rts.mu", "", rts_defaults::kMu, "", 0, kBig, true, false, "weight of step 1's k-space data in step 2 (1e5)"},
     {"rts.rho", "", rts_defaults::kRho, "", 0, 1e8, true, false, "initial ADMM penalty of step 2 (10)"},
     {"rts.tolerance", "", rts_defaults::kTolerance, "", 0, 1, false, false, "stop step 2 when χ changes by less than this (relative)", "", true},
@@ -106,7 +106,7 @@ const OptionSpec kOptions[] = {
     {"rts.padRatio", "", padding_defaults::kPadRatio, "", 1, padding_defaults::kMaxPadRatio, false, false, "zero padding ratio (as tsvd.padRatio)"},
     {"ilsqr.tolerance", "", ilsqr_defaults::kTolerance, "", 0, 1, true, false, "LSQR stopping tolerance of each solve (Li 2015: 0.01)", "", true},
     {"ilsqr.maxIterations", "", static_cast<double>(ilsqr_defaults::kMaxIterations), "", 1, 1000, false, true, "LSQR iterations per solve at most"},
-    {"ilsqr.coneThreshold", "", ilsqr_defaults::kConeThreshold, "", 0, 2.0 / 3.0, true, false,
+    {"ilsqr.coneThreshold", "", ilsqr_defaults::kConeThreshold, "", 0, kDipoleMaxAbs, true, false,
      "|D| below which k-space is the ill-conditioned cone whose streaks are estimated (0.1)", "", true},
     {"ndi.tau", "", ndi_defaults::kTau, "", 0, 4, true, false, "gradient step size (FANSI: 2)"},
     {"ndi.lambda", "", ndi_defaults::kLambda, "", 0, 1, false, false, "Tikhonov weight (FANSI: 1e-5)"},

@@ -15,6 +15,10 @@ namespace tessera {
 // TKD's customary truncation of |D| (Wharton et al. 2010 MRM).
 inline constexpr float kTkdThreshold = 0.19f;
 
+// The largest |D| of the dipole kernel (D = 1/3 − kz²/k² lies in [−2/3, 1/3]): the upper bound of every threshold on
+// |D| (TKD's, TSVD's, RTS's delta, iLSQR's cone), above which it would truncate every frequency.
+inline constexpr double kDipoleMaxAbs = 2.0 / 3.0;
+
 enum class DipoleConvention {
   // LPCNN / MoDL-QSM / forward model: k from fftfreq(n, voxel) (DC at index 0), b = unit B0 direction,
   // D = 1/3 - (k.b)^2/|k|^2, D(0) = 0.
