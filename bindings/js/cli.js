@@ -21,21 +21,13 @@ import { cmdPlan } from './cli/plan.js';
 import { cmdQsmCi } from './cli/qsm-ci.js';
 import { cmdScore } from './cli/score.js';
 import { Progress } from './cli/progress.js';
+import { SCHEMA } from './cli/schema.js';
 
 const COMMANDS = { invert: cmdInvert, pipeline: cmdPipeline, swi: cmdSwi, r2star: cmdR2star, plan: cmdPlan, models: cmdModels, methods: cmdMethods, 'receptive-field': cmdReceptiveField, calibrate: cmdCalibrate, score: cmdScore, 'qsm-ci': cmdQsmCi };
 
 /** Commands whose flags include the request's options (from the schema). */
 const REQUEST_COMMANDS = ['invert', 'plan', 'pipeline', 'swi', 'r2star'];
 
-/** The request schema (tessera.schema()), from a runtime started for it alone and ended at once. */
-async function readSchema() {
-  const t = await createTessera({ workers: 1, hardwareThreads: 1 });
-  try {
-    return await t.schema();
-  } finally {
-    await t.terminate();
-  }
-}
 
 async function main(args) {
   const controller = new AbortController();
@@ -68,7 +60,7 @@ async function main(args) {
         process.stderr.write(helpText('main'));
         return EXIT_USAGE;
       }
-      out(helpText(topic, helpNeedsSchema(topic) ? await readSchema() : undefined));
+      out(helpText(topic, helpNeedsSchema(topic) ? SCHEMA : undefined));
       return EXIT_OK;
     }
     if (command === '--version' || command === '-v') {
@@ -77,10 +69,11 @@ async function main(args) {
     }
     if (!COMMANDS[command]) throw usageError(`unknown command '${command}' (commands: invert, pipeline, swi, r2star, plan, models, methods, receptive-field, calibrate, score, qsm-ci); see \`tessera-qsm --help\``);
     if (rest.includes('--help') || rest.includes('-h')) {
-      out(helpText(command, helpNeedsSchema(command) ? await readSchema() : undefined));
+      out(helpText(command, helpNeedsSchema(command) ? SCHEMA : undefined));
       return EXIT_OK;
     }
-    const schema = REQUEST_COMMANDS.includes(command) ? await readSchema() : undefined;
+    // The request schema (tessera.schema()'s, generated from C++ into cli/schema.js).
+    const schema = REQUEST_COMMANDS.includes(command) ? SCHEMA : undefined;
     controller.signal.throwIfAborted();
     // `qsm-ci DIR`: the input directory may come first, without its flag.
     const argv = command === 'qsm-ci' && rest.length && !rest[0].startsWith('-') ? ['--in', ...rest] : rest;

@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { renderSurface, surfaceOf, SURFACE_JS, SURFACE_DTS, SURFACE_COMMAND } from '../../scripts/request-surface.js';
+import { renderSurface, surfaceOf, SURFACE_JS, SURFACE_DTS, SCHEMA_JS, SURFACE_COMMAND } from '../../scripts/request-surface.js';
+import { SCHEMA } from './cli/schema.js';
 import { loadModuleFrom } from '../../scripts/value-types.js';
 import { OPTION_KINDS, OTHER_KEYS, REQUEST_KEYS, METHOD_NAMES, PHASE_NETWORKS } from './request-surface.js';
 import { createTessera } from './index.js';
@@ -34,10 +35,15 @@ function sameText(file, want) {
   assert.fail(`${path.relative(root, file)} differs from what the module generates at line ${at + 1} (committed: ${JSON.stringify(a[at])}, generated: ${JSON.stringify(b[at])}): run \`${SURFACE_COMMAND}\` after scripts/build.sh and commit it`);
 }
 
-test('the committed request-surface.js and request-types.d.ts are what the module\'s schema, request keys and registry generate', () => {
-  const { js, dts } = renderSurface(M, INDEX_DTS);
+test('the committed request-surface.js, request-types.d.ts and cli/schema.js are what the module\'s schema, request keys and registry generate', () => {
+  const { js, dts, schemaJs } = renderSurface(M, INDEX_DTS);
   sameText(SURFACE_JS, js);
   sameText(SURFACE_DTS, dts);
+  sameText(SCHEMA_JS, schemaJs);
+});
+
+test('the CLI\'s schema (cli/schema.js) is the one a runtime gives', async () => {
+  assert.deepEqual(JSON.parse(JSON.stringify(SCHEMA)), await tessera.schema());
 });
 
 test('the generated module holds the C++ schema\'s kinds, keys and methods and the registry\'s phase networks', () => {
