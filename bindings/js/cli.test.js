@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createTessera, readNifti, writeNifti, GAMMA_BAR_MHZ_PER_T } from './index.js';
 import { CLI, runCli } from '../../tests/js/run-cli.js';
-import { convStack, convStackReference, unet, prng, twoChannel } from '../../tests/js/networks.js';
+import { convStack, convStackReference, unet, prng, twoChannel, memoryHog } from '../../tests/js/networks.js';
 import { lotNet, LOT_KERNEL, LOT_SCALE } from '../../tests/js/phase-networks.js';
 import { baseFiles, headerCases, gzipCases } from '../../tests/js/nifti-fuzz.js';
 
@@ -29,6 +29,27 @@ let mask;
 const f = (name) => path.join(dir, name);
 
 const run = (args, { onStderr } = {}) => runCli(args, { cwd: dir, onStderr });
+
+/** Memoises fn: the first call runs it, later calls get its promise (work several tests check, done once). */
+const once = (fn) => {
+  let p;
+  return () => (p ??= fn());
+};
+
+// One API runtime for every test that checks the CLI against the JS API (each createTessera is a runtime start).
+let apiStarted;
+const apiRuntime = () => (apiStarted ??= createTessera({ workers: 1 }));
+
+/** `invert --whole` on the oblique field, χ and report written: the run two tests check (report; χ of the Hz field). */
+const wholeRun = once(() => run(['invert', '--field', 'field.nii.gz', '--mask', 'mask.nii', '--spec', 'spec.json', '--weights', 'net.onnx',
+  '--whole', '--out', 'chi-whole.nii', '--report', 'report.json', '--quiet']));
+
+/** The same run through the JS API (the header's voxel size and B0 direction; b0Align as given, default auto). */
+const apiWhole = once(async () => {
+  const { voxelMm, b0Dir } = readNifti(bytes(f('field.nii.gz')));
+  const tessera = await apiRuntime();
+  return tessera.invert({ keepInputs: true, field, mask: Uint8Array.from(mask), geometry: { dims: DIMS, voxelMm, b0Dir }, spec: SPEC, weights: bytes(f('net.onnx')), whole: true });
+});
 
 function noStack(r) {
   assert.doesNotMatch(r.stderr, /\n\s+at .+:\d+:\d+/, `stack trace on stderr:\n${r.stderr}`);
@@ -135,22 +156,15 @@ test('NaN outside the mask is set to 0 (the shared input loader): the run equals
 });
 
 test('invert --whole --report equals the JS API run exactly; the report has tiles, plan, command, versions', async () => {
-  const r = await run(['invert', '--field', 'field.nii.gz', '--mask', 'mask.nii', '--spec', 'spec.json', '--weights', 'net.onnx',
-    '--whole', '--out', 'chi-whole.nii', '--report', 'report.json', '--quiet']);
+  const r = await wholeRun();
   assert.equal(r.code, 0, r.stderr);
   // --quiet prints no progress; only a heap over its plan is said (here: 1100 B/voxel and no fixed part declared, under
   // the 16 MiB an ONNX Runtime worker starts with).
   const rep = JSON.parse(fs.readFileSync(f('report.json'), 'utf8'));
   assert.equal(r.stderr, rep.memory.warning ? `warning: ${rep.memory.warning}\n` : '', '--quiet prints nothing else');
   const out = readNifti(bytes(f('chi-whole.nii')));
-  const tessera = await createTessera({ workers: 1 });
-  try {
-    const geometry = { dims: DIMS, voxelMm: out.voxelMm, b0Dir: readNifti(bytes(f('field.nii.gz'))).b0Dir };
-    const api = await tessera.invert({ keepInputs: true, field, mask: Uint8Array.from(mask), geometry, spec: SPEC, weights: bytes(f('net.onnx')), whole: true });
-    assert.deepEqual(out.data, api.chi.data);
-  } finally {
-    await tessera.terminate();
-  }
+  assert.deepEqual(out.voxelMm, readNifti(bytes(f('field.nii.gz'))).voxelMm);
+  assert.deepEqual(out.data, (await apiWhole()).chi.data);
   const report = JSON.parse(fs.readFileSync(f('report.json'), 'utf8'));
   assert.equal(report.tilesRun, 1);
   assert.equal(report.tilesTotal, 1);
@@ -193,17 +207,12 @@ test('--b0-align: the header B0 11.5° off the third axis warns by default (unde
   const auto = await run(['invert', ...args, '--out', 'chi-b0auto.nii']);
   assert.equal(auto.code, 0, auto.stderr);
   assert.match(auto.stderr, /warning: B0 is 11\.5° off .*run as it is/);
-  // The CLI's χ is the API's, for both settings.
-  const tessera = await createTessera({ workers: 1 });
-  try {
-    const geometry = { dims: DIMS, voxelMm: readNifti(bytes(f('field.nii.gz'))).voxelMm, b0Dir: b0 };
-    for (const [file, b0Align] of [['chi-b0on.nii', 'on'], ['chi-b0auto.nii', undefined]]) {
-      const api = await tessera.invert({ keepInputs: true, field, mask: Uint8Array.from(mask), geometry, spec: SPEC, weights: bytes(f('net.onnx')), whole: true, b0Align });
-      assert.deepEqual(readNifti(bytes(f(file))).data, api.chi.data, file);
-    }
-  } finally {
-    await tessera.terminate();
-  }
+  // The CLI's χ is the API's, for both settings (auto: the API's default run).
+  const tessera = await apiRuntime();
+  const geometry = { dims: DIMS, voxelMm: readNifti(bytes(f('field.nii.gz'))).voxelMm, b0Dir: b0 };
+  const apiOn = await tessera.invert({ keepInputs: true, field, mask: Uint8Array.from(mask), geometry, spec: SPEC, weights: bytes(f('net.onnx')), whole: true, b0Align: 'on' });
+  assert.deepEqual(readNifti(bytes(f('chi-b0on.nii'))).data, apiOn.chi.data, 'chi-b0on.nii');
+  assert.deepEqual(readNifti(bytes(f('chi-b0auto.nii'))).data, (await apiWhole()).chi.data, 'chi-b0auto.nii');
   assert.notDeepEqual(readNifti(bytes(f('chi-b0on.nii'))).data, readNifti(bytes(f('chi-b0auto.nii'))).data);
   const bad = await run(['invert', ...args, '--b0-align', 'sideways', '--out', 'x.nii']);
   assert.equal(bad.code, 2);
@@ -213,14 +222,15 @@ test('--b0-align: the header B0 11.5° off the third axis warns by default (unde
 
 test('a field in Hz with --units hz --b0 3 gives the χ of the ppm field; hz without --b0 is a usage error', async () => {
   const common = ['--mask', 'mask.nii', '--spec', 'spec.json', '--weights', 'net.onnx', '--whole', '--quiet'];
+  // The ppm run: the --whole run of the field in ppm (the report test's).
   const [ppm, hz, noB0] = await Promise.all([
-    run(['invert', '--field', 'field.nii.gz', ...common, '--out', 'chi-ppm.nii']),
+    wholeRun(),
     run(['invert', '--field', 'field-hz.nii', '--units', 'hz', '--b0', '3', ...common, '--out', 'chi-hz.nii']),
     run(['invert', '--field', 'field-hz.nii', '--units', 'hz', ...common, '--out', 'chi-x.nii']),
   ]);
   assert.equal(ppm.code, 0, ppm.stderr);
   assert.equal(hz.code, 0, hz.stderr);
-  const a = readNifti(bytes(f('chi-ppm.nii'))).data;
+  const a = readNifti(bytes(f('chi-whole.nii'))).data;
   const b = readNifti(bytes(f('chi-hz.nii'))).data;
   let maxDiff = 0;
   let maxAbs = 0;
@@ -278,26 +288,30 @@ test('receptive-field --probe --json writes the reach that plan and invert take 
   fs.writeFileSync(f('reach.json'), rf.stdout);
   const input = ['--field', 'field.nii.gz', '--mask', 'mask.nii'];
 
+  // invert --probe: the network probed, then run; its report holds the plan it ran (what plan --json prints).
+  const y = await run(['invert', ...input, ...net, '--probe', '--out', 'probed.nii', '--report', 'probed.json']);
+  assert.equal(y.code, 0, y.stderr);
+  assert.match(y.stderr, /probe: running the network/);
+  const b = JSON.parse(fs.readFileSync(f('probed.json'), 'utf8')).plan;
+
   // The plan takes it as the probe's own: the same plan as --probe, without running the network.
-  const [fromFile, probed] = [await run(['plan', ...input, ...net, '--context', 'reach.json', '--json']), await run(['plan', ...input, ...net, '--probe', '--json'])];
+  const fromFile = await run(['plan', ...input, ...net, '--context', 'reach.json', '--json']);
   assert.equal(fromFile.code, 0, fromFile.stderr);
-  assert.equal(probed.code, 0, probed.stderr);
   assert.match(fromFile.stderr, /context: the reach measured earlier \(reach\.json\): 90 % of the response within \d+ voxels/);
   assert.doesNotMatch(fromFile.stderr, /probe: running the network/);
-  const [a, b] = [JSON.parse(fromFile.stdout), JSON.parse(probed.stdout)];
+  const a = JSON.parse(fromFile.stdout);
   assert.equal(a.context.measured, true);
   assert.equal(a.context.radius90, measured.probe.radius90);
   for (const k of ['context', 'predictedFidelity', 'tile', 'patchDims', 'tilesTotal', 'voxelsRun', 'crop']) assert.deepEqual(a[k], b[k], k);
 
-  // invert: χ equal to the --probe run's, and the report names the file.
-  const [x, y] = [
-    await run(['invert', ...input, ...net, '--context', 'reach.json', '--out', 'ctx.nii', '--report', 'ctx.json']),
-    await run(['invert', ...input, ...net, '--probe', '--out', 'probed.nii']),
-  ];
+  // invert: χ equal to the --probe run's, the same plan, and the report names the file.
+  const x = await run(['invert', ...input, ...net, '--context', 'reach.json', '--out', 'ctx.nii', '--report', 'ctx.json']);
   assert.equal(x.code, 0, x.stderr);
-  assert.equal(y.code, 0, y.stderr);
+  assert.doesNotMatch(x.stderr, /probe: running the network/);
   assert.deepEqual((await readNifti(bytes(f('ctx.nii')))).data, (await readNifti(bytes(f('probed.nii')))).data);
-  assert.equal(JSON.parse(fs.readFileSync(f('ctx.json'), 'utf8')).options.contextFile, 'reach.json');
+  const ctxReport = JSON.parse(fs.readFileSync(f('ctx.json'), 'utf8'));
+  assert.equal(ctxReport.options.contextFile, 'reach.json');
+  for (const k of ['context', 'predictedFidelity', 'tile', 'patchDims', 'tilesTotal', 'voxelsRun', 'crop']) assert.deepEqual(ctxReport.plan[k], b[k], `invert's ${k}`);
 
   // Refused, each in one line that names the file and how to make a good one.
   fs.writeFileSync(f('reach-text.json'), 'radius 4');
@@ -376,22 +390,18 @@ test('--weights-unverified runs your own export of a registry network: warned (e
   assert.match(planned.stderr, /warning: weights not verified: sha256 [0-9a-f]{64} of modl-qsm\.onnx/);
   assert.equal(planRefused.code, 1, planRefused.stderr);
   assert.match(planRefused.stderr, /WeightsMismatch: .*--weights-unverified/);
-  const tessera = await createTessera({ workers: 1 });
-  try {
-    const registry = (await tessera.model('modl-qsm')).weights[0].sha256;
-    assert.notEqual(sha, registry);
-    assert.equal(ran.code, 0, ran.stderr);
-    noStack(ran);
-    assert.ok(ran.stderr.includes(`warning: weights not verified: sha256 ${sha} of modl-qsm.onnx differs from the registry's ${registry} (--weights-unverified)\n`), ran.stderr);
-    const report = JSON.parse(fs.readFileSync(f('own-report.json'), 'utf8'));
-    assert.deepEqual(report.weights, [{ source: 'own.onnx', file: 'modl-qsm.onnx', bytes: net.byteLength, sha256: sha, registrySha256: registry, verified: false }]);
-    assert.ok(report.warning.includes(`weights not verified: sha256 ${sha}`), report.warning);
-    const geometry = { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
-    const api = await tessera.invert({ keepInputs: true, geometry, field: own, mask: Uint8Array.from(box), model: 'modl-qsm', weights: net, whole: true, verifyWeights: false });
-    assert.deepEqual(readNifti(bytes(f('own-chi.nii'))).data, api.chi.data);
-  } finally {
-    await tessera.terminate();
-  }
+  const tessera = await apiRuntime();
+  const registry = (await tessera.model('modl-qsm')).weights[0].sha256;
+  assert.notEqual(sha, registry);
+  assert.equal(ran.code, 0, ran.stderr);
+  noStack(ran);
+  assert.ok(ran.stderr.includes(`warning: weights not verified: sha256 ${sha} of modl-qsm.onnx differs from the registry's ${registry} (--weights-unverified)\n`), ran.stderr);
+  const report = JSON.parse(fs.readFileSync(f('own-report.json'), 'utf8'));
+  assert.deepEqual(report.weights, [{ source: 'own.onnx', file: 'modl-qsm.onnx', bytes: net.byteLength, sha256: sha, registrySha256: registry, verified: false }]);
+  assert.ok(report.warning.includes(`weights not verified: sha256 ${sha}`), report.warning);
+  const geometry = { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
+  const api = await tessera.invert({ keepInputs: true, geometry, field: own, mask: Uint8Array.from(box), model: 'modl-qsm', weights: net, whole: true, verifyWeights: false });
+  assert.deepEqual(readNifti(bytes(f('own-chi.nii'))).data, api.chi.data);
   assert.equal(refused.code, 1, refused.stderr);
   assert.match(refused.stderr, /^error: WeightsMismatch: .*own\.onnx have \d+ bytes, expected 1794143 bytes.*--weights-unverified/);
   noStack(refused);
@@ -469,14 +479,9 @@ test('--crop-margin sizes the automatic crop to the mask: the plan runs the box 
   }
   const out = await run(['invert', ...args, '--crop-margin', '1', '--out', 'chi-margin1.nii']);
   assert.equal(out.code, 0, out.stderr);
-  const tessera = await createTessera({ workers: 1 });
-  try {
-    const { voxelMm, b0Dir } = readNifti(bytes(f('field.nii.gz')));
-    const api = await tessera.invert({ keepInputs: true, field, mask: Uint8Array.from(mask), geometry: { dims: DIMS, voxelMm, b0Dir }, spec: SPEC, weights: bytes(f('net.onnx')), cropMargin: 1 });
-    assert.deepEqual(readNifti(bytes(f('chi-margin1.nii'))).data, api.chi.data);
-  } finally {
-    await tessera.terminate();
-  }
+  const { voxelMm, b0Dir } = readNifti(bytes(f('field.nii.gz')));
+  const api = await (await apiRuntime()).invert({ keepInputs: true, field, mask: Uint8Array.from(mask), geometry: { dims: DIMS, voxelMm, b0Dir }, spec: SPEC, weights: bytes(f('net.onnx')), cropMargin: 1 });
+  assert.deepEqual(readNifti(bytes(f('chi-margin1.nii'))).data, api.chi.data);
   for (const [extra, re] of [
     [['--crop-margin', '-1'], /--crop-margin must be a whole number >= 0, got '-1'/],
     [['--crop-margin', 'two'], /--crop-margin must be a whole number >= 0, got 'two'/],
@@ -573,11 +578,8 @@ let phase2; // 2 echoes, one after the other
 let magnitude2;
 let pmask; // Uint8Array box
 let eroded; // the box shrunk by 3
-let apiTessera;
-
 async function api(request) {
-  apiTessera ??= await createTessera({ workers: 1, threadsPerWorker: 1 });
-  return apiTessera.invert({ ...request, keepInputs: true }); // the volumes are the tests' own, used again
+  return (await apiRuntime()).invert({ ...request, keepInputs: true }); // the volumes are the tests' own, used again
 }
 
 /** A 4D float32 NIfTI: writeNifti's 3D file of nz·echoes slices with dim[0] = 4, dim[3] = nz, dim[4] = echoes. */
@@ -633,7 +635,7 @@ before(async () => {
 });
 
 after(async () => {
-  await apiTessera?.terminate();
+  await (await apiStarted)?.terminate();
 });
 
 /** CLI output equals the API's to 1e-6 (relative to the largest value), and is nonzero exactly inside the eroded mask. */
@@ -819,8 +821,13 @@ test('plan --phase: the echo count comes from the file; a volume too large for t
   noStack(big);
 });
 
+// The calibration tests' network: 2 KiB of activations a voxel (256 copies of the input, then their concatenation; the
+// output is the input), so that the heap grows from the first patch (16³: 8 MiB) and the three first patches measure
+// the slope, each in a fresh ONNX Runtime worker (a network whose heap grows only at larger patches takes up to six).
+const calNet = () => memoryHog({ copies: 256, fold: 1 });
+
 test('calibrate: the points, the fitted and safe cost, the figures to declare; --json; bad usage', async () => {
-  fs.writeFileSync(f('cal-net.onnx'), unet({ base: 8, seed: 7 }));
+  fs.writeFileSync(f('cal-net.onnx'), calNet());
   fs.writeFileSync(f('cal.json'), JSON.stringify({ divisor: 8 }));
   const [table, json, noWeights, both] = await Promise.all([
     run(['calibrate', '--weights', 'cal-net.onnx', '--spec', 'cal.json']),
@@ -843,7 +850,7 @@ test('calibrate: the points, the fitted and safe cost, the figures to declare; -
 });
 
 test('a --spec without bytesPerVoxel is calibrated before planning (invert; plan with --weights); without weights it is marked assumed', async () => {
-  fs.writeFileSync(f('cal-net2.onnx'), unet({ base: 8, seed: 7 }));
+  fs.writeFileSync(f('cal-net2.onnx'), calNet());
   fs.writeFileSync(f('cal2.json'), JSON.stringify({ divisor: 8 }));
   const [inv, plan, assumed] = await Promise.all([
     run(['invert', '--field', 'field.nii.gz', '--mask', 'mask.nii', '--spec', 'cal2.json', '--weights', 'cal-net2.onnx', '--whole',
@@ -884,13 +891,7 @@ test('a run whose heap exceeds its plan prints a warning with the figure to decl
 });
 
 test('the request flags come from the schema: --stride and --blend reach the plan, the help and the refusals give the schema\'s help, range and choices', async () => {
-  const tessera = await createTessera({ workers: 1 });
-  let schema;
-  try {
-    schema = await tessera.schema();
-  } finally {
-    await tessera.terminate();
-  }
+  const schema = await (await apiRuntime()).schema();
   const option = (name) => schema.find((o) => o.name === name);
   const base = ['plan', '--field', 'field.nii.gz', '--mask', 'mask.nii', '--spec', 'spec.json', '--json'];
   const tooBig = option('tile.core').max + 1;
