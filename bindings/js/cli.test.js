@@ -146,12 +146,12 @@ test('NaN outside the mask is set to 0 (the shared input loader): the run equals
     zeroed[i] = 0;
   }
   fs.writeFileSync(f('field-nan.nii'), await writeNifti(withNaN, like));
-  fs.writeFileSync(f('field-zeroed.nii'), await writeNifti(zeroed, like));
-  const args = (input, out) => ['invert', '--field', input, '--mask', 'mask.nii', '--spec', 'spec.json', '--weights', 'net.onnx', '--whole', '--out', out, '--quiet'];
-  const [a, b] = await Promise.all([run(args('field-nan.nii', 'chi-nan.nii')), run(args('field-zeroed.nii', 'chi-zeroed.nii'))]);
+  const a = await run(['invert', '--field', 'field-nan.nii', '--mask', 'mask.nii', '--spec', 'spec.json', '--weights', 'net.onnx', '--whole', '--out', 'chi-nan.nii', '--quiet']);
   assert.equal(a.code, 0, a.stderr);
-  assert.equal(b.code, 0, b.stderr);
-  assert.deepEqual(readNifti(bytes(f('chi-nan.nii'))).data, readNifti(bytes(f('chi-zeroed.nii'))).data);
+  // The run on the zeroed field: the JS API's (the CLI's --whole run is the API's, bit for bit: the --report test).
+  const { voxelMm, b0Dir } = readNifti(bytes(f('field.nii.gz')));
+  const b = await (await apiRuntime()).invert({ keepInputs: true, field: zeroed, mask: Uint8Array.from(mask), geometry: { dims: DIMS, voxelMm, b0Dir }, spec: SPEC, weights: bytes(f('net.onnx')), whole: true });
+  assert.deepEqual(readNifti(bytes(f('chi-nan.nii'))).data, b.chi.data);
 });
 
 test('invert --whole --report equals the JS API run exactly; the report has tiles, plan, command, versions', async () => {
