@@ -134,8 +134,8 @@ test('tessera-qsm invert --method M for every method on a NIfTI pair; a bad para
   }
 });
 
-// The head-size figure (160×192×144, 0.93 of its plan) is bench/memory-plans.js's RTS row; here a head of a quarter of
-// its voxels, whose plan is still five times the 16 MiB a fresh module starts with: the heap must grow to hold the run.
+// The head-size figure (160×192×144) is bench/memory-plans.js's RTS row; here a head of a quarter of its voxels, whose
+// plan is still five times the 16 MiB a fresh module starts with: the heap must grow to hold the run.
 test('RTS on a 96×112×96 head in a fresh runtime stays within its planned module heap, a plan several times the module\'s initial heap', { timeout: 180000 }, async () => {
   const head = { dims: [96, 112, 96], voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
   const { field, mask } = await tessera.phantom({ geometry: head });
