@@ -47,15 +47,15 @@ after(() => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
+// One API runtime (1 hardware thread, as the CLI's --cores 1) for the figures the CLI's are checked against.
+let apiStarted;
+const apiRuntime = () => (apiStarted ??= createTessera({ workers: 1, hardwareThreads: 1 }));
+after(async () => {
+  await (await apiStarted)?.terminate();
+});
+
 /** The planned module heap of a request in the API, for the CLI's figure to be checked against. */
-async function apiPlan(request) {
-  const t = await createTessera({ workers: 1, hardwareThreads: 1 });
-  try {
-    return await t.plan(request);
-  } finally {
-    await t.terminate();
-  }
-}
+const apiPlan = async (request) => (await apiRuntime()).plan(request);
 
 test('plan --method: a method\'s module heap from the field\'s header alone (the API\'s figure), exit 0 when it fits, 2 with the largest crop when not', { timeout: 120000 }, async () => {
   const small = await run(['plan', '--method', 'tv', '--field', 'field-small.nii', '--mask', 'mask.nii', '--cores', '1']);
@@ -82,13 +82,7 @@ test('plan --method: a method\'s module heap from the field\'s header alone (the
 });
 
 test('plan --pipeline: the issue\'s 320×320×200 six-echo 0.7 mm scan is planned from its header (.nii and .nii.gz) and fits', { timeout: 120000 }, async () => {
-  const t = await createTessera({ workers: 1 });
-  let bg;
-  try {
-    bg = await defaultBackgroundTitle(t);
-  } finally {
-    await t.terminate();
-  }
+  const bg = await defaultBackgroundTitle(await apiRuntime());
   for (const file of ['scan6.nii', 'scan6.nii.gz']) {
     const r = await run(['plan', '--pipeline', '--phase', file, '--te', TE6, '--magnitude', file, '--method', 'tkd', '--cores', '1', '--json']);
     assert.equal(r.code, 0, r.stderr);

@@ -128,7 +128,8 @@ test('methods text: every step in order with its parameters and papers; its comm
     const mask = readMask(new Uint8Array(fs.readFileSync(path.join(dir, 'mask.nii'))));
     const out = await tessera.pipeline({
       keepInputs: true,
-      phase, magnitude, mask, te, b0: 3, method: 'tkd', tkd: { threshold: 0.15 }, background: 'pdf', pdf: { maxIterations: 20 }, also: ['swi', 'r2star'], swi: { maskPower: 3 },
+      // PDF at 5 iterations (its default 30): a parameter given, to be found in the text and the command.
+      phase, magnitude, mask, te, b0: 3, method: 'tkd', tkd: { threshold: 0.15 }, background: 'pdf', pdf: { maxIterations: 5 }, also: ['swi', 'r2star'], swi: { maskPower: 3 },
     });
     const m = out.report.methods;
     assert.deepEqual(m.steps.map((s) => s.stage), ['acquisition', 'brain mask', 'unwrapping', 'echo fit', 'background removal', 'inversion', 'SWI', 'minIP', 'R2*']);
@@ -138,7 +139,7 @@ test('methods text: every step in order with its parameters and papers; its comm
     const def = (name) => schema.find((o) => o.name === name).default;
     const params = Object.assign({}, ...m.steps.map((s) => s.parameters));
     assert.equal(params['tkd.threshold'], '0.15');
-    assert.equal(params['pdf.maxIterations'], '20');
+    assert.equal(params['pdf.maxIterations'], '5');
     assert.equal(params['pdf.padVoxels'], `${def('pdf.padVoxels')} voxels`);
     assert.equal(params['swi.maskPower'], '3');
     assert.equal(params['swi.minIpSlab'], `${def('swi.minIpSlab')} mm`);

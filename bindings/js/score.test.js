@@ -274,13 +274,16 @@ test('qsm-ci: phase, magnitude, mask and params.json in; totalfield, localfield 
   const ms = await runCli(['qsm-ci', input], { cwd: dir });
   assert.equal(ms.code, 1);
   assert.match(ms.stderr, /TE must be echo times in seconds \(values above 1 look like milliseconds\)/);
-  // Without magnitude.nii.gz (optional in the contract) the run goes on; without params.json it is refused.
+  // Without magnitude.nii.gz (optional in the contract) the run goes on (TKD: the warnings are the point, not the
+  // inversion); without params.json it is refused.
   fs.writeFileSync(path.join(input, 'params.json'), JSON.stringify({ TE: te, B0: 3 }));
   fs.rmSync(path.join(input, 'magnitude.nii.gz'));
-  const noMagnitude = await runCli(['qsm-ci', input, '--out', other], { cwd: dir });
+  fs.rmSync(path.join(other, 'chimap.nii.gz'));
+  const noMagnitude = await runCli(['qsm-ci', input, '--out', other, '--method', 'tkd'], { cwd: dir });
   assert.equal(noMagnitude.code, 0, noMagnitude.stderr);
   assert.match(noMagnitude.stderr, /has no magnitude\.nii\.gz: the echo fit weighs every echo alike/);
   assert.match(noMagnitude.stderr, /params\.json gives no B0_dir: B0 taken as \[0, 0, 1\] in the voxel axes, from the phase's header/);
+  assert.ok(fs.existsSync(path.join(other, 'chimap.nii.gz')), 'χ written without the magnitude');
   fs.rmSync(path.join(input, 'params.json'));
   const none = await runCli(['qsm-ci', input], { cwd: dir });
   assert.equal(none.code, 1);
