@@ -37,6 +37,9 @@ if (NO_FETCH_GLOBALS) {
 
 function suite() {
   let srv, ctx, page, tmp, bg;
+  /** The node API's runtime (1 worker) the tests compare the page with: started once, shared, terminated after. */
+  let nodeOnce = null;
+  const nodeApi = () => (nodeOnce ??= import('../bindings/js/index.js').then(({ createTessera }) => createTessera({ workers: 1 })));
   let romeoSpread; // the 1st–99th percentile span of χ from ROMEO's Phase.nii (ppm), measured by its test below
   const consoleErrors = [];
 
@@ -44,14 +47,8 @@ function suite() {
     if (skip) return;
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-fmaps-'));
     // the stage title of the schema's default background removal, whichever it is
-    const { createTessera } = await import('../bindings/js/index.js');
     const { defaultBackgroundTitle } = await import('../tests/js/background-titles.js');
-    const t = await createTessera({ workers: 1 });
-    try {
-      bg = await defaultBackgroundTitle(t);
-    } finally {
-      await t.terminate();
-    }
+    bg = await defaultBackgroundTitle(await nodeApi());
     const { startServer } = await import('../scripts/serve.js');
     const { launchChromium } = await import('../scripts/chromium.js');
     srv = await startServer();
@@ -67,6 +64,7 @@ function suite() {
   });
 
   after(async () => {
+    if (nodeOnce) await (await nodeOnce).terminate().catch(() => {});
     await ctx?.close().catch(() => {});
     await srv?.close();
     if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
@@ -319,24 +317,19 @@ function suite() {
   });
 
   test('ROMEO’s phase_with_nan.nii through the file inputs: with Mag.nii (another scan) refused naming both sizes; alone, asks for a mask or magnitude; an all-ones mask refused for its NaN inside; a brain mask: the NaN outside and the ±4.7 span said in the API’s words, χ finite in the mask, the API’s bit for bit, its spread of the order of Phase.nii’s', { skip, timeout: 300000 }, async () => {
-    const { createTessera, readEchoes, readNifti, writeNifti } = await import('../bindings/js/index.js');
+    const { readEchoes, readNifti, writeNifti } = await import('../bindings/js/index.js');
     const file = path.join(ROMEO, 'phase_with_nan.nii');
     const phase = readEchoes(fs.readFileSync(file));
     const [X, Y, Z] = phase.dims;
     const n = X * Y * Z;
     const te = [0.004, 0.008];
     // The node API's words and χ on the same inputs.
-    const t = await createTessera({ workers: 1 });
-    let api;
+    const t = await nodeApi();
     // A brain mask as a user would draw it: an ellipse inside the head (x 24–104, y 24–88 of 128×128), every slice.
     const brain = Uint8Array.from({ length: n }, (_, i) => (((i % X) - 64) / 40) ** 2 + ((Math.floor(i / X) % Y - 56) / 32) ** 2 <= 1 ? 1 : 0);
-    try {
-      const mag = readEchoes(fs.readFileSync(path.join(ROMEO, 'Mag.nii')));
-      await assert.rejects(t.pipeline({ phase, magnitude: mag, te, method: 'tkd', keepInputs: true }), /magnitude is 51×51×41 but phase is 128×128×5/);
-      api = await t.pipeline({ phase, mask: brain, te, method: 'tkd', background: 'pdf', keepInputs: true });
-    } finally {
-      await t.terminate();
-    }
+    const mag = readEchoes(fs.readFileSync(path.join(ROMEO, 'Mag.nii')));
+    await assert.rejects(t.pipeline({ phase, magnitude: mag, te, method: 'tkd', keepInputs: true }), /magnitude is 51×51×41 but phase is 128×128×5/);
+    const api = await t.pipeline({ phase, mask: brain, te, method: 'tkd', background: 'pdf', keepInputs: true });
     const like = { dims: [X, Y, Z], voxelMm: phase.voxelMm.slice(0, 3) };
     fs.writeFileSync(path.join(tmp, 'nan_ones_mask.nii'), await writeNifti(new Float32Array(n).fill(1), like));
     fs.writeFileSync(path.join(tmp, 'nan_brain_mask.nii'), await writeNifti(Float32Array.from(brain), like));

@@ -8,7 +8,7 @@
 //     mask > 0.5 with the real demo network, and the NiiVue χ panel shows an image (non-blank pixels);
 //   - the demo network goes through the weights cache (Cache API): after a reload it is not downloaded again;
 //   - Cancel mid-run stops the run at once (no result arrives later);
-//   - the tile map draws the C++ plan's tiles (plan.grid): 160×192×144 at core 72 / halo 8 is 18 tiles, 4 skipped;
+//   - the tile map draws the C++ plan's tiles (plan.grid): 56×64×48 at core 24 / halo 8 is 18 tiles, 4 skipped;
 //   - a field/mask NIfTI pair written in node (writeNifti of the phantom) loaded through the file inputs runs
 //     end to end with a custom network (.onnx file input) — so the page runs again after a cancel — and the
 //     download is a valid .nii.gz with the input's dims and voxel size.
@@ -31,25 +31,12 @@
 // phase with a two-echo magnitude runs iQFM (the output and the download named local field); a phase in
 // degrees is refused with advice, then loads with Phase units “degrees”; a volume over the single-patch limit
 // gets the planner's refusal.
-// The classical methods (the C++ schema's `method` list): the Inversion select lists them with the plan's titles;
-// choosing TKD replaces the network panel and the tile settings with its parameters (the threshold at the schema's
-// default, range and help), the readout shows the method's plan (steps, threads, module heap vs the heap limit); an
-// out-of-range threshold is refused in the C++ core's words next to the input, Run and the demo disabled; the demo
-// with TKD downloads no network, its χ (downloaded as NIfTI) is bit-identical to the node API's invert({method:
-// 'tkd'}) on the same phantom, r vs truth > 0.8; Cancel during a method run (an iterative method when the schema lists
-// one, else TKD on 192×192×160) settles the page at once and no result arrives.
-// From phase (the pipeline, tessera.pipeline()): the options are the schema's at their defaults; the demo (phantom scan,
-// 128×128×96 at 1.5 mm, 4 echoes, SNR 100, mask from the magnitude eroded 3 mm, the default background removal, RTS) shows the stage while it
-// runs, the plan's stages, each stage's figures, r vs truth > 0.8, and its χ is bit-identical to the node API's
-// pipeline() on the same scan; every intermediate can be shown; Cancel mid-pipeline stops it; a 4D phase + 4D magnitude
-// (writeNifti + dims) through the file inputs runs with TKD and its local field downloads bit-identical to node's;
-// TEs that do not match the echoes (or in ms) are refused in words with Run disabled; a magnitude of other dims too.
 // Screenshots: test-artifacts/*.png; with TESSERA_UPDATE_SCREENSHOT=1, web/screenshot.png (the README's) after the demo, with a real (trained)
 // network only. TESSERA_DEMO_NET=/path/net.onnx serves a candidate demo network in place of web/models/.
 // The test observes the page only through its DOM: text, <body data-state>, the data-* attributes the panels
 // publish (#inputInfo, #planReadout, #progress, #tileCounts, #tileStride, #report, #verifyReadout, #error, .panels)
 // and downloads (and, for the self-check's progress lines, a MutationObserver the test itself adds).
-// Runs in ≈2 min on 2 idle cores (≈3 min when the machine is loaded).
+// The classical methods and From phase are web/page-classical.test.js's. Runs in ≈1.5 min on 2 idle cores.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -60,9 +47,8 @@ import { fileURLToPath } from 'node:url';
 import { createHash } from 'node:crypto';
 import { startServer } from '../scripts/serve.js';
 import { launchChromium, NO_FETCH_GLOBALS, testInChildWithFetchGlobals } from '../scripts/chromium.js';
-import { backgroundTitle } from '../tests/js/background-titles.js';
+import { pageSession } from '../tests/js/page-session.js';
 
-/** The stage title of the pipeline's default background removal (the schema's default, whichever removal it is). */
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CHROMIUM = '/usr/bin/chromium';
@@ -84,7 +70,9 @@ let srv, ctx, page, tmp, netPath, pair, qualityOption;
 const consoleErrors = [];
 const foreignRequests = [];
 const served = []; // the server's log: 'GET /path 200 12 ms'
-const runHeaps = new Map(); // a classical demo run's #report data (its module heap planned and reached), by run
+/** The node API's runtime (1 worker) that the tests compare the page with: started once, shared, terminated after. */
+let nodeOnce = null;
+const nodeApi = () => (nodeOnce ??= import('../bindings/js/index.js').then(({ createTessera }) => createTessera({ workers: 1 })));
 /** How many times the server sent the demo network. */
 const demoDownloads = () => served.filter((l) => /^GET \/web\/models\/demo-unet\.onnx 200 /.test(l)).length;
 
@@ -103,9 +91,9 @@ before(async () => {
     console.log(`# ${DEMO_NET} is missing: serving a stand-in U-Net there; the r > ${R_MIN} check is skipped`);
   }
   // The NIfTI pair: the C++ phantom (node flavour of the runtime), written with writeNifti.
-  const { createTessera, writeNifti, GAMMA_BAR_MHZ_PER_T } = await import('../bindings/js/index.js');
-  const t = await createTessera({ workers: 1 });
-  try {
+  const { writeNifti, GAMMA_BAR_MHZ_PER_T } = await import('../bindings/js/index.js');
+  const t = await nodeApi();
+  {
     qualityOption = (await t.schema()).find((o) => o.name === 'quality');
     const geometry = { dims: [64, 64, 48], voxelMm: [2, 2, 2], b0Dir: [0, 0, 1] };
     const p = await t.phantom({ geometry, seed: 3 });
@@ -123,8 +111,6 @@ before(async () => {
       fieldPpm: p.field,
       fieldPpmNii: await writeNifti(p.field, like, { gzip: true, description: 'phantom local field (ppm)' }),
     };
-  } finally {
-    await t.terminate();
   }
   srv = await startServer({ overrides, log: (line) => served.push(line) });
   ctx = await launchChromium(path.join(tmp, 'profile'), CHROMIUM, { acceptDownloads: true, viewport: { width: 1280, height: 1000 } });
@@ -139,47 +125,13 @@ before(async () => {
 });
 
 after(async () => {
+  if (nodeOnce) await (await nodeOnce).terminate().catch(() => {});
   await ctx?.close().catch(() => {});
   await srv?.close();
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
 });
 
-const T = (expr) => page.evaluate(expr);
-const waitState = (states, timeout) =>
-  page.waitForFunction((s) => s.includes(document.body.dataset.state), states, { timeout, polling: 100 });
-const LISTS = ['dims', 'voxelMm', 'phaseRange', 'runningTiles', 'shown', 'verifyLo', 'verifyHi', 'boxLo', 'boxHi', 'compareLo', 'compareHi'];
-/** An element's data-* as an object: 'true'/'false' and numbers parsed, the LISTS keys as arrays. */
-const readData = (selector) =>
-  page.$eval(
-    selector,
-    (e, lists) => {
-      const parse = (x) => (x === 'true' ? true : x === 'false' ? false : x !== '' && Number.isFinite(Number(x)) ? Number(x) : x);
-      const out = {};
-      for (const [k, v] of Object.entries(e.dataset)) out[k] = lists.includes(k) ? (v === '' ? [] : v.split(',').map(parse)) : parse(v);
-      return out;
-    },
-    LISTS,
-  );
-const pageState = () => T(() => document.body.dataset.state);
-/** The first numeric parameter of a method (prefix '<method>.') with another valid value than its default. */
-const schemaOption = (schema, prefix) => {
-  const o = schema.find((x) => x.name.startsWith(prefix) && typeof x.default === 'number' && !x.choices?.length);
-  if (!o) return null;
-  const other = o.integer ? o.default + 1 : o.default * 1.25;
-  return { name: o.name, kind: other <= o.max ? 'number' : 'none', other };
-};
-/** The node API's request schema (tessera.schema()), read once. */
-let schemaOnce = null;
-const nodeSchema = () =>
-  (schemaOnce ??= import('../bindings/js/index.js').then(async ({ createTessera }) => {
-    const t = await createTessera({ workers: 1 });
-    try {
-      return await t.schema();
-    } finally {
-      await t.terminate();
-    }
-  }));
-const errorText = async () => ((await page.isHidden('#error')) ? '' : await page.textContent('#error'));
+const { T, waitState, readData, pageState, errorText, planWith } = pageSession(() => page);
 /** The readout's estimate row says the plan's time and its predicted r and NRMSE (as rounded on the page). */
 function assertEstimate(text, plan) {
   const m = /Estimate\s*Estimated (?:(\d+) min )?(\d+(?:\.\d)?) s · predicted r ([\d.]+), NRMSE ([\d.]+) vs the whole-volume run/.exec(text);
@@ -189,9 +141,6 @@ function assertEstimate(text, plan) {
   assert.ok(Math.abs(Number(m[2]) - plan.predictedR) <= 5e-4, `r ${m[2]} vs ${plan.predictedR}`);
   assert.ok(Math.abs(Number(m[3]) - plan.predictedNrmse) <= 5e-4, `NRMSE ${m[3]} vs ${plan.predictedNrmse}`);
 }
-/** Waits until #planReadout's data-* satisfy every key of `want` (a new plan for the request just made). */
-const planWith = (want, timeout = 20000) =>
-  page.waitForFunction((w) => Object.entries(w).every(([k, v]) => document.querySelector('#planReadout').dataset[k] === String(v)), want, { timeout, polling: 50 });
 
 // The served demo network's sha256 (the page verified it against the registry's before caching it).
 const DEMO_SHA = REAL_NET ? createHash('sha256').update(fs.readFileSync(DEMO_NET)).digest('hex') : null;
@@ -681,7 +630,6 @@ test('the quality select changes the plan (fast: another, faster tiling than fai
 });
 
 test('Verify (self-check): the verified fidelity beside the predicted one, equal to the node API’s report.verify; a whole-volume run is exact', { skip, timeout: 240000 }, async () => {
-  const { createTessera } = await import('../bindings/js/index.js');
   // The demo network on the pair's field in ppm, planned automatically (faithful), with the self-check.
   await page.selectOption('#model', 'demo');
   await page.check('input[name=units][value=ppm]');
@@ -711,15 +659,9 @@ test('Verify (self-check): the verified fidelity beside the predicted one, equal
   assert.ok(lines.some((l) => new RegExp(`^self-check: the box \\[${plan.verifyLo.join(', ')}\\] to \\[${plan.verifyHi.join(', ')}\\] runs whole · \\d+/\\d+`).test(l)), `no self-check progress among ${JSON.stringify(lines.slice(-5))}`);
   assert.equal((await readData('#progress')).stage, 'verify');
   // The node API on the same field, mask, network and tiling.
-  const t = await createTessera({ workers: 1 });
-  let want;
-  try {
-    const tile = { core: plan.core, halo: plan.halo, stride: plan.stride, blend: plan.blend };
-    const out = await t.invert({ keepInputs: true, field: pair.fieldPpm, mask: pair.mask, geometry: pair.geometry, model: 'demo-unet', weights: new Uint8Array(fs.readFileSync(netPath)), tile, workers: plan.tilesInFlight, verify: true });
-    want = out.report.verify;
-  } finally {
-    await t.terminate();
-  }
+  const tile = { core: plan.core, halo: plan.halo, stride: plan.stride, blend: plan.blend };
+  const out = await (await nodeApi()).invert({ keepInputs: true, field: pair.fieldPpm, mask: pair.mask, geometry: pair.geometry, model: 'demo-unet', weights: new Uint8Array(fs.readFileSync(netPath)), tile, workers: plan.tilesInFlight, verify: true });
+  const want = out.report.verify;
   assert.equal(want.possible, true);
   assert.deepEqual(
     [v.possible, v.exact, v.boxLo, v.boxHi, v.compareLo, v.compareHi, v.margin, v.voxels],
@@ -788,31 +730,33 @@ test('a registry network: licence and citation shown; wrong weights refused in w
   await page.selectOption('#model', 'demo');
 });
 
-test('the tile map draws the plan that runs: 160×192×144 at core 72 / halo 8 is 18 tiles, 14 to run', { skip }, async () => {
+test('the tile map draws the plan that runs: 56×64×48 at core 24 / halo 8 is 18 tiles, 14 to run', { skip }, async () => {
   const { writeNifti } = await import('../bindings/js/index.js');
-  const dims = [160, 192, 144];
+  // 2⅓ × 2⅔ × 2 cores: partial tiles at the far x and y edges, none in z (the plan's clamping is exercised in x and y).
+  const C = 24;
+  const dims = [56, 64, 48];
   const [X, Y, Z] = dims;
   const like = { dims, voxelMm: [1, 1, 1] };
-  // Inside everywhere except x ≥ 144 with y < 72 or y ≥ 144: four of the 3×3×2 core-72 tiles hold no mask voxel.
+  // Inside everywhere except x ≥ 48 with y < 24 or y ≥ 48: four of the 3×3×2 core-24 tiles hold no mask voxel.
   const mask = new Float32Array(X * Y * Z);
-  for (let z = 0, i = 0; z < Z; z++) for (let y = 0; y < Y; y++) for (let x = 0; x < X; x++, i++) mask[i] = x >= 144 && (y < 72 || y >= 144) ? 0 : 1;
+  for (let z = 0, i = 0; z < Z; z++) for (let y = 0; y < Y; y++) for (let x = 0; x < X; x++, i++) mask[i] = x >= 2 * C && (y < C || y >= 2 * C) ? 0 : 1;
   // The oracle, computed here: core-aligned tiles from 0, clamped at the far edges; skipped = no mask voxel in the core.
-  const counts = dims.map((d) => Math.ceil(d / 72));
+  const counts = dims.map((d) => Math.ceil(d / C));
   let skipped = 0;
   for (let k = 0; k < counts[2]; k++)
     for (let j = 0; j < counts[1]; j++)
       for (let i = 0; i < counts[0]; i++) {
         let any = false;
-        for (let z = k * 72; z < Math.min(Z, k * 72 + 72) && !any; z++)
-          for (let y = j * 72; y < Math.min(Y, j * 72 + 72) && !any; y++)
-            for (let x = i * 72; x < Math.min(X, i * 72 + 72); x++) if (mask[x + X * (y + Y * z)]) { any = true; break; }
+        for (let z = k * C; z < Math.min(Z, k * C + C) && !any; z++)
+          for (let y = j * C; y < Math.min(Y, j * C + C) && !any; y++)
+            for (let x = i * C; x < Math.min(X, i * C + C); x++) if (mask[x + X * (y + Y * z)]) { any = true; break; }
         if (!any) skipped++;
       }
   assert.deepEqual([counts, skipped], [[3, 3, 2], 4]);
   await page.selectOption('#model', 'demo');
   await page.uncheck('#auto');
   await page.uncheck('#whole');
-  await page.fill('#core', '72');
+  await page.fill('#core', String(C));
   await page.fill('#halo', '8');
   await page.check('input[name=units][value=ppm]');
   await page.check('input[name=maskSource][value=file]');
@@ -820,16 +764,16 @@ test('the tile map draws the plan that runs: 160×192×144 at core 72 / halo 8 i
   await page.setInputFiles('#maskFile', { name: 'grid_mask.nii.gz', mimeType: 'application/gzip', buffer: Buffer.from(await writeNifti(mask, like, { gzip: true })) });
   await page.setInputFiles('#fieldFile', { name: 'grid_field.nii.gz', mimeType: 'application/gzip', buffer: Buffer.from(await writeNifti(new Float32Array(X * Y * Z), like, { gzip: true })) });
   await page.waitForFunction((s) => Number(document.querySelector('#inputInfo').dataset.seq) > s && document.body.dataset.state === 'idle', seq, { timeout: 30000 });
-  await page.waitForFunction(() => document.querySelector('#planReadout').dataset.core === '72' && document.querySelector('#tileCounts').dataset.total === '18', null, { timeout: 15000 });
+  await page.waitForFunction((c) => document.querySelector('#planReadout').dataset.core === c && document.querySelector('#tileCounts').dataset.total === '18', String(C), { timeout: 15000 });
   const plan = await readData('#planReadout');
-  assert.deepEqual([plan.core, plan.halo, plan.tilesTotal, plan.tilesActive, plan.tilesSkipped], [72, 8, 18, 14, 4]);
+  assert.deepEqual([plan.core, plan.halo, plan.tilesTotal, plan.tilesActive, plan.tilesSkipped], [C, 8, 18, 14, 4]);
   assert.match(await page.textContent('#planReadout'), /Tiles\s*18 total, 14 to run, 4 skipped/);
   const map = await readData('#tileCounts');
   assert.deepEqual(map, { total: 18, queued: 14, running: 0, done: 0, skipped: 4 });
   assert.equal(await page.textContent('#tileCounts'), '18 tiles: 0 done · 0 running · 14 queued · 4 skipped');
   assert.equal(await page.$eval('#tilemap', (c) => c.dataset.grid), '3,3,2', 'two layers of 3×3 tiles, not three');
-  // The slice slider picks the layer from the plan's cores: z 71 is in layer 1, z 72 in layer 2.
-  for (const [z, layer] of [[71, '0'], [72, '1']]) {
+  // The slice slider picks the layer from the plan's cores: z 23 is in layer 1, z 24 in layer 2.
+  for (const [z, layer] of [[C - 1, '0'], [C, '1']]) {
     await page.$eval('#tileSlice', (e, v) => {
       e.value = String(v);
       e.dispatchEvent(new Event('input'));
@@ -842,7 +786,7 @@ test('the tile map draws the plan that runs: 160×192×144 at core 72 / halo 8 i
 
 test('the phase networks: wrapped phase (3D, then 4D multi-echo with magnitude), TE, B0 → iQSM and iQFM, equal to the node API', { skip, timeout: 150000 }, async () => {
   const t0 = Date.now();
-  const { createTessera, writeNifti, readNifti } = await import('../bindings/js/index.js');
+  const { writeNifti, readNifti } = await import('../bindings/js/index.js');
   const { lotNet } = await import('../tests/js/phase-networks.js');
   // A smooth phase ψ that wraps (the phase.test.js scene), a box mask and its erosion by 3 (the box shrunk by 3).
   const dims = [40, 36, 30];
@@ -894,19 +838,14 @@ test('the phase networks: wrapped phase (3D, then 4D multi-echo with magnitude),
   };
   // The node API on the same inputs: the reference the page must reproduce.
   const geometry = { dims, voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
-  const t = await createTessera({ workers: 1 });
-  let want3d, want4d, bigEdge;
-  try {
-    // A cube over the single-patch limit at iQFM's registered cost (with 20 % to spare), a multiple of 16.
-    const cost = (await t.model('iqfm')).bytesPerVoxel;
-    bigEdge = 16 * Math.ceil(Math.cbrt((1.2 * (await t.limits()).maxPatchActivationBytes) / cost) / 16);
-    want3d = (await t.invert({ keepInputs: true, model: 'iqsm', phase: echo1, mask, geometry, te: 0.02, b0: 3, weights: lotNet() })).chi.data;
-    const r = await t.invert({ keepInputs: true, model: 'iqfm', phase: phase4d, magnitude: mag4d, mask, geometry, te: [0.02, 0.03], b0: 3, weights: lotNet() });
-    assert.equal(r.quantity, 'local-field');
-    want4d = r.chi.data;
-  } finally {
-    await t.terminate();
-  }
+  const t = await nodeApi();
+  // A cube over the single-patch limit at iQFM's registered cost (with 20 % to spare), a multiple of 16.
+  const cost = (await t.model('iqfm')).bytesPerVoxel;
+  const bigEdge = 16 * Math.ceil(Math.cbrt((1.2 * (await t.limits()).maxPatchActivationBytes) / cost) / 16);
+  const want3d = (await t.invert({ keepInputs: true, model: 'iqsm', phase: echo1, mask, geometry, te: 0.02, b0: 3, weights: lotNet() })).chi.data;
+  const r4d = await t.invert({ keepInputs: true, model: 'iqfm', phase: phase4d, magnitude: mag4d, mask, geometry, te: [0.02, 0.03], b0: 3, weights: lotNet() });
+  assert.equal(r4d.quantity, 'local-field');
+  const want4d = r4d.chi.data;
   const compare = (got, want, what) => {
     let err = 0, inside = 0;
     for (let i = 0; i < n; i++) {
@@ -1275,385 +1214,6 @@ test('soak in Chromium: 50 mixed runs of the package in one page (2 networks, 3 
   await tab.evaluate(() => globalThis.soak.end());
   await tab.close();
   console.log(`# Chromium soak: ${JSON.stringify(tally)}, module heap ${(heaps.at(-1) / 2 ** 20).toFixed(0)} MiB flat, ${between} worker targets between runs`);
-});
-
-// The classical methods (the C++ schema's `method` list): the inversion choice, the parameters from the schema, the
-// demo with TKD (no download, χ bit-identical to the node API's), a refusal in the C++ core's words, Cancel.
-test('classical method: TKD from the schema (its threshold at the default, range, help); an out-of-range value refused in the C++ words with Run disabled', { skip }, async () => {
-  const schema = await nodeSchema();
-  const names = schema.find((o) => o.name === 'method').choices;
-  assert.ok(names.includes('tkd'));
-  assert.deepEqual(await page.$$eval('#inversion option', (o) => o.map((x) => x.value)), ['network', ...names], 'the schema’s list, after the network');
-  assert.match(await page.$eval('#inversion option[value=tkd]', (o) => o.textContent), /^TKD \(tkd\)$/, 'the plan’s title');
-  await page.selectOption('#inversion', 'tkd');
-  assert.equal(await page.isHidden('#networkBox'), true, 'the network panel gives way');
-  assert.equal(await page.isHidden('#tileControls'), true, 'no tiles, workers, quality or verify for a method');
-  const opt = schema.find((o) => o.name === 'tkd.threshold');
-  const input = '[data-option="tkd.threshold"]';
-  assert.equal(await page.inputValue(input), String(opt.default), 'the schema’s default');
-  assert.equal(await page.getAttribute(input, 'max'), String(opt.max));
-  assert.match(await page.$eval(input, (e) => e.closest('label').title), new RegExp(`^${opt.help.replace(/[()]/g, '\\$&')}`));
-  // every <method>.<param> option of the schema has its input
-  const params = await page.$$eval('#methodParams [data-option]', (e) => e.map((x) => x.dataset.option));
-  assert.deepEqual(params, schema.filter((o) => o.name.startsWith('tkd.')).map((o) => o.name));
-  await planWith({ feasible: true, method: 'tkd', methodTitle: 'TKD' });
-  const plan = await readData('#planReadout');
-  await page.locator('#networkCard').screenshot({ path: path.join(ARTIFACTS, 'method-params.png') });
-  await page.locator('#tileCard').screenshot({ path: path.join(ARTIFACTS, 'method-plan.png') });
-  assert.ok(plan.methodSteps >= 1 && plan.threads >= 1 && plan.moduleHeapBytes > 0 && plan.moduleHeapBytes < plan.heapLimitBytes);
-  const readout = await page.textContent('#planReadout');
-  assert.match(readout, /Steps\s*\d+ steps?/);
-  assert.match(readout, /Module heap\s*[\d.]+ MB of the [\d.]+ GB heap limit/);
-  // out of range: the C++ schema's message, next to the input and as the plan's advice; Run and the demo disabled
-  await page.fill(input, '0.9');
-  await page.waitForSelector('#methodMsg:not([hidden])', { timeout: 10000 });
-  const msg = await page.textContent('#methodMsg');
-  assert.match(msg, /^tkd\.threshold must be in \(0, 2\/3\), got 0\.9/);
-  assert.equal(await page.textContent('#planAdvice'), msg);
-  assert.equal(await page.getAttribute(input, 'aria-invalid'), 'true');
-  assert.equal((await readData('#planReadout')).feasible, false);
-  assert.equal(await page.isDisabled('#run'), true);
-  assert.equal(await page.isDisabled('#demo'), true);
-  await page.fill(input, '');
-  await page.waitForFunction(() => /Type a value for tkd\.threshold/.test(document.querySelector('#methodMsg').textContent), null, { timeout: 5000 });
-  assert.equal(await page.isDisabled('#demo'), true);
-  // a change of method (here: to the network and back) resets the defaults
-  await page.fill(input, '0.3');
-  await page.selectOption('#inversion', 'network');
-  assert.equal(await page.isHidden('#networkBox'), false);
-  await page.selectOption('#inversion', 'tkd');
-  assert.equal(await page.inputValue(input), String(opt.default));
-  await planWith({ feasible: true, method: 'tkd' });
-  assert.equal(await page.isHidden('#methodMsg'), true);
-  assert.equal(await page.isDisabled('#demo'), false);
-});
-
-test('classical method: the demo with TKD runs without a download; χ bit-identical to the node API’s invert({method: \'tkd\'}), r vs truth > 0.8', { skip }, async () => {
-  const { createTessera, readNifti } = await import('../bindings/js/index.js');
-  // The node API on the same phantom (the page's demo: seed 1, no noise) and the schema's default threshold, made
-  // while the page makes its own.
-  const geometry = { dims: [128, 128, 96], voxelMm: [1.75, 1.75, 1.75], b0Dir: [0, 0, 1] };
-  const node = (async () => {
-    const t = await createTessera({ workers: 1 });
-    try {
-      const p = await t.phantom({ geometry, seed: 1, noise: 0 });
-      let sum = 0;
-      for (let i = 0; i < p.field.length; i++) if (p.mask[i]) sum += p.field[i];
-      return { sum, chi: (await t.invert({ keepInputs: true, field: p.field, mask: p.mask, geometry, method: 'tkd' })).chi.data };
-    } finally {
-      await t.terminate();
-    }
-  })();
-  node.catch(() => {});
-  const requests = served.length;
-  await page.selectOption('#inversion', 'tkd');
-  await planWith({ feasible: true, method: 'tkd' });
-  await page.click('#demo');
-  await waitState(['done', 'error'], 60000);
-  assert.equal(await pageState(), 'done', await errorText());
-  assert.deepEqual(served.slice(requests).filter((l) => /\.onnx /.test(l)), [], 'no network downloaded');
-  const report = await readData('#report');
-  assert.equal(report.method, 'tkd');
-  assert.ok(report.finite && report.nonzeroOutside === 0);
-  assert.ok(report.r > 0.8, `r vs truth ${report.r}`);
-  assert.match(await page.textContent('#corr'), /r vs truth = 0\.\d{3}/);
-  const text = await page.textContent('#report');
-  assert.match(text, /Method\s*TKD \(tkd\): threshold [\d.]+; \d+ step\(s\), \d+ thread\(s\)/);
-  // The run's module-heap plan against the heap the same run reached, in a runtime of its own (as memory-plans.test.js
-  // measures it); its bounds are checked below, with the From phase demo's.
-  assert.match(text, /Memory\s*the plan allowed [\d.]+ MB of module heap; the run reached [\d.]+ MB \(in a runtime of its own, read after the run\): the plan is [\d.]+× what the run used/);
-  assert.equal(report.moduleHeapPlanVsRun, report.moduleHeapPlanned / report.moduleHeapBytes);
-  assert.match(text, new RegExp(`the plan is ${report.moduleHeapPlanVsRun.toFixed(2)}×`), 'the ratio shown is the one published');
-  runHeaps.set('TKD demo', report);
-  assert.match(await page.textContent('#progressText'), /^tkd: (\d+)\/\1 steps \(100%\)/);
-  assert.equal((await readData('#progress')).stage, 'tkd');
-  assert.deepEqual((await readData('#resultCard .panels')).shown, ['chi', 'field', 'truth']);
-  assert.deepEqual(await readData('#tileCounts'), { total: 1, queued: 0, running: 0, done: 1, skipped: 0 });
-  const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), page.click('#download')]);
-  const chi = readNifti(fs.readFileSync(await dl.path()));
-  assert.deepEqual(chi.dims, geometry.dims);
-  assert.deepEqual(chi.voxelMm, geometry.voxelMm);
-  const want = await node;
-  assert.equal((await readData('#inputInfo')).sumInMask, want.sum, 'the page’s field is the node phantom’s');
-  assert.equal(chi.data.length, want.chi.length);
-  const bytes = (a) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
-  assert.ok(bytes(chi.data).equals(bytes(want.chi)), 'χ bit-identical to the node API’s');
-  console.log(`# TKD demo: run ${report.wallSeconds.toFixed(2)} s, r ${report.r.toFixed(3)}, NRMSE ${(100 * report.nrmse).toFixed(1)} %, module heap: the plan ${report.moduleHeapPlanVsRun.toFixed(2)}× what the run reached`);
-  await page.locator('#resultCard').screenshot({ path: path.join(ARTIFACTS, 'tkd-demo.png') });
-});
-
-test('classical method: Cancel during a method run stops it; no result arrives, the runtime plans again', { skip, timeout: 120000 }, async () => {
-  const { writeNifti } = await import('../bindings/js/index.js');
-  // An iterative method when the schema lists one (cancelled between its steps), else TKD on a volume large enough
-  // to be caught running.
-  const probe = { dims: [128, 128, 96], voxelMm: [1.75, 1.75, 1.75], b0Dir: [0, 0, 1] };
-  const t = await (await import('../bindings/js/index.js')).createTessera({ workers: 1 });
-  let iterative = null;
-  const listed = await page.$$eval('#inversion option', (o) => o.map((x) => x.value));
-  try {
-    for (const m of (await t.schema()).find((o) => o.name === 'method').choices.filter((x) => listed.includes(x))) {
-      const p = await t.plan({ geometry: probe, method: m }).catch(() => null);
-      if (p?.feasible && p.methodSteps >= 20 && (!iterative || p.methodSteps > iterative.steps)) iterative = { method: m, steps: p.methodSteps };
-    }
-  } finally {
-    await t.terminate();
-  }
-  await page.selectOption('#inversion', iterative?.method ?? 'tkd');
-  if (!iterative) {
-    const dims = [192, 192, 160];
-    const like = { dims, voxelMm: [1, 1, 1] };
-    const n = dims[0] * dims[1] * dims[2];
-    await page.check('input[name=units][value=ppm]');
-    await page.check('input[name=maskSource][value=file]');
-    const seq = (await readData('#inputInfo')).seq;
-    await page.setInputFiles('#maskFile', { name: 'big_mask.nii.gz', mimeType: 'application/gzip', buffer: Buffer.from(await writeNifti(new Float32Array(n).fill(1), like, { gzip: true })) });
-    await page.setInputFiles('#fieldFile', { name: 'big_field.nii.gz', mimeType: 'application/gzip', buffer: Buffer.from(await writeNifti(new Float32Array(n), like, { gzip: true })) });
-    await page.waitForFunction((s) => Number(document.querySelector('#inputInfo').dataset.seq) > s && document.body.dataset.state === 'idle' && document.querySelector('#inputInfo').dataset.dims === '192,192,160', seq, { timeout: 60000 });
-  }
-  await planWith({ feasible: true, method: iterative?.method ?? 'tkd' });
-  const errorsBefore = (await readData('#error')).count ?? 0;
-  await page.click('#run');
-  // Cancel is clicked in the page, in the task that sees the run going (an iterative one past its first step): a click
-  // sent from here could arrive after a short run had ended on a busy machine.
-  await page.waitForFunction((stepped) => {
-    const cancel = document.querySelector('#cancel');
-    if (document.body.dataset.state !== 'running' || cancel.disabled) return false;
-    if (stepped && Number(document.querySelector('#progress').dataset.done ?? 0) < 1) return false;
-    cancel.click();
-    return true;
-  }, !!iterative, { timeout: 60000, polling: 20 });
-  const t0 = Date.now();
-  await waitState(['cancelled'], 2000);
-  const ms = Date.now() - t0;
-  assert.equal(await page.isDisabled('#cancel'), true);
-  await page.waitForTimeout(iterative ? 1500 : 2500); // long enough for the run to have ended by itself
-  assert.equal(await pageState(), 'cancelled');
-  assert.deepEqual(await readData('#report'), {}, 'no result arrives after a cancel');
-  assert.equal(await page.isDisabled('#download'), true);
-  assert.equal((await readData('#error')).count ?? 0, errorsBefore, 'no error shown');
-  assert.match(await page.textContent('#progressText'), /^cancelled at \d+\/\d+ steps/);
-  if (iterative) {
-    const p = await readData('#progress');
-    assert.ok(p.done < p.total, `stopped before the end: ${p.done}/${p.total}`);
-  }
-  assert.equal(await page.isDisabled('#run'), false);
-  console.log(`# method cancel (${iterative ? `${iterative.method}, ${iterative.steps} steps` : 'tkd on 192×192×160'}) settled the page in ${ms} ms`);
-  // The runtime answers again after the cancel: a new plan for another threshold.
-  const first = schemaOption(await nodeSchema(), `${iterative?.method ?? 'tkd'}.`);
-  if (first?.kind === 'number') {
-    await page.fill(`[data-option="${first.name}"]`, String(first.other));
-    await planWith({ feasible: true, method: iterative?.method ?? 'tkd' });
-  }
-  await page.selectOption('#inversion', 'network');
-  await page.waitForFunction(() => document.querySelector('#planReadout').dataset.method === undefined, null, { timeout: 15000 });
-});
-
-// From phase (the pipeline): the demo with RTS (χ r vs truth, bit-identical to the node API's pipeline()), a 4D phase +
-// magnitude through the file inputs (the local field downloaded, equal to node's), TEs that do not match refused, Cancel.
-const PIPE_DEMO = { geometry: { dims: [128, 128, 96], voxelMm: [1.5, 1.5, 1.5], b0Dir: [0, 0, 1] }, te: [0.004, 0.008, 0.012, 0.016], b0: 3, snr: 100 };
-const bytesOf = (a) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
-/** How two volumes differ, in words (the voxels that differ and the largest |Δ|). */
-const diffText = (a, b) => {
-  let k = 0, m = 0;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) (k++, (m = Math.max(m, Math.abs(a[i] - b[i]))));
-  return `${k} of ${a.length} voxels differ, max |Δ| ${m}`;
-};
-/** Selects "From phase" and waits for its plan (the pipeline's stages in the readout). */
-async function startFromPhase() {
-  await page.selectOption('#startFrom', 'pipeline');
-  await page.waitForFunction(() => document.querySelector('#planReadout').dataset.pipeline === 'true', null, { timeout: 20000, polling: 50 });
-}
-
-test('From phase: the demo (phantom scan, mask from the magnitude, the default background removal, RTS) runs to completion; χ r vs truth > 0.8 and bit-identical to the node API’s pipeline(); every intermediate shown and named', { skip, timeout: 180000 }, async () => {
-  const { createTessera } = await import('../bindings/js/index.js');
-  // The node API on the same scan and options, made while the page makes its own.
-  const node = (async () => {
-    const t = await createTessera({ workers: 1 });
-    try {
-      const d = PIPE_DEMO;
-      const scan = await t.phantomScan({ geometry: d.geometry, te: d.te, b0: d.b0, snr: d.snr, seed: 1 });
-      const schema = await t.schema();
-      const out = await t.pipeline({ keepInputs: true, phase: scan.phase, magnitude: scan.magnitude, geometry: d.geometry, te: d.te, b0: d.b0, method: 'rts', brainMask: { erosion: 3 } });
-      return { out, schema };
-    } finally {
-      await t.terminate();
-    }
-  })();
-  node.catch(() => {});
-  await page.selectOption('#inversion', 'network');
-  await startFromPhase();
-  assert.equal(await page.isHidden('#pipePhaseFileLabel'), false);
-  assert.equal(await page.isHidden('#phaseFileLabel'), true);
-  assert.equal(await page.isHidden('#maskSourceBox'), true, 'mask and magnitude are both optional');
-  assert.equal(await page.isHidden('#tileControls'), true);
-  const { schema, out: want } = await node;
-  const bg = backgroundTitle(schema);
-  // the pipeline's options are the schema's, at its defaults
-  const options = await page.$$eval('#pipelineParams [data-option]', (e) => e.map((x) => [x.dataset.option, x.value]));
-  const names = options.map(([n]) => n);
-  for (const n of ['unwrap', 'background', 'fitResidualLimit', 'vsharp.maxRadius', 'pdf.maxIterations', 'brainMask.threshold', 'brainMask.erosion']) assert.ok(names.includes(n), n);
-  for (const [n, v] of options) {
-    const o = schema.find((x) => x.name === n);
-    assert.equal(v, String(o.default), n);
-  }
-  const requests = served.length;
-  await page.click('#demo');
-  await waitState(['running'], 60000);
-  await page.waitForFunction(() => /step \d+\/\d+/.test(document.querySelector('#progressText').textContent), null, { timeout: 60000, polling: 50 });
-  const mid = await page.textContent('#progressText');
-  assert.match(mid, new RegExp(`^(brain mask|echo fit \\((offset|echo \\d of 4)\\)|${bg} → RTS): step \\d+/\\d+ \\(\\d+%\\)`));
-  await waitState(['done', 'error'], 150000);
-  assert.equal(await pageState(), 'done', await errorText());
-  assert.deepEqual(served.slice(requests).filter((l) => /\.onnx /.test(l)), [], 'no network downloaded');
-  // the plan readout: the stages and memory
-  const plan = await readData('#planReadout');
-  assert.equal(plan.stages, `brain mask|echo fit|${bg}|RTS`);
-  assert.ok(plan.moduleHeapBytes > 0 && plan.moduleHeapBytes < plan.heapLimitBytes);
-  assert.match(await page.textContent('#planReadout'), new RegExp(`Stages\\s*brain mask → echo fit → ${bg} → RTS`));
-  const report = await readData('#report');
-  assert.equal(report.pipeline, true);
-  assert.ok(report.finite, 'χ finite');
-  assert.ok(report.r > 0.8, `r vs truth ${report.r}`);
-  const count = (m) => m.reduce((a, v) => a + (v ? 1 : 0), 0);
-  assert.equal(report.brainMaskVoxels, count(want.mask.data));
-  assert.equal(report.localMaskVoxels, count(want.localMask.data));
-  const text = await page.textContent('#report');
-  assert.match(text, /Brain mask\s*[\d,]+ voxels \(made from the magnitude: otsu threshold, eroded 3 mm\)/);
-  assert.match(text, /Echo fit\s*region-growing unwrapping; fit mask [\d,]+ voxels/);
-  assert.match(text, new RegExp(`Background removal\\s*${bg}: local mask [\\d,]+ voxels`));
-  assert.match(text, /Inversion\s*RTS \(rts\)/);
-  assert.match(text, /Wall time/);
-  // The pipeline's module-heap plan against the heap the same run reached (its own runtime): bounds checked below.
-  assert.match(text, /Memory\s*the plan allowed [\d.]+ MB of module heap; the run reached [\d.]+ MB \(in a runtime of its own, read after the run\): the plan is [\d.]+× what the run used/);
-  assert.equal(report.moduleHeapPlanVsRun, report.moduleHeapPlanned / report.moduleHeapBytes);
-  runHeaps.set('From phase demo', report);
-  // every intermediate in the viewer's choice; χ downloads bit-identical to node's
-  assert.deepEqual(await page.$$eval('#output option', (o) => o.map((x) => x.value)), ['chi', 'localField', 'totalField', 'unwrappedPhase', 'mask', 'fitMask', 'localMask']);
-  assert.equal((await readData('#output')).selected, 'chi');
-  const { readNifti } = await import('../bindings/js/index.js');
-  const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), page.click('#download')]);
-  assert.equal(dl.suggestedFilename(), 'phantom-scan_chi.nii.gz');
-  const chi = readNifti(fs.readFileSync(await dl.path()));
-  assert.deepEqual(chi.dims, PIPE_DEMO.geometry.dims);
-  assert.ok(bytesOf(chi.data).equals(bytesOf(want.chi.data)), `χ bit-identical to the node API’s pipeline(): ${diffText(chi.data, want.chi.data)}`);
-  await page.selectOption('#output', 'unwrappedPhase');
-  await page.waitForFunction(() => document.querySelector('#output').dataset.selected === 'unwrappedPhase', null, { timeout: 10000 });
-  assert.equal(await page.textContent('#capChi'), 'Unwrapped phase, echo 1 (rad)');
-  await page.locator('#resultCard').screenshot({ path: path.join(ARTIFACTS, 'pipeline-demo.png') });
-  await page.locator('#inputCard').screenshot({ path: path.join(ARTIFACTS, 'pipeline-input.png') });
-  console.log(`# From phase demo: run ${report.wallSeconds.toFixed(2)} s, r ${report.r.toFixed(3)}, mask ${report.brainMaskVoxels}, local mask ${report.localMaskVoxels}, module heap: the plan ${report.moduleHeapPlanVsRun.toFixed(2)}× what the run reached`);
-});
-
-// The Memory row compares like with like (the run's plan, the heap of a runtime that ran only that run): the plan is never
-// under that heap and at most 1.25× it, as bindings/js/memory-plans.test.js asks of every plan (the plans count the
-// stacks of the page's threads, which the runtime allocates at its start).
-test('the report’s Memory row: each classical demo’s module-heap plan within [1, 1.25]× the heap its run reached in its own runtime', { skip }, () => {
-  assert.deepEqual([...runHeaps.keys()].sort(), ['From phase demo', 'TKD demo'], 'both demos ran');
-  for (const [run, r] of runHeaps) console.log(`# ${run}: module heap planned ${r.moduleHeapPlanned} B, reached ${r.moduleHeapBytes} B in its own runtime: plan/heap ${r.moduleHeapPlanVsRun.toFixed(3)}`);
-  for (const [run, r] of runHeaps) {
-    assert.ok(r.moduleHeapPlanVsRun >= 1 && r.moduleHeapPlanVsRun <= 1.25, `${run}: planned ${r.moduleHeapPlanned} B, reached ${r.moduleHeapBytes} B: plan/heap ${r.moduleHeapPlanVsRun}`);
-  }
-});
-
-test('From phase: Cancel mid-pipeline stops it; no result arrives', { skip, timeout: 120000 }, async () => {
-  await startFromPhase();
-  const errorsBefore = (await readData('#error')).count ?? 0;
-  await page.click('#demo');
-  // past the scan, two steps of the pipeline done (the progress of the run itself: the last run's was cleared)
-  // Clicked in the page the moment that holds (a click from here can come after the last step on a loaded host).
-  await page.evaluate(() => new Promise((resolve, reject) => {
-    const end = Date.now() + 90000;
-    const tick = () => {
-      if (document.body.dataset.state === 'running' && /step \d+/.test(document.querySelector('#progressText').textContent) && Number(document.querySelector('#progress').dataset.done ?? 0) >= 2) {
-        document.querySelector('#cancel').click();
-        resolve();
-      } else if (Date.now() > end) reject(new Error('the pipeline never reached step 2'));
-      else setTimeout(tick, 2);
-    };
-    tick();
-  }));
-  await waitState(['cancelled'], 2000);
-  await page.waitForTimeout(1500);
-  assert.equal(await pageState(), 'cancelled');
-  assert.deepEqual(await readData('#report'), {}, 'no result arrives after a cancel');
-  assert.equal(await page.isDisabled('#download'), true);
-  assert.equal((await readData('#error')).count ?? 0, errorsBefore, 'no error shown');
-  assert.match(await page.textContent('#progressText'), /^cancelled at \d+\/\d+ steps/);
-  const p = await readData('#progress');
-  assert.ok(p.done < p.total, `stopped before the end: ${p.done}/${p.total}`);
-});
-
-test('From phase: a 4D phase NIfTI + magnitude through the file inputs runs end to end, the local field downloads (equal to node’s); TEs that do not match the echoes are refused in words', { skip, timeout: 150000 }, async () => {
-  const { createTessera, writeNifti, readNifti } = await import('../bindings/js/index.js');
-  const geometry = { dims: [96, 96, 72], voxelMm: [2, 2, 2], b0Dir: [0, 0, 1] };
-  const te = [0.005, 0.01, 0.015];
-  const n = 96 * 96 * 72;
-  const like = { dims: geometry.dims, voxelMm: geometry.voxelMm };
-  const t = await createTessera({ workers: 1 });
-  let scan, want;
-  try {
-    scan = await t.phantomScan({ geometry, te, b0: 3, snr: 100, seed: 2 });
-    want = await t.pipeline({ keepInputs: true, phase: scan.phase, magnitude: scan.magnitude, geometry, te, b0: 3, method: 'tkd' });
-  } finally {
-    await t.terminate();
-  }
-  /** A 4D NIfTI (echoes along dim 4) from writeNifti's 3D output: dim[0] = 4, dim[4] = echoes, the volumes after. */
-  const nifti4d = async (data, echoes) => {
-    const one = await writeNifti(data.subarray(0, n), like);
-    const out = new Uint8Array(352 + 4 * n * echoes);
-    out.set(one.subarray(0, 352));
-    out.set(new Uint8Array(data.buffer, data.byteOffset, 4 * n * echoes), 352);
-    const dv = new DataView(out.buffer);
-    dv.setInt16(40, 4, true);
-    dv.setInt16(48, echoes, true);
-    return Buffer.from(out);
-  };
-  await startFromPhase();
-  await page.selectOption('#inversion', 'tkd');
-  await page.fill('[data-option="brainMask.erosion"]', '0'); // the schema's default (the demo left 3 mm)
-  await page.fill('#te', '0.005, 0.01');
-  await page.fill('#b0', '3');
-  const seq = (await readData('#inputInfo')).seq;
-  await page.setInputFiles('#maskFile', []);
-  await page.setInputFiles('#magFile', { name: 'scan_mag.nii', mimeType: 'application/octet-stream', buffer: await nifti4d(scan.magnitude, 3) });
-  await page.setInputFiles('#pipePhaseFile', { name: 'scan_phase.nii', mimeType: 'application/octet-stream', buffer: await nifti4d(scan.phase, 3) });
-  await page.waitForFunction((s) => Number(document.querySelector('#inputInfo').dataset.seq) > s && document.body.dataset.state === 'idle', seq, { timeout: 60000 });
-  const info = await readData('#inputInfo');
-  assert.equal(info.kind, 'pipeline');
-  assert.equal(info.echoes, 3);
-  assert.equal(info.maskGiven, false);
-  // two TEs for three echoes: refused in words next to TE, Run disabled
-  await page.waitForSelector('#phaseMsg:not([hidden])', { timeout: 10000 });
-  assert.match(await page.textContent('#phaseMsg'), /The phase holds 3 echoes but 2 echo times were given: give one TE per echo/);
-  assert.equal(await page.isDisabled('#run'), true);
-  // milliseconds: refused too
-  await page.fill('#te', '5, 10, 15');
-  await page.waitForFunction(() => /milliseconds/.test(document.querySelector('#phaseMsg').textContent), null, { timeout: 5000 });
-  assert.equal(await page.isDisabled('#run'), true);
-  await page.fill('#te', te.join(', '));
-  await page.waitForSelector('#phaseMsg', { state: 'hidden', timeout: 5000 });
-  const stages = `brain mask|echo fit|${backgroundTitle(await nodeSchema())}|TKD`;
-  await page.waitForFunction((want) => document.querySelector('#planReadout').dataset.stages === want && !document.querySelector('#run').disabled, stages, { timeout: 20000 });
-  await page.click('#run');
-  await waitState(['done', 'error'], 120000);
-  assert.equal(await pageState(), 'done', await errorText());
-  await page.selectOption('#output', 'localField');
-  await page.waitForFunction(() => document.querySelector('#output').dataset.selected === 'localField', null, { timeout: 10000 });
-  const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), page.click('#download')]);
-  assert.equal(dl.suggestedFilename(), 'scan_phase_localfield.nii.gz');
-  const lf = readNifti(fs.readFileSync(await dl.path()));
-  assert.deepEqual(lf.dims, geometry.dims);
-  assert.deepEqual(lf.voxelMm, geometry.voxelMm);
-  assert.ok(bytesOf(lf.data).equals(bytesOf(want.localField.data)), `the local field equals the node API’s: ${diffText(lf.data, want.localField.data)}`);
-  // a magnitude of other dims: the loader's refusal in words, no input
-  await page.setInputFiles('#magFile', { name: 'small_mag.nii.gz', mimeType: 'application/gzip', buffer: Buffer.from(await writeNifti(new Float32Array(8 * 8 * 8), { dims: [8, 8, 8], voxelMm: [1, 1, 1] }, { gzip: true })) });
-  await page.waitForFunction(() => !document.querySelector('#error').hidden, null, { timeout: 20000 });
-  assert.match(await errorText(), /The phase is 96×96×72 but the magnitude small_mag\.nii\.gz is 8×8×8: they must have the same dimensions/);
-  assert.equal(await page.isDisabled('#run'), true);
-  await page.setInputFiles('#magFile', []);
-  await page.setInputFiles('#pipePhaseFile', []);
-  await page.selectOption('#startFrom', 'field');
-  await page.selectOption('#inversion', 'network');
 });
 
 test('no console error and no request to another origin during the whole session', { skip }, () => {

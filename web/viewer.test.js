@@ -44,18 +44,16 @@ const n = 48 * 48 * 40;
 const like = { dims: geometry.dims, voxelMm: geometry.voxelMm };
 let srv, ctx, page, tmp, scan, api;
 const consoleErrors = [];
+/** The node API's runtime (1 worker) the tests compare the page with: started once, shared, terminated after. */
+let nodeOnce = null;
+const nodeApi = () => (nodeOnce ??= api.createTessera({ workers: 1 }));
 
 before(async () => {
   if (skip) return;
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-viewer-'));
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   api = await import('../bindings/js/index.js');
-  const t = await api.createTessera({ workers: 1 });
-  try {
-    scan = await t.phantomScan({ geometry, te, b0: 3, snr: 100, seed: 4 });
-  } finally {
-    await t.terminate();
-  }
+  scan = await (await nodeApi()).phantomScan({ geometry, te, b0: 3, snr: 100, seed: 4 });
   srv = await startServer({});
   ctx = await launchChromium(path.join(tmp, 'profile'), CHROMIUM, { acceptDownloads: true, viewport: { width: 1280, height: 1000 } });
   page = ctx.pages()[0] ?? (await ctx.newPage());
@@ -64,6 +62,7 @@ before(async () => {
 });
 
 after(async () => {
+  if (nodeOnce) await (await nodeOnce).terminate().catch(() => {});
   await ctx?.close().catch(() => {});
   await srv?.close();
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
@@ -273,13 +272,7 @@ test('a brush stroke removes the ball under it; the run takes the edited mask (�
   for (const i of ball) assert.equal(chiB[i], 0, 'χ is 0 where the mask was removed');
   assert.ok(ball.some((i) => chiA[i] !== 0), 'χ was not 0 there before');
   // The node API given the downloaded mask: the same χ, byte for byte.
-  const t = await api.createTessera({ workers: 1 });
-  let want;
-  try {
-    want = await t.pipeline({ keepInputs: true, phase: scan.phase, magnitude: scan.magnitude, mask: Uint8Array.from(m.data), geometry, te, b0: 3, method: 'tkd' });
-  } finally {
-    await t.terminate();
-  }
+  const want = await (await nodeApi()).pipeline({ keepInputs: true, phase: scan.phase, magnitude: scan.magnitude, mask: Uint8Array.from(m.data), geometry, te, b0: 3, method: 'tkd' });
   assert.ok(bytesOf(chiB).equals(bytesOf(want.chi.data)), 'the page’s χ equals the node API’s with the edited mask');
   // Undo: the threshold's mask again, and χ as the first run's.
   await page.click('#maskUndo');
@@ -314,14 +307,9 @@ test('also SWI + R2*: SWI, minIP, R2*, T2* listed and downloadable (BIDS-like na
   const chi = api.readNifti((await download('#download')).bytes).data;
   const mask = Uint8Array.from(api.readNifti((await download('#maskDownload')).bytes).data);
   // The node API on the same echoes and mask.
-  const t = await api.createTessera({ workers: 1 });
-  let want, bg;
-  try {
-    want = await t.pipeline({ keepInputs: true, phase: scan.phase, magnitude: scan.magnitude, mask, geometry, te, b0: 3, method: 'tkd', also: ['swi', 'r2star'] });
-    bg = await defaultBackgroundTitle(t);
-  } finally {
-    await t.terminate();
-  }
+  const t = await nodeApi();
+  const want = await t.pipeline({ keepInputs: true, phase: scan.phase, magnitude: scan.magnitude, mask, geometry, te, b0: 3, method: 'tkd', also: ['swi', 'r2star'] });
+  const bg = await defaultBackgroundTitle(t);
   assert.ok(bytesOf(chi).equals(bytesOf(want.chi.data)), 'χ as node’s');
   const vols = (await readData('#viewerCard', ['volumes'])).volumes;
   const files = { swi: ['swi', 'a.u.'], minIp: ['minIP', 'a.u.'], r2star: ['R2starmap', 's⁻¹'], t2star: ['T2starmap', 's'] };
