@@ -6,7 +6,7 @@
 // are refused by name before anything runs. Small phantom scans (32×32×24 at 6 mm): a few seconds per job.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -35,10 +35,16 @@ const gunzip = (file) => {
   const b = fs.readFileSync(file);
   return b[0] === 0x1f && b[1] === 0x8b ? zlib.gunzipSync(b) : b;
 };
-const exec = (cmd, args) => {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', cwd: dir, maxBuffer: 64 << 20 });
-  return { code: r.status, log: `${r.stdout}${r.stderr}` };
-};
+/** Runs a command in dir: a promise of {code, log} (several run at once). */
+const exec = (cmd, args) =>
+  new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    let log = '';
+    child.stdout.on('data', (d) => (log += d));
+    child.stderr.on('data', (d) => (log += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, log }));
+  });
 
 let bg; // the default background removal's stage title
 before(async () => {
@@ -74,21 +80,23 @@ after(() => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-test('BIDS field maps (a _fieldmap in Hz, a _phasediff with EchoTime1/2) run through the pipeline: χ bit-identical to direct CLI runs', { timeout: 180000 }, () => {
+test('BIDS field maps (a _fieldmap in Hz, a _phasediff with EchoTime1/2) run through the pipeline: χ bit-identical to direct CLI runs', { timeout: 180000 }, async () => {
   const fmap = (s, name) => path.join(bids, s, 'fmap', name);
-  const ref = (name, args) => {
-    fs.mkdirSync(p('ref'), { recursive: true });
+  // The direct runs and the workflow, all at once (each its own process, its own output).
+  fs.mkdirSync(p('ref'), { recursive: true });
+  const ref = async (name, args) => {
     const out = p('ref', `${name}.nii.gz`);
-    const r = exec(process.execPath, [CLI, 'pipeline', ...args, '--b0', String(B0), '--method', 'tkd', '--cores', String(CORES), '--out', out, '--quiet']);
+    const r = await exec(process.execPath, [CLI, 'pipeline', ...args, '--b0', String(B0), '--method', 'tkd', '--cores', String(CORES), '--out', out, '--quiet']);
     assert.equal(r.code, 0, r.log);
     return gunzip(out);
   };
-  const refs = {
-    'sub-01': ref('sub-01', ['--total-field', fmap('sub-01', 'sub-01_fieldmap.nii.gz'), '--units', 'hz', '--magnitude', fmap('sub-01', 'sub-01_magnitude.nii.gz')]),
-    'sub-02': ref('sub-02', ['--phase-difference', fmap('sub-02', 'sub-02_phasediff.nii.gz'), '--te1', String(TE[0]), '--te2', String(TE[1]), '--magnitude', fmap('sub-02', 'sub-02_magnitude1.nii.gz')]),
-  };
   const out = p('deriv');
-  const r = exec('snakemake', ['-s', SNAKEFILE, '--cores', String(CORES), '--config', `bids=${bids}`, `output=${out}`, 'phase_pipeline=tkd', `cores_per_job=${CORES}`]);
+  const [ref01, ref02, r] = await Promise.all([
+    ref('sub-01', ['--total-field', fmap('sub-01', 'sub-01_fieldmap.nii.gz'), '--units', 'hz', '--magnitude', fmap('sub-01', 'sub-01_magnitude.nii.gz')]),
+    ref('sub-02', ['--phase-difference', fmap('sub-02', 'sub-02_phasediff.nii.gz'), '--te1', String(TE[0]), '--te2', String(TE[1]), '--magnitude', fmap('sub-02', 'sub-02_magnitude1.nii.gz')]),
+    exec('snakemake', ['-s', SNAKEFILE, '--cores', String(CORES), '--config', `bids=${bids}`, `output=${out}`, 'phase_pipeline=tkd', `cores_per_job=${CORES}`]),
+  ]);
+  const refs = { 'sub-01': ref01, 'sub-02': ref02 };
   assert.equal(r.code, 0, r.log);
   for (const s of ['sub-01', 'sub-02']) {
     const got = gunzip(path.join(out, s, 'fmap', `${s}_Chimap.nii.gz`));

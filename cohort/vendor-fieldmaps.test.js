@@ -7,7 +7,7 @@
 // route's (config phase_pipeline=tkd), with the run report's inputs (units, ΔTE) the same.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -66,7 +66,7 @@ function suite() {
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  test('GE’s and Philips’ B0 maps in Hz and Siemens’ phase difference: the TSV manifest (fieldmap + units, phasediff + te1 + te2) gives the BIDS fmap/ route’s χ bit for bit', { skip, timeout: 600000 }, () => {
+  test('GE’s and Philips’ B0 maps in Hz and Siemens’ phase difference: the TSV manifest (fieldmap + units, phasediff + te1 + te2) gives the BIDS fmap/ route’s χ bit for bit', { skip, timeout: 600000 }, async () => {
     const bids = p('bids');
     const plain = p('plain');
     fs.mkdirSync(plain);
@@ -97,12 +97,18 @@ function suite() {
     }
     fs.writeFileSync(path.join(bids, 'dataset_description.json'), JSON.stringify({ Name: 'vendor field maps', BIDSVersion: '1.9.0' }));
     fs.writeFileSync(p('subjects.tsv'), `${rows.join('\n')}\n`);
-    const snakemake = (config) => {
-      const r = spawnSync('snakemake', ['-s', SNAKEFILE, '--cores', String(CORES), '--config', ...config, 'phase_pipeline=tkd', `cores_per_job=${CORES}`], { cwd: dir, encoding: 'utf8', maxBuffer: 64 << 20 });
-      assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
-    };
-    snakemake([`bids=${bids}`, `output=${p('deriv-bids')}`]);
-    snakemake([`manifest=${p('subjects.tsv')}`, `output=${p('deriv-manifest')}`]);
+    // The two routes run at once (each its own output folder, its own Snakemake state in it).
+    const snakemake = (config) =>
+      new Promise((resolve, reject) => {
+        const child = spawn('snakemake', ['-s', SNAKEFILE, '--cores', String(CORES), '--config', ...config, 'phase_pipeline=tkd', `cores_per_job=${CORES}`], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+        let log = '';
+        child.stdout.on('data', (d) => (log += d));
+        child.stderr.on('data', (d) => (log += d));
+        child.on('error', reject);
+        child.on('close', (code) => resolve({ code, log }));
+      });
+    const routes = await Promise.all([snakemake([`bids=${bids}`, `output=${p('deriv-bids')}`]), snakemake([`manifest=${p('subjects.tsv')}`, `output=${p('deriv-manifest')}`])]);
+    for (const r of routes) assert.equal(r.code, 0, r.log);
     for (const v of VENDORS) {
       const s = `sub-${v.subject}`;
       const chi = (route) => gunzip(p(route, s, 'fmap', `${s}_Chimap.nii.gz`));
