@@ -53,11 +53,11 @@ trap 'kill "$wasm_pid" 2>/dev/null || true; rm -f "$native_log" "$wasm_build_log
 
 shopt -s nullglob globstar
 # The longest files first (each takes 0.5-3 minutes), so that none of them is left running alone at the end; then the
-# next longest (methods, pipeline, dicom-fieldmaps: 11-18 CPU-s each, as much as dicom), which came late in the
-# alphabetical rest.
-slow=(web/page.test.js cohort/cohort.test.js bindings/js/fidelity.test.js bindings/js/cli.test.js bindings/js/index.test.js
-      bindings/js/bundle.test.js web/dicom.test.js bindings/js/methods.test.js bindings/js/pipeline.test.js
-      web/dicom-fieldmaps.test.js)
+# next longest (10-30 CPU-s each), which came late in the alphabetical rest.
+slow=(web/page.test.js bindings/js/cli.test.js cohort/cohort.test.js web/page-classical.test.js bindings/js/fidelity.test.js
+      bindings/js/index.test.js cohort/cohort-pipeline.test.js cohort/cohort-reach.test.js bindings/js/bundle.test.js
+      web/dicom-fieldmaps.test.js web/viewer.test.js web/webgpu.test.js bindings/js/methods.test.js bindings/js/pipeline.test.js
+      web/dicom.test.js)
 js_tests=()
 for f in "${slow[@]}"; do [ -f "$f" ] && js_tests+=("$f"); done
 for f in bindings/**/*.test.js web/**/*.test.js scripts/**/*.test.js tests/**/*.test.js cohort/**/*.test.js; do
