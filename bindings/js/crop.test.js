@@ -16,9 +16,10 @@ after(async () => {
   await tessera?.terminate();
 });
 
-/** A 80×72×64 volume whose field and mask fill a box well inside it (the head in a larger field of view). */
-function boxed(lo = [20, 18, 14], hi = [52, 50, 42]) {
-  const dims = [80, 72, 64];
+/** A 64×64×48 volume whose field and mask fill a box well inside it (the head in a larger field of view); the box and
+ * its margin span 40×40×40 on the divisor-8 grid. */
+function boxed(lo = [12, 10, 6], hi = [44, 42, 34]) {
+  const dims = [64, 64, 48];
   const n = dims[0] * dims[1] * dims[2];
   const rnd = prng(5);
   const field = new Float32Array(n), mask = new Uint8Array(n);
@@ -43,7 +44,7 @@ test('demo U-Net: the automatic plan runs the mask box + its margin as one patch
   for (let a = 0; a < 3; a++) {
     const m = plan.crop.margin;
     assert.ok(m > 0 && plan.crop.lo[a] <= lo[a] - m && plan.crop.hi[a] >= hi[a] + m, `axis ${a}: ${plan.crop.lo[a]}-${plan.crop.hi[a]}, margin ${m}`);
-    assert.equal(plan.crop.patchLo[a] % 8, 0); // 80×72×64 needs no padding: the grid starts at 0
+    assert.equal(plan.crop.patchLo[a] % 8, 0); // 64×64×48 needs no padding: the grid starts at 0
     assert.equal(plan.crop.patchDims[a] % 8, 0);
     assert.deepEqual(plan.patchDims, plan.crop.patchDims);
   }
