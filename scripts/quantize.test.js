@@ -29,6 +29,15 @@ before(async () => {
   reference = await run(fp32);
 });
 
+/** The default int8-qdq variant (quantize(fp32, { mode: 'int8-qdq', calib })), made once for the tests that read it; each
+ * caller gets its own copy of the bytes. */
+let qdq = null;
+async function defaultQdq() {
+  qdq ??= quantize(fp32, { mode: 'int8-qdq', calib });
+  const { bytes, report } = await qdq;
+  return { bytes: bytes.slice(), report };
+}
+
 async function run(bytes, input = probe) {
   const s = await ort.InferenceSession.create(bytes, { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
   try {
@@ -73,7 +82,7 @@ function executedOps(file) {
 }
 
 test('int8-qdq: int8 per-channel weights, int32 bias, Q/DQ around every quantized Conv; first and last Conv stay fp32', async () => {
-  const { bytes, report } = await quantize(fp32, { mode: 'int8-qdq', calib });
+  const { bytes, report } = await defaultQdq();
   const orig = decode(fp32), m = decode(bytes);
   const origConvs = orig.graph.node.filter((n) => n.opType === 'Conv');
   const convs = m.graph.node.filter((n) => n.opType === 'Conv');
@@ -136,7 +145,7 @@ test('int8-qdq: int8 per-channel weights, int32 bias, Q/DQ around every quantize
 });
 
 test('int8-qdq: ORT Web fuses it into QLinearConv and runs it; within NRMSE 0.035 of fp32, and a wrong activation scale breaks that', async () => {
-  const { bytes } = await quantize(fp32, { mode: 'int8-qdq', calib });
+  const { bytes } = await defaultQdq();
   const file = path.join(tmp, 'qdq.onnx');
   fs.writeFileSync(file, bytes);
   const ops = executedOps(file);

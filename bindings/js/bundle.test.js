@@ -33,9 +33,11 @@ const missingTools = [
 ].filter(Boolean);
 const skip = missingTools.length ? `missing: ${missingTools.join(', ')}` : false;
 
-const DIMS = [48, 48, 48];
+// The runs compare one χ across four paths (node, Vite, webpack, no bundler): a small phantom, still tiled (2×2×2 tiles
+// of 24³ on the demo network's divisor-8 grid).
+const DIMS = [32, 32, 32];
 const VOXEL_MM = [1.5, 1.5, 1.5];
-const TILE = { core: 24, halo: 4 };
+const TILE = { core: 16, halo: 4 };
 
 let dir = null; // temp folder: clean/ (the tree), the tarball, app/
 let browser = null; // one Chromium for the file's three page runs (each in its own page, its server's origin)
@@ -179,6 +181,7 @@ test('a Vite production build of the README example runs in Chromium with the no
   fs.writeFileSync(path.join(app, 'node-ref.json'), JSON.stringify(ref));
   const chiNode = decode(ref.chi);
   assert.equal(chiNode.length, DIMS[0] * DIMS[1] * DIMS[2]);
+  assert.ok(ref.tilesRun > 1, `the node run is tiled (${ref.tilesRun} tiles)`);
 
   const vite = run(process.execPath, [path.join(app, 'node_modules/vite/bin/vite.js'), 'build'], app, { env: { ...process.env, NO_COLOR: '1' } });
   const log = vite.stdout + vite.stderr;

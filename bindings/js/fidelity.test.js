@@ -80,8 +80,8 @@ test('invert with default settings, a --spec network whose cost forbids the whol
 test('overlapping tiles blend to the same χ bit for bit with 1, 2 or 3 workers', async (t) => {
   const tessera = await createTessera({ workers: 3 });
   t.after(() => tessera.terminate());
-  const geometry = { dims: [40, 34, 28], voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
-  const n = 40 * 34 * 28;
+  const geometry = { dims: [28, 24, 20], voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
+  const n = 28 * 24 * 20;
   const rnd = prng(5);
   const field = Float32Array.from({ length: n }, () => rnd() - 0.5);
   const weights = convStack({ layers: 3, seed: 2 });

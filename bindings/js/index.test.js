@@ -63,15 +63,17 @@ test('tiled equals whole volume (1e-6) for a conv stack when the halo covers its
 
 test('a U-Net with pooling (divisor 8) and a transposed-conv decoder runs tiled and whole', async () => {
   const weights = unet({ base: 4 });
-  const { geometry, field } = volume([40, 33, 27], 3);
+  // Two dims off the divisor's grid: the whole volume is padded to 32×32×24, the tiles (3×3×2) to 24³.
+  const { geometry, field } = volume([32, 25, 19], 3);
   const mask = interiorMask(geometry.dims, 2);
   const plan = await tessera.plan({ geometry, mask, spec: { divisor: 8, bytesPerVoxel: 1100 }, tile: { core: 12, halo: 4 } });
   assert.equal(plan.patchEdge, 24);
+  assert.equal(plan.tilesTotal, 3 * 3 * 2);
   const tiled = await tessera.invert({ keepInputs: true, field, mask, geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights, tile: { core: 12, halo: 4 } });
   assert.equal(tiled.report.tilesRun, plan.tilesActive);
   assert.equal(tiled.report.tilesRun + tiled.report.tilesSkipped, tiled.report.tilesTotal);
   const whole = await tessera.invert({ keepInputs: true, field, mask, geometry, spec: { divisor: 8, bytesPerVoxel: 1100 }, weights, whole: true });
-  assert.equal(whole.report.patchEdge, 40);
+  assert.equal(whole.report.patchEdge, 32);
   let nonzero = 0;
   for (let i = 0; i < field.length; i++) {
     assert.ok(Number.isFinite(tiled.chi.data[i]) && Number.isFinite(whole.chi.data[i]));
@@ -694,9 +696,10 @@ test('measureSpeed keeps its worker for the next run of the same weights: the ru
     const other = unet({ base: 4, seed: 13 });
     const spec = { divisor: 8, bytesPerVoxel: 1100 };
     const { geometry, field } = volume([72, 64, 64], 6);
+    // The probe's timings play no part here (only the worker it keeps and its start-up figure): one timed pair each.
     const auto = { geometry, spec, quality: 'fast' };
     const base = { geometry, spec, whole: true, keepInputs: true };
-    const speed = await t.measureSpeed({ weights, spec, threads: 1 });
+    const speed = await t.measureSpeed({ weights, spec, threads: 1, repeats: 1 });
     assert.equal(speed.keptWorkers, 1);
     assert.deepEqual(await t.status().then((s) => [s.warmWorkers, s.liveWorkers]), [1, 1]);
     // The estimate while the worker is kept leaves its start-up out; given back, it counts it again.
@@ -708,9 +711,9 @@ test('measureSpeed keeps its worker for the next run of the same weights: the ru
       `cold ${cold.estimatedSeconds} s = kept ${kept.estimatedSeconds} s + start ${speed.startSeconds} s`);
 
     // A run of the same weights takes the worker (same threads); its χ is the one a fresh pool gives.
-    await t.measureSpeed({ weights, spec, threads: 2 }).then(() => t.release()); // another key: measured, then given back
+    await t.measureSpeed({ weights, spec, threads: 2, repeats: 1 }).then(() => t.release()); // another key: measured, then given back
     await forgetSpeeds(t); // measure again so that a worker is kept
-    await t.measureSpeed({ weights, spec, threads: 1 });
+    await t.measureSpeed({ weights, spec, threads: 1, repeats: 1 });
     const warmRun = await t.invert({ ...base, field, weights, threadsPerWorker: 1 });
     assert.equal(warmRun.report.pool[0].warmStart, true);
     assert.deepEqual(await t.status().then((s) => [s.warmWorkers, s.liveWorkers]), [0, 0]);
@@ -721,7 +724,7 @@ test('measureSpeed keeps its worker for the next run of the same weights: the ru
 
     // A run of other weights gives the kept worker back and starts its own.
     await forgetSpeeds(t);
-    await t.measureSpeed({ weights, spec, threads: 1 });
+    await t.measureSpeed({ weights, spec, threads: 1, repeats: 1 });
     const otherRun = await t.invert({ ...base, field, weights: other, threadsPerWorker: 1 });
     assert.equal(otherRun.report.pool[0].warmStart, false);
     assert.deepEqual(await t.status().then((s) => [s.warmWorkers, s.liveWorkers]), [0, 0]);
