@@ -66,9 +66,15 @@ done
 js_rc=0
 if [ ${#js_tests[@]} -gt 0 ]; then
   # Three files at a time: many wait on Chromium, child processes and workers rather than compute (node's default on
-  # 2 cores is one at a time; at two the cores were 80 % busy on a fresh machine).
-  phase "JavaScript (node --test, 3 files at a time)"
-  node --test --test-force-exit --test-concurrency=3 "${js_tests[@]}" || js_rc=$?
+  # 2 cores is one at a time; at two the cores were 80 % busy on a fresh machine). TESSERA_TEST_CONCURRENCY sets another.
+  phase "JavaScript (node --test, ${TESSERA_TEST_CONCURRENCY:-3} files at a time)"
+  # Besides the TAP output, each file's wall time (tests/js/file-times-reporter.js), the longest printed after the run.
+  times=$(mktemp)
+  node --test --test-force-exit --test-concurrency="${TESSERA_TEST_CONCURRENCY:-3}" --test-reporter=tap --test-reporter-destination=stdout \
+    --test-reporter=./tests/js/file-times-reporter.js --test-reporter-destination="$times" "${js_tests[@]}" || js_rc=$?
+  phase "JavaScript: the longest files (start, end, seconds)"
+  sort -k3 -rn "$times" | head -n 12
+  rm -f "$times"
 fi
 phase "GoogleTest, wasm32 under node (its build and run): its log"
 wasm_rc=0
