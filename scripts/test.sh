@@ -52,12 +52,13 @@ wasm_pid=$!
 trap 'kill "$wasm_pid" 2>/dev/null || true; rm -f "$native_log" "$wasm_build_log" "$wasm_log"' EXIT
 
 shopt -s nullglob globstar
-# The longest files first (each takes 0.5-3 minutes), so that none of them is left running alone at the end; then the
-# next longest (10-30 CPU-s each), which came late in the alphabetical rest.
-slow=(web/page.test.js bindings/js/cli.test.js cohort/cohort.test.js web/page-classical.test.js bindings/js/fidelity.test.js
-      bindings/js/index.test.js cohort/cohort-pipeline.test.js cohort/cohort-reach.test.js bindings/js/bundle.test.js
-      web/dicom-fieldmaps.test.js web/viewer.test.js web/webgpu.test.js bindings/js/methods.test.js bindings/js/pipeline.test.js
-      web/dicom.test.js)
+# The longest files first, longest to shortest as measured (each 0.5-3 minutes), so that none of them is left running
+# alone at the end; the rest after them.
+slow=(web/page.test.js bindings/js/cli.test.js bindings/js/fidelity.test.js web/page-classical.test.js bindings/js/index.test.js
+      bindings/js/bundle.test.js cohort/cohort.test.js web/dicom-fieldmaps.test.js cohort/cohort-pipeline.test.js
+      cohort/cohort-reach.test.js web/viewer.test.js web/dicom.test.js bindings/js/demo.test.js web/webgpu.test.js
+      bindings/js/cli-plan.test.js bindings/js/cli-phase.test.js bindings/js/pipeline.test.js bindings/js/cli-interrupt.test.js
+      bindings/js/methods.test.js bindings/js/crop.test.js scripts/quantize.test.js bindings/js/silent-inputs.test.js)
 js_tests=()
 for f in "${slow[@]}"; do [ -f "$f" ] && js_tests+=("$f"); done
 for f in bindings/**/*.test.js web/**/*.test.js scripts/**/*.test.js tests/**/*.test.js cohort/**/*.test.js; do
@@ -68,10 +69,9 @@ if [ ${#js_tests[@]} -gt 0 ]; then
   # Three files at a time: many wait on Chromium, child processes and workers rather than compute (node's default on
   # 2 cores is one at a time; at two the cores were 80 % busy on a fresh machine). TESSERA_TEST_CONCURRENCY sets another.
   phase "JavaScript (node --test, ${TESSERA_TEST_CONCURRENCY:-3} files at a time)"
-  # Besides the TAP output, each file's wall time (tests/js/file-times-reporter.js), the longest printed after the run.
+  # In the order above (node --test would sort them by path), with each file's wall time beside the TAP output.
   times=$(mktemp)
-  node --test --test-force-exit --test-concurrency="${TESSERA_TEST_CONCURRENCY:-3}" --test-reporter=tap --test-reporter-destination=stdout \
-    --test-reporter=./tests/js/file-times-reporter.js --test-reporter-destination="$times" "${js_tests[@]}" || js_rc=$?
+  node scripts/run-js-tests.js --concurrency "${TESSERA_TEST_CONCURRENCY:-3}" --times "$times" "${js_tests[@]}" || js_rc=$?
   phase "JavaScript: the longest files (start, end, seconds)"
   sort -k3 -rn "$times" | head -n 12
   rm -f "$times"
