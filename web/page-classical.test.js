@@ -25,7 +25,8 @@ import { fileURLToPath } from 'node:url';
 import { startServer } from '../scripts/serve.js';
 import { launchChromium, NO_FETCH_GLOBALS, testInChildWithFetchGlobals } from '../scripts/chromium.js';
 import { backgroundTitle } from '../tests/js/background-titles.js';
-import { pageSession } from '../tests/js/page-session.js';
+import { pageSession, watchPage } from '../tests/js/page-session.js';
+import { nifti4d } from '../tests/js/nifti4d.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CHROMIUM = '/usr/bin/chromium';
@@ -55,13 +56,7 @@ before(async () => {
   srv = await startServer({ log: (line) => served.push(line) });
   ctx = await launchChromium(path.join(tmp, 'profile'), CHROMIUM, { acceptDownloads: true, viewport: { width: 1280, height: 1000 } });
   page = ctx.pages()[0] ?? (await ctx.newPage());
-  page.on('console', (m) => {
-    if (m.type() === 'error') consoleErrors.push(m.text());
-  });
-  page.on('pageerror', (e) => consoleErrors.push(`uncaught: ${e.message}`));
-  page.on('request', (r) => {
-    if (!r.url().startsWith(srv.url) && !/^(data|blob):/.test(r.url())) foreignRequests.push(r.url());
-  });
+  watchPage(page, srv.url, { consoleErrors, foreignRequests });
   await page.goto(`${srv.url}/?start=field`); // the field workflows first (the page opens on From a scan)
   await page.waitForFunction(() => document.body.dataset.state === 'idle' && document.querySelector('#planReadout').dataset.feasible, null, { timeout: 60000 });
 });
@@ -383,22 +378,10 @@ test('From phase: a 4D phase NIfTI + magnitude through the file inputs runs end 
   // A small scan (the file inputs, the refusals and the equality with node do not depend on its size).
   const geometry = { dims: [48, 48, 40], voxelMm: [2, 2, 2], b0Dir: [0, 0, 1] };
   const te = [0.005, 0.01, 0.015];
-  const n = geometry.dims.reduce((a, b) => a * b, 1);
   const like = { dims: geometry.dims, voxelMm: geometry.voxelMm };
   const t = await nodeApi();
   const scan = await t.phantomScan({ geometry, te, b0: 3, snr: 100, seed: 2 });
   const want = await t.pipeline({ keepInputs: true, phase: scan.phase, magnitude: scan.magnitude, geometry, te, b0: 3, method: 'tkd' });
-  /** A 4D NIfTI (echoes along dim 4) from writeNifti's 3D output: dim[0] = 4, dim[4] = echoes, the volumes after. */
-  const nifti4d = async (data, echoes) => {
-    const one = await writeNifti(data.subarray(0, n), like);
-    const out = new Uint8Array(352 + 4 * n * echoes);
-    out.set(one.subarray(0, 352));
-    out.set(new Uint8Array(data.buffer, data.byteOffset, 4 * n * echoes), 352);
-    const dv = new DataView(out.buffer);
-    dv.setInt16(40, 4, true);
-    dv.setInt16(48, echoes, true);
-    return Buffer.from(out);
-  };
   await startFromPhase();
   await page.selectOption('#inversion', 'tkd');
   await page.fill('[data-option="brainMask.erosion"]', '0'); // the schema's default (the demo left 3 mm)
@@ -406,8 +389,8 @@ test('From phase: a 4D phase NIfTI + magnitude through the file inputs runs end 
   await page.fill('#b0', '3');
   const seq = (await readData('#inputInfo')).seq;
   await page.setInputFiles('#maskFile', []);
-  await page.setInputFiles('#magFile', { name: 'scan_mag.nii', mimeType: 'application/octet-stream', buffer: await nifti4d(scan.magnitude, 3) });
-  await page.setInputFiles('#pipePhaseFile', { name: 'scan_phase.nii', mimeType: 'application/octet-stream', buffer: await nifti4d(scan.phase, 3) });
+  await page.setInputFiles('#magFile', { name: 'scan_mag.nii', mimeType: 'application/octet-stream', buffer: await nifti4d(scan.magnitude, 3, like) });
+  await page.setInputFiles('#pipePhaseFile', { name: 'scan_phase.nii', mimeType: 'application/octet-stream', buffer: await nifti4d(scan.phase, 3, like) });
   await page.waitForFunction((s) => Number(document.querySelector('#inputInfo').dataset.seq) > s && document.body.dataset.state === 'idle', seq, { timeout: 60000 });
   const info = await readData('#inputInfo');
   assert.equal(info.kind, 'pipeline');

@@ -47,7 +47,8 @@ import { fileURLToPath } from 'node:url';
 import { createHash } from 'node:crypto';
 import { startServer } from '../scripts/serve.js';
 import { launchChromium, NO_FETCH_GLOBALS, testInChildWithFetchGlobals } from '../scripts/chromium.js';
-import { pageSession } from '../tests/js/page-session.js';
+import { pageSession, watchPage } from '../tests/js/page-session.js';
+import { nifti4d } from '../tests/js/nifti4d.js';
 
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -115,13 +116,7 @@ before(async () => {
   srv = await startServer({ overrides, log: (line) => served.push(line) });
   ctx = await launchChromium(path.join(tmp, 'profile'), CHROMIUM, { acceptDownloads: true, viewport: { width: 1280, height: 1000 } });
   page = ctx.pages()[0] ?? (await ctx.newPage());
-  page.on('console', (m) => {
-    if (m.type() === 'error') consoleErrors.push(m.text());
-  });
-  page.on('pageerror', (e) => consoleErrors.push(`uncaught: ${e.message}`));
-  page.on('request', (r) => {
-    if (!r.url().startsWith(srv.url) && !/^(data|blob):/.test(r.url())) foreignRequests.push(r.url());
-  });
+  watchPage(page, srv.url, { consoleErrors, foreignRequests });
 });
 
 after(async () => {
@@ -817,22 +812,11 @@ test('the phase networks: wrapped phase (3D, then 4D multi-echo with magnitude),
   phase4d.set(echo1);
   phase4d.set(echo2, n);
   const mag4d = Float32Array.from({ length: 2 * n }, (_, i) => 0.5 + ((i * 7919) % 97) / 97);
-  /** A 4D NIfTI (echoes along dim 4) from writeNifti's 3D output: dim[0] = 4, dim[4] = echoes, the volumes after. */
-  const nifti4d = async (data, echoes) => {
-    const one = await writeNifti(data.subarray(0, n), like);
-    const out = new Uint8Array(352 + 4 * n * echoes);
-    out.set(one);
-    out.set(new Uint8Array(data.buffer, data.byteOffset, 4 * n * echoes), 352);
-    const dv = new DataView(out.buffer);
-    dv.setInt16(40, 4, true);
-    dv.setInt16(48, echoes, true);
-    return Buffer.from(out);
-  };
   const file = (name, buffer) => ({ name, mimeType: 'application/octet-stream', buffer: Buffer.from(buffer) });
   const files = {
     phase3d: file('phase3d.nii.gz', await writeNifti(echo1, like, { gzip: true })),
-    phase4d: file('phase4d.nii', await nifti4d(phase4d, 2)),
-    mag4d: file('mag4d.nii', await nifti4d(mag4d, 2)),
+    phase4d: file('phase4d.nii', await nifti4d(phase4d, 2, like)),
+    mag4d: file('mag4d.nii', await nifti4d(mag4d, 2, like)),
     mask: file('box_mask.nii.gz', await writeNifti(Float32Array.from(mask), like, { gzip: true })),
     degrees: file('phase_deg.nii.gz', await writeNifti(echo1.map((v) => (v * 180) / Math.PI), like, { gzip: true })),
   };

@@ -27,6 +27,7 @@ import { fileURLToPath } from 'node:url';
 import { startServer } from '../scripts/serve.js';
 import { launchChromium, NO_FETCH_GLOBALS, testInChildWithFetchGlobals } from '../scripts/chromium.js';
 import { defaultBackgroundTitle } from '../tests/js/background-titles.js';
+import { nifti4d } from '../tests/js/nifti4d.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CHROMIUM = '/usr/bin/chromium';
@@ -79,17 +80,6 @@ const bytesOf = (a) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
 async function download(selector) {
   const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 20000 }), page.click(selector)]);
   return { name: dl.suggestedFilename(), bytes: fs.readFileSync(await dl.path()) };
-}
-/** A 4D NIfTI (echoes along dim 4) from writeNifti's 3D header. */
-async function nifti4d(data, echoes) {
-  const one = await api.writeNifti(data.subarray(0, n), like);
-  const out = new Uint8Array(352 + 4 * n * echoes);
-  out.set(one.subarray(0, 352));
-  out.set(new Uint8Array(data.buffer, data.byteOffset, 4 * n * echoes), 352);
-  const dv = new DataView(out.buffer);
-  dv.setInt16(40, 4, true);
-  dv.setInt16(48, echoes, true);
-  return Buffer.from(out);
 }
 /** How much of an element's screenshot is picture: bright pixels and grey levels. */
 async function pixels(selector) {
@@ -164,8 +154,8 @@ test('the viewer: every echo, the value under the crosshair with its unit, four 
   await page.selectOption('#inversion', 'tkd');
   await page.fill('#te', te.join(', '));
   await page.fill('#b0', '3');
-  await page.setInputFiles('#magFile', { name: 'scan_mag.nii', mimeType: 'application/octet-stream', buffer: await nifti4d(scan.magnitude, 3) });
-  await page.setInputFiles('#pipePhaseFile', { name: 'scan_phase.nii', mimeType: 'application/octet-stream', buffer: await nifti4d(scan.phase, 3) });
+  await page.setInputFiles('#magFile', { name: 'scan_mag.nii', mimeType: 'application/octet-stream', buffer: await nifti4d(scan.magnitude, 3, like) });
+  await page.setInputFiles('#pipePhaseFile', { name: 'scan_phase.nii', mimeType: 'application/octet-stream', buffer: await nifti4d(scan.phase, 3, like) });
   await page.waitForFunction(() => document.querySelector('#inputInfo').dataset.echoes === '3' && document.body.dataset.state === 'idle', null, { timeout: 60000 });
   await page.waitForFunction(() => document.querySelector('#viewerCard').dataset.volumes === 'input.phase,input.magnitude', null, { timeout: 20000 });
   // The magnitude, echo 2 (the echo navigator), in the axial view: a click names a voxel and its value.
@@ -358,8 +348,8 @@ test('also SWI + R2*: SWI, minIP, R2*, T2* listed and downloadable (BIDS-like na
   assert.equal(await page.textContent('#methodsCommand'), args.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a}'`)).join(' '));
   assert.ok(args.includes('--also') && args[args.indexOf('--also') + 1] === 'swi,r2star', args.join(' '));
   const dir = fs.mkdtempSync(path.join(tmp, 'cli-'));
-  fs.writeFileSync(path.join(dir, 'scan_phase.nii'), await nifti4d(scan.phase, 3));
-  fs.writeFileSync(path.join(dir, 'scan_mag.nii'), await nifti4d(scan.magnitude, 3));
+  fs.writeFileSync(path.join(dir, 'scan_phase.nii'), await nifti4d(scan.phase, 3, like));
+  fs.writeFileSync(path.join(dir, 'scan_mag.nii'), await nifti4d(scan.magnitude, 3, like));
   const offered = box.files === '' ? [] : String(box.files).split('|');
   assert.ok(offered.includes('scan_phase_mask.nii.gz'), `the mask made in the page is offered: ${offered}`);
   for (const f of offered) {

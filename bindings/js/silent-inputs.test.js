@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createTessera, readEchoes, readNifti, writeNifti, GAMMA_BAR_MHZ_PER_T } from './index.js';
+import { nifti4d } from '../../tests/js/nifti4d.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const ROMEO = path.resolve(here, '../../../shared/data/romeo-small');
@@ -31,18 +32,6 @@ function dilate(m, [X, Y, Z]) {
   return o;
 }
 
-/** A 4D NIfTI (echoes along dim 4) of data, echo after echo. */
-async function nifti4d(data, echoes, l = like) {
-  const n = l.dims[0] * l.dims[1] * l.dims[2];
-  const one = await writeNifti(data.subarray(0, n), l);
-  const out = new Uint8Array(352 + 4 * n * echoes);
-  out.set(one.subarray(0, 352));
-  out.set(new Uint8Array(data.buffer, data.byteOffset, 4 * n * echoes), 352);
-  const dv = new DataView(out.buffer);
-  dv.setInt16(40, 4, true);
-  dv.setInt16(48, echoes, true);
-  return out;
-}
 
 /** tessera-qsm with args in dir: {status, stderr, out}. */
 const cli = (...args) => {
@@ -69,8 +58,8 @@ before(async () => {
   scan = await tessera.phantomScan({ geometry, te: TE, snr: 100, seed: 2 });
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-silent-'));
   const w = (name, bytes) => fs.writeFileSync(path.join(dir, name), bytes);
-  w('phase.nii', await nifti4d(scan.phase, 3));
-  w('mag.nii', await nifti4d(scan.magnitude, 3));
+  w('phase.nii', await nifti4d(scan.phase, 3, like));
+  w('mag.nii', await nifti4d(scan.magnitude, 3, like));
   w('mask.nii', await writeNifti(Float32Array.from(scan.mask), like));
   w('grown.nii', await writeNifti(Float32Array.from(dilate(dilate(scan.mask, geometry.dims), geometry.dims)), like));
   w('ones.nii', await writeNifti(new Float32Array(N).fill(1), like));

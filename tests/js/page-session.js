@@ -1,5 +1,5 @@
 // What the browser page's tests (web/page.test.js, web/page-classical.test.js) read from the page and wait for, through
-// its DOM only: <body data-state>, the data-* attributes its panels publish, #error.
+// its DOM only: <body data-state>, the data-* attributes its panels publish, #error; and what it must not do (watchPage).
 
 /** The data-* keys that hold comma-separated lists. */
 export const DATA_LISTS = ['dims', 'voxelMm', 'phaseRange', 'runningTiles', 'shown', 'verifyLo', 'verifyHi', 'boxLo', 'boxHi', 'compareLo', 'compareHi'];
@@ -33,4 +33,18 @@ export function pageSession(page) {
     planWith: (want, timeout = 20000) =>
       page().waitForFunction((w) => Object.entries(w).every(([k, v]) => document.querySelector('#planReadout').dataset[k] === String(v)), want, { timeout, polling: 50 }),
   };
+}
+
+/**
+ * Records what a page must not do: console errors and uncaught exceptions (into consoleErrors), and requests to any
+ * origin but the test server's (into foreignRequests; data: and blob: URLs are the page's own).
+ */
+export function watchPage(page, serverUrl, { consoleErrors, foreignRequests }) {
+  page.on('console', (m) => {
+    if (m.type() === 'error') consoleErrors.push(m.text());
+  });
+  page.on('pageerror', (e) => consoleErrors.push(`uncaught: ${e.message}`));
+  page.on('request', (r) => {
+    if (!r.url().startsWith(serverUrl) && !/^(data|blob):/.test(r.url())) foreignRequests.push(r.url());
+  });
 }
