@@ -69,7 +69,7 @@ function unwrapVolumes(args) {
 
 /**
  * The maker of a run's output Volumes, (data, extra) → Volume, or null for data not computed (absent or empty): the
- * request's geometry, with the affine of its first input Volume when that Volume has the geometry's dims and voxel
+ * geometry the run read, with the affine of its first input Volume when that Volume has the geometry's dims and voxel
  * size (else diag(voxelMm)). pipeline(), invert(), swi() and r2star() build their results with it.
  * args: the request as given; out: the run's answer, whose geometry is the one the run read (the core's defaults
  * filled in).

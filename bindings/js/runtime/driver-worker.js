@@ -21,19 +21,18 @@ import { graphReads } from '../onnx-graph.js';
 
 rt.port = workerPort();
 
-// A run that answers with its output volumes' geometry: the request's as C++ read it (its defaults filled), so that
-// index.js's Volumes restate no default.
-// A failed pipeline's finished stages (error.intermediates) carry it too.
+// A run that answers with its output volumes' geometry, the request's as C++ read it (its defaults filled), so that
+// index.js's Volumes restate no default; a failed pipeline's finished stages (error.intermediates) carry it too.
 const withGeometry = (run) => async (a, id) => {
-  let out;
+  const geometry = () => call(() => rt.M.volumeGeometry(a.geometry));
   try {
-    out = await run(a, id);
+    const out = await run(a, id);
+    out.value.geometry = geometry();
+    return out;
   } catch (e) {
-    if (e?.intermediates) e.intermediates.geometry = call(() => rt.M.volumeGeometry(a.geometry));
+    if (e?.intermediates && !e.intermediates.geometry) e.intermediates.geometry = geometry();
     throw e;
   }
-  out.value.geometry = call(() => rt.M.volumeGeometry(a.geometry));
-  return out;
 };
 
 const methods = {
