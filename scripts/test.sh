@@ -11,7 +11,10 @@ scripts/bootstrap.sh --native "$@"
 # The native build and its GoogleTest run while the rest is installed (on a fresh machine apt downloads and unpacks for
 # about 1.5 minutes, mostly waiting on the network and the disk); their output is shown when they are done.
 native_log=$(mktemp)
-( scripts/build.sh native && ctest --test-dir build/native -j2 --output-on-failure ) >"$native_log" 2>&1 &
+# GoogleTest runs as two processes of whole suites (build/<tree>/gtest-shards, registered beside ctest's entry per test
+# or suite), the checks of the source tree once.
+( scripts/build.sh native && ctest --test-dir build/native -L source-check --output-on-failure \
+  && ctest --test-dir build/native/gtest-shards -j2 --output-on-failure ) >"$native_log" 2>&1 &
 native_pid=$!
 trap 'kill "$native_pid" 2>/dev/null || true; rm -f "$native_log"' EXIT
 # The wasm module (dist/wasm, what the JavaScript suites load) builds beside the rest of the set-up too (chromium,
@@ -41,13 +44,13 @@ finish "the wasm module's build" "$wasm_build_pid" "$wasm_build_log"
 phase "native build and GoogleTest (started with the set-up)"
 finish "the native build or its GoogleTest" "$native_pid" "$native_log"
 
-# The wasm32 GoogleTest binary builds and runs, one ctest entry per suite (each boots node), two
-# at a time, beside the JavaScript suites, which leave part of the two cores idle while they wait on Chromium, child
-# processes and workers. The compile runs at the normal priority: niced, it waited on the suites and then ran alone
+# The wasm32 GoogleTest binary builds and runs, two processes of whole suites (each boots node and its thread pool),
+# beside the JavaScript suites, which leave part of the two cores idle while they wait on Chromium, child processes
+# and workers. The compile runs at the normal priority: niced, it waited on the suites and then ran alone
 # after them (a fresh clone took 701 s so, 683 s without).
 phase "GoogleTest, wasm32 under node, built and run beside the JavaScript suites (its log follows them)"
 wasm_log=$(mktemp)
-( scripts/build.sh wasm-tests && ctest --test-dir build/wasm -j2 --output-on-failure ) >"$wasm_log" 2>&1 &
+( scripts/build.sh wasm-tests && ctest --test-dir build/wasm/gtest-shards -j2 --output-on-failure ) >"$wasm_log" 2>&1 &
 wasm_pid=$!
 trap 'kill "$wasm_pid" 2>/dev/null || true; rm -f "$native_log" "$wasm_build_log" "$wasm_log"' EXIT
 
