@@ -575,28 +575,32 @@ test('the quality select changes the plan (fast: another, faster tiling than fai
 
   // Measure reach: the network's measured context (receptiveField's probe) replaces its graph's in the plan, and the
   // readout says so. It is kept by the weights' sha256: the same file chosen again, or on a later visit, keeps it;
-  // another file (other weights, maybe the same name) has none.
+  // another file (other weights, maybe the same name) has none. The probed network is a small U-Net (base 2: its
+  // probe takes about a second, the demo network's ten).
+  const otherNet = path.join(tmp, 'other-weights.onnx');
+  const { unet } = await import('../tests/js/networks.js');
+  fs.writeFileSync(otherNet, unet({ base: 2 }));
+  const otherGraph = graphReceptiveField(new Uint8Array(fs.readFileSync(otherNet)));
+  await page.setInputFiles('#customFile', otherNet);
+  await planWith({ feasible: 'true', contextAssumed: 'false', contextRadius: otherGraph.radiusMax });
   assert.equal(await page.isDisabled('#measureReach'), false);
   await page.click('#measureReach');
   await planWith({ feasible: 'true', contextMeasured: 'true' }, 120000);
   const measured = await readData('#planReadout');
-  assert.ok(measured.contextRadius90 > 0 && measured.contextRadius90 < graph.radiusMax, `measured radius90 ${measured.contextRadius90}, graph ${graph.radiusMax}`);
+  assert.ok(measured.contextRadius90 > 0 && measured.contextRadius90 < otherGraph.radiusMax, `measured radius90 ${measured.contextRadius90}, graph ${otherGraph.radiusMax}`);
   const measuredReach = new RegExp(`Network reach\\s*measured by probe: 90 % within ${measured.contextRadius90} voxels, 99 % within ${measured.contextRadius99}`);
   assert.match(await page.textContent('#planReadout'), measuredReach);
   assert.match(await page.textContent('#reachText'), /^Measured in .+ \(a \d+³ patch\): the plan uses it instead of the graph's reach; kept for later visits$/);
   await page.setInputFiles('#customFile', []);
   await planWith({ feasible: 'true', contextAssumed: 'true' });
-  await page.setInputFiles('#customFile', netPath);
+  await page.setInputFiles('#customFile', otherNet);
   await planWith({ feasible: 'true', contextMeasured: 'true', contextRadius90: measured.contextRadius90 });
-  const otherNet = path.join(tmp, 'other-weights.onnx');
-  const { unet } = await import('../tests/js/networks.js');
-  fs.writeFileSync(otherNet, unet({ base: 2 }));
-  await page.setInputFiles('#customFile', { name: path.basename(netPath), mimeType: 'application/octet-stream', buffer: fs.readFileSync(otherNet) });
-  const otherGraph = graphReceptiveField(new Uint8Array(fs.readFileSync(otherNet)));
-  await planWith({ feasible: 'true', contextAssumed: 'false', contextRadius: otherGraph.radiusMax });
+  await page.setInputFiles('#customFile', { name: path.basename(otherNet), mimeType: 'application/octet-stream', buffer: fs.readFileSync(netPath) });
+  await planWith({ feasible: 'true', contextAssumed: 'false', contextRadius: graph.radiusMax });
   assert.notEqual((await readData('#planReadout')).contextMeasured, true);
   assert.equal(await page.textContent('#reachText'), '');
-  // A measurement is cancelled like a run: Cancel stops it, says so, and leaves the plan as it was.
+  // A measurement is cancelled like a run: Cancel stops it (the demo network's probe, still running), says so, and
+  // leaves the plan as it was.
   assert.equal(await page.isDisabled('#cancel'), true);
   await page.click('#measureReach');
   await page.waitForFunction(() => /measuring the reach/.test(document.querySelector('#reachText').textContent), null, { timeout: 60000, polling: 20 });
@@ -613,7 +617,7 @@ test('the quality select changes the plan (fast: another, faster tiling than fai
     await later.selectOption('#model', 'custom');
     await later.fill('#customDivisor', '8');
     await later.fill('#customBpv', '1100');
-    await later.setInputFiles('#customFile', netPath);
+    await later.setInputFiles('#customFile', otherNet);
     const note = /^Measured on \d{4}-\d\d-\d\d \d\d:\d\d UTC \(a \d+³ patch\), kept from an earlier visit: the plan uses it instead of the graph's reach; Measure reach measures again$/;
     await later.waitForFunction(
       ([r90, source]) => document.querySelector('#planReadout').dataset.contextMeasured === 'true' && document.querySelector('#planReadout').dataset.contextRadius90 === r90 && new RegExp(source).test(document.querySelector('#reachText').textContent),
