@@ -70,7 +70,9 @@ done
 js_rc=0
 if [ ${#js_tests[@]} -gt 0 ]; then
   # Three files at a time: many wait on Chromium, child processes and workers rather than compute (node's default on
-  # 2 cores is one at a time; at two the cores were 80 % busy on a fresh machine). TESSERA_TEST_CONCURRENCY sets another.
+  # 2 cores is one at a time). With the wasm32 GoogleTest beside them both cores stay busy: two and three at a time took
+  # the same wall time (429 and 428 s, builds warm), as had three and four on an earlier commit (531 and 530 s).
+  # TESSERA_TEST_CONCURRENCY sets another.
   phase "JavaScript (node --test, ${TESSERA_TEST_CONCURRENCY:-3} files at a time)"
   # In the order above (node --test would sort them by path), with each file's wall time beside the TAP output.
   times=$(mktemp)
