@@ -13,8 +13,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { createTessera, readNifti, readEchoes } from '../bindings/js/index.js';
 import { discover, pipelineConfig, CohortError } from './lib/subjects.js';
+import { nifti4d } from '../tests/js/nifti4d.js';
 import {
-  ROOT, CLI, DEMO_NET, CORES, SUBJECTS, put, gunzip, exec, execAsync, writeNifti4D, snakemake as snakemakeIn, assertSnakemake7, jobs, walk,
+  ROOT, CLI, DEMO_NET, CORES, SUBJECTS, put, gunzip, exec, execAsync, snakemake as snakemakeIn, assertSnakemake7, jobs, walk,
   splitEchoes, pearson, writeBidsTree, cliInput,
 } from '../tests/js/cohort-fixtures.js';
 
@@ -230,8 +231,8 @@ test('phase_pipeline also: SWI, minIP, R2* and T2* as BIDS derivatives (_swi, _m
   const geometry = { dims: [40, 40, 30], voxelMm: [5, 5, 5], b0Dir: [0, 0, 1] };
   const te = [0.004, 0.008, 0.012];
   const scan = await tessera.phantomScan({ geometry, te, snr: 100 });
-  fs.writeFileSync(q('phase.nii'), await writeNifti4D(scan.phase, geometry, te.length));
-  fs.writeFileSync(q('mag.nii'), await writeNifti4D(scan.magnitude, geometry, te.length));
+  fs.writeFileSync(q('phase.nii'), await nifti4d(scan.phase, te.length, geometry));
+  fs.writeFileSync(q('mag.nii'), await nifti4d(scan.magnitude, te.length, geometry));
   const tree = q('bids');
   const anat = path.join(tree, 'sub-01', 'anat');
   const mags = splitEchoes(q('mag.nii'));

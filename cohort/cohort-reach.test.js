@@ -5,11 +5,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { createTessera } from '../bindings/js/index.js';
 import { discover } from './lib/subjects.js';
-import { CLI, DEMO_NET, CORES, SUBJECTS, gunzip, execAsync, snakemake as snakemakeIn, assertSnakemake7, jobs, writeBidsTree, bidsConfig as bidsConfigOf } from '../tests/js/cohort-fixtures.js';
+import { CLI, DEMO_NET, CORES, SUBJECTS, gunzip, execAsync, snakemake as snakemakeIn, assertSnakemake7, jobs, bidsTreeIn, bidsConfig as bidsConfigOf } from '../tests/js/cohort-fixtures.js';
 
 let dir; // everything of this test
 let bids; // the BIDS tree
@@ -19,13 +17,7 @@ const bidsConfig = (out) => bidsConfigOf(dir, bids, out);
 
 before(async () => {
   assertSnakemake7();
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-cohort-reach-'));
-  const tessera = await createTessera({ workers: 1 });
-  try {
-    bids = await writeBidsTree(dir, tessera);
-  } finally {
-    await tessera.terminate();
-  }
+  ({ dir, bids } = await bidsTreeIn('tessera-cohort-reach-'));
 });
 
 after(() => {

@@ -9,13 +9,12 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { createTessera, readNifti, readEchoes, writeNifti } from '../bindings/js/index.js';
+import { readNifti, readEchoes, writeNifti } from '../bindings/js/index.js';
 import { discover, CohortError } from './lib/subjects.js';
 import {
   ROOT, SNAKEFILE, CLI, CORES, TE, B0, SUBJECTS, put, gunzip, exec, execAsync, cliWithRss, snakemakeArgs, snakemake as snakemakeIn,
-  assertSnakemake7, jobs, walk, writeBidsTree, bidsConfig as bidsConfigOf, cliInput, anatOf,
+  assertSnakemake7, jobs, walk, bidsTreeIn, bidsConfig as bidsConfigOf, cliInput, anatOf,
 } from '../tests/js/cohort-fixtures.js';
 
 let dir; // everything of this test
@@ -41,13 +40,7 @@ function assertSameAsCli(out, which = SUBJECTS) {
 
 before(async () => {
   assertSnakemake7();
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-cohort-'));
-  const tessera = await createTessera({ workers: 1 });
-  try {
-    bids = await writeBidsTree(dir, tessera);
-  } finally {
-    await tessera.terminate();
-  }
+  ({ dir, bids } = await bidsTreeIn('tessera-cohort-'));
   // The single-subject CLI runs and plans of the same inputs (the phase from the 4D file of the tree's writer), all at
   // once: each reference is its own process.
   refs = {};

@@ -45,9 +45,9 @@ phase "native build and GoogleTest (started with the set-up)"
 finish "the native build or its GoogleTest" "$native_pid" "$native_log"
 
 # The wasm32 GoogleTest binary builds and runs, two processes of whole suites (each boots node and its thread pool),
-# beside the JavaScript suites, which leave part of the two cores idle while they wait on Chromium, child processes
-# and workers. The compile runs at the normal priority: niced, it waited on the suites and then ran alone
-# after them (a fresh clone took 701 s so, 683 s without).
+# beside the JavaScript suites; the two cores are busy throughout, so this adds its CPU time and nothing else. The
+# compile runs at the normal priority: niced, it waited on the suites and then ran alone after them (a fresh clone
+# took 701 s so, 683 s without).
 phase "GoogleTest, wasm32 under node, built and run beside the JavaScript suites (its log follows them)"
 wasm_log=$(mktemp)
 ( scripts/build.sh wasm-tests && ctest --test-dir build/wasm/gtest-shards -j2 --output-on-failure ) >"$wasm_log" 2>&1 &

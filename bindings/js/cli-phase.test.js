@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createTessera, readNifti, writeNifti } from './index.js';
 import { runCli } from '../../tests/js/run-cli.js';
+import { nifti4d } from '../../tests/js/nifti4d.js';
 import { lotNet, LOT_KERNEL, LOT_SCALE } from '../../tests/js/phase-networks.js';
 
 let dir;
@@ -46,16 +47,6 @@ async function api(request) {
   return tessera.invert({ ...request, keepInputs: true }); // the volumes are the tests' own, used again
 }
 
-/** A 4D float32 NIfTI: writeNifti's 3D file of nz·echoes slices with dim[0] = 4, dim[3] = nz, dim[4] = echoes. */
-async function writeNifti4D(data, { dims, ...like }, echoes) {
-  const b = await writeNifti(data, { ...like, dims: [dims[0], dims[1], dims[2] * echoes] });
-  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
-  dv.setInt16(40, 4, true);
-  dv.setInt16(46, dims[2], true);
-  dv.setInt16(48, echoes, true);
-  return b;
-}
-
 before(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-cli-phase-'));
   // A field map, its mask and a network spec: the inputs of the field networks, which the phase usage errors refuse.
@@ -87,8 +78,8 @@ before(async () => {
   const like = { dims: PDIMS, voxelMm: [1, 1, 1], affine: PAFFINE };
   fs.writeFileSync(f('phase.nii.gz'), await writeNifti(phase1, like, { gzip: true }));
   fs.writeFileSync(f('pmask.nii'), await writeNifti(Float32Array.from(pmask), like));
-  fs.writeFileSync(f('phase2.nii'), await writeNifti4D(phase2, like, 2));
-  fs.writeFileSync(f('mag2.nii'), await writeNifti4D(magnitude2, like, 2));
+  fs.writeFileSync(f('phase2.nii'), await nifti4d(phase2, 2, like));
+  fs.writeFileSync(f('mag2.nii'), await nifti4d(magnitude2, 2, like));
   // Siemens-style integers (-4096..4095 = -π..π) as float32 values and as int16 (no scl_slope), and degrees.
   const ints = phase1.map((v) => Math.min(4095, Math.round((v * 4096) / Math.PI)));
   fs.writeFileSync(f('phase-int.nii'), await writeNifti(ints, like));

@@ -9,9 +9,11 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
+import os from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { writeNifti, GAMMA_BAR_MHZ_PER_T } from '../../bindings/js/index.js';
+import { createTessera, writeNifti, GAMMA_BAR_MHZ_PER_T } from '../../bindings/js/index.js';
 import { lotNet } from './phase-networks.js';
+import { nifti4d } from './nifti4d.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const SNAKEFILE = path.join(ROOT, 'cohort', 'Snakefile');
@@ -36,17 +38,6 @@ export const gunzip = (file) => {
   const b = fs.readFileSync(file);
   return b[0] === 0x1f && b[1] === 0x8b ? zlib.gunzipSync(b) : b;
 };
-
-/** A 4D NIfTI of the echoes written here (not by the workflow's stacker): a single-subject reference's input. */
-export async function writeNifti4D(data, like, echoes) {
-  const [x, y, z] = like.dims;
-  const b = await writeNifti(data, { ...like, dims: [x, y, z * echoes] });
-  const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
-  dv.setInt16(40, 4, true);
-  dv.setInt16(46, z, true);
-  dv.setInt16(48, echoes, true);
-  return b;
-}
 
 /** Runs a command to its end: {code, signal, stdout, stderr, log}. */
 export function exec(cmd, args, opts = {}) {
@@ -158,12 +149,26 @@ export async function writeBidsTree(dir, tessera, subjects = SUBJECTS) {
       put(path.join(anat, `${stem}_echo-${e + 1}_part-phase_MEGRE.json`), JSON.stringify({ EchoTime: TE[e] }));
     }
     put(path.join(bids, 'MEGRE.json'), JSON.stringify({ MagneticFieldStrength: B0 }));
-    put(path.join(dir, 'ref', 'phase4d.nii.gz'), await writeNifti4D(phase, like, 2));
-    put(path.join(dir, 'ref', 'mag4d.nii.gz'), await writeNifti4D(mag, like, 2));
+    put(path.join(dir, 'ref', 'phase4d.nii.gz'), await nifti4d(phase, 2, like));
+    put(path.join(dir, 'ref', 'mag4d.nii.gz'), await nifti4d(mag, 2, like));
   }
   put(path.join(bids, 'dataset_description.json'), JSON.stringify({ Name: 'phantoms', BIDSVersion: '1.9.0' }));
   fs.writeFileSync(path.join(dir, 'lot.onnx'), lotNet());
   return bids;
+}
+
+/**
+ * A fresh temporary folder (named from prefix) holding the phantom BIDS tree of `subjects` (writeBidsTree, with a
+ * runtime of its own). Returns {dir, bids}.
+ */
+export async function bidsTreeIn(prefix, subjects = SUBJECTS) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const tessera = await createTessera({ workers: 1 });
+  try {
+    return { dir, bids: await writeBidsTree(dir, tessera, subjects) };
+  } finally {
+    await tessera.terminate();
+  }
 }
 
 /** The workflow's config for the tree bids (dir: where lot.onnx lies) into out. */
