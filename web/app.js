@@ -161,7 +161,7 @@ async function main() {
     network.fill(page.registry);
     await method.fill(schema, tessera);
     page.panels.pipeline.fill(schema);
-    await Promise.all([results.ready(), page.panels.viewer.ready]);
+    results.listColormaps();
     page.started = true;
     network.changed();
     await settings.update();

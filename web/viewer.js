@@ -15,26 +15,46 @@ const NV_OPTIONS = {
   logLevel: 'error',
 };
 
+/**
+ * Shows `images` (NVImages; the first the background, the rest overlays) in place of nv's volumes, with one redraw.
+ * NiiVue's addVolume and removeVolume each recompute every layer's textures; in software WebGL (a machine without a
+ * GPU) that recomputation is most of the page's drawing, so the list is replaced at once and computed once.
+ */
+export function setVolumes(nv, images) {
+  nv.volumes = [...images];
+  nv.back = nv.volumes[0] ?? null;
+  nv.overlays = nv.volumes.slice(1);
+  if (nv.volumes.length) nv.updateGLVolume();
+  else nv.drawScene();
+}
+
+/** The colormap names NiiVue knows (its own list: no canvas needed). */
+export const colormapNames = () => new Niivue({ ...NV_OPTIONS }).colormaps();
+
 export class Viewer {
   /** panels: { field: canvas, chi: canvas, truth: canvas } */
   constructor(panels) {
     this.panels = panels;
     this.nv = {};
-    this.ready = Promise.all(
-      Object.entries(panels).map(async ([k, canvas]) => {
-        const nv = new Niivue({ ...NV_OPTIONS });
-        await nv.attachToCanvas(canvas);
-        nv.setSliceType(nv.sliceTypeAxial);
-        this.nv[k] = nv;
-      }),
-    );
+    this.attached = {}; // panel → Promise of its NiiVue, made by the first show() with a volume for it
     this.dims = null;
     this.loaded = new Set();
+    this.shown = {}; // panel → { data, like, win, colormap } it shows
   }
 
-  /** Colormap names NiiVue knows. */
-  colormaps() {
-    return Object.values(this.nv)[0]?.colormaps() ?? ['gray'];
+  /**
+   * NiiVue on panel k's canvas, made when the panel first has a volume to show: each is a WebGL context that compiles
+   * NiiVue's shaders, most of a page load's drawing where WebGL is software (a machine without a GPU).
+   */
+  attach(k) {
+    this.attached[k] ??= (async () => {
+      const nv = new Niivue({ ...NV_OPTIONS });
+      await nv.attachToCanvas(this.panels[k]);
+      nv.setSliceType(nv.sliceTypeAxial);
+      this.nv[k] = nv;
+      return nv;
+    })();
+    return this.attached[k];
   }
 
   /**
@@ -42,28 +62,34 @@ export class Viewer {
    * readNifti result); windows: { field: [lo, hi], chi: [lo, hi] }.
    */
   async show(volumes, like, windows, colormap = 'gray') {
-    await this.ready;
     this.dims = like.dims;
-    for (const [k, nv] of Object.entries(this.nv)) {
-      for (const v of [...nv.volumes]) nv.removeVolume(v);
+    for (const k of Object.keys(this.panels)) {
       const data = volumes[k];
       this.panels[k].closest('figure')?.toggleAttribute('hidden', !data);
+      const nv = data ? await this.attach(k) : this.nv[k];
       if (!data) {
+        if (nv) setVolumes(nv, []);
+        delete this.shown[k];
         this.loaded.delete(k);
         continue;
       }
-      const bytes = await writeNifti(data, like, { description: `tessera ${k}` });
       const win = k === 'field' ? windows.field : windows.chi;
+      const cmap = k === 'field' ? 'gray' : colormap;
+      // A panel that already shows these voxels, so, is left as it is (another output of the same run changes χ's).
+      const was = this.shown[k];
+      if (was && was.data === data && was.like === like && was.win[0] === win[0] && was.win[1] === win[1] && was.colormap === cmap) continue;
+      const bytes = await writeNifti(data, like, { description: `tessera ${k}` });
       const img = await NVImage.loadFromUrl({
         url: `${k}.nii`,
         name: `${k}.nii`,
         buffer: bytes.buffer,
-        colormap: k === 'field' ? 'gray' : colormap,
+        colormap: cmap,
         cal_min: win[0],
         cal_max: win[1],
         trustCalMinMax: true,
       });
-      nv.addVolume(img);
+      setVolumes(nv, [img]);
+      this.shown[k] = { data, like, win: [win[0], win[1]], colormap: cmap };
       this.loaded.add(k);
     }
     this.setSlice(Math.floor(like.dims[2] / 2));
@@ -79,6 +105,7 @@ export class Viewer {
       v.cal_min = lo;
       v.cal_max = hi;
       nv.updateGLVolume();
+      Object.assign(this.shown[k], { win: [lo, hi], colormap });
     }
   }
 
@@ -89,6 +116,7 @@ export class Viewer {
     v.cal_min = lo;
     v.cal_max = hi;
     nv.updateGLVolume();
+    this.shown.field.win = [lo, hi];
   }
 
   /** Axial slice z (voxels) in every panel. */

@@ -58,6 +58,23 @@ before(async () => {
   srv = await startServer({});
   ctx = await launchChromium(path.join(tmp, 'profile'), CHROMIUM, { acceptDownloads: true, viewport: { width: 1280, height: 1000 } });
   page = ctx.pages()[0] ?? (await ctx.newPage());
+  // Per canvas: whether it got a WebGL context, and the slices NiiVue computed into 3D textures (one
+  // framebufferTextureLayer call per slice per pass: a volume's layers are recomputed on every addVolume,
+  // removeVolume and updateGLVolume, which in software WebGL is most of the page's drawing).
+  await page.addInitScript(() => {
+    const gl = (window.testGl = { contexts: [], slices: {} });
+    const getContext = HTMLCanvasElement.prototype.getContext;
+    HTMLCanvasElement.prototype.getContext = function (type, ...rest) {
+      const c = getContext.call(this, type, ...rest);
+      if (c && /webgl/.test(type) && !gl.contexts.includes(this.id)) gl.contexts.push(this.id);
+      return c;
+    };
+    const layer = WebGL2RenderingContext.prototype.framebufferTextureLayer;
+    WebGL2RenderingContext.prototype.framebufferTextureLayer = function (...a) {
+      gl.slices[this.canvas.id] = (gl.slices[this.canvas.id] ?? 0) + 1;
+      return layer.apply(this, a);
+    };
+  });
   page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
   page.on('pageerror', (e) => consoleErrors.push(`uncaught: ${e.message}`));
 });
@@ -128,6 +145,7 @@ async function clickCentre() {
 test('the first screen: what Tessera does, From a scan first; no horizontal overflow at 1280, 1600 and 1920 px', { skip, timeout: 120000 }, async () => {
   await page.goto(`${srv.url}/`);
   await waitState(['idle']);
+  assert.deepEqual(await page.evaluate(() => window.testGl.contexts), [], 'no WebGL context before there is a volume to show');
   assert.equal(await page.inputValue('#startFrom'), 'pipeline');
   assert.match(await page.textContent('#startFrom option:first-child'), /^From a scan: DICOM, or multi-echo phase \+ magnitude/);
   const tagline = await page.textContent('#tagline');
@@ -150,6 +168,9 @@ test('the first screen: what Tessera does, From a scan first; no horizontal over
 });
 
 let threshold; // the mask the threshold made, as counted here
+let oneLayer; // the slices the viewer computed to show one volume without an overlay
+/** Per canvas id, the slices NiiVue has computed into 3D textures so far (the init script's count). */
+const glSlices = () => page.evaluate(() => ({ ...window.testGl.slices }));
 test('the viewer: every echo, the value under the crosshair with its unit, four views; the threshold makes the mask live', { skip, timeout: 120000 }, async () => {
   await page.selectOption('#inversion', 'tkd');
   await page.fill('#te', te.join(', '));
@@ -158,9 +179,12 @@ test('the viewer: every echo, the value under the crosshair with its unit, four 
   await page.setInputFiles('#pipePhaseFile', { name: 'scan_phase.nii', mimeType: 'application/octet-stream', buffer: await nifti4d(scan.phase, 3, like) });
   await page.waitForFunction(() => document.querySelector('#inputInfo').dataset.echoes === '3' && document.body.dataset.state === 'idle', null, { timeout: 60000 });
   await page.waitForFunction(() => document.querySelector('#viewerCard').dataset.volumes === 'input.phase,input.magnitude', null, { timeout: 20000 });
+  assert.deepEqual(await page.evaluate(() => window.testGl.contexts), ['nvMain'], 'the viewer’s NiiVue, made for the first volume; none for results yet');
   // The magnitude, echo 2 (the echo navigator), in the axial view: a click names a voxel and its value.
+  const before1 = await glSlices();
   await page.selectOption('#viewVolume', 'input.magnitude');
   await page.waitForFunction(() => document.querySelector('#viewerCard').dataset.volume === 'input.magnitude', null, { timeout: 10000 });
+  oneLayer = (await glSlices()).nvMain - before1.nvMain; // a volume without overlay
   assert.equal(await page.isHidden('#viewEchoLabel'), false, 'the echo navigator shows for 3 echoes');
   await page.$eval('#viewEcho', (e) => ((e.value = '2'), e.dispatchEvent(new Event('input'))));
   await page.waitForFunction(() => document.querySelector('#viewerCard').dataset.echo === '2', null, { timeout: 10000 });
@@ -203,6 +227,13 @@ test('the viewer: every echo, the value under the crosshair with its unit, four 
   assert.deepEqual([info.added, info.removed], [0, 0]);
   assert.equal((await readData('#inputInfo')).maskGiven, true, 'the mask goes with the input');
   await page.waitForFunction(() => document.querySelector('#viewerCard').dataset.overlay === 'input.mask', null, { timeout: 10000 }); // the mask shows as an overlay
+  // Another volume under the mask overlay: each layer is computed once (the overlay one pass over its slices more
+  // than the volume alone), not once per volume added or removed.
+  const before2 = await glSlices();
+  await page.selectOption('#viewVolume', 'input.phase');
+  await page.waitForFunction(() => document.querySelector('#viewerCard').dataset.volume === 'input.phase', null, { timeout: 10000 });
+  console.log(`# slices computed: one volume ${oneLayer}, with the overlay ${(await glSlices()).nvMain - before2.nvMain}`);
+  assert.equal((await glSlices()).nvMain - before2.nvMain, oneLayer + geometry.dims[2]);
   const m = await download('#maskDownload');
   assert.equal(m.name, 'scan_phase_mask.nii.gz');
   const nii = api.readNifti(m.bytes);
@@ -222,6 +253,16 @@ test('a brush stroke removes the ball under it; the run takes the edited mask (�
   };
   assert.match(await page.textContent('#planReadout'), /echo fit/);
   const chiA = await run();
+  assert.deepEqual((await page.evaluate(() => window.testGl.contexts)).sort(), ['nvChi', 'nvField', 'nvMain'], 'NiiVue on the result panels that show a volume, none on the truth panel (the demo’s)');
+  // Another output of the same run: the χ panel is computed again, the field panel (the same voxels) is not.
+  for (const out of ['localField', 'chi']) {
+    const before = await glSlices();
+    await page.selectOption('#output', out);
+    await page.waitForFunction((o) => document.querySelector('#output').dataset.selected === o, out, { timeout: 10000 });
+    const after = await glSlices();
+    assert.equal(after.nvField - before.nvField, 0, `${out}: the field panel recomputed`);
+    assert.ok(after.nvChi - before.nvChi >= geometry.dims[2], `${out}: the χ panel shows it`);
+  }
   let rep = await readData('#report');
   assert.equal(rep.maskEdited, true);
   assert.deepEqual([rep.maskAdded, rep.maskRemoved, rep.maskRunVoxels], [0, 0, threshold.reduce((a, b) => a + b, 0)]);

@@ -10,7 +10,7 @@
 import { $, addOption, fmtBytes, fmtSeconds, rows, setData, clearData } from '../dom.js';
 import { verifiedRows, verifiedData } from '../fidelity.js';
 import { robustRange } from '../tilemap.js';
-import { Viewer } from '../viewer.js';
+import { Viewer, colormapNames } from '../viewer.js';
 import { OUTPUTS, countMask } from '../workflows/pipeline.js';
 import { runHeapRow } from '../workflows/method.js';
 import { commandFiles, stackNifti, stem } from '../methods.js';
@@ -91,11 +91,10 @@ export class ResultsPanel {
     setData(document.querySelector('#resultCard .panels'), { shown: [...this.viewer.loaded].sort() });
   }
 
-  /** Waits for NiiVue and lists its colormaps. */
-  async ready() {
-    await this.viewer.ready;
+  /** Lists NiiVue's colormaps. */
+  listColormaps() {
     const cm = $('cmap');
-    for (const name of this.viewer.colormaps()) {
+    for (const name of colormapNames()) {
       addOption(cm, name);
     }
     cm.value = 'gray';

@@ -8,6 +8,7 @@
 // overlay, window, colormap), #maskInfo's data-* (voxels, added, removed, ops, source, edits).
 import { Niivue, NVImage } from '@niivue/niivue';
 import { writeNifti, thresholdMask } from '../../bindings/js/index.js';
+import { setVolumes, colormapNames } from '../viewer.js';
 import { $, addOption, setData, clearData } from '../dom.js';
 import { catalog, echoOf, defaultWindow, valueText, tileLabels, tilesFit } from '../viewer-catalog.js';
 import { MaskHistory, brush, countSet, dilate, erode, fillHoles, largestComponent } from '../mask-edit.js';
@@ -63,14 +64,8 @@ export class ViewerPanel {
     this.overlay = null; // { key, image }
     this.stroke = null; // the brush stroke in progress: { open: whether its undo step exists }
     this.showing = Promise.resolve();
-    this.ready = (async () => {
-      const nv = new Niivue({ ...NV_OPTIONS });
-      await nv.attachToCanvas($('nvMain'));
-      nv.setSliceType(nv.sliceTypeMultiplanar);
-      nv.onLocationChange = (loc) => this.located(loc);
-      this.nv = nv;
-      for (const name of nv.colormaps()) addOption($('viewCmap'), name);
-    })();
+    this.attached = null; // Promise: NiiVue on the canvas, made by the first volume shown (attach())
+    for (const name of colormapNames()) addOption($('viewCmap'), name);
     this.wire();
     this.syncControls();
   }
@@ -181,24 +176,38 @@ export class ViewerPanel {
     return this.showing;
   }
 
+  /**
+   * NiiVue on the viewer's canvas, made once, when there is a first volume to show: a WebGL context that compiles
+   * NiiVue's shaders, most of a page load's drawing where WebGL is software (a machine without a GPU).
+   */
+  attach() {
+    this.attached ??= (async () => {
+      const nv = new Niivue({ ...NV_OPTIONS });
+      await nv.attachToCanvas($('nvMain'));
+      nv.onLocationChange = (loc) => this.located(loc);
+      this.nv = nv;
+      this.setView();
+    })();
+    return this.attached;
+  }
+
   async render() {
-    await this.ready;
-    const nv = this.nv;
     const { entry } = this.selected();
     const echoBox = $('viewEchoLabel');
     echoBox.hidden = !entry || entry.echoes < 2;
     if (entry) $('viewEcho').max = String(entry.echoes);
     const { echo } = this.selected();
     $('viewEchoText').textContent = entry && entry.echoes > 1 ? `${echo} of ${entry.echoes}` : '';
-    const keep = nv.volumes.length ? [...nv.scene.crosshairPos] : null;
-    for (const v of [...nv.volumes]) nv.removeVolume(v);
+    const keep = this.nv?.volumes.length ? [...this.nv.scene.crosshairPos] : null;
     this.base = null;
     this.overlay = null;
     if (!entry) {
-      nv.drawScene();
+      if (this.nv) setVolumes(this.nv, []);
       this.publish();
       return;
     }
+    await this.attach();
+    const nv = this.nv;
     const n = this.voxels(entry);
     const data = Float32Array.from(echoOf(entry, n, echo));
     if (!this.displays.has(entry.key)) {
@@ -212,18 +221,16 @@ export class ViewerPanel {
     $('viewUnit').textContent = entry.unit;
     const like = this.like(entry);
     const image = await this.image(data, like, entry.key, { colormap: d.cmap, cal_min: d.min, cal_max: d.max });
-    nv.addVolume(image);
     this.base = { entry, echo, data, image };
     const ovKey = $('viewOverlay').value;
     const ovData = this.overlayData(ovKey);
     if (ovData && ovData.length === n) {
       const tiles = ovKey === 'tiles';
       const ovImage = await this.image(ovData, like, 'overlay', tiles ? { colormap: 'hsv', cal_min: 0.5, cal_max: 8.5, opacity: 0.35 } : { colormap: 'red', cal_min: 0.5, cal_max: 1, opacity: 0.4 });
-      nv.addVolume(ovImage);
       this.overlay = { key: ovKey, image: ovImage, data: ovData };
     }
     if (keep) nv.scene.crosshairPos = keep;
-    nv.updateGLVolume();
+    setVolumes(nv, this.overlay ? [image, this.overlay.image] : [image]);
     this.publish();
     this.located();
   }
