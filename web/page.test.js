@@ -293,7 +293,7 @@ test('the demo runs to completion: progress, tile map, χ against the truth, Nii
   console.log(`# demo: ${((Date.now() - t0) / 1000).toFixed(1)} s in all (run ${s.report.wallSeconds.toFixed(1)} s); ${s.report.tilesRun} tiles; r = ${s.report.r.toFixed(3)}, NRMSE ${(100 * s.report.nrmse).toFixed(1)} %${REAL_NET ? '' : ' (stand-in network)'}`);
   if (REAL_NET) assert.ok(s.report.r > R_MIN, `r vs truth = ${s.report.r}`);
   assert.deepEqual(s.shown, ['chi', 'field', 'truth']);
-  // NiiVue's χ panel: a picture, not a blank canvas (WebGL: read back through a screenshot of the element)
+  // The χ panel: a picture, not a blank canvas (read back through a screenshot of the element)
   await page.waitForTimeout(300);
   const png = await page.locator('#nvChi').screenshot();
   const px = await page.evaluate(async (b64) => {

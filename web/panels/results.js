@@ -10,7 +10,7 @@
 import { $, addOption, fmtBytes, fmtSeconds, rows, setData, clearData } from '../dom.js';
 import { verifiedRows, verifiedData } from '../fidelity.js';
 import { robustRange } from '../tilemap.js';
-import { Viewer, colormapNames } from '../viewer.js';
+import { ResultPanels, colormapNames } from '../result-panels.js';
 import { OUTPUTS, countMask } from '../workflows/pipeline.js';
 import { runHeapRow } from '../workflows/method.js';
 import { commandFiles, stackNifti, stem } from '../methods.js';
@@ -29,7 +29,7 @@ export class ResultsPanel {
   constructor(page, io) {
     this.page = page;
     this.io = io;
-    this.viewer = new Viewer({ field: $('nvField'), chi: $('nvChi'), truth: $('nvTruth') });
+    this.viewer = new ResultPanels({ field: $('nvField'), chi: $('nvChi'), truth: $('nvTruth') });
     this.windowSet = false; // the user's χ window wins over the automatic one
     $('download').addEventListener('click', () => this.download().catch((e) => page.showError(e)));
     const display = () => this.viewer.setChiDisplay($('cmap').value, Number($('winMin').value), Number($('winMax').value));

@@ -8,7 +8,7 @@
 // overlay, window, colormap), #maskInfo's data-* (voxels, added, removed, ops, source, edits).
 import { Niivue, NVImage } from '@niivue/niivue';
 import { writeNifti, thresholdMask } from '../../bindings/js/index.js';
-import { setVolumes, colormapNames } from '../viewer.js';
+import { colormapNames } from '../result-panels.js';
 import { $, addOption, setData, clearData } from '../dom.js';
 import { catalog, echoOf, defaultWindow, valueText, tileLabels, tilesFit } from '../viewer-catalog.js';
 import { MaskHistory, brush, countSet, dilate, erode, fillHoles, largestComponent } from '../mask-edit.js';
@@ -25,6 +25,19 @@ const NV_OPTIONS = {
   dragAndDropEnabled: false,
   logLevel: 'error',
 };
+
+/**
+ * Shows `images` (NVImages; the first the background, the rest overlays) in place of nv's volumes, with one redraw.
+ * NiiVue's addVolume and removeVolume each recompute every layer's textures; in software WebGL (a machine without a
+ * GPU) that recomputation is most of the page's drawing, so the list is replaced at once and computed once.
+ */
+function setVolumes(nv, images) {
+  nv.volumes = [...images];
+  nv.back = nv.volumes[0] ?? null;
+  nv.overlays = nv.volumes.slice(1);
+  if (nv.volumes.length) nv.updateGLVolume();
+  else nv.drawScene();
+}
 
 /** The header of a loaded input or a result, without its voxels (writeNifti's `like`). */
 function header(like) {
