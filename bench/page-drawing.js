@@ -14,6 +14,7 @@ import path from 'node:path';
 import { startServer } from '../scripts/serve.js';
 import { launchChromium } from '../scripts/chromium.js';
 import { loadavg } from './common.js';
+import { countWebGl, webGlCounts } from '../tests/js/gl-counts.js';
 
 const { values: a } = parseArgs({ options: { reloads: { type: 'string', default: '2' } } });
 
@@ -39,48 +40,31 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tessera-page-drawing-'));
 const srv = await startServer({ port: 0 });
 const ctx = await launchChromium(path.join(tmp, 'profile'), '/usr/bin/chromium', { viewport: { width: 1280, height: 1000 } });
 const page = ctx.pages()[0] ?? (await ctx.newPage());
-// The page's WebGL work, counted in the page: contexts made (by canvas id), 3D-texture slices NiiVue computed, draws.
-await page.addInitScript(() => {
-  const gl = (window.benchGl = { contexts: 0, slices: 0, draws: 0 });
-  const getContext = HTMLCanvasElement.prototype.getContext;
-  HTMLCanvasElement.prototype.getContext = function (type, ...rest) {
-    const had = this.benchGl;
-    const c = getContext.call(this, type, ...rest);
-    if (c && /webgl/.test(type) && !had) (this.benchGl = true), gl.contexts++;
-    return c;
-  };
-  const P = WebGL2RenderingContext.prototype;
-  const layer = P.framebufferTextureLayer;
-  P.framebufferTextureLayer = function (...x) {
-    gl.slices++;
-    return layer.apply(this, x);
-  };
-  for (const m of ['drawArrays', 'drawElements']) {
-    const draw = P[m];
-    P[m] = function (...x) {
-      gl.draws++;
-      return draw.apply(this, x);
-    };
-  }
-});
+await countWebGl(page);
 const idle = () => page.waitForFunction(() => document.body.dataset.state === 'idle' && document.querySelector('#planReadout')?.dataset.feasible, null, { timeout: 120000 });
 const settled = () => new Promise((r) => setTimeout(r, 2000)); // what the GPU process still does after the page says idle or done
 
 console.log(`page drawing, Chromium ${ctx.browser()?.version() ?? ''}, ${os.cpus()[0].model} × ${os.cpus().length}; load ${loadavg()}`);
 console.log('| step | seconds | GPU process CPU-s | renderers CPU-s | browser CPU-s | WebGL contexts | slices computed | draws |');
 console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
+/** The page's WebGL work so far, summed over its canvases: {contexts, slices, draws}. */
+async function glTotals() {
+  const c = await webGlCounts(page).catch(() => null);
+  const sum = (t) => Object.values(t ?? {}).reduce((a, b) => a + b, 0);
+  return { contexts: c?.contexts.length ?? 0, slices: sum(c?.slices), draws: sum(c?.draws) };
+}
 async function step(name, act) {
-  const gl0 = await page.evaluate(() => ({ ...window.benchGl })).catch(() => null);
+  const gl0 = await glTotals();
   const c0 = chromiumCpu();
   const t0 = performance.now();
   await act();
   const seconds = (performance.now() - t0) / 1000;
   await settled();
   const c1 = chromiumCpu();
-  const gl1 = await page.evaluate(() => ({ ...window.benchGl }));
+  const gl1 = await glTotals();
   const d = (k) => ((c1[k] ?? 0) - (c0[k] ?? 0)).toFixed(2);
   // A load starts a new document: its counts start at 0.
-  const g = (k) => gl1[k] - (gl0 && !/load/.test(name) ? gl0[k] : 0);
+  const g = (k) => gl1[k] - (/load/.test(name) ? 0 : gl0[k]);
   console.log(`| ${name} | ${seconds.toFixed(1)} | ${d('gpu-process')} | ${d('renderer')} | ${d('browser')} | ${g('contexts')} | ${g('slices')} | ${g('draws')} |`);
 }
 try {

@@ -1,8 +1,10 @@
-// The result panels: field, χ, and the phantom truth in the demo, each an axial slice (the same slice in all) drawn on a
-// 2D canvas through a colormap (NiiVue's tables) and a window, with a colour bar. No WebGL: a run's result shows at
-// once on any machine (in software WebGL, where there is no GPU, NiiVue computes each volume it is given into 3D
-// textures, seconds of CPU for a head); the viewer below the panels (panels/viewer.js) is NiiVue, for everything else.
+// The result panels: field, χ, and the phantom truth in the demo, each slice z of its volume as stored (the same slice
+// in all; axial for an axial acquisition) drawn on a 2D canvas through a colormap (NiiVue's tables) and a window, with
+// a colour bar. No WebGL: a run's result shows at once on any machine (in software WebGL, where there is no GPU,
+// NiiVue computes each volume it is given into 3D textures, seconds of CPU for a head); the viewer below the panels
+// (panels/viewer.js) is NiiVue, for everything else.
 import { cmapper } from '@niivue/niivue';
+import { valueText } from './viewer-catalog.js';
 
 const BACKGROUND = '#05070b'; // the viewer's (NiiVue's backColor)
 const BAR = 12; // the colour bar's height, CSS px
@@ -12,11 +14,13 @@ const TEXT = '11px system-ui, sans-serif';
 export const colormapNames = () => cmapper.colormaps();
 
 /**
- * How voxel axes 0 and 1 lie on the screen for an axial view (right to the right, anterior up, as NiiVue shows it with
- * the neurological convention): { swap (voxel axis 0 runs down the screen), flipX, flipY }.
+ * How voxel axes 0 and 1 lie on the screen: { swap (voxel axis 0 runs down the screen), flipX, flipY }. Of the two,
+ * the one nearer the superior (else the anterior) direction runs up, the other to the right, each toward its world
+ * axis' positive end: an axial slice has right to the right and anterior up, as the viewer's NiiVue shows it with the
+ * neurological convention.
  * affine: number[16], row-major voxel → world (RAS), or undefined (voxel axes are R, A, S).
  */
-export function axialLayout(affine) {
+function layout(affine) {
   if (!affine) return { swap: false, flipX: false, flipY: true };
   // The world axis (0 R, 1 A, 2 S) each voxel axis runs along most, and its sign.
   const along = [0, 1].map((c) => {
@@ -24,20 +28,20 @@ export function axialLayout(affine) {
     const w = [0, 1, 2].reduce((b, k) => (Math.abs(col[k]) > Math.abs(col[b]) ? k : b), 0);
     return { w, sign: Math.sign(col[w]) || 1 };
   });
-  // Voxel axis 1 along R (or axis 0 along A): the slice is drawn transposed.
-  const swap = along[1].w === 0 || along[0].w === 1;
+  const swap = along[0].w > along[1].w;
   const [h, v] = swap ? [along[1], along[0]] : along;
   return { swap, flipX: h.sign < 0, flipY: v.sign > 0 };
 }
 
 /**
- * Axial slice z of `data` (dims [nx, ny, nz], x fastest) as RGBA pixels, right to the right and anterior up:
+ * Slice z of `data` (dims [nx, ny, nz], x fastest) as RGBA pixels laid out as layout() says (axial: right to the right,
+ * anterior up):
  * {width, height, swap (voxel axis 0 runs down), rgba (Uint8ClampedArray, row 0 at the top)}. A voxel maps through
  * `lut` (256 RGBA entries) from `win` [lo, hi]; a voxel that is not finite is left transparent.
  */
 export function sliceRgba(data, dims, z, affine, lut, win) {
   const [nx, ny] = dims;
-  const { swap, flipX, flipY } = axialLayout(affine);
+  const { swap, flipX, flipY } = layout(affine);
   const [w, h] = swap ? [ny, nx] : [nx, ny];
   const [lo, hi] = win;
   const scale = hi > lo ? 255 / (hi - lo) : 0;
@@ -74,10 +78,8 @@ export class ResultPanels {
     this.redraw = () => {
       for (const k of this.loaded) this.draw(k);
     };
-    if (typeof ResizeObserver !== 'undefined') {
-      const ro = new ResizeObserver(this.redraw);
-      for (const c of Object.values(panels)) ro.observe(c);
-    }
+    const ro = new ResizeObserver(this.redraw);
+    for (const c of Object.values(panels)) ro.observe(c);
   }
 
   /**
@@ -111,7 +113,7 @@ export class ResultPanels {
     }
   }
 
-  /** Axial slice z (voxels) in every panel. */
+  /** Slice z (voxels) in every panel. */
   setSlice(z) {
     if (!this.dims) return;
     this.z = Math.max(0, Math.min(this.dims[2] - 1, Math.round(z)));
@@ -137,7 +139,7 @@ export class ResultPanels {
     g.fillStyle = BACKGROUND;
     g.fillRect(0, 0, cw, ch);
     // The slice at its physical aspect, as large as fits above the bar.
-    const mm = this.like.voxelMm ?? [1, 1, 1];
+    const mm = this.like.voxelMm;
     const [pw, ph] = swap ? [ny * mm[1], nx * mm[0]] : [nx * mm[0], ny * mm[1]];
     const room = ch - 2 * BAR - 6;
     const f = Math.min(cw / pw, room / ph);
@@ -157,12 +159,10 @@ export class ResultPanels {
     g.font = TEXT;
     g.textBaseline = 'top';
     g.textAlign = 'left';
-    g.fillText(fmt(lo), 8, by + BAR + 2);
+    g.fillText(valueText(lo), 8, by + BAR + 2);
     g.textAlign = 'right';
-    g.fillText(fmt(hi), cw - 8, by + BAR + 2);
+    g.fillText(valueText(hi), cw - 8, by + BAR + 2);
     canvas.dataset.slice = String(this.z);
   }
 }
 
-/** A window end as written under the bar. */
-const fmt = (v) => (Math.abs(v) >= 100 || (v !== 0 && Math.abs(v) < 0.01) ? v.toExponential(1) : String(+v.toPrecision(3)));

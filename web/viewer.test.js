@@ -28,6 +28,7 @@ import { startServer } from '../scripts/serve.js';
 import { launchChromium, NO_FETCH_GLOBALS, testInChildWithFetchGlobals } from '../scripts/chromium.js';
 import { defaultBackgroundTitle } from '../tests/js/background-titles.js';
 import { nifti4d } from '../tests/js/nifti4d.js';
+import { countWebGl, webGlCounts } from '../tests/js/gl-counts.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CHROMIUM = '/usr/bin/chromium';
@@ -58,23 +59,7 @@ before(async () => {
   srv = await startServer({});
   ctx = await launchChromium(path.join(tmp, 'profile'), CHROMIUM, { acceptDownloads: true, viewport: { width: 1280, height: 1000 } });
   page = ctx.pages()[0] ?? (await ctx.newPage());
-  // Per canvas: whether it got a WebGL context, and the slices NiiVue computed into 3D textures (one
-  // framebufferTextureLayer call per slice per pass: a volume's layers are recomputed on every addVolume,
-  // removeVolume and updateGLVolume, which in software WebGL is most of the page's drawing).
-  await page.addInitScript(() => {
-    const gl = (window.testGl = { contexts: [], slices: {} });
-    const getContext = HTMLCanvasElement.prototype.getContext;
-    HTMLCanvasElement.prototype.getContext = function (type, ...rest) {
-      const c = getContext.call(this, type, ...rest);
-      if (c && /webgl/.test(type) && !gl.contexts.includes(this.id)) gl.contexts.push(this.id);
-      return c;
-    };
-    const layer = WebGL2RenderingContext.prototype.framebufferTextureLayer;
-    WebGL2RenderingContext.prototype.framebufferTextureLayer = function (...a) {
-      gl.slices[this.canvas.id] = (gl.slices[this.canvas.id] ?? 0) + 1;
-      return layer.apply(this, a);
-    };
-  });
+  await countWebGl(page);
   page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
   page.on('pageerror', (e) => consoleErrors.push(`uncaught: ${e.message}`));
 });
@@ -145,7 +130,7 @@ async function clickCentre() {
 test('the first screen: what Tessera does, From a scan first; no horizontal overflow at 1280, 1600 and 1920 px', { skip, timeout: 120000 }, async () => {
   await page.goto(`${srv.url}/`);
   await waitState(['idle']);
-  assert.deepEqual(await page.evaluate(() => window.testGl.contexts), [], 'no WebGL context before there is a volume to show');
+  assert.deepEqual((await webGlCounts(page)).contexts, [], 'no WebGL context before there is a volume to show');
   assert.equal(await page.inputValue('#startFrom'), 'pipeline');
   assert.match(await page.textContent('#startFrom option:first-child'), /^From a scan: DICOM, or multi-echo phase \+ magnitude/);
   const tagline = await page.textContent('#tagline');
@@ -169,8 +154,8 @@ test('the first screen: what Tessera does, From a scan first; no horizontal over
 
 let threshold; // the mask the threshold made, as counted here
 let oneLayer; // the slices the viewer computed to show one volume without an overlay
-/** Per canvas id, the slices NiiVue has computed into 3D textures so far (the init script's count). */
-const glSlices = () => page.evaluate(() => ({ ...window.testGl.slices }));
+/** Per canvas id, the slices NiiVue has computed into 3D textures so far. */
+const glSlices = async () => (await webGlCounts(page)).slices;
 test('the viewer: every echo, the value under the crosshair with its unit, four views; the threshold makes the mask live', { skip, timeout: 120000 }, async () => {
   await page.selectOption('#inversion', 'tkd');
   await page.fill('#te', te.join(', '));
@@ -179,7 +164,7 @@ test('the viewer: every echo, the value under the crosshair with its unit, four 
   await page.setInputFiles('#pipePhaseFile', { name: 'scan_phase.nii', mimeType: 'application/octet-stream', buffer: await nifti4d(scan.phase, 3, like) });
   await page.waitForFunction(() => document.querySelector('#inputInfo').dataset.echoes === '3' && document.body.dataset.state === 'idle', null, { timeout: 60000 });
   await page.waitForFunction(() => document.querySelector('#viewerCard').dataset.volumes === 'input.phase,input.magnitude', null, { timeout: 20000 });
-  assert.deepEqual(await page.evaluate(() => window.testGl.contexts), ['nvMain'], 'the viewer’s NiiVue, made for the first volume');
+  assert.deepEqual((await webGlCounts(page)).contexts, ['nvMain'], 'the viewer’s NiiVue, made for the first volume');
   // The magnitude, echo 2 (the echo navigator), in the axial view: a click names a voxel and its value.
   const before1 = await glSlices();
   await page.selectOption('#viewVolume', 'input.magnitude');
@@ -255,7 +240,7 @@ test('a brush stroke removes the ball under it; the run takes the edited mask (�
   const chiA = await run();
   // The result panels are drawn in 2D (no WebGL context: in software WebGL NiiVue would compute each volume into 3D
   // textures); the χ panel shows each output chosen, at the slice the slider names.
-  assert.deepEqual(await page.evaluate(() => window.testGl.contexts), ['nvMain'], 'no WebGL context on the result panels');
+  assert.deepEqual((await webGlCounts(page)).contexts, ['nvMain'], 'no WebGL context on the result panels');
   for (const out of ['localField', 'chi']) {
     await page.selectOption('#output', out);
     await page.waitForFunction((o) => document.querySelector('#output').dataset.selected === o, out, { timeout: 10000 });
