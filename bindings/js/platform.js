@@ -50,6 +50,20 @@ export function hardwareConcurrency() {
 }
 
 /**
+ * The node options a worker thread gets: the process's, less --input-type, which names how to read the main script
+ * (`node --input-type=module -e ...`) and makes a worker started from a file fail. Precondition: isNode.
+ */
+function workerExecArgv() {
+  const out = [];
+  for (let i = 0; i < process.execArgv.length; i++) {
+    const a = process.execArgv[i];
+    if (a === '--input-type') i++;
+    else if (!a.startsWith('--input-type=')) out.push(a);
+  }
+  return out;
+}
+
+/**
  * Start a module worker, or wrap one the caller started. Precondition: `target` is a URL (or href) of an ES module,
  * or (browsers) a Worker: bundlers only understand workers written at the call site as
  * `new Worker(new URL('./x.js', import.meta.url), { type: 'module' })`, so browser code starts its own and hands it here.
@@ -75,7 +89,7 @@ export function createWorker(target, { name } = {}) {
   };
   let w;
   if (isNode) {
-    w = new threads.Worker(target instanceof URL ? target : new URL(target), { name, workerData: { tessera: true } });
+    w = new threads.Worker(target instanceof URL ? target : new URL(target), { name, workerData: { tessera: true }, execArgv: workerExecArgv() });
     w.on('message', (d) => emit('message', d));
     w.on('error', (e) => emit('error', e instanceof Error ? e : new Error(String(e))));
     w.on('messageerror', (e) => emit('error', new Error(`message could not be deserialised: ${e?.message ?? e}`)));
