@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <set>
 #include <string>
 #include <vector>
@@ -41,6 +43,19 @@ TEST(Request, EveryOptionIsNamedOnceWithASaneRangeAndDefault) {
     if (o.default_text.empty()) EXPECT_EQ(checked_option(o.name, o.default_value), o.default_value) << o.name;
   }
   EXPECT_THROW(request_option("nope"), Error);
+}
+
+// A default written as a float and widened to the schema's double reads as noise in the CLI's help, the page and a
+// report (0.19f is 0.1899999976158142): each default that is a float's value reads as that float's shortest decimal.
+TEST(Request, NoDefaultIsAFloatWidened) {
+  for (const OptionSpec& o : request_options()) {
+    const double d = o.default_value;
+    const float f = static_cast<float>(d);
+    if (!std::isfinite(d) || static_cast<double>(f) != d) continue;
+    char text[32];
+    const auto end = std::to_chars(text, text + sizeof text, f).ptr;
+    EXPECT_EQ(std::stod(std::string(text, end)), d) << o.name << " defaults to " << d << ", the float " << std::string(text, end) << " widened";
+  }
 }
 
 TEST(Request, TheStructsDefaultToTheSchema) {

@@ -78,7 +78,7 @@ constexpr double kBig = 1e10;
 // {name, unit, default, default text, min, max, min exclusive, integer, help, choices}: the defaults are the methods'
 // own constants (their headers cite where each comes from).
 const OptionSpec kOptions[] = {
-    {"tkd.threshold", "", static_cast<double>(kTkdThreshold), "", 0, kDipoleMaxAbs, true, false,
+    {"tkd.threshold", "", kTkdThreshold, "", 0, kDipoleMaxAbs, true, false,
      "k-space values with |D| below this are truncated to ±threshold (Wharton et al. 2010)", "", true},
     {"tsvd.threshold", "", tsvd_defaults::kThreshold, "", 0, kDipoleMaxAbs, true, false,
      "k-space values with |D| below this are set to 0 (QSM.jl: 0.15)", "", true},

@@ -12,8 +12,9 @@
 
 namespace tessera {
 
-// TKD's customary truncation of |D| (Wharton et al. 2010 MRM).
-inline constexpr float kTkdThreshold = 0.19f;
+// TKD's customary truncation of |D| (Wharton et al. 2010 MRM). A double, as every schema default is (0.19f widened
+// would read 0.1899999976158142); tkd() takes it as the float 0.19f.
+inline constexpr double kTkdThreshold = 0.19;
 
 // The largest |D| of the dipole kernel (D = 1/3 − kz²/k² lies in [−2/3, 1/3]): the upper bound of every threshold on
 // |D| (TKD's, TSVD's, RTS's delta, iLSQR's cone), above which it would truncate every frequency.
@@ -83,6 +84,6 @@ uint64_t dipole_workspace_bytes(const Geometry& geometry, int pad_factor, unsign
 // pad_factor in [1, 4]: zero padding of the field as in forward_field (else Error InvalidArgument).
 // threads: FFT threads; 0 = hardware concurrency.
 std::vector<float> tkd(const Geometry& geometry, std::span<const float> field, std::span<const uint8_t> mask,
-                       float threshold = kTkdThreshold, int pad_factor = 1, unsigned threads = 1);
+                       float threshold = static_cast<float>(kTkdThreshold), int pad_factor = 1, unsigned threads = 1);
 
 }  // namespace tessera
