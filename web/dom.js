@@ -12,6 +12,17 @@ export function addOption(parent, value, text = value) {
   parent.append(o);
 }
 
+/**
+ * Widens a number input to show its whole value (a schema default such as 0.000001 or 16.051331246463125 is the value
+ * a run takes: cut off, it would read as another number), and again as the user types. At least the style sheet's
+ * width. Precondition: el is an <input type=number>.
+ */
+export function fitNumberInput(el) {
+  const fit = () => (el.style.width = `max(80px, calc(${el.value.length + 1}ch + 32px))`);
+  fit();
+  el.addEventListener('input', fit);
+}
+
 /** The value of the checked radio button named `name` (undefined when none is checked). */
 export function checkedValue(name) {
   return document.querySelector(`input[name=${name}]:checked`)?.value;

@@ -1,7 +1,7 @@
 // The page's number inputs follow the C++ request schema (tessera.schema()): defaults, ranges and units are
 // defined once in C++, so the page keeps no copy of them. The halo follows the selected network's default halo
 // (the registry's, or the schema's for a custom network) until the user types one.
-import { $, addOption } from './dom.js';
+import { $, addOption, fitNumberInput } from './dom.js';
 
 /** The schema last applied (name → option), or null before the runtime answered. */
 let applied = null;
@@ -93,6 +93,7 @@ export function optionLabel(f, onInput, inputClass) {
     if (f.placeholder) el.placeholder = f.placeholder;
   }
   el.value = f.value;
+  if (f.kind !== 'select') fitNumberInput(el);
   el.dataset.option = f.name;
   el.addEventListener('input', onInput);
   f.el = el;

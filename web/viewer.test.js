@@ -118,6 +118,13 @@ const overflowing = () =>
     return { scrollWidth: document.documentElement.scrollWidth, innerWidth, out };
   });
 
+/** The visible number inputs whose value is wider than the box that shows it (the digits cut off). */
+const cutInputs = () =>
+  page.evaluate(() =>
+    [...document.querySelectorAll('input[type=number]')]
+      .filter((e) => e.getClientRects().length && e.value !== '' && e.scrollWidth > e.clientWidth)
+      .map((e) => `${e.id || e.dataset.option}: ${e.value} (${e.scrollWidth} > ${e.clientWidth} px)`));
+
 /** Clicks the middle of the viewer's canvas and returns #viewValue's data (the voxel and value under the crosshair). */
 async function clickCentre() {
   const before = await page.textContent('#viewValue');
@@ -127,7 +134,7 @@ async function clickCentre() {
   return readData('#viewValue', ['vox']);
 }
 
-test('the first screen: what Tessera does, From a scan first; no horizontal overflow at 1280, 1600 and 1920 px', { skip, timeout: 120000 }, async () => {
+test('the first screen: what Tessera does, From a scan first; no horizontal overflow and no number cut off at 1280, 1600 and 1920 px', { skip, timeout: 120000 }, async () => {
   await page.goto(`${srv.url}/`);
   await waitState(['idle']);
   assert.deepEqual((await webGlCounts(page)).contexts, [], 'no WebGL context before there is a volume to show');
@@ -145,6 +152,7 @@ test('the first screen: what Tessera does, From a scan first; no horizontal over
       const o = await overflowing();
       assert.ok(o.scrollWidth <= o.innerWidth, `${start} at ${width} px: the document is ${o.scrollWidth} px wide`);
       assert.deepEqual(o.out, [], `${start} at ${width} px`);
+      assert.deepEqual(await cutInputs(), [], `${start} at ${width} px: number inputs that cut their value`);
       if (start === 'pipeline') await page.screenshot({ path: path.join(ARTIFACTS, `first-screen-${width}.png`) });
     }
   }
