@@ -14,11 +14,12 @@ export function addOption(parent, value, text = value) {
 
 /**
  * Widens a number input to show its whole value (a schema default such as 0.000001 or 16.051331246463125 is the value
- * a run takes: cut off, it would read as another number), and again as the user types. At least the style sheet's
- * width. Precondition: el is an <input type=number>.
+ * a run takes: cut off, it would read as another number), and again as the user types: style.css's input.digits
+ * sizes it from --digits. Precondition: el is an <input type=number>.
  */
 export function fitNumberInput(el) {
-  const fit = () => (el.style.width = `max(80px, calc(${el.value.length + 1}ch + 32px))`);
+  el.classList.add('digits');
+  const fit = () => el.style.setProperty('--digits', String(el.value.length + 1));
   fit();
   el.addEventListener('input', fit);
 }

@@ -31,8 +31,8 @@
 // phase with a two-echo magnitude runs iQFM (the output and the download named local field); a phase in
 // degrees is refused with advice, then loads with Phase units “degrees”; a volume over the single-patch limit
 // gets the planner's refusal.
-// Screenshots: test-artifacts/*.png; with TESSERA_UPDATE_SCREENSHOT=1, web/screenshot.png (the README's) after the demo, with a real (trained)
-// network only. TESSERA_DEMO_NET=/path/net.onnx serves a candidate demo network in place of web/models/.
+// Screenshots: test-artifacts/*.png (the README's, web/screenshot.png, is web/viewer.test.js's).
+// TESSERA_DEMO_NET=/path/net.onnx serves a candidate demo network in place of web/models/.
 // The test observes the page only through its DOM: text, <body data-state>, the data-* attributes the panels
 // publish (#inputInfo, #planReadout, #progress, #tileCounts, #tileStride, #report, #verifyReadout, #error, .panels)
 // and downloads (and, for the self-check's progress lines, a MutationObserver the test itself adds).
@@ -319,10 +319,6 @@ test('the demo runs to completion: progress, tile map, χ against the truth, Nii
   assert.equal(await cachedDemoSha(), DEMO_SHA);
   await page.locator('#resultCard').scrollIntoViewIfNeeded();
   await page.screenshot({ path: path.join(ARTIFACTS, 'demo-done.png'), fullPage: true });
-  // The README's screenshot is a tracked file: rewritten only on request (TESSERA_UPDATE_SCREENSHOT=1).
-  if (REAL_NET && process.env.TESSERA_UPDATE_SCREENSHOT === '1') {
-    await page.screenshot({ path: path.join(ROOT, 'web/screenshot.png'), fullPage: true });
-  }
 });
 
 test('Cancel stops a run at once and leaves the page ready', { skip }, async () => {
