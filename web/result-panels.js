@@ -6,7 +6,6 @@
 import { cmapper } from '@niivue/niivue';
 import { valueText } from './viewer-catalog.js';
 
-const BACKGROUND = '#05070b'; // the viewer's (NiiVue's backColor)
 const BAR = 12; // the colour bar's height, CSS px
 const TEXT = '11px system-ui, sans-serif';
 
@@ -70,8 +69,7 @@ export class ResultPanels {
   /** panels: { field: canvas, chi: canvas, truth: canvas } */
   constructor(panels) {
     this.panels = panels;
-    this.dims = null;
-    this.like = null;
+    this.like = null; // the shown volumes' geometry: {dims, voxelMm, affine?}
     this.z = 0;
     this.loaded = new Set();
     this.shown = {}; // panel → { data, win: [lo, hi], colormap }
@@ -86,8 +84,7 @@ export class ResultPanels {
    * Show volumes: { field?, chi?, truth? } Float32Arrays over geometry `like` ({dims, voxelMm, affine?} or a
    * readNifti result); windows: { field: [lo, hi], chi: [lo, hi] }.
    */
-  async show(volumes, like, windows, colormap = 'gray') {
-    this.dims = like.dims;
+  show(volumes, like, windows, colormap = 'gray') {
     this.like = like;
     for (const k of Object.keys(this.panels)) {
       const data = volumes[k];
@@ -115,8 +112,8 @@ export class ResultPanels {
 
   /** Slice z (voxels) in every panel. */
   setSlice(z) {
-    if (!this.dims) return;
-    this.z = Math.max(0, Math.min(this.dims[2] - 1, Math.round(z)));
+    if (!this.like) return;
+    this.z = Math.max(0, Math.min(this.like.dims[2] - 1, Math.round(z)));
     this.redraw();
   }
 
@@ -126,18 +123,18 @@ export class ResultPanels {
     const canvas = this.panels[k];
     if (!s || !canvas.clientWidth) return;
     const lut = cmapper.colormap(s.colormap);
-    const { width: w, height: h, swap, rgba } = sliceRgba(s.data, this.dims, this.z, this.like.affine, lut, s.win);
+    const { width: w, height: h, swap, rgba } = sliceRgba(s.data, this.like.dims, this.z, this.like.affine, lut, s.win);
     const [lo, hi] = s.win;
-    const [nx, ny] = this.dims;
+    const [nx, ny] = this.like.dims;
     const dpr = globalThis.devicePixelRatio || 1;
+    // Sizing the canvas clears it: around the slice (and under a voxel that is not finite) the panel's own background
+    // shows (style.css, .panels .nv).
     canvas.width = Math.round(canvas.clientWidth * dpr);
     canvas.height = Math.round(canvas.clientHeight * dpr);
     const g = canvas.getContext('2d');
     g.setTransform(dpr, 0, 0, dpr, 0, 0);
     const cw = canvas.clientWidth;
     const ch = canvas.clientHeight;
-    g.fillStyle = BACKGROUND;
-    g.fillRect(0, 0, cw, ch);
     // The slice at its physical aspect, as large as fits above the bar.
     const mm = this.like.voxelMm;
     const [pw, ph] = swap ? [ny * mm[1], nx * mm[0]] : [nx * mm[0], ny * mm[1]];
