@@ -41,18 +41,19 @@ finish() { # name pid log
 }
 phase "build of the wasm module (started after Emscripten's set-up)"
 finish "the wasm module's build" "$wasm_build_pid" "$wasm_build_log"
-phase "native build and GoogleTest (started with the set-up)"
-finish "the native build or its GoogleTest" "$native_pid" "$native_log"
 
 # The wasm32 GoogleTest binary builds and runs, two processes of whole suites (each boots node and its thread pool),
-# beside the JavaScript suites; the two cores are busy throughout, so this adds its CPU time and nothing else. The
-# compile runs at the normal priority: niced, it waited on the suites and then ran alone after them (a fresh clone
-# took 701 s so, 683 s without).
-phase "GoogleTest, wasm32 under node, built and run beside the JavaScript suites (its log follows them)"
+# from here on: beside the end of the native job (its last link and its GoogleTest leave a core idle for about half a
+# minute), then beside the JavaScript suites; the two cores are busy throughout, so this adds its CPU time and nothing
+# else. The compile runs at the normal priority: niced, it waited on the suites and then ran alone after them (a fresh
+# clone took 701 s so, 683 s without).
+phase "GoogleTest, wasm32 under node, built and run beside the rest (its log follows the JavaScript suites)"
 wasm_log=$(mktemp)
 ( scripts/build.sh wasm-tests && ctest --test-dir build/wasm/gtest-shards -j2 --output-on-failure ) >"$wasm_log" 2>&1 &
 wasm_pid=$!
-trap 'kill "$wasm_pid" 2>/dev/null || true; rm -f "$native_log" "$wasm_build_log" "$wasm_log"' EXIT
+trap 'kill "$native_pid" "$wasm_pid" 2>/dev/null || true; rm -f "$native_log" "$wasm_build_log" "$wasm_log"' EXIT
+phase "native build and GoogleTest (started with the set-up)"
+finish "the native build or its GoogleTest" "$native_pid" "$native_log"
 
 shopt -s nullglob globstar
 # The longest files first, longest to shortest as measured (each 0.5-3 minutes), so that none of them is left running
