@@ -25,7 +25,13 @@ export function loadNodeModule({ pthreadPoolSize, wasmBase }) {
   const create = require(main);
   // Hand over the wasm bytes: with node's global fetch the loader would try to fetch a file path.
   const wasmBinary = fs.readFileSync(fileURLToPath(new URL('tessera.wasm', base)));
-  return create({ pthreadPoolSize, wasmBinary });
+  // The pool's threads do not keep node running (Emscripten 3.1.6 leaves them referenced): a process that loads the
+  // module on its own thread (a script, a test) ends when its work does. The C++ core joins every thread it starts
+  // before its call returns, so nothing is left running when node ends.
+  return create({ pthreadPoolSize, wasmBinary }).then((M) => {
+    for (const w of [...M.PThread.unusedWorkers, ...M.PThread.runningWorkers]) w.unref();
+    return M;
+  });
 }
 
 /** file: URL of a file next to onnxruntime-web's node entry (its dist/ folder), e.g. 'ort-wasm-simd-threaded.wasm'. */
