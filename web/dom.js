@@ -36,6 +36,17 @@ export function setRadio(name, value) {
 }
 
 /**
+ * A colour custom property of the page's root (style.css) as '#rrggbb' and as WebGL's [r, g, b, 1] in 0..1.
+ * Precondition: style.css defines name as a #rrggbb colour.
+ */
+export function cssColor(name) {
+  const hex = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  const m = /^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(hex);
+  if (!m) throw new Error(`style.css does not define ${name} as a #rrggbb colour (it reads ${JSON.stringify(hex)})`);
+  return { hex, rgba: [...m.slice(1).map((h) => parseInt(h, 16) / 255), 1] };
+}
+
+/**
  * Writes `values` as the element's data-* attributes (camelCase keys, as element.dataset names them): arrays are
  * joined with ',', null/undefined remove the attribute. The page's state is readable there (by CSS, scripts, tests).
  * Preconditions: `el` is an element; values are strings, numbers, booleans, arrays of those, or null/undefined.

@@ -8,6 +8,8 @@
 // runningTiles have a network call open, startedTiles not running are done (setTiles). Runs whose progress
 // carries no tile ids get setProgress: the first `done` tiles to run done, the next `inFlight` running.
 
+import { cssColor } from './dom.js';
+
 export const STATES = ['queued', 'running', 'done', 'skipped'];
 const Q = 0, RUN = 1, DONE = 2, SKIP = 3;
 
@@ -130,7 +132,7 @@ export class TileMap {
       canvas.height = H;
     }
     ctx.imageSmoothingEnabled = false;
-    ctx.fillStyle = '#05070b';
+    ctx.fillStyle = cssColor('--image-bg').hex;
     ctx.fillRect(0, 0, W, H);
     const bg = this._background(this.z);
     if (bg) ctx.drawImage(bg, 0, 0, W, H);

@@ -9,12 +9,11 @@
 import { Niivue, NVImage } from '@niivue/niivue';
 import { writeNifti, thresholdMask } from '../../bindings/js/index.js';
 import { colormapNames } from '../result-panels.js';
-import { $, addOption, setData, clearData } from '../dom.js';
+import { $, addOption, setData, clearData, cssColor } from '../dom.js';
 import { catalog, echoOf, defaultWindow, valueText, tileLabels, tilesFit } from '../viewer-catalog.js';
 import { MaskHistory, brush, countSet, dilate, erode, fillHoles, largestComponent } from '../mask-edit.js';
 
 const NV_OPTIONS = {
-  backColor: [0.02, 0.03, 0.045, 1],
   show3Dcrosshair: false,
   crosshairWidth: 1,
   crosshairColor: [0.35, 0.65, 1, 0.9],
@@ -195,7 +194,7 @@ export class ViewerPanel {
    */
   attach() {
     this.attached ??= (async () => {
-      const nv = new Niivue({ ...NV_OPTIONS });
+      const nv = new Niivue({ ...NV_OPTIONS, backColor: cssColor('--image-bg').rgba });
       await nv.attachToCanvas($('nvMain'));
       nv.onLocationChange = (loc) => this.located(loc);
       this.nv = nv;
