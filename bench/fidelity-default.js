@@ -6,7 +6,8 @@
 //
 // Usage:
 //   node --no-experimental-fetch bench/fidelity-default.js [--onnx web/models/demo-unet.onnx] [--divisor 8]
-//        [--real-cost 370] [--fixed 23100000] [--declared-cost 1100] [--dims 160,192,144] [--threads 2]
+//        [--real-cost B] [--fixed B] [--declared-cost 1100] [--dims 160,192,144] [--threads 2]
+// --real-cost and --fixed (bytes per voxel, fixed bytes per worker) default to the registry's demo-unet figures.
 import { parseArgs } from 'node:util';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -17,8 +18,8 @@ const { values: a } = parseArgs({
   options: {
     onnx: { type: 'string', default: 'web/models/demo-unet.onnx' },
     divisor: { type: 'string', default: '8' },
-    'real-cost': { type: 'string', default: '370' },
-    fixed: { type: 'string', default: '23100000' },
+    'real-cost': { type: 'string' },
+    fixed: { type: 'string' },
     'declared-cost': { type: 'string', default: '1100' },
     dims: { type: 'string', default: '160,192,144' },
     threads: { type: 'string', default: '2' },
@@ -42,7 +43,9 @@ async function run(label, request) {
   return { label, chi, report, seconds: report.wallSeconds ?? total, total };
 }
 
-const whole = await run('whole volume (real cost)', { spec: { divisor, bytesPerVoxel: Number(a['real-cost']), fixedBytes: Number(a.fixed) }, whole: true });
+const demo = await tessera.model('demo-unet');
+const realCost = { divisor, bytesPerVoxel: Number(a['real-cost'] ?? demo.bytesPerVoxel), fixedBytes: Number(a.fixed ?? demo.fixedBytes) };
+const whole = await run('whole volume (real cost)', { spec: realCost, whole: true });
 console.log(`whole volume: ${whole.seconds.toFixed(1)} s`);
 const declared = { divisor, bytesPerVoxel: Number(a['declared-cost']) };
 const rows = [];

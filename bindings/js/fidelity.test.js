@@ -37,9 +37,10 @@ test('invert with default settings, a --spec network whose cost forbids the whol
   // single-patch limit at its declared cost; the clinical size is measured by bench/fidelity-default.js.
   const geometry = { dims: [136, 160, 120], voxelMm: [1, 1, 1], b0Dir: [0, 0, 1] };
   const tessera = await createTessera({ workers: 1 });
-  let phantom;
+  let phantom, demo;
   try {
     phantom = await tessera.phantom({ geometry, seed: 1 });
+    demo = await tessera.model('demo-unet');
   } finally {
     await tessera.terminate();
   }
@@ -48,9 +49,9 @@ test('invert with default settings, a --spec network whose cost forbids the whol
   fs.writeFileSync(path.join(dir, 'mask.nii'), await writeNifti(Float32Array.from(phantom.mask), like));
   // The demo network declared at 1400 B/voxel: the mask's box (120×144×104 with its margin) is over the 2.5 GB
   // single-patch limit, so the planner must tile, while the self-check's box (120³) keeps 10,000 mask voxels once the
-  // network's reach (49 voxels) is kept from its faces. Its real cost (370 B/voxel) lets the reference run whole.
-  fs.writeFileSync(path.join(dir, 'costly.json'), JSON.stringify({ divisor: 8, bytesPerVoxel: 1400 }));
-  fs.writeFileSync(path.join(dir, 'real.json'), JSON.stringify({ divisor: 8, bytesPerVoxel: 370, fixedBytes: 23100000 }));
+  // network's reach (49 voxels) is kept from its faces. Its real cost (the registry's) lets the reference run whole.
+  fs.writeFileSync(path.join(dir, 'costly.json'), JSON.stringify({ divisor: demo.divisor, bytesPerVoxel: 1400 }));
+  fs.writeFileSync(path.join(dir, 'real.json'), JSON.stringify({ divisor: demo.divisor, bytesPerVoxel: demo.bytesPerVoxel, fixedBytes: demo.fixedBytes }));
   const common = ['--field', 'field.nii', '--mask', 'mask.nii', '--weights', DEMO];
   const t0 = Date.now();
   const tiled = await cli(['invert', ...common, '--spec', 'costly.json', '--verify', '--out', 'tiled.nii', '--report', 'tiled.json'], dir);
