@@ -4,7 +4,8 @@
 //
 // Usage (node):
 //   node --no-experimental-fetch bench/calibrate-quick.js --onnx web/models/demo-unet.onnx --divisor 8 \
-//     --repeats 3 --check 48,64,80,96 [--threads 1] [--careful 23100000,370] [--inputs ...]
+//     --repeats 3 --check 48,64,80,96 [--threads 1] [--careful FIXED,BPV] [--inputs ...]
+// (the registry's figures: `tessera-qsm models --json`, fixedBytes and bytesPerVoxel)
 // For each repeat: a fresh calibration (its points, figures and seconds). Then, for each --check edge, one fresh
 // worker runs a patch of that edge (bindings/js/calibrate.js measurePoint, as the calibration does) and its heap is
 // compared with every quick line and with the careful line (--careful fixedBytes,bytesPerVoxel).

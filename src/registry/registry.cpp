@@ -211,8 +211,8 @@ constexpr CostMeasurement kDemoCost = {
     .hosts = kDemoHosts,
     .date = "2026-11-29",
     .networks = kDemoHeap,
-    // A line with every point only under it (23.1 MB + 370 B/voxel) passed under the heap of a patch between the
-    // measured edges (48×48×40: 1.06×, a growth step); the fixed part is now at least the after-session heap.
+    // The margin rule: a heap grows in Emscripten's steps, so a patch between the measured edges can commit the next
+    // step early (48×48×40 reached 1.06× a line that only had the measured points under it).
     .rule = BudgetRule::PointsMarginUnderLine,
     .evidence = "bench/calibration-demo-unet.json",
 };
